@@ -1,0 +1,46 @@
+/*
+ * flags.h — table-driven command-line flags, as AI Platform passes them.
+ *
+ * A program describes its flags in a table; tn_flags_parse fills the variables the
+ * table points to. Every flag is accepted as --name=value and as --name value, with
+ * dashes and underscores interchangeable in the name (--job-dir = --job_dir).
+ * Booleans also take the bare form --name (true). Unknown flags, missing or bad
+ * values are errors whose message names the flag and, for a near-miss, the flag that
+ * was probably meant. tn_flags_help prints the table with each current value as the
+ * default. Used by trainer and tuner alike.
+ */
+#ifndef TN_FLAGS_H
+#define TN_FLAGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum tn_flag_type { TN_FLAG_BOOL = 1, TN_FLAG_INT, TN_FLAG_INT64, TN_FLAG_DOUBLE, TN_FLAG_STRING };
+
+typedef struct tn_flag {
+    const char *name; /* without the leading "--", words joined by '_' */
+    int type;         /* enum tn_flag_type */
+    void *value;      /* int* (BOOL, INT), int64_t*, double*, or const char** (STRING,
+                         pointing into argv after parsing) */
+    const char *arg;  /* placeholder shown in --help ("N", "RATE"); NULL for BOOL */
+    const char *help; /* one line */
+} tn_flag;
+
+/* Parses argv[1..argc-1]. Arguments that are not flags (and everything after a bare
+ * "--") are positional: their indices into argv are stored in positional[0..] (at
+ * most max_positional; more is an error) and their count in *npositional (which may
+ * be NULL when none are allowed). Returns 0 on success, 1 when --help or -h appears
+ * before any "--" (nothing else is checked then), or TN_EINVAL with a message such as
+ * "unknown flag --learnig_rate (did you mean --learning_rate?)". */
+int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *positional,
+                   int max_positional, int *npositional, char *err, size_t errlen);
+
+/* Prints one line per flag: "  --name=ARG  help (default: VALUE)". */
+void tn_flags_help(FILE *out, const tn_flag *flags, size_t n);
+
+/* Whether the flag named name appeared on the command line at the most recent
+ * tn_flags_parse call, which must have been given this table (0 otherwise, and for a
+ * name not in the table). */
+int tn_flags_given(const tn_flag *flags, size_t n, const char *name);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * hypertune.c — writer of the cloudml-hypertune metric file (see hypertune.h).
+ *
+ * The writer holds the last HT_MAX_RECORDS records as encoded JSON lines in a ring
+ * and rewrites the file from them on every report: write PATH.tmp, fsync, rename.
+ */
+#include "common/hypertune.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "common/text.h"
+
+struct ht_writer {
+    char *path;                    /* the metric file */
+    char *trial;                   /* trial id written into every record */
+    char *lines[HT_MAX_RECORDS];   /* ring of encoded records, oldest at head */
+    size_t head;                   /* index of the oldest record */
+    size_t count;                  /* records held, <= HT_MAX_RECORDS */
+};
+
+static void ring_push(ht_writer *w, char *line) {
+    if (w->count == HT_MAX_RECORDS) {
+        free(w->lines[w->head]);
+        w->lines[w->head] = line;
+        w->head = (w->head + 1) % HT_MAX_RECORDS;
+    } else {
+        w->lines[(w->head + w->count) % HT_MAX_RECORDS] = line;
+        w->count++;
+    }
+}
+
+/* mkdir -p of the folder holding path. */
+static int make_parent_dirs(const char *path, char *err, size_t errlen) {
+    char *dir = tn_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        for (char *p = dir + 1; ; p++) {
+            if (*p == '/' || *p == '\0') {
+                char c = *p;
+                *p = '\0';
+                struct stat st;
+                if (mkdir(dir, 0755) != 0 && (errno != EEXIST || stat(dir, &st) != 0 ||
+                                              !S_ISDIR(st.st_mode))) {
+                    rc = tn_error(err, errlen, TN_EIO, "cannot create folder %s for the metric "
+                                  "file: %s", dir, errno == EEXIST ? "a file is in the way" :
+                                  strerror(errno));
+                    break;
+                }
+                *p = c;
+                if (c == '\0') break;
+            }
+        }
+    }
+    free(dir);
+    return rc;
+}
+
+/* Loads the valid JSON-object lines of an existing file into the ring. */
+static void load_existing(ht_writer *w) {
+    FILE *f = fopen(w->path, "r");
+    if (!f) return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        json_t *obj = json_loads(line, 0, NULL);
+        if (json_is_object(obj)) ring_push(w, tn_xstrdup(line));
+        json_decref(obj);
+    }
+    free(line);
+    fclose(f);
+}
+
+int ht_writer_open(const char *path, const char *trial, ht_writer **out, char *err,
+                   size_t errlen) {
+    *out = NULL;
+    if (!path || !*path) path = getenv("CLOUD_ML_HP_METRIC_FILE");
+    if (!path || !*path) path = HT_DEFAULT_PATH;
+    if (!trial) trial = getenv("CLOUD_ML_TRIAL_ID");
+    if (!trial) trial = "";
+    int rc = make_parent_dirs(path, err, errlen);
+    if (rc) return rc;
+    ht_writer *w = tn_xcalloc(1, sizeof *w);
+    w->path = tn_xstrdup(path);
+    w->trial = tn_xstrdup(trial);
+    load_existing(w);
+    *out = w;
+    return 0;
+}
+
+static int rewrite_file(ht_writer *w, char *err, size_t errlen) {
+    size_t tlen = strlen(w->path) + 32;
+    char *tmp = tn_xmalloc(tlen);
+    snprintf(tmp, tlen, "%s.tmp.%ld", w->path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int rc = tn_error(err, errlen, TN_EIO, "cannot write metric file %s: %s", tmp,
+                          strerror(errno));
+        free(tmp);
+        return rc;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return tn_error(err, errlen, TN_EIO, "fdopen: %s", strerror(errno));
+    }
+    for (size_t i = 0; i < w->count; i++) {
+        fputs(w->lines[(w->head + i) % HT_MAX_RECORDS], f);
+        fputc('\n', f);
+    }
+    int failed = fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int saved = errno;
+    failed |= fclose(f) != 0;
+    if (!failed && rename(tmp, w->path) != 0) {
+        failed = 1;
+        saved = errno;
+    }
+    if (failed) {
+        unlink(tmp);
+        free(tmp);
+        return tn_error(err, errlen, TN_EIO, "cannot write metric file %s: %s%s", w->path,
+                        strerror(saved), saved == ENOSPC ? " (the disk is full)" : "");
+    }
+    free(tmp);
+    return 0;
+}
+
+int ht_report(ht_writer *w, int64_t global_step, const ht_metric *metrics, size_t n,
+              const char *checkpoint_path, double timestamp, char *err, size_t errlen) {
+    char num[64];
+    if (!isfinite(timestamp))
+        return tn_error(err, errlen, TN_EINVAL, "metric timestamp is not a finite number");
+    json_t *obj = json_object();
+    json_object_set_new(obj, "checkpoint_path",
+                        json_string(checkpoint_path ? checkpoint_path : ""));
+    snprintf(num, sizeof num, "%lld", (long long)global_step);
+    json_object_set_new(obj, "global_step", json_string(num));
+    for (size_t i = 0; i < n; i++) {
+        const char *name = metrics[i].name;
+        if (!strcmp(name, "checkpoint_path") || !strcmp(name, "global_step") ||
+            !strcmp(name, "timestamp") || !strcmp(name, "trial")) {
+            json_decref(obj);
+            return tn_error(err, errlen, TN_EINVAL, "metric name '%s' is reserved", name);
+        }
+        json_object_set_new(obj, name,
+                            json_string(tn_format_double(metrics[i].value, num, sizeof num)));
+    }
+    json_object_set_new(obj, "timestamp", json_real(timestamp));
+    json_object_set_new(obj, "trial", json_string(w->trial));
+    char *line = json_dumps(obj, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(obj);
+    if (!line) abort(); /* jansson fails only on out-of-memory here */
+    ring_push(w, tn_xstrdup(line));
+    free(line);
+    return rewrite_file(w, err, errlen);
+}
+
+const char *ht_writer_path(const ht_writer *w) { return w->path; }
+
+void ht_writer_free(ht_writer *w) {
+    if (!w) return;
+    for (size_t i = 0; i < w->count; i++) free(w->lines[(w->head + i) % HT_MAX_RECORDS]);
+    free(w->path);
+    free(w->trial);
+    free(w);
+}

@@ -1,0 +1,64 @@
+/*
+ * status.c — error codes, error messages and aborting allocators (see status.h).
+ */
+#include "common/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tn_strerror(int code) {
+    switch (code) {
+    case TN_OK: return "success";
+    case TN_EINVAL: return "invalid argument";
+    case TN_EIO: return "input/output error";
+    case TN_ENOENT: return "no such file or folder";
+    case TN_EFORMAT: return "bad file format";
+    case TN_ETRUNC: return "file truncated";
+    case TN_ECORRUPT: return "checksum mismatch";
+    case TN_EVERSION: return "unsupported file version";
+    case TN_EMISMATCH: return "configuration mismatch";
+    default: return "unknown error";
+    }
+}
+
+int tn_error(char *err, size_t errlen, int code, const char *fmt, ...) {
+    if (err && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void oom(size_t size) {
+    fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", size);
+    abort();
+}
+
+void *tn_xmalloc(size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (!p) oom(size);
+    return p;
+}
+
+void *tn_xcalloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) oom(count * size);
+    return p;
+}
+
+void *tn_xrealloc(void *ptr, size_t size) {
+    void *p = realloc(ptr, size ? size : 1);
+    if (!p) oom(size);
+    return p;
+}
+
+char *tn_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = tn_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}

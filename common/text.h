@@ -1,0 +1,22 @@
+/*
+ * text.h — small string helpers that both the tuner and the trainer need: edit
+ * distance for "did you mean" hints, shortest round-trip formatting of numbers.
+ */
+#ifndef TN_TEXT_H
+#define TN_TEXT_H
+
+#include <stddef.h>
+
+/* Levenshtein distance between a and b (insert, delete, substitute cost 1). */
+size_t tn_edit_distance(const char *a, const char *b);
+
+/* The candidate closest to word by edit distance, or NULL when none is within
+ * max(2, strlen(word) / 3) edits. candidates is an array of n strings. */
+const char *tn_closest(const char *word, const char *const *candidates, size_t n);
+
+/* Formats v with the fewest significant digits (at most 17) that read back as the
+ * same double, in printf's %g style ("0.1", "1e-05", "1e+02", "nan", "inf").
+ * Returns buf. */
+char *tn_format_double(double v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,350 @@
+/*
+ * cpu.c — the CPU backend of kernels.h: OpenBLAS's cblas_sgemm for every matrix
+ * product, plain C loops for the rest. The loops are written so that GCC vectorises
+ * them at -O2/-O3 (no aliasing between outputs and inputs except where the
+ * interface allows it, unit strides, no calls in the inner loop except libm's).
+ * Notation and contracts: kernels.h.
+ */
+#include "kernels/kernels.h"
+
+/* Hot element-wise loops are compiled twice, for the x86-64 baseline and for AVX2 +
+ * FMA, and the loader picks the one the CPU runs (GCC's function multi-versioning),
+ * so one binary is both portable and fast. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VECTORISE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTORISE
+#endif
+
+/* The element-wise kernels may run in place (y == x, dx == dy): each output element
+ * depends only on the same element of the inputs, which this tells the vectoriser. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
+
+#include <assert.h>
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_alloc(size_t bytes) {
+    /* 64-byte aligned so vector loads never split cache lines. */
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) {
+        fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", bytes);
+        abort();
+    }
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static void cpu_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes) memcpy(dst, src, bytes);
+}
+
+static void cpu_fill(float *x, float value, size_t n) {
+    if (value == 0.0f) {
+        memset(x, 0, n * sizeof *x);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = value;
+}
+
+static void cpu_set_threads(int threads) { openblas_set_num_threads(threads); }
+
+static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_broadcast_rows(float *y, const float *bias, int rows, int cols) {
+    for (int r = 0; r < rows; r++) memcpy(y + (size_t)r * cols, bias, (size_t)cols * sizeof *y);
+}
+
+VECTORISE static void cpu_sum_rows(float *restrict db, const float *restrict dy, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = dy + (size_t)r * cols;
+        for (int j = 0; j < cols; j++) db[j] += row[j];
+    }
+}
+
+VECTORISE static void cpu_sum_channels(float *restrict db, const float *restrict dy, int b,
+                                       int c, int s) {
+    /* Eight independent partial sums per plane, so the reduction vectorises without
+     * reassociation by the compiler (and the order, hence the result, is fixed). */
+    for (int i = 0; i < b; i++) {
+        for (int ch = 0; ch < c; ch++) {
+            const float *p = dy + ((size_t)i * c + ch) * s;
+            float acc[8] = {0};
+            int j = 0;
+            for (; j + 8 <= s; j += 8)
+                for (int t = 0; t < 8; t++) acc[t] += p[j + t];
+            float total = 0.0f;
+            for (int t = 0; t < 8; t++) total += acc[t];
+            for (; j < s; j++) total += p[j];
+            db[ch] += total;
+        }
+    }
+}
+
+VECTORISE static void cpu_add_channel_bias(float *y, const float *bias, int b, int c, int s) {
+    for (int i = 0; i < b; i++) {
+        for (int ch = 0; ch < c; ch++) {
+            float *p = y + ((size_t)i * c + ch) * s;
+            float v = bias[ch];
+            for (int j = 0; j < s; j++) p[j] += v;
+        }
+    }
+}
+
+VECTORISE static void cpu_relu_forward(float *y, const float *x, size_t n) {
+    IVDEP
+    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+VECTORISE static void cpu_relu_backward(float *dx, const float *dy, const float *x, const float *y,
+                              size_t n) {
+    (void)y;
+    IVDEP
+    for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+static void cpu_tanh_forward(float *y, const float *x, size_t n) {
+    IVDEP
+    for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+}
+
+VECTORISE static void cpu_tanh_backward(float *dx, const float *dy, const float *x, const float *y,
+                              size_t n) {
+    (void)x;
+    IVDEP
+    for (size_t i = 0; i < n; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* GELU, exact form: x * Phi(x), Phi the standard normal CDF. */
+VECTORISE static void cpu_gelu_forward(float *y, const float *x, size_t n) {
+    IVDEP
+    for (size_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+}
+
+/* d/dx x Phi(x) = Phi(x) + x phi(x). */
+VECTORISE static void cpu_gelu_backward(float *dx, const float *dy, const float *x, const float *y,
+                              size_t n) {
+    (void)y;
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    IVDEP
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        float cdf = 0.5f * (1.0f + erff(v * (float)M_SQRT1_2));
+        float pdf = inv_sqrt_2pi * expf(-0.5f * v * v);
+        dx[i] = dy[i] * (cdf + v * pdf);
+    }
+}
+
+VECTORISE static void cpu_mul(float *y, const float *x, const float *m, size_t n) {
+    IVDEP
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * m[i];
+}
+
+static void cpu_softmax_xent(const float *logits, const int32_t *labels, int b, int k,
+                             float *dlogits, double *loss_sum, int64_t *correct) {
+    double total = 0.0;
+    int64_t right = 0;
+    for (int i = 0; i < b; i++) {
+        const float *z = logits + (size_t)i * k;
+        int label = labels[i];
+        assert(label >= 0 && label < k);
+        float zmax = z[0];
+        int arg = 0;
+        for (int j = 1; j < k; j++) {
+            if (z[j] > zmax) {
+                zmax = z[j];
+                arg = j;
+            }
+        }
+        double sum = 0.0;
+        for (int j = 0; j < k; j++) sum += exp((double)(z[j] - zmax));
+        double log_sum = log(sum);
+        total += log_sum - (double)(z[label] - zmax);
+        right += arg == label;
+        if (dlogits) {
+            float *d = dlogits + (size_t)i * k;
+            float inv_b = 1.0f / (float)b;
+            for (int j = 0; j < k; j++) {
+                float p = (float)exp((double)(z[j] - zmax) - log_sum);
+                d[j] = (p - (j == label ? 1.0f : 0.0f)) * inv_b;
+            }
+        }
+    }
+    if (loss_sum) *loss_sum = total;
+    if (correct) *correct = right;
+}
+
+static void cpu_im2col(float *col, const float *x, int c, int h, int w, int kh, int kw,
+                       int pad) {
+    int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+    for (int ch = 0; ch < c; ch++) {
+        const float *plane = x + (size_t)ch * h * w;
+        for (int ki = 0; ki < kh; ki++) {
+            for (int kj = 0; kj < kw; kj++) {
+                float *row = col + (((size_t)ch * kh + ki) * kw + kj) * oh * ow;
+                for (int oy = 0; oy < oh; oy++) {
+                    int iy = oy + ki - pad;
+                    float *out = row + (size_t)oy * ow;
+                    if (iy < 0 || iy >= h) {
+                        memset(out, 0, (size_t)ow * sizeof *out);
+                        continue;
+                    }
+                    const float *in = plane + (size_t)iy * w;
+                    /* ox range where ix = ox + kj - pad is inside [0, w). */
+                    int lo = pad - kj > 0 ? pad - kj : 0;
+                    int hi = w + pad - kj < ow ? w + pad - kj : ow;
+                    if (lo > ow) lo = ow;
+                    for (int ox = 0; ox < lo; ox++) out[ox] = 0.0f;
+                    if (hi > lo) memcpy(out + lo, in + lo + kj - pad, (size_t)(hi - lo) * sizeof *out);
+                    for (int ox = hi > lo ? hi : lo; ox < ow; ox++) out[ox] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+VECTORISE static void cpu_col2im(float *dx, const float *col, int c, int h, int w, int kh, int kw,
+                       int pad) {
+    int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+    for (int ch = 0; ch < c; ch++) {
+        float *plane = dx + (size_t)ch * h * w;
+        for (int ki = 0; ki < kh; ki++) {
+            for (int kj = 0; kj < kw; kj++) {
+                const float *row = col + (((size_t)ch * kh + ki) * kw + kj) * oh * ow;
+                for (int oy = 0; oy < oh; oy++) {
+                    int iy = oy + ki - pad;
+                    if (iy < 0 || iy >= h) continue;
+                    const float *in = row + (size_t)oy * ow;
+                    float *out = plane + (size_t)iy * w;
+                    int shift = kj - pad; /* ix = ox + shift */
+                    int lo = -shift > 0 ? -shift : 0;
+                    int hi = w - shift < ow ? w - shift : ow;
+                    for (int ox = lo; ox < hi; ox++) out[ox + shift] += in[ox];
+                }
+            }
+        }
+    }
+}
+
+static void cpu_maxpool2_forward(float *y, int32_t *argmax, const float *x, int n, int h,
+                                 int w) {
+    int oh = h / 2, ow = w / 2;
+    for (int p = 0; p < n; p++) {
+        const float *in = x + (size_t)p * h * w;
+        float *out = y + (size_t)p * oh * ow;
+        int32_t *arg = argmax + (size_t)p * oh * ow;
+        for (int oy = 0; oy < oh; oy++) {
+            for (int ox = 0; ox < ow; ox++) {
+                /* Branch-free: the comparisons become conditional moves. The first of
+                 * equal values wins. */
+                int32_t i0 = (2 * oy) * w + 2 * ox;
+                float m = in[i0];
+                int32_t k = i0;
+                float v = in[i0 + 1];
+                k = v > m ? i0 + 1 : k;
+                m = v > m ? v : m;
+                v = in[i0 + w];
+                k = v > m ? i0 + w : k;
+                m = v > m ? v : m;
+                v = in[i0 + w + 1];
+                k = v > m ? i0 + w + 1 : k;
+                m = v > m ? v : m;
+                out[oy * ow + ox] = m;
+                arg[oy * ow + ox] = k;
+            }
+        }
+    }
+}
+
+static void cpu_maxpool2_backward(float *dx, const float *dy, const int32_t *argmax, int n,
+                                  int h, int w) {
+    int os = (h / 2) * (w / 2);
+    memset(dx, 0, (size_t)n * h * w * sizeof *dx);
+    for (int p = 0; p < n; p++) {
+        float *d = dx + (size_t)p * h * w;
+        const float *g = dy + (size_t)p * os;
+        const int32_t *arg = argmax + (size_t)p * os;
+        for (int i = 0; i < os; i++) d[arg[i]] += g[i];
+    }
+}
+
+VECTORISE static void cpu_sgd_momentum(float *restrict p, const float *restrict g, float *restrict v,
+                             size_t n, float lr, float mu, float wd, int nesterov) {
+    if (nesterov) {
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] + wd * p[i];
+            float vi = mu * v[i] + gi;
+            v[i] = vi;
+            p[i] -= lr * (gi + mu * vi);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            float vi = mu * v[i] + g[i] + wd * p[i];
+            v[i] = vi;
+            p[i] -= lr * vi;
+        }
+    }
+}
+
+VECTORISE static void cpu_adam(float *restrict p, const float *restrict g, float *restrict m,
+                     float *restrict v, size_t n, float lr, float b1, float b2, float eps,
+                     float wd, int decoupled, float bc1, float bc2) {
+    float l2 = decoupled ? 0.0f : wd;
+    float shrink = decoupled ? 1.0f - lr * wd : 1.0f;
+    float inv_bc1 = 1.0f / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] + l2 * p[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * shrink - lr * (mi * inv_bc1) / (sqrtf(vi) * inv_sqrt_bc2 + eps);
+    }
+}
+
+static const kn_backend cpu_backend = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .set_threads = cpu_set_threads,
+    .gemm = cpu_gemm,
+    .broadcast_rows = cpu_broadcast_rows,
+    .sum_rows = cpu_sum_rows,
+    .sum_channels = cpu_sum_channels,
+    .add_channel_bias = cpu_add_channel_bias,
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .tanh_forward = cpu_tanh_forward,
+    .tanh_backward = cpu_tanh_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .mul = cpu_mul,
+    .softmax_xent = cpu_softmax_xent,
+    .im2col = cpu_im2col,
+    .col2im = cpu_col2im,
+    .maxpool2_forward = cpu_maxpool2_forward,
+    .maxpool2_backward = cpu_maxpool2_backward,
+    .sgd_momentum = cpu_sgd_momentum,
+    .adam = cpu_adam,
+};
+
+const kn_backend *kn_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,44 @@
+#!/bin/sh
+# install-deps.sh — install every package the project needs to build, test and run,
+# from Debian 12 by name. Works as root or through sudo; does nothing (and needs no
+# privileges) when everything is already present.
+#
+#   scripts/install-deps.sh          build, test and example dependencies
+#   scripts/install-deps.sh --bench  also what the benchmarks compare against
+#                                    (Debian's python3-torch, python3-numpy)
+set -eu
+
+PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
+libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3"
+BENCH_PACKAGES="python3-torch python3-numpy"
+
+case "${1:-}" in
+  --bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;
+  "") ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install-deps.sh: error: unknown option '$1'" >&2
+     echo "hint: run 'scripts/install-deps.sh --help'" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "install-deps.sh: error: missing packages:$missing" >&2
+  echo "hint: run this script as root, or install sudo" >&2
+  exit 1
+fi
+
+echo "install-deps.sh: installing:$missing"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,380 @@
+/*
+ * test_status.c — tests for the small shared helpers of common/: error codes and
+ * messages (status.h), the random number generator (rng.h) and the string helpers
+ * (text.h).
+ *
+ * The rng checks are statistical but deterministic (fixed seeds) with bounds several
+ * standard deviations wide, so they never flake yet catch a broken generator: a
+ * constant stream, modulo bias, a wrong range, a normal with the wrong moments, or
+ * state that does not fully determine the sequence.
+ */
+#include "common/rng.h"
+#include "common/status.h"
+#include "common/text.h"
+
+#include "tests/check.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------
+ * status.h
+ * --------------------------------------------------------------------------------- */
+
+static const int all_codes[] = {TN_OK,     TN_EINVAL,  TN_EIO,      TN_ENOENT,  TN_EFORMAT,
+                                TN_ETRUNC, TN_ECORRUPT, TN_EVERSION, TN_EMISMATCH};
+#define NCODES (sizeof all_codes / sizeof all_codes[0])
+
+static void test_strerror_every_code(void) {
+    const char *unknown = tn_strerror(-12345);
+    CHECK(unknown != NULL && unknown[0] != '\0');
+    for (size_t i = 0; i < NCODES; i++) {
+        const char *s = tn_strerror(all_codes[i]);
+        CHECK_MSG(s != NULL && s[0] != '\0', "code %d has no name", all_codes[i]);
+        if (!s) continue;
+        CHECK_MSG(strcmp(s, unknown) != 0, "code %d named like an unknown code ('%s')",
+                  all_codes[i], s);
+        for (size_t j = 0; j < i; j++) {
+            const char *t = tn_strerror(all_codes[j]);
+            CHECK_MSG(t && strcmp(s, t) != 0, "codes %d and %d share the name '%s'",
+                      all_codes[i], all_codes[j], s);
+        }
+    }
+    CHECK_STR_CONTAINS(tn_strerror(TN_EINVAL), "invalid");
+    CHECK_STR_CONTAINS(tn_strerror(TN_ECORRUPT), "checksum");
+}
+
+static void test_strerror_unknown_codes(void) {
+    const int odd[] = {1, 42, -9, -100, INT_MIN, INT_MAX};
+    const char *unknown = tn_strerror(-12345);
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        const char *s = tn_strerror(odd[i]);
+        CHECK_MSG(s != NULL && !strcmp(s, unknown), "code %d: '%s'", odd[i], s ? s : "(null)");
+    }
+    CHECK_STR_CONTAINS(unknown, "unknown");
+}
+
+static void test_error_formats_and_returns_code(void) {
+    char err[64];
+    strcpy(err, "old");
+    CHECK_INT_EQ(tn_error(err, sizeof err, TN_EIO, "cannot open %s: %d", "x.bin", 7), TN_EIO);
+    CHECK(!strcmp(err, "cannot open x.bin: 7"));
+    for (size_t i = 0; i < NCODES; i++)
+        CHECK_INT_EQ(tn_error(err, sizeof err, all_codes[i], "m"), all_codes[i]);
+}
+
+static void test_error_null_buffer_and_zero_length(void) {
+    CHECK_INT_EQ(tn_error(NULL, 0, TN_EINVAL, "x %d", 1), TN_EINVAL);
+    CHECK_INT_EQ(tn_error(NULL, 100, TN_ENOENT, "x %d", 1), TN_ENOENT);
+    char err[8];
+    memset(err, '#', sizeof err);
+    CHECK_INT_EQ(tn_error(err, 0, TN_EFORMAT, "should not be written"), TN_EFORMAT);
+    for (size_t i = 0; i < sizeof err; i++) CHECK_MSG(err[i] == '#', "byte %zu written", i);
+}
+
+static void test_error_truncates(void) {
+    char err[16];
+    memset(err, '#', sizeof err);
+    CHECK_INT_EQ(tn_error(err, 5, TN_EIO, "%s", "abcdefghij"), TN_EIO);
+    CHECK(!strcmp(err, "abcd"));
+    CHECK_MSG(err[5] == '#', "wrote past errlen");
+    CHECK_INT_EQ(tn_error(err, 1, TN_EIO, "abc"), TN_EIO);
+    CHECK(err[0] == '\0');
+}
+
+/* ---------------------------------------------------------------------------------
+ * rng.h
+ * --------------------------------------------------------------------------------- */
+
+static void test_rng_same_seed_same_sequence(void) {
+    tn_rng a, b;
+    tn_rng_seed(&a, 12345);
+    tn_rng_seed(&b, 12345);
+    int same = 1;
+    for (int i = 0; i < 1000; i++) same &= tn_rng_u64(&a) == tn_rng_u64(&b);
+    for (int i = 0; i < 100; i++) same &= tn_rng_normal(&a) == tn_rng_normal(&b);
+    for (int i = 0; i < 100; i++) same &= tn_rng_below(&a, 7) == tn_rng_below(&b, 7);
+    CHECK(same);
+}
+
+static void test_rng_different_seeds_differ(void) {
+    const uint64_t seeds[] = {0, 1, 2, 3, 42, 0x9e3779b97f4a7c15ULL, UINT64_MAX};
+    enum { NS = sizeof seeds / sizeof seeds[0], ND = 4 };
+    uint64_t first[NS][ND];
+    for (int i = 0; i < NS; i++) {
+        tn_rng r;
+        tn_rng_seed(&r, seeds[i]);
+        CHECK_MSG(r.s[0] | r.s[1] | r.s[2] | r.s[3], "seed %d gives an all-zero state", i);
+        for (int d = 0; d < ND; d++) first[i][d] = tn_rng_u64(&r);
+        /* Not stuck: consecutive outputs differ. */
+        CHECK(first[i][0] != first[i][1] || first[i][1] != first[i][2]);
+    }
+    for (int i = 0; i < NS; i++)
+        for (int j = 0; j < i; j++)
+            CHECK_MSG(memcmp(first[i], first[j], sizeof first[i]) != 0,
+                      "seeds %d and %d give the same stream", i, j);
+}
+
+static void test_rng_uniform_range(void) {
+    tn_rng r;
+    tn_rng_seed(&r, 7);
+    const int n = 100000;
+    double lo = 1.0, hi = 0.0, sum = 0.0;
+    float lof = 1.0f, hif = 0.0f;
+    double sumf = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        double u = tn_rng_uniform(&r);
+        float uf = tn_rng_uniformf(&r);
+        bad += !(u >= 0.0 && u < 1.0) || !(uf >= 0.0f && uf < 1.0f);
+        lo = fmin(lo, u);
+        hi = fmax(hi, u);
+        sum += u;
+        lof = fminf(lof, uf);
+        hif = fmaxf(hif, uf);
+        sumf += uf;
+    }
+    CHECK_INT_EQ(bad, 0);
+    /* Mean of U(0,1) over 1e5 draws: sd 0.0009. */
+    CHECK_NEAR(sum / n, 0.5, 0.005, 0);
+    CHECK_NEAR(sumf / n, 0.5, 0.005, 0);
+    CHECK(lo < 0.001 && hi > 0.999);
+    CHECK(lof < 0.001f && hif > 0.999f);
+}
+
+/* Chi-square statistic of nbins counts against a uniform expectation. */
+static double chi_square(const long *counts, int nbins, long total) {
+    double expect = (double)total / nbins, chi = 0.0;
+    for (int b = 0; b < nbins; b++) chi += (counts[b] - expect) * (counts[b] - expect) / expect;
+    return chi;
+}
+
+static void test_rng_below_range_and_uniformity(void) {
+    tn_rng r;
+    tn_rng_seed(&r, 99);
+    CHECK_INT_EQ(tn_rng_below(&r, 1), 0);
+
+    const uint64_t ns[] = {2, 3, 7, 10, 64, 1000};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint64_t n = ns[k];
+        long *counts = calloc(n, sizeof *counts);
+        long total = (long)n * 200;
+        int out = 0;
+        for (long i = 0; i < total; i++) {
+            uint64_t x = tn_rng_below(&r, n);
+            if (x >= n)
+                out++;
+            else
+                counts[x]++;
+        }
+        CHECK_MSG(out == 0, "below(%llu) gave %d out-of-range values", (unsigned long long)n,
+                  out);
+        /* Chi-square with n-1 degrees of freedom: mean n-1, sd sqrt(2(n-1)). A loose
+         * bound of mean + 6 sd (+10 for small n) never fails on a good generator. */
+        double dof = (double)(n - 1);
+        double chi = chi_square(counts, (int)n, total);
+        CHECK_MSG(chi < dof + 6.0 * sqrt(2.0 * dof) + 10.0, "below(%llu): chi-square %.1f",
+                  (unsigned long long)n, chi);
+        free(counts);
+    }
+
+    /* A huge n where plain modulo would be visibly biased: with n = 2/3 of 2^64,
+     * x % n puts half again as much mass on [0, n/2). */
+    uint64_t big = UINT64_MAX / 3 * 2;
+    long low = 0, total = 100000;
+    int out = 0;
+    for (long i = 0; i < total; i++) {
+        uint64_t x = tn_rng_below(&r, big);
+        out += x >= big;
+        low += x < big / 2;
+    }
+    CHECK_INT_EQ(out, 0);
+    CHECK_NEAR((double)low / total, 0.5, 0.01, 0);
+}
+
+static void test_rng_normal_moments(void) {
+    tn_rng r;
+    tn_rng_seed(&r, 2024);
+    const int n = 100000;
+    double sum = 0.0, sum2 = 0.0;
+    long within1 = 0;
+    int finite = 1;
+    for (int i = 0; i < n; i++) {
+        double z = tn_rng_normal(&r);
+        finite &= isfinite(z) != 0;
+        sum += z;
+        sum2 += z * z;
+        within1 += fabs(z) < 1.0;
+    }
+    double mean = sum / n, var = sum2 / n - mean * mean;
+    CHECK(finite);
+    CHECK_NEAR(mean, 0.0, 0.02, 0);         /* sd 0.003 */
+    CHECK_NEAR(var, 1.0, 0.03, 0);          /* sd 0.0045 */
+    CHECK_NEAR((double)within1 / n, 0.6827, 0.01, 0);
+}
+
+static void test_rng_state_copy_continues(void) {
+    tn_rng r;
+    tn_rng_seed(&r, 31337);
+    for (int i = 0; i < 123; i++) tn_rng_u64(&r);
+    tn_rng saved = r; /* what a checkpoint stores */
+    uint64_t a[50];
+    double an[50];
+    for (int i = 0; i < 50; i++) {
+        a[i] = tn_rng_below(&r, 1000003);
+        an[i] = tn_rng_normal(&r);
+    }
+    tn_rng restored;
+    memcpy(&restored, &saved, sizeof restored);
+    int same = 1;
+    for (int i = 0; i < 50; i++) {
+        same &= tn_rng_below(&restored, 1000003) == a[i];
+        same &= tn_rng_normal(&restored) == an[i];
+    }
+    CHECK(same);
+    CHECK(!memcmp(&restored, &r, sizeof r));
+}
+
+/* ---------------------------------------------------------------------------------
+ * text.h
+ * --------------------------------------------------------------------------------- */
+
+static void test_edit_distance_table(void) {
+    static const struct {
+        const char *a, *b;
+        size_t d;
+    } cases[] = {
+        {"", "", 0},
+        {"", "abc", 3},
+        {"abc", "", 3},
+        {"abc", "abc", 0},
+        {"abc", "abd", 1},         /* substitute */
+        {"abc", "abxc", 1},        /* insert */
+        {"abc", "ac", 1},          /* delete */
+        {"abc", "xabc", 1},        /* insert at the front */
+        {"abc", "ab", 1},          /* delete at the end */
+        {"kitten", "sitting", 3},
+        {"flaw", "lawn", 2},
+        {"learnig_rate", "learning_rate", 1},
+        {"abc", "xyz", 3},
+        {"ab", "ba", 2},           /* no transposition */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t d = tn_edit_distance(cases[i].a, cases[i].b);
+        CHECK_MSG(d == cases[i].d, "'%s' vs '%s': %zu, expected %zu", cases[i].a, cases[i].b,
+                  d, cases[i].d);
+        size_t back = tn_edit_distance(cases[i].b, cases[i].a);
+        CHECK_MSG(back == d, "not symmetric for '%s' / '%s'", cases[i].a, cases[i].b);
+    }
+}
+
+static void test_closest(void) {
+    const char *names[] = {"batch_size", "learning_rate", "job_dir", "momentum", "epochs"};
+    size_t n = sizeof names / sizeof names[0];
+    const char *best = tn_closest("learnig_rate", names, n);
+    CHECK(best && !strcmp(best, "learning_rate"));
+    best = tn_closest("job-dr", names, n);
+    CHECK(best && !strcmp(best, "job_dir"));
+    best = tn_closest("epoch", names, n);
+    CHECK(best && !strcmp(best, "epochs"));
+    best = tn_closest("momentum", names, n); /* exact */
+    CHECK(best && !strcmp(best, "momentum"));
+    CHECK(tn_closest("zzzzzzzz", names, n) == NULL);
+    CHECK(tn_closest("learning_rate", names, 0) == NULL);
+    /* The limit is max(2, len/3): 2 edits are allowed for a short word, 3 not. */
+    const char *shorts[] = {"abcd"};
+    CHECK(tn_closest("abxy", shorts, 1) == shorts[0]);
+    CHECK(tn_closest("axyz", shorts, 1) == NULL);
+    /* ... and 4 edits for a 12-letter word, 5 not. */
+    const char *longs[] = {"abcdefghijkl"};
+    CHECK(tn_closest("abcdefghwxyz", longs, 1) == longs[0]);
+    CHECK(tn_closest("abcdefgvwxyz", longs, 1) == NULL);
+}
+
+static void test_format_double_cases(void) {
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        {0.1, "0.1"},     {1e-05, "1e-05"},       {123456789.0, "123456789"},
+        {0.87, "0.87"},   {0.0, "0"},             {-2.5, "-2.5"},
+        {1.0 / 3.0, "0.3333333333333333"},        {0.30000000000000004, "0.30000000000000004"},
+        {NAN, "nan"},     {INFINITY, "inf"},      {-INFINITY, "-inf"},
+        {1e300, "1e+300"}, {5e-324, "5e-324"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        memset(buf, 0, sizeof buf);
+        char *r = tn_format_double(cases[i].v, buf, sizeof buf);
+        CHECK(r == buf);
+        CHECK_MSG(!strcmp(buf, cases[i].want), "got '%s', expected '%s'", buf, cases[i].want);
+    }
+}
+
+/* Significant digits in a %g-style string ("-1.25e-07" -> 3). */
+static int significant_digits(const char *s) {
+    int n = 0, leading = 1;
+    for (; *s && *s != 'e'; s++) {
+        if (*s < '0' || *s > '9') continue;
+        if (leading && *s == '0') continue;
+        leading = 0;
+        n++;
+    }
+    return n;
+}
+
+static void test_format_double_round_trips(void) {
+    tn_rng r;
+    tn_rng_seed(&r, 5);
+    int failures = 0, not_shortest = 0, tried = 0;
+    while (tried < 1000) {
+        double v;
+        if (tried % 2) {
+            uint64_t bits = tn_rng_u64(&r);
+            memcpy(&v, &bits, sizeof v);
+            if (!isfinite(v)) continue;
+        } else {
+            /* Everyday magnitudes too, not only the extremes random bits give. */
+            v = (tn_rng_uniform(&r) - 0.5) * pow(10.0, (double)tn_rng_below(&r, 21) - 10.0);
+        }
+        tried++;
+        char buf[64], shorter[320];
+        tn_format_double(v, buf, sizeof buf);
+        if (strtod(buf, NULL) != v) {
+            if (failures++ < 5) fprintf(stderr, "  %.17g formatted as '%s'\n", v, buf);
+            continue;
+        }
+        int digits = significant_digits(buf);
+        if (digits > 1) {
+            snprintf(shorter, sizeof shorter, "%.*g", digits - 1, v);
+            if (strtod(shorter, NULL) == v && not_shortest++ < 5)
+                fprintf(stderr, "  %.17g: '%s' is shorter than '%s'\n", v, shorter, buf);
+        }
+        CHECK(digits <= 17);
+    }
+    CHECK_INT_EQ(failures, 0);
+    CHECK_INT_EQ(not_shortest, 0);
+}
+
+int main(void) {
+    RUN(test_strerror_every_code);
+    RUN(test_strerror_unknown_codes);
+    RUN(test_error_formats_and_returns_code);
+    RUN(test_error_null_buffer_and_zero_length);
+    RUN(test_error_truncates);
+    RUN(test_rng_same_seed_same_sequence);
+    RUN(test_rng_different_seeds_differ);
+    RUN(test_rng_uniform_range);
+    RUN(test_rng_below_range_and_uniformity);
+    RUN(test_rng_normal_moments);
+    RUN(test_rng_state_copy_continues);
+    RUN(test_edit_distance_table);
+    RUN(test_closest);
+    RUN(test_format_double_cases);
+    RUN(test_format_double_round_trips);
+    return check_summary();
+}

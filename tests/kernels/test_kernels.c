@@ -1,0 +1,1053 @@
+/*
+ * test_kernels.c — tests for the CPU backend of kernels.h (kernels/cpu.c): every
+ * function of the table against a naive reference written here with double loops.
+ *
+ * The tests reach the backend only through its table (alloc, upload, call, download),
+ * so the same file can later run against the CUDA backend: K is the backend under
+ * test. Inputs come from a fixed-seed tn_rng. Outputs are compared element by element
+ * with |got - want| <= atol + rtol*|want| (want in double); padding and one element
+ * past the end of outputs hold sentinels that must survive, and outputs the kernel
+ * must write in full start as NaN. Lengths include 1, 7, 33 and 1000 so the
+ * vectorised loops' tails run; element-wise kernels are also run in place where the
+ * interface allows it. Contracts: kernels/kernels.h.
+ */
+#include "kernels/kernels.h"
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const kn_backend *K; /* the backend under test */
+static tn_rng g_rng;        /* every random input; seeded once in main */
+
+#define SENTINEL 12345.0f /* in padding and past the end: must be left alone */
+
+/* ---------------------------------------------------------------------------------
+ * Helpers
+ * --------------------------------------------------------------------------------- */
+
+static const size_t g_lengths[] = {1, 7, 33, 1000}; /* element-wise lengths: vector tails */
+#define NLENGTHS (sizeof g_lengths / sizeof g_lengths[0])
+
+/* Uniform floats in [lo, hi). */
+static void rand_fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * tn_rng_uniformf(&g_rng);
+}
+
+static float *host_floats(size_t n) { return tn_xcalloc(n, sizeof(float)); }
+static double *host_doubles(size_t n) { return tn_xcalloc(n, sizeof(double)); }
+
+/* A device buffer of n floats holding a copy of host[0..n). */
+static float *dev_dup(const float *host, size_t n) {
+    float *d = K->alloc(n * sizeof(float));
+    K->upload(d, host, n * sizeof(float));
+    return d;
+}
+
+static void dev_get(float *host, const float *dev, size_t n) {
+    K->download(host, dev, n * sizeof(float));
+}
+
+/* Counts elements with |got - want| > atol + rtol*|want| (NaN counts as far) and
+ * prints the first few under label; 0 when all are close. */
+static size_t count_far(const char *label, const float *got, const double *want, size_t n,
+                        double atol, double rtol) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        if (fabs(g - w) <= atol + rtol * fabs(w)) continue;
+        if (bad++ < 3)
+            fprintf(stderr, "  %s: [%zu] = %.9g, expected %.9g\n", label, i, g, w);
+    }
+    return bad;
+}
+
+#define CHECK_ALL_NEAR(label, got, want, n, atol, rtol)                                 \
+    CHECK_MSG(count_far(label, got, want, n, atol, rtol) == 0, "%s: out of tolerance",  \
+              label)
+
+/* ---------------------------------------------------------------------------------
+ * Memory: alloc, free, fill, upload, download, copy
+ * --------------------------------------------------------------------------------- */
+
+static void test_alloc_zeroed(void) {
+    static const size_t sizes[] = {1, 3, 4, 63, 64, 65, 1000, 4 * 4096 + 5};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        /* Dirty a block of the same size first, so a reused block would show. */
+        unsigned char *dirty = K->alloc(n);
+        unsigned char *ones = tn_xmalloc(n);
+        memset(ones, 0xAB, n);
+        K->upload(dirty, ones, n);
+        K->free(dirty);
+
+        unsigned char *p = K->alloc(n);
+        CHECK(p != NULL);
+        CHECK_MSG((uintptr_t)p % sizeof(float) == 0, "alloc(%zu) not float-aligned", n);
+        K->download(ones, p, n);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < n; i++) nonzero += ones[i] != 0;
+        CHECK_MSG(nonzero == 0, "alloc(%zu): %zu bytes not zero", n, nonzero);
+        K->free(p);
+        free(ones);
+    }
+    K->free(K->alloc(0)); /* a zero-size allocation can be freed */
+    K->free(NULL);
+}
+
+static void test_fill(void) {
+    static const float values[] = {0.0f, 1.5f, -3.25f};
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+        for (size_t l = 0; l < NLENGTHS; l++) {
+            size_t n = g_lengths[l];
+            float *h = host_floats(n + 1);
+            rand_fill(h, n, 1.0f, 2.0f);
+            h[n] = SENTINEL;
+            float *d = dev_dup(h, n + 1);
+            K->fill(d, values[v], n);
+            dev_get(h, d, n + 1);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++) bad += h[i] != values[v];
+            CHECK_MSG(bad == 0, "fill(%g, n=%zu): %zu elements wrong", (double)values[v], n,
+                      bad);
+            CHECK_MSG(h[n] == SENTINEL, "fill(n=%zu) wrote past the end", n);
+            K->free(d);
+            free(h);
+        }
+    }
+}
+
+static void test_upload_download_copy(void) {
+    enum { N = 1001 };
+    int32_t src[N], back[N];
+    for (int i = 0; i < N; i++) src[i] = (int32_t)tn_rng_u64(&g_rng);
+    int32_t *a = K->alloc(sizeof src), *b = K->alloc(sizeof src);
+    K->upload(a, src, sizeof src);
+    K->copy(b, a, sizeof src);
+    memset(back, 0, sizeof back);
+    K->download(back, b, sizeof back);
+    CHECK(memcmp(src, back, sizeof src) == 0);
+
+    /* Partial copies move exactly the bytes asked for, odd counts and offsets included;
+     * a zero-byte copy does nothing. */
+    unsigned char bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8];
+    unsigned char *c = K->alloc(8), *e = K->alloc(8);
+    K->upload(c, bytes, 7);
+    K->upload(e, bytes, 8);
+    K->copy(e + 1, c + 4, 3); /* e: 1 5 6 7 5 6 7 8 */
+    K->copy(e, c + 7, 0);
+    K->download(got, e, 8);
+    static const unsigned char want[8] = {1, 5, 6, 7, 5, 6, 7, 8};
+    CHECK(memcmp(got, want, 8) == 0);
+    K->download(got, c, 8); /* the eighth byte was never uploaded: still zero */
+    CHECK(got[0] == 1 && got[6] == 7 && got[7] == 0);
+    K->free(a);
+    K->free(b);
+    K->free(c);
+    K->free(e);
+}
+
+/* ---------------------------------------------------------------------------------
+ * gemm
+ * --------------------------------------------------------------------------------- */
+
+typedef struct gemm_shape {
+    int m, n, k;
+} gemm_shape;
+
+typedef struct gemm_scalars {
+    float alpha, beta;
+} gemm_scalars;
+
+typedef struct gemm_pads {
+    int a, b, c; /* extra columns beyond each matrix's width: ld = width + pad */
+} gemm_pads;
+
+static const gemm_shape gemm_shapes[] = {
+    {1, 1, 1}, {4, 4, 4}, {5, 7, 3}, {7, 5, 11}, {1, 9, 4}, {6, 1, 8}, {33, 17, 65}, {64, 48, 100},
+};
+static const gemm_scalars gemm_scalar_cases[] = {{1, 0}, {0.5f, -1.5f}, {-2, 1}, {1, 1}};
+static const gemm_pads gemm_pad_cases[] = {{0, 0, 0}, {3, 1, 2}};
+
+/* Runs one gemm through the backend and compares c (and its padding) with a double
+ * reference. A's and B's padding hold NaN, which must not be read. */
+static void gemm_case(int ta, int tb, gemm_shape s, gemm_scalars sc, gemm_pads pd) {
+    int ar = ta ? s.k : s.m, ac = ta ? s.m : s.k; /* stored shapes */
+    int br = tb ? s.n : s.k, bc = tb ? s.k : s.n;
+    int lda = ac + pd.a, ldb = bc + pd.b, ldc = s.n + pd.c;
+    size_t na = (size_t)ar * lda, nb = (size_t)br * ldb, nc = (size_t)s.m * ldc;
+    float *a = host_floats(na), *b = host_floats(nb), *c = host_floats(nc);
+    for (size_t i = 0; i < na; i++)
+        a[i] = (int)(i % lda) < ac ? 2.0f * tn_rng_uniformf(&g_rng) - 1.0f : NAN;
+    for (size_t i = 0; i < nb; i++)
+        b[i] = (int)(i % ldb) < bc ? 2.0f * tn_rng_uniformf(&g_rng) - 1.0f : NAN;
+    for (size_t i = 0; i < nc; i++)
+        c[i] = (int)(i % ldc) < s.n ? 2.0f * tn_rng_uniformf(&g_rng) - 1.0f : SENTINEL;
+
+    double *want = host_doubles(nc);
+    for (int i = 0; i < s.m; i++) {
+        for (int j = 0; j < ldc; j++) {
+            size_t ij = (size_t)i * ldc + j;
+            if (j >= s.n) {
+                want[ij] = SENTINEL;
+                continue;
+            }
+            double acc = 0.0;
+            for (int p = 0; p < s.k; p++) {
+                double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+                double bv = tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
+                acc += av * bv;
+            }
+            want[ij] = (double)sc.alpha * acc + (double)sc.beta * c[ij];
+        }
+    }
+
+    float *da = dev_dup(a, na), *db = dev_dup(b, nb), *dc = dev_dup(c, nc);
+    K->gemm(ta, tb, s.m, s.n, s.k, sc.alpha, da, lda, db, ldb, sc.beta, dc, ldc);
+    dev_get(c, dc, nc);
+    char label[128];
+    snprintf(label, sizeof label, "gemm ta=%d tb=%d m=%d n=%d k=%d alpha=%g beta=%g ld+%d,%d,%d",
+             ta, tb, s.m, s.n, s.k, (double)sc.alpha, (double)sc.beta, pd.a, pd.b, pd.c);
+    /* float accumulation over k terms of size <= 1 */
+    CHECK_ALL_NEAR(label, c, want, nc, 2e-6 * (s.k + 2), 1e-5);
+    K->free(da);
+    K->free(db);
+    K->free(dc);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+}
+
+static void test_gemm(void) {
+    for (int t = 0; t < 4; t++)
+        for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
+            for (size_t c = 0; c < sizeof gemm_scalar_cases / sizeof gemm_scalar_cases[0]; c++)
+                for (size_t p = 0; p < sizeof gemm_pad_cases / sizeof gemm_pad_cases[0]; p++)
+                    gemm_case(t >> 1, t & 1, gemm_shapes[s], gemm_scalar_cases[c],
+                              gemm_pad_cases[p]);
+}
+
+/* The result does not depend on the thread count (beyond rounding). */
+static void test_gemm_threads(void) {
+    gemm_shape big = {96, 80, 128};
+    for (int threads = 1; threads <= 2; threads++) {
+        K->set_threads(threads);
+        gemm_case(0, 1, big, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
+        gemm_case(1, 0, big, (gemm_scalars){0.5f, 2}, (gemm_pads){1, 2, 3});
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * Bias helpers: broadcast_rows, sum_rows, sum_channels, add_channel_bias
+ * --------------------------------------------------------------------------------- */
+
+static void test_broadcast_rows(void) {
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {4, 33}, {2, 1000}, {9, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t n = (size_t)rows * cols;
+        float *bias = host_floats(cols), *y = host_floats(n + 1);
+        double *want = host_doubles(n + 1);
+        rand_fill(bias, cols, -1, 1);
+        rand_fill(y, n, 5, 6); /* garbage to overwrite */
+        y[n] = SENTINEL;
+        for (size_t i = 0; i < n; i++) want[i] = bias[i % cols];
+        want[n] = SENTINEL;
+        float *dbias = dev_dup(bias, cols), *dy = dev_dup(y, n + 1);
+        K->broadcast_rows(dy, dbias, rows, cols);
+        dev_get(y, dy, n + 1);
+        char label[64];
+        snprintf(label, sizeof label, "broadcast_rows %dx%d", rows, cols);
+        CHECK_ALL_NEAR(label, y, want, n + 1, 0, 0);
+        K->free(dbias);
+        K->free(dy);
+        free(bias);
+        free(y);
+        free(want);
+    }
+}
+
+static void test_sum_rows(void) {
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {2, 1000}, {100, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t n = (size_t)rows * cols;
+        float *dy = host_floats(n), *db = host_floats(cols + 1);
+        double *want = host_doubles(cols + 1);
+        rand_fill(dy, n, -1, 1);
+        rand_fill(db, cols, -1, 1); /* sum_rows accumulates into db */
+        db[cols] = SENTINEL;
+        for (int j = 0; j <= cols; j++) want[j] = db[j];
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < cols; j++) want[j] += dy[(size_t)r * cols + j];
+        float *ddy = dev_dup(dy, n), *ddb = dev_dup(db, cols + 1);
+        K->sum_rows(ddb, ddy, rows, cols);
+        dev_get(db, ddb, cols + 1);
+        char label[64];
+        snprintf(label, sizeof label, "sum_rows %dx%d", rows, cols);
+        CHECK_ALL_NEAR(label, db, want, cols + 1, 1e-6 * (rows + 1), 1e-6);
+        K->free(ddy);
+        K->free(ddb);
+        free(dy);
+        free(db);
+        free(want);
+    }
+}
+
+static const int g_channel_shapes[][3] = { /* b, c, s */
+    {1, 1, 1}, {2, 3, 7}, {3, 4, 33}, {2, 2, 1000}, {5, 7, 1},
+};
+#define NCHANNEL_SHAPES (sizeof g_channel_shapes / sizeof g_channel_shapes[0])
+
+static void test_sum_channels(void) {
+    for (size_t s = 0; s < NCHANNEL_SHAPES; s++) {
+        int b = g_channel_shapes[s][0], c = g_channel_shapes[s][1], sp = g_channel_shapes[s][2];
+        size_t n = (size_t)b * c * sp;
+        float *dy = host_floats(n), *db = host_floats(c + 1);
+        double *want = host_doubles(c + 1);
+        rand_fill(dy, n, -1, 1);
+        rand_fill(db, c, -1, 1); /* accumulates */
+        db[c] = SENTINEL;
+        for (int ch = 0; ch <= c; ch++) want[ch] = db[ch];
+        for (int i = 0; i < b; i++)
+            for (int ch = 0; ch < c; ch++)
+                for (int j = 0; j < sp; j++) want[ch] += dy[((size_t)i * c + ch) * sp + j];
+        float *ddy = dev_dup(dy, n), *ddb = dev_dup(db, c + 1);
+        K->sum_channels(ddb, ddy, b, c, sp);
+        dev_get(db, ddb, c + 1);
+        char label[64];
+        snprintf(label, sizeof label, "sum_channels b=%d c=%d s=%d", b, c, sp);
+        CHECK_ALL_NEAR(label, db, want, c + 1, 1e-6 * (b * sp + 1), 1e-6);
+        K->free(ddy);
+        K->free(ddb);
+        free(dy);
+        free(db);
+        free(want);
+    }
+}
+
+static void test_add_channel_bias(void) {
+    for (size_t s = 0; s < NCHANNEL_SHAPES; s++) {
+        int b = g_channel_shapes[s][0], c = g_channel_shapes[s][1], sp = g_channel_shapes[s][2];
+        size_t n = (size_t)b * c * sp;
+        float *y = host_floats(n + 1), *bias = host_floats(c);
+        double *want = host_doubles(n + 1);
+        rand_fill(y, n, -1, 1);
+        rand_fill(bias, c, -1, 1);
+        y[n] = SENTINEL;
+        for (size_t i = 0; i <= n; i++) want[i] = y[i];
+        for (int i = 0; i < b; i++)
+            for (int ch = 0; ch < c; ch++)
+                for (int j = 0; j < sp; j++) want[((size_t)i * c + ch) * sp + j] += bias[ch];
+        float *dy = dev_dup(y, n + 1), *dbias = dev_dup(bias, c);
+        K->add_channel_bias(dy, dbias, b, c, sp);
+        dev_get(y, dy, n + 1);
+        char label[64];
+        snprintf(label, sizeof label, "add_channel_bias b=%d c=%d s=%d", b, c, sp);
+        CHECK_ALL_NEAR(label, y, want, n + 1, 1e-7, 1e-6);
+        K->free(dy);
+        K->free(dbias);
+        free(y);
+        free(bias);
+        free(want);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * Activations and mul
+ * --------------------------------------------------------------------------------- */
+
+typedef void (*act_fwd_fn)(float *y, const float *x, size_t n);
+typedef void (*act_bwd_fn)(float *dx, const float *dy, const float *x, const float *y, size_t n);
+
+static double ref_relu(double x) { return x > 0 ? x : 0; }
+static double ref_drelu(double x) { return x > 0 ? 1 : 0; } /* 0 at 0, as PyTorch */
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_dtanh(double x) { return 1 - tanh(x) * tanh(x); }
+static double ref_gelu(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double ref_dgelu(double x) {
+    return 0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+}
+
+/* Inputs for the activations: the special values first (zero, both signs of zero,
+ * saturation, the GELU tails), then uniform in [-6, 6]. */
+static void act_inputs(float *x, size_t n) {
+    static const float special[] = {0.0f, -0.0f, 1e-3f, -1e-3f, 0.5f, -0.5f, 3.0f, -3.0f,
+                                    10.0f, -10.0f, 20.0f, -20.0f, 1e-30f, -1e-30f};
+    size_t ns = sizeof special / sizeof special[0];
+    rand_fill(x, n, -6, 6);
+    for (size_t i = 0; i < n && i < ns; i++) x[i] = special[i];
+}
+
+static void test_activations(void) {
+    const struct {
+        const char *name;
+        act_fwd_fn fwd;
+        act_bwd_fn bwd;
+        double (*f)(double);
+        double (*df)(double);
+    } acts[] = {
+        {"relu", K->relu_forward, K->relu_backward, ref_relu, ref_drelu},
+        {"tanh", K->tanh_forward, K->tanh_backward, ref_tanh, ref_dtanh},
+        {"gelu", K->gelu_forward, K->gelu_backward, ref_gelu, ref_dgelu},
+    };
+    const double atol = 1e-6, rtol = 1e-5; /* a few float ulps of libm's tanhf, erff */
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        for (size_t l = 0; l < NLENGTHS; l++) {
+            size_t n = g_lengths[l];
+            float *x = host_floats(n + 1), *dy = host_floats(n + 1), *out = host_floats(n + 1);
+            float *y = host_floats(n);
+            double *want_y = host_doubles(n + 1), *want_dx = host_doubles(n + 1);
+            act_inputs(x, n);
+            rand_fill(dy, n, -2, 2);
+            x[n] = dy[n] = SENTINEL;
+            for (size_t i = 0; i < n; i++) {
+                want_y[i] = acts[a].f(x[i]);
+                want_dx[i] = dy[i] * acts[a].df(x[i]);
+            }
+            want_y[n] = want_dx[n] = SENTINEL;
+            char label[64];
+
+            /* Out of place. */
+            float *dxv = dev_dup(x, n + 1), *ddy = dev_dup(dy, n + 1);
+            float *dout = K->alloc((n + 1) * sizeof(float));
+            K->fill(dout, NAN, n);
+            K->fill(dout + n, SENTINEL, 1);
+            acts[a].fwd(dout, dxv, n);
+            dev_get(out, dout, n + 1);
+            snprintf(label, sizeof label, "%s_forward n=%zu", acts[a].name, n);
+            CHECK_ALL_NEAR(label, out, want_y, n + 1, atol, rtol);
+            memcpy(y, out, n * sizeof(float)); /* y = f(x) as the backend computed it */
+            float *dyv = dev_dup(y, n);
+            K->fill(dout, NAN, n);
+            acts[a].bwd(dout, ddy, dxv, dyv, n);
+            dev_get(out, dout, n + 1);
+            snprintf(label, sizeof label, "%s_backward n=%zu", acts[a].name, n);
+            CHECK_ALL_NEAR(label, out, want_dx, n + 1, atol, rtol);
+
+            /* In place: y == x, then dx == dy. */
+            float *buf = dev_dup(x, n + 1);
+            acts[a].fwd(buf, buf, n);
+            dev_get(out, buf, n + 1);
+            snprintf(label, sizeof label, "%s_forward in place n=%zu", acts[a].name, n);
+            CHECK_ALL_NEAR(label, out, want_y, n + 1, atol, rtol);
+            K->upload(buf, dy, (n + 1) * sizeof(float));
+            acts[a].bwd(buf, buf, dxv, dyv, n);
+            dev_get(out, buf, n + 1);
+            snprintf(label, sizeof label, "%s_backward in place n=%zu", acts[a].name, n);
+            CHECK_ALL_NEAR(label, out, want_dx, n + 1, atol, rtol);
+
+            K->free(dxv);
+            K->free(ddy);
+            K->free(dout);
+            K->free(dyv);
+            K->free(buf);
+            free(x);
+            free(dy);
+            free(out);
+            free(y);
+            free(want_y);
+            free(want_dx);
+        }
+    }
+}
+
+/* Hand values, so a reference that shares a mistake with the kernel still fails. */
+static void test_activation_values(void) {
+    float x[4] = {-1.0f, 0.0f, 1.0f, 2.0f}, y[4], dy[4] = {1, 1, 1, 1}, dx[4];
+    float *dxv = dev_dup(x, 4), *dyv = K->alloc(sizeof y), *ddy = dev_dup(dy, 4);
+    float *ddx = K->alloc(sizeof dx);
+
+    K->relu_forward(dyv, dxv, 4);
+    dev_get(y, dyv, 4);
+    CHECK(y[0] == 0.0f && y[1] == 0.0f && y[2] == 1.0f && y[3] == 2.0f);
+    K->relu_backward(ddx, ddy, dxv, dyv, 4);
+    dev_get(dx, ddx, 4);
+    CHECK(dx[0] == 0.0f && dx[1] == 0.0f && dx[2] == 1.0f && dx[3] == 1.0f);
+
+    K->tanh_forward(dyv, dxv, 4);
+    dev_get(y, dyv, 4);
+    CHECK_NEAR(y[2], 0.7615941559557649, 1e-7, 1e-6);
+    K->tanh_backward(ddx, ddy, dxv, dyv, 4);
+    dev_get(dx, ddx, 4);
+    CHECK_NEAR(dx[0], 0.41997434161402614, 1e-7, 1e-6);
+    CHECK_NEAR(dx[1], 1.0, 1e-7, 1e-6);
+
+    K->gelu_forward(dyv, dxv, 4); /* exact GELU, not the tanh approximation */
+    dev_get(y, dyv, 4);
+    CHECK_NEAR(y[0], -0.15865525393145707, 1e-7, 1e-6);
+    CHECK_NEAR(y[1], 0.0, 1e-7, 1e-6);
+    CHECK_NEAR(y[2], 0.8413447460685429, 1e-7, 1e-6);
+    CHECK_NEAR(y[3], 1.9544997361036416, 1e-7, 1e-6);
+    K->gelu_backward(ddx, ddy, dxv, dyv, 4);
+    dev_get(dx, ddx, 4);
+    CHECK_NEAR(dx[0], -0.08331547058768629, 1e-7, 1e-6);
+    CHECK_NEAR(dx[1], 0.5, 1e-7, 1e-6);
+    CHECK_NEAR(dx[2], 1.0833154705876864, 1e-7, 1e-6);
+    CHECK_NEAR(dx[3], 1.085231801078197, 1e-7, 1e-6);
+    K->free(dxv);
+    K->free(dyv);
+    K->free(ddy);
+    K->free(ddx);
+}
+
+static void test_mul(void) {
+    for (size_t l = 0; l < NLENGTHS; l++) {
+        size_t n = g_lengths[l];
+        float *x = host_floats(n + 1), *mk = host_floats(n), *out = host_floats(n + 1);
+        double *want = host_doubles(n + 1);
+        rand_fill(x, n, -3, 3);
+        for (size_t i = 0; i < n; i++) mk[i] = i % 3 ? 1.0f / 0.7f : 0.0f; /* a dropout mask */
+        x[n] = SENTINEL;
+        for (size_t i = 0; i < n; i++) want[i] = (double)x[i] * mk[i];
+        want[n] = SENTINEL;
+        float *dx = dev_dup(x, n + 1), *dm = dev_dup(mk, n), *dout = K->alloc((n + 1) * 4);
+        K->fill(dout + n, SENTINEL, 1);
+        char label[64];
+        K->mul(dout, dx, dm, n);
+        dev_get(out, dout, n + 1);
+        snprintf(label, sizeof label, "mul n=%zu", n);
+        CHECK_ALL_NEAR(label, out, want, n + 1, 0, 1e-7);
+        K->mul(dx, dx, dm, n); /* in place, as dropout's backward pass runs it */
+        dev_get(out, dx, n + 1);
+        snprintf(label, sizeof label, "mul in place n=%zu", n);
+        CHECK_ALL_NEAR(label, out, want, n + 1, 0, 1e-7);
+        K->free(dx);
+        K->free(dm);
+        K->free(dout);
+        free(x);
+        free(mk);
+        free(out);
+        free(want);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * softmax_xent
+ * --------------------------------------------------------------------------------- */
+
+/* Reference: log-sum-exp in double; the arg-max is the first largest logit (as
+ * numpy's and PyTorch's argmax), so ties count as correct only for the first. */
+static void ref_xent(const float *z, const int32_t *labels, int b, int k, double *dlogits,
+                     double *loss, int64_t *correct) {
+    *loss = 0;
+    *correct = 0;
+    for (int i = 0; i < b; i++) {
+        const float *r = z + (size_t)i * k;
+        int arg = 0;
+        for (int j = 1; j < k; j++)
+            if (r[j] > r[arg]) arg = j;
+        double mx = r[arg], s = 0;
+        for (int j = 0; j < k; j++) s += exp(r[j] - mx);
+        double lse = mx + log(s);
+        *loss += lse - r[labels[i]];
+        *correct += arg == labels[i];
+        for (int j = 0; j < k; j++)
+            dlogits[(size_t)i * k + j] = (exp(r[j] - lse) - (j == labels[i])) / b;
+    }
+}
+
+/* Runs softmax_xent on (z, labels) and compares everything with ref_xent. */
+static void xent_compare(const char *name, const float *z, const int32_t *labels, int b, int k) {
+    size_t n = (size_t)b * k;
+    double *want = host_doubles(n + 1), want_loss;
+    int64_t want_correct;
+    ref_xent(z, labels, b, k, want, &want_loss, &want_correct);
+    want[n] = SENTINEL;
+    float *dz = dev_dup(z, n), *dd = K->alloc((n + 1) * sizeof(float)), *got = host_floats(n + 1);
+    int32_t *dl = K->alloc((size_t)b * sizeof(int32_t));
+    K->upload(dl, labels, (size_t)b * sizeof(int32_t));
+    K->fill(dd, NAN, n);
+    K->fill(dd + n, SENTINEL, 1);
+    double loss = -1;
+    int64_t correct = -1;
+    K->softmax_xent(dz, dl, b, k, dd, &loss, &correct);
+    dev_get(got, dd, n + 1);
+    CHECK_MSG(fabs(loss - want_loss) <= 1e-5 + 1e-6 * fabs(want_loss),
+              "%s: loss_sum %.9g, expected %.9g", name, loss, want_loss);
+    CHECK_MSG(correct == want_correct, "%s: correct %lld, expected %lld", name,
+              (long long)correct, (long long)want_correct);
+    CHECK_ALL_NEAR(name, got, want, n + 1, 1e-7, 1e-5);
+
+    /* Each output is optional; the others come out the same. */
+    double loss2 = -1;
+    int64_t correct2 = -1;
+    K->softmax_xent(dz, dl, b, k, NULL, &loss2, NULL);
+    CHECK_MSG(loss2 == loss, "%s: loss without dlogits %.9g != %.9g", name, loss2, loss);
+    K->softmax_xent(dz, dl, b, k, NULL, NULL, &correct2);
+    CHECK_MSG(correct2 == correct, "%s: correct without the others differs", name);
+    K->softmax_xent(dz, dl, b, k, dd, NULL, NULL);
+    dev_get(got, dd, n + 1);
+    CHECK_ALL_NEAR(name, got, want, n + 1, 1e-7, 1e-5);
+    K->free(dz);
+    K->free(dd);
+    K->free(dl);
+    free(want);
+    free(got);
+}
+
+static void test_softmax_xent_random(void) {
+    static const int shapes[][2] = {{1, 2}, {5, 7}, {17, 10}, {3, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int b = shapes[s][0], k = shapes[s][1];
+        float *z = host_floats((size_t)b * k);
+        int32_t *labels = tn_xcalloc(b, sizeof(int32_t));
+        for (size_t i = 0; i < (size_t)b * k; i++) z[i] = (float)(3 * tn_rng_normal(&g_rng));
+        for (int i = 0; i < b; i++) labels[i] = (int32_t)tn_rng_below(&g_rng, k);
+        char label[64];
+        snprintf(label, sizeof label, "softmax_xent b=%d k=%d", b, k);
+        xent_compare(label, z, labels, b, k);
+        free(z);
+        free(labels);
+    }
+}
+
+/* Hand-computed cases: large logits (a naive exp overflows), ties. */
+static const struct xent_case {
+    const char *name;
+    int b, k;
+    float z[12];
+    int32_t labels[3];
+    double loss;     /* summed */
+    int64_t correct; /* with the first of tied maxima as the arg-max */
+} xent_cases[] = {
+    /* row 0: log(1 + e^-1000 + e^-2000) = 0; row 1: log(1 + e^-1) + 1 */
+    {"large logits", 2, 3, {1000, 0, -1000, -1000, 1000, 999}, {0, 2}, 1.3132616875182228, 1},
+    /* log(1 + e^-2000) + 2000 */
+    {"huge loss", 1, 2, {1000, -1000}, {1}, 2000.0, 0},
+    /* log(1 + e^-1 + e^-2) */
+    {"large negative", 1, 3, {-1000, -1001, -1002}, {0}, 0.40760596444438013, 1},
+    /* row 0: all equal, log 4; row 1: tie between 1 and 2, label 2 is not the arg-max;
+     * row 2: tie between 0, 1 and 3, label 3 is not the arg-max; the sum is
+     * log 4 + log(2 + e^-3 + e^-5) + log(3 + e^-4) */
+    {"ties", 3, 4, {1, 1, 1, 1, 2, 5, 5, 0, -3, -3, -7, -3}, {0, 2, 3}, 3.2120109741105294, 1},
+};
+
+static void test_softmax_xent_cases(void) {
+    for (size_t c = 0; c < sizeof xent_cases / sizeof xent_cases[0]; c++) {
+        const struct xent_case *xc = &xent_cases[c];
+        xent_compare(xc->name, xc->z, xc->labels, xc->b, xc->k);
+        /* And against the hand values. */
+        int32_t *dl = K->alloc(sizeof xc->labels);
+        float *dz = dev_dup(xc->z, (size_t)xc->b * xc->k);
+        K->upload(dl, xc->labels, sizeof xc->labels);
+        double loss = -1;
+        int64_t correct = -1;
+        K->softmax_xent(dz, dl, xc->b, xc->k, NULL, &loss, &correct);
+        CHECK_MSG(fabs(loss - xc->loss) <= 1e-5 + 1e-6 * xc->loss, "%s: loss %.12g, want %.12g",
+                  xc->name, loss, xc->loss);
+        CHECK_MSG(correct == xc->correct, "%s: correct %lld, want %lld", xc->name,
+                  (long long)correct, (long long)xc->correct);
+        K->free(dl);
+        K->free(dz);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * im2col, col2im
+ * --------------------------------------------------------------------------------- */
+
+static const struct conv_case {
+    int c, h, w, kh, kw, pad;
+} conv_cases[] = {
+    {2, 5, 3, 3, 3, 1}, /* the model's 3x3 pad 1, odd sizes */
+    {1, 1, 1, 3, 3, 1}, /* every tap but the centre is padding */
+    {3, 4, 6, 1, 1, 0}, /* 1x1: col is x */
+    {2, 5, 3, 3, 3, 0}, /* valid: oh = 3, ow = 1 */
+    {1, 3, 2, 3, 3, 2}, /* padding wider than the kernel's reach */
+    {2, 4, 5, 1, 3, 1}, /* kh != kw */
+    {3, 8, 8, 3, 3, 1},
+};
+
+/* The reference col (c*kh*kw, oh*ow) of one image. */
+static void ref_im2col(double *col, const float *x, const struct conv_case *cc) {
+    int oh = cc->h + 2 * cc->pad - cc->kh + 1, ow = cc->w + 2 * cc->pad - cc->kw + 1;
+    for (int ch = 0; ch < cc->c; ch++)
+        for (int ki = 0; ki < cc->kh; ki++)
+            for (int kj = 0; kj < cc->kw; kj++)
+                for (int oy = 0; oy < oh; oy++)
+                    for (int ox = 0; ox < ow; ox++) {
+                        int iy = oy + ki - cc->pad, ix = ox + kj - cc->pad;
+                        size_t row = ((size_t)ch * cc->kh + ki) * cc->kw + kj;
+                        col[row * oh * ow + (size_t)oy * ow + ox] =
+                            iy >= 0 && iy < cc->h && ix >= 0 && ix < cc->w
+                                ? x[((size_t)ch * cc->h + iy) * cc->w + ix]
+                                : 0.0;
+                    }
+}
+
+static void test_im2col_col2im(void) {
+    for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
+        const struct conv_case *cc = &conv_cases[t];
+        int oh = cc->h + 2 * cc->pad - cc->kh + 1, ow = cc->w + 2 * cc->pad - cc->kw + 1;
+        size_t nx = (size_t)cc->c * cc->h * cc->w;
+        size_t ncol = (size_t)cc->c * cc->kh * cc->kw * oh * ow;
+        float *x = host_floats(nx + 1), *col = host_floats(ncol + 1), *y = host_floats(ncol);
+        float *dx0 = host_floats(nx + 1), *dx = host_floats(nx + 1);
+        double *want_col = host_doubles(ncol + 1), *want_dx = host_doubles(nx + 1);
+        rand_fill(x, nx, -1, 1);
+        rand_fill(y, ncol, -1, 1);
+        rand_fill(dx0, nx, -1, 1);
+        x[nx] = dx0[nx] = SENTINEL;
+        ref_im2col(want_col, x, cc);
+        want_col[ncol] = SENTINEL;
+        char label[96];
+
+        /* im2col writes every element of col (which starts as NaN). */
+        float *dxv = dev_dup(x, nx), *dcol = K->alloc((ncol + 1) * sizeof(float));
+        K->fill(dcol, NAN, ncol);
+        K->fill(dcol + ncol, SENTINEL, 1);
+        K->im2col(dcol, dxv, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        dev_get(col, dcol, ncol + 1);
+        snprintf(label, sizeof label, "im2col c=%d h=%d w=%d k=%dx%d pad=%d", cc->c, cc->h,
+                 cc->w, cc->kh, cc->kw, cc->pad);
+        CHECK_ALL_NEAR(label, col, want_col, ncol + 1, 0, 0);
+
+        /* col2im adds into dx: dx0 + the sum over taps of y at each pixel. */
+        for (size_t i = 0; i <= nx; i++) want_dx[i] = dx0[i];
+        for (int ch = 0; ch < cc->c; ch++)
+            for (int ki = 0; ki < cc->kh; ki++)
+                for (int kj = 0; kj < cc->kw; kj++)
+                    for (int oy = 0; oy < oh; oy++)
+                        for (int ox = 0; ox < ow; ox++) {
+                            int iy = oy + ki - cc->pad, ix = ox + kj - cc->pad;
+                            if (iy < 0 || iy >= cc->h || ix < 0 || ix >= cc->w) continue;
+                            size_t row = ((size_t)ch * cc->kh + ki) * cc->kw + kj;
+                            want_dx[((size_t)ch * cc->h + iy) * cc->w + ix] +=
+                                y[row * oh * ow + (size_t)oy * ow + ox];
+                        }
+        float *dy = dev_dup(y, ncol), *ddx = dev_dup(dx0, nx + 1);
+        K->col2im(ddx, dy, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        dev_get(dx, ddx, nx + 1);
+        snprintf(label, sizeof label, "col2im c=%d h=%d w=%d k=%dx%d pad=%d", cc->c, cc->h,
+                 cc->w, cc->kh, cc->kw, cc->pad);
+        CHECK_ALL_NEAR(label, dx, want_dx, nx + 1, 1e-6, 1e-6);
+
+        /* Adjoint: <im2col(x), y> == <x, col2im(y)> with dx zeroed first. */
+        K->fill(ddx, 0.0f, nx);
+        K->col2im(ddx, dy, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        dev_get(dx, ddx, nx);
+        double lhs = 0, rhs = 0, scale = 0;
+        for (size_t i = 0; i < ncol; i++) {
+            lhs += (double)col[i] * y[i];
+            scale += fabs((double)col[i] * y[i]);
+        }
+        for (size_t i = 0; i < nx; i++) rhs += (double)x[i] * dx[i];
+        CHECK_MSG(fabs(lhs - rhs) <= 1e-6 * (scale + 1),
+                  "%s: <im2col x, y> %.9g != <x, col2im y> %.9g", label, lhs, rhs);
+
+        K->free(dxv);
+        K->free(dcol);
+        K->free(dy);
+        K->free(ddx);
+        free(x);
+        free(col);
+        free(y);
+        free(dx0);
+        free(dx);
+        free(want_col);
+        free(want_dx);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * maxpool2
+ * --------------------------------------------------------------------------------- */
+
+static const struct pool_case {
+    int n, h, w;
+    float lo, hi; /* input range */
+} pool_cases[] = {
+    {3, 4, 6, -1, 1}, {2, 5, 7, -1, 1}, /* odd: last row and column dropped */
+    {1, 2, 2, -1, 1}, {2, 3, 3, -1, 1}, {4, 7, 2, -1, 1},
+    {2, 6, 4, -3, -2}, /* all negative: the max is not clamped at 0 */
+};
+
+/* Forward against a reference (the first largest element of each window, in the
+ * order top-left, top-right, bottom-left, bottom-right), then backward: dx holds dy
+ * at each window's arg-max and 0 everywhere else, dropped rows and columns included. */
+static void pool_check(const char *name, const float *x, int n, int h, int w) {
+    int oh = h / 2, ow = w / 2;
+    size_t nx = (size_t)n * h * w, ny = (size_t)n * oh * ow;
+    double *want_y = host_doubles(ny + 1), *want_dx = host_doubles(nx + 1);
+    int32_t *want_arg = tn_xcalloc(ny, sizeof(int32_t)), *arg = tn_xcalloc(ny, sizeof(int32_t));
+    float *y = host_floats(ny + 1), *dy = host_floats(ny), *dx = host_floats(nx + 1);
+    rand_fill(dy, ny, -1, 1);
+    for (int p = 0; p < n; p++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                const float *pl = x + (size_t)p * h * w;
+                int taps[4] = {2 * oy * w + 2 * ox, 2 * oy * w + 2 * ox + 1,
+                               (2 * oy + 1) * w + 2 * ox, (2 * oy + 1) * w + 2 * ox + 1};
+                int best = taps[0];
+                for (int t = 1; t < 4; t++)
+                    if (pl[taps[t]] > pl[best]) best = taps[t];
+                size_t o = ((size_t)p * oh + oy) * ow + ox;
+                want_y[o] = pl[best];
+                want_arg[o] = best;
+            }
+    want_y[ny] = SENTINEL;
+    for (size_t i = 0; i < ny; i++)
+        want_dx[(i / ((size_t)oh * ow)) * h * w + want_arg[i]] += dy[i];
+    want_dx[nx] = SENTINEL;
+
+    float *dxv = dev_dup(x, nx), *dyv = K->alloc((ny + 1) * sizeof(float));
+    int32_t *dargv = K->alloc(ny * sizeof(int32_t));
+    K->fill(dyv, NAN, ny);
+    K->fill(dyv + ny, SENTINEL, 1);
+    K->maxpool2_forward(dyv, dargv, dxv, n, h, w);
+    dev_get(y, dyv, ny + 1);
+    K->download(arg, dargv, ny * sizeof(int32_t));
+    char label[96];
+    snprintf(label, sizeof label, "maxpool2_forward %s n=%d h=%d w=%d", name, n, h, w);
+    CHECK_ALL_NEAR(label, y, want_y, ny + 1, 0, 0);
+    CHECK_MSG(memcmp(arg, want_arg, ny * sizeof(int32_t)) == 0, "%s: argmax differs", label);
+
+    float *dgv = dev_dup(dy, ny), *ddx = K->alloc((nx + 1) * sizeof(float));
+    K->fill(ddx, NAN, nx); /* backward writes every element */
+    K->fill(ddx + nx, SENTINEL, 1);
+    K->maxpool2_backward(ddx, dgv, dargv, n, h, w);
+    dev_get(dx, ddx, nx + 1);
+    snprintf(label, sizeof label, "maxpool2_backward %s n=%d h=%d w=%d", name, n, h, w);
+    CHECK_ALL_NEAR(label, dx, want_dx, nx + 1, 0, 0);
+
+    K->free(dxv);
+    K->free(dyv);
+    K->free(dargv);
+    K->free(dgv);
+    K->free(ddx);
+    free(want_y);
+    free(want_dx);
+    free(want_arg);
+    free(arg);
+    free(y);
+    free(dy);
+    free(dx);
+}
+
+static void test_maxpool2(void) {
+    for (size_t t = 0; t < sizeof pool_cases / sizeof pool_cases[0]; t++) {
+        const struct pool_case *pc = &pool_cases[t];
+        size_t nx = (size_t)pc->n * pc->h * pc->w;
+        float *x = host_floats(nx);
+        rand_fill(x, nx, pc->lo, pc->hi);
+        pool_check("random", x, pc->n, pc->h, pc->w);
+        free(x);
+    }
+}
+
+/* Ties go to the first maximum in window order; hand-checked arg-maxes. */
+static void test_maxpool2_ties(void) {
+    static const float x[4 * 5] = {
+        1, 3, /**/ 7, 7, /**/ 9, /* window (0,0): 3 at index 1; (0,1): 7 at index 2 */
+        3, 0, /**/ 7, 7, /**/ 9, /* last column dropped */
+        0, 0, /**/ -1, -2,/**/ 9, /* window (1,0): all 0, index 10; (1,1): -1 at 12 */
+        0, 0, /**/ -1, -1,/**/ 9,
+    };
+    pool_check("ties", x, 1, 4, 5);
+    static const int32_t want[4] = {1, 2, 10, 12};
+    int32_t got[4];
+    float *dx = dev_dup(x, 20), *dy = K->alloc(4 * sizeof(float));
+    int32_t *darg = K->alloc(sizeof got);
+    K->maxpool2_forward(dy, darg, dx, 1, 4, 5);
+    K->download(got, darg, sizeof got);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    K->free(dx);
+    K->free(dy);
+    K->free(darg);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Optimisers: the formulas of kernels.h over a few steps
+ * --------------------------------------------------------------------------------- */
+
+enum { OPT_N = 1003, OPT_STEPS = 4 };
+
+static const struct sgd_case {
+    const char *name;
+    float lr, mu, wd;
+    int nesterov;
+} sgd_cases[] = {
+    {"plain", 0.1f, 0.0f, 0.0f, 0},
+    {"plain wd", 0.1f, 0.0f, 1e-2f, 0},
+    {"momentum", 0.05f, 0.9f, 0.0f, 0},
+    {"momentum wd", 0.05f, 0.9f, 5e-2f, 0},
+    {"nesterov", 0.05f, 0.9f, 0.0f, 1},
+    {"nesterov wd", 0.05f, 0.9f, 5e-2f, 1},
+    {"nesterov mu=0 wd", 0.1f, 0.0f, 1e-2f, 1},
+};
+
+static void test_sgd_momentum(void) {
+    for (size_t c = 0; c < sizeof sgd_cases / sizeof sgd_cases[0]; c++) {
+        const struct sgd_case *sc = &sgd_cases[c];
+        float *p = host_floats(OPT_N + 1), *v = host_floats(OPT_N + 1), *g = host_floats(OPT_N);
+        double *rp = host_doubles(OPT_N + 1), *rv = host_doubles(OPT_N + 1);
+        rand_fill(p, OPT_N, -1, 1);
+        rand_fill(v, OPT_N, -0.5f, 0.5f); /* as if after earlier steps */
+        p[OPT_N] = v[OPT_N] = SENTINEL;
+        for (int i = 0; i <= OPT_N; i++) {
+            rp[i] = p[i];
+            rv[i] = v[i];
+        }
+        float *dp = dev_dup(p, OPT_N + 1), *dv = dev_dup(v, OPT_N + 1), *dg = K->alloc(OPT_N * 4);
+        for (int step = 0; step < OPT_STEPS; step++) {
+            rand_fill(g, OPT_N, -1, 1);
+            K->upload(dg, g, OPT_N * sizeof(float));
+            K->sgd_momentum(dp, dg, dv, OPT_N, sc->lr, sc->mu, sc->wd, sc->nesterov);
+            for (int i = 0; i < OPT_N; i++) {
+                double gi = g[i] + (double)sc->wd * rp[i];
+                rv[i] = sc->mu * rv[i] + gi;
+                rp[i] -= sc->lr * (sc->nesterov ? gi + sc->mu * rv[i] : rv[i]);
+            }
+            dev_get(p, dp, OPT_N + 1);
+            dev_get(v, dv, OPT_N + 1);
+            char label[96];
+            snprintf(label, sizeof label, "sgd %s step %d: p", sc->name, step + 1);
+            CHECK_ALL_NEAR(label, p, rp, OPT_N + 1, 1e-6, 1e-5);
+            snprintf(label, sizeof label, "sgd %s step %d: v", sc->name, step + 1);
+            CHECK_ALL_NEAR(label, v, rv, OPT_N + 1, 1e-6, 1e-5);
+        }
+        K->free(dp);
+        K->free(dv);
+        K->free(dg);
+        free(p);
+        free(v);
+        free(g);
+        free(rp);
+        free(rv);
+    }
+}
+
+/* One hand-computed step: p = 1, g = 0.5, v = 0.2, lr 0.1, mu 0.9, wd 0.1:
+ * v = 0.18 + 0.5 + 0.1 = 0.78; p = 1 - 0.078 (plain), 1 - 0.1*(0.6 + 0.702) (nesterov). */
+static void test_sgd_momentum_values(void) {
+    for (int nesterov = 0; nesterov <= 1; nesterov++) {
+        float p = 1.0f, g = 0.5f, v = 0.2f;
+        float *dp = dev_dup(&p, 1), *dg = dev_dup(&g, 1), *dv = dev_dup(&v, 1);
+        K->sgd_momentum(dp, dg, dv, 1, 0.1f, 0.9f, 0.1f, nesterov);
+        dev_get(&p, dp, 1);
+        dev_get(&v, dv, 1);
+        CHECK_NEAR(v, 0.78, 1e-6, 0);
+        CHECK_NEAR(p, nesterov ? 0.8698 : 0.922, 1e-6, 0);
+        K->free(dp);
+        K->free(dg);
+        K->free(dv);
+    }
+}
+
+static const struct adam_case {
+    const char *name;
+    float lr, b1, b2, eps, wd;
+    int decoupled;
+} adam_cases[] = {
+    {"adam", 1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, 0},
+    {"adam L2", 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 0},
+    {"adamw", 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1},
+    {"adamw big eps", 3e-2f, 0.8f, 0.99f, 1e-1f, 0.5f, 1},
+};
+
+static void test_adam(void) {
+    for (size_t c = 0; c < sizeof adam_cases / sizeof adam_cases[0]; c++) {
+        const struct adam_case *ac = &adam_cases[c];
+        float *p = host_floats(OPT_N + 1), *m = host_floats(OPT_N + 1);
+        float *v = host_floats(OPT_N + 1), *g = host_floats(OPT_N);
+        double *rp = host_doubles(OPT_N + 1), *rm = host_doubles(OPT_N + 1);
+        double *rv = host_doubles(OPT_N + 1);
+        rand_fill(p, OPT_N, -1, 1);
+        p[OPT_N] = m[OPT_N] = v[OPT_N] = SENTINEL; /* m, v start at zero */
+        for (int i = 0; i <= OPT_N; i++) {
+            rp[i] = p[i];
+            rm[i] = m[i];
+            rv[i] = v[i];
+        }
+        float *dp = dev_dup(p, OPT_N + 1), *dm = dev_dup(m, OPT_N + 1), *dv = dev_dup(v, OPT_N + 1);
+        float *dg = K->alloc(OPT_N * sizeof(float));
+        for (int t = 1; t <= OPT_STEPS; t++) {
+            rand_fill(g, OPT_N, -1, 1);
+            K->upload(dg, g, OPT_N * sizeof(float));
+            double bc1 = 1 - pow(ac->b1, t), bc2 = 1 - pow(ac->b2, t);
+            K->adam(dp, dg, dm, dv, OPT_N, ac->lr, ac->b1, ac->b2, ac->eps, ac->wd,
+                    ac->decoupled, (float)bc1, (float)bc2);
+            for (int i = 0; i < OPT_N; i++) {
+                double gi = g[i] + (ac->decoupled ? 0.0 : (double)ac->wd * rp[i]);
+                rm[i] = ac->b1 * rm[i] + (1 - (double)ac->b1) * gi;
+                rv[i] = ac->b2 * rv[i] + (1 - (double)ac->b2) * gi * gi;
+                if (ac->decoupled) rp[i] -= (double)ac->lr * ac->wd * rp[i];
+                rp[i] -= ac->lr * (rm[i] / bc1) / (sqrt(rv[i] / bc2) + ac->eps);
+            }
+            dev_get(p, dp, OPT_N + 1);
+            dev_get(m, dm, OPT_N + 1);
+            dev_get(v, dv, OPT_N + 1);
+            char label[96];
+            snprintf(label, sizeof label, "%s step %d: p", ac->name, t);
+            CHECK_ALL_NEAR(label, p, rp, OPT_N + 1, 1e-6, 1e-5);
+            snprintf(label, sizeof label, "%s step %d: m", ac->name, t);
+            CHECK_ALL_NEAR(label, m, rm, OPT_N + 1, 1e-7, 1e-5);
+            snprintf(label, sizeof label, "%s step %d: v", ac->name, t);
+            CHECK_ALL_NEAR(label, v, rv, OPT_N + 1, 1e-8, 1e-5);
+        }
+        K->free(dp);
+        K->free(dm);
+        K->free(dv);
+        K->free(dg);
+        free(p);
+        free(m);
+        free(v);
+        free(g);
+        free(rp);
+        free(rm);
+        free(rv);
+    }
+}
+
+/* Adam's first step moves every parameter by lr * sign(g) (eps aside), whatever |g|:
+ * m/bc1 = g and sqrt(v/bc2) = |g|. AdamW also shrinks p by lr*wd first. */
+static void test_adam_first_step(void) {
+    float p[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.25f, 3.0f, -1e-3f};
+    float zero[3] = {0, 0, 0};
+    float *dp = dev_dup(p, 3), *dg = dev_dup(g, 3), *dm = dev_dup(zero, 3), *dv = dev_dup(zero, 3);
+    K->adam(dp, dg, dm, dv, 3, 0.1f, 0.9f, 0.999f, 1e-8f, 0.5f, 1, 1 - 0.9f, 1 - 0.999f);
+    dev_get(p, dp, 3);
+    CHECK_NEAR(p[0], 1.0 * 0.95 - 0.1, 1e-5, 0);
+    CHECK_NEAR(p[1], -2.0 * 0.95 - 0.1, 1e-5, 0);
+    CHECK_NEAR(p[2], 0.5 * 0.95 + 0.1, 1e-4, 0); /* eps matters at |g| = 1e-3: 1e-5 relative */
+    K->free(dp);
+    K->free(dg);
+    K->free(dm);
+    K->free(dv);
+}
+
+int main(void) {
+    K = kn_cpu();
+    tn_rng_seed(&g_rng, 20240611);
+    CHECK(K != NULL && strcmp(K->name, "cpu") == 0);
+    RUN(test_alloc_zeroed);
+    RUN(test_fill);
+    RUN(test_upload_download_copy);
+    RUN(test_gemm);
+    RUN(test_gemm_threads);
+    RUN(test_broadcast_rows);
+    RUN(test_sum_rows);
+    RUN(test_sum_channels);
+    RUN(test_add_channel_bias);
+    RUN(test_activations);
+    RUN(test_activation_values);
+    RUN(test_mul);
+    RUN(test_softmax_xent_random);
+    RUN(test_softmax_xent_cases);
+    RUN(test_im2col_col2im);
+    RUN(test_maxpool2);
+    RUN(test_maxpool2_ties);
+    RUN(test_sgd_momentum);
+    RUN(test_sgd_momentum_values);
+    RUN(test_adam);
+    RUN(test_adam_first_step);
+    return check_summary();
+}

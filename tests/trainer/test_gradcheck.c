@@ -1,0 +1,677 @@
+/*
+ * test_gradcheck.c — tests for trainer/model.c: the gradients of every layer type
+ * and of the loss against central finite differences, through the model API.
+ *
+ * The loss mdl_backward differentiates is the mean softmax cross-entropy over the
+ * batch, L = loss_sum / b. For a sample of coordinates of every parameter tensor
+ * (weights and biases) the test compares grads[i] with
+ *     (L(p_i + eps) - L(p_i - eps)) / (the two perturbed values' difference),
+ * evaluated in double from the float forward pass, coordinate by coordinate with
+ * |fd - grad| <= atol + rtol*|fd| and over all checked coordinates with the relative
+ * error norm ||fd - grad|| / ||fd||. Dropout masks repeat because the dropout rng is
+ * re-seeded identically before every forward call.
+ *
+ * Kinks. Where a perturbation moves a ReLU input across 0 or changes a max-pool
+ * window's arg-max, the loss is not differentiable inside [p - eps, p + eps] and the
+ * difference quotient measures no derivative. After each forward pass the test
+ * records the sign of every ReLU input and every pool arg-max; a coordinate whose
+ * +eps or -eps pass differs from the unperturbed one anywhere is retried with eps/10
+ * (and a ten times larger atol), and skipped when that crosses a kink too. Each case
+ * asserts that at least 3/4 of the sampled coordinates, and at least half of each
+ * tensor's, were compared. (With the seeds here every coordinate is compared; 83 of
+ * about 2100 need the smaller step, all in the 2x8x8 CNNs, where one conv parameter
+ * moves hundreds of pre-activations at once.) TN_TEST_VERBOSE=1 prints these counts.
+ *
+ * The CPU backend's device memory is host memory, so the test perturbs m->params
+ * and reads m->grads and the layers' outputs directly. Contracts: trainer/model.h.
+ */
+#include "trainer/model.h"
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const kn_backend *K; /* the backend the models run on */
+
+#define INIT_SEED 1234    /* parameter initialisation */
+#define DATA_SEED 99      /* inputs and labels */
+#define DROPOUT_SEED 4242 /* re-seeded before every forward pass */
+#define SAMPLE_SEED 7     /* which coordinates to check */
+#define PER_TENSOR 50     /* coordinates checked per parameter tensor, at most */
+
+/* ---------------------------------------------------------------------------------
+ * Helpers
+ * --------------------------------------------------------------------------------- */
+
+/* A batch of b random examples: x uniform in [-1, 1), labels uniform over classes. */
+typedef struct batch {
+    float *x;       /* (b, D) */
+    int32_t *y;     /* (b) */
+    int b;
+} batch;
+
+static batch batch_new(const mdl_config *cfg, int b, uint64_t seed) {
+    tn_rng r;
+    tn_rng_seed(&r, seed);
+    size_t d = (size_t)cfg->in_c * cfg->in_h * cfg->in_w;
+    batch bt = {tn_xmalloc((size_t)b * d * sizeof(float)), tn_xmalloc((size_t)b * sizeof(int32_t)),
+                b};
+    for (size_t i = 0; i < (size_t)b * d; i++) bt.x[i] = 2.0f * tn_rng_uniformf(&r) - 1.0f;
+    for (int i = 0; i < b; i++) bt.y[i] = (int32_t)tn_rng_below(&r, (uint64_t)cfg->classes);
+    return bt;
+}
+
+static void batch_free(batch *bt) {
+    free(bt->x);
+    free(bt->y);
+}
+
+/* A model with max_batch examples and parameters drawn from INIT_SEED. */
+static mdl_model *model_new(const mdl_config *cfg, int max_batch) {
+    char err[256] = "";
+    int rc = mdl_config_check(cfg, err, sizeof err);
+    CHECK_MSG(rc == 0, "config rejected: %s", err);
+    if (rc != 0) return NULL;
+    mdl_model *m = mdl_new(cfg, K, max_batch);
+    tn_rng r;
+    tn_rng_seed(&r, INIT_SEED);
+    mdl_init_params(m, &r);
+    return m;
+}
+
+/* Number of kink indicators kink_record writes for a batch of b. */
+static size_t kink_count(const mdl_model *m, int b) {
+    size_t n = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        const mdl_layer *L = &m->layers[l];
+        if (L->type == MDL_ACT && L->activation == MDL_RELU) n += (size_t)b * L->in_size;
+        if (L->type == MDL_POOL) n += (size_t)b * L->out_size;
+    }
+    return n;
+}
+
+/* Records, after a forward pass over b examples, where the loss is piecewise: the
+ * sign of every ReLU input and every max-pool arg-max. */
+static void kink_record(const mdl_model *m, int b, int32_t *sig) {
+    for (int l = 0; l < m->nlayers; l++) {
+        const mdl_layer *L = &m->layers[l];
+        if (L->type == MDL_ACT && L->activation == MDL_RELU) {
+            const float *in = m->layers[l - 1].out; /* an activation never comes first */
+            for (size_t i = 0; i < (size_t)b * L->in_size; i++) *sig++ = in[i] > 0.0f;
+        } else if (L->type == MDL_POOL) {
+            memcpy(sig, L->argmax, (size_t)b * L->out_size * sizeof *sig);
+            sig += (size_t)b * L->out_size;
+        }
+    }
+}
+
+/* The mean loss of a training forward pass over bt; the dropout rng starts from the
+ * same seed every time, so the masks repeat. Records the kinks into sig if not NULL. */
+static double batch_loss(mdl_model *m, const batch *bt, int32_t *sig) {
+    tn_rng drop;
+    tn_rng_seed(&drop, DROPOUT_SEED);
+    double sum = NAN;
+    mdl_forward(m, bt->x, bt->y, bt->b, 1, &drop, &sum, NULL);
+    if (sig) kink_record(m, bt->b, sig);
+    return sum / bt->b;
+}
+
+/* ---------------------------------------------------------------------------------
+ * The gradient check
+ * --------------------------------------------------------------------------------- */
+
+/* Tolerances. The forward pass runs in float, so the mean loss carries a rounding
+ * error of ~1e-8 and the difference quotient ~1e-8/eps of noise: up to ~1.5e-5 seen
+ * at eps = 1e-3 (2e-4 at the retry's 1e-4), against gradients of 1e-4..0.3; the
+ * truncation error (~eps^2 times the third derivative) is far below that. The
+ * worst coordinate uses 0.4 of its tolerance; a gradient 3% off fails (see
+ * test_gradcheck_detects_errors). */
+#define GC_EPS 1e-3
+#define GC_ATOL 5e-5
+#define GC_RTOL 2e-3
+#define GC_NORM 5e-3 /* bound on ||fd - grad|| / ||fd|| over a case (seen: <= 7e-4) */
+
+typedef struct gc_result {
+    int tried;        /* coordinates sampled */
+    int checked;      /* of which compared (the others sat at a kink) */
+    int retried;      /* of which compared with the smaller step */
+    int bad;          /* compared and out of tolerance */
+    int thin_tensors; /* tensors with fewer than half their sampled coordinates compared */
+    double err2, fd2; /* sums of (fd - grad)^2 and fd^2 over the compared coordinates */
+    double worst;     /* largest |fd - grad| / (atol + rtol*|fd|) */
+} gc_result;
+
+/* A deliberate error put into the analytic gradients, for the self-test. */
+typedef struct gc_tamper {
+    double scale; /* every gradient times this */
+    long index;   /* and this one (if >= 0) plus delta */
+    double delta;
+} gc_tamper;
+
+static const gc_tamper no_tamper = {1.0, -1, 0.0};
+
+/* What one gradient check works on. */
+typedef struct gc_run {
+    mdl_model *m;
+    const batch *bt;
+    const double *grads; /* (P) the analytic gradient */
+    const int32_t *sig0; /* the kinks of the unperturbed pass */
+    int32_t *sig;        /* scratch for a perturbed pass's */
+    size_t nsig;
+    int quiet;           /* do not print mismatches (the self-test expects them) */
+    gc_result *res;
+} gc_run;
+
+/* Central difference of the mean loss in parameter i with step eps (divided by the
+ * step the float parameter really took). Returns 0, or -1 when the +eps or the -eps
+ * pass sits on the other side of a kink. */
+static int central_diff(gc_run *g, size_t i, double eps, double *fd) {
+    float *p = g->m->params, orig = p[i];
+    p[i] = orig + (float)eps;
+    double hi = p[i], lp = batch_loss(g->m, g->bt, g->sig);
+    int kink = memcmp(g->sig, g->sig0, g->nsig * sizeof *g->sig) != 0;
+    p[i] = orig - (float)eps;
+    double lo = p[i], lm = batch_loss(g->m, g->bt, g->sig);
+    kink |= memcmp(g->sig, g->sig0, g->nsig * sizeof *g->sig) != 0;
+    p[i] = orig;
+    *fd = (lp - lm) / (hi - lo);
+    return kink ? -1 : 0;
+}
+
+/* Checks up to PER_TENSOR coordinates of the n parameters at off. A coordinate at a
+ * kink is retried with eps/10 and ten times the atol (the rounding noise grows as
+ * 1/eps); when that step crosses a kink too, the coordinate is skipped. */
+static void check_tensor(gc_run *g, const char *what, size_t off, size_t n, tn_rng *pick) {
+    /* A sample without replacement: the first k of a partial Fisher-Yates shuffle. */
+    size_t k = n < PER_TENSOR ? n : PER_TENSOR;
+    size_t *idx = tn_xmalloc(n * sizeof *idx);
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < k; i++) {
+        size_t j = i + (size_t)tn_rng_below(pick, n - i);
+        size_t t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+    gc_result *r = g->res;
+    int checked = 0;
+    for (size_t s = 0; s < k; s++) {
+        size_t i = off + idx[s];
+        double fd, atol = GC_ATOL;
+        r->tried++;
+        if (central_diff(g, i, GC_EPS, &fd) != 0) {
+            atol *= 10;
+            if (central_diff(g, i, GC_EPS / 10, &fd) != 0) continue;
+            r->retried++;
+        }
+        checked++;
+        double an = g->grads[i], tol = atol + GC_RTOL * fabs(fd);
+        r->err2 += (fd - an) * (fd - an);
+        r->fd2 += fd * fd;
+        if (fabs(fd - an) / tol > r->worst) r->worst = fabs(fd - an) / tol;
+        if (fabs(fd - an) > tol && r->bad++ < 5 && !g->quiet)
+            fprintf(stderr, "  %s[%zu]: finite difference %.7g, gradient %.7g\n", what, idx[s],
+                    fd, an);
+    }
+    r->checked += checked;
+    if (2 * checked < (int)k) r->thin_tensors++;
+    free(idx);
+}
+
+/* Runs the check over every parameter tensor of m on bt. */
+static gc_result gradcheck(mdl_model *m, const batch *bt, gc_tamper tamper) {
+    gc_result res = {0};
+    size_t nsig = kink_count(m, bt->b);
+    int32_t *sig0 = tn_xcalloc(nsig + 1, sizeof *sig0), *sig = tn_xcalloc(nsig + 1, sizeof *sig);
+    float *gf = tn_xmalloc(m->nparams * sizeof *gf);
+    double *grads = tn_xmalloc(m->nparams * sizeof *grads);
+
+    double loss = batch_loss(m, bt, sig0);
+    CHECK_MSG(isfinite(loss) && loss > 0, "loss %g", loss);
+    mdl_backward(m, bt->b);
+    K->download(gf, m->grads, m->nparams * sizeof *gf);
+    for (size_t i = 0; i < m->nparams; i++) grads[i] = gf[i] * tamper.scale;
+    if (tamper.index >= 0) grads[tamper.index] += tamper.delta;
+
+    int quiet = tamper.scale != 1.0 || tamper.index >= 0;
+    gc_run g = {m, bt, grads, sig0, sig, nsig, quiet, &res};
+    tn_rng pick;
+    tn_rng_seed(&pick, SAMPLE_SEED);
+    for (int l = 0; l < m->nlayers; l++) {
+        const mdl_layer *L = &m->layers[l];
+        size_t nw, nb;
+        if (L->type == MDL_DENSE) {
+            nw = (size_t)L->out_size * L->in_size;
+            nb = L->out_size;
+        } else if (L->type == MDL_CONV) {
+            nw = (size_t)L->c_out * L->c_in * 9;
+            nb = L->c_out;
+        } else {
+            continue;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "layer %d weight", l);
+        check_tensor(&g, what, L->w_off, nw, &pick);
+        snprintf(what, sizeof what, "layer %d bias", l);
+        check_tensor(&g, what, L->b_off, nb, &pick);
+    }
+    free(sig0);
+    free(sig);
+    free(gf);
+    free(grads);
+    return res;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Gradient checks of every layer type
+ * --------------------------------------------------------------------------------- */
+
+#define MLP(act, drop, classes_, nh, ...)                                                   \
+    {.kind = MDL_MLP, .activation = (act), .dropout = (drop), .in_c = 1, .in_h = 2,       \
+     .in_w = 5, .classes = (classes_), .nhidden = (nh), .hidden = {__VA_ARGS__}}
+
+static const struct gc_case {
+    const char *name;
+    mdl_config cfg;
+    int b;
+} gc_cases[] = {
+    {"mlp relu, 1 hidden", MLP(MDL_RELU, 0.0f, 4, 1, 12), 5},
+    {"mlp tanh, 1 hidden", MLP(MDL_TANH, 0.0f, 3, 1, 8), 4},
+    {"mlp gelu, 1 hidden", MLP(MDL_GELU, 0.0f, 5, 1, 9), 4},
+    {"mlp, 0 hidden", MLP(MDL_RELU, 0.0f, 4, 0, 0), 6},
+    {"mlp relu, 2 hidden", MLP(MDL_RELU, 0.0f, 5, 2, 16, 9), 6},
+    {"mlp tanh, 2 hidden", MLP(MDL_TANH, 0.0f, 3, 2, 7, 6), 3},
+    {"mlp gelu, 2 hidden", MLP(MDL_GELU, 0.0f, 4, 2, 11, 5), 5},
+    {"mlp relu, dropout 0.3", MLP(MDL_RELU, 0.3f, 4, 2, 16, 12), 6},
+    {"mlp gelu, dropout 0.5", MLP(MDL_GELU, 0.5f, 3, 1, 14), 5},
+    {"cnn relu 1x6x6, 1 conv",
+     {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 6, .in_w = 6, .classes = 3,
+      .nconv = 1, .filters = {3}},
+     3},
+    {"cnn tanh 1x6x6, 1 conv, 1 hidden",
+     {.kind = MDL_CNN, .activation = MDL_TANH, .in_c = 1, .in_h = 6, .in_w = 6, .classes = 3,
+      .nhidden = 1, .hidden = {5}, .nconv = 1, .filters = {4}},
+     3},
+    {"cnn relu 2x8x8, 2 conv",
+     {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 2, .in_h = 8, .in_w = 8, .classes = 4,
+      .nhidden = 1, .hidden = {6}, .nconv = 2, .filters = {3, 4}},
+     3},
+    {"cnn tanh 2x8x8, 2 conv",
+     {.kind = MDL_CNN, .activation = MDL_TANH, .in_c = 2, .in_h = 8, .in_w = 8, .classes = 4,
+      .nconv = 2, .filters = {3, 5}},
+     2},
+    {"cnn relu 1x7x5 (floor pooling), 2 conv",
+     {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 7, .in_w = 5, .classes = 3,
+      .nhidden = 1, .hidden = {5}, .nconv = 2, .filters = {3, 4}},
+     4},
+    {"cnn tanh 1x7x5 (floor pooling), 1 conv",
+     {.kind = MDL_CNN, .activation = MDL_TANH, .in_c = 1, .in_h = 7, .in_w = 5, .classes = 3,
+      .nconv = 1, .filters = {3}},
+     3},
+    {"cnn gelu 2x8x8, dropout 0.25",
+     {.kind = MDL_CNN, .activation = MDL_GELU, .dropout = 0.25f, .in_c = 2, .in_h = 8, .in_w = 8,
+      .classes = 4, .nhidden = 1, .hidden = {8}, .nconv = 2, .filters = {3, 3}},
+     3},
+};
+
+static void test_gradcheck_cases(void) {
+    for (size_t c = 0; c < sizeof gc_cases / sizeof gc_cases[0]; c++) {
+        const struct gc_case *gc = &gc_cases[c];
+        mdl_model *m = model_new(&gc->cfg, gc->b);
+        if (!m) continue;
+        batch bt = batch_new(&gc->cfg, gc->b, DATA_SEED + c);
+        gc_result r = gradcheck(m, &bt, no_tamper);
+        double norm = sqrt(r.err2 / r.fd2);
+        if (getenv("TN_TEST_VERBOSE"))
+            printf("  %-40s %4d tried %4d checked (%3d retried), rel norm %.2e, worst %.2f\n",
+                   gc->name, r.tried, r.checked, r.retried, norm, r.worst);
+        CHECK_MSG(r.bad == 0, "%s: %d of %d coordinates out of tolerance", gc->name, r.bad,
+                  r.checked);
+        CHECK_MSG(norm <= GC_NORM, "%s: relative error norm %.3g", gc->name, norm);
+        CHECK_MSG(4 * r.checked >= 3 * r.tried && r.thin_tensors == 0,
+                  "%s: only %d of %d coordinates compared (%d tensors thin)", gc->name, r.checked,
+                  r.tried, r.thin_tensors);
+        CHECK_MSG(r.fd2 > 0, "%s: every finite difference is zero", gc->name);
+        if (gc->cfg.dropout > 0) { /* the masks really drop units */
+            int zeros = 0, kept = 0, total = 0;
+            for (int l = 0; l < m->nlayers; l++) {
+                const mdl_layer *L = &m->layers[l];
+                if (L->type != MDL_DROPOUT) continue;
+                total += gc->b * L->out_size;
+                for (size_t i = 0; i < (size_t)gc->b * L->out_size; i++) {
+                    zeros += L->mask[i] == 0.0f;
+                    kept += fabsf(L->mask[i] - 1.0f / (1.0f - gc->cfg.dropout)) < 1e-6f;
+                }
+            }
+            CHECK_MSG(zeros > 0 && kept > 0 && zeros + kept == total,
+                      "%s: dropout masks have %d zeros, %d kept of %d", gc->name, zeros, kept,
+                      total);
+        }
+        batch_free(&bt);
+        mdl_free(m);
+    }
+}
+
+/* The check has teeth: gradients 1% too large, or one output-bias gradient off by
+ * 1e-3, fail it. */
+static void test_gradcheck_detects_errors(void) {
+    const mdl_config cfg = MLP(MDL_TANH, 0.0f, 3, 1, 8);
+    mdl_model *m = model_new(&cfg, 4);
+    if (!m) return;
+    batch bt = batch_new(&cfg, 4, DATA_SEED);
+    gc_result r = gradcheck(m, &bt, (gc_tamper){1.01, -1, 0.0});
+    CHECK_MSG(r.bad > 0 && sqrt(r.err2 / r.fd2) > GC_NORM, "1%% error: %d bad, norm %.3g", r.bad,
+              sqrt(r.err2 / r.fd2));
+    const mdl_layer *out = &m->layers[m->nlayers - 1];
+    r = gradcheck(m, &bt, (gc_tamper){1.0, (long)out->b_off + 1, 1e-3});
+    CHECK_MSG(r.bad == 1, "one wrong gradient: %d bad", r.bad);
+    batch_free(&bt);
+    mdl_free(m);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Forward pass against a double-precision reference
+ * --------------------------------------------------------------------------------- */
+
+/* The logits of example x through m's layers in double, from the documented layouts:
+ * dense weights (out, in), conv weights (C_out, C_in*3*3) with pad 1, 2x2 max pooling
+ * with floor, dropout as identity (evaluation). Returns the loss of label y and sets
+ * *right to whether the largest logit is y's. */
+static double ref_example_loss(const mdl_model *m, const float *x, int32_t y, int *right) {
+    size_t widest = (size_t)m->input_size;
+    for (int l = 0; l < m->nlayers; l++)
+        if ((size_t)m->layers[l].out_size > widest) widest = m->layers[l].out_size;
+    double *a = tn_xcalloc(widest, sizeof *a), *o = tn_xcalloc(widest, sizeof *o);
+    for (int i = 0; i < m->input_size; i++) a[i] = x[i];
+    const float *p = m->params;
+    for (int l = 0; l < m->nlayers; l++) {
+        const mdl_layer *L = &m->layers[l];
+        switch (L->type) {
+        case MDL_DENSE:
+            for (int j = 0; j < L->out_size; j++) {
+                double s = p[L->b_off + j];
+                for (int i = 0; i < L->in_size; i++)
+                    s += (double)p[L->w_off + (size_t)j * L->in_size + i] * a[i];
+                o[j] = s;
+            }
+            break;
+        case MDL_CONV:
+            for (int f = 0; f < L->c_out; f++)
+                for (int yy = 0; yy < L->h; yy++)
+                    for (int xx = 0; xx < L->w; xx++) {
+                        double s = p[L->b_off + f];
+                        for (int c = 0; c < L->c_in; c++)
+                            for (int ki = 0; ki < 3; ki++)
+                                for (int kj = 0; kj < 3; kj++) {
+                                    int iy = yy + ki - 1, ix = xx + kj - 1;
+                                    if (iy < 0 || iy >= L->h || ix < 0 || ix >= L->w) continue;
+                                    size_t wi = (((size_t)f * L->c_in + c) * 3 + ki) * 3 + kj;
+                                    s += (double)p[L->w_off + wi] *
+                                         a[((size_t)c * L->h + iy) * L->w + ix];
+                                }
+                        o[((size_t)f * L->h + yy) * L->w + xx] = s;
+                    }
+            break;
+        case MDL_ACT:
+            for (int i = 0; i < L->in_size; i++) {
+                double v = a[i];
+                o[i] = L->activation == MDL_RELU   ? (v > 0 ? v : 0)
+                       : L->activation == MDL_TANH ? tanh(v)
+                                                   : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            }
+            break;
+        case MDL_POOL: {
+            int oh = L->h / 2, ow = L->w / 2;
+            for (int c = 0; c < L->c_in; c++)
+                for (int yy = 0; yy < oh; yy++)
+                    for (int xx = 0; xx < ow; xx++) {
+                        const double *pl = a + (size_t)c * L->h * L->w;
+                        double v = pl[2 * yy * L->w + 2 * xx];
+                        v = fmax(v, pl[2 * yy * L->w + 2 * xx + 1]);
+                        v = fmax(v, pl[(2 * yy + 1) * L->w + 2 * xx]);
+                        v = fmax(v, pl[(2 * yy + 1) * L->w + 2 * xx + 1]);
+                        o[((size_t)c * oh + yy) * ow + xx] = v;
+                    }
+            break;
+        }
+        case MDL_DROPOUT:
+            for (int i = 0; i < L->in_size; i++) o[i] = a[i];
+            break;
+        }
+        double *t = a;
+        a = o;
+        o = t;
+    }
+    int k = m->cfg.classes;
+    int arg = 0;
+    for (int j = 1; j < k; j++)
+        if (a[j] > a[arg]) arg = j;
+    double mx = a[arg], s = 0;
+    for (int j = 0; j < k; j++) s += exp(a[j] - mx);
+    double loss = mx + log(s) - a[y];
+    *right = arg == y;
+    free(a);
+    free(o);
+    return loss;
+}
+
+static void test_forward_reference(void) {
+    for (size_t c = 0; c < sizeof gc_cases / sizeof gc_cases[0]; c++) {
+        const struct gc_case *gc = &gc_cases[c];
+        mdl_model *m = model_new(&gc->cfg, gc->b);
+        if (!m) continue;
+        batch bt = batch_new(&gc->cfg, gc->b, DATA_SEED + 100 + c);
+        double want = 0;
+        int want_correct = 0;
+        for (int i = 0; i < gc->b; i++) {
+            int right;
+            want += ref_example_loss(m, bt.x + (size_t)i * m->input_size, bt.y[i], &right);
+            want_correct += right;
+        }
+        double got = NAN;
+        int64_t correct = -1;
+        mdl_forward(m, bt.x, bt.y, gc->b, 0, NULL, &got, &correct); /* evaluation */
+        CHECK_MSG(fabs(got - want) <= 1e-5 * gc->b, "%s: loss_sum %.9g, reference %.9g",
+                  gc->name, got, want);
+        CHECK_MSG(correct == want_correct, "%s: correct = %lld, reference %d", gc->name,
+                  (long long)correct, want_correct);
+        batch_free(&bt);
+        mdl_free(m);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * The first layer's input gradient, smaller batches
+ * --------------------------------------------------------------------------------- */
+
+/* model.c never computes the first layer's input gradient: with only one dense
+ * layer neither ping-pong buffer is touched, and a CNN with one conv block never
+ * touches the conv scratch. Sentinels in those buffers must survive backward. */
+static void test_first_layer_input_grad_unused(void) {
+    const mdl_config mlp = MLP(MDL_RELU, 0.0f, 4, 0, 0);
+    const mdl_config cnn = {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 6,
+                            .in_w = 6, .classes = 3, .nconv = 1, .filters = {3}};
+    const mdl_config *cfgs[2] = {&mlp, &cnn};
+    for (int c = 0; c < 2; c++) {
+        mdl_model *m = model_new(cfgs[c], 4);
+        if (!m) continue;
+        batch bt = batch_new(cfgs[c], 4, DATA_SEED);
+        batch_loss(m, &bt, NULL);
+        float *input = tn_xmalloc((size_t)4 * m->input_size * sizeof(float));
+        memcpy(input, m->input, (size_t)4 * m->input_size * sizeof(float));
+        size_t wa = 0;
+        for (int l = 0; l < m->nlayers; l++)
+            if ((size_t)m->layers[l].out_size > wa) wa = m->layers[l].out_size;
+        if ((size_t)m->input_size > wa) wa = m->input_size;
+        size_t ndcol = (size_t)9 * cfgs[c]->in_c * cfgs[c]->in_h * cfgs[c]->in_w;
+        if (c == 0) {
+            K->fill(m->grad_a, NAN, 4 * wa);
+            K->fill(m->grad_b, NAN, 4 * wa);
+        } else {
+            CHECK(m->dcol != NULL);
+            K->fill(m->dcol, NAN, ndcol);
+        }
+        K->fill(m->grads, NAN, m->nparams);
+        mdl_backward(m, 4);
+        size_t finite = 0, untouched = 0;
+        for (size_t i = 0; i < m->nparams; i++) finite += isfinite(m->grads[i]) != 0;
+        if (c == 0) {
+            for (size_t i = 0; i < 4 * wa; i++)
+                untouched += isnan(m->grad_a[i]) && isnan(m->grad_b[i]);
+            CHECK_MSG(untouched == 4 * wa, "mlp: %zu of %zu ping-pong entries touched",
+                      4 * wa - untouched, 4 * wa);
+        } else {
+            for (size_t i = 0; i < ndcol; i++) untouched += isnan(m->dcol[i]) != 0;
+            CHECK_MSG(untouched == ndcol, "cnn: %zu of %zu dcol entries touched",
+                      ndcol - untouched, ndcol);
+        }
+        CHECK_MSG(finite == m->nparams, "%zu of %zu gradients not finite", m->nparams - finite,
+                  m->nparams);
+        CHECK(memcmp(input, m->input, (size_t)4 * m->input_size * sizeof(float)) == 0);
+        free(input);
+        batch_free(&bt);
+        mdl_free(m);
+    }
+}
+
+/* b = 3 on a model built for 8 gives the loss and gradients of a model built for 3,
+ * also right after a full batch of 8 left its buffers dirty. */
+static void test_partial_batch(void) {
+    const mdl_config cfgs[] = {
+        MLP(MDL_RELU, 0.3f, 4, 2, 10, 7),
+        {.kind = MDL_CNN, .activation = MDL_TANH, .dropout = 0.2f, .in_c = 2, .in_h = 7,
+         .in_w = 6, .classes = 3, .nhidden = 1, .hidden = {6}, .nconv = 2, .filters = {3, 4}},
+    };
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        mdl_model *big = model_new(&cfgs[c], 8), *small = model_new(&cfgs[c], 3);
+        if (!big || !small) {
+            mdl_free(big);
+            mdl_free(small);
+            continue;
+        }
+        CHECK(memcmp(big->params, small->params, big->nparams * sizeof(float)) == 0);
+        batch full = batch_new(&cfgs[c], 8, DATA_SEED + 1), bt = batch_new(&cfgs[c], 3, DATA_SEED);
+        batch_loss(big, &full, NULL);
+        mdl_backward(big, 8);
+
+        double lb = batch_loss(big, &bt, NULL), ls = batch_loss(small, &bt, NULL);
+        mdl_backward(big, 3);
+        mdl_backward(small, 3);
+        CHECK_NEAR(lb, ls, 1e-7, 1e-6);
+        size_t far = 0;
+        for (size_t i = 0; i < big->nparams; i++)
+            far += !(fabsf(big->grads[i] - small->grads[i]) <=
+                     1e-7f + 1e-5f * fabsf(small->grads[i]));
+        CHECK_MSG(far == 0, "config %zu: %zu of %zu gradients differ", c, far, big->nparams);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < big->nparams; i++) nonzero += small->grads[i] != 0.0f;
+        CHECK_MSG(nonzero > big->nparams / 4, "config %zu: only %zu gradients nonzero", c, nonzero);
+        batch_free(&full);
+        batch_free(&bt);
+        mdl_free(big);
+        mdl_free(small);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * Parameter counts and configuration checks
+ * --------------------------------------------------------------------------------- */
+
+static const struct count_case {
+    const char *name;
+    mdl_config cfg;
+    size_t want;
+} count_cases[] = {
+    /* 784*256 + 256 + 256*256 + 256 + 256*10 + 10 = 200960 + 65792 + 2570 */
+    {"mlp 784-256-256-10",
+     {.kind = MDL_MLP, .activation = MDL_RELU, .in_c = 1, .in_h = 28, .in_w = 28, .classes = 10,
+      .nhidden = 2, .hidden = {256, 256}},
+     269322},
+    /* conv1 32*1*9 + 32 = 320; conv2 64*32*9 + 64 = 18496; 28 -> 14 -> 7, so the
+     * flattened size is 64*7*7 = 3136; dense 3136*128 + 128 = 401536; output
+     * 128*10 + 10 = 1290. Total 320 + 18496 + 401536 + 1290. */
+    {"cnn 1x28x28 32,64 128",
+     {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 28, .in_w = 28, .classes = 10,
+      .nhidden = 1, .hidden = {128}, .nconv = 2, .filters = {32, 64}},
+     421642},
+    /* 10*4 + 4 */
+    {"mlp 0 hidden", MLP(MDL_RELU, 0.0f, 4, 0, 0), 44},
+    /* conv 3*1*9 + 3 = 30; 7x5 -> 3x2 -> 3*3*2 = 18 features; 18*3 + 3 = 57 */
+    {"cnn 1x7x5 3", {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 7, .in_w = 5,
+                     .classes = 3, .nconv = 1, .filters = {3}},
+     87},
+};
+
+static void test_param_count(void) {
+    for (size_t c = 0; c < sizeof count_cases / sizeof count_cases[0]; c++) {
+        const struct count_case *cc = &count_cases[c];
+        CHECK_MSG(mdl_param_count(&cc->cfg) == cc->want, "%s: %zu parameters, want %zu", cc->name,
+                  mdl_param_count(&cc->cfg), cc->want);
+        mdl_model *m = model_new(&cc->cfg, 1);
+        if (!m) continue;
+        CHECK_MSG(m->nparams == cc->want, "%s: model has %zu parameters, want %zu", cc->name,
+                  m->nparams, cc->want);
+        mdl_free(m);
+    }
+}
+
+static const struct reject_case {
+    const char *name;
+    mdl_config cfg;
+    const char *words; /* the message must contain these */
+} reject_cases[] = {
+    {"dropout 1.0", MLP(MDL_RELU, 1.0f, 4, 1, 8), "--dropout"},
+    {"dropout -0.1", MLP(MDL_RELU, -0.1f, 4, 1, 8), "--dropout"},
+    {"0 classes", MLP(MDL_RELU, 0.0f, 0, 1, 8), "classes"},
+    {"hidden width 0", MLP(MDL_RELU, 0.0f, 4, 2, 8, 0), "--hidden_units"},
+    {"3 conv layers on 4x4",
+     {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 4, .in_w = 4, .classes = 3,
+      .nconv = 3, .filters = {2, 2, 2}},
+     "fewer conv layers"},
+    {"conv filters on an mlp",
+     {.kind = MDL_MLP, .activation = MDL_RELU, .in_c = 1, .in_h = 2, .in_w = 5, .classes = 3,
+      .nconv = 1, .filters = {8}},
+     "--conv_filters"},
+};
+
+static void test_config_check(void) {
+    char err[256];
+    for (size_t c = 0; c < sizeof reject_cases / sizeof reject_cases[0]; c++) {
+        const struct reject_case *rc = &reject_cases[c];
+        err[0] = '\0';
+        int code = mdl_config_check(&rc->cfg, err, sizeof err);
+        CHECK_MSG(code == TN_EINVAL, "%s: returned %d", rc->name, code);
+        CHECK_MSG(strstr(err, rc->words) != NULL, "%s: message \"%s\" lacks \"%s\"", rc->name, err,
+                  rc->words);
+        CHECK_MSG(mdl_config_check(&rc->cfg, NULL, 0) == TN_EINVAL, "%s: without a buffer",
+                  rc->name);
+    }
+    /* The boundaries just inside are accepted: two conv layers on 4x4 (4 -> 2 -> 1). */
+    const mdl_config ok[] = {
+        {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 4, .in_w = 4, .classes = 2,
+         .nconv = 2, .filters = {2, 2}},
+        MLP(MDL_GELU, 0.99f, 2, 1, 1),
+    };
+    for (size_t c = 0; c < sizeof ok / sizeof ok[0]; c++) {
+        err[0] = '\0';
+        CHECK_MSG(mdl_config_check(&ok[c], err, sizeof err) == 0, "valid config %zu rejected: %s",
+                  c, err);
+    }
+}
+
+int main(void) {
+    K = kn_cpu();
+    RUN(test_gradcheck_cases);
+    RUN(test_gradcheck_detects_errors);
+    RUN(test_forward_reference);
+    RUN(test_first_layer_input_grad_unused);
+    RUN(test_partial_batch);
+    RUN(test_param_count);
+    RUN(test_config_check);
+    return check_summary();
+}

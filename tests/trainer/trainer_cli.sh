@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# trainer_cli.sh — end-to-end tests of the `trainer` binary on small data.
+#
+#   trainer_cli.sh PATH/TO/trainer WORKDIR
+#
+# Uses the first 2000/500 examples of Fashion-MNIST (Debian's dataset-fashion-mnist)
+# and small CSV and IDX files it writes itself. Each case prints "ok NAME" or
+# "FAIL NAME: why"; the last line is "N passed, N failed"; the exit status is non-zero
+# when anything failed.
+set -u
+TRAINER=$1
+WORK=$2
+DATA=/usr/share/datasets/fashion-mnist
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
+passed=0
+failed=0
+
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+# check NAME CONDITION-COMMAND... : ok when the command succeeds.
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
+# The metric records without the fields that depend on the clock.
+stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
+
+SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+       --batch_size=100)
+
+# --help, unknown flags, bad values --------------------------------------------------
+out=$("$TRAINER" --help); rc=$?
+check help_exit0 test $rc -eq 0
+for f in model hidden_units conv_filters activation dropout optimizer learning_rate momentum \
+         weight_decay lr_schedule warmup_steps batch_size epochs seed threads data_dir \
+         train_file eval_file label_column report_every checkpoint_every keep_checkpoints \
+         job_dir eval_only model_file; do
+  grep -q -- "--$f" <<<"$out" || fail help_lists_$f "--help does not list --$f"
+done
+ok help_lists_flags
+err=$("$TRAINER" --learnig_rate=0.1 2>&1); rc=$?
+check unknown_flag_exit2 test $rc -eq 2
+check unknown_flag_hint grep -q "did you mean --learning_rate" <<<"$err"
+err=$("$TRAINER" --epochs=abc 2>&1); rc=$?
+check bad_int_exit2 test $rc -eq 2
+check bad_int_message grep -q "epochs expects an integer" <<<"$err"
+err=$("$TRAINER" --optimizer=adagrad 2>&1); rc=$?
+check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
+check bad_enum_exit2 test $rc -eq 2
+err=$("$TRAINER" --dropout=1 "${SMALL[@]}" 2>&1); rc=$?
+check bad_dropout test $rc -eq 2
+
+# Training on a subset; both flag forms; determinism ------------------------------
+CLOUD_ML_TRIAL_ID=7 CLOUD_ML_HP_METRIC_FILE=$WORK/a/metrics \
+  "$TRAINER" "${SMALL[@]}" --epochs=3 --learning_rate=0.1 --job-dir="$WORK/a" >a.log 2>&1
+check train_exit0 test $? -eq 0
+check train_model_saved test -s a/model.ckpt
+check train_three_reports test "$(wc -l <a/metrics)" -eq 3
+last=$(tail -n 1 a/metrics)
+for key in '"accuracy":"' '"loss":"' '"train_loss":"' '"train_accuracy":"' \
+           '"examples_per_sec":"' '"global_step":"60"' '"trial":"7"' '"timestamp":'; do
+  grep -q "$key" <<<"$last" || fail metric_has_$key "last record lacks $key: $last"
+done
+ok metric_keys
+acc=$(sed -E 's/.*"accuracy":"([^"]*)".*/\1/' <<<"$last")
+check learns awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }'
+check progress_line grep -q "epoch 3.00/3  step 60  train_loss" a.log
+
+CLOUD_ML_TRIAL_ID=7 CLOUD_ML_HP_METRIC_FILE=$WORK/b/metrics \
+  "$TRAINER" "${SMALL[@]}" --epochs 3 --learning_rate 0.1 --job_dir "$WORK/b" >b.log 2>&1
+check same_seed_same_model cmp -s a/model.ckpt b/model.ckpt
+check same_seed_same_metrics cmp -s <(stable_metrics a/metrics) <(stable_metrics b/metrics)
+CLOUD_ML_HP_METRIC_FILE=$WORK/c/metrics \
+  "$TRAINER" "${SMALL[@]}" --epochs 3 --learning_rate 0.1 --seed 2 --job_dir "$WORK/c" >c.log 2>&1
+check other_seed_other_model sh -c "! cmp -s a/model.ckpt c/model.ckpt"
+
+# Evaluation of the saved model --------------------------------------------------
+out=$(CLOUD_ML_HP_METRIC_FILE=$WORK/eval.metrics "$TRAINER" --eval_only \
+      --model_file="$WORK/a/model.ckpt" --max_eval_examples=500 --threads=1); rc=$?
+check eval_only_exit0 test $rc -eq 0
+check eval_only_same_accuracy grep -q "accuracy $(printf '%.4f' "$acc")" <<<"$out"
+err=$("$TRAINER" --eval_only --model_file="$WORK/nope.ckpt" 2>&1); rc=$?
+check eval_only_missing_model test $rc -eq 1
+check eval_only_missing_message grep -q "nope.ckpt" <<<"$err"
+
+# SIGKILL in the middle of epoch 3, then resume: bit-identical to no interruption ---
+RESUME=(--max_train_examples=6000 --max_eval_examples=500 --threads=1 --epochs=4
+        --checkpoint_every=7 --batch_size=50)
+CLOUD_ML_HP_METRIC_FILE=$WORK/ref/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$WORK/ref" \
+  >ref.log 2>&1
+killed=0
+for attempt in 1 2 3 4 5; do
+  rm -rf "$WORK/k"
+  CLOUD_ML_HP_METRIC_FILE=$WORK/k/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$WORK/k" \
+    >k1.log 2>&1 &
+  pid=$!
+  # Wait for the end of epoch 2 (two reports), then a little into epoch 3.
+  for _ in $(seq 1 2000); do
+    [ -f k/metrics ] && [ "$(wc -l <k/metrics)" -ge 2 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.005
+  done
+  sleep "0.0$((attempt * 3))"
+  if kill -9 $pid 2>/dev/null; then
+    wait $pid 2>/dev/null
+    if [ "$(wc -l <k/metrics)" -eq 2 ] && [ ! -f k/model.ckpt ]; then killed=1; break; fi
+  else
+    wait $pid 2>/dev/null
+  fi
+done
+if [ $killed -eq 1 ]; then
+  CLOUD_ML_HP_METRIC_FILE=$WORK/k/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$WORK/k" \
+    >k2.log 2>&1
+  check resume_exit0 test $? -eq 0
+  check resume_message grep -q "resumed from .*ckpt-.*(epoch 3, step" k2.log
+  check resume_bit_identical cmp -s ref/model.ckpt k/model.ckpt
+  check resume_same_final_metrics test "$(stable_metrics ref/metrics | tail -n 1)" = \
+    "$(stable_metrics k/metrics | tail -n 1)"
+else
+  fail resume_kill "could not kill the trainer in epoch 3 in 5 attempts"
+fi
+
+# A corrupt newest checkpoint: reported, the previous one used, same result ----------
+cp -r ref corrupt && rm corrupt/model.ckpt
+newest=$(ls corrupt/checkpoints/ckpt-*.ckpt | tail -n 1)
+truncate -s 1000 "$newest"
+CLOUD_ML_HP_METRIC_FILE=$WORK/corrupt/metrics "$TRAINER" "${RESUME[@]}" \
+  --job-dir="$WORK/corrupt" >corrupt.log 2>&1
+check corrupt_exit0 test $? -eq 0
+check corrupt_warned grep -q "warning: checkpoint .*$(basename "$newest") is unusable" corrupt.log
+check corrupt_same_model cmp -s ref/model.ckpt corrupt/model.ckpt
+
+# A run that is already complete exits at once -------------------------------------
+CLOUD_ML_HP_METRIC_FILE=$WORK/ref/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$WORK/ref" \
+  >done.log 2>&1
+check complete_exit0 test $? -eq 0
+check complete_message grep -q "training already complete" done.log
+
+# Checkpoints of another model in the job dir: a clear error -----------------------
+err=$("$TRAINER" "${RESUME[@]}" --hidden_units=32 --job-dir="$WORK/ref" 2>&1); rc=$?
+check mismatch_exit1 test $rc -eq 1
+check mismatch_message grep -q "different model" <<<"$err"
+
+# SIGTERM: checkpoint, exit 143, and the next run carries on -------------------------
+CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \
+  --job-dir="$WORK/t" >t1.log 2>&1 &
+pid=$!
+for _ in $(seq 1 2000); do
+  [ -f t/metrics ] && break
+  sleep 0.005
+done
+kill -TERM $pid; wait $pid; rc=$?
+if grep -q "stopped by signal" t1.log; then
+  check sigterm_exit143 test $rc -eq 143
+  CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \
+    --job-dir="$WORK/t" >t2.log 2>&1
+  check sigterm_resumed grep -q "resumed from" t2.log
+  check sigterm_same_model cmp -s ref/model.ckpt t/model.ckpt
+else
+  fail sigterm "the run ended before SIGTERM arrived (rc $rc)"
+fi
+
+# Bad data -----------------------------------------------------------------------
+err=$("$TRAINER" --data_dir="$WORK/no-such-dir" 2>&1); rc=$?
+check missing_data_exit1 test $rc -eq 1
+check missing_data_names_dir grep -q "no-such-dir" <<<"$err"
+check missing_data_hint grep -q "dataset-fashion-mnist" <<<"$err"
+mkdir -p trunc
+for f in train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  cp "$DATA/$f.gz" trunc/
+done
+zcat "$DATA/train-images-idx3-ubyte.gz" | head -c 5000 >trunc/train-images-idx3-ubyte
+err=$("$TRAINER" --data_dir="$WORK/trunc" 2>&1); rc=$?
+check truncated_data_exit1 test $rc -eq 1
+check truncated_data_message grep -q "train-images-idx3-ubyte.*truncated" <<<"$err"
+
+# CSV data: label last, header, features scaled -----------------------------------
+awk 'BEGIN { srand(3); print "a,b,c,label";
+  for (i = 0; i < 600; i++) { x = rand() * 255; y = rand() * 255; z = rand() * 255;
+    printf "%d,%d,%d,%d\n", x, y, z, (x > y) ? 1 : 0 } }' >train.csv
+awk 'BEGIN { srand(4); for (i = 0; i < 200; i++) { x = rand() * 255; y = rand() * 255;
+    printf "%d,%d,%d,%d\n", x, y, 7, (x > y) ? 1 : 0 } }' >eval.csv
+out=$(CLOUD_ML_HP_METRIC_FILE=$WORK/csv.metrics "$TRAINER" --train_file=train.csv \
+      --eval_file=eval.csv --label_column=-1 --feature_scale=0.00392 --hidden_units=16 \
+      --epochs=20 --batch_size=32 --threads=1 2>&1); rc=$?
+check csv_exit0 test $rc -eq 0
+acc=$(tail -n 1 csv.metrics | sed -E 's/.*"accuracy":"([^"]*)".*/\1/')
+check csv_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.9) }'
+printf '1,2,3\n4,x,6\n' >bad.csv
+err=$("$TRAINER" --train_file=bad.csv --eval_file=bad.csv 2>&1); rc=$?
+check csv_bad_exit1 test $rc -eq 1
+check csv_bad_message grep -q "bad.csv.*line 2" <<<"$err"
+err=$("$TRAINER" --train_file=train.csv 2>&1); rc=$?
+check csv_needs_eval grep -q "go together" <<<"$err"
+err=$("$TRAINER" --model=cnn --train_file=train.csv --eval_file=eval.csv --label_column=-1 2>&1)
+check csv_cnn_needs_images grep -q "needs images" <<<"$err"
+
+# The CNN, briefly ----------------------------------------------------------------
+CLOUD_ML_HP_METRIC_FILE=$WORK/cnn.metrics "$TRAINER" --model=cnn --conv_filters=4,8 \
+  --hidden_units=16 --max_train_examples=500 --max_eval_examples=200 --epochs=2 \
+  --batch_size=50 --threads=1 >cnn.log 2>&1
+check cnn_exit0 test $? -eq 0
+check cnn_reports test "$(wc -l <cnn.metrics)" -eq 2
+
+# Divergence is reported as such --------------------------------------------------
+err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/div.metrics "$TRAINER" "${SMALL[@]}" \
+      --learning_rate=1e30 --epochs=1 2>&1); rc=$?
+check diverged_exit3 test $rc -eq 3
+check diverged_message grep -q "training diverged" <<<"$err"
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

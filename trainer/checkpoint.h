@@ -1,0 +1,69 @@
+/*
+ * checkpoint.h — crash-safe checkpoint files and the checkpoint folder.
+ *
+ * A checkpoint is a container of tagged binary sections (the trainer decides what
+ * goes in them: configuration, parameters, optimiser state, counters, data order,
+ * RNG state). The file has a versioned header, a section table and a CRC-32 per
+ * section and over the header, so truncation and corruption are always detected.
+ * Files are written atomically: a temporary file in the same folder, fsync, rename,
+ * fsync of the folder; a crash at any moment leaves either the old set of
+ * checkpoints or the new one, never a half-written file under a final name.
+ * On-disk format: docs/checkpoint-format.md.
+ */
+#ifndef TN_CHECKPOINT_H
+#define TN_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CKPT_VERSION 1
+
+/* One section to write: a tag (the trainer's own enum), and bytes it points to. */
+typedef struct ckpt_section {
+    uint32_t tag;
+    const void *data;
+    uint64_t size;
+} ckpt_section;
+
+/* A checkpoint read into memory and verified. Opaque; free with ckpt_file_free. */
+typedef struct ckpt_file ckpt_file;
+
+/* Writes the n sections to path atomically (see above). Tags must be distinct.
+ * Returns 0 or a negative TN_E* code (TN_EIO names the failing call and strerror,
+ * e.g. a full disk); on failure no temporary file is left and an existing file at
+ * path is untouched, except when only the final fsync of the folder fails: the new
+ * file is then in place but may not survive a power cut. */
+int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *err,
+               size_t errlen);
+
+/* Reads and verifies the checkpoint at path: magic, version (TN_EVERSION), sizes
+ * (TN_ETRUNC when the file is shorter than it says), every CRC (TN_ECORRUPT).
+ * On success *out is yours to free with ckpt_file_free. */
+int ckpt_read(const char *path, ckpt_file **out, char *err, size_t errlen);
+
+/* The section with this tag: its bytes (owned by f, valid until ckpt_file_free) and
+ * size in *size; NULL when f has no such section. */
+const void *ckpt_find(const ckpt_file *f, uint32_t tag, uint64_t *size);
+
+void ckpt_file_free(ckpt_file *f);
+
+/* ---- The checkpoint folder: DIR/ckpt-<step, 12 digits>.ckpt ---- */
+
+/* Writes DIR/ckpt-<step>.ckpt (creating DIR and its parents if needed), then
+ * deletes the oldest checkpoints so that at most `keep` (>= 1) remain. Temporary
+ * files left in DIR by an earlier crash are removed. The path written is copied into
+ * path_out when it is not NULL. */
+int ckpt_save(const char *dir, int64_t step, const ckpt_section *sections, size_t n,
+              int keep, char *path_out, size_t path_len, char *err, size_t errlen);
+
+/* Loads the newest checkpoint in DIR that verifies. Each newer one that fails to
+ * verify is reported on log (when not NULL) as "warning: checkpoint PATH is
+ * unusable (REASON); trying the previous one" and skipped. Returns 0 with *out set
+ * (and its path in path_out), 1 when DIR does not exist or holds no checkpoint file
+ * at all (a fresh start; *out = NULL), or a negative TN_E* code when there are
+ * checkpoint files but none verifies. */
+int ckpt_load_newest(const char *dir, ckpt_file **out, char *path_out, size_t path_len,
+                     FILE *log, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * main.c — the `trainer` command: flags in, a training run out.
+ *
+ * Parses the flags (every one accepted as --name=value or --name value, as AI
+ * Platform passes hyperparameters), turns them into a tr_config and runs it.
+ * Exit codes (docs/trainer.md, "Exit codes"): 0 done; 1 runtime error (data, disk,
+ * checkpoint); 2 usage error (bad flag or configuration: re-running cannot help);
+ * 3 training diverged; 128+signal when stopped by SIGTERM/SIGINT after a checkpoint.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/flags.h"
+#include "common/status.h"
+#include "trainer/data.h"
+#include "trainer/train.h"
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_DIVERGED = 3 };
+
+typedef struct name_value {
+    const char *name;
+    int value;
+} name_value;
+
+static const name_value models[] = {{"mlp", MDL_MLP}, {"cnn", MDL_CNN}, {NULL, 0}};
+static const name_value activations[] = {
+    {"relu", MDL_RELU}, {"tanh", MDL_TANH}, {"gelu", MDL_GELU}, {NULL, 0}};
+static const name_value optimizers[] = {{"sgd", OPT_SGD},   {"momentum", OPT_MOMENTUM},
+                                        {"nesterov", OPT_NESTEROV}, {"adam", OPT_ADAM},
+                                        {"adamw", OPT_ADAMW}, {NULL, 0}};
+static const name_value schedules[] = {
+    {"constant", OPT_CONSTANT}, {"cosine", OPT_COSINE}, {"step", OPT_STEP}, {NULL, 0}};
+
+static int lookup(const char *flag, const char *s, const name_value *t, int *out, char *err,
+                  size_t errlen) {
+    char choices[128] = "";
+    for (int i = 0; t[i].name; i++) {
+        if (!strcmp(s, t[i].name)) {
+            *out = t[i].value;
+            return 0;
+        }
+        strncat(choices, i ? "|" : "", sizeof choices - strlen(choices) - 1);
+        strncat(choices, t[i].name, sizeof choices - strlen(choices) - 1);
+    }
+    return tn_error(err, errlen, TN_EINVAL, "--%s must be one of %s, got '%s'", flag, choices, s);
+}
+
+/* Parses "256,256" into out[0..max); returns the count or TN_EINVAL. */
+static int parse_list(const char *flag, const char *s, int32_t *out, int max, char *err,
+                      size_t errlen) {
+    int n = 0;
+    const char *p = s;
+    if (!*p) return 0;
+    for (;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ','))
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--%s expects positive integers separated by commas, got '%s'", flag, s);
+        if (n == max)
+            return tn_error(err, errlen, TN_EINVAL, "--%s: at most %d values", flag, max);
+        out[n++] = (int32_t)v;
+        if (!*end) return n;
+        p = end + 1;
+    }
+}
+
+static int default_threads(void) {
+    const char *names[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void usage(FILE *out, const tn_flag *flags, size_t n) {
+    fprintf(out,
+            "usage: trainer [--flag=value | --flag value]...\n"
+            "\n"
+            "Trains an MLP or a CNN on Fashion-MNIST (or any MNIST-format IDX folder, or CSV\n"
+            "files) on the CPU, reporting metrics by the cloudml-hypertune file protocol\n"
+            "($CLOUD_ML_HP_METRIC_FILE) and checkpointing into --job-dir, from which a\n"
+            "restarted run resumes. Runs alone, or as a replica of a tuner trial.\n"
+            "\n"
+            "flags:\n");
+    tn_flags_help(out, flags, n);
+    fprintf(out,
+            "\n"
+            "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 usage error;\n"
+            "3 training diverged; 130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
+            "docs: docs/trainer.md\n");
+}
+
+int main(int argc, char **argv) {
+    const char *model = "mlp", *activation = "relu", *optimizer = "momentum";
+    const char *schedule = "constant", *hidden = NULL, *filters = "32,64";
+    const char *data_dir = DS_DEFAULT_DIR, *train_file = NULL, *eval_file = NULL;
+    const char *job_dir = NULL, *model_file = NULL;
+    double dropout = 0.0, lr = 0.05, momentum = 0.9, wd = 0.0, beta1 = 0.9, beta2 = 0.999;
+    double eps = 1e-8, decay_rate = 0.1, feature_scale = 1.0;
+    int batch = 128, epochs = 5, threads = 0, keep = 3, label_column = 0, eval_only_flag = 0;
+    int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
+    int64_t max_train = 0, max_eval = 0;
+
+    const tn_flag flags[] = {
+        {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model to train"},
+        {"hidden_units", TN_FLAG_STRING, &hidden, "N,N,...",
+         "widths of the hidden dense layers (default: 256,256 for mlp, 128 for cnn)"},
+        {"conv_filters", TN_FLAG_STRING, &filters, "N,N,...",
+         "cnn: filters of each conv 3x3 + max-pool block"},
+        {"activation", TN_FLAG_STRING, &activation, "relu|tanh|gelu", "hidden activation"},
+        {"dropout", TN_FLAG_DOUBLE, &dropout, "P", "drop probability after hidden dense layers"},
+        {"optimizer", TN_FLAG_STRING, &optimizer, "NAME", "sgd|momentum|nesterov|adam|adamw"},
+        {"learning_rate", TN_FLAG_DOUBLE, &lr, "RATE", "peak learning rate"},
+        {"momentum", TN_FLAG_DOUBLE, &momentum, "MU", "momentum and nesterov: momentum"},
+        {"weight_decay", TN_FLAG_DOUBLE, &wd, "W", "L2 penalty (decoupled for adamw)"},
+        {"beta1", TN_FLAG_DOUBLE, &beta1, "B", "adam, adamw: first-moment decay"},
+        {"beta2", TN_FLAG_DOUBLE, &beta2, "B", "adam, adamw: second-moment decay"},
+        {"epsilon", TN_FLAG_DOUBLE, &eps, "E", "adam, adamw: denominator term"},
+        {"lr_schedule", TN_FLAG_STRING, &schedule, "NAME", "constant|cosine|step"},
+        {"warmup_steps", TN_FLAG_INT64, &warmup, "N", "linear learning-rate warm-up steps"},
+        {"lr_decay_rate", TN_FLAG_DOUBLE, &decay_rate, "R", "step schedule: factor per stage"},
+        {"lr_decay_steps", TN_FLAG_INT64, &decay_steps, "N",
+         "step schedule: steps per stage (0: a third of training)"},
+        {"batch_size", TN_FLAG_INT, &batch, "N", "examples per step"},
+        {"epochs", TN_FLAG_INT, &epochs, "N", "passes over the training data"},
+        {"seed", TN_FLAG_INT64, &seed, "N", "seed of initialisation, data order and dropout"},
+        {"threads", TN_FLAG_INT, &threads, "N",
+         "compute threads (0: $OPENBLAS_NUM_THREADS, $OMP_NUM_THREADS or all cores)"},
+        {"data_dir", TN_FLAG_STRING, &data_dir, "DIR",
+         "folder of MNIST-format IDX files (plain or .gz)"},
+        {"train_file", TN_FLAG_STRING, &train_file, "CSV", "training data as CSV instead"},
+        {"eval_file", TN_FLAG_STRING, &eval_file, "CSV", "held-out data as CSV"},
+        {"label_column", TN_FLAG_INT, &label_column, "N",
+         "CSV column of the label (negative: from the end)"},
+        {"feature_scale", TN_FLAG_DOUBLE, &feature_scale, "S",
+         "CSV features are multiplied by this (1/255 for raw pixels)"},
+        {"max_train_examples", TN_FLAG_INT64, &max_train, "N",
+         "use only the first N training examples (0: all)"},
+        {"max_eval_examples", TN_FLAG_INT64, &max_eval, "N",
+         "evaluate on the first N held-out examples (0: all)"},
+        {"report_every", TN_FLAG_INT64, &report_every, "N",
+         "also report metrics every N steps (0: each epoch only)"},
+        {"checkpoint_every", TN_FLAG_INT64, &ckpt_every, "N",
+         "also checkpoint every N steps (0: each epoch only)"},
+        {"keep_checkpoints", TN_FLAG_INT, &keep, "N", "newest checkpoints to keep"},
+        {"job_dir", TN_FLAG_STRING, &job_dir, "DIR",
+         "where checkpoints and the final model go (also --job-dir)"},
+        {"eval_only", TN_FLAG_BOOL, &eval_only_flag, NULL,
+         "evaluate --model_file on the held-out data and exit"},
+        {"model_file", TN_FLAG_STRING, &model_file, "PATH",
+         "model to evaluate (default: JOB_DIR/model.ckpt)"},
+    };
+    const size_t nflags = sizeof flags / sizeof flags[0];
+    char err[1024];
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
+    if (rc == 1) {
+        usage(stdout, flags, nflags);
+        return 0;
+    }
+
+    tr_config c;
+    memset(&c, 0, sizeof c);
+    int kind = 0, act = 0, opt = 0, sched = 0;
+    if (!rc) rc = lookup("model", model, models, &kind, err, sizeof err);
+    if (!rc) rc = lookup("activation", activation, activations, &act, err, sizeof err);
+    if (!rc) rc = lookup("optimizer", optimizer, optimizers, &opt, err, sizeof err);
+    if (!rc) rc = lookup("lr_schedule", schedule, schedules, &sched, err, sizeof err);
+    if (!rc) {
+        c.model.kind = kind;
+        c.model.activation = act;
+        c.model.dropout = (float)dropout;
+        if (!hidden) hidden = kind == MDL_CNN ? "128" : "256,256";
+        rc = parse_list("hidden_units", hidden, c.model.hidden, MDL_MAX_HIDDEN, err, sizeof err);
+        if (rc >= 0) c.model.nhidden = rc, rc = 0;
+    }
+    if (!rc && kind == MDL_CNN) {
+        rc = parse_list("conv_filters", filters, c.model.filters, MDL_MAX_CONV, err, sizeof err);
+        if (rc >= 0) c.model.nconv = rc, rc = 0;
+    } else if (!rc && tn_flags_given(flags, nflags, "conv_filters")) {
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--conv_filters applies to --model=cnn only");
+    }
+    if (!rc && (seed < 0))
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--seed must be >= 0");
+    if (rc) {
+        fprintf(stderr, "trainer: error: %s\nhint: see 'trainer --help'\n", err);
+        return EXIT_USAGE;
+    }
+    c.opt = (opt_config){.kind = opt, .learning_rate = lr, .momentum = momentum,
+                         .weight_decay = wd, .beta1 = beta1, .beta2 = beta2, .epsilon = eps,
+                         .schedule = sched, .warmup_steps = warmup, .decay_rate = decay_rate,
+                         .decay_steps = decay_steps};
+    c.data_dir = data_dir;
+    c.train_file = train_file;
+    c.eval_file = eval_file;
+    c.label_column = label_column;
+    c.feature_scale = feature_scale;
+    c.max_train_examples = max_train;
+    c.max_eval_examples = max_eval;
+    c.batch_size = batch;
+    c.epochs = epochs;
+    c.seed = (uint64_t)seed;
+    c.threads = threads > 0 ? threads : default_threads();
+    c.report_every = report_every;
+    c.checkpoint_every = ckpt_every;
+    c.keep_checkpoints = keep;
+    c.job_dir = job_dir && *job_dir ? job_dir : NULL;
+    c.eval_only = eval_only_flag;
+    c.model_file = model_file;
+    if (max_train < 0 || max_eval < 0) {
+        fprintf(stderr, "trainer: error: --max_train_examples and --max_eval_examples must be "
+                        ">= 0\n");
+        return EXIT_USAGE;
+    }
+
+    tr_install_signal_handlers();
+    rc = tr_run(&c, stdout, err, sizeof err);
+    fflush(stdout);
+    if (rc == TR_INTERRUPTED) return 128 + tr_stop_signal();
+    if (rc == TR_DIVERGED) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return EXIT_DIVERGED;
+    }
+    if (rc) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return rc == TN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    return 0;
+}

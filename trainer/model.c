@@ -1,0 +1,346 @@
+/*
+ * model.c — layers, forward and backward passes of the trainer's models (model.h).
+ *
+ * Layers run in sequence; layer l reads the output of layer l-1 (layer 0 reads the
+ * input batch). The backward pass walks back with the gradient in one of two
+ * ping-pong buffers; activation and dropout layers work in place on it. The first
+ * layer's input gradient is never computed (nothing needs it).
+ */
+#include "trainer/model.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/status.h"
+
+#define KSIZE 3 /* conv kernels are 3x3 */
+#define KPAD 1  /* with zero padding 1: same height and width out */
+
+int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen) {
+    if (cfg->kind != MDL_MLP && cfg->kind != MDL_CNN)
+        return tn_error(err, errlen, TN_EINVAL, "unknown model kind %d", cfg->kind);
+    if (cfg->activation < MDL_RELU || cfg->activation > MDL_GELU)
+        return tn_error(err, errlen, TN_EINVAL, "unknown activation %d", cfg->activation);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
+        return tn_error(err, errlen, TN_EINVAL, "--dropout must be in [0, 1), got %g",
+                        (double)cfg->dropout);
+    if (cfg->in_c < 1 || cfg->in_h < 1 || cfg->in_w < 1 ||
+        (int64_t)cfg->in_c * cfg->in_h * cfg->in_w > (1 << 24))
+        return tn_error(err, errlen, TN_EINVAL, "input shape %dx%dx%d is empty or too large",
+                        cfg->in_c, cfg->in_h, cfg->in_w);
+    if (cfg->classes < 2 || cfg->classes > 100000)
+        return tn_error(err, errlen, TN_EINVAL, "%d classes: need between 2 and 100000",
+                        cfg->classes);
+    if (cfg->nhidden < 0 || cfg->nhidden > MDL_MAX_HIDDEN)
+        return tn_error(err, errlen, TN_EINVAL, "--hidden_units: at most %d layers",
+                        MDL_MAX_HIDDEN);
+    for (int i = 0; i < cfg->nhidden; i++)
+        if (cfg->hidden[i] < 1 || cfg->hidden[i] > 65536)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--hidden_units: layer %d has %d units; need 1 to 65536", i + 1,
+                            cfg->hidden[i]);
+    if (cfg->kind == MDL_CNN) {
+        if (cfg->nconv < 1 || cfg->nconv > MDL_MAX_CONV)
+            return tn_error(err, errlen, TN_EINVAL, "--conv_filters: need 1 to %d conv layers",
+                            MDL_MAX_CONV);
+        int h = cfg->in_h, w = cfg->in_w;
+        for (int i = 0; i < cfg->nconv; i++) {
+            if (cfg->filters[i] < 1 || cfg->filters[i] > 4096)
+                return tn_error(err, errlen, TN_EINVAL,
+                                "--conv_filters: layer %d has %d filters; need 1 to 4096", i + 1,
+                                cfg->filters[i]);
+            if (h < 2 || w < 2)
+                return tn_error(err, errlen, TN_EINVAL,
+                                "--conv_filters: the %dx%d input is pooled down to %dx%d before "
+                                "conv layer %d; use fewer conv layers",
+                                cfg->in_h, cfg->in_w, h, w, i + 1);
+            h /= 2;
+            w /= 2;
+        }
+    } else if (cfg->nconv != 0) {
+        return tn_error(err, errlen, TN_EINVAL, "--conv_filters applies to --model=cnn only");
+    }
+    return 0;
+}
+
+/* Appends the layers of cfg to m (or only counts parameters when m is NULL);
+ * returns the parameter count. */
+static size_t plan_layers(const mdl_config *cfg, mdl_model *m) {
+    size_t p = 0;
+    int n = 0;
+    int c = cfg->in_c, h = cfg->in_h, w = cfg->in_w;
+    int size = c * h * w;
+    mdl_layer tmp[MDL_MAX_LAYERS];
+    mdl_layer *L = m ? m->layers : tmp;
+
+#define ADD(...) (L[n] = (mdl_layer){__VA_ARGS__}, n++)
+    if (cfg->kind == MDL_CNN) {
+        for (int i = 0; i < cfg->nconv; i++) {
+            int f = cfg->filters[i];
+            ADD(.type = MDL_CONV, .in_size = size, .out_size = f * h * w, .c_in = c, .c_out = f,
+                .h = h, .w = w, .w_off = p, .b_off = p + (size_t)f * c * KSIZE * KSIZE);
+            p += (size_t)f * c * KSIZE * KSIZE + f;
+            c = f;
+            size = c * h * w;
+            ADD(.type = MDL_ACT, .activation = cfg->activation, .in_size = size, .out_size = size);
+            ADD(.type = MDL_POOL, .in_size = size, .out_size = c * (h / 2) * (w / 2), .c_in = c,
+                .c_out = c, .h = h, .w = w);
+            h /= 2;
+            w /= 2;
+            size = c * h * w;
+        }
+    }
+    for (int i = 0; i <= cfg->nhidden; i++) {
+        int out = i < cfg->nhidden ? cfg->hidden[i] : cfg->classes;
+        ADD(.type = MDL_DENSE, .in_size = size, .out_size = out, .w_off = p,
+            .b_off = p + (size_t)out * size);
+        p += (size_t)out * size + out;
+        size = out;
+        if (i < cfg->nhidden) {
+            ADD(.type = MDL_ACT, .activation = cfg->activation, .in_size = size, .out_size = size);
+            if (cfg->dropout > 0.0f) ADD(.type = MDL_DROPOUT, .in_size = size, .out_size = size);
+        }
+    }
+#undef ADD
+    assert(n <= MDL_MAX_LAYERS);
+    if (m) m->nlayers = n;
+    return p;
+}
+
+size_t mdl_param_count(const mdl_config *cfg) { return plan_layers(cfg, NULL); }
+
+mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
+    assert(mdl_config_check(cfg, NULL, 0) == 0 && max_batch > 0);
+    mdl_model *m = tn_xcalloc(1, sizeof *m);
+    m->cfg = *cfg;
+    m->k = k;
+    m->max_batch = max_batch;
+    m->input_size = cfg->in_c * cfg->in_h * cfg->in_w;
+    m->nparams = plan_layers(cfg, m);
+    m->params = k->alloc(m->nparams * sizeof(float));
+    m->grads = k->alloc(m->nparams * sizeof(float));
+
+    /* Size the activation arena, then carve it. */
+    size_t B = (size_t)max_batch, acts = 0, argmaxes = 0, widest = (size_t)m->input_size,
+           dcol = 0, mask = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        mdl_layer *L = &m->layers[l];
+        acts += B * L->out_size;
+        if (L->type == MDL_CONV) {
+            size_t col = (size_t)L->c_in * KSIZE * KSIZE * L->h * L->w;
+            acts += B * col;
+            if (col > dcol) dcol = col;
+        }
+        if (L->type == MDL_DROPOUT) {
+            acts += B * L->out_size;
+            if ((size_t)L->out_size > mask) mask = L->out_size;
+        }
+        if (L->type == MDL_POOL) argmaxes += B * L->out_size;
+        if ((size_t)L->out_size > widest) widest = L->out_size;
+    }
+    m->acts = k->alloc(acts * sizeof(float));
+    m->argmaxes = k->alloc((argmaxes ? argmaxes : 1) * sizeof(int32_t));
+    float *a = m->acts;
+    int32_t *g = m->argmaxes;
+    for (int l = 0; l < m->nlayers; l++) {
+        mdl_layer *L = &m->layers[l];
+        L->out = a;
+        a += B * L->out_size;
+        if (L->type == MDL_CONV) {
+            L->col = a;
+            a += B * L->c_in * KSIZE * KSIZE * L->h * L->w;
+        }
+        if (L->type == MDL_DROPOUT) {
+            L->mask = a;
+            a += B * L->out_size;
+        }
+        if (L->type == MDL_POOL) {
+            L->argmax = g;
+            g += B * L->out_size;
+        }
+    }
+    m->input = k->alloc(B * m->input_size * sizeof(float));
+    m->labels = k->alloc(B * sizeof(int32_t));
+    m->dlogits = k->alloc(B * cfg->classes * sizeof(float));
+    m->grad_a = k->alloc(B * widest * sizeof(float));
+    m->grad_b = k->alloc(B * widest * sizeof(float));
+    m->dcol = dcol ? k->alloc(dcol * sizeof(float)) : NULL;
+    m->mask_host = mask ? tn_xmalloc(B * mask * sizeof(float)) : NULL;
+    return m;
+}
+
+void mdl_free(mdl_model *m) {
+    if (!m) return;
+    const kn_backend *k = m->k;
+    k->free(m->params);
+    k->free(m->grads);
+    k->free(m->acts);
+    k->free(m->argmaxes);
+    k->free(m->input);
+    k->free(m->labels);
+    k->free(m->dlogits);
+    k->free(m->grad_a);
+    k->free(m->grad_b);
+    k->free(m->dcol);
+    free(m->mask_host);
+    free(m);
+}
+
+void mdl_init_params(mdl_model *m, tn_rng *rng) {
+    float *host = tn_xcalloc(m->nparams, sizeof(float));
+    for (int l = 0; l < m->nlayers; l++) {
+        const mdl_layer *L = &m->layers[l];
+        size_t fan_in, nw, nb;
+        if (L->type == MDL_DENSE) {
+            fan_in = L->in_size;
+            nw = (size_t)L->out_size * L->in_size;
+            nb = L->out_size;
+        } else if (L->type == MDL_CONV) {
+            fan_in = (size_t)L->c_in * KSIZE * KSIZE;
+            nw = (size_t)L->c_out * fan_in;
+            nb = L->c_out;
+        } else {
+            continue;
+        }
+        float bound = 1.0f / sqrtf((float)fan_in);
+        for (size_t i = 0; i < nw; i++)
+            host[L->w_off + i] = (2.0f * tn_rng_uniformf(rng) - 1.0f) * bound;
+        for (size_t i = 0; i < nb; i++)
+            host[L->b_off + i] = (2.0f * tn_rng_uniformf(rng) - 1.0f) * bound;
+    }
+    mdl_set_params(m, host);
+    free(host);
+}
+
+void mdl_get_params(const mdl_model *m, float *host) {
+    m->k->download(host, m->params, m->nparams * sizeof(float));
+}
+
+void mdl_set_params(mdl_model *m, const float *host) {
+    m->k->upload(m->params, host, m->nparams * sizeof(float));
+}
+
+static void act_forward(const kn_backend *k, int act, float *y, const float *x, size_t n) {
+    switch (act) {
+    case MDL_RELU: k->relu_forward(y, x, n); break;
+    case MDL_TANH: k->tanh_forward(y, x, n); break;
+    default: k->gelu_forward(y, x, n); break;
+    }
+}
+
+static void act_backward(const kn_backend *k, int act, float *dx, const float *dy,
+                         const float *x, const float *y, size_t n) {
+    switch (act) {
+    case MDL_RELU: k->relu_backward(dx, dy, x, y, n); break;
+    case MDL_TANH: k->tanh_backward(dx, dy, x, y, n); break;
+    default: k->gelu_backward(dx, dy, x, y, n); break;
+    }
+}
+
+void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
+                 tn_rng *rng, double *loss_sum, int64_t *correct) {
+    assert(b >= 1 && b <= m->max_batch);
+    const kn_backend *k = m->k;
+    k->upload(m->input, x, (size_t)b * m->input_size * sizeof(float));
+    k->upload(m->labels, labels, (size_t)b * sizeof(int32_t));
+    const float *in = m->input;
+    for (int l = 0; l < m->nlayers; l++) {
+        mdl_layer *L = &m->layers[l];
+        size_t n = (size_t)b * L->out_size;
+        const float *W = m->params + L->w_off, *bias = m->params + L->b_off;
+        switch (L->type) {
+        case MDL_DENSE: /* out (b, out) = in (b, in) W^T + bias */
+            k->broadcast_rows(L->out, bias, b, L->out_size);
+            k->gemm(0, 1, b, L->out_size, L->in_size, 1.0f, in, L->in_size, W, L->in_size, 1.0f,
+                    L->out, L->out_size);
+            break;
+        case MDL_CONV: { /* per image: out (c_out, hw) = W (c_out, c_in*9) col (c_in*9, hw) */
+            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE;
+            for (int i = 0; i < b; i++) {
+                float *col = L->col + (size_t)i * ck * hw;
+                k->im2col(col, in + (size_t)i * L->in_size, L->c_in, L->h, L->w, KSIZE, KSIZE,
+                          KPAD);
+                k->gemm(0, 0, L->c_out, hw, ck, 1.0f, W, ck, col, hw, 0.0f,
+                        L->out + (size_t)i * L->out_size, hw);
+            }
+            k->add_channel_bias(L->out, bias, b, L->c_out, hw);
+            break;
+        }
+        case MDL_ACT: act_forward(k, L->activation, L->out, in, n); break;
+        case MDL_POOL:
+            k->maxpool2_forward(L->out, L->argmax, in, b * L->c_in, L->h, L->w);
+            break;
+        case MDL_DROPOUT:
+            if (training) {
+                float keep = 1.0f - m->cfg.dropout, scale = 1.0f / keep;
+                for (size_t i = 0; i < n; i++)
+                    m->mask_host[i] = tn_rng_uniformf(rng) < keep ? scale : 0.0f;
+                k->upload(L->mask, m->mask_host, n * sizeof(float));
+                k->mul(L->out, in, L->mask, n);
+            } else {
+                k->copy(L->out, in, n * sizeof(float)); /* identity at evaluation */
+            }
+            break;
+        }
+        in = L->out;
+    }
+    k->softmax_xent(in, m->labels, b, m->cfg.classes, training ? m->dlogits : NULL, loss_sum,
+                    correct);
+}
+
+void mdl_backward(mdl_model *m, int b) {
+    const kn_backend *k = m->k;
+    float *g = m->dlogits; /* gradient w.r.t. the current layer's output */
+    for (int l = m->nlayers - 1; l >= 0; l--) {
+        mdl_layer *L = &m->layers[l];
+        const float *in = l > 0 ? m->layers[l - 1].out : m->input;
+        float *dx = g == m->grad_a ? m->grad_b : m->grad_a;
+        size_t n = (size_t)b * L->out_size;
+        const float *W = m->params + L->w_off;
+        float *dW = m->grads + L->w_off, *db = m->grads + L->b_off;
+        switch (L->type) {
+        case MDL_DENSE:
+            /* dW (out, in) = g^T (out, b) in (b, in); db = column sums of g. */
+            k->gemm(1, 0, L->out_size, L->in_size, b, 1.0f, g, L->out_size, in, L->in_size,
+                    0.0f, dW, L->in_size);
+            k->fill(db, 0.0f, L->out_size);
+            k->sum_rows(db, g, b, L->out_size);
+            if (l > 0) { /* dx (b, in) = g (b, out) W (out, in) */
+                k->gemm(0, 0, b, L->in_size, L->out_size, 1.0f, g, L->out_size, W, L->in_size,
+                        0.0f, dx, L->in_size);
+                g = dx;
+            }
+            break;
+        case MDL_CONV: {
+            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE;
+            for (int i = 0; i < b; i++) {
+                const float *gi = g + (size_t)i * L->out_size;
+                const float *col = L->col + (size_t)i * ck * hw;
+                /* dW (c_out, ck) += g_i (c_out, hw) col_i^T (hw, ck) */
+                k->gemm(0, 1, L->c_out, ck, hw, 1.0f, gi, hw, col, hw, i ? 1.0f : 0.0f, dW, ck);
+                if (l > 0) { /* dcol (ck, hw) = W^T (ck, c_out) g_i (c_out, hw) */
+                    k->gemm(1, 0, ck, hw, L->c_out, 1.0f, W, ck, gi, hw, 0.0f, m->dcol, hw);
+                    float *dxi = dx + (size_t)i * L->in_size;
+                    k->fill(dxi, 0.0f, L->in_size);
+                    k->col2im(dxi, m->dcol, L->c_in, L->h, L->w, KSIZE, KSIZE, KPAD);
+                }
+            }
+            k->fill(db, 0.0f, L->c_out);
+            k->sum_channels(db, g, b, L->c_out, hw);
+            if (l > 0) g = dx;
+            break;
+        }
+        case MDL_ACT: /* in place: g = g * f'(in) */
+            act_backward(k, L->activation, g, g, in, L->out, n);
+            break;
+        case MDL_POOL:
+            k->maxpool2_backward(dx, g, L->argmax, b * L->c_in, L->h, L->w);
+            g = dx;
+            break;
+        case MDL_DROPOUT: k->mul(g, g, L->mask, n); break;
+        }
+    }
+}

@@ -1,0 +1,120 @@
+/*
+ * model.h — the trainer's models: a multi-layer perceptron and a small CNN, built as
+ * a sequence of layers over one parameter buffer.
+ *
+ * One mdl_model owns everything a training step touches, each kind in one
+ * allocation on the backend's device: parameters (P), gradients (P), the activations
+ * of every layer for a batch of up to max_batch examples, the scratch of the
+ * backward pass. Life cycle: mdl_new -> mdl_init_params -> (mdl_forward,
+ * mdl_backward)* -> mdl_free. The optimiser (optim.h) updates params from grads.
+ *
+ *   mlp: [dense -> act -> (dropout)] per hidden layer -> dense (classes)
+ *   cnn: [conv 3x3, pad 1 -> act -> maxpool 2x2] per filter count
+ *        -> flatten -> [dense -> act -> (dropout)] per hidden layer -> dense (classes)
+ *
+ * Notation: B batch, D input features, K classes, P parameters. Dense weights are
+ * (out, in) and conv weights (C_out, C_in*3*3), as in PyTorch, and initialised as
+ * PyTorch does by default (uniform in +-1/sqrt(fan_in)), so recipes carry over.
+ * Design: docs/trainer.md, "Models".
+ */
+#ifndef TN_MODEL_H
+#define TN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rng.h"
+#include "kernels/kernels.h"
+
+enum mdl_kind { MDL_MLP = 1, MDL_CNN = 2 };
+enum mdl_activation { MDL_RELU = 1, MDL_TANH = 2, MDL_GELU = 3 };
+enum mdl_layer_type { MDL_DENSE = 1, MDL_CONV, MDL_ACT, MDL_POOL, MDL_DROPOUT };
+
+#define MDL_MAX_HIDDEN 8
+#define MDL_MAX_CONV 4
+#define MDL_MAX_LAYERS (3 * (MDL_MAX_HIDDEN + MDL_MAX_CONV) + 1)
+
+/* Everything that determines the architecture. Stored in checkpoints and model
+ * files, so it is plain int32 fields (written field by field by the caller). */
+typedef struct mdl_config {
+    int32_t kind;                   /* enum mdl_kind */
+    int32_t activation;             /* enum mdl_activation */
+    float dropout;                  /* drop probability after hidden dense layers, [0, 1) */
+    int32_t in_c, in_h, in_w;       /* input shape; an MLP sees in_c*in_h*in_w features */
+    int32_t classes;                /* K */
+    int32_t nhidden;                /* number of hidden dense layers */
+    int32_t hidden[MDL_MAX_HIDDEN]; /* their widths */
+    int32_t nconv;                  /* cnn: number of conv blocks */
+    int32_t filters[MDL_MAX_CONV];  /* cnn: output channels of each */
+} mdl_config;
+
+typedef struct mdl_layer {
+    int type;          /* enum mdl_layer_type */
+    int activation;    /* MDL_ACT: enum mdl_activation */
+    int in_size;       /* features per example in */
+    int out_size;      /* features per example out */
+    int c_in, c_out;   /* conv: channels; pool: c_in = c_out = channels */
+    int h, w;          /* conv, pool: input height and width */
+    size_t w_off;      /* dense, conv: offset of the weights in params */
+    size_t b_off;      /* dense, conv: offset of the bias in params */
+    float *out;        /* (B, out_size) output of this layer */
+    float *col;        /* conv: (B, c_in*9, h*w) im2col of the input */
+    float *mask;       /* dropout: (B, out_size) 0 or 1/keep */
+    int32_t *argmax;   /* pool: (B, out_size) */
+} mdl_layer;
+
+typedef struct mdl_model {
+    mdl_config cfg;
+    const kn_backend *k;
+    int nlayers;
+    mdl_layer layers[MDL_MAX_LAYERS];
+    size_t nparams;      /* P */
+    float *params;       /* (P) on the device */
+    float *grads;        /* (P) on the device */
+    int max_batch;       /* the largest B forward/backward accept */
+    int input_size;      /* D */
+    float *input;        /* (B, D) the current batch, on the device */
+    int32_t *labels;     /* (B) its labels, on the device */
+    float *dlogits;      /* (B, K) gradient of the loss w.r.t. the logits */
+    float *grad_a;       /* (B, max layer size) backward ping-pong buffers */
+    float *grad_b;
+    float *dcol;         /* conv backward: (c_in*9, h*w) one image */
+    float *acts;         /* the one allocation behind every layer's out/col/mask */
+    int32_t *argmaxes;   /* the one allocation behind every pool layer's argmax */
+    float *mask_host;    /* (B, max dropout size) dropout masks drawn on the host */
+} mdl_model;
+
+/* Checks a configuration: sizes positive and bounded, dropout in [0, 1), a CNN
+ * needs an image input (in_h, in_w >= 2) that survives its pooling layers.
+ * Returns 0 or TN_EINVAL with a message naming the problem and the flag to change. */
+int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen);
+
+/* Builds a model for batches of up to max_batch examples. cfg must pass
+ * mdl_config_check. Parameters are zero until mdl_init_params or mdl_set_params.
+ * The model is yours; free it with mdl_free. */
+mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch);
+void mdl_free(mdl_model *m);
+
+/* Draws initial parameters from rng (PyTorch's default initialisation). */
+void mdl_init_params(mdl_model *m, tn_rng *rng);
+
+/* Copies the parameters to or from a host buffer of nparams floats. */
+void mdl_get_params(const mdl_model *m, float *host);
+void mdl_set_params(mdl_model *m, const float *host);
+
+/* Runs the forward pass on b <= max_batch examples: x (b, D) and labels (b) on the
+ * host are copied to the device first. With training != 0 dropout masks are drawn
+ * from rng (which may be NULL otherwise). Computes the loss: the summed loss over
+ * the batch in *loss_sum and the count of correct predictions in *correct, and,
+ * when training, dlogits for mdl_backward. */
+void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
+                 tn_rng *rng, double *loss_sum, int64_t *correct);
+
+/* Backward pass of the last training forward pass over the same b examples:
+ * writes the gradient of the mean loss into grads (overwriting them). */
+void mdl_backward(mdl_model *m, int b);
+
+/* Number of parameters a configuration has, without building the model. */
+size_t mdl_param_count(const mdl_config *cfg);
+
+#endif

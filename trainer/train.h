@@ -1,0 +1,64 @@
+/*
+ * train.h — one replica's training run: load data, build or restore the model,
+ * train for the asked number of epochs, evaluate, report metrics by the hypertune
+ * protocol, checkpoint, save the final model.
+ *
+ * A run is a pure function of its configuration and seed (for a given thread count):
+ * killed at any point and started again with the same flags, it resumes from the
+ * newest valid checkpoint in JOB_DIR/checkpoints and ends with the same parameters as
+ * an uninterrupted run. Design: docs/trainer.md.
+ */
+#ifndef TN_TRAIN_H
+#define TN_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trainer/model.h"
+#include "trainer/optim.h"
+
+typedef struct tr_config {
+    /* data */
+    const char *data_dir;       /* folder of IDX files (default DS_DEFAULT_DIR) */
+    const char *train_file;     /* CSV instead of IDX (needs eval_file too) */
+    const char *eval_file;
+    int label_column;           /* CSV label column, negative from the end */
+    double feature_scale;       /* CSV features multiplied by this */
+    int64_t max_train_examples; /* > 0: use only the first N training examples */
+    int64_t max_eval_examples;  /* > 0: evaluate on the first N test examples */
+    /* model: kind, activation, dropout, hidden, filters; shape and classes come from
+     * the data */
+    mdl_config model;
+    /* optimisation */
+    opt_config opt;             /* total_steps is filled in by the run */
+    int batch_size;
+    int epochs;
+    uint64_t seed;
+    int threads;                /* OpenBLAS threads, >= 1 */
+    /* reporting and checkpoints */
+    int64_t report_every;       /* > 0: also report every N steps */
+    int64_t checkpoint_every;   /* > 0: also checkpoint every N steps */
+    int keep_checkpoints;       /* newest checkpoints kept, >= 1 */
+    const char *job_dir;        /* checkpoints and final model; NULL: none */
+    const char *metric_file;    /* NULL: $CLOUD_ML_HP_METRIC_FILE or the default */
+    int eval_only;              /* evaluate model_file and exit */
+    const char *model_file;     /* eval_only: NULL means JOB_DIR/model.ckpt */
+} tr_config;
+
+/* Runs training (or evaluation, with eval_only) as configured; progress lines go to
+ * out. Returns 0; TR_INTERRUPTED when a SIGTERM/SIGINT stopped it after saving a
+ * checkpoint; TR_DIVERGED when the loss became NaN or infinite (message in err); or a
+ * negative TN_E* code with the message in err (TN_EINVAL: the configuration is
+ * invalid, re-running cannot help). */
+#define TR_INTERRUPTED 1
+#define TR_DIVERGED 2
+int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen);
+
+/* Installs SIGTERM and SIGINT handlers that make tr_run stop at the next step,
+ * checkpoint and return TR_INTERRUPTED. */
+void tr_install_signal_handlers(void);
+
+/* The signal that interrupted the run (0 if none). */
+int tr_stop_signal(void);
+
+#endif
