@@ -97,7 +97,7 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
 
 int main(int argc, char **argv) {
     const char *model = "mlp", *activation = "relu", *optimizer = "momentum";
-    const char *schedule = "constant", *hidden = NULL, *filters = "32,64";
+    const char *schedule = "cosine", *hidden = NULL, *filters = "32,64";
     const char *data_dir = DS_DEFAULT_DIR, *train_file = NULL, *eval_file = NULL;
     const char *job_dir = NULL, *model_file = NULL;
     double dropout = 0.0, lr = 0.05, momentum = 0.9, wd = 0.0, beta1 = 0.9, beta2 = 0.999;
