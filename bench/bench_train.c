@@ -48,10 +48,9 @@ static void step_gemms(const mdl_model *m, int b, float *A, float *B, float *C) 
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, L->out_size, L->in_size, 1.0f,
                         A, L->in_size, B, L->in_size, 1.0f, C, L->out_size);
         if (L->type == MDL_CONV) {
-            int hw = L->h * L->w, ck = L->c_in * 9;
-            for (int i = 0; i < b; i++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L->c_out, hw, ck, 1.0f, A,
-                            ck, B, hw, 0.0f, C, hw);
+            int ld = b * L->h * L->w, ck = L->c_in * 9;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L->c_out, ld, ck, 1.0f, A, ck,
+                        B, ld, 0.0f, C, ld);
         }
     }
     for (int l = m->nlayers - 1; l >= 0; l--) {
@@ -64,14 +63,12 @@ static void step_gemms(const mdl_model *m, int b, float *A, float *B, float *C) 
                             1.0f, A, L->out_size, B, L->in_size, 0.0f, C, L->in_size);
         }
         if (L->type == MDL_CONV) {
-            int hw = L->h * L->w, ck = L->c_in * 9;
-            for (int i = 0; i < b; i++) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L->c_out, ck, hw, 1.0f, A, hw,
-                            B, hw, i ? 1.0f : 0.0f, C, ck);
-                if (l > 0)
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ck, hw, L->c_out, 1.0f, A,
-                                ck, B, hw, 0.0f, C, hw);
-            }
+            int ld = b * L->h * L->w, ck = L->c_in * 9;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L->c_out, ck, ld, 1.0f, A, ld, B,
+                        ld, 0.0f, C, ck);
+            if (l > 0)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ck, ld, L->c_out, 1.0f, A, ck,
+                            B, ld, 0.0f, C, ld);
         }
     }
 }
@@ -148,7 +145,8 @@ int main(int argc, char **argv) {
     for (int l = 0; l < m->nlayers; l++) {
         const mdl_layer *L = &m->layers[l];
         size_t need = (size_t)batch * (L->in_size > L->out_size ? L->in_size : L->out_size);
-        if (L->type == MDL_CONV) need = (size_t)L->c_in * 9 * L->h * L->w + (size_t)L->c_out * L->c_in * 9;
+        if (L->type == MDL_CONV)
+            need = (size_t)batch * (L->c_in * 9 > L->c_out ? L->c_in * 9 : L->c_out) * L->h * L->w;
         if (need > big) big = need;
     }
     if ((size_t)m->nparams > big) big = m->nparams;

@@ -189,14 +189,19 @@ static void cpu_softmax_xent(const float *logits, const int32_t *labels, int b, 
     if (correct) *correct = right;
 }
 
-static void cpu_im2col(float *col, const float *x, int c, int h, int w, int kh, int kw,
-                       int pad) {
+static void cpu_im2col(float *col, int ldcol, const float *x, size_t cstride, int c, int h,
+                       int w, int kh, int kw, int pad) {
     int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
     for (int ch = 0; ch < c; ch++) {
-        const float *plane = x + (size_t)ch * h * w;
+        const float *plane = x + (size_t)ch * cstride;
         for (int ki = 0; ki < kh; ki++) {
             for (int kj = 0; kj < kw; kj++) {
-                float *row = col + (((size_t)ch * kh + ki) * kw + kj) * oh * ow;
+                float *row = col + (((size_t)ch * kh + ki) * kw + kj) * ldcol;
+                int shift = kj - pad; /* input column ix = ox + shift */
+                int lo = -shift > 0 ? -shift : 0;
+                int hi = w - shift < ow ? w - shift : ow;
+                if (lo > ow) lo = ow;
+                if (hi < lo) hi = lo;
                 for (int oy = 0; oy < oh; oy++) {
                     int iy = oy + ki - pad;
                     float *out = row + (size_t)oy * ow;
@@ -205,40 +210,42 @@ static void cpu_im2col(float *col, const float *x, int c, int h, int w, int kh, 
                         continue;
                     }
                     const float *in = plane + (size_t)iy * w;
-                    /* ox range where ix = ox + kj - pad is inside [0, w). */
-                    int lo = pad - kj > 0 ? pad - kj : 0;
-                    int hi = w + pad - kj < ow ? w + pad - kj : ow;
-                    if (lo > ow) lo = ow;
                     for (int ox = 0; ox < lo; ox++) out[ox] = 0.0f;
-                    if (hi > lo) memcpy(out + lo, in + lo + kj - pad, (size_t)(hi - lo) * sizeof *out);
-                    for (int ox = hi > lo ? hi : lo; ox < ow; ox++) out[ox] = 0.0f;
+                    memcpy(out + lo, in + lo + shift, (size_t)(hi - lo) * sizeof *out);
+                    for (int ox = hi; ox < ow; ox++) out[ox] = 0.0f;
                 }
             }
         }
     }
 }
 
-VECTORISE static void cpu_col2im(float *dx, const float *col, int c, int h, int w, int kh, int kw,
-                       int pad) {
+VECTORISE static void cpu_col2im(float *dx, size_t cstride, const float *col, int ldcol, int c,
+                                 int h, int w, int kh, int kw, int pad) {
     int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
     for (int ch = 0; ch < c; ch++) {
-        float *plane = dx + (size_t)ch * h * w;
+        float *plane = dx + (size_t)ch * cstride;
         for (int ki = 0; ki < kh; ki++) {
             for (int kj = 0; kj < kw; kj++) {
-                const float *row = col + (((size_t)ch * kh + ki) * kw + kj) * oh * ow;
+                const float *row = col + (((size_t)ch * kh + ki) * kw + kj) * ldcol;
+                int shift = kj - pad;
+                int lo = -shift > 0 ? -shift : 0;
+                int hi = w - shift < ow ? w - shift : ow;
                 for (int oy = 0; oy < oh; oy++) {
                     int iy = oy + ki - pad;
                     if (iy < 0 || iy >= h) continue;
                     const float *in = row + (size_t)oy * ow;
                     float *out = plane + (size_t)iy * w;
-                    int shift = kj - pad; /* ix = ox + shift */
-                    int lo = -shift > 0 ? -shift : 0;
-                    int hi = w - shift < ow ? w - shift : ow;
                     for (int ox = lo; ox < hi; ox++) out[ox + shift] += in[ox];
                 }
             }
         }
     }
+}
+
+static void cpu_swap01(float *y, const float *x, int p, int q, int s) {
+    for (int i = 0; i < p; i++)
+        for (int j = 0; j < q; j++)
+            memcpy(y + ((size_t)j * p + i) * s, x + ((size_t)i * q + j) * s, (size_t)s * sizeof *y);
 }
 
 static void cpu_maxpool2_forward(float *y, int32_t *argmax, const float *x, int n, int h,
@@ -341,6 +348,7 @@ static const kn_backend cpu_backend = {
     .softmax_xent = cpu_softmax_xent,
     .im2col = cpu_im2col,
     .col2im = cpu_col2im,
+    .swap01 = cpu_swap01,
     .maxpool2_forward = cpu_maxpool2_forward,
     .maxpool2_backward = cpu_maxpool2_backward,
     .sgd_momentum = cpu_sgd_momentum,

@@ -67,11 +67,20 @@ typedef struct kn_backend {
     void (*softmax_xent)(const float *logits, const int32_t *labels, int b, int k,
                          float *dlogits, double *loss_sum, int64_t *correct);
 
-    /* Convolution helpers for one image: col (c*kh*kw, oh*ow) from x (c, h, w) with
-     * zero padding `pad` and stride 1; col2im adds col back into dx (c, h, w),
-     * which the caller zeroes first. oh = h + 2*pad - kh + 1, ow likewise. */
-    void (*im2col)(float *col, const float *x, int c, int h, int w, int kh, int kw, int pad);
-    void (*col2im)(float *dx, const float *col, int c, int h, int w, int kh, int kw, int pad);
+    /* Convolution helpers for one image: col (c*kh*kw, oh*ow), each row at stride
+     * ldcol >= oh*ow, from x (c, h, w) whose channel planes lie cstride >= h*w floats
+     * apart, with zero padding `pad` and stride 1; col2im adds col back into dx laid
+     * out like x, which the caller zeroes first. oh = h + 2*pad - kh + 1, ow likewise.
+     * The strides let a batch share one col matrix (c*kh*kw, B*oh*ow), image i in
+     * columns [i*oh*ow, (i+1)*oh*ow), and read images stored as (C, B, H, W). */
+    void (*im2col)(float *col, int ldcol, const float *x, size_t cstride, int c, int h, int w,
+                   int kh, int kw, int pad);
+    void (*col2im)(float *dx, size_t cstride, const float *col, int ldcol, int c, int h, int w,
+                   int kh, int kw, int pad);
+
+    /* y (q, p, s) = x (p, q, s) with the first two axes swapped; y != x. Converts
+     * between (C, B, H*W) and (B, C, H*W) layouts. */
+    void (*swap01)(float *y, const float *x, int p, int q, int s);
 
     /* 2x2 max pooling with stride 2 over x (n, h, w) (n = batch * channels); an odd
      * last row or column is dropped, as PyTorch's floor mode does: y (n, h/2, w/2),

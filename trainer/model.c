@@ -2,9 +2,11 @@
  * model.c — layers, forward and backward passes of the trainer's models (model.h).
  *
  * Layers run in sequence; layer l reads the output of layer l-1 (layer 0 reads the
- * input batch). The backward pass walks back with the gradient in one of two
- * ping-pong buffers; activation and dropout layers work in place on it. The first
- * layer's input gradient is never computed (nothing needs it).
+ * input batch, (B, C, H, W)). The conv stack works in (C, B, H, W): a conv layer
+ * im2cols every image into one (C_in*9, B*H*W) matrix and multiplies it once. The
+ * backward pass walks back with the gradient in one of two ping-pong buffers;
+ * activation and dropout layers work in place on it. The first layer's input
+ * gradient is never computed (nothing needs it).
  */
 #include "trainer/model.h"
 
@@ -92,6 +94,8 @@ static size_t plan_layers(const mdl_config *cfg, mdl_model *m) {
             w /= 2;
             size = c * h * w;
         }
+        ADD(.type = MDL_FLATTEN, .in_size = size, .out_size = size, .c_in = c, .c_out = c,
+            .h = h, .w = w);
     }
     for (int i = 0; i <= cfg->nhidden; i++) {
         int out = i < cfg->nhidden ? cfg->hidden[i] : cfg->classes;
@@ -125,15 +129,11 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
 
     /* Size the activation arena, then carve it. */
     size_t B = (size_t)max_batch, acts = 0, argmaxes = 0, widest = (size_t)m->input_size,
-           dcol = 0, mask = 0;
+           mask = 0;
     for (int l = 0; l < m->nlayers; l++) {
         mdl_layer *L = &m->layers[l];
         acts += B * L->out_size;
-        if (L->type == MDL_CONV) {
-            size_t col = (size_t)L->c_in * KSIZE * KSIZE * L->h * L->w;
-            acts += B * col;
-            if (col > dcol) dcol = col;
-        }
+        if (L->type == MDL_CONV) acts += B * L->c_in * KSIZE * KSIZE * L->h * L->w;
         if (L->type == MDL_DROPOUT) {
             acts += B * L->out_size;
             if ((size_t)L->out_size > mask) mask = L->out_size;
@@ -167,7 +167,6 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     m->dlogits = k->alloc(B * cfg->classes * sizeof(float));
     m->grad_a = k->alloc(B * widest * sizeof(float));
     m->grad_b = k->alloc(B * widest * sizeof(float));
-    m->dcol = dcol ? k->alloc(dcol * sizeof(float)) : NULL;
     m->mask_host = mask ? tn_xmalloc(B * mask * sizeof(float)) : NULL;
     return m;
 }
@@ -184,7 +183,6 @@ void mdl_free(mdl_model *m) {
     k->free(m->dlogits);
     k->free(m->grad_a);
     k->free(m->grad_b);
-    k->free(m->dcol);
     free(m->mask_host);
     free(m);
 }
@@ -257,18 +255,21 @@ void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int
             k->gemm(0, 1, b, L->out_size, L->in_size, 1.0f, in, L->in_size, W, L->in_size, 1.0f,
                     L->out, L->out_size);
             break;
-        case MDL_CONV: { /* per image: out (c_out, hw) = W (c_out, c_in*9) col (c_in*9, hw) */
-            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE;
-            for (int i = 0; i < b; i++) {
-                float *col = L->col + (size_t)i * ck * hw;
-                k->im2col(col, in + (size_t)i * L->in_size, L->c_in, L->h, L->w, KSIZE, KSIZE,
-                          KPAD);
-                k->gemm(0, 0, L->c_out, hw, ck, 1.0f, W, ck, col, hw, 0.0f,
-                        L->out + (size_t)i * L->out_size, hw);
-            }
-            k->add_channel_bias(L->out, bias, b, L->c_out, hw);
+        case MDL_CONV: { /* out (c_out, b*hw) = W (c_out, c_in*9) col (c_in*9, b*hw) */
+            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE, ld = b * hw;
+            /* The batch input is (b, c_in, h, w); later conv layers read (c_in, b, h, w). */
+            size_t cstride = l == 0 ? (size_t)hw : (size_t)ld;
+            size_t istride = l == 0 ? (size_t)L->in_size : (size_t)hw;
+            for (int i = 0; i < b; i++)
+                k->im2col(L->col + (size_t)i * hw, ld, in + i * istride, cstride, L->c_in, L->h,
+                          L->w, KSIZE, KSIZE, KPAD);
+            k->gemm(0, 0, L->c_out, ld, ck, 1.0f, W, ck, L->col, ld, 0.0f, L->out, ld);
+            k->add_channel_bias(L->out, bias, 1, L->c_out, ld);
             break;
         }
+        case MDL_FLATTEN: /* (c, b, hw) -> (b, c*hw) */
+            k->swap01(L->out, in, L->c_in, b, L->h * L->w);
+            break;
         case MDL_ACT: act_forward(k, L->activation, L->out, in, n); break;
         case MDL_POOL:
             k->maxpool2_forward(L->out, L->argmax, in, b * L->c_in, L->h, L->w);
@@ -315,24 +316,25 @@ void mdl_backward(mdl_model *m, int b) {
             }
             break;
         case MDL_CONV: {
-            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE;
-            for (int i = 0; i < b; i++) {
-                const float *gi = g + (size_t)i * L->out_size;
-                const float *col = L->col + (size_t)i * ck * hw;
-                /* dW (c_out, ck) += g_i (c_out, hw) col_i^T (hw, ck) */
-                k->gemm(0, 1, L->c_out, ck, hw, 1.0f, gi, hw, col, hw, i ? 1.0f : 0.0f, dW, ck);
-                if (l > 0) { /* dcol (ck, hw) = W^T (ck, c_out) g_i (c_out, hw) */
-                    k->gemm(1, 0, ck, hw, L->c_out, 1.0f, W, ck, gi, hw, 0.0f, m->dcol, hw);
-                    float *dxi = dx + (size_t)i * L->in_size;
-                    k->fill(dxi, 0.0f, L->in_size);
-                    k->col2im(dxi, m->dcol, L->c_in, L->h, L->w, KSIZE, KSIZE, KPAD);
-                }
-            }
+            int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE, ld = b * hw;
+            /* dW (c_out, ck) = g (c_out, b*hw) col^T (b*hw, ck); db = row sums of g. */
+            k->gemm(0, 1, L->c_out, ck, ld, 1.0f, g, ld, L->col, ld, 0.0f, dW, ck);
             k->fill(db, 0.0f, L->c_out);
-            k->sum_channels(db, g, b, L->c_out, hw);
-            if (l > 0) g = dx;
+            k->sum_channels(db, g, 1, L->c_out, ld);
+            if (l > 0) { /* dcol (ck, b*hw) = W^T g, into col; dx (c_in, b, h, w) */
+                k->gemm(1, 0, ck, ld, L->c_out, 1.0f, W, ck, g, ld, 0.0f, L->col, ld);
+                k->fill(dx, 0.0f, (size_t)b * L->in_size);
+                for (int i = 0; i < b; i++)
+                    k->col2im(dx + (size_t)i * hw, (size_t)ld, L->col + (size_t)i * hw, ld,
+                              L->c_in, L->h, L->w, KSIZE, KSIZE, KPAD);
+                g = dx;
+            }
             break;
         }
+        case MDL_FLATTEN: /* (b, c*hw) -> (c, b, hw) */
+            k->swap01(dx, g, b, L->c_in, L->h * L->w);
+            g = dx;
+            break;
         case MDL_ACT: /* in place: g = g * f'(in) */
             act_backward(k, L->activation, g, g, in, L->out, n);
             break;

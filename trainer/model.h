@@ -12,6 +12,10 @@
  *   cnn: [conv 3x3, pad 1 -> act -> maxpool 2x2] per filter count
  *        -> flatten -> [dense -> act -> (dropout)] per hidden layer -> dense (classes)
  *
+ * The conv stack keeps its activations as (C, B, H, W), so that each conv layer is
+ * one GEMM over the whole batch, W (C_out, C_in*9) x col (C_in*9, B*H*W), rather than
+ * B small ones; the flatten layer transposes to (B, C*H*W) for the dense head.
+ *
  * Notation: B batch, D input features, K classes, P parameters. Dense weights are
  * (out, in) and conv weights (C_out, C_in*3*3), as in PyTorch, and initialised as
  * PyTorch does by default (uniform in +-1/sqrt(fan_in)), so recipes carry over.
@@ -28,11 +32,11 @@
 
 enum mdl_kind { MDL_MLP = 1, MDL_CNN = 2 };
 enum mdl_activation { MDL_RELU = 1, MDL_TANH = 2, MDL_GELU = 3 };
-enum mdl_layer_type { MDL_DENSE = 1, MDL_CONV, MDL_ACT, MDL_POOL, MDL_DROPOUT };
+enum mdl_layer_type { MDL_DENSE = 1, MDL_CONV, MDL_ACT, MDL_POOL, MDL_DROPOUT, MDL_FLATTEN };
 
 #define MDL_MAX_HIDDEN 8
 #define MDL_MAX_CONV 4
-#define MDL_MAX_LAYERS (3 * (MDL_MAX_HIDDEN + MDL_MAX_CONV) + 1)
+#define MDL_MAX_LAYERS (3 * (MDL_MAX_HIDDEN + MDL_MAX_CONV) + 2)
 
 /* Everything that determines the architecture. Stored in checkpoints and model
  * files, so it is plain int32 fields (written field by field by the caller). */
@@ -53,12 +57,14 @@ typedef struct mdl_layer {
     int activation;    /* MDL_ACT: enum mdl_activation */
     int in_size;       /* features per example in */
     int out_size;      /* features per example out */
-    int c_in, c_out;   /* conv: channels; pool: c_in = c_out = channels */
-    int h, w;          /* conv, pool: input height and width */
+    int c_in, c_out;   /* conv: channels; pool, flatten: c_in = c_out = channels */
+    int h, w;          /* conv, pool, flatten: input height and width */
     size_t w_off;      /* dense, conv: offset of the weights in params */
     size_t b_off;      /* dense, conv: offset of the bias in params */
-    float *out;        /* (B, out_size) output of this layer */
-    float *col;        /* conv: (B, c_in*9, h*w) im2col of the input */
+    float *out;        /* (B, out_size) output of this layer; in the conv stack
+                          (conv, act, pool) (C, B, H, W) */
+    float *col;        /* conv: (c_in*9, B*h*w) im2col of the batch; the backward
+                          pass overwrites it with the gradient of the same shape */
     float *mask;       /* dropout: (B, out_size) 0 or 1/keep */
     int32_t *argmax;   /* pool: (B, out_size) */
 } mdl_layer;
@@ -78,7 +84,6 @@ typedef struct mdl_model {
     float *dlogits;      /* (B, K) gradient of the loss w.r.t. the logits */
     float *grad_a;       /* (B, max layer size) backward ping-pong buffers */
     float *grad_b;
-    float *dcol;         /* conv backward: (c_in*9, h*w) one image */
     float *acts;         /* the one allocation behind every layer's out/col/mask */
     int32_t *argmaxes;   /* the one allocation behind every pool layer's argmax */
     float *mask_host;    /* (B, max dropout size) dropout masks drawn on the host */

@@ -683,6 +683,87 @@ static void ref_im2col(double *col, const float *x, const struct conv_case *cc) 
                     }
 }
 
+#define OHW(cc) (((cc)->h + 2 * (cc)->pad - (cc)->kh + 1) * ((cc)->w + 2 * (cc)->pad - (cc)->kw + 1))
+
+/* The batched layout the model uses: images stored (C, B, H, W) (channel stride
+ * B*H*W), their cols side by side in one (c*kh*kw, B*oh*ow) matrix (row stride
+ * B*oh*ow). Each image's block must equal the contiguous single-image result, and
+ * col2im must scatter back into the same strided layout. */
+static void test_im2col_strided(void) {
+    const int B = 3;
+    for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
+        const struct conv_case *cc = &conv_cases[t];
+        int hw = cc->h * cc->w, ohw = OHW(cc), rows = cc->c * cc->kh * cc->kw;
+        size_t nx = (size_t)cc->c * B * hw, ncol = (size_t)rows * B * ohw;
+        float *x = host_floats(nx), *one = host_floats((size_t)cc->c * hw);
+        float *col = K->alloc(ncol * sizeof(float)), *ref = K->alloc((size_t)rows * ohw * sizeof(float));
+        rand_fill(x, nx, -1, 1);
+        K->fill(col, NAN, ncol);
+        for (int i = 0; i < B; i++)
+            K->im2col(col + (size_t)i * ohw, B * ohw, x + (size_t)i * hw, (size_t)B * hw, cc->c,
+                      cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        size_t bad = 0;
+        for (int i = 0; i < B; i++) {
+            for (int ch = 0; ch < cc->c; ch++) /* image i alone, (c, h, w) */
+                memcpy(one + (size_t)ch * hw, x + ((size_t)ch * B + i) * hw, (size_t)hw * sizeof(float));
+            K->im2col(ref, ohw, one, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            for (int r = 0; r < rows; r++)
+                for (int j = 0; j < ohw; j++)
+                    bad += col[(size_t)r * B * ohw + (size_t)i * ohw + j] != ref[(size_t)r * ohw + j];
+        }
+        CHECK_MSG(bad == 0, "case %zu: %zu strided im2col entries differ", t, bad);
+        /* col2im back into the strided layout equals per-image col2im. */
+        float *dx = K->alloc(nx * sizeof(float)), *done = K->alloc((size_t)cc->c * hw * sizeof(float));
+        for (int i = 0; i < B; i++)
+            K->col2im(dx + (size_t)i * hw, (size_t)B * hw, col + (size_t)i * ohw, B * ohw, cc->c,
+                      cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        bad = 0;
+        for (int i = 0; i < B; i++) {
+            for (int ch = 0; ch < cc->c; ch++)
+                memcpy(one + (size_t)ch * hw, x + ((size_t)ch * B + i) * hw, (size_t)hw * sizeof(float));
+            K->im2col(ref, ohw, one, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            K->fill(done, 0.0f, (size_t)cc->c * hw);
+            K->col2im(done, (size_t)hw, ref, ohw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            for (int ch = 0; ch < cc->c; ch++)
+                for (int j = 0; j < hw; j++)
+                    bad += dx[((size_t)ch * B + i) * hw + j] != done[(size_t)ch * hw + j];
+        }
+        CHECK_MSG(bad == 0, "case %zu: %zu strided col2im entries differ", t, bad);
+        K->free(dx);
+        K->free(done);
+        K->free(col);
+        K->free(ref);
+        free(x);
+        free(one);
+    }
+}
+
+static void test_swap01(void) {
+    const int shapes[][3] = {{1, 1, 1}, {2, 3, 4}, {5, 1, 7}, {3, 4, 1}, {64, 8, 49}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int p = shapes[t][0], q = shapes[t][1], sz = shapes[t][2];
+        size_t n = (size_t)p * q * sz;
+        float *x = host_floats(n), *y = K->alloc((n + 1) * sizeof(float));
+        float *back = K->alloc(n * sizeof(float));
+        rand_fill(x, n, -1, 1);
+        K->fill(y, NAN, n);
+        K->fill(y + n, SENTINEL, 1);
+        K->swap01(y, x, p, q, sz);
+        size_t bad = 0;
+        for (int i = 0; i < p; i++)
+            for (int j = 0; j < q; j++)
+                for (int k = 0; k < sz; k++)
+                    bad += y[((size_t)j * p + i) * sz + k] != x[((size_t)i * q + j) * sz + k];
+        CHECK_MSG(bad == 0, "swap01 %dx%dx%d: %zu entries wrong", p, q, sz, bad);
+        CHECK(y[n] == SENTINEL);
+        K->swap01(back, y, q, p, sz); /* its own inverse with the axes exchanged */
+        CHECK(memcmp(back, x, n * sizeof(float)) == 0);
+        K->free(y);
+        K->free(back);
+        free(x);
+    }
+}
+
 static void test_im2col_col2im(void) {
     for (size_t t = 0; t < sizeof conv_cases / sizeof conv_cases[0]; t++) {
         const struct conv_case *cc = &conv_cases[t];
@@ -704,7 +785,8 @@ static void test_im2col_col2im(void) {
         float *dxv = dev_dup(x, nx), *dcol = K->alloc((ncol + 1) * sizeof(float));
         K->fill(dcol, NAN, ncol);
         K->fill(dcol + ncol, SENTINEL, 1);
-        K->im2col(dcol, dxv, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        K->im2col(dcol, OHW(cc), dxv, (size_t)cc->h * cc->w, cc->c, cc->h, cc->w, cc->kh, cc->kw,
+                  cc->pad);
         dev_get(col, dcol, ncol + 1);
         snprintf(label, sizeof label, "im2col c=%d h=%d w=%d k=%dx%d pad=%d", cc->c, cc->h,
                  cc->w, cc->kh, cc->kw, cc->pad);
@@ -724,7 +806,8 @@ static void test_im2col_col2im(void) {
                                 y[row * oh * ow + (size_t)oy * ow + ox];
                         }
         float *dy = dev_dup(y, ncol), *ddx = dev_dup(dx0, nx + 1);
-        K->col2im(ddx, dy, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        K->col2im(ddx, (size_t)cc->h * cc->w, dy, OHW(cc), cc->c, cc->h, cc->w, cc->kh, cc->kw,
+                  cc->pad);
         dev_get(dx, ddx, nx + 1);
         snprintf(label, sizeof label, "col2im c=%d h=%d w=%d k=%dx%d pad=%d", cc->c, cc->h,
                  cc->w, cc->kh, cc->kw, cc->pad);
@@ -732,7 +815,8 @@ static void test_im2col_col2im(void) {
 
         /* Adjoint: <im2col(x), y> == <x, col2im(y)> with dx zeroed first. */
         K->fill(ddx, 0.0f, nx);
-        K->col2im(ddx, dy, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        K->col2im(ddx, (size_t)cc->h * cc->w, dy, OHW(cc), cc->c, cc->h, cc->w, cc->kh, cc->kw,
+                  cc->pad);
         dev_get(dx, ddx, nx);
         double lhs = 0, rhs = 0, scale = 0;
         for (size_t i = 0; i < ncol; i++) {
@@ -1043,6 +1127,8 @@ int main(void) {
     RUN(test_softmax_xent_random);
     RUN(test_softmax_xent_cases);
     RUN(test_im2col_col2im);
+    RUN(test_im2col_strided);
+    RUN(test_swap01);
     RUN(test_maxpool2);
     RUN(test_maxpool2_ties);
     RUN(test_sgd_momentum);
