@@ -119,8 +119,7 @@ int main(int argc, char **argv) {
     opt_config oc = {.kind = OPT_MOMENTUM, .learning_rate = 0.05, .momentum = 0.9, .beta1 = 0.9,
                      .beta2 = 0.999, .epsilon = 1e-8, .schedule = OPT_CONSTANT};
     opt_state *opt = opt_new(&oc, k, m->nparams);
-    float *xb = tn_xmalloc((size_t)batch * ds.d * sizeof(float));
-    int32_t *yb = tn_xmalloc((size_t)batch * sizeof(int32_t));
+    int32_t *idx = tn_xmalloc((size_t)batch * sizeof(int32_t));
 
     /* (a) full steps over random batches, after a warm-up */
     double loss = 0;
@@ -128,13 +127,9 @@ int main(int argc, char **argv) {
     int warmup = steps / 10 + 5;
     for (int s = -warmup; s < steps; s++) {
         if (s == 0) t0 = now();
-        for (int i = 0; i < batch; i++) {
-            int64_t e = (int64_t)tn_rng_below(&rng, (uint64_t)ds.n);
-            memcpy(xb + (size_t)i * ds.d, ds.x + e * ds.d, (size_t)ds.d * sizeof(float));
-            yb[i] = ds.y[e];
-        }
+        for (int i = 0; i < batch; i++) idx[i] = (int32_t)tn_rng_below(&rng, (uint64_t)ds.n);
         int64_t correct;
-        mdl_forward(m, xb, yb, batch, 1, &rng, &loss, &correct);
+        mdl_forward_rows(m, ds.x, ds.y, idx, batch, 1, &rng, &loss, &correct);
         mdl_backward(m, batch);
         opt_step(opt, m->params, m->grads);
     }
@@ -166,8 +161,7 @@ int main(int argc, char **argv) {
     k->free(A);
     k->free(B);
     k->free(C);
-    free(xb);
-    free(yb);
+    free(idx);
     opt_free(opt);
     mdl_free(m);
     ds_clear(&ds);

@@ -326,6 +326,7 @@ VECTORISE static void cpu_adam(float *restrict p, const float *restrict g, float
 
 static const kn_backend cpu_backend = {
     .name = "cpu",
+    .host_memory = 1,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

@@ -20,6 +20,8 @@
 
 typedef struct kn_backend {
     const char *name; /* "cpu", "cuda" */
+    int host_memory;  /* 1 when device buffers are ordinary host memory, so callers may
+                         read and write them directly instead of upload/download */
 
     /* Memory on the backend's device. alloc returns zeroed memory, aborting on
      * out-of-memory; free accepts NULL. */

@@ -184,6 +184,8 @@ void mdl_free(mdl_model *m) {
     k->free(m->grad_a);
     k->free(m->grad_b);
     free(m->mask_host);
+    free(m->stage_x);
+    free(m->stage_y);
     free(m);
 }
 
@@ -238,12 +240,10 @@ static void act_backward(const kn_backend *k, int act, float *dx, const float *d
     }
 }
 
-void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
-                 tn_rng *rng, double *loss_sum, int64_t *correct) {
-    assert(b >= 1 && b <= m->max_batch);
+/* The forward pass over the b examples already in m->input and m->labels. */
+static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss_sum,
+                    int64_t *correct) {
     const kn_backend *k = m->k;
-    k->upload(m->input, x, (size_t)b * m->input_size * sizeof(float));
-    k->upload(m->labels, labels, (size_t)b * sizeof(int32_t));
     const float *in = m->input;
     for (int l = 0; l < m->nlayers; l++) {
         mdl_layer *L = &m->layers[l];
@@ -290,6 +290,36 @@ void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int
     }
     k->softmax_xent(in, m->labels, b, m->cfg.classes, training ? m->dlogits : NULL, loss_sum,
                     correct);
+}
+
+void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
+                 tn_rng *rng, double *loss_sum, int64_t *correct) {
+    assert(b >= 1 && b <= m->max_batch);
+    m->k->upload(m->input, x, (size_t)b * m->input_size * sizeof(float));
+    m->k->upload(m->labels, labels, (size_t)b * sizeof(int32_t));
+    forward(m, b, training, rng, loss_sum, correct);
+}
+
+void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int32_t *idx,
+                      int b, int training, tn_rng *rng, double *loss_sum, int64_t *correct) {
+    assert(b >= 1 && b <= m->max_batch);
+    size_t d = (size_t)m->input_size;
+    int direct = m->k->host_memory;
+    if (!direct && !m->stage_x) {
+        m->stage_x = tn_xmalloc((size_t)m->max_batch * d * sizeof(float));
+        m->stage_y = tn_xmalloc((size_t)m->max_batch * sizeof(int32_t));
+    }
+    float *xs = direct ? m->input : m->stage_x;
+    int32_t *ys = direct ? m->labels : m->stage_y;
+    for (int i = 0; i < b; i++) {
+        memcpy(xs + i * d, x + (size_t)idx[i] * d, d * sizeof(float));
+        ys[i] = y[idx[i]];
+    }
+    if (!direct) {
+        m->k->upload(m->input, xs, (size_t)b * d * sizeof(float));
+        m->k->upload(m->labels, ys, (size_t)b * sizeof(int32_t));
+    }
+    forward(m, b, training, rng, loss_sum, correct);
 }
 
 void mdl_backward(mdl_model *m, int b) {

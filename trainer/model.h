@@ -87,6 +87,8 @@ typedef struct mdl_model {
     float *acts;         /* the one allocation behind every layer's out/col/mask */
     int32_t *argmaxes;   /* the one allocation behind every pool layer's argmax */
     float *mask_host;    /* (B, max dropout size) dropout masks drawn on the host */
+    float *stage_x;      /* (B, D) host staging of a gathered batch (device backends) */
+    int32_t *stage_y;    /* (B) */
 } mdl_model;
 
 /* Checks a configuration: sizes positive and bounded, dropout in [0, 1), a CNN
@@ -114,6 +116,13 @@ void mdl_set_params(mdl_model *m, const float *host);
  * when training, dlogits for mdl_backward. */
 void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
                  tn_rng *rng, double *loss_sum, int64_t *correct);
+
+/* mdl_forward on the batch made of rows idx[0..b) of a host data set x (N, D) with
+ * labels y (N). The model gathers the rows itself: straight into its input buffer
+ * when the backend's memory is host memory (one copy instead of two), else through a
+ * host staging buffer and one upload. */
+void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int32_t *idx,
+                      int b, int training, tn_rng *rng, double *loss_sum, int64_t *correct);
 
 /* Backward pass of the last training forward pass over the same b examples:
  * writes the gradient of the mean loss into grads (overwriting them). */

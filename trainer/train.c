@@ -165,8 +165,6 @@ typedef struct run {
     opt_state *opt;
     run_state st;
     int32_t *order;       /* (N) current epoch's data order */
-    float *xb;            /* (B, D) batch gathered on the host */
-    int32_t *yb;          /* (B) */
     int64_t steps_per_epoch;
     char *ckpt_dir;       /* JOB_DIR/checkpoints, or NULL */
     ht_writer *metrics;
@@ -414,21 +412,17 @@ static int save_model(run *r, char *err, size_t errlen) {
 static int train_loop(run *r, char *err, size_t errlen) {
     const tr_config *c = r->c;
     mdl_model *m = r->model;
-    int64_t n = r->train.n, d = r->train.d;
+    int64_t n = r->train.n;
     int B = c->batch_size;
     while (r->st.epoch < c->epochs) {
         if (r->st.step_in_epoch == 0) shuffle(r);
         double t0 = now_seconds(CLOCK_MONOTONIC);
         int64_t first = r->st.step_in_epoch * B;
         int b = (int)(n - first < B ? n - first : B);
-        for (int i = 0; i < b; i++) {
-            int32_t e = r->order[first + i];
-            memcpy(r->xb + (size_t)i * d, r->train.x + (size_t)e * d, (size_t)d * sizeof(float));
-            r->yb[i] = r->train.y[e];
-        }
         double loss;
         int64_t correct;
-        mdl_forward(m, r->xb, r->yb, b, 1, &r->st.rng, &loss, &correct);
+        mdl_forward_rows(m, r->train.x, r->train.y, r->order + first, b, 1, &r->st.rng, &loss,
+                         &correct);
         if (!isfinite(loss)) {
             tn_error(err, errlen, TN_EINVAL,
                      "training diverged: the loss is %g at step %lld; hint: lower "
@@ -557,8 +551,6 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     r.model = mdl_new(&mc, k, c->batch_size);
     r.opt = opt_new(&oc, k, r.model->nparams);
     r.order = tn_xmalloc((size_t)r.train.n * sizeof(int32_t));
-    r.xb = tn_xmalloc((size_t)c->batch_size * r.train.d * sizeof(float));
-    r.yb = tn_xmalloc((size_t)c->batch_size * sizeof(int32_t));
     if (c->job_dir) {
         size_t len = strlen(c->job_dir) + 16;
         r.ckpt_dir = tn_xmalloc(len);
@@ -587,8 +579,6 @@ done:
     opt_free(r.opt);
     mdl_free(r.model);
     free(r.order);
-    free(r.xb);
-    free(r.yb);
     free(r.ckpt_dir);
     ds_clear(&r.train);
     ds_clear(&r.eval);

@@ -546,6 +546,49 @@ static void test_first_layer_input_grad_unused(void) {
     }
 }
 
+/* mdl_forward_rows gathers rows idx of a data set itself: the same loss, count and
+ * gradients as mdl_forward on the batch gathered by hand, on the direct path (host
+ * memory) and on the staging path a device backend takes. */
+static void test_forward_rows(void) {
+    const mdl_config cfg = {.kind = MDL_CNN, .activation = MDL_RELU, .dropout = 0.25f,
+                            .in_c = 1, .in_h = 6, .in_w = 6, .classes = 3, .nhidden = 1,
+                            .hidden = {5}, .nconv = 1, .filters = {2}};
+    const int n = 10, b = 4;
+    const int32_t idx[4] = {7, 2, 2, 9}; /* repeats allowed */
+    batch all = batch_new(&cfg, n, DATA_SEED + 7);
+    batch picked = batch_new(&cfg, b, DATA_SEED + 8);
+    size_t d = (size_t)cfg.in_c * cfg.in_h * cfg.in_w;
+    for (int i = 0; i < b; i++) {
+        memcpy(picked.x + i * d, all.x + (size_t)idx[i] * d, d * sizeof(float));
+        picked.y[i] = all.y[idx[i]];
+    }
+    kn_backend staged = *K;
+    staged.host_memory = 0;
+    const kn_backend *backends[2] = {K, &staged};
+    for (int v = 0; v < 2; v++) {
+        mdl_model *ref = model_new(&cfg, b), *m = mdl_new(&cfg, backends[v], b);
+        mdl_set_params(m, ref->params);
+        tn_rng r1, r2;
+        tn_rng_seed(&r1, 5);
+        tn_rng_seed(&r2, 5);
+        double l1, l2;
+        int64_t c1, c2;
+        mdl_forward(ref, picked.x, picked.y, b, 1, &r1, &l1, &c1);
+        mdl_forward_rows(m, all.x, all.y, idx, b, 1, &r2, &l2, &c2);
+        CHECK_MSG(l1 == l2, "%s: loss %.9g vs %.9g", v ? "staged" : "direct", l1, l2);
+        CHECK_INT_EQ(c1, c2);
+        mdl_backward(ref, b);
+        mdl_backward(m, b);
+        CHECK_MSG(memcmp(ref->grads, m->grads, m->nparams * sizeof(float)) == 0,
+                  "%s: gradients differ", v ? "staged" : "direct");
+        CHECK(v == 0 ? m->stage_x == NULL : m->stage_x != NULL);
+        mdl_free(ref);
+        mdl_free(m);
+    }
+    batch_free(&all);
+    batch_free(&picked);
+}
+
 /* b = 3 on a model built for 8 gives the loss and gradients of a model built for 3,
  * also right after a full batch of 8 left its buffers dirty. */
 static void test_partial_batch(void) {
@@ -678,6 +721,7 @@ int main(void) {
     RUN(test_forward_reference);
     RUN(test_first_layer_input_grad_unused);
     RUN(test_partial_batch);
+    RUN(test_forward_rows);
     RUN(test_param_count);
     RUN(test_config_check);
     return check_summary();
