@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAINER = os.path.join(ROOT, "build", "trainer", "trainer")
+TRAINER = os.path.join(ROOT, "build", "bin", "trainer")
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 RECIPE = ["--optimizer=momentum", "--learning_rate=0.05", "--momentum=0.9",
           "--batch_size=128", "--epochs=5", "--threads=1"]

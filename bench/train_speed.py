@@ -4,7 +4,7 @@
 For each OpenBLAS setting (OPENBLAS_CORETYPE=Haswell, i.e. AVX2 kernels, and
 OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP and the
 32,64/128 CNN), in the same run and interleaved:
-  - ours:  build/bench/bench_train, full training steps, data in memory;
+  - ours:  build/bin/bench_train, full training steps, data in memory;
   - floor: the same binary timing only the step's cblas_sgemm calls, same shapes;
   - torch: bench/pytorch_train.py (Debian's python3-torch), same model, batch,
            optimiser (momentum 0.9, lr 0.05) and threads, data in memory; with two
@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(ROOT, "build", "bench", "bench_train")
+BENCH = os.path.join(ROOT, "build", "bin", "bench_train")
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 
 

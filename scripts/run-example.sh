@@ -10,7 +10,7 @@ scripts/install-deps.sh
 scripts/build.sh release
 rm -rf runs/example
 CLOUD_ML_HP_METRIC_FILE=runs/example/metrics \
-  build/trainer/trainer --model=mlp --hidden_units=256,256 --optimizer=momentum \
+  build/bin/trainer --model=mlp --hidden_units=256,256 --optimizer=momentum \
   --learning_rate=0.05 --momentum=0.9 --batch_size=128 --epochs=5 \
   --job-dir=runs/example "$@"
 echo "metrics: runs/example/metrics; model: runs/example/model.ckpt"

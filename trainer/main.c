@@ -4,20 +4,27 @@
  * Parses the flags (every one accepted as --name=value or --name value, as AI
  * Platform passes hyperparameters), turns them into a tr_config and runs it.
  * Exit codes (docs/trainer.md, "Exit codes"): 0 done; 1 runtime error (data, disk,
- * checkpoint); 2 usage error (bad flag or configuration: re-running cannot help);
- * 3 training diverged; 128+signal when stopped by SIGTERM/SIGINT after a checkpoint.
+ * checkpoint); 2 permanent error (bad flag or configuration, or training diverged:
+ * re-running cannot help); 128+signal when stopped by SIGTERM/SIGINT after a checkpoint.
+ * Its role comes from TF_CONFIG (none: a single replica).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/flags.h"
 #include "common/status.h"
+#include "common/tfconfig.h"
 #include "trainer/data.h"
 #include "trainer/train.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_DIVERGED = 3 };
+/* 2 means "re-running with the same flags cannot help": the executor fails such a
+ * trial at once instead of restarting it. */
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2, EXIT_DIVERGED = 2 };
 
 typedef struct name_value {
     const char *name;
@@ -67,6 +74,26 @@ static int parse_list(const char *flag, const char *s, int32_t *out, int max, ch
     }
 }
 
+/* rm -rf of a folder the trainer made itself (its private checkpoints). */
+static void remove_tree(const char *path) {
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[4096];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(child);
+            else
+                unlink(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
 static int default_threads(void) {
     const char *names[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};
     for (int i = 0; i < 2; i++) {
@@ -90,8 +117,9 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
     tn_flags_help(out, flags, n);
     fprintf(out,
             "\n"
-            "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 usage error;\n"
-            "3 training diverged; 130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
+            "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 permanent error\n"
+            "(bad flag or configuration, or training diverged: re-running cannot help);\n"
+            "130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
             "docs: docs/trainer.md\n");
 }
 
@@ -217,8 +245,46 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
 
+    /* The replica's role. The distributed strategies are not built yet (issue 4): a
+     * worker trains on its own, keeping its checkpoints in a private temporary folder
+     * (as non-chief workers do in tf.distribute) so that only the chief writes to
+     * --job-dir; parameter servers and evaluators have nothing to run. */
+    tf_config tf;
+    rc = tf_config_from_env(&tf, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return EXIT_USAGE;
+    }
+    char worker_dir[] = "/tmp/trainer-worker-XXXXXX";
+    int private_dir = 0;
+    if (rc == 0 && (tf.type == TF_PS || tf.type == TF_EVALUATOR)) {
+        fprintf(stderr,
+                "trainer: error: TF_CONFIG gives this replica the role %s, which needs the "
+                "parameter-server or evaluator support that is not built yet\nhint: run "
+                "trainer trials with a chief and workers only (no parameterServerCount or "
+                "evaluatorCount)\n",
+                tf_type_name(&tf, tf.type));
+        tf_config_clear(&tf);
+        return EXIT_USAGE;
+    }
+    if (rc == 0 && !tf_is_chief(&tf) && !c.eval_only) {
+        if (!mkdtemp(worker_dir)) {
+            fprintf(stderr, "trainer: error: cannot create a temporary folder: %s\n",
+                    strerror(errno));
+            tf_config_clear(&tf);
+            return EXIT_RUNTIME;
+        }
+        private_dir = 1;
+        printf("%s %d of %d replicas: no distributed strategy yet, so this replica trains on "
+               "its own; its checkpoints go to %s (removed at the end)\n",
+               tf_type_name(&tf, tf.type), tf.index, tf_world_size(&tf), worker_dir);
+        c.job_dir = worker_dir;
+    }
+    tf_config_clear(&tf);
+
     tr_install_signal_handlers();
     rc = tr_run(&c, stdout, err, sizeof err);
+    if (private_dir) remove_tree(worker_dir);
     fflush(stdout);
     if (rc == TR_INTERRUPTED) return 128 + tr_stop_signal();
     if (rc == TR_DIVERGED) {

@@ -1,0 +1,439 @@
+/*
+ * htreader.c — reader of the cloudml-hypertune metric file (see htreader.h).
+ *
+ * Every poll reads the file (its last HTR_MAX_READ bytes at most) and walks its
+ * complete lines. The reader remembers every line it has dealt with in a hash set
+ * keyed on the line's text: delivered records and bad lines alike, so a rewritten
+ * file costs one lookup per old line and no JSON parsing. A record's identity is its
+ * timestamp and its full text; since the text holds the timestamp, keying on the
+ * text is the same rule (two records with one timestamp and different content are
+ * two records). The set only grows: a record that drops out of the 100-record window
+ * can come back into view while a non-atomic writer is mid-rewrite, and must not be
+ * delivered again.
+ */
+#include "common/htreader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "common/text.h"
+
+/* ---------------------------------------------------------------------------------
+ * The set of lines seen
+ * --------------------------------------------------------------------------------- */
+
+typedef struct seen_entry {
+    uint64_t hash; /* FNV-1a of the text; 0 marks an empty slot (real hashes are |1) */
+    char *text;    /* the line, owned */
+    size_t len;    /* its length (it may hold NUL bytes) */
+} seen_entry;
+
+typedef struct seen_set {
+    seen_entry *slots; /* open addressing, linear probing */
+    size_t cap;        /* a power of two, or 0 */
+    size_t count;      /* used slots, <= cap / 2 */
+} seen_set;
+
+static uint64_t hash_text(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h | 1;
+}
+
+static int seen_contains(const seen_set *s, const char *text, size_t len, uint64_t h) {
+    if (!s->cap) return 0;
+    for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        const seen_entry *e = &s->slots[i];
+        if (!e->hash) return 0;
+        if (e->hash == h && e->len == len && !memcmp(e->text, text, len)) return 1;
+    }
+}
+
+static void seen_put(seen_set *s, seen_entry e) {
+    for (size_t i = e.hash & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (!s->slots[i].hash) {
+            s->slots[i] = e;
+            return;
+        }
+    }
+}
+
+/* Adds a copy of text (which must not be in the set yet). */
+static void seen_add(seen_set *s, const char *text, size_t len, uint64_t h) {
+    if ((s->count + 1) * 2 > s->cap) {
+        seen_set bigger = {tn_xcalloc(s->cap ? s->cap * 2 : 64, sizeof(seen_entry)),
+                           s->cap ? s->cap * 2 : 64, s->count};
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].hash) seen_put(&bigger, s->slots[i]);
+        free(s->slots);
+        *s = bigger;
+    }
+    char *copy = tn_xmalloc(len + 1);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    seen_put(s, (seen_entry){h, copy, len});
+    s->count++;
+}
+
+static void seen_clear(seen_set *s) {
+    for (size_t i = 0; i < s->cap; i++) free(s->slots[i].text);
+    free(s->slots);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * The reader
+ * --------------------------------------------------------------------------------- */
+
+struct htr_reader {
+    char *path;      /* the metric file */
+    seen_set seen;   /* every line delivered or found bad */
+    htr_stats stats; /* counters; stats.records is also the last ordinal given */
+};
+
+htr_reader *htr_new(const char *path) {
+    htr_reader *r = tn_xcalloc(1, sizeof *r);
+    r->path = tn_xstrdup(path);
+    return r;
+}
+
+void htr_free(htr_reader *r) {
+    if (!r) return;
+    seen_clear(&r->seen);
+    free(r->path);
+    free(r);
+}
+
+const char *htr_path(const htr_reader *r) { return r->path; }
+
+void htr_get_stats(const htr_reader *r, htr_stats *out) { *out = r->stats; }
+
+int htr_record_metric(const htr_record *rec, const char *name, double *value) {
+    for (size_t i = 0; i < rec->nmetrics; i++) {
+        if (!strcmp(rec->metrics[i].name, name)) {
+            *value = rec->metrics[i].value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void htr_records_free(htr_record *recs, size_t n) {
+    if (!recs) return;
+    for (size_t i = 0; i < n; i++) {
+        htr_record *rec = &recs[i];
+        for (size_t j = 0; j < rec->nmetrics; j++) free(rec->metrics[j].name);
+        free(rec->metrics);
+        free(rec->trial);
+        free(rec->checkpoint_path);
+        free(rec->metrics_json);
+        free(rec->line);
+    }
+    free(recs);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Values
+ * --------------------------------------------------------------------------------- */
+
+/* Parses a numeric string as Python's float() writes it: an optional sign, then
+ * decimal digits with an optional fraction and exponent, or nan / inf / infinity in
+ * any case. No spaces, no hex. Returns 1 and stores the value, or 0. */
+static int parse_numeric_string(const char *s, double *out) {
+    const char *p = s;
+    if (*p == '+' || *p == '-') p++;
+    if (!strcasecmp(p, "nan") || !strcasecmp(p, "inf") || !strcasecmp(p, "infinity")) {
+        double v = (p[0] == 'n' || p[0] == 'N') ? NAN : INFINITY;
+        *out = s[0] == '-' ? -v : v;
+        return 1;
+    }
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') p++, digits++;
+    }
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p) return 0;
+    *out = strtod(s, NULL); /* overflow gives +-HUGE_VAL, i.e. infinity: fine */
+    return 1;
+}
+
+/* A JSON number, or a numeric string: 1 and the value, or 0. */
+static int number_of(const json_t *v, double *out) {
+    if (json_is_integer(v)) {
+        *out = (double)json_integer_value(v);
+        return 1;
+    }
+    if (json_is_real(v)) {
+        *out = json_real_value(v);
+        return 1;
+    }
+    if (json_is_string(v)) return parse_numeric_string(json_string_value(v), out);
+    return 0;
+}
+
+/* global_step: an integer, an integral number, or a string of either. */
+static int step_of(const json_t *v, int64_t *out) {
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return 1;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        const char *p = s + (*s == '+' || *s == '-');
+        if (*p >= '0' && *p <= '9' && p[strspn(p, "0123456789")] == '\0') {
+            errno = 0;
+            long long x = strtoll(s, NULL, 10);
+            if (errno == ERANGE) return 0;
+            *out = (int64_t)x;
+            return 1;
+        }
+    }
+    double d;
+    if (number_of(v, &d) && isfinite(d) && d == floor(d) &&
+        d >= -9.2e18 && d <= 9.2e18) {
+        *out = (int64_t)d;
+        return 1;
+    }
+    return 0;
+}
+
+static int is_reserved(const char *key) {
+    return !strcmp(key, "checkpoint_path") || !strcmp(key, "global_step") ||
+           !strcmp(key, "timestamp") || !strcmp(key, "trial");
+}
+
+/* A growable string. */
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *text, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = tn_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, text, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_puts(sbuf *b, const char *text) { sb_add(b, text, strlen(text)); }
+
+/* Fills rec from obj, a JSON object read from line. ordinal is the record's number
+ * among delivered records, from 1. */
+static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t len,
+                        size_t ordinal) {
+    memset(rec, 0, sizeof *rec);
+    rec->line = tn_xmalloc(len + 1);
+    memcpy(rec->line, line, len);
+    rec->line[len] = '\0';
+
+    rec->step_given = step_of(json_object_get(obj, "global_step"), &rec->step);
+    if (!rec->step_given) rec->step = (int64_t)ordinal;
+    double ts;
+    rec->timestamp_given = number_of(json_object_get(obj, "timestamp"), &ts) && isfinite(ts);
+    rec->timestamp = rec->timestamp_given ? ts : (double)ordinal;
+    json_t *trial = json_object_get(obj, "trial");
+    if (json_is_string(trial)) {
+        rec->trial = tn_xstrdup(json_string_value(trial));
+    } else if (json_is_number(trial)) {
+        int64_t id;
+        if (step_of(trial, &id)) { /* an integer, also when read as a double */
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)id);
+            rec->trial = tn_xstrdup(num);
+        }
+    }
+    json_t *cp = json_object_get(obj, "checkpoint_path");
+    if (json_is_string(cp)) rec->checkpoint_path = tn_xstrdup(json_string_value(cp));
+
+    sbuf js = {0};
+    sb_puts(&js, "{");
+    rec->metrics = tn_xmalloc(json_object_size(obj) * sizeof *rec->metrics);
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        if (is_reserved(key)) continue;
+        double x;
+        if (!number_of(v, &x)) {
+            rec->nignored++;
+            continue;
+        }
+        rec->metrics[rec->nmetrics++] = (htr_metric){tn_xstrdup(key), x};
+        if (!isfinite(x)) {
+            rec->ndropped++;
+            continue;
+        }
+        json_t *name = json_string(key);
+        char *quoted = json_dumps(name, JSON_ENCODE_ANY);
+        json_decref(name);
+        if (!quoted) abort(); /* out of memory: keys from jansson are valid UTF-8 */
+        char num[64];
+        if (js.len > 1) sb_puts(&js, ",");
+        sb_puts(&js, quoted);
+        sb_puts(&js, ":");
+        if (x == floor(x) && fabs(x) < 1e15)
+            snprintf(num, sizeof num, "%.0f", x); /* 2500, not 2.5e+03 */
+        else
+            tn_format_double(x, num, sizeof num);
+        sb_puts(&js, num);
+        free(quoted);
+    }
+    sb_puts(&js, "}");
+    rec->metrics_json = js.s;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Reading
+ * --------------------------------------------------------------------------------- */
+
+/* Reads the end of the file: *buf gets the bytes from the start of the first whole
+ * line within the last HTR_MAX_READ bytes to the end (yours to free), *len their
+ * number. A missing file gives NULL and 0. */
+static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
+                        strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
+                        strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: it is not a "
+                        "regular file", r->path);
+    }
+    /* Start one byte early when cutting, to see whether the cut is at a line start. */
+    off_t size = st.st_size;
+    off_t start = size > HTR_MAX_READ ? size - HTR_MAX_READ - 1 : 0;
+    r->stats.truncated = start > 0;
+    size_t want = (size_t)(size - start);
+    char *b = tn_xmalloc(want + 1);
+    size_t got = 0;
+    while (got < want) {
+        ssize_t k = pread(fd, b + got, want - got, start + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
+                            strerror(e));
+        }
+        if (k == 0) break; /* the file shrank: a writer is rewriting it */
+        got += (size_t)k;
+    }
+    close(fd);
+    size_t skip = 0;
+    if (start > 0) {
+        /* Drop the partial first line (or just the byte before a line start). */
+        char *nl = memchr(b, '\n', got);
+        skip = nl ? (size_t)(nl - b) + 1 : got;
+    }
+    memmove(b, b + skip, got - skip);
+    b[got - skip] = '\0';
+    *buf = b;
+    *len = got - skip;
+    return 0;
+}
+
+static int blank(const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return 0;
+    return 1;
+}
+
+/* A JSON object from the line, or NULL. Integers too big for jansson are read as
+ * doubles on a second try rather than making the line bad. */
+static json_t *load_object(const char *line, size_t len) {
+    json_t *obj = json_loadb(line, len, 0, NULL);
+    if (!obj) obj = json_loadb(line, len, JSON_DECODE_INT_AS_REAL, NULL);
+    if (obj && !json_is_object(obj)) {
+        json_decref(obj);
+        obj = NULL;
+    }
+    return obj;
+}
+
+static int poll_impl(htr_reader *r, int final, htr_record **out, size_t *n, char *err,
+                     size_t errlen) {
+    *out = NULL;
+    *n = 0;
+    char *buf;
+    size_t len;
+    int rc = read_tail(r, &buf, &len, err, errlen);
+    if (rc) return rc;
+    htr_record *recs = NULL;
+    size_t nrec = 0, cap = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        char *nl = memchr(buf + pos, '\n', len - pos);
+        if (!nl && !final) break; /* being written: wait for its newline */
+        size_t end = nl ? (size_t)(nl - buf) : len;
+        const char *line = buf + pos;
+        size_t ll = end - pos;
+        pos = end + 1;
+        if (ll && line[ll - 1] == '\r') ll--;
+        if (blank(line, ll)) continue;
+        uint64_t h = hash_text(line, ll);
+        if (seen_contains(&r->seen, line, ll, h)) continue;
+        json_t *obj = load_object(line, ll);
+        seen_add(&r->seen, line, ll, h);
+        if (!obj) {
+            r->stats.bad_lines++;
+            continue;
+        }
+        if (nrec == cap) {
+            cap = cap ? cap * 2 : 16;
+            recs = tn_xrealloc(recs, cap * sizeof *recs);
+        }
+        r->stats.records++;
+        htr_record *rec = &recs[nrec++];
+        fill_record(rec, obj, line, ll, r->stats.records);
+        r->stats.dropped += rec->ndropped;
+        r->stats.ignored += rec->nignored;
+        json_decref(obj);
+    }
+    free(buf);
+    r->stats.polls++;
+    *out = recs;
+    *n = nrec;
+    return 0;
+}
+
+int htr_poll(htr_reader *r, htr_record **out, size_t *n, char *err, size_t errlen) {
+    return poll_impl(r, 0, out, n, err, errlen);
+}
+
+int htr_poll_final(htr_reader *r, htr_record **out, size_t *n, char *err, size_t errlen) {
+    return poll_impl(r, 1, out, n, err, errlen);
+}

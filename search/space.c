@@ -1,0 +1,436 @@
+/*
+ * space.c — the search space: how each parameter type and scale maps to and from the
+ * unit interval, which values are legal, how a value is written as a flag and read
+ * back, the grid (mixed radix, last parameter fastest), and the grid and random
+ * samplers.
+ *
+ * Pure: no I/O, no clocks, no global state; every result is a function of the
+ * arguments. The formulas, the grid order and the random-search seeding are written
+ * down in docs/search.md; the contract is in space.h.
+ */
+#include "search/space.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "common/text.h"
+
+#define TWO_POW_63 9223372036854775808.0  /* 2^63 */
+#define TWO_POW_64 18446744073709551616.0 /* 2^64 */
+
+static const char unspecified_note[] =
+    "ALGORITHM_UNSPECIFIED means Bayesian optimisation, which is not built yet: "
+    "using random search";
+
+/* ---- Small helpers ---- */
+
+/* u clamped to [0, 1]; NaN becomes 0. */
+static double clamp01(double u) {
+    if (!(u > 0.0)) return 0.0;
+    return u < 1.0 ? u : 1.0;
+}
+
+static double clamp(double v, double lo, double hi) {
+    if (v < lo) return lo;
+    if (v > hi) return hi;
+    return v;
+}
+
+/* The scale actually used for a DOUBLE or INTEGER: NONE and unknown scales are
+ * linear, and so is a log scale whose lower bound is not positive (such a space is
+ * invalid and sp_suggest rejects it; this only keeps the arithmetic finite). */
+static int numeric_scale(const sp_param *p, double lo) {
+    if ((p->scale == SP_LOG || p->scale == SP_REVERSE_LOG) && lo > 0.0) return p->scale;
+    return SP_LINEAR;
+}
+
+/* The legal integers of an INTEGER parameter are [ceil(min), floor(max)]. */
+static double int_lo(const sp_param *p) { return ceil(p->min); }
+static double int_hi(const sp_param *p) { return floor(p->max); }
+
+/* Continuous map of v in [lo, hi] to [0, 1] with the given scale; 0.5 when lo == hi. */
+static double cont_to_unit(int scale, double lo, double hi, double v) {
+    if (!(hi > lo)) return 0.5;
+    v = clamp(v, lo, hi);
+    double u;
+    if (scale == SP_LOG) {
+        u = (log(v) - log(lo)) / (log(hi) - log(lo));
+    } else if (scale == SP_REVERSE_LOG) {
+        double w = clamp((hi - v) + lo, lo, hi); /* the mirror image of v */
+        u = 1.0 - (log(w) - log(lo)) / (log(hi) - log(lo));
+    } else {
+        double span = hi - lo;
+        if (isfinite(span)) {
+            u = (v - lo) / span;
+        } else { /* the range is wider than DBL_MAX: work in halves */
+            u = (0.5 * v - 0.5 * lo) / (0.5 * hi - 0.5 * lo);
+        }
+    }
+    return clamp01(u);
+}
+
+/* The inverse of cont_to_unit: u is clamped, the ends map exactly to lo and hi, and
+ * the result is non-decreasing in u and clamped to [lo, hi]. */
+static double cont_from_unit(int scale, double lo, double hi, double u) {
+    if (!(hi > lo)) return lo;
+    u = clamp01(u);
+    if (u <= 0.0) return lo;
+    if (u >= 1.0) return hi;
+    double v;
+    if (scale == SP_LOG) {
+        v = exp(log(lo) + u * (log(hi) - log(lo)));
+    } else if (scale == SP_REVERSE_LOG) {
+        double w = exp(log(lo) + (1.0 - u) * (log(hi) - log(lo)));
+        v = hi - (w - lo);
+    } else {
+        double span = hi - lo;
+        if (isfinite(span)) {
+            v = lo + u * span;
+        } else {
+            double half = 0.5 * hi - 0.5 * lo;
+            v = (lo + u * half) + u * half;
+        }
+    }
+    return clamp(v, lo, hi);
+}
+
+/* The bucket of u among n equal shares of [0, 1]: floor(u * n), clamped to n - 1. */
+static size_t bucket(double u, size_t n) {
+    double k = floor(clamp01(u) * (double)n);
+    if (k >= (double)n) return n - 1;
+    return (size_t)k;
+}
+
+/* The index of the listed value nearest v (values strictly increasing, n > 0). */
+static size_t nearest_value(const double *values, size_t n, double v) {
+    if (!(v > values[0])) return 0; /* also NaN */
+    size_t lo = 0, hi = n;          /* first index with values[i] >= v, by bisection */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (values[mid] < v) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == n) return n - 1;
+    return (values[lo] - v < v - values[lo - 1]) ? lo : lo - 1;
+}
+
+/* ---- The space ---- */
+
+void sp_space_add(sp_space *s, const sp_param *p) {
+    s->params = tn_xrealloc(s->params, (s->n + 1) * sizeof *s->params);
+    sp_param *q = &s->params[s->n++];
+    *q = *p;
+    q->name = p->name ? tn_xstrdup(p->name) : NULL;
+    q->values = NULL;
+    q->nvalues = 0;
+    if (p->values && p->nvalues > 0) {
+        q->values = tn_xmalloc(p->nvalues * sizeof *q->values);
+        memcpy(q->values, p->values, p->nvalues * sizeof *q->values);
+        q->nvalues = p->nvalues;
+    }
+    q->categories = NULL;
+    q->ncategories = 0;
+    if (p->categories && p->ncategories > 0) {
+        q->categories = tn_xmalloc(p->ncategories * sizeof *q->categories);
+        for (size_t i = 0; i < p->ncategories; i++) {
+            q->categories[i] = p->categories[i] ? tn_xstrdup(p->categories[i]) : NULL;
+        }
+        q->ncategories = p->ncategories;
+    }
+}
+
+void sp_space_clear(sp_space *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n; i++) {
+        sp_param *p = &s->params[i];
+        free(p->name);
+        free(p->values);
+        for (size_t j = 0; j < p->ncategories; j++) free(p->categories[j]);
+        free(p->categories);
+    }
+    free(s->params);
+    s->params = NULL;
+    s->n = 0;
+}
+
+int sp_space_find(const sp_space *s, const char *name) {
+    if (!s || !name) return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->params[i].name && strcmp(s->params[i].name, name) == 0) return (int)i;
+    }
+    return -1;
+}
+
+/* ---- Unit interval ---- */
+
+double sp_to_unit(const sp_param *p, double value) {
+    switch (p->type) {
+    case SP_DOUBLE:
+        return cont_to_unit(numeric_scale(p, p->min), p->min, p->max, value);
+    case SP_INTEGER: {
+        double lo = int_lo(p), hi = int_hi(p);
+        if (!(hi > lo)) return 0.5;
+        int scale = numeric_scale(p, lo);
+        if (scale != SP_LINEAR || !isfinite(hi - lo + 1.0)) {
+            return cont_to_unit(scale, lo, hi, value);
+        }
+        /* Linear: the integer k owns [k - 0.5, k + 0.5) of [lo - 0.5, hi + 0.5]. */
+        double k = isnan(value) ? lo : clamp(round(value), lo, hi);
+        return clamp01((k - lo + 0.5) / (hi - lo + 1.0));
+    }
+    case SP_DISCRETE:
+        if (p->nvalues == 0) return 0.5;
+        return ((double)nearest_value(p->values, p->nvalues, value) + 0.5) /
+               (double)p->nvalues;
+    case SP_CATEGORICAL: {
+        if (p->ncategories == 0) return 0.5;
+        double i = isnan(value) ? 0.0 : clamp(round(value), 0.0, (double)(p->ncategories - 1));
+        return (i + 0.5) / (double)p->ncategories;
+    }
+    }
+    return 0.5;
+}
+
+double sp_from_unit(const sp_param *p, double u) {
+    switch (p->type) {
+    case SP_DOUBLE:
+        return cont_from_unit(numeric_scale(p, p->min), p->min, p->max, u);
+    case SP_INTEGER: {
+        double lo = int_lo(p), hi = int_hi(p);
+        if (!(hi > lo)) return lo + 0.0;
+        int scale = numeric_scale(p, lo);
+        double v;
+        if (scale != SP_LINEAR || !isfinite(hi - lo + 1.0)) {
+            /* (A linear range wider than DBL_MAX holds only integers anyway.) */
+            v = round(cont_from_unit(scale, lo, hi, u));
+        } else {
+            /* Equal shares: lo + floor(u * (hi - lo + 1)), the last share closed. */
+            v = lo + floor(clamp01(u) * (hi - lo + 1.0));
+        }
+        return clamp(v, lo, hi) + 0.0; /* + 0.0 turns -0 into 0 */
+    }
+    case SP_DISCRETE:
+        if (p->nvalues == 0) return NAN;
+        return p->values[bucket(u, p->nvalues)];
+    case SP_CATEGORICAL:
+        if (p->ncategories == 0) return NAN;
+        return (double)bucket(u, p->ncategories);
+    }
+    return NAN;
+}
+
+int sp_is_legal(const sp_param *p, double v) {
+    if (!isfinite(v)) return 0;
+    switch (p->type) {
+    case SP_DOUBLE:
+        return v >= p->min && v <= p->max;
+    case SP_INTEGER:
+        return v == floor(v) && v >= p->min && v <= p->max;
+    case SP_DISCRETE:
+        if (p->nvalues == 0) return 0;
+        return p->values[nearest_value(p->values, p->nvalues, v)] == v;
+    case SP_CATEGORICAL:
+        return v == floor(v) && v >= 0.0 && v < (double)p->ncategories;
+    }
+    return 0;
+}
+
+/* ---- Flags ---- */
+
+char *sp_format_value(const sp_param *p, double v, char *buf, size_t len) {
+    switch (p->type) {
+    case SP_CATEGORICAL:
+        if (sp_is_legal(p, v) && p->categories && p->categories[(size_t)v]) {
+            snprintf(buf, len, "%s", p->categories[(size_t)v]);
+            return buf;
+        }
+        break;
+    case SP_INTEGER:
+    case SP_DISCRETE:
+        /* Integral values as plain integers ("256", not "2.6e+02"), as long as
+         * they fit a 64-bit integer in the program that reads the flag. */
+        if (isfinite(v) && v == floor(v) && fabs(v) < TWO_POW_63) {
+            snprintf(buf, len, "%.0f", v + 0.0);
+            return buf;
+        }
+        break;
+    default:
+        break;
+    }
+    return tn_format_double(v, buf, len);
+}
+
+int sp_parse_value(const sp_param *p, const char *text, double *v) {
+    if (!p || !text || !v) return TN_EINVAL;
+    if (p->type == SP_CATEGORICAL) {
+        for (size_t i = 0; i < p->ncategories; i++) {
+            if (p->categories[i] && strcmp(p->categories[i], text) == 0) {
+                *v = (double)i;
+                return 0;
+            }
+        }
+        return TN_EINVAL;
+    }
+    /* A number in JSON's alphabet: no spaces, hex, "nan" or "inf". */
+    size_t len = strlen(text);
+    if (len == 0 || strspn(text, "0123456789+-.eE") != len) return TN_EINVAL;
+    char *end;
+    double x = strtod(text, &end);
+    if (end != text + len || !sp_is_legal(p, x)) return TN_EINVAL;
+    *v = p->type == SP_DOUBLE ? x : x + 0.0;
+    return 0;
+}
+
+/* ---- Grid ---- */
+
+/* Number of grid values of one parameter, saturated at UINT64_MAX; 0 for a DOUBLE
+ * or for a parameter with no legal value. */
+static uint64_t param_count(const sp_param *p) {
+    switch (p->type) {
+    case SP_INTEGER: {
+        double lo = int_lo(p), hi = int_hi(p);
+        if (!(lo <= hi)) return 0;
+        if (lo >= -TWO_POW_63 && hi < TWO_POW_63) {
+            /* Exact: the difference of two int64 fits a uint64 (mod 2^64 arithmetic),
+             * and as both are doubles below 2^63 it is at most 2^64 - 1024: no wrap. */
+            uint64_t d = (uint64_t)(int64_t)hi - (uint64_t)(int64_t)lo;
+            return d + 1;
+        }
+        double c = hi - lo + 1.0;
+        return c >= TWO_POW_64 ? UINT64_MAX : (uint64_t)c;
+    }
+    case SP_DISCRETE:
+        return p->nvalues;
+    case SP_CATEGORICAL:
+        return p->ncategories;
+    default:
+        return 0;
+    }
+}
+
+uint64_t sp_grid_size(const sp_space *s) {
+    uint64_t size = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        if (param_count(&s->params[i]) == 0) return 0;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t c = param_count(&s->params[i]);
+        size = (size > UINT64_MAX / c) ? UINT64_MAX : size * c;
+    }
+    return size;
+}
+
+/* The integer lo + k of an INTEGER parameter, exactly where lo fits an int64. */
+static double int_plus(double lo, uint64_t k) {
+    if (lo >= -TWO_POW_63 && lo < TWO_POW_63) {
+        uint64_t r = (uint64_t)(int64_t)lo + k; /* two's complement of the result */
+        if (r <= (uint64_t)INT64_MAX) return (double)r;
+        return -(double)(0 - r);
+    }
+    return lo + (double)k;
+}
+
+void sp_grid_point(const sp_space *s, uint64_t index, double *out) {
+    for (size_t i = s->n; i-- > 0;) {
+        const sp_param *p = &s->params[i];
+        uint64_t c = param_count(p);
+        if (c == 0) { /* no grid: a DOUBLE gets its min, an empty list NaN */
+            out[i] = p->type == SP_DOUBLE ? p->min : NAN;
+            continue;
+        }
+        uint64_t digit = index % c;
+        index /= c;
+        switch (p->type) {
+        case SP_INTEGER:
+            out[i] = clamp(int_plus(int_lo(p), digit), int_lo(p), int_hi(p)) + 0.0;
+            break;
+        case SP_DISCRETE:
+            out[i] = p->values[digit];
+            break;
+        default: /* SP_CATEGORICAL */
+            out[i] = (double)digit;
+            break;
+        }
+    }
+}
+
+/* ---- Samplers ---- */
+
+/* Whether every parameter has a known type and scale and at least one legal value,
+ * and log scales have positive bounds: the samplers' precondition. */
+static int param_ok(const sp_param *p) {
+    if (p->scale < SP_SCALE_NONE || p->scale > SP_REVERSE_LOG) return 0;
+    int log_scale = p->scale == SP_LOG || p->scale == SP_REVERSE_LOG;
+    switch (p->type) {
+    case SP_DOUBLE:
+        return isfinite(p->min) && isfinite(p->max) && p->min <= p->max &&
+               (!log_scale || p->min > 0.0);
+    case SP_INTEGER:
+        return isfinite(p->min) && isfinite(p->max) && int_lo(p) <= int_hi(p) &&
+               (!log_scale || p->min > 0.0);
+    case SP_DISCRETE:
+        if (!p->values || p->nvalues == 0) return 0;
+        for (size_t i = 0; i < p->nvalues; i++) {
+            if (!isfinite(p->values[i])) return 0;
+            if (i > 0 && !(p->values[i] > p->values[i - 1])) return 0;
+        }
+        return 1;
+    case SP_CATEGORICAL:
+        if (!p->categories || p->ncategories == 0) return 0;
+        for (size_t i = 0; i < p->ncategories; i++) {
+            if (!p->categories[i]) return 0;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* splitmix64's step as a stateless bijection of 64-bit words. */
+static uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Random search: one uniform per parameter, in order, from a generator keyed by
+ * mix64(mix64(seed) ^ index), which is one-to-one in seed for a fixed index and in
+ * index for a fixed seed. */
+static void random_point(const sp_space *s, uint64_t seed, uint64_t index, double *out) {
+    tn_rng r;
+    tn_rng_seed(&r, mix64(mix64(seed) ^ index));
+    for (size_t i = 0; i < s->n; i++) out[i] = sp_from_unit(&s->params[i], tn_rng_uniform(&r));
+}
+
+int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
+               uint64_t index, double *out, const char **note) {
+    (void)h; /* grid and random search do not look at the history */
+    if (note) *note = NULL;
+    if (algorithm != SP_ALGO_UNSPECIFIED && algorithm != SP_ALGO_GRID &&
+        algorithm != SP_ALGO_RANDOM) {
+        return TN_EINVAL;
+    }
+    if (!s || (s->n > 0 && (!s->params || !out))) return TN_EINVAL;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!param_ok(&s->params[i])) return TN_EINVAL;
+    }
+    if (algorithm == SP_ALGO_GRID) {
+        for (size_t i = 0; i < s->n; i++) {
+            if (s->params[i].type == SP_DOUBLE) return TN_EINVAL;
+        }
+        if (index >= sp_grid_size(s)) return SP_EXHAUSTED;
+        sp_grid_point(s, index, out);
+        return 0;
+    }
+    if (algorithm == SP_ALGO_UNSPECIFIED && note) *note = unspecified_note;
+    random_point(s, seed, index, out);
+    return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * space.h — the search space of a study and the samplers that draw from it.
+ *
+ * Pure: no I/O, no clocks, no global state. A parameter's value is always a double:
+ * the number itself for DOUBLE, INTEGER (integral) and DISCRETE (one of the listed
+ * values), the index of the category for CATEGORICAL. Every parameter maps to and
+ * from the unit interval with its scale (linear, log, reverse log), which is what
+ * samplers work in. A sampler decides the next point from the study's history and a
+ * seed alone, so a study is reproducible. Design: docs/search.md.
+ */
+#ifndef TN_SEARCH_SPACE_H
+#define TN_SEARCH_SPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum sp_type { SP_DOUBLE = 1, SP_INTEGER, SP_CATEGORICAL, SP_DISCRETE };
+enum sp_scale { SP_SCALE_NONE = 0, SP_LINEAR, SP_LOG, SP_REVERSE_LOG };
+
+typedef struct sp_param {
+    char *name;          /* parameterName; becomes the --name=value flag */
+    int type;            /* enum sp_type */
+    int scale;           /* enum sp_scale; NONE means linear for DOUBLE/INTEGER */
+    double min, max;     /* DOUBLE, INTEGER: the closed range, min <= max */
+    double *values;      /* DISCRETE: nvalues values, strictly increasing */
+    size_t nvalues;
+    char **categories;   /* CATEGORICAL: ncategories distinct strings */
+    size_t ncategories;
+} sp_param;
+
+typedef struct sp_space {
+    sp_param *params;    /* n parameters; the space owns them and their strings */
+    size_t n;
+} sp_space;
+
+/* Adds a copy of p (deep: strings and arrays are copied) to the space. */
+void sp_space_add(sp_space *s, const sp_param *p);
+/* Frees what the space holds and zeroes it; accepts a zeroed space. */
+void sp_space_clear(sp_space *s);
+/* Index of the parameter named name, or -1. */
+int sp_space_find(const sp_space *s, const char *name);
+
+/* The unit-interval coordinate of a legal value, and back. from_unit clamps u to
+ * [0, 1] and always returns a legal value: INTEGER rounds to the nearest integer in
+ * range, DISCRETE and CATEGORICAL pick the nearest value / the bucket of u (each
+ * category and each discrete value owns an equal share of [0, 1]). Log scales need
+ * min > 0. REVERSE_LOG puts more resolution near max (as AI Platform's does). */
+double sp_to_unit(const sp_param *p, double value);
+double sp_from_unit(const sp_param *p, double u);
+
+/* Whether v is a legal value of p. */
+int sp_is_legal(const sp_param *p, double v);
+
+/* The value as the replica's flag gets it: DOUBLE in shortest round-trip form,
+ * INTEGER as an integer, DISCRETE as the listed number (integers without ".0"),
+ * CATEGORICAL as the category string. Returns buf. */
+char *sp_format_value(const sp_param *p, double v, char *buf, size_t len);
+
+/* Parses a value written by sp_format_value (or a JSON number / category string).
+ * Returns 0 and sets *v, or TN_EINVAL when text is not a legal value of p. */
+int sp_parse_value(const sp_param *p, const char *text, double *v);
+
+/* ---- Grid ---- */
+
+/* Number of grid points: the product over parameters of their number of values
+ * (INTEGER: max - min + 1; DISCRETE: nvalues; CATEGORICAL: ncategories). A DOUBLE
+ * parameter makes the grid undefined: returns 0. Saturates at UINT64_MAX. */
+uint64_t sp_grid_size(const sp_space *s);
+
+/* Writes grid point `index` (0 <= index < sp_grid_size) to out[0..n): mixed radix,
+ * the last parameter varying fastest. */
+void sp_grid_point(const sp_space *s, uint64_t index, double *out);
+
+/* ---- Samplers ---- */
+
+enum sp_trial_state { SP_PENDING = 1, SP_COMPLETE, SP_FAILED, SP_STOPPED };
+
+/* One trial of the history a sampler is given. */
+typedef struct sp_trial {
+    const double *values;  /* n values, one per parameter */
+    int state;             /* enum sp_trial_state; PENDING = running or asked */
+    int has_objective;     /* COMPLETE (and STOPPED with a measurement) */
+    double objective;      /* the final (or last) value of the metric */
+} sp_trial;
+
+typedef struct sp_history {
+    const sp_trial *trials;
+    size_t n;
+    int maximize;          /* 1: larger objectives are better */
+} sp_history;
+
+enum sp_algorithm { SP_ALGO_UNSPECIFIED = 1, SP_ALGO_GRID, SP_ALGO_RANDOM };
+
+#define SP_EXHAUSTED 1 /* sp_suggest: no points left (grid search is complete) */
+
+/* Suggests the point of the study's trial number `index` (0 for the first trial,
+ * i.e. the number of trials created before it) into out[0..n). Grid: grid point
+ * `index`, SP_EXHAUSTED past the end (TN_EINVAL when the space has a DOUBLE). Random:
+ * a uniform draw in the unit cube mapped through sp_from_unit, from a generator seeded
+ * by (seed, index) alone, so the same seed gives the same sequence whatever the order
+ * of completion. ALGORITHM_UNSPECIFIED is random search until the Bayesian sampler
+ * exists, and *note is set to a sentence saying so (else NULL). Returns 0,
+ * SP_EXHAUSTED, or a negative TN_E* code. */
+int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
+               uint64_t index, double *out, const char **note);
+
+#endif

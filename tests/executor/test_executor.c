@@ -1,0 +1,290 @@
+/*
+ * test_executor.c — the executor against real processes: small /bin/sh replicas that
+ * succeed, fail n times, fail always, cannot be executed, exit 2, ignore SIGTERM,
+ * outlive the chief, hang past the timeout, and report metrics. Each case runs an
+ * event loop until the job reports its outcome (or a safety timeout fails the test).
+ */
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "executor/executor.h"
+#include "tests/check.h"
+
+static char g_root[512];
+
+typedef struct outcome {
+    int finished;           /* times finished() was called */
+    int outcome;
+    char error[2048];
+    int measurements;
+    double last_accuracy;
+    char events[8192];      /* "replica kind; " ... */
+    struct event_base *base;
+} outcome;
+
+static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
+    outcome *o = ctx;
+    size_t len = strlen(o->events);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s; ", replica ? replica : "job", kind);
+}
+
+static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
+    outcome *o = ctx;
+    o->measurements++;
+    double v;
+    if (htr_record_metric(rec, "accuracy", &v)) o->last_accuracy = v;
+}
+
+static void on_finished(void *ctx, int result, const char *error) {
+    outcome *o = ctx;
+    o->finished++;
+    o->outcome = result;
+    snprintf(o->error, sizeof o->error, "%s", error ? error : "");
+    event_base_loopbreak(o->base);
+}
+
+static void on_safety(evutil_socket_t fd, short what, void *arg) {
+    outcome *o = arg;
+    snprintf(o->error, sizeof o->error, "safety timeout: the job never finished");
+    event_base_loopbreak(o->base);
+}
+
+typedef struct job_case {
+    const char *script;     /* /bin/sh -c SCRIPT; $1 is --job-dir=DIR */
+    int workers, ps, evaluators;
+    int restarts, retries;
+    double timeout, grace;
+    int stop_after_ms;      /* > 0: ex_job_stop after this long */
+} job_case;
+
+/* Runs one job to its end; returns the attempts and restarts through the pointers. */
+static outcome run_job(const char *name, const job_case *jc, int *attempts, int *restarts) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = event_base_new();
+    ex_executor *x = ex_executor_new(o.base);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/%s", g_root, name);
+    const char *argv[] = {"/bin/sh", "-c", jc->script, "sh"};
+    ex_job_config cfg = {.study = "exec_test", .trial = "7", .argv = argv, .argc = 4,
+                         .job_dir = dir, .metric_tag = "accuracy", .use_chief_name = 1,
+                         .count = {1, jc->workers, jc->ps, jc->evaluators},
+                         .cores = {1, 1, 1, 1},
+                         .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
+                         .timeout_seconds = jc->timeout,
+                         .grace_seconds = jc->grace > 0 ? jc->grace : 0.3,
+                         .poll_seconds = 0.05};
+    ex_callbacks cb = {on_event, on_measurement, on_finished};
+    char err[512];
+    ex_job *j = ex_job_start(x, &cfg, &cb, &o, err, sizeof err);
+    CHECK_MSG(j != NULL, "%s: %s", name, err);
+    struct event *safety = evtimer_new(o.base, on_safety, &o);
+    struct timeval tv = {30, 0};
+    evtimer_add(safety, &tv);
+    if (j && jc->stop_after_ms > 0) {
+        struct timeval wait = {0, jc->stop_after_ms * 1000};
+        event_base_loopexit(o.base, &wait);
+        event_base_dispatch(o.base);
+        ex_job_stop(j, EX_STOPPED, "asked to stop");
+    }
+    if (j && !o.finished) event_base_dispatch(o.base);
+    if (j) {
+        *attempts = ex_job_attempts(j);
+        *restarts = ex_job_restarts(j);
+        ex_job_free(j);
+    }
+    event_free(safety);
+    ex_executor_free(x);
+    event_base_free(o.base);
+    return o;
+}
+
+static void test_chief_succeeds_and_reports(void) {
+    job_case jc = {.script =
+                       "printf '{\"global_step\": \"5\", \"accuracy\": \"0.75\", \"timestamp\": 1.5}\\n'"
+                       " > \"$CLOUD_ML_HP_METRIC_FILE\"; echo hello from $1; exit 0",
+                   .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("ok", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.finished, 1);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(o.measurements, 1);
+    CHECK_NEAR(o.last_accuracy, 0.75, 0, 0);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 0);
+    CHECK_STR_CONTAINS(o.events, "chief:0 started");
+    CHECK_STR_CONTAINS(o.events, "job running");
+    /* stdout went to the log, and the program got --job-dir */
+    char path[700], buf[256] = "";
+    snprintf(path, sizeof path, "%s/ok/logs/chief-0.log", g_root);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(buf, sizeof buf, f) != NULL);
+        fclose(f);
+    }
+    CHECK_STR_CONTAINS(buf, "hello from --job-dir=");
+    CHECK_STR_CONTAINS(buf, "/ok");
+}
+
+static void test_fails_twice_then_succeeds(void) {
+    /* A counter file in the job dir: fail on the first two runs. */
+    job_case jc = {.script = "d=${1#--job-dir=}; n=$(cat $d/count 2>/dev/null || echo 0);"
+                             " echo $((n+1)) > $d/count; [ $n -ge 2 ]",
+                   .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("twice", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_STR_CONTAINS(o.events, "chief:0 restarted");
+}
+
+static void test_always_fails(void) {
+    job_case jc = {.script = "exit 1", .restarts = 2, .retries = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("always", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 2);       /* 1 + 1 retry */
+    CHECK_INT_EQ(restarts, 4);       /* 2 per attempt */
+    CHECK_STR_CONTAINS(o.error, "replica chief:0 failed 3 times");
+    CHECK_STR_CONTAINS(o.error, "exit status 1");
+    CHECK_STR_CONTAINS(o.error, "run 2 times");
+    CHECK_STR_CONTAINS(o.events, "job retrying");
+}
+
+static void test_permanent_errors(void) {
+    /* exit status 2: a usage error, no restart */
+    job_case usage = {.script = "echo 'bad flag' >&2; exit 2", .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("usage", &usage, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 0);
+    CHECK_STR_CONTAINS(o.error, "status 2");
+    CHECK_STR_CONTAINS(o.error, "chief-0.log");
+}
+
+static void test_program_not_found(void) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = event_base_new();
+    ex_executor *x = ex_executor_new(o.base);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/notfound", g_root);
+    const char *argv[] = {"/no/such/program"};
+    ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir,
+                         .use_chief_name = 1, .count = {1, 1, 0, 0}, .max_replica_restarts = 5,
+                         .max_job_retries = 3, .grace_seconds = 0.2, .poll_seconds = 0.05};
+    ex_callbacks cb = {on_event, on_measurement, on_finished};
+    char err[512];
+    ex_job *j = ex_job_start(x, &cfg, &cb, &o, err, sizeof err);
+    CHECK(j != NULL);
+    if (j) {
+        if (!o.finished) event_base_dispatch(o.base);
+        CHECK_INT_EQ(o.outcome, EX_FAILED);
+        CHECK_STR_CONTAINS(o.error, "cannot run /no/such/program");
+        CHECK_STR_CONTAINS(o.error, "No such file");
+        CHECK_INT_EQ(ex_job_restarts(j), 0);
+        ex_job_free(j);
+    }
+    ex_executor_free(x);
+    event_base_free(o.base);
+}
+
+static void test_chief_done_workers_stopped(void) {
+    /* Workers and ps would run for a minute; the chief finishes at once. The worker
+     * script traps TERM and records it. */
+    job_case jc = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) sleep 0.3; exit 0;; esac;"
+                             " d=${1#--job-dir=}; trap 'echo term >> $d/terms; exit 0' TERM;"
+                             " sleep 60 & wait",
+                   .workers = 2, .ps = 1, .restarts = 5, .retries = 3, .grace = 5};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("chiefdone", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(restarts, 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/chiefdone/terms", g_root);
+    FILE *f = fopen(path, "r");
+    int terms = 0;
+    char line[64];
+    while (f && fgets(line, sizeof line, f)) terms++;
+    if (f) fclose(f);
+    CHECK_INT_EQ(terms, 3); /* both workers and the ps got SIGTERM */
+}
+
+static void test_sigkill_after_grace(void) {
+    job_case jc = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) exit 0;; esac;"
+                             " trap '' TERM; sleep 60",
+                   .workers = 1, .restarts = 0, .retries = 0, .grace = 0.3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("stubborn", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_STR_CONTAINS(o.events, "worker:0 exited");
+    CHECK_STR_CONTAINS(o.events, "job stopping");
+}
+
+static void test_timeout(void) {
+    job_case jc = {.script = "sleep 60", .restarts = 5, .retries = 3, .timeout = 0.4};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("timeout", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_STR_CONTAINS(o.error, "timed out after 0.4s");
+}
+
+static void test_stop(void) {
+    job_case jc = {.script = "sleep 60", .workers = 1, .restarts = 5, .retries = 3,
+                   .stop_after_ms = 300};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("stop", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.finished, 1);
+    CHECK_INT_EQ(o.outcome, EX_STOPPED);
+    CHECK_STR_CONTAINS(o.error, "asked to stop");
+    CHECK_INT_EQ(restarts, 0); /* stopping is not a failure */
+}
+
+static void test_unwritable_job_dir(void) {
+    char file[600], dir[700], err[512] = "";
+    snprintf(file, sizeof file, "%s/plain", g_root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    struct event_base *base = event_base_new();
+    ex_executor *x = ex_executor_new(base);
+    const char *argv[] = {"/bin/true"};
+    ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir, .count = {1}};
+    ex_callbacks cb = {0};
+    ex_job *j = ex_job_start(x, &cfg, &cb, NULL, err, sizeof err);
+    CHECK(j == NULL);
+    CHECK_STR_CONTAINS(err, "cannot create folder");
+    CHECK_STR_CONTAINS(err, "plain");
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+int main(void) {
+    const char *base = getenv("TN_TEST_TMP");
+    snprintf(g_root, sizeof g_root, "%s/test_executor.%ld", base && *base ? base : "/tmp",
+             (long)getpid());
+    mkdir(g_root, 0755);
+    RUN(test_chief_succeeds_and_reports);
+    RUN(test_fails_twice_then_succeeds);
+    RUN(test_always_fails);
+    RUN(test_permanent_errors);
+    RUN(test_program_not_found);
+    RUN(test_chief_done_workers_stopped);
+    RUN(test_sigkill_after_grace);
+    RUN(test_timeout);
+    RUN(test_stop);
+    RUN(test_unwritable_job_dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+    if (!check_failures_ && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    return check_summary();
+}

@@ -1,0 +1,810 @@
+/*
+ * test_spec.c — tests for tuner/spec.c: the DESIGN.md example spec and every default,
+ * tier, extension and AI Platform compatibility field on the happy path; a table of
+ * bad specs, one per validation rule, each of which must give exactly the expected
+ * number of errors with the expected path and message; five mistakes reported at
+ * once; spec_load from a file and from a missing one.
+ *
+ * Bad specs are written as JSON merge patches (RFC 7386: null deletes a field) over
+ * the valid DESIGN.md example, so each case shows only what it breaks. Temporary
+ * files go to $TN_TEST_TMP (default /tmp).
+ */
+#include "tuner/spec.h"
+
+#include "common/status.h"
+#include "tests/check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The example spec of ../shared/DESIGN.md, "Study spec", verbatim. */
+static const char *const DESIGN_SPEC =
+    "{\n"
+    "  \"jobId\": \"fashion_mlp\",\n"
+    "  \"trainingInput\": {\n"
+    "    \"scaleTier\": \"CUSTOM\",\n"
+    "    \"workerCount\": 1,\n"
+    "    \"parameterServerCount\": 0,\n"
+    "    \"evaluatorCount\": 0,\n"
+    "    \"useChiefInTfConfig\": true,\n"
+    "    \"jobDir\": \"runs/fashion_mlp\",\n"
+    "    \"command\": [\"trainer\", \"--model=mlp\", \"--epochs=5\"],\n"
+    "    \"args\": [],\n"
+    "    \"hyperparameters\": {\n"
+    "      \"goal\": \"MAXIMIZE\",\n"
+    "      \"hyperparameterMetricTag\": \"accuracy\",\n"
+    "      \"maxTrials\": 20,\n"
+    "      \"maxParallelTrials\": 2,\n"
+    "      \"maxFailedTrials\": 4,\n"
+    "      \"enableTrialEarlyStopping\": true,\n"
+    "      \"algorithm\": \"ALGORITHM_UNSPECIFIED\",\n"
+    "      \"params\": [\n"
+    "        {\"parameterName\": \"learning_rate\", \"type\": \"DOUBLE\",\n"
+    "         \"minValue\": 0.001, \"maxValue\": 0.3, \"scaleType\": \"UNIT_LOG_SCALE\"},\n"
+    "        {\"parameterName\": \"hidden_units\", \"type\": \"INTEGER\", \"minValue\": 32, "
+    "\"maxValue\": 512},\n"
+    "        {\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", "
+    "\"categoricalValues\": [\"sgd\", \"adam\"]},\n"
+    "        {\"parameterName\": \"batch_size\", \"type\": \"DISCRETE\", \"discreteValues\": "
+    "[64, 128, 256]}\n"
+    "      ]\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* Patch helpers: TI patches trainingInput, HP its hyperparameters, PARAMS replaces
+ * the params array. The P_* are the example's four parameters. */
+#define TI(x) "{\"trainingInput\": " x "}"
+#define HP(x) TI("{\"hyperparameters\": " x "}")
+#define PARAMS(x) HP("{\"params\": [" x "]}")
+#define P_LR "{\"parameterName\": \"learning_rate\", \"type\": \"DOUBLE\", \"minValue\": 0.001, " \
+             "\"maxValue\": 0.3, \"scaleType\": \"UNIT_LOG_SCALE\"}"
+#define P_HU "{\"parameterName\": \"hidden_units\", \"type\": \"INTEGER\", \"minValue\": 32, " \
+             "\"maxValue\": 512}"
+#define P_OPT "{\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", " \
+              "\"categoricalValues\": [\"sgd\", \"adam\"]}"
+#define P_BS "{\"parameterName\": \"batch_size\", \"type\": \"DISCRETE\", " \
+             "\"discreteValues\": [64, 128, 256]}"
+
+/* RFC 7386 merge patch of target by patch (both objects): null deletes, objects merge,
+ * anything else replaces. */
+static void merge_patch(json_t *target, json_t *patch) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(patch, key, v) {
+        json_t *t = json_object_get(target, key);
+        if (json_is_null(v))
+            json_object_del(target, key);
+        else if (json_is_object(v) && json_is_object(t))
+            merge_patch(t, v);
+        else
+            json_object_set(target, key, v); /* borrows v: patch keeps its reference */
+    }
+}
+
+/* The example spec with patch applied, as text (yours to free). */
+static char *patched(const char *patch) {
+    json_error_t je;
+    json_t *base = json_loads(DESIGN_SPEC, 0, &je);
+    json_t *p = json_loads(patch, 0, &je);
+    if (!base || !p) {
+        fprintf(stderr, "bad test patch %s: %s\n", patch, je.text);
+        abort();
+    }
+    merge_patch(base, p);
+    char *text = json_dumps(base, JSON_INDENT(2));
+    json_decref(p);
+    json_decref(base);
+    return text;
+}
+
+static void print_errors(const spec_errors *e) {
+    for (size_t i = 0; i < e->n; i++)
+        fprintf(stderr, "    %s: %s\n", e->items[i].path, e->items[i].message);
+}
+
+/* Whether some error has exactly this path and a message containing msg. */
+static int has_error(const spec_errors *e, const char *path, const char *msg) {
+    for (size_t i = 0; i < e->n; i++)
+        if (strcmp(e->items[i].path, path) == 0 && strstr(e->items[i].message, msg))
+            return 1;
+    return 0;
+}
+
+static int spec_is_zero(const tn_spec *s) {
+    static const tn_spec zero;
+    return memcmp(s, &zero, sizeof zero) == 0;
+}
+
+/* ---- Bad specs: one per rule ---- */
+
+typedef struct bad_case {
+    const char *patch;  /* merge patch over DESIGN_SPEC, or NULL to use raw */
+    const char *raw;    /* the whole spec text */
+    const char *path;   /* an error with exactly this path ... */
+    const char *msg;    /* ... and a message containing this */
+    int nerrors;        /* how many errors in all (0 means 1) */
+    int ask_tell;       /* parse with for_ask_tell */
+} bad_case;
+
+static const bad_case BAD[] = {
+    /* JSON itself */
+    {NULL, "{\n  \"jobId\": }\n", "", "spec.json:2:", 0, 0},
+    {NULL, "{\"jobId\": \"a\", \"jobId\": \"b\"}", "", "duplicate object key", 0, 0},
+    {NULL, "[1, 2]", "", "expected a JSON object", 0, 0},
+    {NULL, "", "", "spec.json:", 0, 0},
+    /* top level */
+    {"{\"jobId\": null}", NULL, "jobId", "required field is missing", 0, 0},
+    {"{\"jobId\": \"fashion-mlp\"}", NULL, "jobId", "must start with a letter", 0, 0},
+    {"{\"jobId\": \"1st\"}", NULL, "jobId", "only letters, digits and underscores", 0, 0},
+    {"{\"jobId\": 7}", NULL, "jobId", "expected a string, got 7", 0, 0},
+    {"{\"jobid\": \"x\"}", NULL, "jobid", "unknown field (did you mean \"jobId\"?)", 0, 0},
+    {"{\"labels\": {\"team\": 3}}", NULL, "labels.team", "expected a string, got 3", 0, 0},
+    {"{\"etag\": 1}", NULL, "etag", "expected a string", 0, 0},
+    {"{\"trainingInput\": 5}", NULL, "trainingInput", "expected an object, got 5", 0, 0},
+    {NULL, "{\"jobId\": \"a\"}", "trainingInput", "required field is missing", 0, 0},
+    {"{\"maxTrials\": 5}", NULL, "maxTrials", "belongs in trainingInput.hyperparameters", 0, 0},
+    /* trainingInput: tiers and counts */
+    {TI("{\"scaleTier\": \"STANDARD\"}"), NULL, "trainingInput.scaleTier",
+     "did you mean \"STANDARD_1\"?", 0, 0},
+    {TI("{\"scaleTier\": \"custom\"}"), NULL, "trainingInput.scaleTier",
+     "did you mean \"CUSTOM\"?", 0, 0},
+    {TI("{\"scaleTier\": \"PREMIUM_1\"}"), NULL, "trainingInput.scaleTier",
+     "not supported locally", 0, 0},
+    {TI("{\"scaleTier\": \"BASIC_TPU\"}"), NULL, "trainingInput.scaleTier",
+     "not supported locally", 0, 0},
+    {TI("{\"scaleTier\": \"BASIC\"}"), NULL, "trainingInput.workerCount",
+     "only with scaleTier CUSTOM (scaleTier is BASIC)", 3, 0},
+    {TI("{\"scaleTier\": null, \"parameterServerCount\": null, \"evaluatorCount\": null}"),
+     NULL, "trainingInput.workerCount", "scaleTier defaults to BASIC", 0, 0},
+    {TI("{\"scaleTier\": \"STANDARD_1\", \"workerCount\": null, \"parameterServerCount\": null}"),
+     NULL, "trainingInput.evaluatorCount", "only with scaleTier CUSTOM", 0, 0},
+    {TI("{\"workerCount\": -1}"), NULL, "trainingInput.workerCount", "must be >= 0, got -1", 0, 0},
+    {TI("{\"workerCount\": 5000}"), NULL, "trainingInput.workerCount", "must be <= 1024", 0, 0},
+    {TI("{\"parameterServerCount\": \"two\"}"), NULL, "trainingInput.parameterServerCount",
+     "expected an integer (a number or a string of digits), got a string (\"two\")", 0, 0},
+    {TI("{\"evaluatorCount\": 1.5}"), NULL, "trainingInput.evaluatorCount",
+     "expected an integer, got 1.5", 0, 0},
+    /* trainingInput: other fields */
+    {TI("{\"useChiefInTfConfig\": \"yes\"}"), NULL, "trainingInput.useChiefInTfConfig",
+     "expected a boolean", 0, 0},
+    {TI("{\"jobDir\": \"\"}"), NULL, "trainingInput.jobDir", "must not be empty", 0, 0},
+    {TI("{\"args\": [\"--x=1\", 2]}"), NULL, "trainingInput.args[1]",
+     "expected a string, got 2", 0, 0},
+    {TI("{\"command\": []}"), NULL, "trainingInput.command", "at least one string", 0, 0},
+    {TI("{\"command\": \"trainer --model=mlp\"}"), NULL, "trainingInput.command",
+     "expected an array of strings", 0, 0},
+    {TI("{\"command\": [\"\", \"--x\"]}"), NULL, "trainingInput.command[0]",
+     "must not be empty", 0, 0},
+    {TI("{\"pythonModule\": \"trainer.task\"}"), NULL, "trainingInput", "not both", 0, 0},
+    {TI("{\"pythonModule\": \"trainer.task\"}"), NULL, "trainingInput", "not both", 0, 1},
+    {TI("{\"command\": null}"), NULL, "trainingInput",
+     "needs \"command\" (the program and its fixed flags) or \"pythonModule\"", 0, 0},
+    {TI("{\"command\": null, \"pythonModule\": \"trainer/task.py\"}"), NULL,
+     "trainingInput.pythonModule", "expected a Python module name", 0, 0},
+    {TI("{\"region\": 5}"), NULL, "trainingInput.region", "expected a string, got 5", 0, 0},
+    {TI("{\"masterConfig\": \"n1\"}"), NULL, "trainingInput.masterConfig",
+     "expected an object", 0, 0},
+    {TI("{\"comand\": [\"x\"]}"), NULL, "trainingInput.comand",
+     "unknown field (did you mean \"command\"?)", 0, 0},
+    {TI("{\"command\": null, \"comand\": [\"x\"]}"), NULL, "trainingInput.comand",
+     "did you mean \"command\"?", 0, 0},
+    {TI("{\"jobId\": \"x\"}"), NULL, "trainingInput.jobId",
+     "belongs in the top level of the spec", 0, 0},
+    {TI("{\"hyperparameters\": null}"), NULL, "trainingInput.hyperparameters",
+     "required field is missing", 0, 0},
+    {TI("{\"hyperparameters\": []}"), NULL, "trainingInput.hyperparameters",
+     "expected an object, got an array", 0, 0},
+    /* extensions */
+    {TI("{\"resources\": {\"workers\": {\"cores\": 2}}}"), NULL,
+     "trainingInput.resources.workers", "did you mean \"worker\"?", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"cores\": 0}}}"), NULL,
+     "trainingInput.resources.worker.cores", "must be >= 1, got 0", 0, 0},
+    {TI("{\"resources\": {\"chief\": {\"gpus\": -1}}}"), NULL,
+     "trainingInput.resources.chief.gpus", "must be >= 0, got -1", 0, 0},
+    {TI("{\"resources\": {\"ps\": {\"core\": 2}}}"), NULL, "trainingInput.resources.ps.core",
+     "did you mean \"cores\"?", 0, 0},
+    {TI("{\"resources\": {\"chief\": {}, \"master\": {}}}"), NULL,
+     "trainingInput.resources.master", "same replica as \"chief\"", 0, 0},
+    {TI("{\"resources\": {\"evaluator\": 4}}"), NULL, "trainingInput.resources.evaluator",
+     "expected an object", 0, 0},
+    {TI("{\"restartPolicy\": {\"maxReplicaRestarts\": -1}}"), NULL,
+     "trainingInput.restartPolicy.maxReplicaRestarts", "must be >= 0", 0, 0},
+    {TI("{\"restartPolicy\": {\"maxJobRetries\": true}}"), NULL,
+     "trainingInput.restartPolicy.maxJobRetries", "expected an integer, got true", 0, 0},
+    {TI("{\"restartPolicy\": {\"retries\": 1}}"), NULL, "trainingInput.restartPolicy.retries",
+     "unknown field (expected maxReplicaRestarts, maxJobRetries)", 0, 0},
+    {TI("{\"trialTimeout\": \"10m\"}"), NULL, "trainingInput.trialTimeout",
+     "expected a duration such as \"600s\"", 0, 0},
+    {TI("{\"trialTimeout\": \"1.s\"}"), NULL, "trainingInput.trialTimeout",
+     "expected a duration", 0, 0},
+    {TI("{\"trialTimeout\": 0}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
+    {TI("{\"trialTimeout\": \"-5s\"}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
+    /* hyperparameters */
+    {HP("{\"maxTrail\": 20}"), NULL, "trainingInput.hyperparameters.maxTrail",
+     "unknown field (did you mean \"maxTrials\"?)", 0, 0},
+    {HP("{\"maxTrials\": null, \"maxTrail\": 20}"), NULL,
+     "trainingInput.hyperparameters.maxTrail", "did you mean \"maxTrials\"?", 0, 0},
+    {HP("{\"goal\": \"MAX\"}"), NULL, "trainingInput.hyperparameters.goal",
+     "expected one of MAXIMIZE, MINIMIZE, GOAL_TYPE_UNSPECIFIED, got a string (\"MAX\")", 0, 0},
+    {HP("{\"maxTrials\": 0, \"maxParallelTrials\": 1}"), NULL,
+     "trainingInput.hyperparameters.maxTrials", "must be >= 1, got 0", 0, 0},
+    {HP("{\"maxTrials\": \"20\"}"), NULL, "trainingInput.hyperparameters.maxTrials",
+     "write it without quotes", 0, 0},
+    {HP("{\"maxParallelTrials\": 30}"), NULL, "trainingInput.hyperparameters.maxParallelTrials",
+     "must be <= maxTrials (20), got 30", 0, 0},
+    {HP("{\"maxTrials\": null}"), NULL, "trainingInput.hyperparameters.maxParallelTrials",
+     "must be <= maxTrials (1), got 2", 0, 0},
+    {HP("{\"maxParallelTrials\": 0}"), NULL, "trainingInput.hyperparameters.maxParallelTrials",
+     "must be >= 1", 0, 0},
+    {HP("{\"maxFailedTrials\": -1}"), NULL, "trainingInput.hyperparameters.maxFailedTrials",
+     "must be >= 0", 0, 0},
+    {HP("{\"hyperparameterMetricTag\": 5}"), NULL,
+     "trainingInput.hyperparameters.hyperparameterMetricTag", "expected a string", 0, 0},
+    {HP("{\"hyperparameterMetricTag\": \"\"}"), NULL,
+     "trainingInput.hyperparameters.hyperparameterMetricTag", "must not be empty", 0, 0},
+    {HP("{\"enableTrialEarlyStopping\": \"true\"}"), NULL,
+     "trainingInput.hyperparameters.enableTrialEarlyStopping", "expected a boolean", 0, 0},
+    {HP("{\"resumePreviousJobId\": \"old-study\"}"), NULL,
+     "trainingInput.hyperparameters.resumePreviousJobId", "must start with a letter", 0, 0},
+    {HP("{\"resumePreviousJobId\": \"fashion_mlp\"}"), NULL,
+     "trainingInput.hyperparameters.resumePreviousJobId", "not this one", 0, 0},
+    {HP("{\"algorithm\": \"BAYESIAN\"}"), NULL, "trainingInput.hyperparameters.algorithm",
+     "expected one of ALGORITHM_UNSPECIFIED, GRID_SEARCH, RANDOM_SEARCH", 0, 0},
+    {HP("{\"algorithm\": \"GRID_SERCH\"}"), NULL, "trainingInput.hyperparameters.algorithm",
+     "did you mean \"GRID_SEARCH\"?", 0, 0},
+    {HP("{\"params\": null}"), NULL, "trainingInput.hyperparameters.params",
+     "required field is missing", 0, 0},
+    {PARAMS(""), NULL, "trainingInput.hyperparameters.params", "at least one parameter", 0, 0},
+    {HP("{\"params\": {}}"), NULL, "trainingInput.hyperparameters.params",
+     "expected an array of parameters", 0, 0},
+    {PARAMS("3"), NULL, "trainingInput.hyperparameters.params[0]", "expected an object", 0, 0},
+    {HP("{\"scaleType\": \"NONE\"}"), NULL, "trainingInput.hyperparameters.scaleType",
+     "belongs in each of trainingInput.hyperparameters.params", 0, 0},
+    /* params[i] */
+    {PARAMS("{\"type\": \"INTEGER\", \"minValue\": 1, \"maxValue\": 2}"), NULL,
+     "trainingInput.hyperparameters.params[0].parameterName", "required field is missing", 0, 0},
+    {PARAMS("{\"parameterName\": \"learning rate\", \"type\": \"DOUBLE\", \"minValue\": 0, "
+            "\"maxValue\": 1}"), NULL,
+     "trainingInput.hyperparameters.params[0].parameterName", "it becomes the --learning rate",
+     0, 0},
+    {PARAMS("{\"parameterName\": \"\", \"type\": \"DOUBLE\", \"minValue\": 0, "
+            "\"maxValue\": 1}"), NULL,
+     "trainingInput.hyperparameters.params[0].parameterName", "must not be empty", 0, 0},
+    {PARAMS(P_LR "," P_HU "," P_OPT "," P_LR), NULL,
+     "trainingInput.hyperparameters.params[3].parameterName",
+     "duplicate parameterName \"learning_rate\" (also params[0])", 0, 0},
+    {PARAMS("{\"parameterName\": \"job_dir\", \"type\": \"CATEGORICAL\", "
+            "\"categoricalValues\": [\"a\"]}"), NULL,
+     "trainingInput.hyperparameters.params[0].parameterName", "reserved", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"minValue\": 1, \"maxValue\": 2}"), NULL,
+     "trainingInput.hyperparameters.params[0].type", "required field is missing", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"FLOAT\", \"minValue\": 1, "
+            "\"maxValue\": 2}"), NULL,
+     "trainingInput.hyperparameters.params[0].type",
+     "expected one of DOUBLE, INTEGER, CATEGORICAL, DISCRETE", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 1}"), NULL,
+     "trainingInput.hyperparameters.params[0].maxValue",
+     "required field is missing (a DOUBLE parameter needs one)", 0, 0},
+    {PARAMS(P_LR ", {\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 1.5, "
+                 "\"maxValue\": 4}"), NULL,
+     "trainingInput.hyperparameters.params[1].minValue",
+     "must be an integer for an INTEGER parameter, got 1.5", 0, 0},
+    {PARAMS(P_LR ", {\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 8, "
+                 "\"maxValue\": 4}"), NULL,
+     "trainingInput.hyperparameters.params[1].maxValue", "must be >= minValue (8), got 4", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": \"0.1\", "
+            "\"maxValue\": 1}"), NULL,
+     "trainingInput.hyperparameters.params[0].minValue",
+     "expected a number, got a string (\"0.1\")", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 0, "
+            "\"maxValue\": 1, \"scaleType\": \"UNIT_LOG_SCALE\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].minValue",
+     "UNIT_LOG_SCALE needs minValue > 0, got 0", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"INTEGER\", \"minValue\": -1, "
+            "\"maxValue\": 1, \"scaleType\": \"UNIT_REVERSE_LOG_SCALE\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].minValue",
+     "UNIT_REVERSE_LOG_SCALE needs minValue > 0", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL\", \"minValue\": 1, "
+            "\"categoricalValues\": [\"a\"]}"), NULL,
+     "trainingInput.hyperparameters.params[0].minValue",
+     "only for DOUBLE and INTEGER parameters (this one is CATEGORICAL)", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 0, "
+            "\"maxValue\": 1, \"categoricalValues\": [\"a\"]}"), NULL,
+     "trainingInput.hyperparameters.params[0].categoricalValues",
+     "only for CATEGORICAL parameters (this one is DOUBLE)", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL\", \"categoricalValues\": []}"),
+     NULL, "trainingInput.hyperparameters.params[0].categoricalValues",
+     "must hold at least one value", 0, 0},
+    {PARAMS(P_LR "," P_HU ", {\"parameterName\": \"o\", \"type\": \"CATEGORICAL\", "
+                            "\"categoricalValues\": [\"sgd\", \"adam\", \"sgd\"]}"), NULL,
+     "trainingInput.hyperparameters.params[2].categoricalValues[2]",
+     "duplicate value \"sgd\" (also categoricalValues[0])", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL\", "
+            "\"categoricalValues\": [\"a\", 1]}"), NULL,
+     "trainingInput.hyperparameters.params[0].categoricalValues[1]",
+     "expected a string, got 1", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].categoricalValues", "required field is missing",
+     0, 0},
+    {PARAMS(P_LR "," P_HU "," P_OPT ", {\"parameterName\": \"b\", \"type\": \"DISCRETE\", "
+                                    "\"discreteValues\": [64, 256, 128]}"), NULL,
+     "trainingInput.hyperparameters.params[3].discreteValues[2]",
+     "strictly increasing: 128 after 256", 0, 0},
+    {PARAMS("{\"parameterName\": \"b\", \"type\": \"DISCRETE\", \"discreteValues\": [1, 1]}"),
+     NULL, "trainingInput.hyperparameters.params[0].discreteValues[1]", "strictly increasing",
+     0, 0},
+    {PARAMS("{\"parameterName\": \"b\", \"type\": \"DISCRETE\", \"discreteValues\": [1, \"2\"]}"),
+     NULL, "trainingInput.hyperparameters.params[0].discreteValues[1]", "expected a number", 0,
+     0},
+    {PARAMS("{\"parameterName\": \"b\", \"type\": \"DISCRETE\", \"discreteValues\": []}"),
+     NULL, "trainingInput.hyperparameters.params[0].discreteValues", "at least one value", 0, 0},
+    {PARAMS("{\"parameterName\": \"b\", \"type\": \"DISCRETE\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].discreteValues", "required field is missing", 0,
+     0},
+    {PARAMS("{\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 1, "
+            "\"maxValue\": 4, \"discreteValues\": [1, 2]}"), NULL,
+     "trainingInput.hyperparameters.params[0].discreteValues",
+     "only for DISCRETE parameters (this one is INTEGER)", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL\", \"categoricalValues\": "
+            "[\"a\"], \"scaleType\": \"UNIT_LOG_SCALE\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].scaleType",
+     "applies only to DOUBLE, INTEGER and DISCRETE parameters", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 1, "
+            "\"maxValue\": 2, \"scaleType\": \"LOG\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].scaleType", "expected one of NONE", 0, 0},
+    {HP("{\"algorithm\": \"GRID_SEARCH\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].type",
+     "grid search cannot enumerate a DOUBLE parameter; use DISCRETE values or RANDOM_SEARCH",
+     0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minvalue\": 1, "
+            "\"maxValue\": 2}"), NULL,
+     "trainingInput.hyperparameters.params[0].minvalue", "did you mean \"minValue\"?", 0, 0},
+    {PARAMS("{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 1, "
+            "\"maxValue\": 2, \"goal\": \"MAXIMIZE\"}"), NULL,
+     "trainingInput.hyperparameters.params[0].goal",
+     "belongs in trainingInput.hyperparameters", 0, 0},
+};
+
+static void test_bad_specs(void) {
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        const bad_case *bc = &BAD[i];
+        char *text = bc->patch ? patched(bc->patch) : NULL;
+        tn_spec s;
+        spec_errors errs;
+        int rc = spec_parse(text ? text : bc->raw, "spec.json", bc->ask_tell, &s, &errs);
+        int want_n = bc->nerrors ? bc->nerrors : 1;
+        int found = has_error(&errs, bc->path, bc->msg);
+        CHECK_INT_EQ(rc, TN_EINVAL);
+        CHECK(spec_is_zero(&s));
+        CHECK_MSG(found && errs.n == (size_t)want_n,
+                  "case %zu (%s): want %d error(s) incl. %s: ...%s..., got %zu", i,
+                  bc->patch ? bc->patch : bc->raw, want_n, bc->path, bc->msg, errs.n);
+        if (!found || errs.n != (size_t)want_n) print_errors(&errs);
+        spec_errors_clear(&errs);
+        CHECK(errs.n == 0 && errs.items == NULL);
+        free(text);
+    }
+    CHECK(sizeof BAD / sizeof BAD[0] >= 30);
+}
+
+/* The example test message of the brief, exactly. */
+static void test_unknown_field_message(void) {
+    char *text = patched(HP("{\"maxTrail\": 20}"));
+    tn_spec s;
+    spec_errors errs;
+    CHECK_INT_EQ(spec_parse(text, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 1);
+    if (errs.n == 1) {
+        char line[256];
+        snprintf(line, sizeof line, "%s: %s", errs.items[0].path, errs.items[0].message);
+        CHECK_MSG(strcmp(line, "trainingInput.hyperparameters.maxTrail: unknown field (did "
+                               "you mean \"maxTrials\"?)") == 0, "got %s", line);
+    }
+    spec_errors_clear(&errs);
+    free(text);
+}
+
+/* Five independent mistakes at five levels: all five reported in one parse. */
+static void test_five_errors_at_once(void) {
+    char *text = patched("{\"jobId\": \"bad id\", \"trainingInput\": {"
+                         "\"scaleTier\": \"PREMIUM_1\", \"trialTimeout\": \"soon\","
+                         "\"hyperparameters\": {\"maxTrail\": 3, \"params\": ["
+                         P_LR "," P_HU "," P_OPT ", {\"parameterName\": \"batch_size\", "
+                         "\"type\": \"DISCRETE\", \"discreteValues\": [64, 32]}]}}}");
+    tn_spec s;
+    spec_errors errs;
+    CHECK_INT_EQ(spec_parse(text, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 5);
+    CHECK(has_error(&errs, "jobId", "must start with a letter"));
+    CHECK(has_error(&errs, "trainingInput.scaleTier", "not supported locally"));
+    CHECK(has_error(&errs, "trainingInput.trialTimeout", "expected a duration"));
+    CHECK(has_error(&errs, "trainingInput.hyperparameters.maxTrail", "did you mean"));
+    CHECK(has_error(&errs, "trainingInput.hyperparameters.params[3].discreteValues[1]",
+                    "strictly increasing"));
+    if (errs.n != 5) print_errors(&errs);
+    CHECK(spec_is_zero(&s));
+    spec_errors_clear(&errs);
+    free(text);
+}
+
+/* ---- Happy paths ---- */
+
+/* Parses text, which must be valid; on failure prints the errors. */
+static int parse_ok(const char *text, int for_ask_tell, tn_spec *s) {
+    spec_errors errs;
+    int rc = spec_parse(text, "spec.json", for_ask_tell, s, &errs);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_INT_EQ(errs.n, 0);
+    if (rc != 0) print_errors(&errs);
+    spec_errors_clear(&errs);
+    return rc;
+}
+
+static void test_design_example(void) {
+    tn_spec s;
+    if (parse_ok(DESIGN_SPEC, 0, &s) != 0) return;
+    CHECK_STR_CONTAINS(s.job_id, "fashion_mlp");
+    CHECK(strcmp(s.job_id, "fashion_mlp") == 0);
+    CHECK_INT_EQ(s.scale_tier, SPEC_CUSTOM);
+    CHECK_INT_EQ(s.worker_count, 1);
+    CHECK_INT_EQ(s.ps_count, 0);
+    CHECK_INT_EQ(s.evaluator_count, 0);
+    CHECK_INT_EQ(s.use_chief_in_tf_config, 1);
+    CHECK(strcmp(s.job_dir, "runs/fashion_mlp") == 0);
+    CHECK_INT_EQ(s.ncommand, 3);
+    CHECK(s.ncommand == 3 && strcmp(s.command[0], "trainer") == 0 &&
+          strcmp(s.command[2], "--epochs=5") == 0);
+    CHECK(s.python_module == NULL);
+    CHECK_INT_EQ(s.nargs, 0);
+    CHECK_INT_EQ(s.goal, SPEC_MAXIMIZE);
+    CHECK(strcmp(s.metric_tag, "accuracy") == 0);
+    CHECK_INT_EQ(s.max_trials, 20);
+    CHECK_INT_EQ(s.max_parallel_trials, 2);
+    CHECK_INT_EQ(s.max_failed_trials, 4);
+    CHECK_INT_EQ(s.enable_early_stopping, 1);
+    CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
+    CHECK(s.resume_previous_job_id == NULL);
+    CHECK_INT_EQ(s.max_replica_restarts, 5);
+    CHECK_INT_EQ(s.max_job_retries, 3);
+    CHECK(s.trial_timeout_seconds == 0);
+    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) {
+        CHECK_INT_EQ(s.resources[t].cores, 1);
+        CHECK_INT_EQ(s.resources[t].gpus, 0);
+    }
+
+    CHECK_INT_EQ(s.space.n, 4);
+    if (s.space.n == 4) {
+        const sp_param *p = s.space.params;
+        CHECK(strcmp(p[0].name, "learning_rate") == 0);
+        CHECK_INT_EQ(p[0].type, SP_DOUBLE);
+        CHECK_INT_EQ(p[0].scale, SP_LOG);
+        CHECK_NEAR(p[0].min, 0.001, 0, 0);
+        CHECK_NEAR(p[0].max, 0.3, 0, 0);
+        CHECK_INT_EQ(p[1].type, SP_INTEGER);
+        CHECK_INT_EQ(p[1].scale, SP_SCALE_NONE);
+        CHECK_NEAR(p[1].min, 32, 0, 0);
+        CHECK_NEAR(p[1].max, 512, 0, 0);
+        CHECK_INT_EQ(p[2].type, SP_CATEGORICAL);
+        CHECK_INT_EQ(p[2].ncategories, 2);
+        CHECK(p[2].ncategories == 2 && strcmp(p[2].categories[1], "adam") == 0);
+        CHECK_INT_EQ(p[3].type, SP_DISCRETE);
+        CHECK_INT_EQ(p[3].nvalues, 3);
+        CHECK(p[3].nvalues == 3 && p[3].values[0] == 64 && p[3].values[2] == 256);
+        CHECK_INT_EQ(sp_space_find(&s.space, "batch_size"), 3);
+    }
+
+    /* The trainingInput object outlives the parse: TF_CONFIG's "job". */
+    CHECK(json_is_object(s.training_input));
+    CHECK(strcmp(json_string_value(json_object_get(s.training_input, "scaleTier")), "CUSTOM")
+          == 0);
+    CHECK(json_is_object(json_object_get(s.training_input, "hyperparameters")));
+
+    CHECK(strcmp(spec_replica_name(&s, SPEC_CHIEF), "chief") == 0);
+    CHECK(strcmp(spec_replica_name(&s, SPEC_WORKER), "worker") == 0);
+    CHECK(strcmp(spec_replica_name(&s, SPEC_PS), "ps") == 0);
+    CHECK(strcmp(spec_replica_name(&s, SPEC_EVALUATOR), "evaluator") == 0);
+    CHECK_INT_EQ(spec_replica_count(&s, SPEC_CHIEF), 1);
+    CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 1);
+    CHECK_INT_EQ(spec_replica_count(&s, SPEC_PS), 0);
+    CHECK_INT_EQ(spec_replica_count(&s, SPEC_EVALUATOR), 0);
+    spec_clear(&s);
+    CHECK(spec_is_zero(&s));
+    spec_clear(&s); /* a cleared spec clears again */
+    spec_clear(NULL);
+    spec_errors_clear(NULL);
+}
+
+#define MINIMAL(ti)                                                                       \
+    "{\"jobId\": \"m\", \"trainingInput\": {" ti "\"hyperparameters\": {\"params\": ["    \
+    "{\"parameterName\": \"x\", \"type\": \"INTEGER\", \"minValue\": 1, \"maxValue\": 3}]}}}"
+
+static void test_defaults(void) {
+    tn_spec s;
+    if (parse_ok(MINIMAL("\"command\": [\"t\"],"), 0, &s) != 0) return;
+    CHECK_INT_EQ(s.scale_tier, SPEC_BASIC);
+    CHECK_INT_EQ(s.worker_count + s.ps_count + s.evaluator_count, 0);
+    CHECK(strcmp(s.job_dir, "runs/m") == 0);
+    CHECK(strcmp(s.metric_tag, "training/hptuning/metric") == 0);
+    CHECK_INT_EQ(s.goal, SPEC_MAXIMIZE);
+    CHECK_INT_EQ(s.max_trials, 1);
+    CHECK_INT_EQ(s.max_parallel_trials, 1);
+    CHECK_INT_EQ(s.max_failed_trials, 1); /* 0 means maxTrials */
+    CHECK_INT_EQ(s.enable_early_stopping, 0);
+    CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
+    CHECK_INT_EQ(s.use_chief_in_tf_config, 1);
+    CHECK_INT_EQ(s.max_replica_restarts, 5);
+    CHECK_INT_EQ(s.max_job_retries, 3);
+    CHECK(s.trial_timeout_seconds == 0);
+    CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 1);
+    CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 0);
+    CHECK(s.args == NULL && s.nargs == 0);
+    CHECK_INT_EQ(s.space.n, 1);
+    CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 0);
+    spec_clear(&s);
+
+    /* maxFailedTrials 0 is AI Platform's "decide for me": maxTrials. null is "not set". */
+    char *text = patched(HP("{\"maxFailedTrials\": 0, \"maxParallelTrials\": null, "
+                            "\"goal\": \"GOAL_TYPE_UNSPECIFIED\", \"enableTrialEarlyStopping\": "
+                            "null, \"hyperparameterMetricTag\": null}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.max_failed_trials, 20);
+        CHECK_INT_EQ(s.max_parallel_trials, 1);
+        CHECK_INT_EQ(s.goal, SPEC_MAXIMIZE);
+        CHECK_INT_EQ(s.enable_early_stopping, 0);
+        CHECK(strcmp(s.metric_tag, "training/hptuning/metric") == 0);
+        spec_clear(&s);
+    }
+    free(text);
+    char nulls[] = MINIMAL("\"command\": [\"t\"], \"jobDir\": null, \"scaleTier\": null, "
+                           "\"resources\": null,");
+    if (parse_ok(nulls, 0, &s) == 0) {
+        CHECK(strcmp(s.job_dir, "runs/m") == 0);
+        CHECK_INT_EQ(s.scale_tier, SPEC_BASIC);
+        spec_clear(&s);
+    }
+}
+
+/* jobId: at most 128 characters; resumePreviousJobId follows the same rule. */
+static void test_job_id_length(void) {
+    char id[130], patch[300];
+    memset(id, 'a', 129);
+    id[129] = '\0';
+    tn_spec s;
+    spec_errors errs;
+    snprintf(patch, sizeof patch, "{\"jobId\": \"%s\"}", id);
+    char *text = patched(patch);
+    CHECK_INT_EQ(spec_parse(text, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK(errs.n == 1 && has_error(&errs, "jobId", "at most 128 characters"));
+    spec_errors_clear(&errs);
+    free(text);
+    id[128] = '\0';
+    snprintf(patch, sizeof patch, "{\"jobId\": \"%s\"}", id);
+    text = patched(patch);
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(strlen(s.job_id), 128);
+        spec_clear(&s);
+    }
+    free(text);
+}
+
+static void test_tiers(void) {
+    tn_spec s;
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"BASIC_GPU\","), 0, &s) == 0) {
+        CHECK_INT_EQ(s.scale_tier, SPEC_BASIC_GPU);
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 1);
+        CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 0);
+        CHECK_INT_EQ(s.worker_count + s.ps_count + s.evaluator_count, 0);
+        spec_clear(&s);
+    }
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"BASIC_GPU\", \"resources\": "
+                         "{\"chief\": {\"cores\": 4, \"gpus\": 2}},"), 0, &s) == 0) {
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 4);
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 2);
+        spec_clear(&s);
+    }
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"STANDARD_1\","), 0, &s) == 0) {
+        CHECK_INT_EQ(s.scale_tier, SPEC_STANDARD_1);
+        CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 4);
+        CHECK_INT_EQ(spec_replica_count(&s, SPEC_PS), 3);
+        CHECK_INT_EQ(spec_replica_count(&s, SPEC_EVALUATOR), 0);
+        spec_clear(&s);
+    }
+    /* CUSTOM with AI Platform's int64-as-string counts. */
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"CUSTOM\", \"workerCount\": "
+                         "\"2\", \"parameterServerCount\": \"1\", \"evaluatorCount\": 1,"),
+                 0, &s) == 0) {
+        CHECK_INT_EQ(s.worker_count, 2);
+        CHECK_INT_EQ(s.ps_count, 1);
+        CHECK_INT_EQ(s.evaluator_count, 1);
+        spec_clear(&s);
+    }
+    /* CUSTOM with no counts: the chief alone. */
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"CUSTOM\","), 0, &s) == 0) {
+        CHECK_INT_EQ(s.worker_count + s.ps_count + s.evaluator_count, 0);
+        spec_clear(&s);
+    }
+}
+
+static void test_master_and_extensions(void) {
+    tn_spec s;
+    const char *text = MINIMAL(
+        "\"command\": [\"t\"], \"useChiefInTfConfig\": false, \"scaleTier\": \"CUSTOM\", "
+        "\"workerCount\": 2, \"resources\": {\"master\": {\"cores\": 8}, \"worker\": "
+        "{\"cores\": 2, \"gpus\": 1}, \"ps\": {}}, \"restartPolicy\": {\"maxReplicaRestarts\": "
+        "0, \"maxJobRetries\": 7}, \"trialTimeout\": \"1.5s\", \"args\": [\"--a=1\", \"--b\"],");
+    if (parse_ok(text, 0, &s) != 0) return;
+    CHECK(strcmp(spec_replica_name(&s, SPEC_CHIEF), "master") == 0);
+    CHECK(strcmp(spec_replica_name(&s, SPEC_WORKER), "worker") == 0);
+    CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 8);
+    CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 0);
+    CHECK_INT_EQ(s.resources[SPEC_WORKER].cores, 2);
+    CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 1);
+    CHECK_INT_EQ(s.resources[SPEC_PS].cores, 1);
+    CHECK_INT_EQ(s.max_replica_restarts, 0);
+    CHECK_INT_EQ(s.max_job_retries, 7);
+    CHECK_NEAR(s.trial_timeout_seconds, 1.5, 0, 0);
+    CHECK_INT_EQ(s.nargs, 2);
+    CHECK(s.nargs == 2 && strcmp(s.args[1], "--b") == 0);
+    spec_clear(&s);
+
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"trialTimeout\": 600,"), 0, &s) == 0) {
+        CHECK_NEAR(s.trial_timeout_seconds, 600, 0, 0);
+        spec_clear(&s);
+    }
+    if (parse_ok(MINIMAL("\"command\": [\"t\"], \"trialTimeout\": \"600s\","), 0, &s) == 0) {
+        CHECK_NEAR(s.trial_timeout_seconds, 600, 0, 0);
+        spec_clear(&s);
+    }
+}
+
+static void test_program(void) {
+    tn_spec s;
+    /* ask/tell: neither command nor pythonModule. */
+    const char *none = MINIMAL("");
+    if (parse_ok(none, 1, &s) == 0) {
+        CHECK(s.command == NULL && s.ncommand == 0 && s.python_module == NULL);
+        spec_clear(&s);
+    }
+    spec_errors errs;
+    CHECK_INT_EQ(spec_parse(none, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK(has_error(&errs, "trainingInput", "needs \"command\""));
+    spec_errors_clear(&errs);
+    /* errs may be NULL: the errors are discarded. */
+    CHECK_INT_EQ(spec_parse(none, "spec.json", 0, &s, NULL), TN_EINVAL);
+
+    if (parse_ok(MINIMAL("\"pythonModule\": \"trainer.task\","), 0, &s) == 0) {
+        CHECK(strcmp(s.python_module, "trainer.task") == 0);
+        CHECK(s.command == NULL);
+        spec_clear(&s);
+    }
+}
+
+static void test_search_fields(void) {
+    tn_spec s;
+    char *text = patched(HP("{\"goal\": \"MINIMIZE\", \"algorithm\": \"GRID_SEARCH\", "
+                            "\"resumePreviousJobId\": \"older_study\", \"params\": ["
+                            P_HU "," P_OPT ", {\"parameterName\": \"batch_size\", \"type\": "
+                            "\"DISCRETE\", \"discreteValues\": [8, 16.5, 1e3], \"scaleType\": "
+                            "\"UNIT_LOG_SCALE\"}, {\"parameterName\": \"drop.out-rate\", "
+                            "\"type\": \"INTEGER\", \"minValue\": 3, \"maxValue\": 3, "
+                            "\"scaleType\": \"UNIT_LINEAR_SCALE\"}]}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.goal, SPEC_MINIMIZE);
+        CHECK_INT_EQ(s.algorithm, SP_ALGO_GRID);
+        CHECK(strcmp(s.resume_previous_job_id, "older_study") == 0);
+        CHECK_INT_EQ(s.space.n, 4);
+        if (s.space.n == 4) {
+            CHECK_INT_EQ(s.space.params[2].scale, SP_SCALE_NONE); /* DISCRETE: no effect */
+            CHECK_NEAR(s.space.params[2].values[1], 16.5, 0, 0);
+            CHECK_NEAR(s.space.params[2].values[2], 1000, 0, 0);
+            CHECK_INT_EQ(s.space.params[3].scale, SP_LINEAR);
+            CHECK(strcmp(s.space.params[3].name, "drop.out-rate") == 0);
+        }
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(HP("{\"algorithm\": \"RANDOM_SEARCH\"}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.algorithm, SP_ALGO_RANDOM);
+        spec_clear(&s);
+    }
+    free(text);
+}
+
+/* AI Platform fields with no local effect are accepted, and the spec is unchanged. */
+static void test_compat_fields(void) {
+    tn_spec s;
+    char *text = patched(
+        "{\"labels\": {\"team\": \"vision\"}, \"etag\": \"abc=\", \"trainingInput\": {"
+        "\"region\": \"us-central1\", \"runtimeVersion\": \"2.11\", \"pythonVersion\": \"3.7\","
+        "\"masterType\": \"n1-standard-8\", \"workerType\": \"n1-standard-8\","
+        "\"parameterServerType\": \"n1-standard-4\", \"evaluatorType\": \"n1-standard-4\","
+        "\"masterConfig\": {\"imageUri\": \"gcr.io/x\"}, \"workerConfig\": {},"
+        "\"parameterServerConfig\": {}, \"evaluatorConfig\": {}, \"packageUris\": "
+        "[\"gs://b/p.tar.gz\"], \"scheduling\": {\"maxRunningTime\": \"7200s\"}, \"network\": "
+        "\"projects/1/global/networks/n\", \"serviceAccount\": \"sa@p.iam\", "
+        "\"enableWebAccess\": false, \"encryptionConfig\": {}}}");
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.worker_count, 1);
+        CHECK_INT_EQ(s.space.n, 4);
+        CHECK(json_is_string(json_object_get(s.training_input, "region")));
+        spec_clear(&s);
+    }
+    free(text);
+}
+
+/* ---- spec_load ---- */
+
+static void tmp_path(char *buf, size_t len, const char *name) {
+    const char *dir = getenv("TN_TEST_TMP");
+    snprintf(buf, len, "%s/test_spec_%ld_%s", dir && *dir ? dir : "/tmp", (long)getpid(), name);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_load(void) {
+    char path[512];
+    tn_spec s;
+    spec_errors errs;
+
+    tmp_path(path, sizeof path, "good.json");
+    write_file(path, DESIGN_SPEC);
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), 0);
+    CHECK_INT_EQ(errs.n, 0);
+    CHECK(s.job_id && strcmp(s.job_id, "fashion_mlp") == 0);
+    CHECK_INT_EQ(s.space.n, 4);
+    spec_clear(&s);
+    spec_errors_clear(&errs);
+    remove(path);
+
+    /* A syntax error names the file, line and column. */
+    tmp_path(path, sizeof path, "bad.json");
+    write_file(path, "{\n  \"jobId\": \"a\",\n  \"trainingInput\": {,}\n}\n");
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 1);
+    if (errs.n == 1) {
+        char want[600];
+        snprintf(want, sizeof want, "%s:3:", path);
+        CHECK_STR_CONTAINS(errs.items[0].message, want);
+        CHECK(strcmp(errs.items[0].path, "") == 0);
+    }
+    spec_errors_clear(&errs);
+    remove(path);
+
+    tmp_path(path, sizeof path, "missing.json");
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_ENOENT);
+    CHECK_INT_EQ(errs.n, 1);
+    if (errs.n == 1) {
+        CHECK(strcmp(errs.items[0].path, "") == 0);
+        CHECK_STR_CONTAINS(errs.items[0].message, path);
+        CHECK_STR_CONTAINS(errs.items[0].message, "No such file");
+    }
+    CHECK(spec_is_zero(&s));
+    spec_errors_clear(&errs);
+    CHECK_INT_EQ(spec_load(path, 0, &s, NULL), TN_ENOENT);
+}
+
+int main(void) {
+    RUN(test_bad_specs);
+    RUN(test_unknown_field_message);
+    RUN(test_five_errors_at_once);
+    RUN(test_design_example);
+    RUN(test_defaults);
+    RUN(test_job_id_length);
+    RUN(test_tiers);
+    RUN(test_master_and_extensions);
+    RUN(test_program);
+    RUN(test_search_fields);
+    RUN(test_compat_fields);
+    RUN(test_load);
+    return check_summary();
+}

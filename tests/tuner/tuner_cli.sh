@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# tuner_cli.sh — end-to-end tests of the `tuner` command: studies of real processes.
+#
+#   tuner_cli.sh BIN_DIR WORKDIR      (BIN_DIR holds tuner and trainer)
+#
+# Each case prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N
+# failed"; the exit status is non-zero when anything failed.
+set -u
+BIN=$1
+WORK=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TUNER="$BIN/tuner"
+CHECK="$HERE/check_replica.py"
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+export TUNER_DB="$WORK/tuner.db"
+passed=0
+failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
+# Field of `tuner trials STUDY --format=csv` rows: count of trials in a state.
+count_state() { "$TUNER" trials "$1" --format=csv | awk -F, -v s="$2" 'NR > 1 && $2 == s' | wc -l; }
+study_state() { "$TUNER" show "$1" --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+
+# spec NAME TIER EXTRA_TRAINING_INPUT MAX_TRIALS PARALLEL COMMAND_JSON [HP_EXTRA] [PARAMS]
+spec() {
+  local params=${8:-'{"parameterName": "x", "type": "DOUBLE", "minValue": -2, "maxValue": 2},
+      {"parameterName": "n", "type": "INTEGER", "minValue": 1, "maxValue": 4}'}
+  cat >"$1.json" <<JSON
+{
+  "jobId": "$1",
+  "trainingInput": {
+    "scaleTier": "$2", $3
+    "jobDir": "runs/$1",
+    "command": $6,
+    "hyperparameters": {
+      "goal": "MAXIMIZE", "hyperparameterMetricTag": "score",
+      "maxTrials": $4, "maxParallelTrials": $5, "algorithm": "RANDOM_SEARCH" ${7:-},
+      "params": [ $params ]
+    }
+  }
+}
+JSON
+}
+
+# --- validate ------------------------------------------------------------------
+spec good BASIC "" 3 1 '["/bin/true"]'
+out=$("$TUNER" validate good.json); rc=$?
+check validate_ok test $rc -eq 0
+check validate_summary grep -q "valid: study good, 2 parameters" <<<"$out"
+cat >bad.json <<'JSON'
+{"jobId": "9bad", "trainingInput": {"scaleTier": "BASIC", "command": ["x"],
+ "hyperparameters": {"maxTrail": 3, "params": [
+   {"parameterName": "a", "type": "DOUBLE", "minValue": 2, "maxValue": 1},
+   {"parameterName": "a", "type": "CATEGORICAL", "categoricalValues": []}]}}}
+JSON
+err=$("$TUNER" validate bad.json 2>&1); rc=$?
+check validate_bad_exit2 test $rc -eq 2
+check validate_bad_jobid grep -q "bad.json: jobId:" <<<"$err"
+check validate_bad_typo grep -q 'maxTrail: unknown field (did you mean "maxTrials"?)' <<<"$err"
+check validate_bad_range grep -q "params\[0\]" <<<"$err"
+check validate_bad_dup grep -q "params\[1\].parameterName" <<<"$err"
+check validate_bad_empty grep -q "params\[1\].categoricalValues" <<<"$err"
+err=$("$TUNER" validate nope.json 2>&1); rc=$?
+check validate_missing_file test $rc -eq 2
+err=$("$TUNER" valdate good.json 2>&1); rc=$?
+check unknown_command grep -q "did you mean 'tuner validate'" <<<"$err"
+
+# --- the trial-job contract, every tier --------------------------------------------
+contract() { # NAME TIER EXTRA WORKERS PS EVALUATORS [--expect_master]
+  spec "$1" "$2" "$3" 3 2 "[\"python3\", \"$CHECK\", \"--expect_workers=$4\", \"--expect_ps=$5\",
+    \"--expect_evaluators=$6\", \"--expect_study=$1\", \"--expect_cores=1\" ${7:+, \"$7\"}]"
+  "$TUNER" run "$1.json" --seed=5 --oversubscribe --grace=2 --quiet >"$1.out" 2>&1
+  local rc=$?
+  check "contract_$1_exit0" test $rc -eq 0
+  check "contract_$1_all_succeeded" test "$(count_state "$1" SUCCEEDED)" -eq 3
+}
+contract basic BASIC "" 0 0 0
+contract standard STANDARD_1 "" 4 3 0
+contract custom CUSTOM '"workerCount": 2, "parameterServerCount": 1, "evaluatorCount": 1,' 2 1 1
+contract legacy CUSTOM '"workerCount": 1, "useChiefInTfConfig": false,' 1 0 0 --expect_master=1
+check contract_logs_written test -s runs/standard/1/logs/ps-2.log -o -f runs/standard/1/logs/ps-2.log
+
+# --- restarts, retries, permanent errors ----------------------------------------------
+flaky='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; n=$(cat $d/count 2>/dev/null || echo 0); echo $((n+1)) > $d/count; [ $n -ge 2 ] || exit 1; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+spec flaky BASIC "" 1 1 "$flaky"
+"$TUNER" run flaky.json --quiet >flaky.out 2>&1
+check flaky_exit0 test $? -eq 0
+check flaky_succeeded test "$(count_state flaky SUCCEEDED)" -eq 1
+check flaky_restarts grep -q '"restarts": 2' <<<"$("$TUNER" trials flaky --format=json)"
+
+spec always BASIC '"restartPolicy": {"maxReplicaRestarts": 1, "maxJobRetries": 1},' 3 1 \
+  '["/bin/sh", "-c", "exit 1"]' ', "maxFailedTrials": 2'
+"$TUNER" run always.json --quiet >always.out 2>&1; rc=$?
+check always_study_failed_exit3 test $rc -eq 3
+check always_two_failed test "$(count_state always FAILED)" -eq 2
+check always_error grep -q "failed 2 times" <<<"$("$TUNER" trials always --format=csv)"
+check always_study_state test "$(study_state always)" = FAILED
+
+spec usage BASIC "" 1 1 '["/bin/sh", "-c", "echo bad flags >&2; exit 2"]'
+"$TUNER" run usage.json --quiet >/dev/null 2>&1
+check permanent_failed test "$(count_state usage FAILED)" -eq 1
+check permanent_one_attempt grep -q '"attempts": 1' <<<"$("$TUNER" trials usage --format=json)"
+
+spec nometric BASIC "" 1 1 '["/bin/true"]'
+"$TUNER" run nometric.json --quiet >/dev/null 2>&1
+check nometric_failed grep -q "no replica reported the metric 'score'" <<<"$("$TUNER" trials nometric --format=csv)"
+
+spec slow BASIC '"trialTimeout": "0.5s",' 1 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
+"$TUNER" run slow.json --quiet --grace=1 >/dev/null 2>&1
+check timeout_failed grep -q "timed out after 0.5s" <<<"$("$TUNER" trials slow --format=csv)"
+
+spec missing BASIC "" 1 1 '["no-such-program-xyz"]'
+err=$("$TUNER" run missing.json 2>&1); rc=$?
+check missing_program_exit2 test $rc -eq 2
+check missing_program_message grep -q "cannot run 'no-such-program-xyz'" <<<"$err"
+
+spec huge BASIC '"resources": {"chief": {"cores": 64}},' 1 1 '["/bin/true"]'
+err=$("$TUNER" run huge.json --cores=2 2>&1); rc=$?
+check never_fits_exit2 test $rc -eq 2
+check never_fits_message grep -q "needs 64 cores but the machine has 2" <<<"$err"
+check never_fits_not_stored test "$("$TUNER" show huge >/dev/null 2>&1; echo $?)" -eq 4
+
+err=$("$TUNER" run good.json --quiet 2>&1); "$TUNER" run good.json >/dev/null 2>&1; rc=$?
+check duplicate_study_exit2 test $rc -eq 2
+
+# --- 20 trials of the real trainer, 2 in parallel, chief + 1 worker -------------------
+spec real CUSTOM '"workerCount": 1,' 20 2 "[\"trainer\", \"--max_train_examples=1000\",
+  \"--max_eval_examples=300\", \"--epochs=2\", \"--hidden_units=32\", \"--batch_size=100\"]" "" \
+  '{"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 0.01, "maxValue": 0.5,
+    "scaleType": "UNIT_LOG_SCALE"},
+   {"parameterName": "optimizer", "type": "CATEGORICAL", "categoricalValues": ["momentum", "adam"]}'
+sed -i 's/"score"/"accuracy"/' real.json
+"$TUNER" run real.json --seed=11 --oversubscribe --quiet >real.out 2>&1; rc=$?
+check real_exit0 test $rc -eq 0
+check real_20_succeeded test "$(count_state real SUCCEEDED)" -eq 20
+best=$("$TUNER" best real --format=json)
+want=$("$TUNER" trials real --format=json | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+print(max(t, key=lambda r: (r["objective"], -r["number"]))["number"])')
+check real_best_named test "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["number"])' <<<"$best")" = "$want"
+check real_worker_private grep -q "trains on its own" runs/real/1/logs/worker-0.log
+check real_chief_model test -s runs/real/1/model.ckpt
+
+# --- SIGKILL the tuner at several points, then resume: nothing lost or doubled ------
+sleeper='["/bin/sh", "-c", "sleep 0.3; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+for at in 0.4 1.1 1.9; do
+  name="kill_${at/./_}"
+  spec "$name" BASIC "" 12 2 "$sleeper"
+  "$TUNER" run "$name.json" --seed=2 --quiet >/dev/null 2>&1 &
+  pid=$!
+  sleep "$at"
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  "$TUNER" resume "$name" --quiet >"$name.out" 2>&1; rc=$?
+  check "${name}_resume_exit0" test $rc -eq 0
+  rows=$("$TUNER" trials "$name" --format=csv | tail -n +2)
+  check "${name}_12_trials" test "$(wc -l <<<"$rows")" -eq 12
+  check "${name}_numbers_1_to_12" test "$(cut -d, -f1 <<<"$rows" | sort -n | uniq | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 9 10 11 12 "
+  check "${name}_all_succeeded" test "$(count_state "$name" SUCCEEDED)" -eq 12
+done
+
+# A trainer trial killed mid-run resumes from its checkpoint.
+spec ckpt BASIC "" 1 1 "[\"trainer\", \"--max_train_examples=6000\", \"--max_eval_examples=300\",
+  \"--epochs=3\", \"--batch_size=50\", \"--checkpoint_every=20\", \"--threads=1\"]" "" \
+  '{"parameterName": "learning_rate", "type": "DISCRETE", "discreteValues": [0.05]}'
+sed -i 's/"score"/"accuracy"/' ckpt.json
+"$TUNER" run ckpt.json --quiet >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 400); do
+  ls runs/ckpt/1/checkpoints/ckpt-*.ckpt >/dev/null 2>&1 && break
+  sleep 0.01
+done
+kill -9 $pid; wait $pid 2>/dev/null
+"$TUNER" resume ckpt --quiet >/dev/null 2>&1; rc=$?
+check ckpt_resume_exit0 test $rc -eq 0
+check ckpt_resumed_from_checkpoint grep -q "resumed from" runs/ckpt/1/logs/chief-0.log
+check ckpt_succeeded test "$(count_state ckpt SUCCEEDED)" -eq 1
+
+# --- Ctrl-C: replicas stopped, study STOPPED, resumable ----------------------------
+spec intr BASIC "" 4 2 '["/bin/sh", "-c", "sleep 30", "sh"]'
+"$TUNER" run intr.json --quiet --grace=1 >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -INT $pid; wait $pid; rc=$?
+check sigint_exit130 test $rc -eq 130
+check sigint_study_stopped test "$(study_state intr)" = STOPPED
+check sigint_trials_pending test "$(count_state intr PENDING)" -eq 2
+check sigint_no_orphans sh -c "! pgrep -f '[s]leep 30' >/dev/null"
+
+# --- cancel a running study -----------------------------------------------------------
+spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
+"$TUNER" run canc.json --quiet --grace=1 >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+"$TUNER" cancel canc >/dev/null
+wait $pid; rc=$?
+check cancel_run_exit130 test $rc -eq 130
+check cancel_state test "$(study_state canc)" = CANCELLED
+check cancel_trial_cancelled test "$(count_state canc CANCELLED)" -eq 1
+
+# --- ask and tell ----------------------------------------------------------------
+cat >at.json <<'JSON'
+{"jobId": "asktell", "trainingInput": {"hyperparameters": {"goal": "MINIMIZE",
+ "hyperparameterMetricTag": "loss", "maxTrials": 10, "algorithm": "RANDOM_SEARCH",
+ "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.001, "maxValue": 1,
+             "scaleType": "UNIT_LOG_SCALE"}]}}}
+JSON
+err=$("$TUNER" run at.json 2>&1); rc=$?
+check ask_tell_spec_needs_command_for_run test $rc -eq 2
+"$TUNER" create at.json --seed=4 >/dev/null
+check create_ok test $? -eq 0
+for i in 1 2 3 4 5 6 7 8; do "$TUNER" ask asktell >"ask$i.json" & done
+wait
+nums=$(cat ask*.json | python3 -c 'import sys, json; print(" ".join(sorted(str(json.loads(l)["trial"]) for l in sys.stdin)))')
+check ask_concurrent_distinct test "$(tr ' ' '\n' <<<"$nums" | sort -u | wc -l)" -eq 8
+for i in 1 2 3 4 5 6 7; do "$TUNER" tell asktell "$i" "0.$i" >/dev/null; done
+"$TUNER" tell asktell 8 --failed >/dev/null
+check tell_best grep -q '"number": 1' <<<"$("$TUNER" best asktell --format=json)"
+err=$("$TUNER" tell asktell 3 0.5 2>&1); rc=$?
+check tell_twice_refused grep -q "already SUCCEEDED" <<<"$err"
+err=$("$TUNER" tell asktell 99 0.5 2>&1); rc=$?
+check tell_unknown_exit4 test $rc -eq 4
+"$TUNER" ask asktell >/dev/null && "$TUNER" ask asktell >/dev/null
+err=$("$TUNER" ask asktell 2>&1); rc=$?
+check ask_exhausted_exit5 test $rc -eq 5
+
+# --- read commands --------------------------------------------------------------
+out=$("$TUNER" list)
+check list_has_studies grep -q "asktell" <<<"$out"
+check list_json python3 -c 'import json,sys; assert len(json.load(sys.stdin)) >= 10' <<<"$("$TUNER" list --format=json)"
+check show_counts grep -q "SUCCEEDED" <<<"$("$TUNER" show real)"
+check trials_csv_header grep -q "^number,state,objective" <<<"$("$TUNER" trials real --format=csv)"
+check logs_chief grep -q "training mlp" <<<"$("$TUNER" logs real 1)"
+err=$("$TUNER" show nosuch 2>&1); rc=$?
+check show_missing_exit4 test $rc -eq 4
+check db_flag_anywhere grep -q "asktell" <<<"$(cd / && "$TUNER" list --db "$TUNER_DB")"
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,602 @@
+/*
+ * main.c — the `tuner` command: dispatch, and the commands that run or drive a study
+ * (run, resume, create, validate, ask, tell). The read-only commands are in query.c.
+ *
+ * `--db=PATH` (or $TUNER_DB; default tuner.db) may appear anywhere on the line. Exit
+ * codes are in commands.h and docs/cli.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/flags.h"
+#include "common/status.h"
+#include "common/text.h"
+#include "tuner/commands.h"
+#include "tuner/spec.h"
+#include "tuner/store.h"
+#include "tuner/study.h"
+
+#define NFLAGS(t) (sizeof(t) / sizeof((t)[0]))
+
+static int usage_error(const char *cmd, const char *msg) {
+    fprintf(stderr, "tuner: error: %s\nhint: run 'tuner %s --help'\n", msg, cmd);
+    return TUNER_EXIT_USAGE;
+}
+
+/* Parses a command's flags; prints help or the error. Returns -1 to go on, else the
+ * exit code to return. */
+static int parse_cmd(const char *cmd, const char *synopsis, const char *about,
+                     const tn_flag *flags, size_t n, int argc, char **argv, int *pos, int maxpos,
+                     int *npos) {
+    char err[512];
+    int rc = tn_flags_parse(flags, n, argc, argv, pos, maxpos, npos, err, sizeof err);
+    if (rc == 1) {
+        printf("usage: tuner %s\n\n%s\n", synopsis, about);
+        if (n) {
+            printf("\nflags:\n");
+            tn_flags_help(stdout, flags, n);
+        }
+        printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
+        return TUNER_EXIT_OK;
+    }
+    if (rc) return usage_error(cmd, err);
+    return -1;
+}
+
+static void print_spec_errors(const char *path, const spec_errors *e) {
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->items[i].path[0])
+            fprintf(stderr, "%s: %s: %s\n", path, e->items[i].path, e->items[i].message);
+        else
+            fprintf(stderr, "%s: %s\n", path, e->items[i].message);
+    }
+    fprintf(stderr, "tuner: error: %s has %zu problem%s; nothing was run\n", path, e->n,
+            e->n == 1 ? "" : "s");
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = tn_xmalloc(cap);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len < 2) buf = tn_xrealloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* The spec text to store: the file's JSON with trainingInput.jobDir made absolute
+ * (relative to the current folder), so that the trials' folders are found whatever
+ * folder later commands run in; spec->job_dir is updated to match. Yours to free. */
+static char *stored_spec_text(const char *text, tn_spec *spec) {
+    json_t *doc = json_loads(text, 0, NULL);
+    json_t *ti = json_object_get(doc, "trainingInput");
+    if (!json_is_object(ti)) { /* spec_load accepted it, so this cannot happen */
+        json_decref(doc);
+        return tn_xstrdup(text);
+    }
+    if (spec->job_dir[0] != '/') {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd)) {
+            const char *rel = spec->job_dir;
+            while (rel[0] == '.' && rel[1] == '/') rel += 2;
+            size_t len = strlen(cwd) + strlen(rel) + 2;
+            char *abs = tn_xmalloc(len);
+            snprintf(abs, len, "%s/%s", cwd, rel);
+            free(spec->job_dir);
+            spec->job_dir = abs;
+        }
+    }
+    json_object_set_new(ti, "jobDir", json_string(spec->job_dir));
+    char *out = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_INDENT(2));
+    json_decref(doc);
+    if (!out) abort(); /* out of memory */
+    char *copy = tn_xstrdup(out);
+    free(out);
+    return copy;
+}
+
+static uint64_t random_seed(void) {
+    uint64_t s = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(&s, sizeof s, 1, f) != 1) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    if (f) fclose(f);
+    return s & INT64_MAX;
+}
+
+/* Takes the study's run lock (JOB_DIR/.tuner.lock, flock: released when the process
+ * dies, even by SIGKILL). Returns the fd, or -1 with the error printed. */
+static int lock_study(const tn_spec *spec) {
+    char path[PATH_MAX];
+    /* mkdir -p the job dir */
+    snprintf(path, sizeof path, "%s", spec->job_dir);
+    for (char *p = path + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = c;
+            if (!c) break;
+        }
+    }
+    snprintf(path, sizeof path, "%s/.tuner.lock", spec->job_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "tuner: error: cannot open %s: %s\nhint: check trainingInput.jobDir\n",
+                path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr,
+                "tuner: error: study %s is being run by another tuner process (%s is locked)\n",
+                spec->job_id, path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+typedef struct run_flags {
+    int64_t seed;
+    int cores, gpus, oversubscribe, quiet;
+    double poll, grace;
+} run_flags;
+
+static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
+                     const run_flags *rf, const cli_env *env) {
+    int lock = lock_study(spec);
+    if (lock < 0) return TUNER_EXIT_ERROR;
+    study_opts o = {.cores = rf->cores, .gpus = rf->gpus, .oversubscribe = rf->oversubscribe,
+                    .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
+                    .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
+    char err[2048];
+    int rc = study_run(st, spec, study, &o, err, sizeof err);
+    close(lock);
+    if (rc < 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return rc == TN_EINVAL ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
+    }
+    if (rc == STUDY_FAILED) {
+        fprintf(stderr, "tuner: error: study %s failed: %s\nhint: see `tuner trials %s` and "
+                        "`tuner logs %s TRIAL`\n",
+                study->name, err, study->name, study->name);
+        return TUNER_EXIT_FAILED;
+    }
+    if (rc == STUDY_INTERRUPTED) return TUNER_EXIT_INTERRUPTED;
+    /* Done: name the best trial. */
+    st_trial *trials = NULL;
+    size_t n = 0;
+    if (st_trial_list(st, study->id, &trials, &n, err, sizeof err) == 0) {
+        const st_trial *best = NULL;
+        for (size_t i = 0; i < n; i++) {
+            const st_trial *t = &trials[i];
+            if (strcmp(t->state, ST_TRIAL_SUCCEEDED) || !t->has_objective) continue;
+            if (!best || (spec->goal == SPEC_MAXIMIZE ? t->objective > best->objective
+                                                      : t->objective < best->objective))
+                best = t;
+        }
+        if (best)
+            printf("best: trial %lld, %s = %.6g, %s\n", (long long)best->number, spec->metric_tag,
+                   best->objective, best->params);
+        else
+            printf("no trial succeeded\n");
+        st_trials_free(trials, n);
+    }
+    return TUNER_EXIT_OK;
+}
+
+static const char run_about[] =
+    "Validates the spec, stores it as a new study named by its jobId, and runs it: every\n"
+    "trial a job of local processes (chief, workers, parameter servers, evaluators) given\n"
+    "TF_CONFIG and --NAME=VALUE flags, metrics read by the cloudml-hypertune protocol,\n"
+    "failed replicas restarted. Ctrl-C stops the running trials; `tuner resume` carries on.";
+
+#define RUN_FLAGS(rf)                                                                       \
+    {"seed", TN_FLAG_INT64, &(rf).seed, "N", "sampler seed (default: random, stored)"},     \
+    {"cores", TN_FLAG_INT, &(rf).cores, "N", "cores to schedule on (0: all online)"},      \
+    {"gpus", TN_FLAG_INT, &(rf).gpus, "N", "GPUs to schedule on"},                          \
+    {"oversubscribe", TN_FLAG_BOOL, &(rf).oversubscribe, NULL,                              \
+     "start trials even when their replicas' resources do not fit"},                       \
+    {"poll", TN_FLAG_DOUBLE, &(rf).poll, "SECONDS", "how often metric files are read"},    \
+    {"grace", TN_FLAG_DOUBLE, &(rf).grace, "SECONDS", "SIGTERM to SIGKILL when stopping"},  \
+    {"quiet", TN_FLAG_BOOL, &(rf).quiet, NULL, "no progress output"}
+
+int cmd_run(int argc, char **argv, const cli_env *env) {
+    run_flags rf = {.seed = -1, .poll = 0.5, .grace = 10};
+    const tn_flag flags[] = {RUN_FLAGS(rf)};
+    int pos[1], npos = 0;
+    int rc = parse_cmd("run", "run SPEC.json [flags]", run_about, flags, NFLAGS(flags), argc, argv,
+                       pos, 1, &npos);
+    if (rc >= 0) return rc;
+    if (npos != 1) return usage_error("run", "run takes one argument: the spec file");
+    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < 0)
+        return usage_error("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+    const char *path = argv[pos[0]];
+    tn_spec spec;
+    spec_errors errs = {0};
+    if (spec_load(path, 0, &spec, &errs) != 0) {
+        print_spec_errors(path, &errs);
+        spec_errors_clear(&errs);
+        return TUNER_EXIT_USAGE;
+    }
+    char err[1024];
+    study_opts pre = {.cores = rf.cores, .gpus = rf.gpus, .oversubscribe = rf.oversubscribe,
+                      .self_dir = env->self_dir};
+    if (study_preflight(&spec, &pre, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        spec_clear(&spec);
+        return TUNER_EXIT_USAGE;
+    }
+    st_store *st = NULL;
+    st_study study = {0};
+    char *raw = read_file(path);
+    char *text = stored_spec_text(raw ? raw : "", &spec);
+    free(raw);
+    int exit_code = TUNER_EXIT_ERROR;
+    if (st_open(env->db, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        goto done;
+    }
+    rc = st_study_get(st, spec.job_id, &study, err, sizeof err);
+    if (rc == 0) {
+        fprintf(stderr,
+                "tuner: error: a study named %s already exists in %s (%s)\nhint: `tuner resume "
+                "%s` carries it on; for a new study change jobId\n",
+                spec.job_id, env->db, study.state, spec.job_id);
+        exit_code = TUNER_EXIT_USAGE;
+        goto done;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        goto done;
+    }
+    if (spec.resume_previous_job_id) {
+        st_study prev;
+        rc = st_study_get(st, spec.resume_previous_job_id, &prev, err, sizeof err);
+        if (rc != 0) {
+            fprintf(stderr, "tuner: error: resumePreviousJobId: %s\n",
+                    rc == 1 ? "no such study in the store" : err);
+            exit_code = rc == 1 ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_ERROR;
+            goto done;
+        }
+        st_study_clear(&prev);
+    }
+    int64_t seed = rf.seed >= 0 ? rf.seed : (int64_t)random_seed();
+    int64_t id;
+    if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
+        st_study_get(st, spec.job_id, &study, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        goto done;
+    }
+    if (!rf.quiet)
+        fprintf(stderr, "%s: study created in %s (seed %lld); trials in %s/\n", spec.job_id,
+                env->db, (long long)seed, spec.job_dir);
+    exit_code = run_study(st, &spec, &study, &rf, env);
+done:
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+    free(text);
+    return exit_code;
+}
+
+/* Opens the store and loads a study and its spec. Returns -1 on success, else the exit
+ * code (error printed). */
+static int load_study(const cli_env *env, const char *name, st_store **st, st_study *study,
+                      tn_spec *spec) {
+    char err[1024];
+    if (st_open(env->db, st, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    int rc = st_study_get(*st, name, study, err, sizeof err);
+    if (rc == 1) {
+        fprintf(stderr, "tuner: error: no study named %s in %s\nhint: run 'tuner list'\n", name,
+                env->db);
+        return TUNER_EXIT_NOT_FOUND;
+    }
+    if (rc) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    spec_errors errs = {0};
+    if (spec_parse(study->spec, name, 1, spec, &errs) != 0) {
+        print_spec_errors(name, &errs);
+        spec_errors_clear(&errs);
+        return TUNER_EXIT_ERROR;
+    }
+    return -1;
+}
+
+int cmd_resume(int argc, char **argv, const cli_env *env) {
+    run_flags rf = {.seed = -1, .poll = 0.5, .grace = 10};
+    const tn_flag flags[] = {RUN_FLAGS(rf)};
+    int pos[1], npos = 0;
+    int rc = parse_cmd("resume", "resume STUDY [flags]",
+                       "Carries on a study that was interrupted, killed or cancelled: trials that\n"
+                       "were running run again (their replicas resume from their checkpoints),\n"
+                       "finished trials are kept, and new trials are sampled up to maxTrials.",
+                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
+    if (rc >= 0) return rc;
+    if (npos != 1) return usage_error("resume", "resume takes one argument: the study name");
+    if (rf.seed >= 0) return usage_error("resume", "--seed is fixed when a study is created");
+    st_store *st = NULL;
+    st_study study = {0};
+    tn_spec spec = {0};
+    int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) {
+        if (!strcmp(study.state, ST_STUDY_SUCCEEDED)) {
+            printf("study %s is already complete\n", study.name);
+            exit_code = TUNER_EXIT_OK;
+        } else {
+            exit_code = run_study(st, &spec, &study, &rf, env);
+        }
+    }
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return exit_code;
+}
+
+int cmd_create(int argc, char **argv, const cli_env *env) {
+    int64_t seed = -1;
+    const tn_flag flags[] = {
+        {"seed", TN_FLAG_INT64, &seed, "N", "sampler seed (default: random, stored)"}};
+    int pos[1], npos = 0;
+    int rc = parse_cmd("create", "create SPEC.json [--seed=N]",
+                       "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
+                       "(the spec then needs no command), or to run later with `tuner resume`.",
+                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
+    if (rc >= 0) return rc;
+    if (npos != 1) return usage_error("create", "create takes one argument: the spec file");
+    const char *path = argv[pos[0]];
+    tn_spec spec;
+    spec_errors errs = {0};
+    if (spec_load(path, 1, &spec, &errs) != 0) {
+        print_spec_errors(path, &errs);
+        spec_errors_clear(&errs);
+        return TUNER_EXIT_USAGE;
+    }
+    char err[1024], *raw = read_file(path);
+    char *text = stored_spec_text(raw ? raw : "", &spec);
+    free(raw);
+    st_store *st = NULL;
+    int64_t id;
+    int exit_code = TUNER_EXIT_OK;
+    if (st_open(env->db, &st, err, sizeof err) != 0 ||
+        st_study_create(st, spec.job_id, text, seed >= 0 ? seed : (int64_t)random_seed(),
+                        ST_STUDY_CREATED, &id, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = strstr(err, "already exists") ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
+    } else {
+        printf("created study %s in %s (%zu parameter%s); next: `tuner ask %s`\n", spec.job_id,
+               env->db, spec.space.n, spec.space.n == 1 ? "" : "s", spec.job_id);
+    }
+    st_close(st);
+    spec_clear(&spec);
+    free(text);
+    return exit_code;
+}
+
+int cmd_validate(int argc, char **argv, const cli_env *env) {
+    int ask_tell = 0;
+    const tn_flag flags[] = {{"ask_tell", TN_FLAG_BOOL, &ask_tell, NULL,
+                              "the spec is for ask/tell: it needs no command"}};
+    int pos[1], npos = 0;
+    int rc = parse_cmd("validate", "validate SPEC.json [--ask-tell]",
+                       "Checks a spec and reports every problem at once, each with the JSON path\n"
+                       "of the field and what was expected. Runs nothing; exit 0 when valid.",
+                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
+    if (rc >= 0) return rc;
+    if (npos != 1) return usage_error("validate", "validate takes one argument: the spec file");
+    const char *path = argv[pos[0]];
+    tn_spec spec;
+    spec_errors errs = {0};
+    if (spec_load(path, ask_tell, &spec, &errs) != 0) {
+        print_spec_errors(path, &errs);
+        spec_errors_clear(&errs);
+        return TUNER_EXIT_USAGE;
+    }
+    static const char *algos[] = {"", "ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"};
+    printf("%s: valid: study %s, %zu parameter%s, %s, %s %s, maxTrials %d (%d in parallel), "
+           "replicas: 1 %s",
+           path, spec.job_id, spec.space.n, spec.space.n == 1 ? "" : "s", algos[spec.algorithm],
+           spec.goal == SPEC_MAXIMIZE ? "maximize" : "minimize", spec.metric_tag, spec.max_trials,
+           spec.max_parallel_trials, spec_replica_name(&spec, SPEC_CHIEF));
+    for (int t = SPEC_WORKER; t < SPEC_NREPLICA_TYPES; t++)
+        if (spec_replica_count(&spec, t))
+            printf(" + %d %s", spec_replica_count(&spec, t), spec_replica_name(&spec, t));
+    printf("\n");
+    spec_clear(&spec);
+    (void)env;
+    return TUNER_EXIT_OK;
+}
+
+int cmd_ask(int argc, char **argv, const cli_env *env) {
+    int pos[1], npos = 0;
+    int rc = parse_cmd("ask", "ask STUDY",
+                       "Creates the study's next trial and prints it as JSON:\n"
+                       "  {\"trial\": N, \"parameters\": {\"NAME\": VALUE, ...}}\n"
+                       "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
+                       "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
+                       "no trials left (maxTrials reached, or the grid exhausted).",
+                       NULL, 0, argc, argv, pos, 1, &npos);
+    if (rc >= 0) return rc;
+    if (npos != 1) return usage_error("ask", "ask takes one argument: the study name");
+    st_store *st = NULL;
+    st_study study = {0};
+    tn_spec spec = {0};
+    int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0 && (!strcmp(study.state, ST_STUDY_CANCELLED) ||
+                          !strcmp(study.state, ST_STUDY_FAILED) ||
+                          !strcmp(study.state, ST_STUDY_SUCCEEDED))) {
+        fprintf(stderr, "tuner: error: study %s is %s: it hands out no more trials\n", study.name,
+                study.state);
+        exit_code = TUNER_EXIT_EXHAUSTED;
+    }
+    if (exit_code < 0) {
+        char err[1024], *params = NULL;
+        int64_t number;
+        rc = study_ask(st, &spec, &study, &number, &params, err, sizeof err);
+        if (rc == 0) {
+            printf("{\"trial\": %lld, \"parameters\": %s}\n", (long long)number, params);
+            exit_code = TUNER_EXIT_OK;
+        } else if (rc == SP_EXHAUSTED) {
+            fprintf(stderr, "tuner: error: study %s has no trials left to give (maxTrials %d%s)\n",
+                    study.name, spec.max_trials,
+                    spec.algorithm == SP_ALGO_GRID ? ", or the grid is exhausted" : "");
+            exit_code = TUNER_EXIT_EXHAUSTED;
+        } else {
+            fprintf(stderr, "tuner: error: %s\n", err);
+            exit_code = TUNER_EXIT_ERROR;
+        }
+        free(params);
+    }
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return exit_code;
+}
+
+int cmd_tell(int argc, char **argv, const cli_env *env) {
+    int failed = 0;
+    const tn_flag flags[] = {
+        {"failed", TN_FLAG_BOOL, &failed, NULL, "the trial failed (give no VALUE)"}};
+    int pos[3], npos = 0;
+    int rc = parse_cmd("tell", "tell STUDY TRIAL VALUE | tell STUDY TRIAL --failed",
+                       "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
+                       "value, or that it failed.",
+                       flags, NFLAGS(flags), argc, argv, pos, 3, &npos);
+    if (rc >= 0) return rc;
+    if (npos != (failed ? 2 : 3))
+        return usage_error("tell", failed ? "tell --failed takes STUDY and TRIAL"
+                                          : "tell takes STUDY, TRIAL and VALUE (or --failed)");
+    char *end;
+    errno = 0;
+    long long number = strtoll(argv[pos[1]], &end, 10);
+    if (*end || end == argv[pos[1]] || number < 1 || errno)
+        return usage_error("tell", "TRIAL must be a trial number (1, 2, ...)");
+    double value = 0;
+    if (!failed) {
+        value = strtod(argv[pos[2]], &end);
+        if (*end || end == argv[pos[2]])
+            return usage_error("tell", "VALUE must be a number");
+    }
+    st_store *st = NULL;
+    st_study study = {0};
+    tn_spec spec = {0};
+    int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) {
+        char err[1024];
+        rc = study_tell(st, &study, number, failed, value, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "tuner: error: %s\n", err);
+            exit_code = strstr(err, "has no trial") ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_USAGE;
+        } else {
+            printf("trial %lld of %s: %s\n", number, study.name, failed ? "FAILED" : "SUCCEEDED");
+            exit_code = TUNER_EXIT_OK;
+        }
+    }
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return exit_code;
+}
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv, const cli_env *env);
+    const char *about;
+} command;
+
+static const command commands[] = {
+    {"run", cmd_run, "validate a spec, store it as a study and run it"},
+    {"resume", cmd_resume, "carry on an interrupted study"},
+    {"create", cmd_create, "store a study without running it (for ask/tell)"},
+    {"validate", cmd_validate, "check a spec and report every problem"},
+    {"list", cmd_list, "list the studies in the store"},
+    {"show", cmd_show, "one study: state, counts, best trial"},
+    {"trials", cmd_trials, "a study's trials with parameters and results"},
+    {"best", cmd_best, "a study's best trial"},
+    {"logs", cmd_logs, "a trial replica's log (-f to follow)"},
+    {"cancel", cmd_cancel, "cancel a study (a running tuner stops its trials)"},
+    {"ask", cmd_ask, "create the next trial and print its parameters"},
+    {"tell", cmd_tell, "record a trial's outcome"},
+};
+
+static void main_usage(FILE *out) {
+    fprintf(out, "usage: tuner COMMAND [flags] [--db=PATH]\n\n"
+                 "Hyperparameter tuning on your own machines: studies are AI Platform job specs,\n"
+                 "trials are distributed training jobs of local processes, everything is kept in\n"
+                 "an SQLite store (--db, $TUNER_DB, default tuner.db).\n\ncommands:\n");
+    for (size_t i = 0; i < NFLAGS(commands); i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].about);
+    fprintf(out, "\n'tuner COMMAND --help' tells more. Docs: docs/cli.md\n");
+}
+
+/* The folder holding this binary. */
+static char *self_dir(void) {
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return NULL;
+    buf[n] = '\0';
+    return tn_xstrdup(dirname(buf));
+}
+
+int main(int argc, char **argv) {
+    cli_env env = {.db = getenv("TUNER_DB")};
+    if (!env.db || !*env.db) env.db = "tuner.db";
+    /* Take --db out of the line, wherever it is. */
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--db=", 5)) {
+            env.db = argv[i] + 5;
+        } else if (!strcmp(argv[i], "--db")) {
+            if (i + 1 >= argc) return usage_error("", "--db needs a value (--db=PATH)");
+            env.db = argv[++i];
+        } else if (!strcmp(argv[i], "--")) {
+            while (i < argc) argv[n++] = argv[i++];
+            break;
+        } else {
+            argv[n++] = argv[i];
+        }
+    }
+    argc = n;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        main_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? TUNER_EXIT_USAGE : TUNER_EXIT_OK;
+    }
+    char *dir = self_dir();
+    env.self_dir = dir;
+    for (size_t i = 0; i < NFLAGS(commands); i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].fn(argc - 1, argv + 1, &env);
+            free(dir);
+            return rc;
+        }
+    }
+    const char *names[NFLAGS(commands)];
+    for (size_t i = 0; i < NFLAGS(commands); i++) names[i] = commands[i].name;
+    const char *near = tn_closest(argv[1], names, NFLAGS(commands));
+    fprintf(stderr, "tuner: error: unknown command '%s'\n", argv[1]);
+    if (near) fprintf(stderr, "hint: did you mean 'tuner %s'?\n", near);
+    else fprintf(stderr, "hint: run 'tuner --help'\n");
+    free(dir);
+    return TUNER_EXIT_USAGE;
+}

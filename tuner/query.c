@@ -1,0 +1,1064 @@
+/*
+ * query.c — the commands that read the store (list, show, trials, best, logs) and
+ * cancel, which flips a study's state for the `tuner run` that polls it.
+ *
+ * Each command parses its flags from a table (common/flags.h), looks the study up,
+ * builds its rows with tuner/output.h and prints them once, so --format=table|json|csv
+ * share one code path. The read commands never create a store: a --db that does not
+ * exist reads as an empty one. The stored spec is parsed again (spec_parse, ask/tell
+ * rules) for the goal, maxTrials, the parameter order and jobDir. Errors are printed
+ * as `tuner: error: ...` with a `hint:` line where a fix is known; exit codes are
+ * commands.h's. Columns, JSON fields and behaviour: docs/cli-read.md.
+ */
+#include "tuner/commands.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/flags.h"
+#include "common/status.h"
+#include "common/text.h"
+#include "tuner/output.h"
+#include "tuner/spec.h"
+#include "tuner/store.h"
+
+#define NFLAGS(table) (sizeof(table) / sizeof((table)[0]))
+#define MAX_POSITIONAL 2
+#define CONTINUE (-1) /* a helper's "no exit code yet: go on" */
+#define FOLLOW_POLL_NS 200000000L
+
+/* ---- messages ---- */
+
+static int fail(int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prints "tuner: error: MESSAGE" and, when hint is not NULL, "hint: HINT"; returns
+ * code, so a command can end with `return fail(...)`. */
+static int fail(int code, const char *hint, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tuner: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    return code;
+}
+
+/* A usage error of command `cmd`, with the hint pointing at its --help. */
+static int usage_fail(const char *cmd, const char *msg) {
+    char hint[64];
+    snprintf(hint, sizeof hint, "run 'tuner %s --help'", cmd);
+    return fail(TUNER_EXIT_USAGE, hint, "%s", msg);
+}
+
+/* ---- command lines ---- */
+
+/* What a command's --help shows, and the positional arguments it takes. */
+typedef struct cmd_def {
+    const char *name;                 /* "trials" */
+    const char *synopsis;             /* after "usage: tuner " */
+    const char *about;                /* a paragraph, ending in '\n' */
+    const char *pos[MAX_POSITIONAL];  /* names of the positional arguments, in order */
+    int npos;                         /* how many there must be */
+} cmd_def;
+
+/* The same layout as main.c's commands: usage, the paragraph, the flags and --db. */
+static void print_help(const cmd_def *d, const tn_flag *flags, size_t n) {
+    printf("usage: tuner %s\n\n%s\nflags:\n", d->synopsis, d->about);
+    tn_flags_help(stdout, flags, n);
+    printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
+}
+
+/* Parses argv by the flag table and checks the positional count. Returns CONTINUE
+ * with pos[i] the index in argv of positional argument i, or the exit code (0 after
+ * --help). */
+static int parse_args(const cmd_def *d, const tn_flag *flags, size_t n, int argc, char **argv,
+                      int pos[MAX_POSITIONAL]) {
+    char err[512];
+    int npos = 0;
+    int rc = tn_flags_parse(flags, n, argc, argv, pos, d->npos, &npos, err, sizeof err);
+    if (rc == 1) {
+        print_help(d, flags, n);
+        return TUNER_EXIT_OK;
+    }
+    if (rc) return usage_fail(d->name, err);
+    if (npos < d->npos) {
+        snprintf(err, sizeof err, "missing argument %s (usage: tuner %s)", d->pos[npos],
+                 d->synopsis);
+        return usage_fail(d->name, err);
+    }
+    return CONTINUE;
+}
+
+/* Parses the --format value into *format. Returns CONTINUE or the usage exit code. */
+static int parse_format(const char *value, int *format) {
+    char err[256];
+    if (out_parse_format(value, format, err, sizeof err) == 0) return CONTINUE;
+    return fail(TUNER_EXIT_USAGE, "use --format=table, --format=json or --format=csv",
+                "--format: %s", err);
+}
+
+/* ---- the store and the study ---- */
+
+static const char *db_path(const cli_env *env) {
+    return env && env->db && env->db[0] ? env->db : "tuner.db";
+}
+
+static int store_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Opens the store. Returns CONTINUE with *st open, or an exit code. */
+static int open_store(const char *path, st_store **st) {
+    char err[512];
+    if (st_open(path, st, err, sizeof err) != 0)
+        return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    return CONTINUE;
+}
+
+/* The not-found error of a study. */
+static int no_study(const char *path, const char *name, int store_missing) {
+    char hint[600];
+    if (store_missing)
+        snprintf(hint, sizeof hint,
+                 "%s does not exist; pass --db=PATH or set TUNER_DB to the store 'tuner run' "
+                 "used",
+                 path);
+    else
+        snprintf(hint, sizeof hint, "run 'tuner list'");
+    return fail(TUNER_EXIT_NOT_FOUND, hint, "no study named %s in %s", name, path);
+}
+
+/* Opens the store and reads the study named name. Returns CONTINUE with *st open and
+ * *study filled (the caller closes and clears them), or an exit code with nothing
+ * left open. */
+static int open_study(const cli_env *env, const char *name, st_store **st, st_study *study) {
+    const char *path = db_path(env);
+    char err[512];
+    memset(study, 0, sizeof *study);
+    *st = NULL;
+    if (!store_exists(path)) return no_study(path, name, 1);
+    int rc = open_store(path, st);
+    if (rc != CONTINUE) return rc;
+    rc = st_study_get(*st, name, study, err, sizeof err);
+    if (rc == 0) return CONTINUE;
+    st_close(*st);
+    *st = NULL;
+    if (rc == 1) return no_study(path, name, 0);
+    return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+}
+
+/* Parses the spec stored with a study into *spec. Returns 0, or TN_EINVAL with the
+ * first problem in msg. */
+static int parse_spec(const st_study *study, tn_spec *spec, char *msg, size_t len) {
+    spec_errors errs = {0};
+    int rc = spec_parse(study->spec, study->name, 1, spec, &errs);
+    if (rc) {
+        if (errs.n)
+            snprintf(msg, len, "the spec stored for study %s does not parse: %s%s%s%s",
+                     study->name, errs.items[0].path, errs.items[0].path[0] ? ": " : "",
+                     errs.items[0].message, errs.n > 1 ? " (and more)" : "");
+        else
+            snprintf(msg, len, "the spec stored for study %s does not parse", study->name);
+    }
+    spec_errors_clear(&errs);
+    return rc;
+}
+
+/* parse_spec for the commands that cannot do without the spec. */
+static int need_spec(const st_study *study, tn_spec *spec) {
+    char msg[1024];
+    if (parse_spec(study, spec, msg, sizeof msg) == 0) return CONTINUE;
+    return fail(TUNER_EXIT_ERROR,
+                "the store may have been written by another version of tuner", "%s", msg);
+}
+
+/* ---- trials ---- */
+
+/* Trial states in st_trial_counts order. */
+static const char *const trial_states[6] = {ST_TRIAL_PENDING,   ST_TRIAL_RUNNING,
+                                            ST_TRIAL_SUCCEEDED, ST_TRIAL_FAILED,
+                                            ST_TRIAL_STOPPED,   ST_TRIAL_CANCELLED};
+enum { C_PENDING, C_RUNNING, C_SUCCEEDED, C_FAILED, C_STOPPED, C_CANCELLED };
+
+static void count_trials(const st_trial *t, size_t n, int64_t counts[6]) {
+    for (int s = 0; s < 6; s++) counts[s] = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int s = 0; s < 6; s++)
+            if (!strcmp(t[i].state, trial_states[s])) counts[s]++;
+}
+
+/* The data-only columns "pending", "running", ... of the counts, in count order. */
+static void count_columns(out_table *t) {
+    for (int i = 0; i < 6; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%s", trial_states[i]);
+        for (char *k = key; *k; k++) *k = (char)(*k - 'A' + 'a');
+        out_column(t, key, NULL, OUT_DATA_ONLY);
+    }
+}
+
+static int trial_active(const char *state) {
+    return !strcmp(state, ST_TRIAL_PENDING) || !strcmp(state, ST_TRIAL_RUNNING);
+}
+
+/* Index of the best SUCCEEDED trial by goal (ties: the lowest number, as the list is
+ * in number order), or -1 when none has succeeded. */
+static long best_index(const st_trial *t, size_t n, int goal) {
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(t[i].state, ST_TRIAL_SUCCEEDED) != 0 || !t[i].has_objective ||
+            isnan(t[i].objective))
+            continue;
+        if (best < 0 || (goal == SPEC_MINIMIZE ? t[i].objective < t[best].objective
+                                               : t[i].objective > t[best].objective))
+            best = (long)i;
+    }
+    return best;
+}
+
+/* A trial's params as a JSON object (new reference; an empty object when the stored
+ * text does not parse). */
+static json_t *params_object(const st_trial *t) {
+    json_t *v = t->params ? json_loads(t->params, 0, NULL) : NULL;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        v = json_object();
+    }
+    return v;
+}
+
+/* One column per parameter of the spec, in the spec's order, left out of JSON
+ * (which nests them under "params"); numbers right-aligned. */
+static void param_columns(out_table *t, const tn_spec *spec) {
+    for (size_t i = 0; i < spec->space.n; i++) {
+        const sp_param *p = &spec->space.params[i];
+        out_column(t, p->name, p->name, OUT_NO_JSON | (p->type == SP_CATEGORICAL ? 0 : OUT_RIGHT));
+    }
+}
+
+/* The cells of param_columns for the params object obj. */
+static void param_cells(out_table *t, const tn_spec *spec, const json_t *obj) {
+    for (size_t i = 0; i < spec->space.n; i++) {
+        json_t *v = json_object_get(obj, spec->space.params[i].name);
+        if (json_is_integer(v))
+            out_int(t, json_integer_value(v));
+        else if (json_is_real(v))
+            out_num(t, json_real_value(v));
+        else if (json_is_string(v))
+            out_str(t, json_string_value(v));
+        else if (v && !json_is_null(v))
+            out_json(t, json_incref(v));
+        else
+            out_null(t);
+    }
+}
+
+static double wall_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "1h02m03s", "4m05s", "12.3s". */
+static void format_elapsed(double s, char *buf, size_t len) {
+    if (!(s > 0)) s = 0;
+    long long whole = (long long)s;
+    if (whole >= 3600)
+        snprintf(buf, len, "%lldh%02lldm%02llds", whole / 3600, whole / 60 % 60, whole % 60);
+    else if (whole >= 60)
+        snprintf(buf, len, "%lldm%02llds", whole / 60, whole % 60);
+    else
+        snprintf(buf, len, "%.1fs", s);
+}
+
+static double round_ms(double s) { return round(s * 1000.0) / 1000.0; }
+
+static const char *goal_name(int goal) { return goal == SPEC_MINIMIZE ? "MINIMIZE" : "MAXIMIZE"; }
+
+static const char *algorithm_name(int algorithm) {
+    switch (algorithm) {
+    case SP_ALGO_GRID: return "GRID_SEARCH";
+    case SP_ALGO_RANDOM: return "RANDOM_SEARCH";
+    default: return "ALGORITHM_UNSPECIFIED";
+    }
+}
+
+/* Prints the rows (or the record), reporting a failed write. */
+static int print_rows(const out_table *t, int format, const char *empty, int record) {
+    char err[256];
+    int rc = record ? out_print_record(t, format, stdout, err, sizeof err)
+                    : out_print(t, format, stdout, empty, err, sizeof err);
+    return rc ? fail(TUNER_EXIT_ERROR, NULL, "%s", err) : TUNER_EXIT_OK;
+}
+
+/* ---- list ---- */
+
+static const cmd_def list_def = {
+    "list", "list [--format=table|json|csv]",
+    "Lists every study in the store, oldest first: its state, how many trials it has (of\n"
+    "maxTrials) and how many succeeded, failed or are running, the best objective so far\n"
+    "by the spec's goal and the trial that reached it, and when it was created and last\n"
+    "updated.\n",
+    {NULL},
+    0};
+
+/* One row of `tuner list` for a study. */
+static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
+    char err[1024], text[160];
+    st_trial *trials = NULL;
+    size_t n = 0;
+    if (st_trial_list(st, s->id, &trials, &n, err, sizeof err) != 0) {
+        *rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        return;
+    }
+    tn_spec spec;
+    int have_spec = parse_spec(s, &spec, err, sizeof err) == 0;
+    if (!have_spec) fprintf(stderr, "tuner: warning: %s\n", err);
+    int64_t c[6];
+    count_trials(trials, n, c);
+    long b = have_spec ? best_index(trials, n, spec.goal) : -1;
+
+    out_row(t);
+    out_str(t, s->name);
+    out_str(t, s->state);
+    char max[24] = "?";
+    if (have_spec) snprintf(max, sizeof max, "%d", spec.max_trials);
+    snprintf(text, sizeof text, "%zu/%s (%lld ok, %lld failed, %lld running)", n, max,
+             (long long)c[C_SUCCEEDED], (long long)c[C_FAILED],
+             (long long)(c[C_RUNNING] + c[C_PENDING]));
+    out_str(t, text);
+    for (int i = 0; i < 6; i++) out_int(t, c[i]);
+    out_int(t, (int64_t)n);
+    if (have_spec)
+        out_int(t, spec.max_trials);
+    else
+        out_null(t);
+    if (b >= 0) {
+        snprintf(text, sizeof text, "%.6g (trial %lld)", trials[b].objective,
+                 (long long)trials[b].number);
+        out_str(t, text);
+        out_int(t, trials[b].number);
+        out_num(t, trials[b].objective);
+    } else {
+        out_str(t, "-");
+        out_null(t);
+        out_null(t);
+    }
+    out_time(t, s->created);
+    out_time(t, s->updated);
+    if (have_spec) spec_clear(&spec);
+    st_trials_free(trials, n);
+}
+
+int cmd_list(int argc, char **argv, const cli_env *env) {
+    const char *format_s = "table";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+    };
+    int pos[MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = parse_args(&list_def, flags, NFLAGS(flags), argc, argv, pos);
+    if (rc != CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+
+    const char *path = db_path(env);
+    char err[512], empty[600];
+    snprintf(empty, sizeof empty, "no studies in %s", path);
+    out_table *t = out_new();
+    out_column(t, "name", "NAME", 0);
+    out_column(t, "state", "STATE", 0);
+    out_column(t, "trials", "TRIALS", OUT_TABLE_ONLY);
+    count_columns(t);
+    out_column(t, "total", NULL, OUT_DATA_ONLY);
+    out_column(t, "max_trials", NULL, OUT_DATA_ONLY);
+    out_column(t, "best", "BEST", OUT_TABLE_ONLY);
+    out_column(t, "best_trial", NULL, OUT_DATA_ONLY);
+    out_column(t, "best_objective", NULL, OUT_DATA_ONLY);
+    out_column(t, "created", "CREATED", 0);
+    out_column(t, "updated", "UPDATED", 0);
+
+    rc = CONTINUE;
+    st_store *st = NULL;
+    st_study *studies = NULL;
+    size_t n = 0;
+    if (store_exists(path)) { /* else: empty, and not created by a read */
+        rc = open_store(path, &st);
+        if (rc == CONTINUE && st_study_list(st, &studies, &n, err, sizeof err) != 0)
+            rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        for (size_t i = 0; i < n && rc == CONTINUE; i++) list_row(t, st, &studies[i], &rc);
+    }
+    if (rc == CONTINUE) rc = print_rows(t, format, empty, 0);
+    st_studies_free(studies, n);
+    st_close(st);
+    out_free(t);
+    return rc;
+}
+
+/* ---- show ---- */
+
+static const cmd_def show_def = {
+    "show", "show STUDY [--format=table|json|csv]",
+    "Shows one study: its state (and error), goal and metric, algorithm, trial limits,\n"
+    "trials by state, the best trial with its parameters, when it was created and last\n"
+    "updated, and where its jobs write (jobDir) and the store it lives in.\n",
+    {"STUDY"},
+    1};
+
+/* "6 of 20: 3 succeeded, 1 failed, 2 running" (states with no trials left out). */
+static void trials_summary(const int64_t c[6], int max_trials, char *buf, size_t len) {
+    int64_t total = 0;
+    for (int i = 0; i < 6; i++) total += c[i];
+    static const int order[6] = {C_SUCCEEDED, C_FAILED, C_RUNNING,
+                                 C_PENDING,   C_STOPPED, C_CANCELLED};
+    static const char *const words[6] = {"pending", "running", "succeeded",
+                                         "failed", "stopped early", "cancelled"};
+    size_t used = (size_t)snprintf(buf, len, "%lld of %d", (long long)total, max_trials);
+    int first = 1;
+    for (int k = 0; k < 6 && used < len; k++) {
+        int i = order[k];
+        if (!c[i]) continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld %s", first ? ": " : ", ",
+                                 (long long)c[i], words[i]);
+        first = 0;
+    }
+}
+
+int cmd_show(int argc, char **argv, const cli_env *env) {
+    const char *format_s = "table";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+    };
+    int pos[MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = parse_args(&show_def, flags, NFLAGS(flags), argc, argv, pos);
+    if (rc != CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+
+    st_store *st = NULL;
+    st_study study;
+    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
+    tn_spec spec = {0};
+    st_trial *trials = NULL;
+    size_t n = 0;
+    out_table *t = NULL;
+    char err[1024], text[256];
+    int64_t c[6];
+    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
+    if (st_trial_counts(st, study.id, c, err, sizeof err) != 0 ||
+        st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        goto done;
+    }
+    long b = best_index(trials, n, spec.goal);
+
+    t = out_new();
+    out_column(t, "name", "study", 0);
+    out_column(t, "state", "state", 0);
+    out_column(t, "error", "error", 0);
+    out_column(t, "goal", "goal", 0);
+    out_column(t, "metric", "metric", 0);
+    out_column(t, "algorithm", "algorithm", 0);
+    out_column(t, "max_trials", "max trials", 0);
+    out_column(t, "max_parallel_trials", "max parallel trials", 0);
+    out_column(t, "max_failed_trials", "max failed trials", 0);
+    out_column(t, "trials", "trials", OUT_TABLE_ONLY);
+    count_columns(t);
+    out_column(t, "best_trial", "best trial", 0);
+    out_column(t, "best_objective", "best objective", 0);
+    out_column(t, "best_params", "best params", 0);
+    out_column(t, "seed", "seed", 0);
+    out_column(t, "created", "created", 0);
+    out_column(t, "updated", "updated", 0);
+    out_column(t, "elapsed", "elapsed", 0);
+    out_column(t, "job_dir", "job dir", 0);
+    out_column(t, "store", "store", 0);
+
+    out_row(t);
+    out_str(t, study.name);
+    out_str(t, study.state);
+    out_str(t, study.error && study.error[0] ? study.error : NULL);
+    out_str(t, goal_name(spec.goal));
+    out_str(t, spec.metric_tag);
+    out_str(t, algorithm_name(spec.algorithm));
+    out_int(t, spec.max_trials);
+    out_int(t, spec.max_parallel_trials);
+    out_int(t, spec.max_failed_trials);
+    trials_summary(c, spec.max_trials, text, sizeof text);
+    out_str(t, text);
+    for (int i = 0; i < 6; i++) out_int(t, c[i]);
+    if (b >= 0) {
+        out_int(t, trials[b].number);
+        out_num(t, trials[b].objective);
+        out_json(t, params_object(&trials[b]));
+    } else {
+        out_cell(t, "none yet", NULL);
+        out_null(t);
+        out_null(t);
+    }
+    out_int(t, study.seed);
+    out_time(t, study.created);
+    out_time(t, study.updated);
+    double elapsed = study.updated > study.created ? study.updated - study.created : 0;
+    format_elapsed(elapsed, text, sizeof text);
+    out_cell(t, text, json_real(round_ms(elapsed)));
+    out_str(t, spec.job_dir);
+    out_str(t, db_path(env));
+    rc = print_rows(t, format, NULL, 1);
+
+done:
+    out_free(t);
+    st_trials_free(trials, n);
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return rc;
+}
+
+/* ---- trials ---- */
+
+static const cmd_def trials_def = {
+    "trials", "trials STUDY [--state=STATE] [--format=table|json|csv]",
+    "Lists the trials of a study in number order: state, objective, one column per\n"
+    "parameter (in the spec's order), duration in seconds (so far, while running),\n"
+    "attempts, replica restarts and the error of a failed trial.\n",
+    {"STUDY"},
+    1};
+
+/* Checks a --state value (any case) and writes its canonical form to *state. Returns
+ * CONTINUE or the usage exit code. */
+static int parse_state(const char *value, const char **state) {
+    char up[32];
+    size_t i = 0;
+    for (; value[i] && i + 1 < sizeof up; i++)
+        up[i] = (char)(value[i] >= 'a' && value[i] <= 'z' ? value[i] - 'a' + 'A' : value[i]);
+    up[i] = '\0';
+    for (int s = 0; s < 6; s++) {
+        if (!value[i] && !strcmp(up, trial_states[s])) {
+            *state = trial_states[s];
+            return CONTINUE;
+        }
+    }
+    const char *near = tn_closest(up, trial_states, 6);
+    return fail(TUNER_EXIT_USAGE,
+                "the states are PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED and CANCELLED",
+                "--state: unknown trial state '%s'%s%s%s", value, near ? " (did you mean " : "",
+                near ? near : "", near ? "?)" : "");
+}
+
+int cmd_trials(int argc, char **argv, const cli_env *env) {
+    const char *format_s = "table", *state_s = "";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+        {"state", TN_FLAG_STRING, &state_s, "STATE",
+         "only the trials in this state (RUNNING, FAILED, ...)"},
+    };
+    int pos[MAX_POSITIONAL], format = CLI_TABLE;
+    const char *only = NULL;
+    int rc = parse_args(&trials_def, flags, NFLAGS(flags), argc, argv, pos);
+    if (rc != CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    if (state_s[0] && (rc = parse_state(state_s, &only)) != CONTINUE) return rc;
+
+    st_store *st = NULL;
+    st_study study;
+    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
+    tn_spec spec = {0};
+    st_trial *trials = NULL;
+    size_t n = 0;
+    out_table *t = NULL;
+    char err[1024], empty[300];
+    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
+    if (st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        goto done;
+    }
+
+    t = out_new();
+    out_column(t, "number", "TRIAL", OUT_RIGHT);
+    out_column(t, "state", "STATE", 0);
+    out_column(t, "objective", "OBJECTIVE", OUT_RIGHT);
+    out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+    param_columns(t, &spec);
+    out_column(t, "duration", "SECONDS", OUT_RIGHT);
+    out_column(t, "attempts", "ATTEMPTS", OUT_RIGHT);
+    out_column(t, "restarts", "RESTARTS", OUT_RIGHT);
+    out_column(t, "created", NULL, OUT_DATA_ONLY);
+    out_column(t, "started", NULL, OUT_DATA_ONLY);
+    out_column(t, "finished", NULL, OUT_DATA_ONLY);
+    out_column(t, "error", "ERROR", 0);
+
+    double now = wall_clock();
+    for (size_t i = 0; i < n; i++) {
+        const st_trial *tr = &trials[i];
+        if (only && strcmp(tr->state, only) != 0) continue;
+        out_row(t);
+        out_int(t, tr->number);
+        out_str(t, tr->state);
+        if (tr->has_objective)
+            out_num(t, tr->objective);
+        else
+            out_null(t);
+        json_t *params = params_object(tr);
+        out_json(t, json_incref(params));
+        param_cells(t, &spec, params);
+        json_decref(params);
+        if (tr->started > 0) {
+            double end = tr->finished > 0 ? tr->finished : now;
+            out_num(t, round_ms(end > tr->started ? end - tr->started : 0));
+        } else {
+            out_null(t);
+        }
+        out_int(t, tr->attempts);
+        out_int(t, tr->restarts);
+        out_time(t, tr->created);
+        out_time(t, tr->started);
+        out_time(t, tr->finished);
+        out_str(t, tr->error && tr->error[0] ? tr->error : NULL);
+    }
+    if (only)
+        snprintf(empty, sizeof empty, "study %s has no %s trials", study.name, only);
+    else
+        snprintf(empty, sizeof empty, "study %s has no trials yet", study.name);
+    rc = print_rows(t, format, empty, 0);
+
+done:
+    out_free(t);
+    st_trials_free(trials, n);
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return rc;
+}
+
+/* ---- best ---- */
+
+static const cmd_def best_def = {
+    "best", "best STUDY [--format=table|json|csv]",
+    "Shows the best succeeded trial of a study by the spec's goal (MAXIMIZE or MINIMIZE;\n"
+    "ties go to the lowest trial number): its number, objective and parameters.\n",
+    {"STUDY"},
+    1};
+
+int cmd_best(int argc, char **argv, const cli_env *env) {
+    const char *format_s = "table";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+    };
+    int pos[MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = parse_args(&best_def, flags, NFLAGS(flags), argc, argv, pos);
+    if (rc != CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+
+    st_store *st = NULL;
+    st_study study;
+    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
+    tn_spec spec = {0};
+    st_trial *trials = NULL;
+    size_t n = 0;
+    out_table *t = NULL;
+    char err[1024];
+    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
+    if (st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        goto done;
+    }
+    long b = best_index(trials, n, spec.goal);
+    if (b < 0) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
+        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet", study.name);
+        goto done;
+    }
+
+    t = out_new();
+    out_column(t, "study", "study", 0);
+    out_column(t, "number", "trial", 0);
+    out_column(t, "metric", NULL, OUT_DATA_ONLY);
+    out_column(t, "goal", NULL, OUT_DATA_ONLY);
+    out_column(t, "objective", spec.metric_tag, 0);
+    out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+    param_columns(t, &spec);
+    out_row(t);
+    out_str(t, study.name);
+    out_int(t, trials[b].number);
+    out_str(t, spec.metric_tag);
+    out_str(t, goal_name(spec.goal));
+    out_num(t, trials[b].objective);
+    json_t *params = params_object(&trials[b]);
+    out_json(t, json_incref(params));
+    param_cells(t, &spec, params);
+    json_decref(params);
+    rc = print_rows(t, format, NULL, 1);
+
+done:
+    out_free(t);
+    st_trials_free(trials, n);
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return rc;
+}
+
+/* ---- logs ---- */
+
+static const cmd_def logs_def = {
+    "logs", "logs STUDY TRIAL [--replica=TYPE:INDEX] [-f|--follow]",
+    "Prints the log of one replica of a trial: JOB_DIR/TRIAL/logs/TYPE-INDEX.log, where\n"
+    "JOB_DIR is the spec's jobDir (relative to the folder 'tuner run' ran in). The\n"
+    "default replica is the chief (chief:0, or master:0 when useChiefInTfConfig is\n"
+    "false); TYPE is chief, master, worker, ps or evaluator, INDEX defaults to 0. With\n"
+    "--follow (-f) it keeps printing what is appended until the trial is no longer\n"
+    "PENDING or RUNNING, then exits 0.\n",
+    {"STUDY", "TRIAL"},
+    2};
+
+/* Parses TRIAL: a positive decimal integer. */
+static int parse_trial_number(const char *s, int64_t *out) {
+    if (!s[0] || s[0] == '-' || s[0] == '+') return TN_EINVAL;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno == ERANGE || v <= 0) return TN_EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Parses --replica=TYPE[:INDEX] against the spec into *type and *index. Returns
+ * CONTINUE or an exit code. */
+static int parse_replica(const char *value, const tn_spec *spec, const char *study, int *type,
+                         int *index) {
+    static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
+    static const int types[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+    const char *colon = strchr(value, ':');
+    size_t len = colon ? (size_t)(colon - value) : strlen(value);
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), value);
+    *type = -1;
+    for (int i = 0; i < 5; i++)
+        if (len == strlen(names[i]) && !strncmp(value, names[i], len)) *type = types[i];
+    if (*type < 0) {
+        const char *near = tn_closest(name, names, 5);
+        return fail(TUNER_EXIT_USAGE,
+                    "write --replica=TYPE:INDEX; TYPE is chief, master, worker, ps or evaluator",
+                    "--replica: unknown replica type '%s'%s%s%s", name,
+                    near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    }
+    *index = 0;
+    if (colon) {
+        char *end;
+        errno = 0;
+        long v = strtol(colon + 1, &end, 10);
+        if (!colon[1] || *end || errno == ERANGE || v < 0 || v > 1000000)
+            return fail(TUNER_EXIT_USAGE, "write it as TYPE:INDEX, e.g. --replica=worker:1",
+                        "--replica: bad index '%s'", colon + 1);
+        *index = (int)v;
+    }
+    int count = spec_replica_count(spec, *type);
+    if (*index >= count) {
+        char list[256] = "";
+        size_t used = 0;
+        for (int ty = 0; ty < SPEC_NREPLICA_TYPES && used < sizeof list; ty++) {
+            int k = spec_replica_count(spec, ty);
+            if (k <= 0) continue;
+            const char *nm = spec_replica_name(spec, ty);
+            if (k == 1)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0",
+                                         used ? ", " : "", nm);
+            else
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0..%d",
+                                         used ? ", " : "", nm, k - 1);
+        }
+        char hint[300];
+        snprintf(hint, sizeof hint, "its replicas are %s", list);
+        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no replica %s:%d", study,
+                    spec_replica_name(spec, *type), *index);
+    }
+    return CONTINUE;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The error for a log file that is not there, listing the logs that are. */
+static int missing_log(const char *path, const char *dir, const tn_spec *spec,
+                       const st_trial *trial) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        char hint[600];
+        if (spec->ncommand == 0 && !spec->python_module)
+            snprintf(hint, sizeof hint,
+                     "study %s is driven by 'tuner ask' and 'tuner tell': its trials run "
+                     "elsewhere and keep no logs here",
+                     spec->job_id);
+        else if (trial_active(trial->state) && trial->started == 0)
+            snprintf(hint, sizeof hint, "trial %lld has not started yet; --follow waits for it",
+                     (long long)trial->number);
+        else if (spec->job_dir[0] != '/')
+            snprintf(hint, sizeof hint,
+                     "jobDir '%s' is relative to the folder 'tuner run' ran in: run 'tuner "
+                     "logs' from there",
+                     spec->job_dir);
+        else
+            snprintf(hint, sizeof hint, "trial %lld wrote no logs (it is %s)",
+                     (long long)trial->number, trial->state);
+        if (e == ENOENT)
+            return fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s: the folder %s does not exist",
+                        path, dir);
+        return fail(TUNER_EXIT_ERROR, NULL, "cannot list %s: %s", dir, strerror(e));
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0, total = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t len = strlen(ent->d_name);
+        if (len < 5 || strcmp(ent->d_name + len - 4, ".log") != 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            names = tn_xrealloc(names, cap * sizeof *names);
+        }
+        names[n++] = tn_xstrdup(ent->d_name);
+        total += len + 2;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    char *hint = tn_xmalloc(total + 128);
+    if (n == 0) {
+        snprintf(hint, total + 128, "%s holds no log files yet", dir);
+    } else {
+        size_t used = (size_t)snprintf(hint, total + 128, "the logs of trial %lld are: ",
+                                       (long long)trial->number);
+        for (size_t i = 0; i < n; i++)
+            used += (size_t)snprintf(hint + used, total + 128 - used, "%s%s", i ? ", " : "",
+                                     names[i]);
+        snprintf(hint + used, total + 128 - used, " (choose with --replica=TYPE:INDEX)");
+    }
+    int rc = fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s", path);
+    free(hint);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* Copies what in holds past *pos to stdout (starting over when the file shrank).
+ * Returns 0, or TN_EIO with the message printed. */
+static int copy_new(FILE *in, const char *path, off_t *pos) {
+    char buf[65536];
+    struct stat sb;
+    if (fstat(fileno(in), &sb) == 0 && sb.st_size < *pos) { /* truncated: read it anew */
+        if (fseeko(in, 0, SEEK_SET) == 0) *pos = 0;
+    }
+    clearerr(in);
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+        if (fwrite(buf, 1, got, stdout) != got) {
+            fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
+            return TN_EIO;
+        }
+        *pos += (off_t)got;
+    }
+    if (ferror(in)) {
+        fail(TUNER_EXIT_ERROR, NULL, "cannot read %s: %s", path, strerror(errno));
+        return TN_EIO;
+    }
+    if (fflush(stdout) != 0) {
+        fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
+        return TN_EIO;
+    }
+    return 0;
+}
+
+/* Prints the log at path; with follow, keeps polling the file and the trial's state
+ * until the trial is over. Returns the exit code. */
+static int print_log(st_store *st, const st_study *study, const tn_spec *spec, st_trial *trial,
+                     const char *path, const char *dir, int follow) {
+    FILE *in = NULL;
+    off_t pos = 0;
+    char err[512];
+    int rc = TUNER_EXIT_OK;
+    int asktell = spec->ncommand == 0 && !spec->python_module; /* no logs will come */
+    for (;;) {
+        int active = trial_active(trial->state);
+        if (!in) {
+            in = fopen(path, "rb");
+            if (!in && errno != ENOENT) {
+                rc = fail(TUNER_EXIT_ERROR, NULL, "cannot open %s: %s", path, strerror(errno));
+                break;
+            }
+        }
+        if (in && copy_new(in, path, &pos) != 0) {
+            rc = TUNER_EXIT_ERROR;
+            break;
+        }
+        if (!follow || !active || (!in && asktell)) {
+            if (!in) rc = missing_log(path, dir, spec, trial);
+            break;
+        }
+        struct timespec ts = {0, FOLLOW_POLL_NS};
+        nanosleep(&ts, NULL);
+        /* Read the state before the next copy, so the copy after the trial ends gets
+         * everything its replicas wrote. */
+        st_trial now;
+        int grc = st_trial_get(st, study->id, trial->number, &now, err, sizeof err);
+        if (grc != 0) {
+            rc = grc == 1 ? fail(TUNER_EXIT_NOT_FOUND, NULL, "trial %lld of %s is gone",
+                                 (long long)trial->number, study->name)
+                          : fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+            break;
+        }
+        st_trial_clear(trial);
+        *trial = now;
+    }
+    if (in) fclose(in);
+    return rc;
+}
+
+int cmd_logs(int argc, char **argv, const cli_env *env) {
+    const char *replica_s = "";
+    int follow = 0;
+    const tn_flag flags[] = {
+        {"replica", TN_FLAG_STRING, &replica_s, "TYPE:INDEX",
+         "the replica whose log to print (chief:0 when not given)"},
+        {"follow", TN_FLAG_BOOL, &follow, NULL,
+         "keep printing new output until the trial ends (also -f)"},
+    };
+    /* -f is --follow (before a bare "--"); the strings stay argv's. */
+    char **args = tn_xcalloc((size_t)argc + 1, sizeof *args);
+    for (int i = 0, dash = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) dash = 1;
+        args[i] = i > 0 && !dash && !strcmp(argv[i], "-f") ? (char *)"--follow" : argv[i];
+    }
+    int pos[MAX_POSITIONAL];
+    int rc = parse_args(&logs_def, flags, NFLAGS(flags), argc, args, pos);
+    const char *name = rc == CONTINUE ? args[pos[0]] : NULL;
+    const char *trial_s = rc == CONTINUE ? args[pos[1]] : NULL;
+    free(args);
+    if (rc != CONTINUE) return rc;
+    int64_t number = 0;
+    if (parse_trial_number(trial_s, &number) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "TRIAL must be a positive integer (a trial number), got '%s'",
+                 trial_s);
+        return usage_fail(logs_def.name, msg);
+    }
+
+    st_store *st = NULL;
+    st_study study;
+    if ((rc = open_study(env, name, &st, &study)) != CONTINUE) return rc;
+    tn_spec spec = {0};
+    st_trial trial = {0};
+    char err[1024], *path = NULL, *dir = NULL;
+    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
+    int grc = st_trial_get(st, study.id, number, &trial, err, sizeof err);
+    if (grc == 1) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
+        memset(&trial, 0, sizeof trial);
+        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", study.name,
+                  (long long)number);
+        goto done;
+    }
+    if (grc != 0) {
+        memset(&trial, 0, sizeof trial);
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        goto done;
+    }
+    int type = SPEC_CHIEF, index = 0;
+    if (replica_s[0] &&
+        (rc = parse_replica(replica_s, &spec, study.name, &type, &index)) != CONTINUE)
+        goto done;
+
+    size_t len = strlen(spec.job_dir) + 64;
+    dir = tn_xmalloc(len);
+    snprintf(dir, len, "%s/%lld/logs", spec.job_dir, (long long)number);
+    len += strlen(spec_replica_name(&spec, type)) + 32;
+    path = tn_xmalloc(len);
+    snprintf(path, len, "%s/%s-%d.log", dir, spec_replica_name(&spec, type), index);
+    rc = print_log(st, &study, &spec, &trial, path, dir, follow);
+
+done:
+    free(path);
+    free(dir);
+    st_trial_clear(&trial);
+    spec_clear(&spec);
+    st_study_clear(&study);
+    st_close(st);
+    return rc;
+}
+
+/* ---- cancel ---- */
+
+static const cmd_def cancel_def = {
+    "cancel", "cancel STUDY",
+    "Cancels a study: sets its state to CANCELLED. A 'tuner run' or 'tuner resume' of it\n"
+    "notices within a second, stops its running trials (recorded as CANCELLED) and\n"
+    "exits; 'tuner resume STUDY' carries it on later. Cancelling a CANCELLED study again\n"
+    "does nothing and succeeds; a study that already SUCCEEDED or FAILED cannot be\n"
+    "cancelled (exit 2).\n",
+    {"STUDY"},
+    1};
+
+typedef struct cancel_ctx {
+    const char *name;
+    int found;          /* the study exists */
+    char was[32];       /* its state before */
+    char err[512];
+} cancel_ctx;
+
+/* Reads the state and sets CANCELLED in one transaction, so a `run` finishing at the
+ * same moment cannot be overwritten. */
+static int cancel_in_txn(st_store *st, void *arg) {
+    cancel_ctx *c = arg;
+    st_study s;
+    int rc = st_study_get(st, c->name, &s, c->err, sizeof c->err);
+    if (rc < 0) return rc;
+    if (rc == 1) return 0;
+    c->found = 1;
+    snprintf(c->was, sizeof c->was, "%s", s.state);
+    if (strcmp(s.state, ST_STUDY_SUCCEEDED) != 0 && strcmp(s.state, ST_STUDY_FAILED) != 0 &&
+        strcmp(s.state, ST_STUDY_CANCELLED) != 0)
+        rc = st_study_set_state(st, s.id, ST_STUDY_CANCELLED, NULL, c->err, sizeof c->err);
+    st_study_clear(&s);
+    return rc;
+}
+
+int cmd_cancel(int argc, char **argv, const cli_env *env) {
+    int pos[MAX_POSITIONAL];
+    int rc = parse_args(&cancel_def, NULL, 0, argc, argv, pos);
+    if (rc != CONTINUE) return rc;
+    const char *path = db_path(env), *name = argv[pos[0]];
+    if (!store_exists(path)) return no_study(path, name, 1);
+    st_store *st = NULL;
+    if ((rc = open_store(path, &st)) != CONTINUE) return rc;
+    cancel_ctx c = {.name = name};
+    char err[512] = "";
+    if (st_transaction(st, cancel_in_txn, &c, err, sizeof err) != 0) {
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", c.err[0] ? c.err : err);
+    } else if (!c.found) {
+        rc = no_study(path, name, 0);
+    } else if (!strcmp(c.was, ST_STUDY_CANCELLED)) {
+        printf("study %s is already cancelled\n", name);
+        rc = TUNER_EXIT_OK;
+    } else if (!strcmp(c.was, ST_STUDY_SUCCEEDED) || !strcmp(c.was, ST_STUDY_FAILED)) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its outcome with 'tuner show %s'", name);
+        rc = fail(TUNER_EXIT_USAGE, hint, "study %s already finished (%s): nothing to cancel",
+                  name, c.was);
+    } else {
+        printf("cancelled study %s\n", name);
+        rc = TUNER_EXIT_OK;
+    }
+    st_close(st);
+    return rc;
+}

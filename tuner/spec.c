@@ -1,0 +1,1271 @@
+/*
+ * spec.c — parses and validates a study spec (see spec.h; every field: docs/spec.md).
+ *
+ * One pass over the JSON tree, level by level: the job, trainingInput, its extensions
+ * (resources, restartPolicy), hyperparameters, params[i]. Each reader checks the JSON
+ * type and range of one field, records a problem at the field's path and carries on,
+ * so a spec with five mistakes gets five messages. Rules that relate fields (tier and
+ * counts, command and pythonModule, grid search and DOUBLE, maxParallelTrials and
+ * maxTrials) run only when the fields they relate were valid, and a field that is
+ * absent but misspelled (an unknown key whose did-you-mean names it) counts as
+ * unknown rather than as its default — so one typo gives one message, not a cascade.
+ * A parameter enters the search space only when it is entirely valid; on any error the
+ * half-filled spec is cleared and the caller gets the errors alone.
+ */
+#include "tuner/spec.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/status.h"
+#include "common/text.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_DEPTH 16        /* path pushes; the deepest spec path needs 6 */
+#define MAX_REPLICAS 1024   /* per type and trial: a typo must not fork a thousand more */
+#define MAX_EXACT_INT 9007199254740992.0 /* 2^53: integers a double holds exactly */
+#define DEFAULT_METRIC_TAG "training/hptuning/metric"
+
+/* ---- The fields each level accepts ---- */
+
+static const char *const TOP_FIELDS[] = {"jobId", "trainingInput", "labels", "etag"};
+
+static const char *const INPUT_FIELDS[] = {
+    "scaleTier", "workerCount", "parameterServerCount", "evaluatorCount",
+    "useChiefInTfConfig", "jobDir", "args", "pythonModule", "hyperparameters",
+    /* extensions */
+    "command", "resources", "restartPolicy", "trialTimeout",
+    /* AI Platform's, accepted for compatibility and ignored (type-checked below) */
+    "region", "runtimeVersion", "pythonVersion", "masterType", "workerType",
+    "parameterServerType", "evaluatorType", "masterConfig", "workerConfig",
+    "parameterServerConfig", "evaluatorConfig", "packageUris", "scheduling", "network",
+    "serviceAccount", "enableWebAccess", "encryptionConfig"};
+
+static const char *const HP_FIELDS[] = {
+    "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
+    "hyperparameterMetricTag", "enableTrialEarlyStopping", "resumePreviousJobId",
+    "algorithm"};
+
+static const char *const PARAM_FIELDS[] = {"parameterName", "type", "minValue", "maxValue",
+                                           "categoricalValues", "discreteValues",
+                                           "scaleType"};
+
+static const char *const RESOURCE_KEYS[] = {"chief", "master", "worker", "ps", "evaluator"};
+static const char *const RESOURCE_FIELDS[] = {"cores", "gpus"};
+static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetries"};
+
+/* Where a field that is unknown at one level belongs, for "it belongs in ..." hints. */
+static const struct {
+    const char *const *fields;
+    size_t n;
+    const char *where;
+} LEVELS[] = {
+    {TOP_FIELDS, NELEM(TOP_FIELDS), "the top level of the spec"},
+    {INPUT_FIELDS, NELEM(INPUT_FIELDS), "trainingInput"},
+    {HP_FIELDS, NELEM(HP_FIELDS), "trainingInput.hyperparameters"},
+    {PARAM_FIELDS, NELEM(PARAM_FIELDS), "each of trainingInput.hyperparameters.params"},
+};
+
+/* The ignored AI Platform fields, with the JSON type each must have. */
+static const struct {
+    const char *name;
+    json_type type;
+} IGNORED_FIELDS[] = {
+    {"region", JSON_STRING},          {"runtimeVersion", JSON_STRING},
+    {"pythonVersion", JSON_STRING},   {"masterType", JSON_STRING},
+    {"workerType", JSON_STRING},      {"parameterServerType", JSON_STRING},
+    {"evaluatorType", JSON_STRING},   {"masterConfig", JSON_OBJECT},
+    {"workerConfig", JSON_OBJECT},    {"parameterServerConfig", JSON_OBJECT},
+    {"evaluatorConfig", JSON_OBJECT}, {"packageUris", JSON_ARRAY},
+    {"scheduling", JSON_OBJECT},      {"network", JSON_STRING},
+    {"serviceAccount", JSON_STRING},  {"enableWebAccess", JSON_TRUE},
+    {"encryptionConfig", JSON_OBJECT},
+};
+
+/* ---- Enum names, in the order of the values they map to ---- */
+
+static const char *const TIER_NAMES[] = {"BASIC", "BASIC_GPU", "STANDARD_1", "CUSTOM"};
+static const int TIER_VALUES[] = {SPEC_BASIC, SPEC_BASIC_GPU, SPEC_STANDARD_1, SPEC_CUSTOM};
+
+static const char *const GOAL_NAMES[] = {"MAXIMIZE", "MINIMIZE", "GOAL_TYPE_UNSPECIFIED"};
+static const int GOAL_VALUES[] = {SPEC_MAXIMIZE, SPEC_MINIMIZE, SPEC_MAXIMIZE};
+
+static const char *const ALGO_NAMES[] = {"ALGORITHM_UNSPECIFIED", "GRID_SEARCH",
+                                         "RANDOM_SEARCH"};
+static const int ALGO_VALUES[] = {SP_ALGO_UNSPECIFIED, SP_ALGO_GRID, SP_ALGO_RANDOM};
+
+static const char *const TYPE_NAMES[] = {"DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE"};
+static const int TYPE_VALUES[] = {SP_DOUBLE, SP_INTEGER, SP_CATEGORICAL, SP_DISCRETE};
+
+static const char *const SCALE_NAMES[] = {"NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
+                                          "UNIT_REVERSE_LOG_SCALE"};
+static const int SCALE_VALUES[] = {SP_SCALE_NONE, SP_LINEAR, SP_LOG, SP_REVERSE_LOG};
+
+/* ---- The parse context: the errors so far and the path being read ---- */
+
+typedef struct ctx {
+    spec_errors errs;         /* every problem found so far */
+    char *path;               /* JSON path of the value being read, NUL-terminated */
+    size_t len, cap;          /* strlen(path), bytes allocated */
+    size_t saved[MAX_DEPTH];  /* path lengths to return to, one per push */
+    int depth;
+} ctx;
+
+static char *vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static char *vformat(const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    assert(n >= 0);
+    char *s = tn_xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return s;
+}
+
+static void add_error(spec_errors *e, const char *path, char *message) {
+    e->items = tn_xrealloc(e->items, (e->n + 1) * sizeof *e->items);
+    e->items[e->n].path = tn_xstrdup(path);
+    e->items[e->n].message = message; /* already ours */
+    e->n++;
+}
+
+/* Records a problem at the current path. */
+static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(ctx *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    add_error(&c->errs, c->path ? c->path : "", vformat(fmt, ap));
+    va_end(ap);
+}
+
+static void append(ctx *c, const char *s) {
+    size_t n = strlen(s);
+    if (c->len + n + 1 > c->cap) {
+        c->cap = (c->len + n + 1) * 2;
+        c->path = tn_xrealloc(c->path, c->cap);
+    }
+    memcpy(c->path + c->len, s, n + 1);
+    c->len += n;
+}
+
+/* Descends into the field key of the current object; undo with pop(). */
+static void push_key(ctx *c, const char *key) {
+    assert(c->depth < MAX_DEPTH);
+    c->saved[c->depth++] = c->len;
+    if (c->len) append(c, ".");
+    append(c, key);
+}
+
+/* Descends into element i of the current array; undo with pop(). */
+static void push_index(ctx *c, size_t i) {
+    char buf[32];
+    assert(c->depth < MAX_DEPTH);
+    c->saved[c->depth++] = c->len;
+    snprintf(buf, sizeof buf, "[%zu]", i);
+    append(c, buf);
+}
+
+static void pop(ctx *c) {
+    assert(c->depth > 0);
+    c->len = c->saved[--c->depth];
+    c->path[c->len] = '\0';
+}
+
+/* Records a problem at the field key of the current object. */
+static void fail_at(ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail_at(ctx *c, const char *key, const char *fmt, ...) {
+    va_list ap;
+    push_key(c, key);
+    va_start(ap, fmt);
+    add_error(&c->errs, c->path, vformat(fmt, ap));
+    va_end(ap);
+    pop(c);
+}
+
+/* The field key of obj, with the path pushed to it; NULL (and nothing pushed) when it
+ * is absent or null (proto3 JSON: null means "not set"). */
+static json_t *enter(ctx *c, json_t *obj, const char *key) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return NULL;
+    push_key(c, key);
+    return v;
+}
+
+/* ---- Describing values in messages ---- */
+
+#define CLIP 60 /* longest piece of a user's string quoted in a message */
+
+static const char *kind(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+/* "a string (\"abc\")", "2.5", "true", "an object": what a value is, for "got ...". */
+static char *describe(const json_t *v, char *buf, size_t len) {
+    char num[32];
+    switch (json_typeof(v)) {
+    case JSON_STRING: {
+        const char *s = json_string_value(v);
+        snprintf(buf, len, "a string (\"%.*s%s\")", CLIP, s, strlen(s) > CLIP ? "..." : "");
+        break;
+    }
+    case JSON_INTEGER: snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL: snprintf(buf, len, "%s", tn_format_double(json_real_value(v), num, sizeof num)); break;
+    case JSON_TRUE: snprintf(buf, len, "true"); break;
+    case JSON_FALSE: snprintf(buf, len, "false"); break;
+    case JSON_NULL: snprintf(buf, len, "null"); break;
+    default: snprintf(buf, len, "%s", kind(v)); break;
+    }
+    return buf;
+}
+
+static void fail_type(ctx *c, const char *expected, const json_t *v) {
+    char got[CLIP + 32];
+    fail(c, "expected %s, got %s", expected, describe(v, got, sizeof got));
+}
+
+static const char *fmt_num(double v, char *buf, size_t len) {
+    return tn_format_double(v, buf, len);
+}
+
+/* ---- Did you mean ---- */
+
+/* Edit distance counting a swap of two adjacent letters as one edit (optimal string
+ * alignment), the commonest typo ("maxTrail" for "maxTrials" is 2, not 3). */
+static size_t swap_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), w = lb + 1;
+    size_t *d = tn_xmalloc((la + 1) * w * sizeof *d);
+    for (size_t i = 0; i <= la; i++) d[i * w] = i;
+    for (size_t j = 0; j <= lb; j++) d[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[(i - 1) * w + j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[(i - 1) * w + j] + 1 < best) best = d[(i - 1) * w + j] + 1;
+            if (d[i * w + j - 1] + 1 < best) best = d[i * w + j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[(i - 2) * w + j - 2] + 1 < best)
+                best = d[(i - 2) * w + j - 2] + 1;
+            d[i * w + j] = best;
+        }
+    }
+    size_t r = d[la * w + lb];
+    free(d);
+    return r;
+}
+
+/* The candidate word most likely meant: one that differs only in case, else
+ * tn_closest's answer, else the nearest counting swapped letters as one edit, within
+ * the same max(2, strlen(word) / 3) edits as tn_closest. NULL when none is near. */
+static const char *suggest(const char *word, const char *const *cands, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(word, cands[i]) == 0) return cands[i];
+    const char *best = tn_closest(word, cands, n);
+    if (best) return best;
+    size_t limit = strlen(word) / 3 < 2 ? 2 : strlen(word) / 3, best_d = limit + 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = swap_distance(word, cands[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = cands[i];
+        }
+    }
+    return best;
+}
+
+/* ---- Readers: each checks one value at the current path; 0 ok, -1 reported ---- */
+
+/* Parses a whole string as a decimal integer (AI Platform's int64 fields are JSON
+ * strings); 0 or -1. */
+static int parse_integer_string(const char *s, long long *out) {
+    if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return -1;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = x;
+    return 0;
+}
+
+/* An integer in [lo, hi]: a JSON integer, a number with an integral value, or (when
+ * strings_ok) a string of decimal digits. */
+static int read_int(ctx *c, const json_t *v, int strings_ok, long long lo, long long hi,
+                    int *out) {
+    long long x;
+    if (json_is_integer(v)) {
+        x = json_integer_value(v);
+    } else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d != floor(d) || fabs(d) > MAX_EXACT_INT) {
+            fail_type(c, "an integer", v);
+            return -1;
+        }
+        x = (long long)d;
+    } else if (json_is_string(v) && strings_ok) {
+        if (parse_integer_string(json_string_value(v), &x) != 0) {
+            fail_type(c, "an integer (a number or a string of digits)", v);
+            return -1;
+        }
+    } else {
+        long long dummy;
+        if (json_is_string(v) && parse_integer_string(json_string_value(v), &dummy) == 0) {
+            char got[CLIP + 32];
+            fail(c, "expected an integer, got %s; write it without quotes",
+                 describe(v, got, sizeof got));
+        } else {
+            fail_type(c, "an integer", v);
+        }
+        return -1;
+    }
+    if (x < lo) {
+        fail(c, "must be >= %lld, got %lld", lo, x);
+        return -1;
+    }
+    if (x > hi) {
+        fail(c, "must be <= %lld, got %lld", hi, x);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int read_number(ctx *c, const json_t *v, double *out) {
+    if (!json_is_number(v)) {
+        fail_type(c, "a number", v);
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int read_bool(ctx *c, const json_t *v, int *out) {
+    if (!json_is_boolean(v)) {
+        fail_type(c, "a boolean (true or false)", v);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* A string; when nonempty, also not "". *out points into v. */
+static int read_string(ctx *c, const json_t *v, int nonempty, const char **out) {
+    if (!json_is_string(v)) {
+        fail_type(c, "a string", v);
+        return -1;
+    }
+    if (nonempty && json_string_length(v) == 0) {
+        fail(c, "must not be empty");
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* One of names[0..n), mapped to values[i]; a near miss gets a did-you-mean. */
+static int read_enum(ctx *c, const json_t *v, const char *const *names, const int *values,
+                     size_t n, int *out) {
+    if (!json_is_string(v)) {
+        fail_type(c, "a string", v);
+        return -1;
+    }
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = values[i];
+            return 0;
+        }
+    }
+    const char *near = suggest(s, names, n);
+    char list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 1 < n) strncat(list, ", ", sizeof list - strlen(list) - 1);
+    }
+    char got[CLIP + 32];
+    describe(v, got, sizeof got);
+    if (near)
+        fail(c, "expected one of %s, got %s (did you mean \"%s\"?)", list, got, near);
+    else
+        fail(c, "expected one of %s, got %s", list, got);
+    return -1;
+}
+
+/* An array of strings, copied into *out (count *n); when min_one, at least one. */
+static int read_string_array(ctx *c, const json_t *v, int min_one, char ***out, size_t *n) {
+    if (!json_is_array(v)) {
+        fail_type(c, "an array of strings", v);
+        return -1;
+    }
+    if (min_one && json_array_size(v) == 0) {
+        fail(c, "must hold at least one string");
+        return -1;
+    }
+    int ok = 1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) {
+            push_index(c, i);
+            fail_type(c, "a string", e);
+            pop(c);
+            ok = 0;
+        }
+    }
+    if (!ok) return -1;
+    *n = json_array_size(v);
+    *out = tn_xcalloc(*n ? *n : 1, sizeof **out);
+    json_array_foreach(v, i, e) (*out)[i] = tn_xstrdup(json_string_value(e));
+    return 0;
+}
+
+/* A protobuf Duration ("600s", "1.5s") or a number of seconds; > 0. */
+static int read_duration(ctx *c, const json_t *v, double *out) {
+    double d;
+    if (json_is_number(v)) {
+        d = json_number_value(v);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = strlen(s), i = 0;
+        if (s[i] == '-') i++;
+        size_t digits = i;
+        while (isdigit((unsigned char)s[i])) i++;
+        int ok = i > digits;
+        if (ok && s[i] == '.') {
+            size_t frac = ++i;
+            while (isdigit((unsigned char)s[i])) i++;
+            ok = i > frac;
+        }
+        if (!ok || i + 1 != n || s[i] != 's') {
+            char got[CLIP + 32];
+            fail(c, "expected a duration such as \"600s\" or \"1.5s\", or a number of "
+                    "seconds, got %s", describe(v, got, sizeof got));
+            return -1;
+        }
+        d = strtod(s, NULL);
+    } else {
+        fail_type(c, "a duration such as \"600s\" or a number of seconds", v);
+        return -1;
+    }
+    if (!(d > 0) || isinf(d)) {
+        char got[CLIP + 32];
+        fail(c, "must be > 0 seconds, got %s", describe(v, got, sizeof got));
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* ---- Unknown and missing fields ---- */
+
+static int in_list(const char *key, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(key, list[i]) == 0) return 1;
+    return 0;
+}
+
+/* Reports every key of obj (at the current path) that is not in known[0..n). */
+static void check_fields(ctx *c, json_t *obj, const char *const *known, size_t n) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        if (in_list(key, known, n)) continue;
+        const char *elsewhere = NULL;
+        for (size_t l = 0; l < NELEM(LEVELS) && !elsewhere; l++)
+            if (LEVELS[l].fields != known && in_list(key, LEVELS[l].fields, LEVELS[l].n))
+                elsewhere = LEVELS[l].where;
+        const char *near = suggest(key, known, n);
+        push_key(c, key);
+        if (elsewhere) {
+            fail(c, "unknown field here (it belongs in %s)", elsewhere);
+        } else if (near) {
+            fail(c, "unknown field (did you mean \"%s\"?)", near);
+        } else if (n <= 5) {
+            char list[128] = "";
+            for (size_t i = 0; i < n; i++) {
+                strncat(list, known[i], sizeof list - strlen(list) - 1);
+                if (i + 1 < n) strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            fail(c, "unknown field (expected %s)", list);
+        } else {
+            fail(c, "unknown field (the fields accepted here are listed in docs/spec.md)");
+        }
+        pop(c);
+    }
+}
+
+/* Whether obj has an unknown key that check_fields reported as a misspelling of field:
+ * then field's absence is a typo already reported, not a reason for more errors. */
+static int misspelled(json_t *obj, const char *field, const char *const *known, size_t n) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        if (in_list(key, known, n)) continue;
+        const char *near = suggest(key, known, n);
+        if (near && strcmp(near, field) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Reports field key of obj as missing, unless a misspelling of it was reported. */
+static void missing(ctx *c, json_t *obj, const char *key, const char *const *known,
+                    size_t n, const char *what) {
+    if (misspelled(obj, key, known, n)) return;
+    fail_at(c, key, "required field is missing (%s)", what);
+}
+
+/* ---- The levels ---- */
+
+static int valid_job_id(const char *s) {
+    size_t n = strlen(s);
+    if (n < 1 || n > 128 || !isalpha((unsigned char)s[0])) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+    return 1;
+}
+
+/* A jobId-shaped string (jobId, resumePreviousJobId) into *out (copied). */
+static int read_job_id(ctx *c, const json_t *v, char **out) {
+    const char *s;
+    if (read_string(c, v, 0, &s) != 0) return -1;
+    if (!valid_job_id(s)) {
+        char got[CLIP + 32];
+        fail(c, "must start with a letter and hold only letters, digits and underscores "
+                "(at most 128 characters), got %s", describe(v, got, sizeof got));
+        return -1;
+    }
+    *out = tn_xstrdup(s);
+    return 0;
+}
+
+static int valid_flag_name(const char *s) {
+    if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (size_t i = 1; s[i]; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr("_.-", s[i]))) return 0;
+    return 1;
+}
+
+static int valid_python_module(const char *s) {
+    int start = 1;
+    for (size_t i = 0; s[i]; i++) {
+        if (s[i] == '.') {
+            if (start) return 0;
+            start = 1;
+        } else if (isalpha((unsigned char)s[i]) || s[i] == '_' ||
+                   (!start && isdigit((unsigned char)s[i]))) {
+            start = 0;
+        } else {
+            return 0;
+        }
+    }
+    return !start;
+}
+
+/* The names of the parameters read so far, for the duplicate check. */
+typedef struct seen_names {
+    const char **names; /* points into the JSON; NULL where a param had no valid name */
+    size_t n;
+} seen_names;
+
+/* One entry of params, at the current path; adds it to out->space when valid.
+ * algorithm is 0 when it is not known (absent-but-misspelled or invalid). */
+static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_spec *out) {
+    const size_t NP = NELEM(PARAM_FIELDS);
+    int ok = 1;
+    json_t *v;
+    sp_param sp = {0};
+    check_fields(c, p, PARAM_FIELDS, NP);
+
+    /* parameterName */
+    const char *name = NULL;
+    if ((v = enter(c, p, "parameterName"))) {
+        if (read_string(c, v, 1, &name) == 0) {
+            if (!valid_flag_name(name)) {
+                fail(c, "must start with a letter or underscore and hold only letters, "
+                        "digits, '_', '.' and '-' (it becomes the --%.*s%s=VALUE flag)",
+                     CLIP, name, strlen(name) > CLIP ? "..." : "");
+                name = NULL;
+            } else if (strcmp(name, "job-dir") == 0 || strcmp(name, "job_dir") == 0) {
+                fail(c, "\"%s\" is reserved: every trial gets --job-dir=DIR", name);
+                name = NULL;
+            } else {
+                for (size_t i = 0; i < seen->n; i++) {
+                    if (seen->names[i] && strcmp(seen->names[i], name) == 0) {
+                        fail(c, "duplicate parameterName \"%s\" (also params[%zu])", name, i);
+                        name = NULL;
+                        break;
+                    }
+                }
+            }
+        }
+        pop(c);
+    } else {
+        missing(c, p, "parameterName", PARAM_FIELDS, NP, "the name of the --flag");
+    }
+    seen->names[seen->n++] = name;
+    if (!name) ok = 0;
+
+    /* type */
+    int type = 0;
+    if ((v = enter(c, p, "type"))) {
+        if (read_enum(c, v, TYPE_NAMES, TYPE_VALUES, NELEM(TYPE_NAMES), &type) != 0) type = 0;
+        pop(c);
+    } else {
+        missing(c, p, "type", PARAM_FIELDS, NP, "DOUBLE, INTEGER, CATEGORICAL or DISCRETE");
+    }
+    if (!type) ok = 0;
+    int ranged = type == SP_DOUBLE || type == SP_INTEGER;
+    const char *tname = type ? TYPE_NAMES[type - SP_DOUBLE] : NULL;
+    sp.type = type;
+
+    /* scaleType */
+    int scale = SP_SCALE_NONE;
+    if ((v = enter(c, p, "scaleType"))) {
+        if (read_enum(c, v, SCALE_NAMES, SCALE_VALUES, NELEM(SCALE_NAMES), &scale) != 0) {
+            ok = 0;
+        } else if (type == SP_CATEGORICAL && scale != SP_SCALE_NONE) {
+            fail(c, "applies only to DOUBLE, INTEGER and DISCRETE parameters (this one is "
+                    "CATEGORICAL)");
+            ok = 0;
+        }
+        pop(c);
+    }
+    /* DISCRETE: accepted, no effect — each value owns an equal share of [0, 1]. */
+    sp.scale = ranged ? scale : SP_SCALE_NONE;
+
+    /* minValue, maxValue */
+    static const char *const BOUNDS[2] = {"minValue", "maxValue"};
+    double bound[2] = {0, 0};
+    int have[2] = {0, 0};
+    for (int b = 0; b < 2; b++) {
+        if ((v = enter(c, p, BOUNDS[b]))) {
+            if (type && !ranged) {
+                fail(c, "only for DOUBLE and INTEGER parameters (this one is %s)", tname);
+                ok = 0;
+            } else if (read_number(c, v, &bound[b]) != 0) {
+                ok = 0;
+            } else if (type == SP_INTEGER &&
+                       (bound[b] != floor(bound[b]) || fabs(bound[b]) > MAX_EXACT_INT)) {
+                char num[32];
+                fail(c, "must be an integer for an INTEGER parameter, got %s",
+                     fmt_num(bound[b], num, sizeof num));
+                ok = 0;
+            } else {
+                have[b] = 1;
+            }
+            pop(c);
+        } else if (ranged) {
+            char what[64];
+            snprintf(what, sizeof what, "a %s parameter needs one", tname);
+            missing(c, p, BOUNDS[b], PARAM_FIELDS, NP, what);
+            ok = 0;
+        }
+    }
+    if (have[0] && have[1] && bound[0] > bound[1]) {
+        char lo[32], hi[32];
+        fail_at(c, "maxValue", "must be >= minValue (%s), got %s",
+                fmt_num(bound[0], lo, sizeof lo), fmt_num(bound[1], hi, sizeof hi));
+        ok = 0;
+    } else if (have[0] && (scale == SP_LOG || scale == SP_REVERSE_LOG) && bound[0] <= 0) {
+        char lo[32];
+        fail_at(c, "minValue", "%s needs minValue > 0, got %s", SCALE_NAMES[scale],
+                fmt_num(bound[0], lo, sizeof lo));
+        ok = 0;
+    }
+    sp.min = bound[0];
+    sp.max = bound[1];
+
+    /* categoricalValues */
+    const char **cats = NULL;
+    size_t ncats = 0;
+    if ((v = enter(c, p, "categoricalValues"))) {
+        if (type && type != SP_CATEGORICAL) {
+            fail(c, "only for CATEGORICAL parameters (this one is %s)", tname);
+            ok = 0;
+        } else if (!json_is_array(v)) {
+            fail_type(c, "an array of strings", v);
+            ok = 0;
+        } else if (json_array_size(v) == 0) {
+            fail(c, "must hold at least one value");
+            ok = 0;
+        } else {
+            size_t i;
+            json_t *e;
+            cats = tn_xcalloc(json_array_size(v), sizeof *cats);
+            json_array_foreach(v, i, e) {
+                push_index(c, i);
+                if (!json_is_string(e)) {
+                    fail_type(c, "a string", e);
+                    ok = 0;
+                } else {
+                    const char *s = json_string_value(e);
+                    for (size_t j = 0; j < i; j++) {
+                        if (cats[j] && strcmp(cats[j], s) == 0) {
+                            fail(c, "duplicate value \"%.*s%s\" (also categoricalValues[%zu])",
+                                 CLIP, s, strlen(s) > CLIP ? "..." : "", j);
+                            ok = 0;
+                            break;
+                        }
+                    }
+                    cats[i] = s;
+                }
+                pop(c);
+            }
+            ncats = json_array_size(v);
+        }
+        pop(c);
+    } else if (type == SP_CATEGORICAL) {
+        missing(c, p, "categoricalValues", PARAM_FIELDS, NP,
+                "a CATEGORICAL parameter needs its values");
+        ok = 0;
+    }
+
+    /* discreteValues */
+    double *vals = NULL;
+    size_t nvals = 0;
+    if ((v = enter(c, p, "discreteValues"))) {
+        if (type && type != SP_DISCRETE) {
+            fail(c, "only for DISCRETE parameters (this one is %s)", tname);
+            ok = 0;
+        } else if (!json_is_array(v)) {
+            fail_type(c, "an array of numbers", v);
+            ok = 0;
+        } else if (json_array_size(v) == 0) {
+            fail(c, "must hold at least one value");
+            ok = 0;
+        } else {
+            size_t i, last = 0;
+            int have_last = 0;
+            json_t *e;
+            vals = tn_xcalloc(json_array_size(v), sizeof *vals);
+            json_array_foreach(v, i, e) {
+                push_index(c, i);
+                if (read_number(c, e, &vals[i]) != 0) {
+                    ok = 0;
+                } else {
+                    if (have_last && !(vals[i] > vals[last])) {
+                        char a[32], b[32];
+                        fail(c, "discreteValues must be strictly increasing: %s after %s",
+                             fmt_num(vals[i], a, sizeof a), fmt_num(vals[last], b, sizeof b));
+                        ok = 0;
+                    }
+                    last = i;
+                    have_last = 1;
+                }
+                pop(c);
+            }
+            nvals = json_array_size(v);
+        }
+        pop(c);
+    } else if (type == SP_DISCRETE) {
+        missing(c, p, "discreteValues", PARAM_FIELDS, NP,
+                "a DISCRETE parameter needs its values");
+        ok = 0;
+    }
+
+    /* Grid search enumerates values; a DOUBLE range has none to enumerate. */
+    if (algorithm == SP_ALGO_GRID && type == SP_DOUBLE) {
+        fail_at(c, "type", "grid search cannot enumerate a DOUBLE parameter; use DISCRETE "
+                           "values or RANDOM_SEARCH");
+        ok = 0;
+    }
+
+    if (ok) {
+        sp.name = (char *)name;
+        sp.values = vals;
+        sp.nvalues = nvals;
+        sp.categories = (char **)cats;
+        sp.ncategories = ncats;
+        sp_space_add(&out->space, &sp); /* deep copy */
+    }
+    free(cats);
+    free(vals);
+}
+
+static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
+    const size_t NH = NELEM(HP_FIELDS);
+    json_t *v;
+    check_fields(c, hp, HP_FIELDS, NH);
+
+    if ((v = enter(c, hp, "goal"))) {
+        read_enum(c, v, GOAL_NAMES, GOAL_VALUES, NELEM(GOAL_NAMES), &out->goal);
+        pop(c);
+    }
+
+    /* maxTrials and maxParallelTrials: the cross check needs both known. */
+    int trials_known = 1, parallel_known = 1;
+    if ((v = enter(c, hp, "maxTrials"))) {
+        trials_known = read_int(c, v, 0, 1, INT_MAX, &out->max_trials) == 0;
+        pop(c);
+    } else {
+        trials_known = !misspelled(hp, "maxTrials", HP_FIELDS, NH);
+    }
+    if ((v = enter(c, hp, "maxParallelTrials"))) {
+        parallel_known = read_int(c, v, 0, 1, INT_MAX, &out->max_parallel_trials) == 0;
+        pop(c);
+    } else {
+        parallel_known = !misspelled(hp, "maxParallelTrials", HP_FIELDS, NH);
+    }
+    if (trials_known && parallel_known && out->max_parallel_trials > out->max_trials)
+        fail_at(c, "maxParallelTrials", "must be <= maxTrials (%d), got %d", out->max_trials,
+                out->max_parallel_trials);
+
+    if ((v = enter(c, hp, "maxFailedTrials"))) {
+        read_int(c, v, 0, 0, INT_MAX, &out->max_failed_trials);
+        pop(c);
+    }
+    if ((v = enter(c, hp, "hyperparameterMetricTag"))) {
+        const char *tag;
+        if (read_string(c, v, 1, &tag) == 0) {
+            free(out->metric_tag);
+            out->metric_tag = tn_xstrdup(tag);
+        }
+        pop(c);
+    }
+    if ((v = enter(c, hp, "enableTrialEarlyStopping"))) {
+        read_bool(c, v, &out->enable_early_stopping);
+        pop(c);
+    }
+    if ((v = enter(c, hp, "resumePreviousJobId"))) {
+        if (read_job_id(c, v, &out->resume_previous_job_id) == 0 && out->job_id &&
+            strcmp(out->job_id, out->resume_previous_job_id) == 0)
+            fail(c, "must name an earlier study, not this one (\"%s\")", out->job_id);
+        pop(c);
+    }
+    int algorithm = SP_ALGO_UNSPECIFIED;
+    if ((v = enter(c, hp, "algorithm"))) {
+        if (read_enum(c, v, ALGO_NAMES, ALGO_VALUES, NELEM(ALGO_NAMES), &out->algorithm) != 0)
+            algorithm = 0;
+        else
+            algorithm = out->algorithm;
+        pop(c);
+    } else if (misspelled(hp, "algorithm", HP_FIELDS, NH)) {
+        algorithm = 0;
+    }
+
+    if ((v = enter(c, hp, "params"))) {
+        if (!json_is_array(v)) {
+            fail_type(c, "an array of parameters", v);
+        } else if (json_array_size(v) == 0) {
+            fail(c, "must hold at least one parameter");
+        } else {
+            seen_names seen = {tn_xcalloc(json_array_size(v), sizeof(char *)), 0};
+            size_t i;
+            json_t *p;
+            json_array_foreach(v, i, p) {
+                push_index(c, i);
+                if (json_is_object(p)) {
+                    read_param(c, p, algorithm, &seen, out);
+                } else {
+                    fail_type(c, "an object (a parameter)", p);
+                    seen.names[seen.n++] = NULL;
+                }
+                pop(c);
+            }
+            free(seen.names);
+        }
+        pop(c);
+    } else {
+        missing(c, hp, "params", HP_FIELDS, NH, "a non-empty array of parameters to tune");
+    }
+}
+
+static void read_resources(ctx *c, json_t *res, tn_spec *out) {
+    static const int TYPES[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+    check_fields(c, res, RESOURCE_KEYS, NELEM(RESOURCE_KEYS));
+    for (size_t k = 0; k < NELEM(RESOURCE_KEYS); k++) {
+        json_t *r, *v;
+        if (!(r = enter(c, res, RESOURCE_KEYS[k]))) continue;
+        spec_resources *sr = &out->resources[TYPES[k]];
+        if (k == 1 && json_object_get(res, "chief") && !json_is_null(json_object_get(res, "chief"))) {
+            fail(c, "the same replica as \"chief\" (master is its legacy name); give one");
+        } else if (!json_is_object(r)) {
+            fail_type(c, "an object such as {\"cores\": 4, \"gpus\": 0}", r);
+        } else {
+            check_fields(c, r, RESOURCE_FIELDS, NELEM(RESOURCE_FIELDS));
+            if ((v = enter(c, r, "cores"))) {
+                read_int(c, v, 0, 1, INT_MAX, &sr->cores);
+                pop(c);
+            }
+            if ((v = enter(c, r, "gpus"))) {
+                read_int(c, v, 0, 0, INT_MAX, &sr->gpus);
+                pop(c);
+            }
+        }
+        pop(c);
+    }
+}
+
+static void read_restart_policy(ctx *c, json_t *rp, tn_spec *out) {
+    json_t *v;
+    check_fields(c, rp, RESTART_FIELDS, NELEM(RESTART_FIELDS));
+    if ((v = enter(c, rp, "maxReplicaRestarts"))) {
+        read_int(c, v, 0, 0, INT_MAX, &out->max_replica_restarts);
+        pop(c);
+    }
+    if ((v = enter(c, rp, "maxJobRetries"))) {
+        read_int(c, v, 0, 0, INT_MAX, &out->max_job_retries);
+        pop(c);
+    }
+}
+
+static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *out) {
+    const size_t NI = NELEM(INPUT_FIELDS);
+    json_t *v;
+    out->training_input = json_incref(ti);
+    check_fields(c, ti, INPUT_FIELDS, NI);
+
+    /* scaleTier first: it sets the default counts and the chief's GPU. */
+    int tier_known = 1;
+    if ((v = enter(c, ti, "scaleTier"))) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(s, "PREMIUM_1") == 0) {
+            fail(c, "PREMIUM_1 is not supported locally; use CUSTOM with workerCount and "
+                    "parameterServerCount");
+            tier_known = 0;
+        } else if (strcmp(s, "BASIC_TPU") == 0) {
+            fail(c, "BASIC_TPU is not supported locally (no TPUs); use BASIC_GPU or CUSTOM");
+            tier_known = 0;
+        } else {
+            tier_known = read_enum(c, v, TIER_NAMES, TIER_VALUES, NELEM(TIER_NAMES),
+                                   &out->scale_tier) == 0;
+        }
+        pop(c);
+    } else {
+        tier_known = !misspelled(ti, "scaleTier", INPUT_FIELDS, NI);
+    }
+    if (out->scale_tier == SPEC_BASIC_GPU) out->resources[SPEC_CHIEF].gpus = 1;
+
+    static const char *const COUNTS[] = {"workerCount", "parameterServerCount",
+                                         "evaluatorCount"};
+    int counts[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        if (!(v = enter(c, ti, COUNTS[k]))) continue;
+        if (read_int(c, v, 1, 0, MAX_REPLICAS, &counts[k]) == 0 && tier_known &&
+            out->scale_tier != SPEC_CUSTOM) {
+            const char *t = TIER_NAMES[out->scale_tier - SPEC_BASIC];
+            if (json_object_get(ti, "scaleTier"))
+                fail(c, "only with scaleTier CUSTOM (scaleTier is %s)", t);
+            else
+                fail(c, "only with scaleTier CUSTOM (scaleTier defaults to BASIC)");
+        }
+        pop(c);
+    }
+    switch (out->scale_tier) {
+    case SPEC_STANDARD_1:
+        out->worker_count = 4;
+        out->ps_count = 3;
+        break;
+    case SPEC_CUSTOM:
+        out->worker_count = counts[0];
+        out->ps_count = counts[1];
+        out->evaluator_count = counts[2];
+        break;
+    default: break;
+    }
+
+    if ((v = enter(c, ti, "useChiefInTfConfig"))) {
+        read_bool(c, v, &out->use_chief_in_tf_config);
+        pop(c);
+    }
+    if ((v = enter(c, ti, "jobDir"))) {
+        const char *s;
+        if (read_string(c, v, 1, &s) == 0) out->job_dir = tn_xstrdup(s);
+        pop(c);
+    }
+    if ((v = enter(c, ti, "args"))) {
+        read_string_array(c, v, 0, &out->args, &out->nargs);
+        pop(c);
+    }
+
+    /* The program: command (extension) or pythonModule, exactly one. */
+    int has_command = 0, has_module = 0;
+    if ((v = enter(c, ti, "command"))) {
+        has_command = 1;
+        if (read_string_array(c, v, 1, &out->command, &out->ncommand) == 0 &&
+            out->command[0][0] == '\0') {
+            push_index(c, 0);
+            fail(c, "must not be empty (it is the program to run)");
+            pop(c);
+        }
+        pop(c);
+    }
+    if ((v = enter(c, ti, "pythonModule"))) {
+        has_module = 1;
+        const char *s;
+        if (read_string(c, v, 1, &s) == 0) {
+            if (valid_python_module(s))
+                out->python_module = tn_xstrdup(s);
+            else
+                fail(c, "expected a Python module name such as \"trainer.task\", got "
+                        "\"%.*s%s\"", CLIP, s, strlen(s) > CLIP ? "..." : "");
+        }
+        pop(c);
+    }
+    if (has_command && has_module) {
+        fail(c, "give \"command\" or \"pythonModule\", not both");
+    } else if (!has_command && !has_module && !for_ask_tell &&
+               !misspelled(ti, "command", INPUT_FIELDS, NI) &&
+               !misspelled(ti, "pythonModule", INPUT_FIELDS, NI)) {
+        fail(c, "needs \"command\" (the program and its fixed flags) or \"pythonModule\" "
+                "(run as python3 -m MODULE)");
+    }
+
+    for (size_t k = 0; k < NELEM(IGNORED_FIELDS); k++) {
+        if (!(v = enter(c, ti, IGNORED_FIELDS[k].name))) continue;
+        json_type want = IGNORED_FIELDS[k].type;
+        int ok = want == JSON_TRUE ? json_is_boolean(v) : json_typeof(v) == want;
+        if (!ok) {
+            fail_type(c, want == JSON_STRING   ? "a string"
+                         : want == JSON_OBJECT ? "an object"
+                         : want == JSON_ARRAY  ? "an array"
+                                               : "a boolean (true or false)",
+                      v);
+        }
+        pop(c);
+    }
+
+    if ((v = enter(c, ti, "resources"))) {
+        if (json_is_object(v))
+            read_resources(c, v, out);
+        else
+            fail_type(c, "an object with chief, worker, ps or evaluator", v);
+        pop(c);
+    }
+    if ((v = enter(c, ti, "restartPolicy"))) {
+        if (json_is_object(v))
+            read_restart_policy(c, v, out);
+        else
+            fail_type(c, "an object such as {\"maxReplicaRestarts\": 5, \"maxJobRetries\": 3}", v);
+        pop(c);
+    }
+    if ((v = enter(c, ti, "trialTimeout"))) {
+        read_duration(c, v, &out->trial_timeout_seconds);
+        pop(c);
+    }
+
+    if ((v = enter(c, ti, "hyperparameters"))) {
+        if (json_is_object(v))
+            read_hyperparameters(c, v, out);
+        else
+            fail_type(c, "an object", v);
+        pop(c);
+    } else {
+        missing(c, ti, "hyperparameters", INPUT_FIELDS, NI,
+                "the study: goal, params, maxTrials, ...");
+    }
+}
+
+static void set_defaults(tn_spec *s) {
+    s->scale_tier = SPEC_BASIC;
+    s->use_chief_in_tf_config = 1;
+    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) {
+        s->resources[t].cores = 1;
+        s->resources[t].gpus = 0;
+    }
+    s->max_replica_restarts = 5;
+    s->max_job_retries = 3;
+    s->goal = SPEC_MAXIMIZE;
+    s->metric_tag = tn_xstrdup(DEFAULT_METRIC_TAG);
+    s->max_trials = 1;
+    s->max_parallel_trials = 1;
+    s->max_failed_trials = 0;
+    s->algorithm = SP_ALGO_UNSPECIFIED;
+}
+
+static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
+    const size_t NT = NELEM(TOP_FIELDS);
+    json_t *v;
+    set_defaults(out);
+    check_fields(c, root, TOP_FIELDS, NT);
+
+    if ((v = enter(c, root, "jobId"))) {
+        read_job_id(c, v, &out->job_id);
+        pop(c);
+    } else {
+        missing(c, root, "jobId", TOP_FIELDS, NT, "the study's name, such as \"fashion_mlp\"");
+    }
+    if ((v = enter(c, root, "labels"))) {
+        if (!json_is_object(v)) {
+            fail_type(c, "an object of strings", v);
+        } else {
+            const char *key;
+            json_t *l;
+            json_object_foreach(v, key, l) {
+                if (json_is_string(l)) continue;
+                push_key(c, key);
+                fail_type(c, "a string", l);
+                pop(c);
+            }
+        }
+        pop(c);
+    }
+    if ((v = enter(c, root, "etag"))) {
+        const char *s;
+        read_string(c, v, 0, &s);
+        pop(c);
+    }
+    if ((v = enter(c, root, "trainingInput"))) {
+        if (json_is_object(v))
+            read_training_input(c, v, for_ask_tell, out);
+        else
+            fail_type(c, "an object", v);
+        pop(c);
+    } else {
+        missing(c, root, "trainingInput", TOP_FIELDS, NT,
+                "the job: scaleTier, command, hyperparameters, ...");
+    }
+
+    if (out->job_id && !out->job_dir) {
+        size_t n = strlen("runs/") + strlen(out->job_id) + 1;
+        out->job_dir = tn_xmalloc(n);
+        snprintf(out->job_dir, n, "runs/%s", out->job_id);
+    }
+    if (out->max_failed_trials == 0) out->max_failed_trials = out->max_trials;
+}
+
+/* Parses len bytes of text; the shared body of spec_parse and spec_load. */
+static int parse_buffer(const char *text, size_t len, const char *name, int for_ask_tell,
+                        tn_spec *out, spec_errors *errs) {
+    ctx c = {0};
+    c.path = tn_xcalloc(1, 1);
+    c.cap = 1;
+    memset(out, 0, sizeof *out);
+
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        fail(&c, "%s:%d:%d: %s", name ? name : "spec", je.line, je.column, je.text);
+    } else if (!json_is_object(root)) {
+        fail_type(&c, "a JSON object (an AI Platform job: {\"jobId\": ..., "
+                      "\"trainingInput\": ...})", root);
+    } else {
+        read_job(&c, root, for_ask_tell, out);
+    }
+    json_decref(root);
+    assert(c.depth == 0);
+    free(c.path);
+
+    int rc = c.errs.n ? TN_EINVAL : 0;
+    if (rc) spec_clear(out);
+    if (errs)
+        *errs = c.errs;
+    else
+        spec_errors_clear(&c.errs);
+    return rc;
+}
+
+int spec_parse(const char *text, const char *name, int for_ask_tell, tn_spec *out,
+               spec_errors *errs) {
+    assert(text && out);
+    return parse_buffer(text, strlen(text), name, for_ask_tell, out, errs);
+}
+
+int spec_load(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs) {
+    assert(path && out);
+    memset(out, 0, sizeof *out);
+    if (errs) memset(errs, 0, sizeof *errs);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0, saved = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        saved = errno;
+        rc = saved == ENOENT ? TN_ENOENT : TN_EIO;
+        goto err;
+    }
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 8192;
+            buf = tn_xrealloc(buf, cap);
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        saved = errno ? errno : EIO;
+        rc = TN_EIO;
+        fclose(f);
+        goto err;
+    }
+    fclose(f);
+    rc = parse_buffer(buf, len, path, for_ask_tell, out, errs);
+    free(buf);
+    return rc;
+
+err:
+    free(buf);
+    if (errs) {
+        size_t n = strlen(path) + strlen(strerror(saved)) + 3;
+        char *msg = tn_xmalloc(n);
+        snprintf(msg, n, "%s: %s", path, strerror(saved));
+        add_error(errs, "", msg);
+    }
+    return rc;
+}
+
+void spec_clear(tn_spec *s) {
+    if (!s) return;
+    free(s->job_id);
+    free(s->job_dir);
+    for (size_t i = 0; i < s->ncommand; i++) free(s->command[i]);
+    free(s->command);
+    free(s->python_module);
+    for (size_t i = 0; i < s->nargs; i++) free(s->args[i]);
+    free(s->args);
+    free(s->metric_tag);
+    free(s->resume_previous_job_id);
+    sp_space_clear(&s->space);
+    json_decref(s->training_input);
+    memset(s, 0, sizeof *s);
+}
+
+void spec_errors_clear(spec_errors *e) {
+    if (!e) return;
+    for (size_t i = 0; i < e->n; i++) {
+        free(e->items[i].path);
+        free(e->items[i].message);
+    }
+    free(e->items);
+    e->items = NULL;
+    e->n = 0;
+}
+
+const char *spec_replica_name(const tn_spec *s, int type) {
+    switch (type) {
+    case SPEC_CHIEF: return s->use_chief_in_tf_config ? "chief" : "master";
+    case SPEC_WORKER: return "worker";
+    case SPEC_PS: return "ps";
+    case SPEC_EVALUATOR: return "evaluator";
+    default: return "unknown";
+    }
+}
+
+int spec_replica_count(const tn_spec *s, int type) {
+    switch (type) {
+    case SPEC_CHIEF: return 1;
+    case SPEC_WORKER: return s->worker_count;
+    case SPEC_PS: return s->ps_count;
+    case SPEC_EVALUATOR: return s->evaluator_count;
+    default: return 0;
+    }
+}

@@ -1,0 +1,99 @@
+/*
+ * spec.h — the study spec: an AI Platform job resource in JSON, parsed and validated.
+ *
+ * Field names and enum values are AI Platform's (trainingInput, HyperparameterSpec,
+ * ParameterSpec), so a spec written for AI Platform reads the same here; the few
+ * extensions are documented in docs/spec.md. Validation reports every problem at
+ * once, each with the JSON path of the field and what was expected, before anything
+ * runs; unknown fields are errors with a did-you-mean. Contract: ../shared/DESIGN.md,
+ * "Study spec".
+ */
+#ifndef TN_TUNER_SPEC_H
+#define TN_TUNER_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "search/space.h"
+
+enum spec_tier { SPEC_BASIC = 1, SPEC_BASIC_GPU, SPEC_STANDARD_1, SPEC_CUSTOM };
+enum spec_goal { SPEC_MAXIMIZE = 1, SPEC_MINIMIZE };
+enum spec_replica { SPEC_CHIEF = 0, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR, SPEC_NREPLICA_TYPES };
+
+/* What one replica of a type asks of the machine. */
+typedef struct spec_resources {
+    int cores;  /* CPU cores (threads the replica is told to use), >= 1; default 1 */
+    int gpus;   /* GPUs, >= 0; default 0 (1 for the chief of BASIC_GPU) */
+} spec_resources;
+
+typedef struct tn_spec {
+    char *job_id;                  /* jobId: [A-Za-z][A-Za-z0-9_]{0,127} */
+    /* trainingInput */
+    int scale_tier;                /* enum spec_tier; default BASIC */
+    int worker_count;              /* replicas per type after applying the tier: */
+    int ps_count;                  /*   BASIC 0/0/0, STANDARD_1 4/3/0, CUSTOM as given */
+    int evaluator_count;
+    int use_chief_in_tf_config;    /* default true; false: the chief is "master" */
+    char *job_dir;                 /* jobDir; default "runs/<jobId>" */
+    char **command;                /* extension: program and its fixed flags (ncommand >= 1),
+                                      or NULL when pythonModule is used */
+    size_t ncommand;
+    char *python_module;           /* pythonModule: runs as python3 -m MODULE */
+    char **args;                   /* args: more fixed flags */
+    size_t nargs;
+    spec_resources resources[SPEC_NREPLICA_TYPES]; /* extension: "resources" */
+    int max_replica_restarts;      /* extension "restartPolicy": default 5 */
+    int max_job_retries;           /* default 3 */
+    double trial_timeout_seconds;  /* extension "trialTimeout" ("600s" or 600); 0: none */
+    /* trainingInput.hyperparameters */
+    int goal;                      /* enum spec_goal; default MAXIMIZE */
+    char *metric_tag;              /* hyperparameterMetricTag; default "training/hptuning/metric" */
+    int max_trials;                /* default 1 */
+    int max_parallel_trials;       /* default 1 */
+    int max_failed_trials;         /* the study fails once this many trials failed; 0 in the
+                                      spec (AI Platform's "decide for me") means maxTrials */
+    int enable_early_stopping;     /* enableTrialEarlyStopping */
+    int algorithm;                 /* enum sp_algorithm; default UNSPECIFIED */
+    char *resume_previous_job_id;  /* resumePreviousJobId, or NULL */
+    sp_space space;                /* params */
+    json_t *training_input;        /* the trainingInput object as given (a reference
+                                      owned by the spec): TF_CONFIG's "job" */
+} tn_spec;
+
+/* One problem found in a spec. */
+typedef struct spec_error {
+    char *path;     /* JSON path, e.g. "trainingInput.hyperparameters.params[1].minValue" */
+    char *message;  /* what was found and what was expected */
+} spec_error;
+
+typedef struct spec_errors {
+    spec_error *items;
+    size_t n;
+} spec_errors;
+
+/* Parses and validates the spec in text (from a file named name, used in messages).
+ * `for_ask_tell` != 0 allows a spec with neither command nor pythonModule (a study
+ * driven by ask/tell). On success returns 0 and fills *out (release with
+ * spec_clear). Otherwise returns TN_EINVAL with every problem in *errs (release with
+ * spec_errors_clear): JSON syntax errors (path "" and the line and column), unknown
+ * fields (with a did-you-mean), wrong types, out-of-range numbers, minValue >
+ * maxValue, log scales with minValue <= 0, empty categoricalValues, discreteValues
+ * not strictly increasing, duplicate parameterName, GRID_SEARCH with a DOUBLE
+ * parameter, a bad jobId, maxParallelTrials > maxTrials, ... */
+int spec_parse(const char *text, const char *name, int for_ask_tell, tn_spec *out,
+               spec_errors *errs);
+
+/* Reads the file at path and parses it (a missing file is one error naming it). */
+int spec_load(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs);
+
+void spec_clear(tn_spec *s);
+void spec_errors_clear(spec_errors *e);
+
+/* Names used in TF_CONFIG and logs: "chief" (or "master" when
+ * !use_chief_in_tf_config), "worker", "ps", "evaluator". */
+const char *spec_replica_name(const tn_spec *s, int type);
+
+/* Number of replicas of a type (chief: 1). */
+int spec_replica_count(const tn_spec *s, int type);
+
+#endif

@@ -1,0 +1,1071 @@
+/*
+ * store.c — every study in one SQLite file (see store.h; schema and rules: docs/store.md).
+ *
+ * One connection per st_store, opened NOMUTEX: a store belongs to one thread at a time.
+ * The file is in WAL mode with synchronous=FULL and a 10 s busy timeout, so a `run`, an
+ * `ask` and a dashboard can share it and a commit survives the process being killed.
+ * Every write runs in a transaction: its own BEGIN IMMEDIATE ... COMMIT, or a SAVEPOINT
+ * inside the caller's (st_transaction), so writes nest and a failed one undoes only
+ * itself. Statements are prepared on first use and cached in the store, and each is
+ * reset (bindings cleared) as soon as its rows are read. SQLite's error text is copied
+ * into the caller's buffer at once, prefixed by the file and the operation.
+ */
+#include "tuner/store.h"
+
+#include "common/status.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define ST_SCHEMA_VERSION 1      /* the newest schema this build reads and writes */
+#define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
+
+/* The schema, version 1 (docs/store.md describes every column). */
+static const char schema_sql[] =
+    "CREATE TABLE meta (\n"
+    "  key TEXT PRIMARY KEY,\n"
+    "  value TEXT);\n"
+    "CREATE TABLE studies (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT UNIQUE NOT NULL,\n"
+    "  spec TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  seed INTEGER NOT NULL,\n"
+    "  created REAL,\n"
+    "  updated REAL,\n"
+    "  error TEXT);\n"
+    "CREATE TABLE trials (\n"
+    "  study_id INTEGER NOT NULL REFERENCES studies(id),\n"
+    "  number INTEGER NOT NULL,\n"
+    "  params TEXT NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  objective REAL,\n"
+    "  created REAL,\n"
+    "  started REAL,\n"
+    "  finished REAL,\n"
+    "  attempts INTEGER NOT NULL DEFAULT 0,\n"
+    "  restarts INTEGER NOT NULL DEFAULT 0,\n"
+    "  error TEXT,\n"
+    "  PRIMARY KEY (study_id, number)) WITHOUT ROWID;\n"
+    "CREATE INDEX trials_by_state ON trials(study_id, state);\n"
+    "CREATE TABLE measurements (\n"
+    "  study_id INTEGER NOT NULL,\n"
+    "  trial INTEGER NOT NULL,\n"
+    "  replica TEXT NOT NULL,\n"
+    "  step INTEGER NOT NULL,\n"
+    "  timestamp REAL NOT NULL,\n"
+    "  metrics TEXT NOT NULL,\n"
+    "  PRIMARY KEY (study_id, trial, replica, timestamp),\n"
+    "  FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;\n"
+    "CREATE TABLE events (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  study_id INTEGER NOT NULL REFERENCES studies(id),\n"
+    "  trial INTEGER NOT NULL,\n"
+    "  time REAL NOT NULL,\n"
+    "  replica TEXT,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '1');\n";
+
+/* The cached statements, one per query the store runs. */
+enum query {
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
+    Q_SAVEPOINT,
+    Q_RELEASE,
+    Q_ROLLBACK_TO,
+    Q_STUDY_INSERT,
+    Q_STUDY_GET,
+    Q_STUDY_LIST,
+    Q_STUDY_SET_STATE,
+    Q_STUDY_TOUCH,
+    Q_TRIAL_NEXT,
+    Q_TRIAL_INSERT,
+    Q_TRIAL_GET,
+    Q_TRIAL_LIST,
+    Q_TRIAL_UPDATE,
+    Q_TRIAL_COUNTS,
+    Q_MEASUREMENT_INSERT,
+    Q_MEASUREMENT_LIST,
+    Q_EVENT_INSERT,
+    Q_EVENT_LIST_TRIAL,
+    Q_EVENT_LIST_STUDY,
+    Q_COUNT
+};
+
+#define STUDY_COLUMNS "id, name, spec, state, seed, created, updated, error"
+#define TRIAL_COLUMNS                                                                   \
+    "study_id, number, params, state, objective, created, started, finished, attempts, " \
+    "restarts, error"
+
+static const char *const query_sql[Q_COUNT] = {
+    [Q_BEGIN] = "BEGIN IMMEDIATE",
+    [Q_COMMIT] = "COMMIT",
+    [Q_ROLLBACK] = "ROLLBACK",
+    [Q_SAVEPOINT] = "SAVEPOINT st_nested",
+    [Q_RELEASE] = "RELEASE st_nested",
+    [Q_ROLLBACK_TO] = "ROLLBACK TO st_nested",
+    [Q_STUDY_INSERT] = "INSERT INTO studies (name, spec, state, seed, created, updated) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+    [Q_STUDY_GET] = "SELECT " STUDY_COLUMNS " FROM studies WHERE name = ?1",
+    [Q_STUDY_LIST] = "SELECT " STUDY_COLUMNS " FROM studies ORDER BY id",
+    [Q_STUDY_SET_STATE] = "UPDATE studies SET state = ?2, error = ?3, updated = ?4 WHERE id = ?1",
+    [Q_STUDY_TOUCH] = "UPDATE studies SET updated = ?2 WHERE id = ?1",
+    [Q_TRIAL_NEXT] = "SELECT COALESCE(MAX(number), 0) + 1 FROM trials WHERE study_id = ?1",
+    [Q_TRIAL_INSERT] = "INSERT INTO trials (study_id, number, params, state, created, started) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [Q_TRIAL_GET] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 AND number = ?2",
+    [Q_TRIAL_LIST] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY number",
+    [Q_TRIAL_UPDATE] = "UPDATE trials SET state = ?3, objective = ?4, started = ?5, "
+                       "finished = ?6, attempts = ?7, restarts = ?8, error = ?9 "
+                       "WHERE study_id = ?1 AND number = ?2",
+    [Q_TRIAL_COUNTS] = "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state",
+    /* ON CONFLICT names the key, so only a duplicate record is skipped; a missing trial
+     * (foreign key) is still an error, which INSERT OR IGNORE would not promise. */
+    [Q_MEASUREMENT_INSERT] = "INSERT INTO measurements (study_id, trial, replica, step, "
+                             "timestamp, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                             "ON CONFLICT (study_id, trial, replica, timestamp) DO NOTHING",
+    [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp FROM measurements "
+                           "WHERE study_id = ?1 AND trial = ?2 "
+                           "ORDER BY step, timestamp, replica",
+    [Q_EVENT_INSERT] = "INSERT INTO events (study_id, trial, time, replica, kind, detail) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [Q_EVENT_LIST_TRIAL] = "SELECT time, replica, kind, detail FROM events "
+                           "WHERE study_id = ?1 AND trial = ?2 ORDER BY time, id",
+    [Q_EVENT_LIST_STUDY] = "SELECT time, replica, kind, detail FROM events "
+                           "WHERE study_id = ?1 ORDER BY time, id",
+};
+
+struct st_store {
+    sqlite3 *db;                  /* the one connection; NOMUTEX, so one thread at a time */
+    char *path;                   /* as given to st_open, for messages */
+    int depth;                    /* open transactions: 0 none, 1 BEGIN, n > 1 savepoints */
+    sqlite3_stmt *stmt[Q_COUNT];  /* prepared on first use; reset after each use */
+};
+
+static const char *const study_states[] = {ST_STUDY_CREATED,   ST_STUDY_RUNNING,
+                                           ST_STUDY_STOPPED,   ST_STUDY_SUCCEEDED,
+                                           ST_STUDY_FAILED,    ST_STUDY_CANCELLED};
+/* In the order of st_trial_counts. */
+static const char *const trial_states[] = {ST_TRIAL_PENDING, ST_TRIAL_RUNNING,
+                                           ST_TRIAL_SUCCEEDED, ST_TRIAL_FAILED,
+                                           ST_TRIAL_STOPPED, ST_TRIAL_CANCELLED};
+
+/* The index of state in list (n entries), or -1. */
+static int state_index(const char *const *list, size_t n, const char *state) {
+    for (size_t i = 0; state && i < n; i++)
+        if (strcmp(list[i], state) == 0) return (int)i;
+    return -1;
+}
+
+/* Wall-clock seconds since the epoch. */
+static double now(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return (double)time(NULL);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static _Noreturn void out_of_memory(void) {
+    fprintf(stderr, "fatal: out of memory in the SQLite store\n");
+    abort();
+}
+
+/* ---------------------------------------------------------------------------------
+ * Errors and statements
+ * --------------------------------------------------------------------------------- */
+
+/* Formats "PATH: OP: SQLITE MESSAGE" into err, copying sqlite3_errmsg at once, and
+ * returns the TN code for the SQLite code rc. */
+static int fail(st_store *s, int rc, const char *op, char *err, size_t errlen) {
+    const char *msg = sqlite3_errmsg(s->db);
+    switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+        return tn_error(err, errlen, TN_EFORMAT, "%s is not a tuner store (%s)", s->path, msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return tn_error(err, errlen, TN_EIO,
+                        "%s: %s: %s (another process kept the store locked for more than "
+                        "%d s; is a long command holding it?)",
+                        s->path, op, msg, ST_BUSY_TIMEOUT_MS / 1000);
+    case SQLITE_CORRUPT:
+        return tn_error(err, errlen, TN_ECORRUPT, "%s: %s: %s", s->path, op, msg);
+    case SQLITE_CONSTRAINT:
+        return tn_error(err, errlen, TN_EINVAL, "%s: %s: %s", s->path, op, msg);
+    default:
+        return tn_error(err, errlen, TN_EIO, "%s: %s: %s", s->path, op, msg);
+    }
+}
+
+/* Resets a statement after use and clears its bindings. sqlite3_reset repeats the
+ * error of the last step, which the caller has already handled; clear_bindings
+ * always succeeds. */
+static void done(sqlite3_stmt *st) {
+    (void)sqlite3_reset(st);
+    (void)sqlite3_clear_bindings(st);
+}
+
+/* The cached statement q, prepared on first use: 0, or an error. */
+static int prep(st_store *s, enum query q, sqlite3_stmt **out, const char *op, char *err,
+                size_t errlen) {
+    if (!s->stmt[q]) {
+        int rc = sqlite3_prepare_v3(s->db, query_sql[q], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &s->stmt[q], NULL);
+        if (rc != SQLITE_OK) return fail(s, rc, op, err, errlen);
+    }
+    *out = s->stmt[q];
+    return 0;
+}
+
+/* Binds ?1, ?2, ... by a type string and returns the first SQLite error, if any:
+ *   'i' int64_t   't' const char * (NULL binds NULL)   'r' double
+ *   'z' double, NULL when 0 (a time not yet set)   'n' double, NULL when NaN */
+static int bind(sqlite3_stmt *st, const char *types, ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = SQLITE_OK;
+    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
+        int idx = i + 1;
+        switch (types[i]) {
+        case 'i': rc = sqlite3_bind_int64(st, idx, va_arg(ap, int64_t)); break;
+        case 't': {
+            const char *t = va_arg(ap, const char *);
+            rc = t ? sqlite3_bind_text(st, idx, t, -1, SQLITE_STATIC) : sqlite3_bind_null(st, idx);
+            break;
+        }
+        case 'r': rc = sqlite3_bind_double(st, idx, va_arg(ap, double)); break;
+        case 'z': {
+            double v = va_arg(ap, double);
+            rc = v != 0 ? sqlite3_bind_double(st, idx, v) : sqlite3_bind_null(st, idx);
+            break;
+        }
+        case 'n': {
+            double v = va_arg(ap, double);
+            rc = isnan(v) ? sqlite3_bind_null(st, idx) : sqlite3_bind_double(st, idx, v);
+            break;
+        }
+        default: assert(!"bad bind type"); rc = SQLITE_MISUSE;
+        }
+    }
+    va_end(ap);
+    return rc;
+}
+
+/* Runs a bound statement that returns no rows (brc: the result of binding) and resets
+ * it. 0, or an error already formatted; *xrc (may be NULL) gets SQLite's extended code,
+ * so a caller can replace the message for a constraint it expects. */
+static int step_done(st_store *s, sqlite3_stmt *st, int brc, const char *op, char *err,
+                     size_t errlen, int *xrc) {
+    int rc = brc == SQLITE_OK ? sqlite3_step(st) : brc;
+    if (xrc) *xrc = rc;
+    int ret = rc == SQLITE_DONE ? 0 : fail(s, rc, op, err, errlen);
+    done(st);
+    return ret;
+}
+
+/* Runs the cached statement q, which takes no parameters and returns no rows. */
+static int exec_q(st_store *s, enum query q, const char *op, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, q, &st, op, err, errlen);
+    return rc ? rc : step_done(s, st, SQLITE_OK, op, err, errlen, NULL);
+}
+
+/* A copy of a text column, NULL for SQL NULL. */
+static char *col_text(sqlite3_stmt *st, int i) {
+    if (sqlite3_column_type(st, i) == SQLITE_NULL) return NULL;
+    const unsigned char *t = sqlite3_column_text(st, i);
+    if (!t) out_of_memory(); /* the only reason a non-NULL value has no text */
+    return tn_xstrdup((const char *)t);
+}
+
+/* A copy of a NOT NULL text column ("" if a hand-edited file holds NULL). */
+static char *col_text_nn(sqlite3_stmt *st, int i) {
+    char *t = col_text(st, i);
+    return t ? t : tn_xstrdup("");
+}
+
+/* A REAL column, 0 for NULL. */
+static double col_real(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? 0 : sqlite3_column_double(st, i);
+}
+
+/* list (of *cap elements of size elem), grown if needed to hold n + 1. */
+static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap) return list;
+    *cap = *cap ? 2 * *cap : 16;
+    return tn_xrealloc(list, *cap * elem);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Transactions: BEGIN IMMEDIATE at the outside, SAVEPOINTs inside
+ * --------------------------------------------------------------------------------- */
+
+/* The message for a write attempted after SQLite rolled the whole transaction back
+ * (it does so on some errors: disk full, I/O, out of memory). */
+static int aborted(st_store *s, const char *op, char *err, size_t errlen) {
+    return tn_error(err, errlen, TN_EIO,
+                    "%s: %s: the enclosing transaction was rolled back by an earlier error",
+                    s->path, op);
+}
+
+static int tx_begin(st_store *s, const char *op, char *err, size_t errlen) {
+    if (s->depth > 0 && sqlite3_get_autocommit(s->db)) return aborted(s, op, err, errlen);
+    assert(s->depth > 0 || sqlite3_get_autocommit(s->db));
+    int rc = exec_q(s, s->depth == 0 ? Q_BEGIN : Q_SAVEPOINT, op, err, errlen);
+    if (rc == 0) s->depth++;
+    return rc;
+}
+
+/* Undoes the innermost transaction. Errors go to err only when it holds no message
+ * yet, so the one that caused the rollback is kept. */
+static void tx_rollback(st_store *s, char *err, size_t errlen) {
+    assert(s->depth > 0);
+    char msg[512] = "";
+    if (!sqlite3_get_autocommit(s->db)) { /* else SQLite already rolled everything back */
+        if (s->depth == 1) {
+            exec_q(s, Q_ROLLBACK, "rolling back", msg, sizeof msg);
+        } else if (exec_q(s, Q_ROLLBACK_TO, "rolling back", msg, sizeof msg) == 0) {
+            exec_q(s, Q_RELEASE, "rolling back", msg, sizeof msg);
+        }
+    }
+    s->depth--;
+    if (msg[0] && err && errlen > 0 && err[0] == '\0') snprintf(err, errlen, "%s", msg);
+}
+
+static int tx_commit(st_store *s, const char *op, char *err, size_t errlen) {
+    assert(s->depth > 0);
+    if (sqlite3_get_autocommit(s->db)) {
+        s->depth--;
+        return aborted(s, op, err, errlen);
+    }
+    int rc = exec_q(s, s->depth == 1 ? Q_COMMIT : Q_RELEASE, op, err, errlen);
+    if (rc == 0) {
+        s->depth--;
+        return 0;
+    }
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Opening
+ * --------------------------------------------------------------------------------- */
+
+/* Checks the folder of path exists and path is not a folder, for a clear message
+ * (SQLite would only say "unable to open database file"). */
+static int check_path(const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return tn_error(err, errlen, TN_EINVAL, "%s is a folder, not a tuner store", path);
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return 0; /* the working folder, or / */
+    size_t n = (size_t)(slash - path);
+    char *dir = tn_xmalloc(n + 1);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    int rc = 0;
+    if (stat(dir, &sb) != 0) {
+        int e = errno;
+        rc = tn_error(err, errlen, e == ENOENT ? TN_ENOENT : TN_EIO,
+                      "cannot open %s: folder %s: %s", path, dir, strerror(e));
+    } else if (!S_ISDIR(sb.st_mode)) {
+        rc = tn_error(err, errlen, TN_ENOENT, "cannot open %s: %s is not a folder", path, dir);
+    }
+    free(dir);
+    return rc;
+}
+
+/* Runs a one-off query (no parameters) and reads column 0 of its first row into
+ * *ival or *sval (either may be NULL; *sval is yours). 0 with a row, 1 without. */
+static int scalar(st_store *s, const char *sql, int64_t *ival, char **sval, const char *op,
+                  char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        int ret = fail(s, rc, op, err, errlen);
+        (void)sqlite3_finalize(st); /* st is NULL after a failed prepare; harmless */
+        return ret;
+    }
+    int ret;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        if (ival) *ival = sqlite3_column_int64(st, 0);
+        if (sval) *sval = col_text(st, 0);
+        ret = 0;
+    } else if (rc == SQLITE_DONE) {
+        ret = 1;
+    } else {
+        ret = fail(s, rc, op, err, errlen);
+    }
+    (void)sqlite3_finalize(st); /* repeats the step's error, handled above */
+    return ret;
+}
+
+/* Reads the schema version into *version: 0 for an empty database, else meta's. A file
+ * that is not a database, or a database of something else, is TN_EFORMAT. */
+static int read_version(st_store *s, int64_t *version, char *err, size_t errlen) {
+    const char *op = "reading the schema";
+    /* One statement, so both counts come from one snapshot even while another process
+     * is creating the schema. */
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                                "AND name = 'meta'), (SELECT count(*) FROM sqlite_master "
+                                "WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\')",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    int64_t has_meta = 0, objects = 0;
+    if (rc == SQLITE_ROW) {
+        has_meta = sqlite3_column_int64(st, 0);
+        objects = sqlite3_column_int64(st, 1);
+        rc = 0;
+    } else {
+        rc = fail(s, rc, op, err, errlen);
+    }
+    (void)sqlite3_finalize(st); /* repeats the error handled above */
+    if (rc) return rc;
+    if (!has_meta) {
+        if (objects > 0)
+            return tn_error(err, errlen, TN_EFORMAT,
+                            "%s is not a tuner store (a SQLite database of something else: "
+                            "it has tables but no table meta)",
+                            s->path);
+        *version = 0;
+        return 0;
+    }
+    char *text = NULL;
+    rc = scalar(s, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, &text, op, err,
+                errlen);
+    if (rc < 0) return rc;
+    char *end = NULL;
+    errno = 0;
+    long long v = text ? strtoll(text, &end, 10) : 0;
+    if (rc == 1 || !text || end == text || *end != '\0' || errno != 0 || v < 1) {
+        rc = tn_error(err, errlen, TN_EFORMAT,
+                      "%s is not a tuner store (meta.schema_version is '%s', not a version)",
+                      s->path, text ? text : "missing");
+    } else {
+        *version = v;
+        rc = 0;
+    }
+    free(text);
+    return rc;
+}
+
+/* Refuses a schema this build cannot read. Version 1 is the first, so no older one
+ * exists to migrate yet; docs/store.md, "Versions", says how later ones will be. */
+static int check_version(st_store *s, int64_t version, char *err, size_t errlen) {
+    if (version > ST_SCHEMA_VERSION)
+        return tn_error(err, errlen, TN_EVERSION,
+                        "%s was written by a newer tuner (schema %lld); this one reads up to %d",
+                        s->path, (long long)version, ST_SCHEMA_VERSION);
+    assert(version == ST_SCHEMA_VERSION);
+    return 0;
+}
+
+/* Runs a PRAGMA (or any statement without parameters or rows of interest). */
+static int exec_sql(st_store *s, const char *sql, const char *op, char *err, size_t errlen) {
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : fail(s, rc, op, err, errlen);
+}
+
+/* Creates the schema if the file has none, in one IMMEDIATE transaction; another
+ * process may have created it since we looked, so the version is read again inside. */
+static int create_schema(st_store *s, char *err, size_t errlen) {
+    const char *op = "creating the schema";
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    int64_t version = 0;
+    rc = read_version(s, &version, err, errlen);
+    if (rc == 0 && version == 0) rc = exec_sql(s, schema_sql, op, err, errlen);
+    if (rc == 0 && version != 0) rc = check_version(s, version, err, errlen);
+    if (rc) {
+        tx_rollback(s, err, errlen);
+        return rc;
+    }
+    return tx_commit(s, op, err, errlen);
+}
+
+/* PRAGMA journal_mode = WAL, into *mode (yours). Switching needs the file to itself,
+ * and SQLite answers SQLITE_BUSY at once, without the busy handler, when another
+ * connection has it open (several processes opening a new store together), so this
+ * retries for up to the busy timeout. WAL mode is stored in the file: once set, the
+ * pragma changes nothing and never waits. */
+static int switch_to_wal(st_store *s, char **mode, char *err, size_t errlen) {
+    const char *op = "switching to WAL mode";
+    double deadline = now() + ST_BUSY_TIMEOUT_MS / 1000.0;
+    long pause_ns = 1000000; /* 1 ms, doubling to 64 ms */
+    for (;;) {
+        char msg[512] = "";
+        int rc = scalar(s, "PRAGMA journal_mode = WAL", NULL, mode, op, msg, sizeof msg);
+        int busy = (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_BUSY;
+        if (rc >= 0 || !busy || now() >= deadline) {
+            if (rc < 0) tn_error(err, errlen, rc, "%s", msg);
+            return rc;
+        }
+        struct timespec ts = {0, pause_ns};
+        nanosleep(&ts, NULL); /* an interrupted sleep only retries sooner */
+        if (pause_ns < 64000000) pause_ns *= 2;
+    }
+}
+
+int st_open(const char *path, st_store **out, char *err, size_t errlen) {
+    assert(path && out);
+    *out = NULL;
+    if (path[0] == '\0') return tn_error(err, errlen, TN_EINVAL, "the store path is empty");
+    int rc = check_path(path, err, errlen);
+    if (rc) return rc;
+
+    st_store *s = tn_xcalloc(1, sizeof *s);
+    s->path = tn_xstrdup(path);
+    int src = sqlite3_open_v2(path, &s->db,
+                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                              NULL);
+    if (!s->db) out_of_memory(); /* SQLite returns no handle only when malloc failed */
+    if (src != SQLITE_OK) {
+        int e = sqlite3_system_errno(s->db);
+        rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s%s%s%s", path,
+                      sqlite3_errmsg(s->db), e ? " (" : "", e ? strerror(e) : "", e ? ")" : "");
+        goto fail;
+    }
+    if ((src = sqlite3_extended_result_codes(s->db, 1)) != SQLITE_OK ||
+        (src = sqlite3_busy_timeout(s->db, ST_BUSY_TIMEOUT_MS)) != SQLITE_OK) {
+        rc = fail(s, src, "configuring the connection", err, errlen);
+        goto fail;
+    }
+
+    /* The first read: SQLite finds out only now whether the file is a database. A newer
+     * schema is refused before anything (the journal mode included) is changed. */
+    int64_t version = 0;
+    if ((rc = read_version(s, &version, err, errlen))) goto fail;
+    if (version != 0 && (rc = check_version(s, version, err, errlen))) goto fail;
+
+    /* WAL: readers never block the writer, and a commit is one append to the log.
+     * synchronous=FULL fsyncs the log at each commit, so a commit survives power loss
+     * as well as a killed process (NORMAL would survive only the latter). */
+    char *mode = NULL;
+    if ((rc = switch_to_wal(s, &mode, err, errlen)) < 0) goto fail;
+    /* ("memory" is what a ":memory:" store answers.) */
+    int wal = mode && (strcmp(mode, "wal") == 0 || strcmp(mode, "memory") == 0);
+    if (!wal)
+        rc = tn_error(err, errlen, TN_EIO,
+                      "%s: cannot use WAL mode (the journal mode stays '%s'); is the file on "
+                      "a network file system?",
+                      path, mode ? mode : "unknown");
+    free(mode);
+    if (!wal) goto fail;
+    if ((rc = exec_sql(s, "PRAGMA synchronous = FULL", "setting synchronous", err, errlen)) ||
+        (rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)))
+        goto fail;
+
+    if (version == 0 && (rc = create_schema(s, err, errlen))) goto fail;
+    *out = s;
+    return 0;
+
+fail:
+    st_close(s);
+    return rc < 0 ? rc : TN_EIO;
+}
+
+void st_close(st_store *s) {
+    if (!s) return;
+    for (int q = 0; q < Q_COUNT; q++)
+        (void)sqlite3_finalize(s->stmt[q]); /* repeats an error already handled */
+    if (s->db && sqlite3_close(s->db) != SQLITE_OK)
+        fprintf(stderr, "tuner: warning: closing %s: %s\n", s->path, sqlite3_errmsg(s->db));
+    free(s->path);
+    free(s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Studies
+ * --------------------------------------------------------------------------------- */
+
+static void read_study(sqlite3_stmt *st, st_study *out) {
+    out->id = sqlite3_column_int64(st, 0);
+    out->name = col_text_nn(st, 1);
+    out->spec = col_text_nn(st, 2);
+    out->state = col_text_nn(st, 3);
+    out->seed = sqlite3_column_int64(st, 4);
+    out->created = col_real(st, 5);
+    out->updated = col_real(st, 6);
+    out->error = col_text(st, 7);
+}
+
+int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
+                    const char *state, int64_t *id, char *err, size_t errlen) {
+    assert(s && name && spec_json && state);
+    if (state_index(study_states, 6, state) < 0)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a study state", state);
+    char op[256];
+    snprintf(op, sizeof op, "creating study %s", name);
+    sqlite3_stmt *st = NULL;
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_STUDY_INSERT, &st, op, err, errlen))) goto fail;
+    int xrc = SQLITE_OK;
+    rc = step_done(s, st, bind(st, "tttir", name, spec_json, state, seed, now()), op, err,
+                   errlen, &xrc);
+    if (rc) {
+        if (xrc == SQLITE_CONSTRAINT_UNIQUE)
+            rc = tn_error(err, errlen, TN_EINVAL, "a study named %s already exists", name);
+        goto fail;
+    }
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return tx_commit(s, op, err, errlen);
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t errlen) {
+    assert(s && name && out);
+    memset(out, 0, sizeof *out);
+    char op[256];
+    snprintf(op, sizeof op, "reading study %s", name);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_STUDY_GET, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "t", name);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        read_study(st, out);
+        rc = 0;
+    } else {
+        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errlen) {
+    assert(s && out && n);
+    *out = NULL;
+    *n = 0;
+    const char *op = "listing studies";
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_STUDY_LIST, &st, op, err, errlen);
+    if (rc) return rc;
+    st_study *list = NULL;
+    size_t count = 0, cap = 0;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        list = grow(list, &cap, count, sizeof *list);
+        read_study(st, &list[count++]);
+    }
+    if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+        st_studies_free(list, count);
+    } else {
+        *out = list;
+        *n = count;
+    }
+    done(st);
+    return rc;
+}
+
+int st_study_set_state(st_store *s, int64_t id, const char *state, const char *error,
+                       char *err, size_t errlen) {
+    assert(s && state);
+    if (state_index(study_states, 6, state) < 0)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a study state", state);
+    char op[96];
+    snprintf(op, sizeof op, "setting the state of study %lld", (long long)id);
+    sqlite3_stmt *st = NULL;
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_STUDY_SET_STATE, &st, op, err, errlen)) ||
+        (rc = step_done(s, st, bind(st, "ittr", id, state, error, now()), op, err, errlen,
+                        NULL)))
+        goto fail;
+    if (sqlite3_changes(s->db) == 0) {
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                      (long long)id);
+        goto fail;
+    }
+    return tx_commit(s, op, err, errlen);
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+void st_study_clear(st_study *st) {
+    if (!st) return;
+    free(st->name);
+    free(st->spec);
+    free(st->state);
+    free(st->error);
+    memset(st, 0, sizeof *st);
+}
+
+void st_studies_free(st_study *list, size_t n) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) st_study_clear(&list[i]);
+    free(list);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Trials
+ * --------------------------------------------------------------------------------- */
+
+static void read_trial(sqlite3_stmt *st, st_trial *out) {
+    out->study_id = sqlite3_column_int64(st, 0);
+    out->number = sqlite3_column_int64(st, 1);
+    out->params = col_text_nn(st, 2);
+    out->state = col_text_nn(st, 3);
+    out->has_objective = sqlite3_column_type(st, 4) != SQLITE_NULL;
+    out->objective = out->has_objective ? sqlite3_column_double(st, 4) : 0;
+    out->created = col_real(st, 5);
+    out->started = col_real(st, 6);
+    out->finished = col_real(st, 7);
+    out->attempts = sqlite3_column_int(st, 8);
+    out->restarts = sqlite3_column_int(st, 9);
+    out->error = col_text(st, 10);
+}
+
+int st_trial_create(st_store *s, int64_t study_id, const char *params_json, const char *state,
+                    int64_t *number, char *err, size_t errlen) {
+    assert(s && params_json && state);
+    if (state_index(trial_states, 6, state) < 0)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a trial state", state);
+    char op[96];
+    snprintf(op, sizeof op, "creating a trial of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    /* IMMEDIATE (or a savepoint in the caller's IMMEDIATE transaction): the write lock
+     * is held from before MAX(number) is read until the new row is committed. */
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_TRIAL_NEXT, &st, op, err, errlen))) goto fail;
+    int64_t next = 0;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) next = sqlite3_column_int64(st, 0);
+    else rc = fail(s, src, op, err, errlen);
+    done(st);
+    if (rc) goto fail;
+
+    if ((rc = prep(s, Q_TRIAL_INSERT, &st, op, err, errlen))) goto fail;
+    double t = now();
+    double started = strcmp(state, ST_TRIAL_RUNNING) == 0 ? t : 0;
+    int xrc = SQLITE_OK;
+    rc = step_done(s, st, bind(st, "iittrz", study_id, next, params_json, state, t, started),
+                   op, err, errlen, &xrc);
+    if (rc) {
+        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path,
+                          op, (long long)study_id);
+        goto fail;
+    }
+    if ((rc = tx_commit(s, op, err, errlen))) return rc;
+    if (number) *number = next;
+    return 0;
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, char *err,
+                 size_t errlen) {
+    assert(s && out);
+    memset(out, 0, sizeof *out);
+    char op[96];
+    snprintf(op, sizeof op, "reading trial %lld of study %lld", (long long)number,
+             (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_GET, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "ii", study_id, number);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        read_trial(st, out);
+        rc = 0;
+    } else {
+        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char *err,
+                  size_t errlen) {
+    assert(s && out && n);
+    *out = NULL;
+    *n = 0;
+    char op[96];
+    snprintf(op, sizeof op, "listing the trials of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_LIST, &st, op, err, errlen);
+    if (rc) return rc;
+    st_trial *list = NULL;
+    size_t count = 0, cap = 0;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            list = grow(list, &cap, count, sizeof *list);
+            read_trial(st, &list[count++]);
+        }
+    }
+    if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+        st_trials_free(list, count);
+    } else {
+        *out = list;
+        *n = count;
+    }
+    done(st);
+    return rc;
+}
+
+int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
+    assert(s && t);
+    char op[96];
+    snprintf(op, sizeof op, "updating trial %lld of study %lld", (long long)t->number,
+             (long long)t->study_id);
+    if (state_index(trial_states, 6, t->state) < 0)
+        return tn_error(err, errlen, TN_EINVAL, "%s: '%s' is not a trial state", op,
+                        t->state ? t->state : "(null)");
+    if (!t->params) /* not written, but the struct must be a whole trial */
+        return tn_error(err, errlen, TN_EINVAL, "%s: the trial has no params", op);
+    if (t->has_objective && isnan(t->objective))
+        return tn_error(err, errlen, TN_EINVAL, "%s: the objective is NaN", op);
+    if (t->attempts < 0 || t->restarts < 0)
+        return tn_error(err, errlen, TN_EINVAL, "%s: negative attempts or restarts", op);
+    sqlite3_stmt *st = NULL;
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
+        (rc = step_done(s, st,
+                        bind(st, "iitnzziit", t->study_id, t->number, t->state,
+                             t->has_objective ? t->objective : NAN, t->started, t->finished,
+                             (int64_t)t->attempts, (int64_t)t->restarts, t->error),
+                        op, err, errlen, NULL)))
+        goto fail;
+    if (sqlite3_changes(s->db) == 0) {
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
+        goto fail;
+    }
+    if ((rc = prep(s, Q_STUDY_TOUCH, &st, op, err, errlen)) ||
+        (rc = step_done(s, st, bind(st, "ir", t->study_id, now()), op, err, errlen, NULL)))
+        goto fail;
+    return tx_commit(s, op, err, errlen);
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[6], char *err, size_t errlen) {
+    assert(s && counts);
+    for (int i = 0; i < 6; i++) counts[i] = 0;
+    char op[96];
+    snprintf(op, sizeof op, "counting the trials of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_COUNTS, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            int i = state_index(trial_states, 6, (const char *)sqlite3_column_text(st, 0));
+            if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
+        }
+    }
+    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
+void st_trial_clear(st_trial *t) {
+    if (!t) return;
+    free(t->params);
+    free(t->state);
+    free(t->error);
+    memset(t, 0, sizeof *t);
+}
+
+void st_trials_free(st_trial *list, size_t n) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) st_trial_clear(&list[i]);
+    free(list);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Measurements and events
+ * --------------------------------------------------------------------------------- */
+
+int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_measurement *m,
+                       char *err, size_t errlen) {
+    assert(s && m);
+    char op[128];
+    snprintf(op, sizeof op, "storing a measurement of trial %lld of study %lld",
+             (long long)trial, (long long)study_id);
+    if (!m->replica || !m->metrics || !isfinite(m->timestamp))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s: a measurement needs a replica, metrics and a finite timestamp", op);
+    sqlite3_stmt *st = NULL;
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_MEASUREMENT_INSERT, &st, op, err, errlen))) goto fail;
+    int xrc = SQLITE_OK;
+    rc = step_done(s, st,
+                   bind(st, "iitirt", study_id, trial, m->replica, m->step, m->timestamp,
+                        m->metrics),
+                   op, err, errlen, &xrc);
+    if (rc) {
+        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
+        goto fail;
+    }
+    return tx_commit(s, op, err, errlen);
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
+                        size_t *n, char *err, size_t errlen) {
+    assert(s && out && n);
+    *out = NULL;
+    *n = 0;
+    char op[128];
+    snprintf(op, sizeof op, "listing the measurements of trial %lld of study %lld",
+             (long long)trial, (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_MEASUREMENT_LIST, &st, op, err, errlen);
+    if (rc) return rc;
+    st_measurement *list = NULL;
+    size_t count = 0, cap = 0;
+    int src = bind(st, "ii", study_id, trial);
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            list = grow(list, &cap, count, sizeof *list);
+            st_measurement *m = &list[count++];
+            m->step = sqlite3_column_int64(st, 0);
+            m->replica = col_text_nn(st, 1);
+            m->metrics = col_text_nn(st, 2);
+            m->timestamp = sqlite3_column_double(st, 3);
+        }
+    }
+    if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+        st_measurements_free(list, count);
+    } else {
+        *out = list;
+        *n = count;
+    }
+    done(st);
+    return rc;
+}
+
+void st_measurements_free(st_measurement *list, size_t n) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].replica);
+        free(list[i].metrics);
+    }
+    free(list);
+}
+
+int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e, char *err,
+                 size_t errlen) {
+    assert(s && e);
+    char op[128];
+    snprintf(op, sizeof op, "storing an event of trial %lld of study %lld", (long long)trial,
+             (long long)study_id);
+    if (!e->kind || trial < 0 || !isfinite(e->time))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s: an event needs a kind, a trial >= 0 and a finite time", op);
+    sqlite3_stmt *st = NULL;
+    int rc = tx_begin(s, op, err, errlen);
+    if (rc) return rc;
+    if ((rc = prep(s, Q_EVENT_INSERT, &st, op, err, errlen))) goto fail;
+    int xrc = SQLITE_OK;
+    rc = step_done(s, st,
+                   bind(st, "iirttt", study_id, trial, e->time != 0 ? e->time : now(),
+                        e->replica, e->kind, e->detail),
+                   op, err, errlen, &xrc);
+    if (rc) {
+        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                          (long long)study_id);
+        goto fail;
+    }
+    return tx_commit(s, op, err, errlen);
+fail:
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
+                  char *err, size_t errlen) {
+    assert(s && out && n);
+    *out = NULL;
+    *n = 0;
+    char op[128];
+    snprintf(op, sizeof op, "listing the events of trial %lld of study %lld", (long long)trial,
+             (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int all = trial < 0; /* every event of the study, its trials' included */
+    int rc = prep(s, all ? Q_EVENT_LIST_STUDY : Q_EVENT_LIST_TRIAL, &st, op, err, errlen);
+    if (rc) return rc;
+    st_event *list = NULL;
+    size_t count = 0, cap = 0;
+    int src = all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial);
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            list = grow(list, &cap, count, sizeof *list);
+            st_event *e = &list[count++];
+            e->time = sqlite3_column_double(st, 0);
+            e->replica = col_text(st, 1);
+            e->kind = col_text_nn(st, 2);
+            e->detail = col_text(st, 3);
+        }
+    }
+    if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+        st_events_free(list, count);
+    } else {
+        *out = list;
+        *n = count;
+    }
+    done(st);
+    return rc;
+}
+
+void st_events_free(st_event *list, size_t n) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].replica);
+        free(list[i].kind);
+        free(list[i].detail);
+    }
+    free(list);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Caller's transactions
+ * --------------------------------------------------------------------------------- */
+
+int st_transaction(st_store *s, int (*fn)(st_store *s, void *ctx), void *ctx, char *err,
+                   size_t errlen) {
+    assert(s && fn);
+    int rc = tx_begin(s, "starting a transaction", err, errlen);
+    if (rc) return rc;
+    if (err && errlen > 0) err[0] = '\0'; /* so fn's own message, if any, is kept */
+    int frc = fn(s, ctx);
+    if (frc != 0) {
+        tx_rollback(s, err, errlen);
+        if (err && errlen > 0 && err[0] == '\0')
+            tn_error(err, errlen, frc, "%s: a transaction failed (%d: %s) and was rolled back",
+                     s->path, frc, tn_strerror(frc));
+        return frc;
+    }
+    return tx_commit(s, "committing a transaction", err, errlen);
+}

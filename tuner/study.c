@@ -1,0 +1,777 @@
+/*
+ * study.c — the study manager loop, ask and tell (see study.h).
+ *
+ * One `loop` holds what a running study needs: the store, the spec, the executor,
+ * the trials now running (each with its job, its resources and its objective so
+ * far), the queue of trials to run again after a crash, and the counters behind the
+ * progress line. schedule() is the only place trials start; it runs after every
+ * change that may free room (a trial ends) and decides when the study is over.
+ */
+#include "tuner/study.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "executor/executor.h"
+#include "search/space.h"
+#include "tuner/params.h"
+
+static double wall_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- sampling inside a transaction (run and ask share it) ---- */
+
+typedef struct ask_ctx {
+    const tn_spec *spec;
+    const st_study *study;
+    const char *state;      /* state of the new trial */
+    double *values;         /* (n) the point */
+    int64_t number;         /* the new trial's number */
+    char *params;           /* its parameters as JSON */
+    const char *note;       /* the sampler's note, if any */
+    char err[1024];
+} ask_ctx;
+
+static int state_to_sp(const char *state) {
+    if (!strcmp(state, ST_TRIAL_SUCCEEDED)) return SP_COMPLETE;
+    if (!strcmp(state, ST_TRIAL_STOPPED)) return SP_STOPPED;
+    if (!strcmp(state, ST_TRIAL_PENDING) || !strcmp(state, ST_TRIAL_RUNNING)) return SP_PENDING;
+    return SP_FAILED;
+}
+
+static int ask_in_txn(st_store *st, void *arg) {
+    ask_ctx *a = arg;
+    const sp_space *space = &a->spec->space;
+    st_trial *trials = NULL;
+    size_t n = 0;
+    int rc = st_trial_list(st, a->study->id, &trials, &n, a->err, sizeof a->err);
+    if (rc) return rc;
+    if ((int64_t)n >= a->spec->max_trials) {
+        st_trials_free(trials, n);
+        return SP_EXHAUSTED;
+    }
+    double *vals = tn_xcalloc(n * space->n + 1, sizeof *vals);
+    sp_trial *hist = tn_xcalloc(n + 1, sizeof *hist);
+    size_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tp_from_json(space, trials[i].params, vals + h * space->n, NULL, 0) != 0) continue;
+        hist[h] = (sp_trial){.values = vals + h * space->n, .state = state_to_sp(trials[i].state),
+                             .has_objective = trials[i].has_objective,
+                             .objective = trials[i].objective};
+        h++;
+    }
+    sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
+    rc = sp_suggest(a->spec->algorithm, space, &history, (uint64_t)a->study->seed, (uint64_t)n,
+                    a->values, &a->note);
+    if (rc < 0) tn_error(a->err, sizeof a->err, rc, "the sampler failed: %s", tn_strerror(rc));
+    if (rc == 0) {
+        a->params = tp_to_json(space, a->values);
+        rc = st_trial_create(st, a->study->id, a->params, a->state, &a->number, a->err,
+                             sizeof a->err);
+    }
+    free(vals);
+    free(hist);
+    st_trials_free(trials, n);
+    return rc;
+}
+
+/* Samples and creates the next trial. Returns 0, SP_EXHAUSTED or a negative code. */
+static int ask_next(st_store *st, const tn_spec *spec, const st_study *study, const char *state,
+                    ask_ctx *a, char *err, size_t errlen) {
+    memset(a, 0, sizeof *a);
+    a->spec = spec;
+    a->study = study;
+    a->state = state;
+    a->values = tn_xcalloc(spec->space.n + 1, sizeof *a->values);
+    char terr[512] = "";
+    int rc = st_transaction(st, ask_in_txn, a, terr, sizeof terr);
+    if (rc < 0) tn_error(err, errlen, rc, "%s", a->err[0] ? a->err : terr);
+    return rc;
+}
+
+int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number,
+              char **params, char *err, size_t errlen) {
+    ask_ctx a;
+    int rc = ask_next(st, spec, study, ST_TRIAL_PENDING, &a, err, errlen);
+    if (rc == 0) {
+        *number = a.number;
+        *params = a.params;
+        a.params = NULL;
+    }
+    free(a.values);
+    free(a.params);
+    return rc;
+}
+
+int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
+               double objective, char *err, size_t errlen) {
+    st_trial t;
+    int rc = st_trial_get(st, study->id, number, &t, err, errlen);
+    if (rc == 1)
+        return tn_error(err, errlen, TN_EINVAL, "study %s has no trial %lld", study->name,
+                        (long long)number);
+    if (rc) return rc;
+    if (strcmp(t.state, ST_TRIAL_PENDING) != 0 && strcmp(t.state, ST_TRIAL_RUNNING) != 0) {
+        rc = tn_error(err, errlen, TN_EINVAL, "trial %lld of %s is already %s", (long long)number,
+                      study->name, t.state);
+        st_trial_clear(&t);
+        return rc;
+    }
+    if (!failed && !isfinite(objective)) {
+        st_trial_clear(&t);
+        return tn_error(err, errlen, TN_EINVAL, "the objective must be a finite number");
+    }
+    free(t.state);
+    t.state = tn_xstrdup(failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED);
+    t.has_objective = !failed;
+    t.objective = failed ? 0.0 : objective;
+    t.finished = wall_clock();
+    if (t.started == 0) t.started = t.created;
+    t.attempts = t.attempts ? t.attempts : 1;
+    rc = st_trial_update(st, &t, err, errlen);
+    st_trial_clear(&t);
+    return rc;
+}
+
+char *study_resolve_program(const char *name, const char *self_dir) {
+    if (strchr(name, '/') || !self_dir) return tn_xstrdup(name);
+    size_t len = strlen(self_dir) + strlen(name) + 2;
+    char *beside = tn_xmalloc(len);
+    snprintf(beside, len, "%s/%s", self_dir, name);
+    if (access(beside, X_OK) == 0) return beside;
+    free(beside);
+    return tn_xstrdup(name);
+}
+
+/* Whether a program can be executed: a path must be executable, a bare name must be
+ * found on PATH. */
+static int program_exists(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
+        if (access(buf, X_OK) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* ---- the loop ---- */
+
+typedef struct loop loop;
+
+typedef struct trial_run {
+    loop *L;
+    int64_t number;
+    double *values;        /* the trial's point */
+    char *params;          /* as JSON */
+    ex_job *job;
+    int *gpu_ids;          /* GPUs assigned, gpu_count of them */
+    int gpu_count;
+    int has_objective;     /* the metric tag was reported */
+    double objective;
+    int objective_rank;    /* 1: from the chief, 0: from another replica */
+    double objective_time; /* timestamp of the record it came from */
+    double started;
+    int attempts_before;   /* attempts of earlier runs (a resumed trial) */
+    int restarts_before;
+} trial_run;
+
+struct loop {
+    st_store *st;
+    const tn_spec *spec;
+    const st_study *study;
+    const study_opts *o;
+    struct event_base *base;
+    ex_executor *x;
+    trial_run **running;
+    size_t nrunning;
+    int64_t *rerun;          /* trials to run again, in order */
+    size_t nrerun, rerun_next;
+    int64_t created;         /* trials in the store */
+    int64_t succeeded, failed, cancelled;
+    int exhausted;           /* the sampler has no more points */
+    int interrupted;         /* SIGINT/SIGTERM: stopping */
+    int failing;             /* maxFailedTrials reached: stopping */
+    int fatal;               /* an error stops the loop: stopping */
+    int done;                /* nothing runs and nothing is left to start */
+    int cancel_requested;    /* `tuner cancel` marked the study: stopping */
+    int cores_total, cores_used, cores_per_trial;
+    int gpus_total, gpus_per_trial;
+    unsigned char *gpu_used;
+    char *program;
+    struct event *sigint_ev, *sigterm_ev, *progress_ev;
+    double t0;
+    int has_best;
+    double best;
+    int64_t best_trial;
+    char error[1024];        /* the error that stopped the loop */
+    int error_rc;
+    const char *note_logged;
+};
+
+static void logf_(loop *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(loop *L, const char *fmt, ...) {
+    if (!L->o->log) return;
+    if (L->o->progress && isatty(fileno(L->o->log))) fputs("\r\033[K", L->o->log);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(L->o->log, "%s: ", L->study->name);
+    vfprintf(L->o->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', L->o->log);
+    fflush(L->o->log);
+}
+
+static int better(const loop *L, double a, double b) {
+    return L->spec->goal == SPEC_MAXIMIZE ? a > b : a < b;
+}
+
+/* An error the loop cannot go on after (the store failed): stop every job; their
+ * trials go back to PENDING, so `resume` runs them again. */
+static void fail_loop(loop *L, int rc, const char *msg) {
+    if (L->fatal) return;
+    L->fatal = 1;
+    L->error_rc = rc;
+    snprintf(L->error, sizeof L->error, "%s", msg);
+    for (size_t i = 0; i < L->nrunning; i++)
+        if (L->running[i]->job) ex_job_stop(L->running[i]->job, EX_STOPPED, msg);
+}
+
+/* Counts a failed trial; at maxFailedTrials the study fails and the trials still
+ * running are stopped (and recorded as CANCELLED). */
+static void count_failure(loop *L) {
+    L->failed++;
+    if (L->failed < L->spec->max_failed_trials || L->failing) return;
+    L->failing = 1;
+    for (size_t i = 0; i < L->nrunning; i++)
+        if (L->running[i]->job) ex_job_stop(L->running[i]->job, EX_STOPPED, "the study failed");
+}
+
+static void schedule(loop *L);
+
+static void progress_line(loop *L) {
+    if (!L->o->log || !L->o->progress || !isatty(fileno(L->o->log))) return;
+    int elapsed = (int)(wall_clock() - L->t0);
+    char best[128] = "best -";
+    if (L->has_best)
+        snprintf(best, sizeof best, "best %.6g (trial %lld)", L->best, (long long)L->best_trial);
+    fprintf(L->o->log, "\r\033[K%s: %lld/%d done, %zu running, %lld failed | %s | %dm%02ds",
+            L->study->name, (long long)(L->succeeded + L->failed + L->cancelled),
+            L->spec->max_trials, L->nrunning, (long long)L->failed, best, elapsed / 60,
+            elapsed % 60);
+    fflush(L->o->log);
+}
+
+/* Once a second: the progress line, and whether `tuner cancel` marked the study. */
+static void on_progress(evutil_socket_t fd, short what, void *arg) {
+    loop *L = arg;
+    progress_line(L);
+    st_study now;
+    if (L->cancel_requested || st_study_get(L->st, L->study->name, &now, NULL, 0) != 0) return;
+    if (!strcmp(now.state, ST_STUDY_CANCELLED)) {
+        L->cancel_requested = 1;
+        logf_(L, "cancelled: stopping %zu running trial%s", L->nrunning,
+              L->nrunning == 1 ? "" : "s");
+        for (size_t i = 0; i < L->nrunning; i++)
+            ex_job_stop(L->running[i]->job, EX_STOPPED, "the study was cancelled");
+        schedule(L);
+    }
+    st_study_clear(&now);
+}
+
+static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
+    trial_run *t = ctx;
+    loop *L = t->L;
+    st_event e = {.time = wall_clock(), .replica = (char *)replica, .kind = (char *)kind,
+                  .detail = (char *)detail};
+    char err[512];
+    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
+        fail_loop(L, TN_EIO, err);
+    if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying"))
+        logf_(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
+              replica ? " " : "", detail);
+}
+
+static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
+    trial_run *t = ctx;
+    loop *L = t->L;
+    st_measurement m = {.step = rec->step, .replica = (char *)replica,
+                        .metrics = rec->metrics_json, .timestamp = rec->timestamp};
+    char err[512];
+    if (st_measurement_add(L->st, L->study->id, t->number, &m, err, sizeof err) != 0) {
+        fail_loop(L, TN_EIO, err);
+        return;
+    }
+    double v;
+    if (!htr_record_metric(rec, L->spec->metric_tag, &v) || !isfinite(v)) return;
+    int rank = !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
+    if (!t->has_objective || rank > t->objective_rank ||
+        (rank == t->objective_rank && rec->timestamp >= t->objective_time)) {
+        t->has_objective = 1;
+        t->objective = v;
+        t->objective_rank = rank;
+        t->objective_time = rec->timestamp;
+    }
+}
+
+static void release(loop *L, trial_run *t) {
+    L->cores_used -= L->cores_per_trial;
+    for (int i = 0; i < t->gpu_count; i++) L->gpu_used[t->gpu_ids[i]] = 0;
+    for (size_t i = 0; i < L->nrunning; i++) {
+        if (L->running[i] == t) {
+            L->running[i] = L->running[--L->nrunning];
+            break;
+        }
+    }
+}
+
+static void on_finished(void *ctx, int outcome, const char *error) {
+    trial_run *t = ctx;
+    loop *L = t->L;
+    char err[512], msg[1200];
+    st_trial row;
+    int rc = st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err);
+    if (rc == 0) {
+        const char *state;
+        const char *why = error;
+        if (outcome == EX_SUCCEEDED && t->has_objective) {
+            state = ST_TRIAL_SUCCEEDED;
+        } else if (outcome == EX_SUCCEEDED) {
+            state = ST_TRIAL_FAILED;
+            snprintf(msg, sizeof msg,
+                     "the job succeeded but no replica reported the metric '%s' (see %s/%lld/logs)",
+                     L->spec->metric_tag, L->spec->job_dir, (long long)t->number);
+            why = msg;
+        } else if (outcome == EX_STOPPED && (L->interrupted || L->fatal)) {
+            state = ST_TRIAL_PENDING; /* run again on resume */
+        } else if (outcome == EX_STOPPED) {
+            state = ST_TRIAL_CANCELLED;
+        } else {
+            state = ST_TRIAL_FAILED;
+        }
+        free(row.state);
+        row.state = tn_xstrdup(state);
+        free(row.error);
+        row.error = why && strcmp(state, ST_TRIAL_PENDING) ? tn_xstrdup(why) : NULL;
+        row.has_objective = t->has_objective;
+        row.objective = t->objective;
+        row.attempts = t->attempts_before + ex_job_attempts(t->job);
+        row.restarts = t->restarts_before + ex_job_restarts(t->job);
+        row.finished = strcmp(state, ST_TRIAL_PENDING) ? wall_clock() : 0;
+        rc = st_trial_update(L->st, &row, err, sizeof err);
+        if (rc) fail_loop(L, rc, err);
+        if (!strcmp(state, ST_TRIAL_SUCCEEDED)) {
+            L->succeeded++;
+            int is_best = !L->has_best || better(L, t->objective, L->best);
+            if (is_best) {
+                L->has_best = 1;
+                L->best = t->objective;
+                L->best_trial = t->number;
+            }
+            logf_(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
+                  L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
+        } else if (!strcmp(state, ST_TRIAL_FAILED)) {
+            logf_(L, "trial %lld failed: %s", (long long)t->number, why ? why : "unknown");
+            count_failure(L);
+        } else if (!strcmp(state, ST_TRIAL_CANCELLED)) {
+            L->cancelled++;
+        }
+        st_trial_clear(&row);
+    } else {
+        fail_loop(L, rc < 0 ? rc : TN_EIO, rc < 0 ? err : "a running trial vanished from the store");
+    }
+    release(L, t);
+    ex_job_free(t->job);
+    free(t->values);
+    free(t->params);
+    free(t->gpu_ids);
+    free(t);
+    schedule(L);
+}
+
+/* Starts trial `number` with the given point. Returns 0 or a negative code. */
+static int start_trial(loop *L, int64_t number, const double *values, const char *params,
+                       const st_trial *row) {
+    const tn_spec *s = L->spec;
+    trial_run *t = tn_xcalloc(1, sizeof *t);
+    t->L = L;
+    t->number = number;
+    t->values = tn_xcalloc(s->space.n + 1, sizeof *t->values);
+    memcpy(t->values, values, s->space.n * sizeof *values);
+    t->params = tn_xstrdup(params);
+    t->started = wall_clock();
+    if (row) {
+        t->attempts_before = row->attempts;
+        t->restarts_before = row->restarts;
+    }
+    /* argv: program, fixed flags, args, one flag per parameter */
+    size_t cap = 4 + s->ncommand + s->nargs + s->space.n, argc = 0;
+    char **argv = tn_xcalloc(cap, sizeof *argv);
+    if (s->command) {
+        argv[argc++] = tn_xstrdup(L->program);
+        for (size_t i = 1; i < s->ncommand; i++) argv[argc++] = tn_xstrdup(s->command[i]);
+    } else {
+        argv[argc++] = tn_xstrdup("python3");
+        argv[argc++] = tn_xstrdup("-m");
+        argv[argc++] = tn_xstrdup(s->python_module);
+    }
+    for (size_t i = 0; i < s->nargs; i++) argv[argc++] = tn_xstrdup(s->args[i]);
+    tp_append_flags(&s->space, values, argv, &argc);
+    /* GPUs: each replica gets its own devices */
+    int nreps = 0;
+    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) nreps += spec_replica_count(s, type);
+    char **gpus = tn_xcalloc((size_t)nreps + 1, sizeof *gpus);
+    t->gpu_ids = tn_xcalloc((size_t)L->gpus_per_trial + 1, sizeof *t->gpu_ids);
+    int r = 0, g = 0;
+    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
+        for (int i = 0; i < spec_replica_count(s, type); i++, r++) {
+            char list[256] = "";
+            for (int k = 0; k < s->resources[type].gpus; k++) {
+                while (g < L->gpus_total && L->gpu_used[g]) g++;
+                if (g >= L->gpus_total) break; /* oversubscribed: share */
+                L->gpu_used[g] = 1;
+                t->gpu_ids[t->gpu_count++] = g;
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s%d", used ? "," : "", g);
+            }
+            gpus[r] = tn_xstrdup(list);
+        }
+    }
+    char trial_id[32], dir[4096];
+    snprintf(trial_id, sizeof trial_id, "%lld", (long long)number);
+    snprintf(dir, sizeof dir, "%s/%lld", s->job_dir, (long long)number);
+    ex_job_config cfg = {
+        .study = s->job_id, .trial = trial_id, .argv = (const char *const *)argv, .argc = argc,
+        .job_dir = dir, .metric_tag = s->metric_tag, .job = s->training_input,
+        .use_chief_name = s->use_chief_in_tf_config,
+        .count = {1, s->worker_count, s->ps_count, s->evaluator_count},
+        .cores = {s->resources[SPEC_CHIEF].cores, s->resources[SPEC_WORKER].cores,
+                  s->resources[SPEC_PS].cores, s->resources[SPEC_EVALUATOR].cores},
+        .gpus = (const char *const *)gpus,
+        .max_replica_restarts = s->max_replica_restarts,
+        .max_job_retries = s->max_job_retries,
+        .timeout_seconds = s->trial_timeout_seconds,
+        .grace_seconds = L->o->grace_seconds > 0 ? L->o->grace_seconds : 10,
+        .poll_seconds = L->o->poll_seconds > 0 ? L->o->poll_seconds : 0.5,
+    };
+    static const ex_callbacks cb = {on_event, on_measurement, on_finished};
+    char err[1024];
+    L->cores_used += L->cores_per_trial;
+    if (L->nrunning % 16 == 0)
+        L->running = tn_xrealloc(L->running, (L->nrunning + 16) * sizeof *L->running);
+    L->running[L->nrunning++] = t;
+    t->job = ex_job_start(L->x, &cfg, &cb, t, err, sizeof err);
+    for (size_t i = 0; i < argc; i++) free(argv[i]);
+    free(argv);
+    for (int i = 0; i < nreps; i++) free(gpus[i]);
+    free(gpus);
+    if (!t->job) { /* nothing started (job dir): the trial fails */
+        st_trial fail;
+        if (st_trial_get(L->st, L->study->id, number, &fail, NULL, 0) == 0) {
+            free(fail.state);
+            fail.state = tn_xstrdup(ST_TRIAL_FAILED);
+            free(fail.error);
+            fail.error = tn_xstrdup(err);
+            fail.finished = wall_clock();
+            st_trial_update(L->st, &fail, NULL, 0);
+            st_trial_clear(&fail);
+        }
+        release(L, t);
+        free(t->values);
+        free(t->params);
+        free(t->gpu_ids);
+        free(t);
+        logf_(L, "trial %lld failed: %s", (long long)number, err);
+        count_failure(L);
+        return 0;
+    }
+    return 0;
+}
+
+static int fits(const loop *L) {
+    if (L->o->oversubscribe) return 1;
+    if (L->cores_used + L->cores_per_trial > L->cores_total) return 0;
+    int free_gpus = 0;
+    for (int g = 0; g < L->gpus_total; g++) free_gpus += !L->gpu_used[g];
+    return free_gpus >= L->gpus_per_trial;
+}
+
+/* Marks a trial RUNNING with a fresh start time (resumed trials). */
+static int mark_running(loop *L, st_trial *row) {
+    free(row->state);
+    row->state = tn_xstrdup(ST_TRIAL_RUNNING);
+    row->started = wall_clock();
+    row->finished = 0;
+    char err[512];
+    int rc = st_trial_update(L->st, row, err, sizeof err);
+    if (rc) fail_loop(L, rc, err);
+    return rc;
+}
+
+static void schedule(loop *L) {
+    const tn_spec *s = L->spec;
+    char err[1024];
+    while (!L->interrupted && !L->failing && !L->fatal && !L->cancel_requested &&
+           (int)L->nrunning < s->max_parallel_trials && fits(L)) {
+        if (L->rerun_next < L->nrerun) { /* a trial an earlier run left unfinished */
+            int64_t number = L->rerun[L->rerun_next++];
+            st_trial row;
+            if (st_trial_get(L->st, L->study->id, number, &row, err, sizeof err) != 0) {
+                fail_loop(L, TN_EIO, err);
+                break;
+            }
+            double *v = tn_xcalloc(s->space.n + 1, sizeof *v);
+            if (tp_from_json(&s->space, row.params, v, err, sizeof err) == 0 &&
+                mark_running(L, &row) == 0) {
+                logf_(L, "trial %lld: running again (it was %s when the last run ended)",
+                      (long long)number, "unfinished");
+                start_trial(L, number, v, row.params, &row);
+            }
+            free(v);
+            st_trial_clear(&row);
+            continue;
+        }
+        if (L->exhausted || L->created >= s->max_trials) break;
+        ask_ctx a;
+        int rc = ask_next(L->st, s, L->study, ST_TRIAL_RUNNING, &a, err, sizeof err);
+        if (rc == SP_EXHAUSTED) {
+            L->exhausted = 1;
+        } else if (rc < 0) {
+            fail_loop(L, rc, err);
+        } else {
+            L->created++;
+            if (a.note && L->note_logged != a.note) {
+                logf_(L, "%s", a.note);
+                L->note_logged = a.note;
+            }
+            start_trial(L, a.number, a.values, a.params, NULL);
+        }
+        free(a.values);
+        free(a.params);
+    }
+    int more = !L->interrupted && !L->failing && !L->fatal && !L->cancel_requested &&
+               (L->rerun_next < L->nrerun || (!L->exhausted && L->created < s->max_trials));
+    if (L->nrunning == 0 && !more && !L->done) {
+        L->done = 1;
+        event_base_loopbreak(L->base); /* no effect when the loop is not running yet:
+                                          study_run checks done before dispatching */
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    loop *L = arg;
+    if (L->interrupted) { /* second signal: no more grace */
+        logf_(L, "second signal: killing every replica now");
+        for (size_t i = 0; i < L->nrunning; i++) ex_job_stop(L->running[i]->job, EX_STOPPED, NULL);
+        while (L->nrunning > 0) {
+            trial_run *t = L->running[0];
+            st_trial row;
+            if (st_trial_get(L->st, L->study->id, t->number, &row, NULL, 0) == 0) {
+                free(row.state);
+                row.state = tn_xstrdup(ST_TRIAL_PENDING);
+                st_trial_update(L->st, &row, NULL, 0);
+                st_trial_clear(&row);
+            }
+            release(L, t);
+            ex_job_free(t->job);
+            free(t->values);
+            free(t->params);
+            free(t->gpu_ids);
+            free(t);
+        }
+        event_base_loopbreak(L->base);
+        return;
+    }
+    L->interrupted = 1;
+    logf_(L, "%s: stopping %zu running trial%s (Ctrl-C again to kill them at once); "
+             "`tuner resume %s` carries on",
+          strsignal((int)sig), L->nrunning, L->nrunning == 1 ? "" : "s", L->study->name);
+    for (size_t i = 0; i < L->nrunning; i++)
+        ex_job_stop(L->running[i]->job, EX_STOPPED, "interrupted");
+    schedule(L);
+}
+
+static int online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen) {
+    int cores = 0, gpus = 0;
+    int have_cores = o->cores > 0 ? o->cores : online_cores(), have_gpus = o->gpus;
+    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
+        cores += spec_replica_count(spec, type) * spec->resources[type].cores;
+        gpus += spec_replica_count(spec, type) * spec->resources[type].gpus;
+    }
+    if (!o->oversubscribe && cores > have_cores)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "a trial needs %d cores but the machine has %d (a trial's cores are the "
+                        "sum of its replicas' trainingInput.resources)\nhint: lower the "
+                        "resources, pass --cores=N, or --oversubscribe",
+                        cores, have_cores);
+    if (!o->oversubscribe && gpus > have_gpus)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "a trial needs %d GPU%s but the machine has %d\nhint: pass --gpus=N or "
+                        "--oversubscribe",
+                        gpus, gpus == 1 ? "" : "s", have_gpus);
+    if (!spec->command && !spec->python_module)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "the spec has no trainingInput.command or pythonModule: nothing to run\n"
+                        "hint: drive the study with `tuner ask` and `tuner tell`");
+    char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
+                                  : tn_xstrdup("python3");
+    int rc = 0;
+    if (!program_exists(program))
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "cannot run '%s': not found or not executable\nhint: fix "
+                      "trainingInput.command (a bare name is looked up beside tuner, then on "
+                      "PATH)",
+                      program);
+    free(program);
+    return rc;
+}
+
+int study_run(st_store *st, const tn_spec *spec, const st_study *study, const study_opts *o,
+              char *err, size_t errlen) {
+    loop L;
+    memset(&L, 0, sizeof L);
+    L.st = st;
+    L.spec = spec;
+    L.study = study;
+    L.o = o;
+    L.cores_total = o->cores > 0 ? o->cores : online_cores();
+    L.gpus_total = o->gpus > 0 ? o->gpus : 0;
+    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
+        L.cores_per_trial += spec_replica_count(spec, type) * spec->resources[type].cores;
+        L.gpus_per_trial += spec_replica_count(spec, type) * spec->resources[type].gpus;
+    }
+    int rc = study_preflight(spec, o, err, errlen);
+    if (rc) return rc;
+    L.program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
+                              : tn_xstrdup("python3");
+    L.gpu_used = tn_xcalloc((size_t)L.gpus_total + 1, 1);
+
+    /* What an earlier run left: finished counts, and trials to run again. */
+    st_trial *trials = NULL;
+    size_t n = 0;
+    rc = st_trial_list(st, study->id, &trials, &n, err, errlen);
+    if (rc) goto done;
+    L.created = (int64_t)n;
+    L.rerun = tn_xcalloc(n + 1, sizeof *L.rerun);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = trials[i].state;
+        if (!strcmp(s, ST_TRIAL_RUNNING) || !strcmp(s, ST_TRIAL_PENDING)) {
+            L.rerun[L.nrerun++] = trials[i].number;
+        } else if (!strcmp(s, ST_TRIAL_SUCCEEDED)) {
+            L.succeeded++;
+            if (trials[i].has_objective &&
+                (!L.has_best || better(&L, trials[i].objective, L.best))) {
+                L.has_best = 1;
+                L.best = trials[i].objective;
+                L.best_trial = trials[i].number;
+            }
+        } else if (!strcmp(s, ST_TRIAL_FAILED)) {
+            L.failed++;
+        } else {
+            L.cancelled++;
+        }
+    }
+    st_trials_free(trials, n);
+    if (L.failed >= spec->max_failed_trials) {
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "study %s already has %lld failed trials (maxFailedTrials is %d)",
+                      study->name, (long long)L.failed, spec->max_failed_trials);
+        goto done;
+    }
+    rc = st_study_set_state(st, study->id, ST_STUDY_RUNNING, NULL, err, errlen);
+    if (rc) goto done;
+
+    L.base = event_base_new();
+    L.x = ex_executor_new(L.base);
+    L.sigint_ev = evsignal_new(L.base, SIGINT, on_signal, &L);
+    L.sigterm_ev = evsignal_new(L.base, SIGTERM, on_signal, &L);
+    evsignal_add(L.sigint_ev, NULL);
+    evsignal_add(L.sigterm_ev, NULL);
+    L.progress_ev = event_new(L.base, -1, EV_PERSIST, on_progress, &L);
+    struct timeval second = {1, 0};
+    evtimer_add(L.progress_ev, &second);
+    L.t0 = wall_clock();
+    schedule(&L);
+    if (!L.done) event_base_dispatch(L.base);
+    if (o->log && o->progress && isatty(fileno(o->log))) {
+        progress_line(&L);
+        fputc('\n', o->log);
+    }
+
+    const char *state;
+    char why[1200] = "";
+    if (L.fatal) {
+        state = ST_STUDY_FAILED;
+        snprintf(why, sizeof why, "%s", L.error);
+        rc = tn_error(err, errlen, L.error_rc ? L.error_rc : TN_EIO, "%s", L.error);
+    } else if (L.cancel_requested) {
+        state = ST_STUDY_CANCELLED;
+        rc = STUDY_INTERRUPTED;
+    } else if (L.interrupted) {
+        state = ST_STUDY_STOPPED;
+        rc = STUDY_INTERRUPTED;
+    } else if (L.failing) {
+        state = ST_STUDY_FAILED;
+        snprintf(why, sizeof why, "%lld trials failed (maxFailedTrials is %d)",
+                 (long long)L.failed, spec->max_failed_trials);
+        tn_error(err, errlen, TN_EINVAL, "%s", why);
+        rc = STUDY_FAILED;
+    } else {
+        state = ST_STUDY_SUCCEEDED;
+        rc = STUDY_DONE;
+    }
+    char serr[512];
+    if (st_study_set_state(st, study->id, state, why[0] ? why : NULL, serr, sizeof serr) != 0 &&
+        rc >= 0) {
+        rc = tn_error(err, errlen, TN_EIO, "%s", serr);
+    }
+    if (rc == STUDY_DONE || rc == STUDY_FAILED)
+        logf_(&L, "%s: %lld succeeded, %lld failed%s", state, (long long)L.succeeded,
+              (long long)L.failed, L.exhausted ? " (the grid is exhausted)" : "");
+
+done:
+    while (L.nrunning > 0) { /* only after a fatal error */
+        trial_run *t = L.running[0];
+        release(&L, t);
+        ex_job_free(t->job);
+        free(t->values);
+        free(t->params);
+        free(t->gpu_ids);
+        free(t);
+    }
+    ex_executor_free(L.x);
+    if (L.sigint_ev) event_free(L.sigint_ev);
+    if (L.sigterm_ev) event_free(L.sigterm_ev);
+    if (L.progress_ev) event_free(L.progress_ev);
+    if (L.base) event_base_free(L.base);
+    free(L.running);
+    free(L.rerun);
+    free(L.gpu_used);
+    free(L.program);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * study.h — running a study: the manager loop behind `tuner run` and `tuner resume`,
+ * and the single-trial operations behind `ask` and `tell`.
+ *
+ * The loop runs on libevent: it asks the sampler for points (inside a store
+ * transaction, so the trial number and the point are decided together), starts each
+ * trial as a job through the executor when its replicas fit on the machine, stores
+ * every measurement and event as it comes, and records each outcome in its own
+ * transaction. Killed at any moment, it loses nothing: `resume` re-runs the trials
+ * that were running (their replicas resume from their checkpoints) and carries on.
+ * Design: docs/tuner.md.
+ */
+#ifndef TN_TUNER_STUDY_H
+#define TN_TUNER_STUDY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tuner/spec.h"
+#include "tuner/store.h"
+
+typedef struct study_opts {
+    int cores;             /* cores of the machine to schedule on (0: all online) */
+    int gpus;              /* GPUs of the machine (0: none) */
+    int oversubscribe;     /* start trials even when their replicas do not fit */
+    double poll_seconds;   /* how often metric files are read (0: 0.5) */
+    double grace_seconds;  /* SIGTERM to SIGKILL when stopping replicas (0: 10) */
+    int progress;          /* 1: a live progress line (on a terminal) */
+    const char *self_dir;  /* folder of the tuner binary: bare command names are looked
+                              up there first, then on PATH */
+    FILE *log;             /* one line per trial event worth telling; NULL: quiet */
+} study_opts;
+
+/* Outcomes of study_run. */
+#define STUDY_DONE 0          /* every trial ran (or the grid was exhausted) */
+#define STUDY_FAILED 3        /* maxFailedTrials trials failed */
+#define STUDY_INTERRUPTED 130 /* SIGINT or SIGTERM (study STOPPED, resumable), or
+                                 `tuner cancel` (study CANCELLED): jobs stopped */
+
+/* Checks, before anything is stored or started, that the study can run here: it has
+ * a command (or pythonModule), the program can be executed, and one trial's replicas
+ * fit on the machine (unless o->oversubscribe). Returns 0 or TN_EINVAL with a message
+ * and a hint. study_run calls it too. */
+int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen);
+
+/* Runs the stored study to its end. Trials left RUNNING or PENDING by an earlier run
+ * are run again first. Returns one of the outcomes above, or a negative TN_E* code
+ * with the message in err (bad command, a trial that can never fit, store errors). */
+int study_run(st_store *st, const tn_spec *spec, const st_study *study, const study_opts *o,
+              char *err, size_t errlen);
+
+/* Creates the next trial of a study in state PENDING with the sampler's point and
+ * writes its number to *number and its parameters (JSON, yours to free) to *params.
+ * Returns 0, SP_EXHAUSTED (1) when the study has no trials left to give (maxTrials
+ * reached or the grid exhausted), or a negative code. */
+int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number,
+              char **params, char *err, size_t errlen);
+
+/* Records the outcome of a trial handed out by study_ask: its objective, or failed. */
+int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
+               double objective, char *err, size_t errlen);
+
+/* Resolves a spec's command[0] as the executor will run it: a name with a '/' as is;
+ * a bare name beside the tuner binary (self_dir) if there, else as is (for PATH).
+ * Returns a string that is yours to free. */
+char *study_resolve_program(const char *name, const char *self_dir);
+
+#endif
