@@ -5,12 +5,13 @@
 #
 #   scripts/install-deps.sh          build, test and example dependencies
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
-#                                    (Debian's python3-torch, python3-numpy)
+#                                    (Debian's python3-torch, python3-numpy,
+#                                    python3-optuna)
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
 libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3"
-BENCH_PACKAGES="python3-torch python3-numpy"
+BENCH_PACKAGES="python3-torch python3-numpy python3-optuna"
 
 case "${1:-}" in
   --bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;

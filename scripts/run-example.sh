@@ -1,16 +1,15 @@
 #!/bin/sh
-# run-example.sh — install what is missing, build, and run the example: `trainer`
-# training the 784-256-256-10 MLP on the real Fashion-MNIST for 5 epochs (momentum
-# 0.9, learning rate 0.05 with a cosine schedule, batch 128), checkpointing into
-# runs/example (run it again and it resumes, or says the run is complete) and
-# reporting metrics to runs/example/metrics.
+# run-example.sh — install what is missing, build, and run the example study:
+# studies/fashion_mlp_random.json, random search over learning rate, width,
+# optimiser and batch size of the MLP on the real Fashion-MNIST, 8 trials, each a
+# chief and a worker running `trainer`. The store is runs/example.db; the trials'
+# folders (logs, metrics, checkpoints, models) are under runs/fashion_mlp_random/.
+# Extra arguments go to `tuner run` (e.g. --seed=3).
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh release
-rm -rf runs/example
-CLOUD_ML_HP_METRIC_FILE=runs/example/metrics \
-  build/bin/trainer --model=mlp --hidden_units=256,256 --optimizer=momentum \
-  --learning_rate=0.05 --momentum=0.9 --batch_size=128 --epochs=5 \
-  --job-dir=runs/example "$@"
-echo "metrics: runs/example/metrics; model: runs/example/model.ckpt"
+rm -rf runs/fashion_mlp_random runs/example.db runs/example.db-wal runs/example.db-shm
+mkdir -p runs
+build/bin/tuner run studies/fashion_mlp_random.json --db=runs/example.db "$@"
+build/bin/tuner trials fashion_mlp_random --db=runs/example.db

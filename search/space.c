@@ -434,3 +434,9 @@ int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t s
     random_point(s, seed, index, out);
     return 0;
 }
+
+int sp_uses_history(int algorithm) {
+    (void)algorithm; /* grid and random search, and ALGORITHM_UNSPECIFIED until the
+                        Bayesian sampler exists, decide from (seed, index) alone */
+    return 0;
+}

@@ -93,6 +93,10 @@ enum sp_algorithm { SP_ALGO_UNSPECIFIED = 1, SP_ALGO_GRID, SP_ALGO_RANDOM };
 
 #define SP_EXHAUSTED 1 /* sp_suggest: no points left (grid search is complete) */
 
+/* Whether the algorithm's suggestions depend on the history (so that callers may
+ * skip building it when they do not): 0 for grid and random search. */
+int sp_uses_history(int algorithm);
+
 /* Suggests the point of the study's trial number `index` (0 for the first trial,
  * i.e. the number of trials created before it) into out[0..n). Grid: grid point
  * `index`, SP_EXHAUSTED past the end (TN_EINVAL when the space has a DOUBLE). Random:

@@ -9,7 +9,7 @@
  * formats (a combined "6 of 20 (3 ok, ...)" column for people beside the separate
  * counts scripts want). Numbers are kept as numbers: JSON and CSV get them in their
  * shortest round-trip form, tables with 6 significant digits. Strings are escaped by
- * jansson. Out-of-memory aborts (common/status.h). Documented in docs/cli-read.md.
+ * jansson. Out-of-memory aborts (common/status.h). Documented in docs/cli.md.
  */
 #ifndef TN_TUNER_OUTPUT_H
 #define TN_TUNER_OUTPUT_H

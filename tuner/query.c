@@ -8,7 +8,7 @@
  * exist reads as an empty one. The stored spec is parsed again (spec_parse, ask/tell
  * rules) for the goal, maxTrials, the parameter order and jobDir. Errors are printed
  * as `tuner: error: ...` with a `hint:` line where a fix is known; exit codes are
- * commands.h's. Columns, JSON fields and behaviour: docs/cli-read.md.
+ * commands.h's. Columns, JSON fields and behaviour: docs/cli.md.
  */
 #include "tuner/commands.h"
 
