@@ -7,31 +7,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/status.h"
 
 size_t tn_edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    size_t *row = tn_xmalloc((lb + 1) * sizeof *row);
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    /* Optimal string alignment: Levenshtein plus a swap of two adjacent letters as
+     * one edit, the commonest typo ("maxTrail" for "maxTrials" is 2, not 3). */
+    size_t la = strlen(a), lb = strlen(b), w = lb + 1;
+    size_t *d = tn_xmalloc((la + 1) * w * sizeof *d);
+    for (size_t i = 0; i <= la; i++) d[i * w] = i;
+    for (size_t j = 0; j <= lb; j++) d[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            size_t best = d[(i - 1) * w + j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[(i - 1) * w + j] + 1 < best) best = d[(i - 1) * w + j] + 1;
+            if (d[i * w + j - 1] + 1 < best) best = d[i * w + j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[(i - 2) * w + j - 2] + 1 < best)
+                best = d[(i - 2) * w + j - 2] + 1;
+            d[i * w + j] = best;
         }
     }
-    size_t d = row[lb];
-    free(row);
-    return d;
+    size_t r = d[la * w + lb];
+    free(d);
+    return r;
 }
 
 const char *tn_closest(const char *word, const char *const *candidates, size_t n) {
+    for (size_t i = 0; i < n; i++) /* differs only in case: surely meant */
+        if (strcasecmp(word, candidates[i]) == 0) return candidates[i];
     size_t limit = strlen(word) / 3;
     if (limit < 2) limit = 2;
     const char *best = NULL;

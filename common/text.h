@@ -7,11 +7,13 @@
 
 #include <stddef.h>
 
-/* Levenshtein distance between a and b (insert, delete, substitute cost 1). */
+/* Edit distance between a and b: insert, delete, substitute, and swap two adjacent
+ * letters, each cost 1 (optimal string alignment). */
 size_t tn_edit_distance(const char *a, const char *b);
 
-/* The candidate closest to word by edit distance, or NULL when none is within
- * max(2, strlen(word) / 3) edits. candidates is an array of n strings. */
+/* The candidate word most likely meant, for "did you mean" hints: one that differs
+ * only in case, else the closest by tn_edit_distance within max(2, strlen(word) / 3)
+ * edits; NULL when none is that near. candidates is an array of n strings. */
 const char *tn_closest(const char *word, const char *const *candidates, size_t n);
 
 /* Formats v with the fewest significant digits (at most 17) that read back as the

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonutil.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -240,25 +241,12 @@ char *tf_config_emit(const tf_config *c) {
  * Parse
  * --------------------------------------------------------------------------------- */
 
-static const char *json_kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
 
 static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errlen) {
     static const char *const keys[] = {"chief", "master", "worker", "ps", "evaluator"};
     if (!json_is_object(cluster))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: cluster is not an object (found "
-                        "%s)", json_kind(cluster));
+                        "%s)", tn_json_kind(cluster));
     if (json_object_get(cluster, "chief") && json_object_get(cluster, "master"))
         return tn_error(err, errlen, TN_EINVAL,
                         "TF_CONFIG: cluster has both \"chief\" and \"master\"; \"master\" is "
@@ -291,14 +279,14 @@ static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errl
         if (!json_is_array(list))
             return tn_error(err, errlen, TN_EINVAL,
                             "TF_CONFIG: cluster.%s is not an array of \"host:port\" strings "
-                            "(found %s)", key, json_kind(list));
+                            "(found %s)", key, tn_json_kind(list));
         size_t i;
         json_t *addr;
         json_array_foreach(list, i, addr) {
             if (!json_is_string(addr))
                 return tn_error(err, errlen, TN_EINVAL,
                                 "TF_CONFIG: cluster.%s[%zu] is not a \"host:port\" string "
-                                "(found %s)", key, i, json_kind(addr));
+                                "(found %s)", key, i, tn_json_kind(addr));
             tf_config_add(out, type, json_string_value(addr));
         }
     }
@@ -312,14 +300,14 @@ static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char 
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task is missing");
     if (!json_is_object(task))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task is not an object (found %s)",
-                        json_kind(task));
+                        tn_json_kind(task));
 
     json_t *type = json_object_get(task, "type");
     if (!type || json_is_null(type))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.type is missing");
     if (!json_is_string(type))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.type is not a string (found "
-                        "%s)", json_kind(type));
+                        "%s)", tn_json_kind(type));
     const char *ts = json_string_value(type);
     int has_chief_key = cluster && json_object_get(cluster, "chief") != NULL;
     int has_master_key = cluster && json_object_get(cluster, "master") != NULL;
@@ -356,7 +344,7 @@ static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char 
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.index is missing");
     if (!json_is_integer(index))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.index is not an integer "
-                        "(found %s)", json_kind(index));
+                        "(found %s)", tn_json_kind(index));
     json_int_t iv = json_integer_value(index);
     if (iv < 0)
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.index %" JSON_INTEGER_FORMAT
@@ -370,7 +358,7 @@ static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char 
     if (trial && !json_is_null(trial)) {
         if (!json_is_string(trial))
             return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.trial is not a string "
-                            "(found %s)", json_kind(trial));
+                            "(found %s)", tn_json_kind(trial));
         out->trial = tn_xstrdup(json_string_value(trial));
     }
     return 0;
@@ -386,7 +374,7 @@ int tf_config_parse(const char *json, tf_config *out, char *err, size_t errlen) 
                         "%d)", jerr.text, jerr.line, jerr.column);
     if (!json_is_object(root)) {
         rc = tn_error(err, errlen, TN_EINVAL, "TF_CONFIG is not a JSON object (found %s)",
-                      json_kind(root));
+                      tn_json_kind(root));
         goto err;
     }
     json_t *cluster = json_object_get(root, "cluster");
@@ -398,7 +386,7 @@ int tf_config_parse(const char *json, tf_config *out, char *err, size_t errlen) 
     if (job && !json_is_null(job)) {
         if (!json_is_object(job)) {
             rc = tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: job is not an object (found %s)",
-                          json_kind(job));
+                          tn_json_kind(job));
             goto err;
         }
         tf_config_set_job(out, job);
@@ -407,7 +395,7 @@ int tf_config_parse(const char *json, tf_config *out, char *err, size_t errlen) 
     if (env && !json_is_null(env)) {
         if (!json_is_string(env)) {
             rc = tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: environment is not a string "
-                          "(found %s)", json_kind(env));
+                          "(found %s)", tn_json_kind(env));
             goto err;
         }
         out->environment = tn_xstrdup(json_string_value(env));

@@ -182,14 +182,8 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
     st_trial *trials = NULL;
     size_t n = 0;
     if (st_trial_list(st, study->id, &trials, &n, err, sizeof err) == 0) {
-        const st_trial *best = NULL;
-        for (size_t i = 0; i < n; i++) {
-            const st_trial *t = &trials[i];
-            if (strcmp(t->state, ST_TRIAL_SUCCEEDED) || !t->has_objective) continue;
-            if (!best || (spec->goal == SPEC_MAXIMIZE ? t->objective > best->objective
-                                                      : t->objective < best->objective))
-                best = t;
-        }
+        long b = study_best_index(trials, n, spec->goal);
+        const st_trial *best = b >= 0 ? &trials[b] : NULL;
         if (best)
             printf("best: trial %lld, %s = %.6g, %s\n", (long long)best->number, spec->metric_tag,
                    best->objective, best->params);

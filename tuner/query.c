@@ -30,6 +30,7 @@
 #include "tuner/output.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
+#include "tuner/study.h"
 
 #define NFLAGS(table) (sizeof(table) / sizeof((table)[0]))
 #define MAX_POSITIONAL 2
@@ -213,20 +214,6 @@ static int trial_active(const char *state) {
     return !strcmp(state, ST_TRIAL_PENDING) || !strcmp(state, ST_TRIAL_RUNNING);
 }
 
-/* Index of the best SUCCEEDED trial by goal (ties: the lowest number, as the list is
- * in number order), or -1 when none has succeeded. */
-static long best_index(const st_trial *t, size_t n, int goal) {
-    long best = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(t[i].state, ST_TRIAL_SUCCEEDED) != 0 || !t[i].has_objective ||
-            isnan(t[i].objective))
-            continue;
-        if (best < 0 || (goal == SPEC_MINIMIZE ? t[i].objective < t[best].objective
-                                               : t[i].objective > t[best].objective))
-            best = (long)i;
-    }
-    return best;
-}
 
 /* A trial's params as a JSON object (new reference; an empty object when the stored
  * text does not parse). */
@@ -328,7 +315,7 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
     if (!have_spec) fprintf(stderr, "tuner: warning: %s\n", err);
     int64_t c[6];
     count_trials(trials, n, c);
-    long b = have_spec ? best_index(trials, n, spec.goal) : -1;
+    long b = have_spec ? study_best_index(trials, n, spec.goal) : -1;
 
     out_row(t);
     out_str(t, s->name);
@@ -459,7 +446,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
         rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
-    long b = best_index(trials, n, spec.goal);
+    long b = study_best_index(trials, n, spec.goal);
 
     t = out_new();
     out_column(t, "name", "study", 0);
@@ -672,7 +659,7 @@ int cmd_best(int argc, char **argv, const cli_env *env) {
         rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
-    long b = best_index(trials, n, spec.goal);
+    long b = study_best_index(trials, n, spec.goal);
     if (b < 0) {
         char hint[300];
         snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);

@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "common/status.h"
+#include "common/jsonutil.h"
 #include "common/text.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -205,19 +206,6 @@ static json_t *enter(ctx *c, json_t *obj, const char *key) {
 
 #define CLIP 60 /* longest piece of a user's string quoted in a message */
 
-static const char *kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
 
 /* "a string (\"abc\")", "2.5", "true", "an object": what a value is, for "got ...". */
 static char *describe(const json_t *v, char *buf, size_t len) {
@@ -233,7 +221,7 @@ static char *describe(const json_t *v, char *buf, size_t len) {
     case JSON_TRUE: snprintf(buf, len, "true"); break;
     case JSON_FALSE: snprintf(buf, len, "false"); break;
     case JSON_NULL: snprintf(buf, len, "null"); break;
-    default: snprintf(buf, len, "%s", kind(v)); break;
+    default: snprintf(buf, len, "%s", tn_json_kind(v)); break;
     }
     return buf;
 }
@@ -245,50 +233,6 @@ static void fail_type(ctx *c, const char *expected, const json_t *v) {
 
 static const char *fmt_num(double v, char *buf, size_t len) {
     return tn_format_double(v, buf, len);
-}
-
-/* ---- Did you mean ---- */
-
-/* Edit distance counting a swap of two adjacent letters as one edit (optimal string
- * alignment), the commonest typo ("maxTrail" for "maxTrials" is 2, not 3). */
-static size_t swap_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b), w = lb + 1;
-    size_t *d = tn_xmalloc((la + 1) * w * sizeof *d);
-    for (size_t i = 0; i <= la; i++) d[i * w] = i;
-    for (size_t j = 0; j <= lb; j++) d[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            size_t best = d[(i - 1) * w + j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[(i - 1) * w + j] + 1 < best) best = d[(i - 1) * w + j] + 1;
-            if (d[i * w + j - 1] + 1 < best) best = d[i * w + j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[(i - 2) * w + j - 2] + 1 < best)
-                best = d[(i - 2) * w + j - 2] + 1;
-            d[i * w + j] = best;
-        }
-    }
-    size_t r = d[la * w + lb];
-    free(d);
-    return r;
-}
-
-/* The candidate word most likely meant: one that differs only in case, else
- * tn_closest's answer, else the nearest counting swapped letters as one edit, within
- * the same max(2, strlen(word) / 3) edits as tn_closest. NULL when none is near. */
-static const char *suggest(const char *word, const char *const *cands, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (strcasecmp(word, cands[i]) == 0) return cands[i];
-    const char *best = tn_closest(word, cands, n);
-    if (best) return best;
-    size_t limit = strlen(word) / 3 < 2 ? 2 : strlen(word) / 3, best_d = limit + 1;
-    for (size_t i = 0; i < n; i++) {
-        size_t d = swap_distance(word, cands[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = cands[i];
-        }
-    }
-    return best;
 }
 
 /* ---- Readers: each checks one value at the current path; 0 ok, -1 reported ---- */
@@ -394,7 +338,7 @@ static int read_enum(ctx *c, const json_t *v, const char *const *names, const in
             return 0;
         }
     }
-    const char *near = suggest(s, names, n);
+    const char *near = tn_closest(s, names, n);
     char list[256] = "";
     for (size_t i = 0; i < n; i++) {
         strncat(list, names[i], sizeof list - strlen(list) - 1);
@@ -492,7 +436,7 @@ static void check_fields(ctx *c, json_t *obj, const char *const *known, size_t n
         for (size_t l = 0; l < NELEM(LEVELS) && !elsewhere; l++)
             if (LEVELS[l].fields != known && in_list(key, LEVELS[l].fields, LEVELS[l].n))
                 elsewhere = LEVELS[l].where;
-        const char *near = suggest(key, known, n);
+        const char *near = tn_closest(key, known, n);
         push_key(c, key);
         if (elsewhere) {
             fail(c, "unknown field here (it belongs in %s)", elsewhere);
@@ -519,7 +463,7 @@ static int misspelled(json_t *obj, const char *field, const char *const *known, 
     json_t *v;
     json_object_foreach(obj, key, v) {
         if (in_list(key, known, n)) continue;
-        const char *near = suggest(key, known, n);
+        const char *near = tn_closest(key, known, n);
         if (near && strcmp(near, field) == 0) return 1;
     }
     return 0;

@@ -155,6 +155,19 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
     return rc;
 }
 
+long study_best_index(const st_trial *t, size_t n, int goal) {
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(t[i].state, ST_TRIAL_SUCCEEDED) != 0 || !t[i].has_objective ||
+            isnan(t[i].objective))
+            continue;
+        if (best < 0 || (goal == SPEC_MINIMIZE ? t[i].objective < t[best].objective
+                                               : t[i].objective > t[best].objective))
+            best = (long)i;
+    }
+    return best;
+}
+
 char *study_resolve_program(const char *name, const char *self_dir) {
     if (strchr(name, '/') || !self_dir) return tn_xstrdup(name);
     size_t len = strlen(self_dir) + strlen(name) + 2;

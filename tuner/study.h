@@ -60,6 +60,11 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
                double objective, char *err, size_t errlen);
 
+/* Index of the best SUCCEEDED trial with an objective by the spec's goal (ties: the
+ * earlier in the array, i.e. the lower number for a st_trial_list result); -1 when
+ * there is none. */
+long study_best_index(const st_trial *trials, size_t n, int goal);
+
 /* Resolves a spec's command[0] as the executor will run it: a name with a '/' as is;
  * a bare name beside the tuner binary (self_dir) if there, else as is (for PATH).
  * Returns a string that is yours to free. */

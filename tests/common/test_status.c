@@ -261,7 +261,9 @@ static void test_edit_distance_table(void) {
         {"flaw", "lawn", 2},
         {"learnig_rate", "learning_rate", 1},
         {"abc", "xyz", 3},
-        {"ab", "ba", 2},           /* no transposition */
+        {"ab", "ba", 1},           /* a swap of adjacent letters is one edit */
+        {"maxTrail", "maxTrials", 2}, /* swap + insert */
+        {"abc", "ca", 3},          /* not a restricted swap (optimal string alignment) */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t d = tn_edit_distance(cases[i].a, cases[i].b);
@@ -284,6 +286,10 @@ static void test_closest(void) {
     best = tn_closest("momentum", names, n); /* exact */
     CHECK(best && !strcmp(best, "momentum"));
     CHECK(tn_closest("zzzzzzzz", names, n) == NULL);
+    /* differing only in case wins outright */
+    const char *cased[] = {"maxTrials", "MaxTrials"};
+    CHECK(tn_closest("MAXTRIALS", cased, 2) == cased[0]);
+    CHECK(tn_closest("maxTrail", cased, 1) == cased[0]);
     CHECK(tn_closest("learning_rate", names, 0) == NULL);
     /* The limit is max(2, len/3): 2 edits are allowed for a short word, 3 not. */
     const char *shorts[] = {"abcd"};
