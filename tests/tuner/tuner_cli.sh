@@ -125,6 +125,43 @@ check never_fits_not_stored test "$("$TUNER" show huge >/dev/null 2>&1; echo $?)
 err=$("$TUNER" run good.json --quiet 2>&1); "$TUNER" run good.json >/dev/null 2>&1; rc=$?
 check duplicate_study_exit2 test $rc -eq 2
 
+# --- GPUs: each replica its own devices; trials wait until devices are free --------
+gpu_script='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; echo \"$CLOUD_ML_TRIAL_ID $CUDA_VISIBLE_DEVICES\" >> $d/../gpus.log; case \"$TF_CONFIG\" in *chief*) sleep 0.3; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE;; *) sleep 30;; esac", "sh"]'
+spec gpu CUSTOM '"workerCount": 1, "resources": {"chief": {"gpus": 1}, "worker": {"gpus": 1}},' 3 3 "$gpu_script"
+"$TUNER" run gpu.json --gpus=3 --cores=8 --quiet --grace=1 >gpu.out 2>&1; rc=$?
+check gpu_exit0 test $rc -eq 0
+check gpu_3_succeeded test "$(count_state gpu SUCCEEDED)" -eq 3
+# The two replicas of a trial get different devices, and with 3 GPUs only one trial
+# (2 GPUs) runs at a time: no two trials overlap in time.
+check gpu_devices_distinct python3 -c '
+import collections, sys
+per = collections.defaultdict(list)
+for line in open("runs/gpu/gpus.log"):
+    trial, dev = line.split()
+    per[trial].append(dev)
+for trial, devs in per.items():
+    if len(devs) != 2 or len(set(devs)) != 2 or not set(devs) <= {"0", "1", "2"}:
+        sys.exit("trial %s got devices %s" % (trial, devs))
+if len(per) != 3: sys.exit("%d trials logged" % len(per))
+'
+check gpu_trials_serialised python3 -c '
+import json, sys
+t = sorted(json.load(sys.stdin), key=lambda r: r["started"])
+for a, b in zip(t, t[1:]):
+    if b["started"] < a["finished"]: sys.exit("trials %d and %d overlap" % (a["number"], b["number"]))
+' <<<"$("$TUNER" trials gpu --format=json)"
+err=$("$TUNER" run gpu.json --gpus=1 2>&1); rc=$?
+check gpu_never_fits grep -q "needs 2 GPUs but the machine has 1" <<<"$err"
+
+# --- the example specs in studies/ stay valid; the script one runs ------------------
+for f in "$HERE"/../../studies/*.json; do
+  check "example_$(basename "$f" .json)_valid" "$TUNER" validate "$f"
+done
+(cd "$HERE/../.." && "$TUNER" run studies/script_quadratic.json --db="$WORK/examples.db" \
+  --quiet --seed=1 >"$WORK/quadratic.out" 2>&1)
+check example_script_runs grep -q "best: trial" quadratic.out
+rm -rf "$HERE/../../runs/script_quadratic"
+
 # --- 20 trials of the real trainer, 2 in parallel, chief + 1 worker -------------------
 spec real CUSTOM '"workerCount": 1,' 20 2 "[\"trainer\", \"--max_train_examples=1000\",
   \"--max_eval_examples=300\", \"--epochs=2\", \"--hidden_units=32\", \"--batch_size=100\"]" "" \
@@ -234,6 +271,9 @@ check list_json python3 -c 'import json,sys; assert len(json.load(sys.stdin)) >=
 check show_counts grep -q "SUCCEEDED" <<<"$("$TUNER" show real)"
 check trials_csv_header grep -q "^number,state,objective" <<<"$("$TUNER" trials real --format=csv)"
 check logs_chief grep -q "training mlp" <<<"$("$TUNER" logs real 1)"
+check logs_follow_finished grep -q "saved the model" <<<"$(timeout 20 "$TUNER" logs real 2 -f)"
+err=$("$TUNER" logs real 1 --replica=ps:0 2>&1); rc=$?
+check logs_missing_replica_exit4 test $rc -eq 4
 err=$("$TUNER" show nosuch 2>&1); rc=$?
 check show_missing_exit4 test $rc -eq 4
 check db_flag_anywhere grep -q "asktell" <<<"$(cd / && "$TUNER" list --db "$TUNER_DB")"
