@@ -592,6 +592,8 @@ void ex_job_stop(ex_job *j, int outcome, const char *reason) {
     if (j && j->phase == PH_RUNNING) begin_stop(j, outcome, reason, 0);
 }
 
+int ex_job_is_running(const ex_job *j) { return j->phase == PH_RUNNING; }
+
 int ex_job_attempts(const ex_job *j) { return j->attempts; }
 int ex_job_restarts(const ex_job *j) { return j->restarts; }
 

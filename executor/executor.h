@@ -84,6 +84,9 @@ ex_job *ex_job_start(ex_executor *x, const ex_job_config *cfg, const ex_callback
  * stopping or over. */
 void ex_job_stop(ex_job *j, int outcome, const char *reason);
 
+/* Whether the job is running: not yet stopping or over. */
+int ex_job_is_running(const ex_job *j);
+
 /* Attempts started (1 + job retries) and replica restarts so far. */
 int ex_job_attempts(const ex_job *j);
 int ex_job_restarts(const ex_job *j);

@@ -27,6 +27,7 @@
 
 #include "common/status.h"
 #include "common/jsonutil.h"
+#include "search/stopping.h"
 #include "common/text.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -53,7 +54,13 @@ static const char *const INPUT_FIELDS[] = {
 static const char *const HP_FIELDS[] = {
     "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
     "hyperparameterMetricTag", "enableTrialEarlyStopping", "resumePreviousJobId",
-    "algorithm"};
+    "algorithm",
+    /* extension */
+    "earlyStopping"};
+
+static const char *const ES_FIELDS[] = {"policy",      "minTrials",       "minStep",
+                                        "useRunningAverage", "gracePeriod", "reductionFactor",
+                                        "maxStep"};
 
 static const char *const PARAM_FIELDS[] = {"parameterName", "type", "minValue", "maxValue",
                                            "categoricalValues", "discreteValues",
@@ -744,6 +751,55 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
     free(vals);
 }
 
+/* The extension earlyStopping: {"policy": "median"|"asha"|"hyperband"|"none", options}.
+ * Its presence turns early stopping on (median unless a policy is named). */
+static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
+    es_config *e = &out->early_stopping;
+    json_t *v;
+    check_fields(c, es, ES_FIELDS, NELEM(ES_FIELDS));
+    e->policy = ES_MEDIAN;
+    if ((v = enter(c, es, "policy"))) {
+        const char *name;
+        if (read_string(c, v, 1, &name) == 0) {
+            int policy = es_policy_parse(name);
+            if (policy < 0)
+                fail(c, "expected one of \"median\", \"asha\", \"hyperband\", \"none\", got \"%s\"",
+                     name);
+            else
+                e->policy = policy;
+        }
+        pop(c);
+    }
+    static const struct {
+        const char *field;
+        long long lo;
+    } ints[] = {{"minTrials", 1}, {"minStep", 0}, {"gracePeriod", 1}, {"reductionFactor", 2},
+                {"maxStep", 0}};
+    for (size_t i = 0; i < NELEM(ints); i++) {
+        if (!(v = enter(c, es, ints[i].field))) continue;
+        int x;
+        if (read_int(c, v, 0, ints[i].lo, INT_MAX, &x) == 0) {
+            switch (i) {
+            case 0: e->min_trials = x; break;
+            case 1: e->min_step = x; break;
+            case 2: e->grace_period = x; break;
+            case 3: e->reduction_factor = x; break;
+            default: e->max_step = x; break;
+            }
+        }
+        pop(c);
+    }
+    if ((v = enter(c, es, "useRunningAverage"))) {
+        read_bool(c, v, &e->running_average);
+        pop(c);
+    }
+    if (e->policy == ES_HYPERBAND && e->max_step <= e->grace_period)
+        fail_at(c, "maxStep",
+                "hyperband needs maxStep, the step at which trials end, above gracePeriod "
+                "(%lld); got %lld",
+                (long long)e->grace_period, (long long)e->max_step);
+}
+
 static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     const size_t NH = NELEM(HP_FIELDS);
     json_t *v;
@@ -788,6 +844,14 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         read_bool(c, v, &out->enable_early_stopping);
         pop(c);
     }
+    if (out->enable_early_stopping) out->early_stopping.policy = ES_MEDIAN;
+    if ((v = enter(c, hp, "earlyStopping"))) {
+        if (json_is_object(v))
+            read_early_stopping(c, v, out);
+        else
+            fail_type(c, "an object: {\"policy\": \"median\", ...}", v);
+        pop(c);
+    }
     if ((v = enter(c, hp, "resumePreviousJobId"))) {
         if (read_job_id(c, v, &out->resume_previous_job_id) == 0 && out->job_id &&
             strcmp(out->job_id, out->resume_previous_job_id) == 0)
@@ -830,6 +894,7 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     } else {
         missing(c, hp, "params", HP_FIELDS, NH, "a non-empty array of parameters to tune");
     }
+    out->early_stopping.maximize = out->goal == SPEC_MAXIMIZE;
 }
 
 static void read_resources(ctx *c, json_t *res, tn_spec *out) {
@@ -1033,6 +1098,8 @@ static void set_defaults(tn_spec *s) {
     s->max_parallel_trials = 1;
     s->max_failed_trials = 0;
     s->algorithm = SP_ALGO_UNSPECIFIED;
+    s->early_stopping = (es_config){.policy = ES_NONE, .maximize = 1, .min_trials = 5,
+                                    .min_step = 1, .grace_period = 1, .reduction_factor = 3};
 }
 
 static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "search/space.h"
+#include "search/stopping.h"
 
 enum spec_tier { SPEC_BASIC = 1, SPEC_BASIC_GPU, SPEC_STANDARD_1, SPEC_CUSTOM };
 enum spec_goal { SPEC_MAXIMIZE = 1, SPEC_MINIMIZE };
@@ -53,6 +54,10 @@ typedef struct tn_spec {
     int max_failed_trials;         /* the study fails once this many trials failed; 0 in the
                                       spec (AI Platform's "decide for me") means maxTrials */
     int enable_early_stopping;     /* enableTrialEarlyStopping */
+    es_config early_stopping;      /* the rule in force: policy ES_NONE when off;
+                                      enableTrialEarlyStopping alone means median with
+                                      its defaults; extension "earlyStopping" picks the
+                                      policy and options (docs/early-stopping.md) */
     int algorithm;                 /* enum sp_algorithm; default UNSPECIFIED */
     char *resume_previous_job_id;  /* resumePreviousJobId, or NULL */
     sp_space space;                /* params */

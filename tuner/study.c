@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "executor/executor.h"
 #include "search/space.h"
+#include "search/stopping.h"
 #include "tuner/params.h"
 
 static double wall_clock(void) {
@@ -215,7 +216,25 @@ typedef struct trial_run {
     double started;
     int attempts_before;   /* attempts of earlier runs (a resumed trial) */
     int restarts_before;
+    int early_stopped;     /* the early-stopping rule stopped it */
+    char *stop_reason;     /* why */
 } trial_run;
+
+static void trial_run_free(trial_run *t) {
+    free(t->values);
+    free(t->params);
+    free(t->gpu_ids);
+    free(t->stop_reason);
+    free(t);
+}
+
+/* A trial's learning curve of the metric tag, for the early-stopping rule. */
+typedef struct curve {
+    int state;             /* enum sp_trial_state */
+    es_point *pts;         /* steps strictly increasing */
+    size_t n, cap;
+    char *replica;         /* whose records these are; the chief's win */
+} curve;
 
 struct loop {
     st_store *st;
@@ -229,7 +248,9 @@ struct loop {
     int64_t *rerun;          /* trials to run again, in order */
     size_t nrerun, rerun_next;
     int64_t created;         /* trials in the store */
-    int64_t succeeded, failed, cancelled;
+    int64_t succeeded, failed, cancelled, stopped;
+    curve *curves;           /* (trials) indexed by number - 1 */
+    size_t ncurves;
     int exhausted;           /* the sampler has no more points */
     int interrupted;         /* SIGINT/SIGTERM: stopping */
     int failing;             /* maxFailedTrials reached: stopping */
@@ -250,8 +271,7 @@ struct loop {
     const char *note_logged;
 };
 
-static void logf_(loop *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(loop *L, const char *fmt, ...) {
+static void log_line(loop *L, const char *fmt, ...) {
     if (!L->o->log) return;
     if (L->o->progress && isatty(fileno(L->o->log))) fputs("\r\033[K", L->o->log);
     va_list ap;
@@ -296,10 +316,12 @@ static void progress_line(loop *L) {
     char best[128] = "best -";
     if (L->has_best)
         snprintf(best, sizeof best, "best %.6g (trial %lld)", L->best, (long long)L->best_trial);
-    fprintf(L->o->log, "\r\033[K%s: %lld/%d done, %zu running, %lld failed | %s | %dm%02ds",
-            L->study->name, (long long)(L->succeeded + L->failed + L->cancelled),
-            L->spec->max_trials, L->nrunning, (long long)L->failed, best, elapsed / 60,
-            elapsed % 60);
+    fprintf(L->o->log,
+            "\r\033[K%s: %lld/%d done, %zu running, %lld failed, %lld stopped early | %s | "
+            "%dm%02ds",
+            L->study->name, (long long)(L->succeeded + L->failed + L->cancelled + L->stopped),
+            L->spec->max_trials, L->nrunning, (long long)L->failed, (long long)L->stopped, best,
+            elapsed / 60, elapsed % 60);
     fflush(L->o->log);
 }
 
@@ -311,13 +333,80 @@ static void on_progress(evutil_socket_t fd, short what, void *arg) {
     if (L->cancel_requested || st_study_get(L->st, L->study->name, &now, NULL, 0) != 0) return;
     if (!strcmp(now.state, ST_STUDY_CANCELLED)) {
         L->cancel_requested = 1;
-        logf_(L, "cancelled: stopping %zu running trial%s", L->nrunning,
+        log_line(L, "cancelled: stopping %zu running trial%s", L->nrunning,
               L->nrunning == 1 ? "" : "s");
         for (size_t i = 0; i < L->nrunning; i++)
             ex_job_stop(L->running[i]->job, EX_STOPPED, "the study was cancelled");
         schedule(L);
     }
     st_study_clear(&now);
+}
+
+/* The curve of trial `number`, created (SP_PENDING, empty) if new. */
+static curve *curve_of(loop *L, int64_t number) {
+    size_t i = (size_t)number - 1;
+    if (i >= L->ncurves) {
+        L->curves = tn_xrealloc(L->curves, (i + 1) * sizeof *L->curves);
+        memset(L->curves + L->ncurves, 0, (i + 1 - L->ncurves) * sizeof *L->curves);
+        for (size_t k = L->ncurves; k <= i; k++) L->curves[k].state = SP_PENDING;
+        L->ncurves = i + 1;
+    }
+    return &L->curves[i];
+}
+
+static int is_chief(const char *replica) {
+    return !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
+}
+
+/* Adds a measurement of replica to the curve: the chief's records replace any other
+ * replica's, another replica's are ignored once a replica is chosen; a repeated step
+ * (a restarted replica) takes the newest value. */
+static void curve_add(curve *c, const char *replica, int64_t step, double v) {
+    if (!c->replica || (is_chief(replica) && !is_chief(c->replica))) {
+        if (c->replica && strcmp(c->replica, replica) != 0) c->n = 0;
+        free(c->replica);
+        c->replica = tn_xstrdup(replica);
+    } else if (strcmp(c->replica, replica) != 0) {
+        return;
+    }
+    size_t i = c->n;
+    while (i > 0 && c->pts[i - 1].step > step) i--;
+    if (i > 0 && c->pts[i - 1].step == step) {
+        c->pts[i - 1].value = v;
+        return;
+    }
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->pts = tn_xrealloc(c->pts, c->cap * sizeof *c->pts);
+    }
+    memmove(c->pts + i + 1, c->pts + i, (c->n - i) * sizeof *c->pts);
+    c->pts[i] = (es_point){step, v};
+    c->n++;
+}
+
+/* Applies the early-stopping rule to running trial t after a new measurement. */
+static void decide_early_stop(loop *L, trial_run *t) {
+    const es_config *cfg = &L->spec->early_stopping;
+    if (cfg->policy == ES_NONE || t->early_stopped || !ex_job_is_running(t->job)) return;
+    es_trial *view = tn_xcalloc(L->ncurves, sizeof *view);
+    for (size_t i = 0; i < L->ncurves; i++)
+        view[i] = (es_trial){.number = (int64_t)i + 1, .state = L->curves[i].state,
+                             .curve = L->curves[i].pts, .n = L->curves[i].n};
+    es_decision d;
+    es_decide(cfg, view, L->ncurves, (size_t)t->number - 1, &d);
+    free(view);
+    char detail[400];
+    snprintf(detail, sizeof detail, "%s: %s: %s", es_policy_name(cfg->policy),
+             d.stop ? "stop" : "continue", d.reason);
+    st_event e = {.time = wall_clock(), .kind = "early_stopping", .detail = detail};
+    char err[512];
+    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
+        fail_loop(L, TN_EIO, err);
+    if (!d.stop) return;
+    t->early_stopped = 1;
+    t->stop_reason = tn_xstrdup(detail);
+    log_line(L, "trial %lld stopped early (%s)", (long long)t->number, detail);
+    ex_job_stop(t->job, EX_STOPPED, detail);
 }
 
 static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
@@ -329,7 +418,7 @@ static void on_event(void *ctx, const char *replica, const char *kind, const cha
     if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
         fail_loop(L, TN_EIO, err);
     if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying"))
-        logf_(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
+        log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
 }
 
@@ -345,7 +434,7 @@ static void on_measurement(void *ctx, const char *replica, const htr_record *rec
     }
     double v;
     if (!htr_record_metric(rec, L->spec->metric_tag, &v) || !isfinite(v)) return;
-    int rank = !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
+    int rank = is_chief(replica);
     if (!t->has_objective || rank > t->objective_rank ||
         (rank == t->objective_rank && rec->timestamp >= t->objective_time)) {
         t->has_objective = 1;
@@ -353,6 +442,8 @@ static void on_measurement(void *ctx, const char *replica, const htr_record *rec
         t->objective_rank = rank;
         t->objective_time = rec->timestamp;
     }
+    curve_add(curve_of(L, t->number), replica, rec->step, v);
+    decide_early_stop(L, t);
 }
 
 static void release(loop *L, trial_run *t) {
@@ -375,7 +466,10 @@ static void on_finished(void *ctx, int outcome, const char *error) {
     if (rc == 0) {
         const char *state;
         const char *why = error;
-        if (outcome == EX_SUCCEEDED && t->has_objective) {
+        if (outcome == EX_STOPPED && t->early_stopped) {
+            state = ST_TRIAL_STOPPED; /* keeps its last measurement as its value */
+            why = t->stop_reason;
+        } else if (outcome == EX_SUCCEEDED && t->has_objective) {
             state = ST_TRIAL_SUCCEEDED;
         } else if (outcome == EX_SUCCEEDED) {
             state = ST_TRIAL_FAILED;
@@ -409,24 +503,24 @@ static void on_finished(void *ctx, int outcome, const char *error) {
                 L->best = t->objective;
                 L->best_trial = t->number;
             }
-            logf_(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
+            log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
                   L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
         } else if (!strcmp(state, ST_TRIAL_FAILED)) {
-            logf_(L, "trial %lld failed: %s", (long long)t->number, why ? why : "unknown");
+            log_line(L, "trial %lld failed: %s", (long long)t->number, why ? why : "unknown");
             count_failure(L);
         } else if (!strcmp(state, ST_TRIAL_CANCELLED)) {
             L->cancelled++;
+        } else if (!strcmp(state, ST_TRIAL_STOPPED)) {
+            L->stopped++;
         }
+        curve_of(L, t->number)->state = state_to_sp(state);
         st_trial_clear(&row);
     } else {
         fail_loop(L, rc < 0 ? rc : TN_EIO, rc < 0 ? err : "a running trial vanished from the store");
     }
     release(L, t);
     ex_job_free(t->job);
-    free(t->values);
-    free(t->params);
-    free(t->gpu_ids);
-    free(t);
+    trial_run_free(t);
     schedule(L);
 }
 
@@ -437,6 +531,7 @@ static int start_trial(loop *L, int64_t number, const double *values, const char
     trial_run *t = tn_xcalloc(1, sizeof *t);
     t->L = L;
     t->number = number;
+    curve_of(L, number)->state = SP_PENDING; /* a re-run keeps its earlier points */
     t->values = tn_xcalloc(s->space.n + 1, sizeof *t->values);
     memcpy(t->values, values, s->space.n * sizeof *values);
     t->params = tn_xstrdup(params);
@@ -518,11 +613,8 @@ static int start_trial(loop *L, int64_t number, const double *values, const char
             st_trial_clear(&fail);
         }
         release(L, t);
-        free(t->values);
-        free(t->params);
-        free(t->gpu_ids);
-        free(t);
-        logf_(L, "trial %lld failed: %s", (long long)number, err);
+        trial_run_free(t);
+        log_line(L, "trial %lld failed: %s", (long long)number, err);
         count_failure(L);
         return 0;
     }
@@ -564,7 +656,7 @@ static void schedule(loop *L) {
             double *v = tn_xcalloc(s->space.n + 1, sizeof *v);
             if (tp_from_json(&s->space, row.params, v, err, sizeof err) == 0 &&
                 mark_running(L, &row) == 0) {
-                logf_(L, "trial %lld: running again (it was %s when the last run ended)",
+                log_line(L, "trial %lld: running again (it was %s when the last run ended)",
                       (long long)number, "unfinished");
                 start_trial(L, number, v, row.params, &row);
             }
@@ -582,7 +674,7 @@ static void schedule(loop *L) {
         } else {
             L->created++;
             if (a.note && L->note_logged != a.note) {
-                logf_(L, "%s", a.note);
+                log_line(L, "%s", a.note);
                 L->note_logged = a.note;
             }
             start_trial(L, a.number, a.values, a.params, NULL);
@@ -602,7 +694,7 @@ static void schedule(loop *L) {
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
     loop *L = arg;
     if (L->interrupted) { /* second signal: no more grace */
-        logf_(L, "second signal: killing every replica now");
+        log_line(L, "second signal: killing every replica now");
         for (size_t i = 0; i < L->nrunning; i++) ex_job_stop(L->running[i]->job, EX_STOPPED, NULL);
         while (L->nrunning > 0) {
             trial_run *t = L->running[0];
@@ -615,16 +707,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
             }
             release(L, t);
             ex_job_free(t->job);
-            free(t->values);
-            free(t->params);
-            free(t->gpu_ids);
-            free(t);
+            trial_run_free(t);
         }
         event_base_loopbreak(L->base);
         return;
     }
     L->interrupted = 1;
-    logf_(L, "%s: stopping %zu running trial%s (Ctrl-C again to kill them at once); "
+    log_line(L, "%s: stopping %zu running trial%s (Ctrl-C again to kill them at once); "
              "`tuner resume %s` carries on",
           strsignal((int)sig), L->nrunning, L->nrunning == 1 ? "" : "s", L->study->name);
     for (size_t i = 0; i < L->nrunning; i++)
@@ -713,11 +802,31 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
             }
         } else if (!strcmp(s, ST_TRIAL_FAILED)) {
             L.failed++;
+        } else if (!strcmp(s, ST_TRIAL_STOPPED)) {
+            L.stopped++;
         } else {
             L.cancelled++;
         }
     }
+    if (spec->early_stopping.policy != ES_NONE) { /* the curves the rule compares */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            curve *c = curve_of(&L, trials[i].number);
+            c->state = state_to_sp(trials[i].state);
+            st_measurement *ms = NULL;
+            size_t nm = 0;
+            rc = st_measurement_list(st, study->id, trials[i].number, &ms, &nm, err, errlen);
+            for (size_t k = 0; k < nm; k++) {
+                json_t *obj = json_loads(ms[k].metrics, 0, NULL);
+                json_t *v = json_object_get(obj, spec->metric_tag);
+                if (json_is_number(v) && isfinite(json_number_value(v)))
+                    curve_add(c, ms[k].replica, ms[k].step, json_number_value(v));
+                json_decref(obj);
+            }
+            st_measurements_free(ms, nm);
+        }
+    }
     st_trials_free(trials, n);
+    if (rc) goto done;
     if (L.failed >= spec->max_failed_trials) {
         rc = tn_error(err, errlen, TN_EINVAL,
                       "study %s already has %lld failed trials (maxFailedTrials is %d)",
@@ -772,24 +881,27 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
         rc = tn_error(err, errlen, TN_EIO, "%s", serr);
     }
     if (rc == STUDY_DONE || rc == STUDY_FAILED)
-        logf_(&L, "%s: %lld succeeded, %lld failed%s", state, (long long)L.succeeded,
-              (long long)L.failed, L.exhausted ? " (the grid is exhausted)" : "");
+        log_line(&L, "%s: %lld succeeded, %lld failed, %lld stopped early%s", state,
+                 (long long)L.succeeded, (long long)L.failed, (long long)L.stopped,
+                 L.exhausted ? " (the grid is exhausted)" : "");
 
 done:
     while (L.nrunning > 0) { /* only after a fatal error */
         trial_run *t = L.running[0];
         release(&L, t);
         ex_job_free(t->job);
-        free(t->values);
-        free(t->params);
-        free(t->gpu_ids);
-        free(t);
+        trial_run_free(t);
     }
     ex_executor_free(L.x);
     if (L.sigint_ev) event_free(L.sigint_ev);
     if (L.sigterm_ev) event_free(L.sigterm_ev);
     if (L.progress_ev) event_free(L.progress_ev);
     if (L.base) event_base_free(L.base);
+    for (size_t i = 0; i < L.ncurves; i++) {
+        free(L.curves[i].pts);
+        free(L.curves[i].replica);
+    }
+    free(L.curves);
     free(L.running);
     free(L.rerun);
     free(L.gpu_used);

@@ -125,6 +125,59 @@ check never_fits_not_stored test "$("$TUNER" show huge >/dev/null 2>&1; echo $?)
 err=$("$TUNER" run good.json --quiet 2>&1); "$TUNER" run good.json >/dev/null 2>&1; rc=$?
 check duplicate_study_exit2 test $rc -eq 2
 
+# --- early stopping: a learning-curve script, trials stopped at the right steps -----
+# Grid order runs configs a..f one at a time; their curves rank at every step as at
+# the end (a=0.5 b=0.9 c=0.1 d=0.75 e=0.2 f=0.95). ASHA, eta 3, rungs at steps 1, 3:
+# c, d, e are not in the top floor(n/3) at rung 1 and stop there; a, b (fewer than
+# eta competitors, and the best) and f (top 2 of 6 at rung 1, best at rung 3) finish.
+es_params='{"parameterName": "config", "type": "CATEGORICAL", "categoricalValues": ["a", "b", "c", "d", "e", "f"]}'
+spec asha BASIC "" 6 1 "[\"python3\", \"$HERE/curve.py\"]" \
+  ', "earlyStopping": {"policy": "asha", "gracePeriod": 1, "reductionFactor": 3, "maxStep": 9}' "$es_params"
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' asha.json
+"$TUNER" run asha.json --quiet --cores=1 --poll=0.05 --grace=2 >asha.out 2>&1; rc=$?
+check asha_exit0 test $rc -eq 0
+check asha_three_stopped test "$(count_state asha STOPPED)" -eq 3
+check asha_three_succeeded test "$(count_state asha SUCCEEDED)" -eq 3
+check asha_which python3 -c '
+import json, sys
+t = {r["number"]: r for r in json.load(sys.stdin)}
+stopped = sorted(n for n, r in t.items() if r["state"] == "STOPPED")
+if stopped != [3, 4, 5]: sys.exit("stopped %s" % stopped)
+for n in stopped:
+    r = t[n]
+    if r["objective"] is None or "rung 0 (step 1)" not in (r["error"] or ""):
+        sys.exit("trial %d: %s" % (n, r))
+if max(t[n]["duration"] for n in stopped) >= min(t[n]["duration"] for n in (1, 2, 6)):
+    sys.exit("stopped trials ran as long as finished ones")
+' <<<"$("$TUNER" trials asha --format=json)"
+check asha_decisions_logged python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select e.trial, e.detail from events e join studies s on s.id = e.study_id where s.name = ? and e.kind = ?", ("asha", "early_stopping")).fetchall()
+stops = sorted({t for t, d in rows if ": stop: " in d})
+if stops != [3, 4, 5]: sys.exit("stop decisions for %s" % stops)
+if not any(": continue: " in d for t, d in rows if t == 6): sys.exit("no continue decision for trial 6")
+' "$TUNER_DB"
+
+# enableTrialEarlyStopping alone: the median rule (minTrials 2 here): c is below the
+# median of a and b at step 1; d is above it.
+spec median BASIC "" 4 1 "[\"python3\", \"$HERE/curve.py\"]" \
+  ', "enableTrialEarlyStopping": true, "earlyStopping": {"minTrials": 2}' "$es_params"
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' median.json
+"$TUNER" run median.json --quiet --cores=1 --poll=0.05 --grace=2 >median.out 2>&1
+check median_one_stopped test "$(count_state median STOPPED)" -eq 1
+check median_c_stopped grep -q '^3,STOPPED' <<<"$("$TUNER" trials median --format=csv)"
+
+cat >es_bad.json <<'JSON'
+{"jobId": "es_bad", "trainingInput": {"command": ["x"], "hyperparameters": {"maxTrials": 2,
+ "earlyStopping": {"policy": "hyperbolic", "reductionFactor": 1, "minTrial": 3},
+ "params": [{"parameterName": "a", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
+JSON
+err=$("$TUNER" validate es_bad.json 2>&1)
+check es_bad_policy grep -q 'earlyStopping.policy: expected one of "median", "asha", "hyperband", "none"' <<<"$err"
+check es_bad_factor grep -q "earlyStopping.reductionFactor" <<<"$err"
+check es_bad_typo grep -q 'earlyStopping.minTrial: unknown field (did you mean "minTrials"?)' <<<"$err"
+
 # --- GPUs: each replica its own devices; trials wait until devices are free --------
 gpu_script='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; echo \"$CLOUD_ML_TRIAL_ID $CUDA_VISIBLE_DEVICES\" >> $d/../gpus.log; case \"$TF_CONFIG\" in *chief*) sleep 0.3; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE;; *) sleep 30;; esac", "sh"]'
 spec gpu CUSTOM '"workerCount": 1, "resources": {"chief": {"gpus": 1}, "worker": {"gpus": 1}},' 3 3 "$gpu_script"

@@ -1,0 +1,88 @@
+/*
+ * stopping.h — early-stopping rules: should a running trial stop now?
+ *
+ * Pure, like the samplers: a decision is a function of the study's intermediate
+ * measurements (each trial's learning curve of the metric tag, by step) and the rule's
+ * options, nothing else. The rules:
+ *
+ *   median     the median stopping rule (Vizier, Katib, Optuna's MedianPruner): at
+ *              step s (>= min_step), once at least min_trials trials have COMPLETED
+ *              with a measurement at or before s, a trial whose best value so far (or
+ *              its running average, with running_average) is strictly worse than the
+ *              median of those trials' values at step s (each one's last value at or
+ *              before s) is stopped.
+ *   asha       asynchronous successive halving: rungs at steps grace * eta^k
+ *              (k = 0, 1, ...; below max_step when it is set). When a trial first
+ *              reports a step at or past a rung, its value there is compared with
+ *              the values of every trial that reached the rung (itself included): it
+ *              continues only if it is among the top floor(n / eta) of them, or the
+ *              best of them while n < eta (as Optuna's pruner does).
+ *   hyperband  several ASHA brackets: bracket b = 0..B (B = floor(log_eta(max_step /
+ *              grace))) has grace period grace * eta^b; trial number k belongs to
+ *              bracket (k - 1) mod (B + 1) and is compared only with its bracket.
+ *
+ * "Better" follows the goal (maximize or minimize); ties never stop a trial.
+ * Design and measurements: docs/early-stopping.md.
+ */
+#ifndef TN_SEARCH_STOPPING_H
+#define TN_SEARCH_STOPPING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum es_policy { ES_NONE = 0, ES_MEDIAN, ES_ASHA, ES_HYPERBAND };
+
+typedef struct es_config {
+    int policy;              /* enum es_policy */
+    int maximize;            /* 1: larger values are better */
+    int min_trials;          /* median: completed trials needed before acting (>= 1) */
+    int64_t min_step;        /* median: first step at which it may act (>= 0) */
+    int running_average;     /* median: judge the trial by its running average, not
+                                its best value so far */
+    int64_t grace_period;    /* asha, hyperband: the first rung's step (>= 1) */
+    int reduction_factor;    /* asha, hyperband: eta (>= 2) */
+    int64_t max_step;        /* asha: no rung at or past it (0: unbounded); hyperband:
+                                required (> grace_period), sets the brackets */
+} es_config;
+
+/* One measurement of the metric tag. */
+typedef struct es_point {
+    int64_t step;
+    double value;
+} es_point;
+
+/* One trial's learning curve, steps strictly increasing (the caller keeps the newest
+ * value of a repeated step). */
+typedef struct es_trial {
+    int64_t number;          /* trial number, 1, 2, ... (hyperband's bracket) */
+    int state;               /* enum sp_trial_state (search/space.h): SP_PENDING for a
+                                running trial, SP_COMPLETE, SP_STOPPED, SP_FAILED */
+    const es_point *curve;
+    size_t n;
+} es_trial;
+
+typedef struct es_decision {
+    int stop;                /* 1: stop the trial now */
+    char reason[320];        /* why, in one sentence, for stop and continue alike:
+                                "step 9: best 0.61 is worse than the median 0.74 of
+                                6 completed trials", "rung 2 (step 9): 0.61 is not in
+                                the top 2 of 7 trials (threshold 0.70)" */
+} es_decision;
+
+/* Returns 0 or TN_EINVAL with a message naming the option (as the spec field
+ * trainingInput.hyperparameters.earlyStopping.FIELD). */
+int es_config_check(const es_config *c, char *err, size_t errlen);
+
+/* Decides for trials[t], a running trial whose newest measurement is the last point
+ * of its curve, given every trial of the study (trials[t] included). Only the newest
+ * measurement can trigger a stop: asha and hyperband decide when it is the trial's
+ * first at or past a rung, median at every step >= min_step. A trial with no
+ * measurement, and ES_NONE, always continue. */
+void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
+               es_decision *out);
+
+/* "none", "median", "asha", "hyperband"; and back (case-insensitive; -1 if unknown). */
+const char *es_policy_name(int policy);
+int es_policy_parse(const char *name);
+
+#endif
