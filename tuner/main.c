@@ -30,7 +30,7 @@
 #define NFLAGS(t) (sizeof(t) / sizeof((t)[0]))
 
 static int usage_error(const char *cmd, const char *msg) {
-    fprintf(stderr, "tuner: error: %s\nhint: run 'tuner %s --help'\n", msg, cmd);
+    fprintf(stderr, "tuner: error: %s\nhint: run 'tuner %s%s--help'\n", msg, cmd, *cmd ? " " : "");
     return TUNER_EXIT_USAGE;
 }
 

@@ -656,8 +656,8 @@ static void schedule(loop *L) {
             double *v = tn_xcalloc(s->space.n + 1, sizeof *v);
             if (tp_from_json(&s->space, row.params, v, err, sizeof err) == 0 &&
                 mark_running(L, &row) == 0) {
-                log_line(L, "trial %lld: running again (it was %s when the last run ended)",
-                      (long long)number, "unfinished");
+                log_line(L, "trial %lld: running it again (an earlier run left it unfinished)",
+                         (long long)number);
                 start_trial(L, number, v, row.params, &row);
             }
             free(v);
