@@ -15,6 +15,7 @@
 #include "common/hypertune.h"
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,35 +37,6 @@ static char g_root[PATH_LEN]; /* this run's folder */
 /* ---------------------------------------------------------------------------------
  * Helpers
  * --------------------------------------------------------------------------------- */
-
-static void fmt_path(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fmt_path(char *out, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out, PATH_LEN, fmt, ap);
-    va_end(ap);
-    if (n < 0 || n >= PATH_LEN) {
-        fprintf(stderr, "test path too long\n");
-        abort();
-    }
-}
-
-static void rm_rf(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-            char sub[PATH_LEN];
-            fmt_path(sub, "%s/%s", path, de->d_name);
-            rm_rf(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 /* Writes text to path with mode "w" (truncate) or "a" (append). */
 static void put_text(const char *path, const char *mode, const char *text) {

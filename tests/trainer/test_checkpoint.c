@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,42 +40,12 @@ static char g_root[PATH_LEN]; /* this run's folder */
  * Helpers
  * --------------------------------------------------------------------------------- */
 
-/* snprintf into a PATH_LEN buffer; aborts rather than truncate. */
-static void fmt_path(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fmt_path(char *out, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out, PATH_LEN, fmt, ap);
-    va_end(ap);
-    if (n < 0 || n >= PATH_LEN) {
-        fprintf(stderr, "test path too long\n");
-        abort();
-    }
-}
-
 /* A fresh, empty folder g_root/name; its path goes to out. */
 static void fresh_dir(char *out, const char *name) {
     fmt_path(out, "%s/%s", g_root, name);
     if (mkdir(out, 0755) != 0) {
         fprintf(stderr, "mkdir %s: %s\n", out, strerror(errno));
         abort();
-    }
-}
-
-static void rm_rf(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-            char sub[PATH_LEN];
-            fmt_path(sub, "%s/%s", path, de->d_name);
-            rm_rf(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
     }
 }
 
