@@ -18,13 +18,10 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "search/bo.h"
 
 #define TWO_POW_63 9223372036854775808.0  /* 2^63 */
 #define TWO_POW_64 18446744073709551616.0 /* 2^64 */
-
-static const char unspecified_note[] =
-    "ALGORITHM_UNSPECIFIED means Bayesian optimisation, which is not built yet: "
-    "using random search";
 
 /* ---- Small helpers ---- */
 
@@ -411,9 +408,8 @@ static void random_point(const sp_space *s, uint64_t seed, uint64_t index, doubl
 }
 
 int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
-               uint64_t index, double *out, const char **note) {
-    (void)h; /* grid and random search do not look at the history */
-    if (note) *note = NULL;
+               uint64_t index, double *out, char *note, size_t notelen) {
+    if (note && notelen) note[0] = '\0';
     if (algorithm != SP_ALGO_UNSPECIFIED && algorithm != SP_ALGO_GRID &&
         algorithm != SP_ALGO_RANDOM) {
         return TN_EINVAL;
@@ -430,13 +426,9 @@ int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t s
         sp_grid_point(s, index, out);
         return 0;
     }
-    if (algorithm == SP_ALGO_UNSPECIFIED && note) *note = unspecified_note;
-    random_point(s, seed, index, out);
+    if (algorithm == SP_ALGO_UNSPECIFIED) return bo_suggest(s, h, seed, index, NULL, out, note, notelen);
+    random_point(s, seed, index, out); /* grid and random search ignore the history */
     return 0;
 }
 
-int sp_uses_history(int algorithm) {
-    (void)algorithm; /* grid and random search, and ALGORITHM_UNSPECIFIED until the
-                        Bayesian sampler exists, decide from (seed, index) alone */
-    return 0;
-}
+int sp_uses_history(int algorithm) { return algorithm == SP_ALGO_UNSPECIFIED; }

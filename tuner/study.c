@@ -43,7 +43,7 @@ typedef struct ask_ctx {
     double *values;         /* (n) the point */
     int64_t number;         /* the new trial's number */
     char *params;           /* its parameters as JSON */
-    const char *note;       /* the sampler's note, if any */
+    char note[512];         /* the sampler's note, or "" */
     char err[1024];
 } ask_ctx;
 
@@ -85,7 +85,7 @@ static int ask_in_txn(st_store *st, void *arg) {
     }
     sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
     rc = sp_suggest(a->spec->algorithm, space, &history, (uint64_t)a->study->seed, (uint64_t)n,
-                    a->values, &a->note);
+                    a->values, a->note, sizeof a->note);
     if (rc < 0) tn_error(a->err, sizeof a->err, rc, "the sampler failed: %s", tn_strerror(rc));
     if (rc == 0) {
         a->params = tp_to_json(space, a->values);
@@ -268,7 +268,7 @@ struct loop {
     int64_t best_trial;
     char error[1024];        /* the error that stopped the loop */
     int error_rc;
-    const char *note_logged;
+    char note_logged[512];   /* the sampler's last note printed */
 };
 
 static void log_line(loop *L, const char *fmt, ...) {
@@ -673,9 +673,9 @@ static void schedule(loop *L) {
             fail_loop(L, rc, err);
         } else {
             L->created++;
-            if (a.note && L->note_logged != a.note) {
-                log_line(L, "%s", a.note);
-                L->note_logged = a.note;
+            if (a.note[0] && strcmp(L->note_logged, a.note) != 0) {
+                log_line(L, "trial %lld: %s", (long long)a.number, a.note);
+                snprintf(L->note_logged, sizeof L->note_logged, "%s", a.note);
             }
             start_trial(L, a.number, a.values, a.params, NULL);
         }

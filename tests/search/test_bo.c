@@ -444,9 +444,8 @@ static void test_fallback_forced(void) {
     o.force_fallback = 1;
     double v[MAXP], r[MAXP];
     char note[256];
-    const char *rnote;
     CHECK_INT_EQ(bo_suggest(&s, &st.h, 11, 12, &o, v, note, sizeof note), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, &rnote), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, NULL, 0), 0);
     CHECK(all_legal(&s, v));
     CHECK(memcmp(v, r, s.n * sizeof *v) == 0);
     CHECK_STR_CONTAINS(note, "could not be fitted");
@@ -552,9 +551,8 @@ static void test_beats_random(void) {
         study_reset(0);
         for (uint64_t k = 0; k < 30; k++) {
             double v[4], r[4];
-            const char *note;
             CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, &note), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
             double y = objective_of(&s, v), yr = objective_of(&s, r);
             study_add(v, 4, SP_COMPLETE, y);
             if (y < best_bo) best_bo = y;
@@ -582,6 +580,16 @@ static void test_bad_arguments(void) {
     empty.ncategories = 0;
     sp_space bad = {&empty, 1};
     CHECK_INT_EQ(bo_suggest(&bad, NULL, 1, 0, NULL, &v, NULL, 0), TN_EINVAL);
+    bo_options o = {0};
+    o.acquisition = 7;
+    CHECK_INT_EQ(bo_suggest(&s, NULL, 1, 0, &o, &v, NULL, 0), TN_EINVAL);
+    o.acquisition = BO_UCB;
+    o.ucb_beta = -1;
+    CHECK_INT_EQ(bo_suggest(&s, NULL, 1, 0, &o, &v, NULL, 0), TN_EINVAL);
+    o.ucb_beta = 0;
+    o.candidates = -5;
+    CHECK_INT_EQ(bo_suggest(&s, NULL, 1, 0, &o, &v, NULL, 0), TN_EINVAL);
+    CHECK(v == -1);
     sp_space none = {NULL, 0};
     CHECK_INT_EQ(bo_suggest(&none, NULL, 1, 0, NULL, NULL, NULL, 0), 0);
     sp_space_clear(&s);
@@ -612,8 +620,7 @@ static void time_with(size_t n) {
     study_reset(0);
     for (size_t k = 0; k < n; k++) {
         double v[6];
-        const char *note;
-        sp_suggest(SP_ALGO_RANDOM, &s, NULL, 17, k, v, &note);
+        sp_suggest(SP_ALGO_RANDOM, &s, NULL, 17, k, v, NULL, 0);
         study_add(v, 6, SP_COMPLETE, objective_of(&s, v));
     }
     double ms[5];

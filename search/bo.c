@@ -1,0 +1,678 @@
+/*
+ * bo.c — the Bayesian-optimisation sampler: the space-filling design, the encoding of
+ * the space for the Gaussian process, the data (negation, skew transform, pending
+ * trials believed at the mean), the fit, and the maximisation of the acquisition
+ * (quasi-random and local candidates, then Nelder-Mead on the best few).
+ *
+ * Notation: P parameters, D encoded coordinates (P plus k - 1 per CATEGORICAL of k),
+ * n measured trials. A "unit point" u in [0, 1]^P is what the sampler searches over
+ * (one coordinate per parameter, a CATEGORICAL's coordinate picking its bucket, as
+ * sp_from_unit does); x in [0, 1]^D is its encoding, which the GP sees. The model
+ * always maximises: z = objective, or -objective when minimising.
+ *
+ * Pure: no I/O, no clocks, no global state (GSL's error handler aside, which is
+ * turned off); every random choice comes from a generator keyed by (seed, index, use).
+ * The design is written down in docs/bayesian-optimisation.md; the contract is bo.h.
+ */
+#include "search/bo.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_qrng.h>
+#include <gsl/gsl_vector.h>
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "search/gp.h"
+
+#define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this are "the same" */
+#define BO_CANDIDATES 2048      /* quasi-random candidates (a power of two for Sobol) */
+#define BO_MIN_CANDIDATES 256   /* ... and the fewest, however many trials */
+#define BO_LOCAL_CENTRES 3      /* best measured points that get local candidates */
+#define BO_LOCAL_PER_CENTRE 32  /* Gaussian perturbations around each */
+#define BO_LOCAL_SD_NEAR 0.02   /* half of them with this sd (unit coordinates) */
+#define BO_LOCAL_SD_FAR 0.1     /* the other half with this one */
+#define BO_REFINE 5             /* candidates refined with Nelder-Mead */
+#define BO_REFINE_STEP 0.05     /* Nelder-Mead's initial simplex size */
+#define BO_REFINE_TOL 1e-4      /* ... and its final size */
+#define BO_REFINE_ITERS 100     /* ... and its iterations (fewer past 100 trials) */
+#define BO_MIN_REFINE_ITERS 20
+#define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
+#define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
+#define BO_MIN_FIT_ITERS 10
+#define BO_CHEAP_N 40           /* trials up to which the fit gets its full budget */
+#define BO_SKEW_MAX 1.0         /* |skewness| above which z gets normal scores */
+#define BO_SD_FLOOR 1e-10       /* gp_log_ei needs sd > 0 */
+#define BO_TRIES 128            /* design / random draws before giving up on "new" */
+
+/* Uses of randomness, each keyed separately by (seed, index). */
+enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT };
+
+/* ---- Small helpers ---- */
+
+static double clamp01(double u) {
+    if (!(u > 0.0)) return 0.0;
+    return u < 1.0 ? u : 1.0;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void set_note(char *note, size_t len, const char *fmt, ...) {
+    if (!note || len == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, len, fmt, ap);
+    va_end(ap);
+}
+
+/* splitmix64's step as a stateless bijection of 64-bit words (as in space.c). */
+static uint64_t mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Random search's key for (seed, index), as sp_suggest's RANDOM_SEARCH uses it. */
+static uint64_t random_key(uint64_t seed, uint64_t index) { return mix64(mix64(seed) ^ index); }
+
+/* The key of one use of randomness for (seed, index); never random search's key. */
+static uint64_t use_key(uint64_t seed, uint64_t index, uint64_t use) {
+    return mix64(random_key(seed, index) ^ (use * 0xd1b54a32d192ed03ULL));
+}
+
+/* ---- Encoding ---- */
+
+typedef struct enc {
+    const sp_space *s;
+    size_t P;                /* parameters */
+    size_t D;                /* encoded coordinates */
+    size_t *off;             /* (P) each parameter's first coordinate */
+} enc;
+
+static void enc_init(enc *e, const sp_space *s) {
+    e->s = s;
+    e->P = s->n;
+    e->off = tn_xmalloc(s->n * sizeof *e->off);
+    e->D = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        e->off[i] = e->D;
+        e->D += s->params[i].type == SP_CATEGORICAL ? s->params[i].ncategories : 1;
+    }
+}
+
+static void enc_clear(enc *e) { free(e->off); }
+
+/* x (D) of the unit point u (P). Snapped (relaxed = 0): each ordinal coordinate is
+ * the one of the legal value u decodes to, so the model scores what would be
+ * suggested; relaxed: u itself (for the local optimiser). A CATEGORICAL is always the
+ * one-hot of its bucket. */
+static void enc_unit(const enc *e, const double *u, int relaxed, double *x) {
+    for (size_t i = 0; i < e->P; i++) {
+        const sp_param *p = &e->s->params[i];
+        double *xi = x + e->off[i];
+        if (p->type == SP_CATEGORICAL) {
+            size_t c = (size_t)sp_from_unit(p, u[i]);
+            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? 1.0 : 0.0;
+        } else if (relaxed) {
+            xi[0] = clamp01(u[i]);
+        } else {
+            xi[0] = sp_to_unit(p, sp_from_unit(p, u[i]));
+        }
+    }
+}
+
+/* The unit point of a trial's values (a CATEGORICAL at its bucket's centre). */
+static void unit_of_values(const sp_space *s, const double *v, double *u) {
+    for (size_t i = 0; i < s->n; i++) u[i] = sp_to_unit(&s->params[i], v[i]);
+}
+
+static void decode(const sp_space *s, const double *u, double *v) {
+    for (size_t i = 0; i < s->n; i++) v[i] = sp_from_unit(&s->params[i], u[i]);
+}
+
+/* ---- Points already taken ---- */
+
+/* The unit points of every trial of the history, whatever its state: a suggestion
+ * equal to one of them would waste a trial. */
+typedef struct taken {
+    double *u;               /* (m, P) */
+    size_t m;
+} taken;
+
+static void taken_init(taken *t, const sp_space *s, const sp_history *h) {
+    size_t n = h ? h->n : 0;
+    t->u = tn_xmalloc((n * s->n + 1) * sizeof *t->u);
+    t->m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!h->trials[k].values) continue;
+        unit_of_values(s, h->trials[k].values, t->u + t->m * s->n);
+        t->m++;
+    }
+}
+
+/* Whether the legal values v equal a taken point: countable parameters equal, DOUBLE
+ * parameters within BO_SAME_TOL in unit coordinates. */
+static int taken_has(const taken *t, const sp_space *s, const double *v, double *scratch) {
+    unit_of_values(s, v, scratch);
+    for (size_t k = 0; k < t->m; k++) {
+        const double *w = t->u + k * s->n;
+        size_t i = 0;
+        for (; i < s->n; i++) {
+            if (s->params[i].type == SP_DOUBLE) {
+                if (!(fabs(scratch[i] - w[i]) < BO_SAME_TOL)) break;
+            } else if (scratch[i] != w[i]) {
+                break;
+            }
+        }
+        if (i == s->n) return 1;
+    }
+    return 0;
+}
+
+/* ---- Low-discrepancy points ---- */
+
+/* A Cranley-Patterson rotation of Sobol's sequence (dim <= 40, GSL's limit), of
+ * Halton's (dim <= 1229) past that, or plain pseudo-random points past that. */
+typedef struct lds {
+    gsl_qrng *q;             /* NULL: pseudo-random points from r */
+    tn_rng r;                /* draws the shift, then (without q) the points */
+    double *shift;           /* (dim) in [0, 1) */
+    size_t dim;
+} lds;
+
+static void lds_init(lds *l, size_t dim, uint64_t key) {
+    l->dim = dim;
+    /* gsl_qrng_alloc does not report a dimension its generator cannot do (it ignores
+     * the init status), so the limits (40 and 1229 in GSL 2.7) are checked here. */
+    l->q = NULL;
+    if (dim >= 1 && dim <= gsl_qrng_sobol->max_dimension) {
+        l->q = gsl_qrng_alloc(gsl_qrng_sobol, (unsigned)dim);
+    } else if (dim >= 1 && dim <= gsl_qrng_halton->max_dimension) {
+        l->q = gsl_qrng_alloc(gsl_qrng_halton, (unsigned)dim);
+    }
+    tn_rng_seed(&l->r, key);
+    l->shift = tn_xmalloc(dim * sizeof *l->shift);
+    for (size_t j = 0; j < dim; j++) l->shift[j] = tn_rng_uniform(&l->r);
+}
+
+static void lds_clear(lds *l) {
+    if (l->q) gsl_qrng_free(l->q);
+    free(l->shift);
+}
+
+/* The next point, into u (dim). */
+static void lds_next(lds *l, double *u) {
+    if (l->q && gsl_qrng_get(l->q, u) != GSL_SUCCESS) { /* exhausted: go on randomly */
+        gsl_qrng_free(l->q);
+        l->q = NULL;
+    }
+    for (size_t j = 0; j < l->dim; j++) {
+        double a = (l->q ? u[j] : tn_rng_uniform(&l->r)) + l->shift[j];
+        u[j] = a >= 1.0 ? a - 1.0 : a;
+    }
+}
+
+/* ---- Fallback points ---- */
+
+/* Point number `index` of the study's design (one rotation per seed, so that the
+ * points of one study are a rotated low-discrepancy sequence), or the next points of
+ * the sequence while that one is taken. Writes the values to out (P); returns 1 when
+ * they are not taken, 0 when BO_TRIES points all were (out is then the first). */
+static int design_point(const sp_space *s, const taken *t, uint64_t seed, uint64_t index,
+                        double *out, double *u, double *scratch) {
+    lds l;
+    lds_init(&l, s->n, mix64(mix64(seed) ^ (USE_DESIGN * 0xd1b54a32d192ed03ULL)));
+    for (uint64_t k = 0; k < index; k++) lds_next(&l, u);
+    int found = 0;
+    for (int tries = 0; tries < BO_TRIES && !found; tries++) {
+        lds_next(&l, u);
+        decode(s, u, scratch);
+        if (tries == 0) memcpy(out, scratch, s->n * sizeof *out);
+        if (!taken_has(t, s, scratch, u)) {
+            memcpy(out, scratch, s->n * sizeof *out);
+            found = 1;
+        }
+    }
+    lds_clear(&l);
+    return found;
+}
+
+/* Random search's point for (seed, index) (the same generator and draws as
+ * RANDOM_SEARCH), or the generator's next draws while that one is taken. Same
+ * returns as design_point. */
+static int random_point(const sp_space *s, const taken *t, uint64_t seed, uint64_t index,
+                        double *out, double *u, double *scratch) {
+    tn_rng r;
+    tn_rng_seed(&r, random_key(seed, index));
+    for (int tries = 0; tries < BO_TRIES; tries++) {
+        for (size_t i = 0; i < s->n; i++) u[i] = tn_rng_uniform(&r);
+        decode(s, u, scratch);
+        if (tries == 0) memcpy(out, scratch, s->n * sizeof *out);
+        if (!taken_has(t, s, scratch, u)) {
+            memcpy(out, scratch, s->n * sizeof *out);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- The data ---- */
+
+/* Replaces z (n) by normal scores, Phi^-1((rank - 1/2) / n) with tied values sharing
+ * their mean rank, when its sample skewness exceeds BO_SKEW_MAX in magnitude. The
+ * order (so the incumbent) is kept; the magnitudes of outliers are not. Returns 1 when
+ * it transformed. */
+static int normal_scores_if_skewed(double *z, size_t n) {
+    if (n < 3) return 0;
+    double mean = 0.0, m2 = 0.0, m3 = 0.0;
+    for (size_t i = 0; i < n; i++) mean += z[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double d = z[i] - mean;
+        m2 += d * d;
+        m3 += d * d * d;
+    }
+    m2 /= (double)n;
+    m3 /= (double)n;
+    if (!(m2 > 0.0) || !(fabs(m3 / (m2 * sqrt(m2))) > BO_SKEW_MAX)) return 0;
+    /* Ranks by insertion-free counting: O(n^2), fine for the trial counts a study has
+     * (and simpler than a sort that must carry indices). */
+    double *score = tn_xmalloc(n * sizeof *score);
+    for (size_t i = 0; i < n; i++) {
+        size_t below = 0, equal = 0;
+        for (size_t j = 0; j < n; j++) {
+            below += z[j] < z[i];
+            equal += z[j] == z[i];
+        }
+        double rank = (double)below + 0.5 * (double)(equal + 1); /* mean rank, from 1 */
+        score[i] = gsl_cdf_ugaussian_Pinv((rank - 0.5) / (double)n);
+    }
+    memcpy(z, score, n * sizeof *z);
+    free(score);
+    return 1;
+}
+
+/* Sorts by value, larger first, then by position: a total order, so qsort's result
+ * does not depend on its algorithm. */
+typedef struct ranked {
+    double v;
+    size_t i;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b) {
+    const ranked *p = a, *q = b;
+    if (p->v > q->v) return -1;
+    if (p->v < q->v) return 1;
+    return (p->i > q->i) - (p->i < q->i);
+}
+
+/* ---- The acquisition ---- */
+
+typedef struct acq {
+    const enc *e;
+    const gp_model *gp;
+    int kind;                /* enum bo_acquisition */
+    double beta;             /* UCB */
+    double best;             /* EI's incumbent */
+    double *x;               /* (D) scratch */
+    double *u;               /* (P) the point being refined */
+    const size_t *free_dims; /* the coordinates Nelder-Mead moves */
+    size_t nfree;
+} acq;
+
+/* The acquisition at the unit point u (larger is better); -HUGE_VAL when the model
+ * returns something unusable. */
+static double acq_at(acq *a, const double *u, int relaxed) {
+    enc_unit(a->e, u, relaxed, a->x);
+    double mean, var;
+    gp_predict(a->gp, a->x, &mean, &var);
+    double sd = sqrt(var > 0.0 ? var : 0.0);
+    if (sd < BO_SD_FLOOR) sd = BO_SD_FLOOR;
+    double v = a->kind == BO_UCB ? mean + a->beta * sd : gp_log_ei(mean, sd, a->best);
+    return isfinite(v) ? v : -HUGE_VAL;
+}
+
+/* Nelder-Mead's objective: minus the acquisition at the relaxed point with the free
+ * coordinates set from t and clamped to [0, 1], plus the squared distance from the box
+ * so that the simplex does not drift on the flat outside. */
+static double refine_f(const gsl_vector *t, void *params) {
+    acq *a = params;
+    double out2 = 0.0;
+    for (size_t k = 0; k < a->nfree; k++) {
+        double v = gsl_vector_get(t, k), c = clamp01(v);
+        out2 += (v - c) * (v - c);
+        a->u[a->free_dims[k]] = c;
+    }
+    double v = acq_at(a, a->u, 1);
+    return isfinite(v) ? -v + out2 : 1e300;
+}
+
+/* Refines the unit point u (P) in place with Nelder-Mead over the free coordinates
+ * (categorical ones stay). Returns 0, or a GSL status when it could not start (u is
+ * then unchanged). */
+static int refine(acq *a, double *u, int iters) {
+    size_t m = a->nfree;
+    if (m == 0) return 0;
+    const size_t P = a->e->P;
+    gsl_multimin_fminimizer *mm = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, m);
+    gsl_vector *t = gsl_vector_alloc(m), *step = gsl_vector_alloc(m);
+    int rc = GSL_ENOMEM;
+    if (!mm || !t || !step) goto done;
+    for (size_t k = 0; k < m; k++) gsl_vector_set(t, k, u[a->free_dims[k]]);
+    gsl_vector_set_all(step, BO_REFINE_STEP);
+    memcpy(a->u, u, P * sizeof *u);
+    gsl_multimin_function f = {refine_f, m, a};
+    rc = gsl_multimin_fminimizer_set(mm, &f, t, step);
+    if (rc != GSL_SUCCESS) goto done;
+    for (int it = 0; it < iters; it++) {
+        if (gsl_multimin_fminimizer_iterate(mm) != GSL_SUCCESS) break; /* no progress */
+        if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(mm), BO_REFINE_TOL) ==
+            GSL_SUCCESS) {
+            break;
+        }
+    }
+    const gsl_vector *best = gsl_multimin_fminimizer_x(mm);
+    for (size_t k = 0; k < m; k++) u[a->free_dims[k]] = clamp01(gsl_vector_get(best, k));
+done:
+    gsl_vector_free(step);
+    gsl_vector_free(t);
+    if (mm) gsl_multimin_fminimizer_free(mm);
+    return rc;
+}
+
+/* ---- The sampler ---- */
+
+static int space_usable(const sp_space *s) {
+    for (size_t i = 0; i < s->n; i++) {
+        const sp_param *p = &s->params[i];
+        switch (p->type) {
+        case SP_DOUBLE:
+        case SP_INTEGER:
+            if (!isfinite(p->min) || !isfinite(p->max) || p->min > p->max) return 0;
+            break;
+        case SP_DISCRETE:
+            if (!p->values || p->nvalues == 0) return 0;
+            break;
+        case SP_CATEGORICAL:
+            if (p->ncategories == 0) return 0;
+            break;
+        default:
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The budgets, which shrink as the n measured trials make the model dearer: a fit
+ * iteration costs O(n^3) (up to gp_fit's subset size, 100), a prediction O(n^2).
+ * Measured costs: docs/bayesian-optimisation.md, "The sampler", "Cost". */
+static int fit_restarts(size_t n) { return n <= BO_CHEAP_N ? BO_FIT_RESTARTS : 1; }
+
+static int fit_iterations(size_t n) {
+    double r = (double)BO_CHEAP_N / (double)n;
+    double it = n <= BO_CHEAP_N ? BO_FIT_ITERS : BO_FIT_ITERS * r * r * r;
+    return it > BO_MIN_FIT_ITERS ? (int)it : BO_MIN_FIT_ITERS;
+}
+
+static size_t n_candidates(size_t n) {
+    double r = 64.0 / (double)(n > 64 ? n : 64);
+    double c = BO_CANDIDATES * r * r;
+    return c > BO_MIN_CANDIDATES ? (size_t)c : BO_MIN_CANDIDATES;
+}
+
+static int refine_iterations(size_t n) {
+    double r = 100.0 / (double)(n > 100 ? n : 100);
+    double it = BO_REFINE_ITERS * r * r;
+    return it > BO_MIN_REFINE_ITERS ? (int)it : BO_MIN_REFINE_ITERS;
+}
+
+/* The model path: fits, believes the pending trials, maximises the acquisition and
+ * writes the winner to out. Returns 0, or -1 with *note set when the caller should
+ * fall back to random. */
+static int model_point(const sp_space *s, const sp_history *h, const taken *t,
+                       uint64_t seed, uint64_t index, const bo_options *o, double *out,
+                       char *note, size_t notelen) {
+    enc e;
+    enc_init(&e, s);
+    const size_t P = e.P, D = e.D, nt = h ? h->n : 0;
+    double *X = tn_xmalloc((nt * D + 1) * sizeof *X); /* measured, then pending rows */
+    double *z = tn_xmalloc((nt + 1) * sizeof *z);
+    double *uobs = tn_xmalloc((nt * P + 1) * sizeof *uobs);
+    double *u = tn_xmalloc(P * sizeof *u), *v = tn_xmalloc(P * sizeof *v);
+    double *w = tn_xmalloc(P * sizeof *w);
+    double *cand = NULL;
+    ranked *order = NULL;
+    size_t *free_dims = tn_xmalloc(P * sizeof *free_dims);
+    gp_model *gp = NULL;
+    int rc = 0;
+    char log[256] = "";
+
+    /* Measured trials: COMPLETE with a finite objective. */
+    size_t n = 0;
+    for (size_t k = 0; k < nt; k++) {
+        const sp_trial *tr = &h->trials[k];
+        if (tr->state != SP_COMPLETE || !tr->has_objective || !isfinite(tr->objective) ||
+            !tr->values) {
+            continue;
+        }
+        unit_of_values(s, tr->values, uobs + n * P);
+        enc_unit(&e, uobs + n * P, 1, X + n * D); /* to_unit of legal values: exact */
+        z[n] = h->maximize ? tr->objective : -tr->objective;
+        n++;
+    }
+    if (o->force_fallback) {
+        set_note(note, notelen, "the Gaussian process could not be fitted (forced by "
+                                "the options): random suggestion");
+        rc = -1;
+        goto done;
+    }
+    normal_scores_if_skewed(z, n);
+
+    int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
+    gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT)};
+    int frc = gp_fit(X, z, n, D, &fo, &gp, log, sizeof log);
+    if (frc != 0) {
+        set_note(note, notelen, "the Gaussian process could not be fitted (%s): random "
+                                "suggestion", log[0] ? log : tn_strerror(frc));
+        rc = -1;
+        goto done;
+    }
+
+    /* Kriging believer: each pending trial is observed at the model's mean there, all
+     * from the model of the measured trials, and the model is rebuilt with the fitted
+     * hyperparameters. The belief is whole: a believed value above every measured one
+     * becomes the incumbent, so that EI does not pile onto the same peak. */
+    size_t np = 0;
+    for (size_t k = 0; k < nt; k++) {
+        const sp_trial *tr = &h->trials[k];
+        if (tr->state != SP_PENDING || !tr->values) continue;
+        double *x = X + (n + np) * D, var;
+        unit_of_values(s, tr->values, u);
+        enc_unit(&e, u, 1, x);
+        gp_predict(gp, x, &z[n + np], &var);
+        np++;
+    }
+    if (np > 0) {
+        gp_hyper hy;
+        double jitter, ll;
+        gp_model *with = NULL;
+        gp_get_hyper(gp, &hy, &jitter, &ll);
+        if (gp_fit_fixed(X, z, n + np, D, &hy, &with, log, sizeof log) == 0) {
+            gp_free(gp);
+            gp = with;
+        } else {
+            set_note(note, notelen, "the %zu running trials could not be added to the "
+                     "Gaussian process (%s): they may be suggested again", np, log);
+        }
+    }
+
+    double best = -HUGE_VAL;
+    for (size_t k = 0; k < n + np; k++) {
+        if (z[k] > best) best = z[k];
+    }
+
+    /* Candidates: a rotated Sobol set, and Gaussian steps around the best points. */
+    size_t nq = o->candidates > 0 ? (size_t)o->candidates : n_candidates(n);
+    size_t ncentres = n < BO_LOCAL_CENTRES ? n : BO_LOCAL_CENTRES;
+    size_t nc = nq + ncentres * BO_LOCAL_PER_CENTRE;
+    cand = tn_xmalloc(nc * P * sizeof *cand);
+    lds l;
+    lds_init(&l, P, use_key(seed, index, USE_CANDIDATES));
+    for (size_t k = 0; k < nq; k++) lds_next(&l, cand + k * P);
+    lds_clear(&l);
+    order = tn_xmalloc((n > nc ? n : nc) * sizeof *order);
+    for (size_t k = 0; k < n; k++) order[k] = (ranked){z[k], k};
+    qsort(order, n, sizeof *order, ranked_cmp);
+    tn_rng g;
+    tn_rng_seed(&g, use_key(seed, index, USE_LOCAL));
+    for (size_t c = 0; c < ncentres; c++) {
+        const double *centre = uobs + order[c].i * P;
+        for (size_t k = 0; k < BO_LOCAL_PER_CENTRE; k++) {
+            double *q = cand + (nq + c * BO_LOCAL_PER_CENTRE + k) * P;
+            double sd = k % 2 ? BO_LOCAL_SD_FAR : BO_LOCAL_SD_NEAR;
+            for (size_t i = 0; i < P; i++) {
+                q[i] = clamp01(centre[i] + sd * tn_rng_normal(&g));
+            }
+        }
+    }
+
+    size_t nfree = 0;
+    for (size_t i = 0; i < P; i++) {
+        if (s->params[i].type != SP_CATEGORICAL) free_dims[nfree++] = i;
+    }
+    double *x = tn_xmalloc(D * sizeof *x), *ua = tn_xmalloc(P * sizeof *ua);
+    acq a = {&e, gp, o->acquisition, o->ucb_beta > 0.0 ? o->ucb_beta : 2.0, best,
+             x, ua, free_dims, nfree};
+    for (size_t k = 0; k < nc; k++) order[k] = (ranked){acq_at(&a, cand + k * P, 0), k};
+    qsort(order, nc, sizeof *order, ranked_cmp);
+
+    /* The best candidates that are not taken, refined; the winner is the best of them
+     * and of their refinements, each scored where it decodes to. */
+    int iters = refine_iterations(n);
+    double win = -HUGE_VAL;
+    int found = 0, refined = 0;
+    for (size_t k = 0; k < nc && refined < BO_REFINE; k++) {
+        const double *q = cand + order[k].i * P;
+        decode(s, q, v);
+        if (taken_has(t, s, v, w)) continue;
+        if (!found || order[k].v > win) {
+            memcpy(out, v, P * sizeof *out);
+            win = order[k].v;
+            found = 1;
+        }
+        refined++;
+        memcpy(u, q, P * sizeof *u);
+        if (refine(&a, u, iters) != 0) continue;
+        double sc = acq_at(&a, u, 0);
+        decode(s, u, v);
+        if (sc > win && !taken_has(t, s, v, w)) {
+            memcpy(out, v, P * sizeof *out);
+            win = sc;
+        }
+    }
+    free(x);
+    free(ua);
+    if (!found) { /* every candidate is taken: a small space nearly exhausted */
+        if (!random_point(s, t, seed, index, out, u, v)) {
+            decode(s, cand + order[0].i * P, out);
+            set_note(note, notelen, "every candidate point has been tried already: "
+                                    "suggesting the best one again");
+        }
+    }
+
+done:
+    gp_free(gp);
+    free(order);
+    free(cand);
+    free(free_dims);
+    free(w);
+    free(v);
+    free(u);
+    free(uobs);
+    free(z);
+    free(X);
+    enc_clear(&e);
+    return rc;
+}
+
+int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t index,
+               const bo_options *opt, double *out, char *note, size_t notelen) {
+    gsl_set_error_handler_off();
+    set_note(note, notelen, "%s", "");
+    if (!s || (s->n > 0 && (!s->params || !out)) || !space_usable(s)) return TN_EINVAL;
+    if (h && h->n > 0 && !h->trials) return TN_EINVAL;
+    if (opt && (opt->initial_trials < 0 || opt->candidates < 0 || opt->fit_restarts < 0 ||
+                (opt->acquisition != BO_LOG_EI && opt->acquisition != BO_UCB) ||
+                !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta))) {
+        return TN_EINVAL;
+    }
+    if (s->n == 0) return 0;
+
+    bo_options o = {0};
+    if (opt) o = *opt;
+    const size_t P = s->n;
+    if (o.initial_trials == 0) { /* max(5, min(P + 1, 20)) */
+        o.initial_trials = P + 1 < 5 ? 5 : P + 1 > 20 ? 20 : (int)P + 1;
+    }
+
+    taken t;
+    taken_init(&t, s, h);
+    double *u = tn_xmalloc(P * sizeof *u), *scratch = tn_xmalloc(P * sizeof *scratch);
+
+    /* Trials that are not failed, and the distinct measured points among them. */
+    size_t alive = 0, measured = 0;
+    const double *first = NULL;
+    int distinct = 0;
+    for (size_t k = 0; h && k < h->n; k++) {
+        const sp_trial *tr = &h->trials[k];
+        if (tr->state == SP_FAILED) continue;
+        alive++;
+        if (tr->state != SP_COMPLETE || !tr->has_objective || !isfinite(tr->objective) ||
+            !tr->values) {
+            continue;
+        }
+        measured++;
+        if (!first) {
+            first = tr->values;
+        } else if (!distinct) {
+            unit_of_values(s, first, u);
+            unit_of_values(s, tr->values, scratch);
+            distinct = memcmp(u, scratch, P * sizeof *u) != 0;
+        }
+    }
+
+    if (alive < (size_t)o.initial_trials || !distinct) {
+        if (alive >= (size_t)o.initial_trials) {
+            set_note(note, notelen, "%zu finished trial%s with a measurement, at fewer "
+                     "than 2 distinct points: the Gaussian process waits, and the "
+                     "space-filling design goes on", measured, measured == 1 ? "" : "s");
+        }
+        if (!design_point(s, &t, seed, index, out, u, scratch) &&
+            !random_point(s, &t, seed, index, out, u, scratch)) {
+            set_note(note, notelen, "every design and random point tried has been "
+                                    "tried already: suggesting one again");
+        }
+        goto done;
+    }
+    if (model_point(s, h, &t, seed, index, &o, out, note, notelen) != 0 &&
+        !random_point(s, &t, seed, index, out, u, scratch)) {
+        size_t len = note ? strlen(note) : 0;
+        if (note && len + 1 < notelen) {
+            snprintf(note + len, notelen - len, "%s",
+                     " (every random point tried has been tried already)");
+        }
+    }
+
+done:
+    free(scratch);
+    free(u);
+    free(t.u);
+    return 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * bo.h — the Bayesian-optimisation sampler, which ALGORITHM_UNSPECIFIED means.
+ *
+ * Each parameter becomes unit coordinates (one for DOUBLE, INTEGER and DISCRETE via
+ * sp_to_unit, k one-hot coordinates for a CATEGORICAL of k categories); a Gaussian
+ * process (search/gp.h) is fitted there to the finished trials, and the next point
+ * maximises the log expected improvement (or an upper confidence bound). The first
+ * trials come from a randomly shifted Sobol design; running trials are "believed" at
+ * the model's mean so that parallel suggestions differ; when the model cannot be
+ * fitted the suggestion is random and the note says so. Pure, like every sampler: a
+ * function of (space, history, seed, index, options) alone, with no I/O, clocks or
+ * globals, except that it turns GSL's abort-on-error handler off (process-wide).
+ * Design and measurements: docs/bayesian-optimisation.md, "The sampler".
+ */
+#ifndef TN_SEARCH_BO_H
+#define TN_SEARCH_BO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "search/space.h"
+
+enum bo_acquisition {
+    BO_LOG_EI = 0, /* log expected improvement over the best value (default) */
+    BO_UCB         /* upper confidence bound: mean + beta * sd */
+};
+
+/* Options; a zeroed struct (or a NULL pointer) means every default. Negative counts
+ * are invalid. */
+typedef struct bo_options {
+    int initial_trials;   /* trials drawn from the space-filling design before the
+                             model takes over; every trial that has not FAILED counts
+                             (COMPLETE, PENDING, STOPPED). 0: max(5, min(P + 1, 20))
+                             for P parameters */
+    int acquisition;      /* enum bo_acquisition */
+    double ucb_beta;      /* BO_UCB's beta (>= 0); 0: 2 */
+    int candidates;       /* quasi-random candidates scored per suggestion; 0: 2048,
+                             fewer past 64 measured trials (at least 256) */
+    int fit_restarts;     /* starts of the hyperparameter fit; 0: 3, and 1 past 40
+                             measured trials */
+    int force_fallback;   /* tests: act as if the model could not be fitted */
+} bo_options;
+
+/* Suggests the point of the study's trial number `index` (the number of trials
+ * created before it) from the history h (may be NULL or empty) and writes its n legal
+ * values to out[0..s->n). The space must be valid as sp_suggest checks it; only
+ * obviously unusable parameters are rejected again here. opt may be NULL (defaults).
+ * note (may be NULL; notelen bytes, yours) receives one sentence when the suggestion
+ * is worth a log line (a fallback to random or to the design, running trials left
+ * out of the model, every candidate already tried), else the empty string; it is
+ * cut to fit notelen.
+ * Returns 0, or TN_EINVAL (bad arguments or options; out untouched). The same
+ * arguments give the same point, bit for bit, on one build. */
+int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t index,
+               const bo_options *opt, double *out, char *note, size_t notelen);
+
+#endif

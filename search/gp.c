@@ -1,0 +1,760 @@
+/*
+ * gp.c — Gaussian-process regression for Bayesian optimisation (see gp.h): the
+ * Matern 5/2 kernel with one lengthscale per dimension, a constant mean fitted by
+ * generalised least squares, hyperparameters by maximum a posteriori under weak
+ * log-normal priors (GSL's BFGS with analytic gradients, several seeded starts),
+ * growing jitter when the Cholesky factor fails, and a numerically stable log
+ * expected improvement. Design, priors, bounds and measured cost:
+ * docs/bayesian-optimisation.md, "The Gaussian process".
+ *
+ * Notation (as in gp.h; shapes in comments as (n, d) etc.):
+ *   n, d      observations, dimensions;  P = d + 2 hyperparameters
+ *   X (n, d)  points;  y (n) values;  z = (y - ybar) / sd  standardised values
+ *   theta (P) (log l_1 .. log l_d, log s2, log s2n); s2 signal, s2n noise variance
+ *   r         scaled distance, r^2 = sum_j ((x_j - x'_j) / l_j)^2;  q = sqrt(5) r
+ *   k(r)      s2 (1 + q + q^2 / 3) exp(-q)            (Matern 5/2)
+ *   K (n, n)  k(x_a, x_b) + (s2n + jitter) [a == b];  L its lower Cholesky factor
+ *   m         constant mean, (1' K^-1 z) / (1' K^-1 1)
+ *   alpha (n) K^-1 (z - m 1)
+ *   log ML    -1/2 (z - m 1)' alpha - sum_i log L_ii - n/2 log(2 pi)
+ *   F(theta)  -log ML - log prior  (minimised)
+ *   dF/dtheta_p = -1/2 tr((alpha alpha' - K^-1) dK/dtheta_p) + dprior_p, with
+ *             dK/dlog l_j = s2 5/3 (1 + q) exp(-q) ((x_j - x'_j) / l_j)^2,
+ *             dK/dlog s2 = K - (s2n + jitter) I,  dK/dlog s2n = s2n I.
+ *   u (P)     unconstrained coordinates the minimiser sees:
+ *             theta_p = lo_p + (hi_p - lo_p) sigmoid(u_p), so theta stays in its box.
+ *   h(z)      z Phi(z) + phi(z); EI = sd h((mean - best) / sd)
+ */
+#include "search/gp.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_math.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_vector.h>
+
+#include "common/rng.h"
+#include "common/status.h"
+
+/* ---- Constants: priors, box, jitter, minimiser (all documented in the design) ---- */
+
+#define SQRT5 2.23606797749978969641
+#define LOG_2PI 1.83787706640934548356         /* log(2 pi) */
+#define HALF_LOG_2PI 0.91893853320467274178    /* log(sqrt(2 pi)) */
+
+/* Priors on theta: independent normals on the logs, N(mean, sd^2). */
+#define PRIOR_LOG_L_MEAN (-0.69314718055994531) /* log 0.5 */
+#define PRIOR_LOG_L_SD 1.5
+#define PRIOR_LOG_S2_MEAN 0.0                    /* log 1 */
+#define PRIOR_LOG_S2_SD 1.5
+#define PRIOR_LOG_S2N_MEAN (-6.9077552789821371) /* log 1e-3 */
+#define PRIOR_LOG_S2N_SD 2.0
+
+/* The box theta is kept in, as (low, high) of the variance or lengthscale itself. */
+#define L_MIN 1e-3
+#define L_MAX 1e3
+#define S2_MIN 1e-4
+#define S2_MAX 1e4
+#define S2N_MIN 1e-8
+#define S2N_MAX 1.0
+
+/* Default theta: start 0 of every fit, and the last resort when no start works. */
+#define DEFAULT_L 0.5
+#define DEFAULT_S2 1.0
+#define DEFAULT_S2N 1e-3
+
+/* Jitter ladder, relative to mean(diag K) = s2 + s2n: 1e-10, 1e-9, ..., 1e-2. */
+#define JITTER_FIRST 1e-10
+#define JITTER_LAST 1e-2
+
+/* Minimiser: vector_bfgs2 in u; stop when |grad_u F| < GRAD_TOL. */
+#define BFGS_STEP 0.1
+#define BFGS_LINE_TOL 0.3
+#define GRAD_TOL 1e-2
+#define DEFAULT_RESTARTS 5
+#define DEFAULT_ITERATIONS 200
+
+/* Past FIT_MAX_POINTS observations the hyperparameters are searched on a seeded
+ * random subset of that many points (the model itself uses all n). */
+#define FIT_MAX_POINTS 100
+
+/* ---- The model ---- */
+
+struct gp_model {
+    size_t n, d;
+    double *X;         /* (n, d) training points, copied */
+    double y_mean;     /* z = (y - y_mean) / y_sd */
+    double y_sd;
+    double *log_l;     /* (d) log lengthscales */
+    double *inv_l;     /* (d) 1 / l_j */
+    double log_s2;     /* log signal variance (z units) */
+    double log_s2n;    /* log noise variance (z units) */
+    double s2;         /* exp(log_s2) */
+    double m;          /* constant mean, z units */
+    gsl_matrix *L;     /* (n, n) lower triangle: Cholesky factor of K (jitter included) */
+    gsl_vector *alpha; /* (n) K^-1 (z - m 1) */
+    double jitter;     /* added to K's diagonal, z units; 0 when none was needed */
+    double log_lik;    /* log ML of z at theta (m profiled out) */
+};
+
+/* ---- Workspace for one data set: K, its factor, the solves ---- */
+
+typedef struct gp_work {
+    size_t n, d;
+    const double *X;    /* (n, d) points, not owned */
+    const double *z;    /* (n) standardised values, not owned */
+    gsl_matrix *A;      /* (n, n) K; then L in the lower triangle (K stays above);
+                           after the gradient, K^-1 */
+    gsl_matrix *G;      /* (n, n) strict upper triangle (a < b): s2 5/3 (1 + q) exp(-q);
+                           strict lower (b, a): k(x_a, x_b), kept for the gradient */
+    gsl_vector *ki1;    /* (n) K^-1 1 */
+    gsl_vector *kiz;    /* (n) K^-1 z */
+    gsl_vector *alpha;  /* (n) K^-1 (z - m 1) */
+    gsl_vector *ones;   /* (n) all 1 */
+    double *inv_l;      /* (d) 1 / l_j */
+    double *theta;      /* (P) theta at the last objective call */
+    double *dtheta;     /* (P) dtheta / du there */
+    double *gtheta;     /* (P) gradient of -log ML w.r.t. theta there */
+    double *u_last;     /* (P) u at the last objective call */
+    int have_factor;    /* A holds L, alpha and log_lik for u_last (the minimiser often
+                           asks for the gradient where it has just asked for F) */
+    double s2, s2n;     /* at the last factorisation */
+    double m;           /* constant mean at the last solve */
+    double jitter;      /* at the last factorisation */
+    double log_lik;     /* at the last solve */
+} gp_work;
+
+static void work_init(gp_work *w, const double *X, const double *z, size_t n, size_t d) {
+    w->n = n;
+    w->d = d;
+    w->X = X;
+    w->z = z;
+    w->A = gsl_matrix_alloc(n, n);
+    w->G = gsl_matrix_alloc(n, n);
+    w->ki1 = gsl_vector_alloc(n);
+    w->kiz = gsl_vector_alloc(n);
+    w->alpha = gsl_vector_alloc(n);
+    w->ones = gsl_vector_alloc(n);
+    if (!w->A || !w->G || !w->ki1 || !w->kiz || !w->alpha || !w->ones) {
+        fprintf(stderr, "fatal: out of memory allocating a %zu x %zu GP matrix\n", n, n);
+        abort();
+    }
+    gsl_vector_set_all(w->ones, 1.0);
+    w->inv_l = tn_xmalloc(d * sizeof(double));
+    w->theta = tn_xmalloc((d + 2) * sizeof(double));
+    w->dtheta = tn_xmalloc((d + 2) * sizeof(double));
+    w->gtheta = tn_xmalloc((d + 2) * sizeof(double));
+    w->u_last = tn_xcalloc(d + 2, sizeof(double));
+    w->have_factor = 0;
+    w->s2 = w->s2n = w->m = w->jitter = w->log_lik = 0;
+}
+
+static void work_clear(gp_work *w) {
+    gsl_matrix_free(w->A);
+    gsl_matrix_free(w->G);
+    gsl_vector_free(w->ki1);
+    gsl_vector_free(w->kiz);
+    gsl_vector_free(w->alpha);
+    gsl_vector_free(w->ones);
+    free(w->inv_l);
+    free(w->theta);
+    free(w->dtheta);
+    free(w->gtheta);
+    free(w->u_last);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Matern 5/2 correlation at q = sqrt(5) r. */
+static double matern52(double q) { return (1.0 + q + q * q / 3.0) * exp(-q); }
+
+/* Scaled distance r between x and x' (d values each). */
+static double scaled_dist(const double *x, const double *xp, const double *inv_l, size_t d) {
+    double r2 = 0;
+    for (size_t j = 0; j < d; j++) {
+        double t = (x[j] - xp[j]) * inv_l[j];
+        r2 += t * t;
+    }
+    return sqrt(r2);
+}
+
+/* Whether A's lower triangle holds a usable factor: GSL succeeded and every pivot
+ * L_ii^2 is above rounding level, n eps mean(diag K). */
+static int factor_usable(const gsl_matrix *A, int status, double diag) {
+    if (status != GSL_SUCCESS) return 0;
+    double tol = (double)A->size1 * DBL_EPSILON * diag;
+    for (size_t i = 0; i < A->size1; i++) {
+        double p = gsl_matrix_get(A, i, i);
+        if (!isfinite(p) || p * p <= tol) return 0;
+    }
+    return 1;
+}
+
+/* Builds K for theta (P values) in w->A (both triangles) and G, then factors it,
+ * adding jitter 1e-10, 1e-9, ..., 1e-2 times mean(diag K) until the factor is usable.
+ * Returns 0 (A's lower triangle is L, w->jitter set) or -1 (no jitter worked, or
+ * theta does not give finite positive variances and lengthscales). */
+static int work_factor(gp_work *w, const double *theta) {
+    size_t n = w->n, d = w->d;
+    for (size_t j = 0; j < d; j++) {
+        w->inv_l[j] = exp(-theta[j]);
+        if (!isfinite(w->inv_l[j])) return -1;
+    }
+    w->s2 = exp(theta[d]);
+    w->s2n = exp(theta[d + 1]);
+    if (!(w->s2 > 0) || !isfinite(w->s2) || !isfinite(w->s2n)) return -1;
+
+    double diag = w->s2 + w->s2n;
+    double *A = w->A->data, *G = w->G->data; /* row-major, row stride tda */
+    size_t ta = w->A->tda, tg = w->G->tda;
+    for (size_t a = 0; a < n; a++) {
+        const double *xa = w->X + a * d;
+        A[a * ta + a] = diag;
+        for (size_t b = a + 1; b < n; b++) {
+            double q = SQRT5 * scaled_dist(xa, w->X + b * d, w->inv_l, d);
+            double e = exp(-q);
+            double k = w->s2 * (1.0 + q + q * q / 3.0) * e;
+            A[a * ta + b] = A[b * ta + a] = k;
+            G[a * tg + b] = w->s2 * (5.0 / 3.0) * (1.0 + q) * e;
+            G[b * tg + a] = k;
+        }
+    }
+
+    w->jitter = 0;
+    int status = gsl_linalg_cholesky_decomp1(w->A);
+    if (factor_usable(w->A, status, diag)) return 0;
+    for (double rel = JITTER_FIRST; rel <= JITTER_LAST * 1.0000001; rel *= 10) {
+        /* decomp1 leaves the upper triangle as it was: restore the lower from it. */
+        w->jitter = rel * diag;
+        for (size_t a = 0; a < n; a++) {
+            A[a * ta + a] = diag + w->jitter;
+            for (size_t b = 0; b < a; b++) A[a * ta + b] = A[b * ta + a];
+        }
+        status = gsl_linalg_cholesky_decomp1(w->A);
+        if (factor_usable(w->A, status, diag)) return 0;
+    }
+    return -1;
+}
+
+/* x = K^-1 b with the factor in A's lower triangle. */
+static int chol_solve(const gsl_matrix *A, const gsl_vector *b, gsl_vector *x) {
+    int status = gsl_vector_memcpy(x, b);
+    if (status == GSL_SUCCESS) status = gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, A, x);
+    if (status == GSL_SUCCESS) status = gsl_blas_dtrsv(CblasLower, CblasTrans, CblasNonUnit, A, x);
+    return status;
+}
+
+/* After work_factor: the mean m, alpha and the log marginal likelihood. Returns 0, or
+ * -1 when a GSL call fails or the result is not finite. */
+static int work_solve(gp_work *w) {
+    size_t n = w->n;
+    gsl_vector_const_view zv = gsl_vector_const_view_array(w->z, n);
+    if (chol_solve(w->A, w->ones, w->ki1) != GSL_SUCCESS) return -1;
+    if (chol_solve(w->A, &zv.vector, w->kiz) != GSL_SUCCESS) return -1;
+    double su = 0, sv = 0;
+    for (size_t i = 0; i < n; i++) {
+        su += gsl_vector_get(w->ki1, i);
+        sv += gsl_vector_get(w->kiz, i);
+    }
+    if (!(su > 0) || !isfinite(sv)) return -1;
+    w->m = sv / su;
+    /* alpha = K^-1 z - m K^-1 1; fit = (z - m 1)' alpha */
+    double fit = 0, logdet = 0;
+    for (size_t i = 0; i < n; i++) {
+        double al = gsl_vector_get(w->kiz, i) - w->m * gsl_vector_get(w->ki1, i);
+        gsl_vector_set(w->alpha, i, al);
+        fit += (w->z[i] - w->m) * al;
+        logdet += log(gsl_matrix_get(w->A, i, i));
+    }
+    w->log_lik = -0.5 * fit - logdet - 0.5 * (double)n * LOG_2PI;
+    return isfinite(w->log_lik) ? 0 : -1;
+}
+
+/* Gradient of -log ML w.r.t. theta (P values) into g, after work_solve. Turns A
+ * into K^-1. Returns 0 or -1. */
+static int work_gradient(gp_work *w, double *g) {
+    size_t n = w->n, d = w->d;
+    if (gsl_linalg_cholesky_invert(w->A) != GSL_SUCCESS) return -1;
+    const double *Ki = w->A->data, *G = w->G->data, *al = w->alpha->data;
+    size_t ta = w->A->tda, tg = w->G->tda;
+    for (size_t p = 0; p < d + 2; p++) g[p] = 0;
+    /* W = alpha alpha' - K^-1; dF_p = -1/2 sum_ab W_ab dK_ab, and both are symmetric:
+     * pairs a < b count twice. dK/dlog s2 = s2 corr (diagonal s2, k above it in G's
+     * lower triangle), dK/dlog s2n = s2n I, dK/dlog l_j = G (x_j - x'_j)^2 / l_j^2. */
+    double gs2 = 0, gs2n = 0;
+    for (size_t a = 0; a < n; a++) {
+        const double *xa = w->X + a * d;
+        double waa = al[a] * al[a] - Ki[a * ta + a];
+        gs2 += waa * w->s2;
+        gs2n += waa * w->s2n;
+        for (size_t b = a + 1; b < n; b++) {
+            double wab = 2.0 * (al[a] * al[b] - Ki[a * ta + b]);
+            const double *xb = w->X + b * d;
+            double gab = wab * G[a * tg + b];
+            for (size_t j = 0; j < d; j++) {
+                double t = (xa[j] - xb[j]) * w->inv_l[j];
+                g[j] += gab * t * t;
+            }
+            gs2 += wab * G[b * tg + a];
+        }
+    }
+    for (size_t j = 0; j < d; j++) g[j] *= -0.5;
+    g[d] = -0.5 * gs2;
+    g[d + 1] = -0.5 * gs2n;
+    for (size_t p = 0; p < d + 2; p++)
+        if (!isfinite(g[p])) return -1;
+    return 0;
+}
+
+/* ---- Priors and the box ---- */
+
+static double prior_mean(size_t p, size_t d) {
+    return p < d ? PRIOR_LOG_L_MEAN : p == d ? PRIOR_LOG_S2_MEAN : PRIOR_LOG_S2N_MEAN;
+}
+
+static double prior_sd(size_t p, size_t d) {
+    return p < d ? PRIOR_LOG_L_SD : p == d ? PRIOR_LOG_S2_SD : PRIOR_LOG_S2N_SD;
+}
+
+static void box(size_t p, size_t d, double *lo, double *hi) {
+    if (p < d) {
+        *lo = log(L_MIN);
+        *hi = log(L_MAX);
+    } else if (p == d) {
+        *lo = log(S2_MIN);
+        *hi = log(S2_MAX);
+    } else {
+        *lo = log(S2N_MIN);
+        *hi = log(S2N_MAX);
+    }
+}
+
+/* theta_p from u_p, and dtheta_p / du_p. */
+static double theta_of_u(size_t p, size_t d, double u, double *dtheta_du) {
+    double lo, hi;
+    box(p, d, &lo, &hi);
+    double s = u >= 0 ? 1.0 / (1.0 + exp(-u)) : exp(u) / (1.0 + exp(u));
+    if (dtheta_du) *dtheta_du = (hi - lo) * s * (1.0 - s);
+    return lo + (hi - lo) * s;
+}
+
+/* u_p for theta_p, theta_p first moved at least 2% of the box's width inside it (at
+ * the very edge the sigmoid is flat and the minimiser would not move). */
+static double u_of_theta(size_t p, size_t d, double theta) {
+    double lo, hi;
+    box(p, d, &lo, &hi);
+    double s = (theta - lo) / (hi - lo);
+    s = fmin(fmax(s, 0.02), 0.98);
+    return log(s / (1.0 - s));
+}
+
+static void default_theta(double *theta, size_t d) {
+    for (size_t j = 0; j < d; j++) theta[j] = log(DEFAULT_L);
+    theta[d] = log(DEFAULT_S2);
+    theta[d + 1] = log(DEFAULT_S2N);
+}
+
+/* ---- The objective for GSL's minimiser, in u ---- */
+
+/* F at u (and its gradient w.r.t. u into g when g is not NULL); +inf when the
+ * model cannot be built there. */
+static double objective(const gsl_vector *uv, gp_work *w, gsl_vector *g) {
+    size_t d = w->d, P = d + 2;
+    double *theta = w->theta, *dtheta = w->dtheta, *gth = w->gtheta;
+    double f = GSL_POSINF;
+    int same = w->have_factor;
+    for (size_t p = 0; p < P; p++) {
+        double u = gsl_vector_get(uv, p);
+        if (!isfinite(u)) goto out;
+        if (same && u != w->u_last[p]) same = 0;
+    }
+    if (!same) {
+        w->have_factor = 0;
+        for (size_t p = 0; p < P; p++) {
+            w->u_last[p] = gsl_vector_get(uv, p);
+            theta[p] = theta_of_u(p, d, w->u_last[p], &dtheta[p]);
+        }
+        if (work_factor(w, theta) != 0 || work_solve(w) != 0) goto out;
+        w->have_factor = 1;
+    }
+    f = -w->log_lik;
+    for (size_t p = 0; p < P; p++) {
+        double t = (theta[p] - prior_mean(p, d)) / prior_sd(p, d);
+        f += 0.5 * t * t;
+    }
+    if (g) {
+        w->have_factor = 0; /* A becomes K^-1 */
+        if (work_gradient(w, gth) != 0) {
+            f = GSL_POSINF;
+        } else {
+            for (size_t p = 0; p < P; p++) {
+                double sd = prior_sd(p, d);
+                double dp = gth[p] + (theta[p] - prior_mean(p, d)) / (sd * sd);
+                gsl_vector_set(g, p, dp * dtheta[p]);
+            }
+        }
+    }
+out:
+    if (g && !isfinite(f)) gsl_vector_set_zero(g);
+    return f;
+}
+
+static double obj_f(const gsl_vector *u, void *params) { return objective(u, params, NULL); }
+
+static void obj_df(const gsl_vector *u, void *params, gsl_vector *g) {
+    (void)objective(u, params, g);
+}
+
+static void obj_fdf(const gsl_vector *u, void *params, double *f, gsl_vector *g) {
+    *f = objective(u, params, g);
+}
+
+/* Minimises F from theta0 (P values) with at most max_iter BFGS iterations. On
+ * return theta_out holds the best point the minimiser reached and the return value
+ * is F there (+inf when the start itself failed). */
+static double minimise(gp_work *w, const double *theta0, int max_iter, double *theta_out) {
+    size_t d = w->d, P = d + 2;
+    double best = GSL_POSINF;
+    gsl_multimin_function_fdf fdf = {obj_f, obj_df, obj_fdf, P, w};
+    gsl_multimin_fdfminimizer *s =
+        gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, P);
+    gsl_vector *u0 = gsl_vector_alloc(P);
+    if (!s || !u0) {
+        fprintf(stderr, "fatal: out of memory allocating the GP minimiser\n");
+        abort();
+    }
+    for (size_t p = 0; p < P; p++) gsl_vector_set(u0, p, u_of_theta(p, d, theta0[p]));
+    if (gsl_multimin_fdfminimizer_set(s, &fdf, u0, BFGS_STEP, BFGS_LINE_TOL) != GSL_SUCCESS)
+        goto out;
+    for (int it = 0; it < max_iter; it++) {
+        /* Any status but success (GSL_ENOPROG: the line search found no lower point)
+         * ends this start; the minimiser's x is still its best point so far. */
+        if (gsl_multimin_fdfminimizer_iterate(s) != GSL_SUCCESS) break;
+        if (gsl_multimin_test_gradient(gsl_multimin_fdfminimizer_gradient(s), GRAD_TOL) ==
+            GSL_SUCCESS)
+            break;
+    }
+    best = gsl_multimin_fdfminimizer_minimum(s);
+    if (!isfinite(best)) {
+        best = GSL_POSINF;
+        goto out;
+    }
+    const gsl_vector *x = gsl_multimin_fdfminimizer_x(s);
+    for (size_t p = 0; p < P; p++) theta_out[p] = theta_of_u(p, d, gsl_vector_get(x, p), NULL);
+out:
+    gsl_vector_free(u0);
+    gsl_multimin_fdfminimizer_free(s);
+    return best;
+}
+
+/* ---- Building and fitting ---- */
+
+static int check_data(const double *X, const double *y, size_t n, size_t d, gp_model **out,
+                      char *log, size_t loglen) {
+    if (out) *out = NULL;
+    if (!X || !y || !out) return tn_error(log, loglen, TN_EINVAL, "gp: NULL argument");
+    if (n < 1 || d < 1)
+        return tn_error(log, loglen, TN_EINVAL, "gp: need n >= 1 and d >= 1, got n = %zu, d = %zu",
+                        n, d);
+    if (d > SIZE_MAX / sizeof(double) / n || n > SIZE_MAX / sizeof(double) / n)
+        return tn_error(log, loglen, TN_EINVAL, "gp: n = %zu, d = %zu is too large", n, d);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(y[i]))
+            return tn_error(log, loglen, TN_EINVAL, "gp: y[%zu] is not finite", i);
+        for (size_t j = 0; j < d; j++)
+            if (!isfinite(X[i * d + j]))
+                return tn_error(log, loglen, TN_EINVAL, "gp: X[%zu][%zu] is not finite", i, j);
+    }
+    return 0;
+}
+
+/* Mean and standard deviation (n - 1 in the denominator; 1 when n = 1 or all y are
+ * equal) of y. Returns 0, or -1 when they overflow. */
+static int standardise(const double *y, size_t n, double *mean, double *sd, double *z) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += y[i];
+    *mean = s / (double)n;
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (y[i] - *mean) * (y[i] - *mean);
+    *sd = n > 1 ? sqrt(ss / (double)(n - 1)) : 0;
+    if (!isfinite(*mean) || !isfinite(*sd)) return -1;
+    if (!(*sd > 0)) *sd = 1;
+    for (size_t i = 0; i < n; i++) z[i] = (y[i] - *mean) / *sd;
+    return 0;
+}
+
+/* Factors K for theta on all the data in w and moves the result into a new model.
+ * Returns the model, or NULL when no jitter gives a usable factor. */
+static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_sd) {
+    size_t n = w->n, d = w->d;
+    w->have_factor = 0;
+    if (work_factor(w, theta) != 0 || work_solve(w) != 0) return NULL;
+    gp_model *m = tn_xcalloc(1, sizeof(*m));
+    m->n = n;
+    m->d = d;
+    m->X = tn_xmalloc(n * d * sizeof(double));
+    memcpy(m->X, w->X, n * d * sizeof(double));
+    m->y_mean = y_mean;
+    m->y_sd = y_sd;
+    m->log_l = tn_xmalloc(d * sizeof(double));
+    m->inv_l = tn_xmalloc(d * sizeof(double));
+    for (size_t j = 0; j < d; j++) {
+        m->log_l[j] = theta[j];
+        m->inv_l[j] = w->inv_l[j];
+    }
+    m->log_s2 = theta[d];
+    m->log_s2n = theta[d + 1];
+    m->s2 = w->s2;
+    m->m = w->m;
+    m->L = w->A; /* the factor moves to the model */
+    m->alpha = w->alpha;
+    w->A = NULL;
+    w->alpha = NULL;
+    m->jitter = w->jitter;
+    m->log_lik = w->log_lik;
+    return m;
+}
+
+int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_hyper *h,
+                 gp_model **out, char *log, size_t loglen) {
+    gsl_set_error_handler_off();
+    if (log && loglen) log[0] = '\0';
+    int rc = check_data(X, y, n, d, out, log, loglen);
+    if (rc) return rc;
+    if (!h || !h->log_lengthscale)
+        return tn_error(log, loglen, TN_EINVAL, "gp: no hyperparameters given");
+    double *theta = tn_xmalloc((d + 2) * sizeof(double));
+    for (size_t j = 0; j < d; j++) theta[j] = h->log_lengthscale[j];
+    theta[d] = h->log_signal_var;
+    theta[d + 1] = h->log_noise_var;
+    for (size_t p = 0; p < d + 2; p++) {
+        /* exp must give a positive finite lengthscale and signal variance, and a
+         * finite noise variance (0 is allowed: jitter then does its job). */
+        double e = exp(p < d ? -theta[p] : theta[p]);
+        if (!isfinite(theta[p]) || !isfinite(e) || (p <= d && !(e > 0))) {
+            rc = tn_error(log, loglen, TN_EINVAL,
+                          "gp: hyperparameter %zu (log scale) = %g is out of range", p, theta[p]);
+            free(theta);
+            return rc;
+        }
+    }
+    double *z = tn_xmalloc(n * sizeof(double));
+    double y_mean, y_sd;
+    if (standardise(y, n, &y_mean, &y_sd, z) != 0) {
+        rc = tn_error(log, loglen, TN_EINVAL, "gp: the mean or spread of y overflows");
+        goto done;
+    }
+    gp_work w;
+    work_init(&w, X, z, n, d);
+    *out = build(&w, theta, y_mean, y_sd);
+    work_clear(&w);
+    if (!*out)
+        rc = tn_error(log, loglen, TN_ECORRUPT,
+                      "gp: the kernel matrix is not positive definite even with jitter "
+                      "%g * mean(diag) at the given hyperparameters",
+                      JITTER_LAST);
+    else if ((*out)->jitter > 0 && log && loglen)
+        snprintf(log, loglen, "gp: jitter %g added to the diagonal", (*out)->jitter);
+done:
+    free(z);
+    free(theta);
+    return rc;
+}
+
+int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_options *opt,
+           gp_model **out, char *log, size_t loglen) {
+    gsl_set_error_handler_off();
+    if (log && loglen) log[0] = '\0';
+    int rc = check_data(X, y, n, d, out, log, loglen);
+    if (rc) return rc;
+    gp_fit_options o = {0};
+    if (opt) o = *opt;
+    if (o.restarts < 0 || o.max_iterations < 0)
+        return tn_error(log, loglen, TN_EINVAL,
+                        "gp: restarts and max_iterations must be >= 0 (0: default), got %d, %d",
+                        o.restarts, o.max_iterations);
+    int restarts = o.restarts ? o.restarts : DEFAULT_RESTARTS;
+    int max_iter = o.max_iterations ? o.max_iterations : DEFAULT_ITERATIONS;
+    uint64_t seed = o.seed;
+
+    size_t P = d + 2;
+    double *z = tn_xmalloc(n * sizeof(double));
+    double *theta0 = tn_xmalloc(P * sizeof(double));
+    double *theta = tn_xmalloc(P * sizeof(double));
+    double *best = tn_xmalloc(P * sizeof(double));
+    double *Xs = NULL, *zs = NULL;
+    double y_mean, y_sd;
+    if (standardise(y, n, &y_mean, &y_sd, z) != 0) {
+        rc = tn_error(log, loglen, TN_EINVAL, "gp: the mean or spread of y overflows");
+        goto done;
+    }
+
+    /* The data the hyperparameters are searched on: all of it, or a seeded subset. */
+    size_t ns = n;
+    const double *Xfit = X, *zfit = z;
+    if (n > FIT_MAX_POINTS) {
+        ns = FIT_MAX_POINTS;
+        size_t *idx = tn_xmalloc(n * sizeof(size_t));
+        for (size_t i = 0; i < n; i++) idx[i] = i;
+        tn_rng sub;
+        tn_rng_seed(&sub, seed ^ UINT64_C(0x5ab5e7f00d5eed00));
+        for (size_t i = 0; i < ns; i++) { /* partial Fisher-Yates */
+            size_t k = i + (size_t)tn_rng_below(&sub, (uint64_t)(n - i));
+            size_t t = idx[i];
+            idx[i] = idx[k];
+            idx[k] = t;
+        }
+        Xs = tn_xmalloc(ns * d * sizeof(double));
+        zs = tn_xmalloc(ns * sizeof(double));
+        for (size_t i = 0; i < ns; i++) {
+            memcpy(Xs + i * d, X + idx[i] * d, d * sizeof(double));
+            zs[i] = z[idx[i]];
+        }
+        free(idx);
+        Xfit = Xs;
+        zfit = zs;
+    }
+
+    gp_work w;
+    work_init(&w, Xfit, zfit, ns, d);
+    tn_rng rng;
+    tn_rng_seed(&rng, seed);
+    double best_f = GSL_POSINF;
+    int failed = 0;
+    for (int r = 0; r < restarts; r++) {
+        if (r == 0) {
+            default_theta(theta0, d);
+        } else {
+            for (size_t p = 0; p < P; p++)
+                theta0[p] = prior_mean(p, d) + prior_sd(p, d) * tn_rng_normal(&rng);
+        }
+        double f = minimise(&w, theta0, max_iter, theta);
+        if (!isfinite(f)) {
+            failed++;
+        } else if (f < best_f) {
+            best_f = f;
+            memcpy(best, theta, P * sizeof(double));
+        }
+    }
+    int used_default = !isfinite(best_f);
+    if (used_default) default_theta(best, d);
+    if (ns != n) { /* the model itself uses every point */
+        work_clear(&w);
+        work_init(&w, X, z, n, d);
+    }
+    *out = build(&w, best, y_mean, y_sd);
+    work_clear(&w);
+
+    if (!*out) {
+        rc = tn_error(log, loglen, TN_ECORRUPT,
+                      "gp: cannot fit the Gaussian process: the kernel matrix is not positive "
+                      "definite even with jitter %g * mean(diag), at %s",
+                      JITTER_LAST,
+                      used_default ? "every start and at the default hyperparameters"
+                                   : "the fitted hyperparameters");
+    } else if (log && loglen && (failed || (*out)->jitter > 0)) {
+        /* success, but worth a log line */
+        char jit[64] = "";
+        if ((*out)->jitter > 0)
+            snprintf(jit, sizeof jit, "%sjitter %g added to the diagonal", failed ? "; " : "",
+                     (*out)->jitter);
+        if (used_default)
+            snprintf(log, loglen, "gp: all %d starts failed: using the default "
+                     "hyperparameters unfitted%s", restarts, jit);
+        else if (failed)
+            snprintf(log, loglen, "gp: %d of %d starts failed%s", failed, restarts, jit);
+        else
+            snprintf(log, loglen, "gp: %s", jit);
+    }
+done:
+    free(z);
+    free(theta0);
+    free(theta);
+    free(best);
+    free(Xs);
+    free(zs);
+    return rc;
+}
+
+/* ---- Using the model ---- */
+
+void gp_predict(const gp_model *m, const double *x, double *mean, double *var) {
+    size_t n = m->n, d = m->d;
+    double *kbuf = tn_xmalloc(n * sizeof(double));
+    const double *alpha = m->alpha->data; /* stride 1: allocated by gsl_vector_alloc */
+    double mu = m->m, v2 = m->s2;
+    for (size_t i = 0; i < n; i++) {
+        kbuf[i] = m->s2 * matern52(SQRT5 * scaled_dist(x, m->X + i * d, m->inv_l, d));
+        mu += kbuf[i] * alpha[i];
+    }
+    /* v = L^-1 k*, var = s2 - v'v */
+    gsl_vector_view kv = gsl_vector_view_array(kbuf, n);
+    if (gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, m->L, &kv.vector) == GSL_SUCCESS) {
+        for (size_t i = 0; i < n; i++) v2 -= kbuf[i] * kbuf[i];
+    } /* else (cannot happen: the sizes match) the prior variance stands */
+    free(kbuf);
+    if (!(v2 > 0)) v2 = 0;
+    *mean = m->y_mean + m->y_sd * mu;
+    *var = m->y_sd * m->y_sd * v2;
+}
+
+void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_likelihood) {
+    if (h) {
+        h->log_lengthscale = m->log_l;
+        h->log_signal_var = m->log_s2;
+        h->log_noise_var = m->log_s2n;
+    }
+    if (jitter) *jitter = m->jitter;
+    if (log_likelihood) *log_likelihood = m->log_lik;
+}
+
+void gp_free(gp_model *m) {
+    if (!m) return;
+    free(m->X);
+    free(m->log_l);
+    free(m->inv_l);
+    gsl_matrix_free(m->L);
+    gsl_vector_free(m->alpha);
+    free(m);
+}
+
+/* ---- Log expected improvement ---- */
+
+/* log h(z), h(z) = z Phi(z) + phi(z), for z < -5: with x = -z, h = phi(x) / (1 + x T)
+ * where T = x + 2/(x + 3/(x + 4/(x + ...))) (from Laplace's continued fraction for
+ * Mills' ratio, Phi(-x)/phi(x) = 1/(x + 1/(x + 2/(x + ...)))), which has no
+ * cancellation. T by the modified Lentz method. */
+static double log_h_tail(double x) {
+    const double tiny = 1e-300;
+    double f = x, C = x, D = 0;
+    for (int k = 2; k < 5000; k++) {
+        D = x + k * D;
+        if (fabs(D) < tiny) D = tiny;
+        C = x + k / C;
+        if (fabs(C) < tiny) C = tiny;
+        D = 1.0 / D;
+        double delta = C * D;
+        f *= delta;
+        if (fabs(delta - 1.0) < 2.0 * DBL_EPSILON) break;
+    }
+    return -0.5 * x * x - HALF_LOG_2PI - log1p(x * f);
+}
+
+double gp_log_ei(double mean, double sd, double best) {
+    if (sd == 0) return log(fmax(mean - best, 0.0)); /* outside the contract; the limit */
+    double z = (mean - best) / sd;
+    if (isnan(z)) return NAN;
+    if (z < -5.0) return log(sd) + log_h_tail(-z);
+    /* No harmful cancellation here: for z >= 0 both terms are positive, and for
+     * -5 <= z < 0 at most a factor ~30 of relative accuracy is lost. */
+    double Phi = 0.5 * erfc(-z / M_SQRT2);
+    double phi = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+    return log(sd) + log(z * Phi + phi);
+}
