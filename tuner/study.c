@@ -54,6 +54,42 @@ static int state_to_sp(const char *state) {
     return SP_FAILED;
 }
 
+/* The succeeded trials of the study named by resumePreviousJobId that fit this
+ * study's space, appended to the history (hist, vals have room for them): AI
+ * Platform's warm start. Returns how many were added; *skipped counts the others. */
+static size_t warm_start(st_store *st, const tn_spec *spec, const st_trial *prev, size_t nprev,
+                         sp_trial *hist, double *vals, size_t *skipped) {
+    size_t added = 0;
+    *skipped = 0;
+    for (size_t i = 0; i < nprev; i++) {
+        if (strcmp(prev[i].state, ST_TRIAL_SUCCEEDED) != 0 || !prev[i].has_objective) continue;
+        double *v = vals + added * spec->space.n;
+        if (tp_from_json(&spec->space, prev[i].params, v, NULL, 0) != 0) {
+            (*skipped)++;
+            continue;
+        }
+        hist[added++] = (sp_trial){.values = v, .state = SP_COMPLETE, .has_objective = 1,
+                                   .objective = prev[i].objective};
+    }
+    (void)st;
+    return added;
+}
+
+/* The previous study's trials for the warm start (NULL and 0 when there is none). */
+static int previous_trials(st_store *st, const tn_spec *spec, st_trial **out, size_t *n,
+                           char *err, size_t errlen) {
+    *out = NULL;
+    *n = 0;
+    if (!spec->resume_previous_job_id || !sp_uses_history(spec->algorithm)) return 0;
+    st_study prev;
+    int rc = st_study_get(st, spec->resume_previous_job_id, &prev, err, errlen);
+    if (rc == 1) return 0; /* checked when the study was created; gone since: no warm start */
+    if (rc) return rc;
+    rc = st_trial_list(st, prev.id, out, n, err, errlen);
+    st_study_clear(&prev);
+    return rc;
+}
+
 static int ask_in_txn(st_store *st, void *arg) {
     ask_ctx *a = arg;
     const sp_space *space = &a->spec->space;
@@ -73,9 +109,18 @@ static int ask_in_txn(st_store *st, void *arg) {
         return SP_EXHAUSTED;
     }
     size_t listed = trials ? n : 0;
-    double *vals = tn_xcalloc(listed * space->n + 1, sizeof *vals);
-    sp_trial *hist = tn_xcalloc(listed + 1, sizeof *hist);
-    size_t h = 0;
+    st_trial *prev = NULL;
+    size_t nprev = 0;
+    rc = previous_trials(st, a->spec, &prev, &nprev, a->err, sizeof a->err);
+    if (rc) {
+        st_trials_free(trials, listed);
+        return rc;
+    }
+    double *vals = tn_xcalloc((listed + nprev) * space->n + 1, sizeof *vals);
+    sp_trial *hist = tn_xcalloc(listed + nprev + 1, sizeof *hist);
+    size_t skipped;
+    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped);
+    st_trials_free(prev, nprev);
     for (size_t i = 0; i < listed; i++) {
         if (tp_from_json(space, trials[i].params, vals + h * space->n, NULL, 0) != 0) continue;
         hist[h] = (sp_trial){.values = vals + h * space->n, .state = state_to_sp(trials[i].state),
@@ -835,6 +880,28 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     }
     rc = st_study_set_state(st, study->id, ST_STUDY_RUNNING, NULL, err, errlen);
     if (rc) goto done;
+    if (spec->resume_previous_job_id) { /* say what the warm start brings */
+        st_trial *prev = NULL;
+        size_t nprev = 0, skipped = 0, used = 0;
+        rc = previous_trials(st, spec, &prev, &nprev, err, errlen);
+        if (rc) goto done;
+        if (nprev) {
+            double *vals = tn_xcalloc(nprev * spec->space.n + 1, sizeof *vals);
+            sp_trial *hist = tn_xcalloc(nprev + 1, sizeof *hist);
+            used = warm_start(st, spec, prev, nprev, hist, vals, &skipped);
+            free(vals);
+            free(hist);
+        }
+        st_trials_free(prev, nprev);
+        if (!sp_uses_history(spec->algorithm))
+            log_line(&L, "resumePreviousJobId %s: no warm start, %s does not use the history",
+                     spec->resume_previous_job_id,
+                     spec->algorithm == SP_ALGO_GRID ? "grid search" : "random search");
+        else
+            log_line(&L, "warm start from study %s: %zu succeeded trial%s%s", spec->resume_previous_job_id,
+                     used, used == 1 ? "" : "s",
+                     skipped ? " (some skipped: their parameters are not in this space)" : "");
+    }
 
     L.base = event_base_new();
     L.x = ex_executor_new(L.base);

@@ -190,6 +190,23 @@ check bo_all_succeeded test "$(count_state bo SUCCEEDED)" -eq 20
 # best of 20 is typically 1 to 3 above it; the Gaussian process gets close.
 check bo_near_optimum python3 -c 'import json,sys; b=json.load(sys.stdin)["objective"]; sys.exit(0 if b < 5.5 else "best %g" % b)' <<<"$("$TUNER" best bo --format=json)"
 
+# resumePreviousJobId: a second study starts from the first one's trials: its first
+# trial comes from the model, not from the initial design that the same seed gives a
+# study without the warm start.
+sed 's/"jobId": "bo"/"jobId": "bo_warm"/; s#runs/bo"#runs/bo_warm"#; s/"maxTrials": 20/"maxTrials": 2, "resumePreviousJobId": "bo"/; s/"maxParallelTrials": 2/"maxParallelTrials": 1/' bo.json >bo_warm.json
+"$TUNER" run bo_warm.json --seed=9 >bo_warm.out 2>&1; rc=$?
+check warm_exit0 test $rc -eq 0
+check warm_logged grep -q "warm start from study bo: 20 succeeded trials" bo_warm.out
+sed 's/"jobId": "bo_warm"/"jobId": "bo_cold"/; s#runs/bo_warm"#runs/bo_cold"#; s/, "resumePreviousJobId": "bo"//' bo_warm.json >bo_cold.json
+"$TUNER" run bo_cold.json --seed=9 --quiet >/dev/null 2>&1
+first() { "$TUNER" trials "$1" --format=json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)[0]["params"]))'; }
+check warm_first_trial_from_the_model test "$(first bo_warm)" != "$(first bo_cold)"
+err=$("$TUNER" validate bo_warm.json 2>&1); rc=$?
+check warm_validates test $rc -eq 0
+sed 's/"jobId": "bo_warm"/"jobId": "bo_warm2"/; s/"resumePreviousJobId": "bo"/"resumePreviousJobId": "nosuchstudy"/' bo_warm.json >bo_warm2.json
+err=$("$TUNER" run bo_warm2.json 2>&1); rc=$?
+check warm_missing_study_exit4 test $rc -eq 4
+
 # --- GPUs: each replica its own devices; trials wait until devices are free --------
 gpu_script='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; echo \"$CLOUD_ML_TRIAL_ID $CUDA_VISIBLE_DEVICES\" >> $d/../gpus.log; case \"$TF_CONFIG\" in *chief*) sleep 0.3; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE;; *) sleep 30;; esac", "sh"]'
 spec gpu CUSTOM '"workerCount": 1, "resources": {"chief": {"gpus": 1}, "worker": {"gpus": 1}},' 3 3 "$gpu_script"
