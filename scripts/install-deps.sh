@@ -5,13 +5,13 @@
 #
 #   scripts/install-deps.sh          build, test and example dependencies
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
-#                                    (Debian's python3-torch, python3-numpy,
-#                                    python3-optuna)
+#                                    (Debian's python3-torch, -numpy, -optuna, -scipy;
+#                                    python3-venv for bench/bo.py's newer Optuna)
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
 libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3"
-BENCH_PACKAGES="python3-torch python3-numpy python3-optuna"
+BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv"
 
 case "${1:-}" in
   --bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;

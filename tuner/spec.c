@@ -55,8 +55,12 @@ static const char *const HP_FIELDS[] = {
     "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
     "hyperparameterMetricTag", "enableTrialEarlyStopping", "resumePreviousJobId",
     "algorithm",
-    /* extension */
-    "earlyStopping"};
+    /* extensions */
+    "earlyStopping", "bayesianOptimization"};
+
+static const char *const BO_FIELDS[] = {"initialTrials", "acquisition", "ucbBeta"};
+static const char *const ACQ_NAMES[] = {"LOG_EI", "UCB"};
+static const int ACQ_VALUES[] = {BO_LOG_EI, BO_UCB};
 
 static const char *const ES_FIELDS[] = {"policy",      "minTrials",       "minStep",
                                         "useRunningAverage", "gracePeriod", "reductionFactor",
@@ -800,6 +804,31 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
                 (long long)e->grace_period, (long long)e->max_step);
 }
 
+/* The extension bayesianOptimization: {"initialTrials": N, "acquisition": "LOG_EI" |
+ * "UCB", "ucbBeta": B}, the options of ALGORITHM_UNSPECIFIED's sampler. */
+static void read_bayesian(ctx *c, json_t *bo, tn_spec *out) {
+    json_t *v;
+    check_fields(c, bo, BO_FIELDS, NELEM(BO_FIELDS));
+    if ((v = enter(c, bo, "initialTrials"))) {
+        read_int(c, v, 0, 1, 100000, &out->bayesian.initial_trials);
+        pop(c);
+    }
+    if ((v = enter(c, bo, "acquisition"))) {
+        read_enum(c, v, ACQ_NAMES, ACQ_VALUES, NELEM(ACQ_NAMES), &out->bayesian.acquisition);
+        pop(c);
+    }
+    if ((v = enter(c, bo, "ucbBeta"))) {
+        double beta;
+        if (read_number(c, v, &beta) == 0) {
+            if (!(beta > 0 && beta < 1e6))
+                fail(c, "must be > 0, got %g", beta);
+            else
+                out->bayesian.ucb_beta = beta;
+        }
+        pop(c);
+    }
+}
+
 static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     const size_t NH = NELEM(HP_FIELDS);
     json_t *v;
@@ -867,6 +896,17 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         pop(c);
     } else if (misspelled(hp, "algorithm", HP_FIELDS, NH)) {
         algorithm = 0;
+    }
+
+    if ((v = enter(c, hp, "bayesianOptimization"))) {
+        if (!json_is_object(v))
+            fail_type(c, "an object: {\"initialTrials\": 10, ...}", v);
+        else if (algorithm && algorithm != SP_ALGO_UNSPECIFIED)
+            fail(c, "applies to ALGORITHM_UNSPECIFIED (Bayesian optimisation) only, not to "
+                    "%s", algorithm == SP_ALGO_GRID ? "GRID_SEARCH" : "RANDOM_SEARCH");
+        else
+            read_bayesian(c, v, out);
+        pop(c);
     }
 
     if ((v = enter(c, hp, "params"))) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "search/space.h"
+#include "search/bo.h"
 #include "search/stopping.h"
 
 enum spec_tier { SPEC_BASIC = 1, SPEC_BASIC_GPU, SPEC_STANDARD_1, SPEC_CUSTOM };
@@ -54,6 +55,9 @@ typedef struct tn_spec {
     int max_failed_trials;         /* the study fails once this many trials failed; 0 in the
                                       spec (AI Platform's "decide for me") means maxTrials */
     int enable_early_stopping;     /* enableTrialEarlyStopping */
+    bo_options bayesian;           /* extension "bayesianOptimization" (ALGORITHM_UNSPECIFIED
+                                      only): initialTrials, acquisition, ucbBeta; zero
+                                      fields mean the sampler's defaults */
     es_config early_stopping;      /* the rule in force: policy ES_NONE when off;
                                       enableTrialEarlyStopping alone means median with
                                       its defaults; extension "earlyStopping" picks the

@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "executor/executor.h"
+#include "search/bo.h"
 #include "search/space.h"
 #include "search/stopping.h"
 #include "tuner/params.h"
@@ -129,8 +130,12 @@ static int ask_in_txn(st_store *st, void *arg) {
         h++;
     }
     sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
-    rc = sp_suggest(a->spec->algorithm, space, &history, (uint64_t)a->study->seed, (uint64_t)n,
-                    a->values, a->note, sizeof a->note);
+    if (a->spec->algorithm == SP_ALGO_UNSPECIFIED) /* with the spec's sampler options */
+        rc = bo_suggest(space, &history, (uint64_t)a->study->seed, (uint64_t)n,
+                        &a->spec->bayesian, a->values, a->note, sizeof a->note);
+    else
+        rc = sp_suggest(a->spec->algorithm, space, &history, (uint64_t)a->study->seed,
+                        (uint64_t)n, a->values, a->note, sizeof a->note);
     if (rc < 0) tn_error(a->err, sizeof a->err, rc, "the sampler failed: %s", tn_strerror(rc));
     if (rc == 0) {
         a->params = tp_to_json(space, a->values);

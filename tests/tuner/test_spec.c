@@ -223,6 +223,19 @@ static const bad_case BAD[] = {
     {TI("{\"trialTimeout\": 0}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
     {TI("{\"trialTimeout\": \"-5s\"}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
     /* hyperparameters */
+    {HP("{\"bayesianOptimization\": {\"initialTrials\": 0}}"), NULL,
+     "trainingInput.hyperparameters.bayesianOptimization.initialTrials", "must be", 0, 0},
+    {HP("{\"bayesianOptimization\": {\"acquisition\": \"EI\"}}"), NULL,
+     "trainingInput.hyperparameters.bayesianOptimization.acquisition",
+     "expected one of LOG_EI, UCB", 0, 0},
+    {HP("{\"bayesianOptimization\": {\"ucbBeta\": -1}}"), NULL,
+     "trainingInput.hyperparameters.bayesianOptimization.ucbBeta", "must be > 0", 0, 0},
+    {HP("{\"bayesianOptimization\": {\"initalTrials\": 3}}"), NULL,
+     "trainingInput.hyperparameters.bayesianOptimization.initalTrials",
+     "did you mean \"initialTrials\"?", 0, 0},
+    {HP("{\"algorithm\": \"RANDOM_SEARCH\", \"bayesianOptimization\": {}}"), NULL,
+     "trainingInput.hyperparameters.bayesianOptimization",
+     "applies to ALGORITHM_UNSPECIFIED (Bayesian optimisation) only, not to RANDOM_SEARCH", 0, 0},
     {HP("{\"maxTrail\": 20}"), NULL, "trainingInput.hyperparameters.maxTrail",
      "unknown field (did you mean \"maxTrials\"?)", 0, 0},
     {HP("{\"maxTrials\": null, \"maxTrail\": 20}"), NULL,
@@ -709,6 +722,17 @@ static void test_search_fields(void) {
     text = patched(HP("{\"algorithm\": \"RANDOM_SEARCH\"}"));
     if (parse_ok(text, 0, &s) == 0) {
         CHECK_INT_EQ(s.algorithm, SP_ALGO_RANDOM);
+        CHECK_INT_EQ(s.bayesian.initial_trials, 0); /* the sampler's defaults */
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(HP("{\"bayesianOptimization\": {\"initialTrials\": 3, \"acquisition\": "
+                      "\"UCB\", \"ucbBeta\": 1.5}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
+        CHECK_INT_EQ(s.bayesian.initial_trials, 3);
+        CHECK_INT_EQ(s.bayesian.acquisition, BO_UCB);
+        CHECK_NEAR(s.bayesian.ucb_beta, 1.5, 0, 0);
         spec_clear(&s);
     }
     free(text);

@@ -190,6 +190,13 @@ check bo_all_succeeded test "$(count_state bo SUCCEEDED)" -eq 20
 # best of 20 is typically 1 to 3 above it; the Gaussian process gets close.
 check bo_near_optimum python3 -c 'import json,sys; b=json.load(sys.stdin)["objective"]; sys.exit(0 if b < 5.5 else "best %g" % b)' <<<"$("$TUNER" best bo --format=json)"
 
+# The sampler's options from the spec (extension bayesianOptimization): UCB, a short
+# initial design.
+sed 's/"jobId": "bo"/"jobId": "bo_ucb"/; s#runs/bo"#runs/bo_ucb"#; s/"maxTrials": 20/"maxTrials": 6, "bayesianOptimization": {"initialTrials": 2, "acquisition": "UCB", "ucbBeta": 1}/' bo.json >bo_ucb.json
+check bo_options_valid "$TUNER" validate bo_ucb.json
+"$TUNER" run bo_ucb.json --seed=3 --quiet >/dev/null 2>&1
+check bo_options_run test "$(count_state bo_ucb SUCCEEDED)" -eq 6
+
 # resumePreviousJobId: a second study starts from the first one's trials: its first
 # trial comes from the model, not from the initial design that the same seed gives a
 # study without the warm start.

@@ -1,0 +1,368 @@
+/*
+ * bench_bo.c — Bayesian optimisation (ALGORITHM_UNSPECIFIED, search/bo.h) against
+ * random search on standard test functions: the objective of every trial of a
+ * sequential study, and the wall time of every suggestion. Driven by bench/bo.py,
+ * which runs Optuna's samplers on the same functions (defined again there, and checked
+ * against the points and values printed here) and writes
+ * docs/benchmarks/bayesian-optimisation.md.
+ *
+ * A study, per (function, algorithm, seed): for trial i = 0 .. trials-1, sp_suggest
+ * with the history of trials 0 .. i-1, all COMPLETE with their objective, minimised;
+ * the trial is then evaluated and completes. Functions (minimised, DOUBLE parameters
+ * on a linear scale unless said otherwise; f* the global minimum):
+ *   branin      x0 in [-5, 10], x1 in [0, 15]                 f* = 0.397887...
+ *   hartmann3   [0, 1]^3                                       f* = -3.862780...
+ *   hartmann6   [0, 1]^6                                       f* = -3.322368...
+ *   rosenbrock  [-5, 10]^4                                     f* = 0
+ *   ackley      [-32.768, 32.768]^5 (a = 20, b = 0.2, c = 2 pi) f* = 0
+ *   levy        [-10, 10]^4                                    f* = 0
+ *   styblinski  [-5, 5]^5 (Styblinski-Tang)                    f* = -39.166166 * 5
+ *   mixed       lr DOUBLE [1e-5, 1] log, units INTEGER [1, 128], cat CATEGORICAL
+ *               {a, b, c}: f = (log10(lr) + 2)^2 + (units - 37)^2 / 1000
+ *               + {0, 0.3, 0.7}[cat]                             f* = 0
+ * Prints one JSON line per study: {"kind": "run", "function", "algo" ("bo" or
+ * "random"), "seed", "x" (the points, %.17g), "y", "suggest_s" (seconds per
+ * suggestion), "notes" (suggestions with a note), "note" (the first one)}.
+ * --timing=N instead feeds N random trials of hartmann6 (random search, seed
+ * --first_seed, indices 0 .. N-1) to the sampler as history and times --reps
+ * suggestions of trial N (seeds 1 .. reps) after one untimed one; one JSON line with
+ * the history and the times.
+ *
+ *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
+ *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5] [--list]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/flags.h"
+#include "common/status.h"
+#include "search/space.h"
+
+typedef struct bench_fn {
+    const char *name;
+    int dims;                          /* DOUBLE parameters, for the plain functions */
+    double lo, hi;                     /* their common range (branin, mixed: own ranges) */
+    double fmin;                       /* the global minimum */
+    int trials;                        /* default trials per study */
+    double (*f)(const double *x);      /* x: the values, as sp_suggest writes them */
+} bench_fn;
+
+static const double PI = 3.14159265358979323846;
+
+static double branin(const double *x) {
+    const double b = 5.1 / (4 * PI * PI), c = 5 / PI, t = 1 / (8 * PI);
+    double u = x[1] - b * x[0] * x[0] + c * x[0] - 6;
+    return u * u + 10 * (1 - t) * cos(x[0]) + 10;
+}
+
+static const double HART_ALPHA[4] = {1.0, 1.2, 3.0, 3.2};
+
+static double hartmann3(const double *x) {
+    static const double A[4][3] = {{3, 10, 30}, {0.1, 10, 35}, {3, 10, 30}, {0.1, 10, 35}};
+    static const double P[4][3] = {{3689, 1170, 2673}, {4699, 4387, 7470},
+                                   {1091, 8732, 5547}, {381, 5743, 8828}};
+    double s = 0;
+    for (int i = 0; i < 4; i++) {
+        double e = 0;
+        for (int j = 0; j < 3; j++) {
+            double d = x[j] - 1e-4 * P[i][j];
+            e += A[i][j] * d * d;
+        }
+        s -= HART_ALPHA[i] * exp(-e);
+    }
+    return s;
+}
+
+static double hartmann6(const double *x) {
+    static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14},
+                                   {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
+    static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886},
+                                   {2329, 4135, 8307, 3736, 1004, 9991},
+                                   {2348, 1451, 3522, 2883, 3047, 6650},
+                                   {4047, 8828, 8732, 5743, 1091, 381}};
+    double s = 0;
+    for (int i = 0; i < 4; i++) {
+        double e = 0;
+        for (int j = 0; j < 6; j++) {
+            double d = x[j] - 1e-4 * P[i][j];
+            e += A[i][j] * d * d;
+        }
+        s -= HART_ALPHA[i] * exp(-e);
+    }
+    return s;
+}
+
+static double rosenbrock(const double *x) {
+    double s = 0;
+    for (int i = 0; i < 3; i++) {
+        double a = x[i + 1] - x[i] * x[i], b = x[i] - 1;
+        s += 100 * a * a + b * b;
+    }
+    return s;
+}
+
+static double ackley(const double *x) {
+    double sq = 0, cs = 0;
+    for (int i = 0; i < 5; i++) {
+        sq += x[i] * x[i];
+        cs += cos(2 * PI * x[i]);
+    }
+    return -20 * exp(-0.2 * sqrt(sq / 5)) - exp(cs / 5) + 20 + exp(1.0);
+}
+
+static double levy(const double *x) {
+    double w[4];
+    for (int i = 0; i < 4; i++) w[i] = 1 + (x[i] - 1) / 4;
+    double s0 = sin(PI * w[0]), s = s0 * s0;
+    for (int i = 0; i < 3; i++) {
+        double si = sin(PI * w[i] + 1);
+        s += (w[i] - 1) * (w[i] - 1) * (1 + 10 * si * si);
+    }
+    double sd = sin(2 * PI * w[3]);
+    return s + (w[3] - 1) * (w[3] - 1) * (1 + sd * sd);
+}
+
+static double styblinski(const double *x) {
+    double s = 0;
+    for (int i = 0; i < 5; i++) s += x[i] * x[i] * x[i] * x[i] - 16 * x[i] * x[i] + 5 * x[i];
+    return 0.5 * s;
+}
+
+static double mixed(const double *x) { /* lr, units, cat (the category's index) */
+    static const double CAT[3] = {0, 0.3, 0.7};
+    double l = log10(x[0]) + 2, u = x[1] - 37;
+    return l * l + u * u / 1000 + CAT[(int)x[2]];
+}
+
+static const bench_fn FUNCS[] = {
+    {"branin", 2, 0, 0, 0.39788735772973816, 50, branin},
+    {"hartmann3", 3, 0, 1, -3.862779787332663, 50, hartmann3},
+    {"hartmann6", 6, 0, 1, -3.322368011415515, 100, hartmann6},
+    {"rosenbrock", 4, -5, 10, 0, 50, rosenbrock},
+    {"ackley", 5, -32.768, 32.768, 0, 50, ackley},
+    {"levy", 4, -10, 10, 0, 50, levy},
+    {"styblinski", 5, -5, 5, -39.16616570377142 * 5, 50, styblinski},
+    {"mixed", 3, 0, 0, 0, 50, mixed},
+};
+#define NFUNCS (sizeof FUNCS / sizeof FUNCS[0])
+
+/* The function's search space, into a zeroed s. */
+static void make_space(const bench_fn *fn, sp_space *s) {
+    char name[16];
+    if (strcmp(fn->name, "mixed") == 0) {
+        char *cats[] = {"a", "b", "c"};
+        sp_space_add(s, &(sp_param){.name = "lr", .type = SP_DOUBLE, .scale = SP_LOG,
+                                    .min = 1e-5, .max = 1});
+        sp_space_add(s, &(sp_param){.name = "units", .type = SP_INTEGER, .scale = SP_LINEAR,
+                                    .min = 1, .max = 128});
+        sp_space_add(s, &(sp_param){.name = "cat", .type = SP_CATEGORICAL, .categories = cats,
+                                    .ncategories = 3});
+        return;
+    }
+    for (int j = 0; j < fn->dims; j++) {
+        sp_param p = {.name = name, .type = SP_DOUBLE, .scale = SP_LINEAR, .min = fn->lo,
+                      .max = fn->hi};
+        if (strcmp(fn->name, "branin") == 0) {
+            p.min = j == 0 ? -5 : 0;
+            p.max = j == 0 ? 10 : 15;
+        }
+        snprintf(name, sizeof name, "x%d", j);
+        sp_space_add(s, &p);
+    }
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "key": [v...], each with `digits` significant digits. */
+static void print_doubles(const char *key, const double *v, int n, int digits) {
+    printf("\"%s\": [", key);
+    for (int i = 0; i < n; i++) printf("%s%.*g", i ? ", " : "", digits, v[i]);
+    printf("]");
+}
+
+static void print_points(const char *key, const double *x, int trials, size_t n) {
+    printf("\"%s\": [", key);
+    for (int i = 0; i < trials; i++) {
+        printf("%s[", i ? ", " : "");
+        for (size_t j = 0; j < n; j++) printf("%s%.17g", j ? ", " : "", x[(size_t)i * n + j]);
+        printf("]");
+    }
+    printf("]");
+}
+
+/* Prints s as a JSON string (notes are plain text; only quotes and backslashes and
+ * control characters need care). */
+static void print_json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+/* One sequential study; prints its JSON line. Returns 0 or the sampler's error. */
+static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
+    sp_space s = {0};
+    make_space(fn, &s);
+    size_t n = s.n;
+    double *x = tn_xcalloc((size_t)trials * n, sizeof *x);
+    double *y = tn_xcalloc((size_t)trials, sizeof *y);
+    double *secs = tn_xcalloc((size_t)trials, sizeof *secs);
+    sp_trial *tr = tn_xcalloc((size_t)trials, sizeof *tr);
+    char note[512], first_note[512] = "";
+    int notes = 0, rc = 0;
+    for (int i = 0; i < trials; i++) {
+        sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
+        double t0 = now();
+        rc = sp_suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
+                        sizeof note);
+        secs[i] = now() - t0;
+        if (rc != 0) {
+            fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n", fn->name,
+                    seed, i, tn_strerror(rc));
+            goto done;
+        }
+        if (note[0] && notes++ == 0) snprintf(first_note, sizeof first_note, "%s", note);
+        y[i] = fn->f(x + (size_t)i * n);
+        tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_COMPLETE,
+                           .has_objective = 1, .objective = y[i]};
+    }
+    printf("{\"kind\": \"run\", \"function\": \"%s\", \"algo\": \"%s\", \"seed\": %d, ", fn->name,
+           algo == SP_ALGO_RANDOM ? "random" : "bo", seed);
+    print_points("x", x, trials, n);
+    printf(", ");
+    print_doubles("y", y, trials, 17);
+    printf(", ");
+    print_doubles("suggest_s", secs, trials, 6);
+    printf(", \"notes\": %d, \"note\": ", notes);
+    print_json_string(first_note);
+    printf("}\n");
+    fflush(stdout);
+done:
+    free(tr);
+    free(secs);
+    free(y);
+    free(x);
+    sp_space_clear(&s);
+    return rc;
+}
+
+/* The timing run: `history` random trials of fn as history, then reps timed
+ * suggestions of trial number `history` (seeds 1 .. reps) after an untimed one. */
+static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
+    sp_space s = {0};
+    make_space(fn, &s);
+    size_t n = s.n;
+    double *x = tn_xcalloc((size_t)history * n, sizeof *x);
+    double *y = tn_xcalloc((size_t)history, sizeof *y);
+    double *ms = tn_xcalloc((size_t)reps, sizeof *ms);
+    double *out = tn_xcalloc(n, sizeof *out);
+    sp_trial *tr = tn_xcalloc((size_t)history, sizeof *tr);
+    char note[512] = "";
+    int rc = 0;
+    for (int i = 0; i < history && rc == 0; i++) {
+        rc = sp_suggest(SP_ALGO_RANDOM, &s, NULL, (uint64_t)seed, (uint64_t)i,
+                        x + (size_t)i * n, NULL, 0);
+        y[i] = fn->f(x + (size_t)i * n);
+        tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_COMPLETE,
+                           .has_objective = 1, .objective = y[i]};
+    }
+    sp_history h = {.trials = tr, .n = (size_t)history, .maximize = 0};
+    for (int r = 0; r <= reps && rc == 0; r++) { /* r = 0: untimed */
+        double t0 = now();
+        rc = sp_suggest(SP_ALGO_UNSPECIFIED, &s, &h, (uint64_t)(r == 0 ? 1000 : r),
+                        (uint64_t)history, out, note, sizeof note);
+        if (r > 0) ms[r - 1] = 1e3 * (now() - t0);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "bench_bo: error: timing %s: sp_suggest: %s\n", fn->name, tn_strerror(rc));
+    } else {
+        printf("{\"kind\": \"timing\", \"function\": \"%s\", \"history\": %d, ", fn->name,
+               history);
+        print_points("x", x, history, n);
+        printf(", ");
+        print_doubles("y", y, history, 17);
+        printf(", ");
+        print_doubles("ms", ms, reps, 6);
+        printf(", \"note\": ");
+        print_json_string(note);
+        printf("}\n");
+    }
+    free(tr);
+    free(out);
+    free(ms);
+    free(y);
+    free(x);
+    sp_space_clear(&s);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *function = "all", *algo = "both";
+    int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0;
+    const tn_flag flags[] = {
+        {"function", TN_FLAG_STRING, &function, "NAME", "test function, or all"},
+        {"algo", TN_FLAG_STRING, &algo, "NAME", "bo, random or both"},
+        {"seeds", TN_FLAG_INT, &seeds, "N", "studies per function and algorithm"},
+        {"first_seed", TN_FLAG_INT, &first_seed, "N", "first seed"},
+        {"trials", TN_FLAG_INT, &trials, "N", "trials per study; 0: 50 (hartmann6: 100)"},
+        {"timing", TN_FLAG_INT, &timing, "N", "time suggestions after N random trials of "
+                                              "hartmann6 instead"},
+        {"reps", TN_FLAG_INT, &reps, "N", "timed suggestions (--timing)"},
+        {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
+    };
+    const size_t nflags = sizeof flags / sizeof flags[0];
+    char err[512];
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
+    if (rc == 1) {
+        tn_flags_help(stdout, flags, nflags);
+        return 0;
+    }
+    int algos = strcmp(algo, "bo") == 0 ? 1 : strcmp(algo, "random") == 0 ? 2
+                : strcmp(algo, "both") == 0 ? 3 : 0;
+    int found = strcmp(function, "all") == 0;
+    for (size_t k = 0; k < NFUNCS; k++) found |= strcmp(function, FUNCS[k].name) == 0;
+    if (rc == 0 && (!algos || !found)) {
+        snprintf(err, sizeof err, "unknown %s '%s'", algos ? "--function" : "--algo",
+                 algos ? function : algo);
+        rc = TN_EINVAL;
+    }
+    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1)) {
+        snprintf(err, sizeof err, "--seeds and --reps must be >= 1, --trials and --timing >= 0");
+        rc = TN_EINVAL;
+    }
+    if (rc) {
+        fprintf(stderr, "bench_bo: error: %s\nhint: run 'bench_bo --help'\n", err);
+        return 2;
+    }
+    if (list) {
+        for (size_t k = 0; k < NFUNCS; k++)
+            printf("{\"kind\": \"function\", \"function\": \"%s\", \"fmin\": %.17g, "
+                   "\"trials\": %d}\n", FUNCS[k].name, FUNCS[k].fmin, FUNCS[k].trials);
+        return 0;
+    }
+    if (timing) {
+        for (size_t k = 0; k < NFUNCS; k++)
+            if (strcmp(FUNCS[k].name, "hartmann6") == 0)
+                return run_timing(&FUNCS[k], timing, reps, first_seed) ? 1 : 0;
+    }
+    for (size_t k = 0; k < NFUNCS; k++) {
+        const bench_fn *fn = &FUNCS[k];
+        if (strcmp(function, "all") != 0 && strcmp(function, fn->name) != 0) continue;
+        int t = trials ? trials : fn->trials;
+        for (int seed = first_seed; seed < first_seed + seeds; seed++) {
+            if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t)) return 1;
+            if ((algos & 2) && run_study(fn, SP_ALGO_RANDOM, seed, t)) return 1;
+        }
+    }
+    return 0;
+}

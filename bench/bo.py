@@ -1,0 +1,638 @@
+#!/usr/bin/python3
+"""Bayesian-optimisation benchmark: simple regret of our sampler against random search and Optuna's.
+
+In one run:
+  - ours (ALGORITHM_UNSPECIFIED, search/bo.h) and random search (RANDOM_SEARCH), run
+    by build/bin/bench_bo, which defines the functions and their spaces in its
+    header (bench/bench_bo.c) and prints every point and value;
+  - Optuna (pinned below, in the virtualenv bench/.venv, which this script makes
+    when it is missing) with TPESampler(multivariate=True, seed=s) and
+    GPSampler(seed=s), through ask/tell with suggest_float / suggest_int /
+    suggest_categorical on the same spaces, the functions defined again here (the
+    points bench_bo printed are re-evaluated here, so both definitions are checked
+    to agree).
+Sequential studies of 50 trials (100 for hartmann6), minimised, seeds 1..N. Simple
+regret after t trials = the best value of the first t trials minus the global
+minimum. Then a timing run: 100 and 500 random trials of hartmann6 fed as history
+(the same trials to both sides), then 5 timed suggestions after an untimed one.
+Our side and Optuna's studies run at the same time, one process per core.
+Prints Markdown tables and writes docs/benchmarks/bayesian-optimisation.md.
+
+    scripts/install-deps.sh --bench && scripts/build.sh release
+    /usr/bin/python3 bench/bo.py [--seeds 20] [--gp-seeds 20]
+"""
+import argparse
+import datetime
+import json
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "build", "bin", "bench_bo")
+VENV = os.path.join(ROOT, "bench", ".venv")
+# The newest Optuna whose GPSampler runs on Debian 12's torch 1.13: from 4.8 on it
+# enters `with torch.device("cpu")`, a torch 2.0 feature. GPSampler also needs scipy
+# (Debian's python3-scipy, seen through --system-site-packages).
+OPTUNA_VERSION = "4.7.0"
+OURS = ("random", "bo")
+OPTUNA = ("tpe", "gp")
+LABEL = {"random": "random search", "bo": "ours (BO)", "tpe": "Optuna TPE (multivariate)",
+         "gp": "Optuna GPSampler"}
+
+
+def ensure_venv():
+    """Re-executes this script in bench/.venv, making it (and installing the pinned
+    Optuna there) first when needed."""
+    py = os.path.join(VENV, "bin", "python")
+    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
+        return
+    try:
+        import scipy  # noqa: F401  (GPSampler's optimiser; Debian's python3-scipy)
+        import torch  # noqa: F401
+    except ImportError as e:
+        sys.exit("bo.py: error: %s\nhint: scripts/install-deps.sh --bench" % e)
+    if not os.path.exists(py):
+        print("bo.py: making %s" % os.path.relpath(VENV, ROOT), flush=True)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV],
+                       check=True)
+    got = subprocess.run([py, "-c", "import optuna; print(optuna.__version__)"],
+                         capture_output=True, text=True).stdout.strip()
+    if got != OPTUNA_VERSION:
+        print("bo.py: installing optuna==%s in %s" % (OPTUNA_VERSION, os.path.relpath(VENV, ROOT)),
+              flush=True)
+        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q",
+                        "optuna==" + OPTUNA_VERSION], check=True)
+    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+
+
+# ---- The functions, as bench_bo.c defines them ----
+
+def branin(x):
+    b, c, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
+    u = x[1] - b * x[0] * x[0] + c * x[0] - 6
+    return u * u + 10 * (1 - t) * math.cos(x[0]) + 10
+
+
+HART_ALPHA = (1.0, 1.2, 3.0, 3.2)
+HART3_A = ((3, 10, 30), (0.1, 10, 35), (3, 10, 30), (0.1, 10, 35))
+HART3_P = ((3689, 1170, 2673), (4699, 4387, 7470), (1091, 8732, 5547), (381, 5743, 8828))
+HART6_A = ((10, 3, 17, 3.5, 1.7, 8), (0.05, 10, 17, 0.1, 8, 14), (3, 3.5, 1.7, 10, 17, 8),
+           (17, 8, 0.05, 10, 0.1, 14))
+HART6_P = ((1312, 1696, 5569, 124, 8283, 5886), (2329, 4135, 8307, 3736, 1004, 9991),
+           (2348, 1451, 3522, 2883, 3047, 6650), (4047, 8828, 8732, 5743, 1091, 381))
+
+
+def hartmann(x, A, P):
+    return -sum(al * math.exp(-sum(a * (xj - 1e-4 * p) ** 2 for a, xj, p in zip(Ai, x, Pi)))
+                for al, Ai, Pi in zip(HART_ALPHA, A, P))
+
+
+def rosenbrock(x):
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (x[i] - 1) ** 2 for i in range(len(x) - 1))
+
+
+def ackley(x):
+    d = len(x)
+    return (-20 * math.exp(-0.2 * math.sqrt(sum(v * v for v in x) / d))
+            - math.exp(sum(math.cos(2 * math.pi * v) for v in x) / d) + 20 + math.e)
+
+
+def levy(x):
+    w = [1 + (v - 1) / 4 for v in x]
+    s = math.sin(math.pi * w[0]) ** 2
+    s += sum((wi - 1) ** 2 * (1 + 10 * math.sin(math.pi * wi + 1) ** 2) for wi in w[:-1])
+    return s + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2)
+
+
+def styblinski(x):
+    return 0.5 * sum(v ** 4 - 16 * v * v + 5 * v for v in x)
+
+
+CATS = ("a", "b", "c")
+
+
+def mixed(x):  # lr, units, cat (index into CATS)
+    return (math.log10(x[0]) + 2) ** 2 + (x[1] - 37) ** 2 / 1000 + (0, 0.3, 0.7)[int(x[2])]
+
+
+def box(n, lo, hi):
+    return [("x%d" % j, "float", lo, hi) for j in range(n)]
+
+
+# name -> (f, space [(name, kind, lo, hi)], global minimum, trials)
+FUNCS = {
+    "branin": (branin, [("x0", "float", -5, 10), ("x1", "float", 0, 15)],
+               0.39788735772973816, 50),
+    "hartmann3": (lambda x: hartmann(x, HART3_A, HART3_P), box(3, 0, 1), -3.862779787332663, 50),
+    "hartmann6": (lambda x: hartmann(x, HART6_A, HART6_P), box(6, 0, 1), -3.322368011415515, 100),
+    "rosenbrock": (rosenbrock, box(4, -5, 10), 0.0, 50),
+    "ackley": (ackley, box(5, -32.768, 32.768), 0.0, 50),
+    "levy": (levy, box(4, -10, 10), 0.0, 50),
+    "styblinski": (styblinski, box(5, -5, 5), -39.16616570377142 * 5, 50),
+    "mixed": (mixed, [("lr", "logfloat", 1e-5, 1), ("units", "int", 1, 128),
+                      ("cat", "cat", None, None)], 0.0, 50),
+}
+CHECKPOINTS = (10, 25, 50, 100)
+
+
+def suggest(trial, space):
+    """The point, as bench_bo's values (a category as its index)."""
+    x = []
+    for name, kind, lo, hi in space:
+        if kind == "float":
+            x.append(trial.suggest_float(name, lo, hi))
+        elif kind == "logfloat":
+            x.append(trial.suggest_float(name, lo, hi, log=True))
+        elif kind == "int":
+            x.append(trial.suggest_int(name, lo, hi))
+        else:
+            x.append(CATS.index(trial.suggest_categorical(name, CATS)))
+    return x
+
+
+def distributions(space):
+    import optuna.distributions as d
+    out = {}
+    for name, kind, lo, hi in space:
+        out[name] = (d.FloatDistribution(lo, hi) if kind == "float" else
+                     d.FloatDistribution(lo, hi, log=True) if kind == "logfloat" else
+                     d.IntDistribution(lo, hi) if kind == "int" else
+                     d.CategoricalDistribution(CATS))
+    return out
+
+
+def quiet_optuna():
+    import torch
+    torch.set_num_threads(1)  # one core per process; the other runs the rest
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+def make_sampler(optuna, which, seed):
+    if which == "tpe":
+        return optuna.samplers.TPESampler(multivariate=True, seed=seed)
+    return optuna.samplers.GPSampler(seed=seed)
+
+
+def job(j):
+    """One unit of work in the pool: ("ours", seeds) runs bench_bo for every function;
+    (sampler, function, seed) one Optuna study."""
+    if j[0] == "ours":
+        t0 = time.perf_counter()
+        out = subprocess.run([BIN, "--seeds=%d" % j[1]], check=True, capture_output=True,
+                             text=True).stdout
+        return j, [json.loads(l) for l in out.splitlines()], time.perf_counter() - t0
+    which, fname, seed = j
+    optuna = quiet_optuna()
+    f, space, _, trials = FUNCS[fname]
+    study = optuna.create_study(direction="minimize", sampler=make_sampler(optuna, which, seed))
+    xs, ys, secs = [], [], []
+    t0 = time.perf_counter()
+    for _ in range(trials):
+        t1 = time.perf_counter()
+        trial = study.ask()
+        x = suggest(trial, space)
+        secs.append(time.perf_counter() - t1)
+        y = f(x)
+        study.tell(trial, y)
+        xs.append(x)
+        ys.append(y)
+    return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
+
+
+def optuna_timing(which, hist, reps):
+    """Seconds of `reps` suggestions (after an untimed one) with the history `hist`
+    (bench_bo's timing output) in the study; each asked trial is then told FAILED,
+    which no sampler models, so the history stays the same."""
+    optuna = quiet_optuna()
+    _, space, _, _ = FUNCS["hartmann6"]
+    dists = distributions(space)
+    study = optuna.create_study(direction="minimize", sampler=make_sampler(optuna, which, 1))
+    study.add_trials([optuna.trial.create_trial(
+        params={n: v for (n, _, _, _), v in zip(space, x)}, distributions=dists, value=y)
+        for x, y in zip(hist["x"], hist["y"])])
+    ms = []
+    for r in range(reps + 1):
+        t0 = time.perf_counter()
+        trial = study.ask()
+        suggest(trial, space)
+        if r:
+            ms.append(1e3 * (time.perf_counter() - t0))
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    return ms
+
+
+def timing_worker(which, hist, reps, q):
+    q.put(optuna_timing(which, hist, reps))
+
+
+def optuna_timing_limited(which, hist, reps, limit):
+    """optuna_timing in a child process, or None when it runs past limit seconds."""
+    q = multiprocessing.Queue()
+    p = multiprocessing.Process(target=timing_worker, args=(which, hist, reps, q))
+    p.start()
+    try:
+        return q.get(timeout=limit)
+    except Exception:
+        return None
+    finally:
+        p.terminate()
+        p.join()
+
+
+def ours_timing(n, reps):
+    out = subprocess.run([BIN, "--timing=%d" % n, "--reps=%d" % reps], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def percentile(xs, q):
+    """Linear interpolation between order statistics (numpy's default)."""
+    s = sorted(xs)
+    k = (len(s) - 1) * q / 100
+    lo = math.floor(k)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
+
+
+def median(xs):
+    return percentile(xs, 50)
+
+
+def fmt(v):
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000 or abs(v) < 0.001:
+        return "%.2e" % v
+    return "%.3g" % v
+
+
+def fmt_ms(v):
+    return "%.3g ms" % v if v >= 0.1 else "%.2g us" % (1e3 * v)
+
+
+def mqq(xs):
+    return "%s [%s, %s]" % (fmt(median(xs)), fmt(percentile(xs, 25)), fmt(percentile(xs, 75)))
+
+
+def p_better(a, b):
+    """P(a draw from a is lower than one from b), ties counting half."""
+    w = sum((x < y) + 0.5 * (x == y) for x in a for y in b)
+    return w / (len(a) * len(b))
+
+
+def skewed(z):
+    """bo.c's normal_scores_if_skewed test: |sample skewness| > 1 (moments over n)."""
+    n = len(z)
+    if n < 3:
+        return False
+    m = sum(z) / n
+    m2 = sum((v - m) ** 2 for v in z) / n
+    m3 = sum((v - m) ** 3 for v in z) / n
+    return m2 > 0 and abs(m3 / (m2 * math.sqrt(m2))) > 1
+
+
+def transformed_share(runs, fname):
+    """Of our model-phase suggestions on fname (past the design of
+    max(5, min(P + 1, 20)) trials), the share whose data got normal scores."""
+    design = max(5, min(len(FUNCS[fname][1]) + 1, 20))
+    hits = total = 0
+    for r in runs:
+        for i in range(design, len(r["y"])):
+            hits += skewed([-v for v in r["y"][:i]])
+            total += 1
+    return hits / total
+
+
+def check_ours(runs):
+    """The C and Python definitions agree on every point bench_bo evaluated."""
+    for r in runs:
+        f, space, fmin, trials = FUNCS[r["function"]]
+        if len(r["y"]) != trials:
+            sys.exit("bo.py: error: %s %s seed %d: %d trials, expected %d" % (
+                r["function"], r["algo"], r["seed"], len(r["y"]), trials))
+        for x, y in zip(r["x"], r["y"]):
+            if abs(f(x) - y) > 1e-9 * (1 + abs(y)):
+                sys.exit("bo.py: error: %s at %s: bench_bo says %r, this script %r" % (
+                    r["function"], x, y, f(x)))
+
+
+def main():
+    os.environ["OMP_NUM_THREADS"] = "1"  # before any torch import: one thread a process
+    ensure_venv()
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=20, help="studies per function and sampler")
+    p.add_argument("--gp-seeds", type=int, default=20,
+                   help="studies per function for Optuna's GPSampler (the slow one)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--reps", type=int, default=5, help="timed suggestions per history size")
+    p.add_argument("--timing-limit", type=float, default=300,
+                   help="seconds allowed for one Optuna timing (history size x sampler)")
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
+                                                 "bayesian-optimisation.md"))
+    a = p.parse_args()
+    if not os.path.exists(BIN):
+        sys.exit("bo.py: error: build/bin/bench_bo not found\nhint: scripts/build.sh release")
+    fl = {json.loads(l)["function"]: json.loads(l) for l in subprocess.run(
+        [BIN, "--list"], check=True, capture_output=True, text=True).stdout.splitlines()}
+    for name, (_, _, fmin, trials) in FUNCS.items():
+        if name not in fl or fl[name]["fmin"] != fmin or fl[name]["trials"] != trials:
+            sys.exit("bo.py: error: bench_bo and bo.py disagree on %s" % name)
+    import optuna
+    seeds = {"random": a.seeds, "bo": a.seeds, "tpe": a.seeds, "gp": min(a.gp_seeds, a.seeds)}
+
+    # The studies: bench_bo (all of ours, one process) beside the Optuna studies,
+    # a.jobs processes; the longest first.
+    jobs = [("ours", a.seeds)]
+    for which in ("gp", "tpe"):
+        for name in sorted(FUNCS, key=lambda n: -FUNCS[n][3]):
+            jobs += [(which, name, s) for s in range(1, seeds[which] + 1)]
+    res = {}  # (algo, function, seed) -> {"x", "y", "suggest_s"}
+    wall = {"ours": 0.0, "tpe": 0.0, "gp": 0.0}
+    t0 = time.perf_counter()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(a.jobs, maxtasksperchild=20) as pool:
+        for done, (j, out, secs) in enumerate(pool.imap_unordered(job, jobs), 1):
+            if j[0] == "ours":
+                check_ours(out)
+                for r in out:
+                    res[(r["algo"], r["function"], r["seed"])] = r
+            else:
+                res[j] = out
+            wall[j[0]] += secs
+            if done % 40 == 0 or j[0] == "ours":
+                print("bo.py: %d/%d jobs, %.0f s" % (done, len(jobs), time.perf_counter() - t0),
+                      flush=True)
+    total_wall = time.perf_counter() - t0
+
+    for (algo, fname, seed), r in res.items():  # every regret >= 0: the minima are right
+        if min(r["y"]) < FUNCS[fname][2] - 1e-9:
+            sys.exit("bo.py: error: %s found %r on %s, below its minimum %r" % (
+                algo, min(r["y"]), fname, FUNCS[fname][2]))
+
+    def regrets(algo, fname, t):
+        fmin = FUNCS[fname][2]
+        return [min(res[(algo, fname, s)]["y"][:t]) - fmin
+                for s in range(1, seeds[algo] + 1)]
+
+    algos = ("random", "bo", "tpe", "gp")
+    # Table 1: regret at the checkpoints.
+    t1 = ["| function | sampler | seeds | after 10 | after 25 | after 50 | after 100 |",
+          "|---|---|---|---|---|---|---|"]
+    for fname, (_, _, _, trials) in FUNCS.items():
+        for algo in algos:
+            cells = [mqq(regrets(algo, fname, t)) if t <= trials else ""
+                     for t in CHECKPOINTS]
+            t1.append("| %s | %s | %d | %s |" % (fname, LABEL[algo], seeds[algo],
+                                                 " | ".join(cells)))
+    # Table 2: at the end, against each other.
+    t2 = ["| function | trials | median regret: random / ours / TPE / GP | ours lower than "
+          "random | ours lower than TPE | ours lower than GP | P(ours < TPE) | P(ours < GP) |",
+          "|---|---|---|---|---|---|---|---|"]
+    wins = {"random": [], "tpe": [], "gp": []}
+    for fname, (_, _, _, trials) in FUNCS.items():
+        r = {algo: regrets(algo, fname, trials) for algo in algos}
+        m = {algo: median(r[algo]) for algo in algos}
+        row = ["| %s | %d | %s |" % (fname, trials, " / ".join(fmt(m[x]) for x in algos))]
+        for other in ("random", "tpe", "gp"):
+            w = m["bo"] < m[other]
+            wins[other].append((fname, w, m["bo"], m[other]))
+            row.append(" %s |" % ("yes" if w else "**no**"))
+        row.append(" %.2f | %.2f |" % (p_better(r["bo"], r["tpe"]), p_better(r["bo"], r["gp"])))
+        t2.append("".join(row))
+    count = {k: sum(w for _, w, _, _ in v) for k, v in wins.items()}
+    goal = count["random"] == len(FUNCS) and count["tpe"] >= 6
+    summary = ("**Ours has the lower median regret at 50 trials (100 for hartmann6) than "
+               "random search on %d of %d functions, than TPE (multivariate) on %d of %d, "
+               "than Optuna's GPSampler on %d of %d.** Goal (all %d against random, at least "
+               "6 against TPE): %s." % (count["random"], len(FUNCS), count["tpe"], len(FUNCS),
+                                        count["gp"], len(FUNCS), len(FUNCS),
+                                        "met" if goal else "**not met**"))
+
+    # Table 3: time per suggestion inside the studies.
+    t3 = ["| function | ours | random search | TPE (multivariate) | GPSampler |",
+          "|---|---|---|---|---|"]
+    per_sugg = {}
+    for fname in FUNCS:
+        cells = []
+        for algo in ("bo", "random", "tpe", "gp"):
+            xs = [1e3 * v for s in range(1, seeds[algo] + 1)
+                  for v in res[(algo, fname, s)]["suggest_s"]]
+            per_sugg[(algo, fname)] = median(xs)
+            cells.append(fmt_ms(median(xs)))
+        t3.append("| %s | %s |" % (fname, " | ".join(cells)))
+    print("\n".join(t1 + [""] + t2 + ["", summary, ""] + t3), flush=True)
+
+    # The timing run, alone on the machine.
+    timing = {}
+    for n in (100, 500):
+        hist = ours_timing(n, a.reps)
+        timing[("bo", n)] = hist["ms"]
+        for which in ("gp", "tpe"):
+            timing[(which, n)] = optuna_timing_limited(which, hist, a.reps, a.timing_limit)
+        print("bo.py: timing at %d trials: %s" % (n, {k[0]: v for k, v in timing.items()
+                                                     if k[1] == n}), flush=True)
+    t4 = ["| finished trials | ours | Optuna GPSampler | Optuna TPE (multivariate) | "
+          "GPSampler / ours |", "|---|---|---|---|---|"]
+    for n in (100, 500):
+        def cell(k):
+            v = timing[(k, n)]
+            return ("%.1f ms [%.1f, %.1f]" % (median(v), min(v), max(v)) if v else
+                    "not measured: over %.0f s" % a.timing_limit)
+        ratio = ("%.1fx" % (median(timing[("gp", n)]) / median(timing[("bo", n)]))
+                 if timing[("gp", n)] else "-")
+        t4.append("| %d | %s | %s | %s | %s |" % (n, cell("bo"), cell("gp"), cell("tpe"), ratio))
+    print("\n" + "\n".join(t4), flush=True)
+
+    # The reading, computed.
+    reading = []
+    for other, name in (("random", "random search"), ("tpe", "TPE (multivariate)"),
+                        ("gp", "Optuna's GPSampler")):
+        lost = [(f, mo, mt) for f, w, mo, mt in wins[other] if not w]
+        reading.append(
+            "- Against %s: ours has the lower median final regret on %d of %d functions%s."
+            % (name, count[other], len(FUNCS),
+               "; it does not on %s" % ", ".join(
+                   "%s (%s against %s)" % (f, fmt(mo), fmt(mt)) for f, mo, mt in lost)
+               if lost else ""))
+    even = {o: [(f, p_better(regrets("bo", f, FUNCS[f][3]), regrets(o, f, FUNCS[f][3])))
+                for f in FUNCS] for o in ("tpe", "gp")}
+    for o, name in (("tpe", "TPE"), ("gp", "GPSampler")):
+        close = [(f, pb) for f, pb in even[o] if 0.35 <= pb <= 0.65]
+        if close:
+            reading.append(
+                "- About even against %s (P(ours < %s) between 0.35 and 0.65, so the median "
+                "order could flip with other seeds): %s." % (
+                    name, name, ", ".join("%s (%.2f)" % (f, pb) for f, pb in close)))
+    early = [f for f in FUNCS if median(regrets("bo", f, 10)) < median(regrets("tpe", f, 10))]
+    reading.append(
+        "- After 10 trials (all samplers still in or just past their initial designs: ours "
+        "max(5, min(P + 1, 20)) space-filling points, Optuna's 10 random ones) ours has the "
+        "lower median regret than TPE on %d of %d functions (%s)."
+        % (len(early), len(FUNCS), ", ".join(early) or "none"))
+    share = {f: transformed_share([res[("bo", f, s)] for s in range(1, seeds["bo"] + 1)], f)
+             for f in FUNCS}
+    reading.append(
+        "- Share of our model-phase suggestions whose data were skewed enough (|skewness| > 1) "
+        "for bo.c to replace them by normal scores (docs/bayesian-optimisation.md, \"Data\"): "
+        "%s." % ", ".join("%s %.0f%%" % (f, 100 * share[f]) for f in FUNCS))
+    lost_gp = [f for f, w, _, _ in wins["gp"] if not w]
+    if lost_gp:
+        reading.append(
+            "- Where GPSampler ends lower (%s), the normal-score transform was in force on "
+            "%s of our suggestions; where ours ends lower, %s. See \"Why ours stalls on "
+            "branin and mixed\" below." % (
+                ", ".join(lost_gp), ", ".join("%.0f%%" % (100 * share[f]) for f in lost_gp),
+                ", ".join("%s %.0f%%" % (f, 100 * share[f]) for f in FUNCS if f not in lost_gp)))
+    h6 = FUNCS["hartmann6"][3]
+    stuck = {algo: sum(r > 0.1 for r in regrets(algo, "hartmann6", h6)) for algo in algos}
+    reading.append(
+        "- hartmann6 after %d trials: studies ending with regret above 0.1 (the local minimum "
+        "-3.2032 sits at regret 0.119): %s."
+        % (h6, ", ".join("%s %d of %d" % (LABEL[algo], stuck[algo], seeds[algo])
+                         for algo in algos)))
+    notes = sum(res[("bo", f, s)]["notes"] for f in FUNCS for s in range(1, seeds["bo"] + 1))
+    reading.append("- Our sampler wrote a note (a fallback or an exhausted space) on %d of "
+                   "%d suggestions." % (notes, sum(FUNCS[f][3] for f in FUNCS) * seeds["bo"]))
+    sp = {algo: median([per_sugg[(algo, f)] for f in FUNCS]) for algo in ("bo", "tpe", "gp")}
+    reading.append(
+        "- Inside the studies (at most 100 trials), the median over the functions of the "
+        "median time per suggestion is %.1f ms for ours, %.1f ms for TPE and %.0f ms for "
+        "GPSampler (%.0fx ours)." % (sp["bo"], sp["tpe"], sp["gp"], sp["gp"] / sp["bo"]))
+    for n in (100, 500):
+        g, b = timing[("gp", n)], timing[("bo", n)]
+        reading.append(
+            "- With %d finished trials of hartmann6, a suggestion takes %.0f ms (ours) %s." % (
+                n, median(b), "and %.0f ms (GPSampler, %.1fx)" % (median(g), median(g) / median(b))
+                if g else "; GPSampler did not finish its %d suggestions within %.0f s"
+                % (a.reps + 1, a.timing_limit)))
+
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as fo:
+        fo.write("# Bayesian optimisation: simple regret against random search and Optuna\n\n")
+        fo.write(
+            "Written by `bench/bo.py` on %s (%d cores, %d processes at a time): %.0f s in "
+            "all for the studies; bench_bo %.1f s for all of ours and random search's, "
+            "Optuna %s %.0f s for TPE and %.0f s for GPSampler (wall time summed over the "
+            "studies). "
+            "Seeds 1..%d for random search, ours and TPE; **GPSampler: seeds 1..%d%s**.\n\n"
+            % (datetime.date.today().isoformat(), os.cpu_count(), a.jobs, total_wall,
+               wall["ours"], optuna.__version__, wall["tpe"], wall["gp"], seeds["random"],
+               seeds["gp"], "" if seeds["gp"] == seeds["random"] else
+               ", fewer than the others because it is slow (see the last table); its "
+               "quartiles rest on fewer studies"))
+        fo.write(SETUP)
+        fo.write("\n## Simple regret\n\nMedian [quartiles] over the seeds of the best value "
+                 "found so far minus the global minimum, after 10, 25, 50 (and 100) trials.\n\n")
+        fo.write("\n".join(t1) + "\n\n")
+        fo.write("## At the end of the study\n\nMedian regret after 50 trials (hartmann6: "
+                 "100). P(ours < X): the chance that one of our studies ends lower than one "
+                 "of X's, over all pairs of seeds (ties count half; 0.5 is a draw).\n\n")
+        fo.write("\n".join(t2) + "\n\n" + summary + "\n\n")
+        fo.write("## Time per suggestion\n\nInside the studies above (everything from "
+                 "ask to the last suggest for Optuna, `sp_suggest` for ours), median over "
+                 "every suggestion of every seed; the studies ran %d at a time, so these "
+                 "are rough.\n\n" % a.jobs)
+        fo.write("\n".join(t3) + "\n\n")
+        fo.write(TIMING % {"reps": a.reps})
+        fo.write("\n".join(t4) + "\n\n## Reading\n\n" + "\n".join(reading) + "\n")
+        fo.write(CAUSE)
+        fo.write(NOTES)
+    print("\n" + "\n".join(reading))
+    print("wrote %s" % os.path.relpath(a.out, ROOT))
+
+
+SETUP = """\
+Each study is sequential and minimises: trial i is suggested from the history of
+trials 0 .. i-1, all complete with their value, then evaluated. The functions are
+the standard ones, with their global minima:
+
+| function | parameters | domain | global minimum |
+|---|---|---|---|
+| branin | 2 DOUBLE | x0 in [-5, 10], x1 in [0, 15] | 0.397887 |
+| hartmann3 | 3 DOUBLE | [0, 1]^3 | -3.86278 |
+| hartmann6 | 6 DOUBLE | [0, 1]^6 | -3.32237 |
+| rosenbrock | 4 DOUBLE | [-5, 10]^4 | 0 |
+| ackley | 5 DOUBLE | [-32.768, 32.768]^5 | 0 |
+| levy | 4 DOUBLE | [-10, 10]^4 | 0 |
+| styblinski (Styblinski-Tang) | 5 DOUBLE | [-5, 5]^5 | -195.831 |
+| mixed | lr DOUBLE log, units INTEGER, cat CATEGORICAL | lr in [1e-5, 1], units in [1, 128], cat in {a, b, c} | 0 |
+
+mixed is f = (log10(lr) + 2)^2 + (units - 37)^2 / 1000 + {0, 0.3, 0.7}[cat], made
+for this benchmark: one parameter of each kind a hyperparameter search meets.
+`build/bin/bench_bo` runs ours (`sp_suggest` with `ALGORITHM_UNSPECIFIED`, default
+options) and random search (`RANDOM_SEARCH`) and prints every point and value; bo.py
+evaluates those points again with its own definitions and stops if they disagree.
+Optuna runs TPESampler(multivariate=True, seed=s) and GPSampler(seed=s), both with
+their defaults otherwise (10 random startup trials; GPSampler with
+deterministic_objective=False, as ours also fits a noise variance), through
+ask/tell with suggest_float (log=True for lr), suggest_int and suggest_categorical
+on the same spaces. Optuna's samplers run with one torch thread each.
+"""
+
+TIMING = """\
+## Suggestion time with many finished trials
+
+`bench_bo --timing=N`: N trials of random search on hartmann6 (6 DOUBLE), complete with
+their values, are the history; then one untimed suggestion and %(reps)d timed ones
+(ours: seeds 1..%(reps)d, trial number N). Optuna gets the same N trials through
+`study.add_trials`, then one untimed and %(reps)d timed `ask` + 6 `suggest_float`, each
+asked trial told FAILED so that the history stays N trials. GPSampler keeps the
+previous fit's kernel parameters as the start of the next fit, as it does inside a
+study, so its timed suggestions are warm; ours fits afresh every time (a sampler here
+is a pure function of the history). One process at a time, median [min, max] of
+%(reps)d.
+
+"""
+
+CAUSE = """
+## Why ours stalls on branin and mixed
+
+A one-off check on 2026-11-22, by hand, **not re-run by bo.py** (search/bo.c was not
+changed; the check used a copy outside the tree):
+
+- `gp_fit` (3 starts of 100 iterations) on the 50 trials of our branin study, seed 1,
+  fits a noise variance of 1.5e-7 (standardised units) and lengthscales (1.2, 4.5) to
+  the negated values as they are, but 0.105 and (0.12, 0.31) to their normal scores;
+  on mixed, seed 1: 5.6e-8 against 0.048. Hartmann3, whose values are not skewed, fits
+  the noise floor 1e-8.
+- bench_bo built against a copy of bo.c with `BO_SKEW_MAX` raised to 1e300 (the
+  normal-score transform never fires), 20 seeds, median [quartiles] final regret:
+  branin 1.79e-05 [9.02e-06, 4.84e-05] (0.0202 as shipped; GPSampler 3.57e-05),
+  mixed 1.50e-06 [2.02e-07, 3.71e-06] (0.00251; GPSampler 5.57e-07), but rosenbrock
+  133 [33.6, 304] (29.7 as shipped), levy 0.474 [0.137, 1.71] (0.618), hartmann3
+  2.91e-06, hartmann6 1.93e-05, ackley 3.13, styblinski 28.8 (5.68e-06, 2.12e-05,
+  2.7, 30.5 as shipped).
+
+So the loss to GPSampler on branin and mixed is the skew rule of "Data" in
+docs/bayesian-optimisation.md. Both functions have a long upper tail (branin runs
+from 0.4 to about 300; mixed from 0 to about 18, most of its range far from the
+optimum), so |skewness| > 1 at most steps and the GP sees normal scores. Normal scores keep only the order: among 50
+trials the best few sit at 2.33, 1.88, 1.64, ... whatever their values, a spacing the
+fit can only explain with a noise variance near 0.05-0.1 and short lengthscales. At
+that noise a trial 1e-3 from the optimum and one 1e-1 from it look alike, expected
+improvement around the incumbent flattens, and the sampler explores instead of
+refining. GPSampler standardises the raw values and refines with gradient steps, and
+gets to 1e-5 (branin) and 1e-7 (mixed). The same rule is what keeps ours ahead on
+rosenbrock, whose values reach 1e5. A fix belongs in bo.c, not here: for instance
+choosing between raw values and a monotone warp that keeps magnitudes near the best
+value (a log of y - min + c) by marginal likelihood, instead of a fixed skewness
+threshold.
+"""
+
+NOTES = """
+Caveats: 8 noise-free test functions, not training runs; sequential studies only
+(ours believes running trials at the model's mean, Optuna's GPSampler and TPE handle
+them otherwise, and none of that is measured here); each sampler runs with its
+defaults, none tuned to these functions; regret is measured in the function's own
+units, so rows compare samplers, not functions.
+"""
+
+if __name__ == "__main__":
+    main()
