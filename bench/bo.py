@@ -613,7 +613,8 @@ changed; the check used a copy outside the tree):
 So the loss to GPSampler on branin and mixed is the skew rule of "Data" in
 docs/bayesian-optimisation.md. Both functions have a long upper tail (branin runs
 from 0.4 to about 300; mixed from 0 to about 18, most of its range far from the
-optimum), so |skewness| > 1 at most steps and the GP sees normal scores. Normal scores keep only the order: among 50
+optimum), so |skewness| > 1 at most steps and the GP sees normal scores.
+Normal scores keep only the order: among 50
 trials the best few sit at 2.33, 1.88, 1.64, ... whatever their values, a spacing the
 fit can only explain with a noise variance near 0.05-0.1 and short lengthscales. At
 that noise a trial 1e-3 from the optimum and one 1e-1 from it look alike, expected
