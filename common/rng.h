@@ -20,6 +20,10 @@ void tn_rng_seed(tn_rng *r, uint64_t seed);
 
 uint64_t tn_rng_u64(tn_rng *r);
 
+/* splitmix64's finaliser: a stateless bijection of 64-bit words, for deriving the
+ * seed of one use of randomness from others (seed, trial index, purpose). */
+uint64_t tn_mix64(uint64_t z);
+
 /* Uniform in [0, 1) with 53 (double) or 24 (float) random bits. */
 double tn_rng_uniform(tn_rng *r);
 float tn_rng_uniformf(tn_rng *r);

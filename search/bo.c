@@ -71,20 +71,9 @@ static void set_note(char *note, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* splitmix64's step as a stateless bijection of 64-bit words (as in space.c). */
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Random search's key for (seed, index), as sp_suggest's RANDOM_SEARCH uses it. */
-static uint64_t random_key(uint64_t seed, uint64_t index) { return mix64(mix64(seed) ^ index); }
-
 /* The key of one use of randomness for (seed, index); never random search's key. */
 static uint64_t use_key(uint64_t seed, uint64_t index, uint64_t use) {
-    return mix64(random_key(seed, index) ^ (use * 0xd1b54a32d192ed03ULL));
+    return tn_mix64(sp_random_key(seed, index) ^ (use * 0xd1b54a32d192ed03ULL));
 }
 
 /* ---- Encoding ---- */
@@ -228,7 +217,7 @@ static void lds_next(lds *l, double *u) {
 static int design_point(const sp_space *s, const taken *t, uint64_t seed, uint64_t index,
                         double *out, double *u, double *scratch) {
     lds l;
-    lds_init(&l, s->n, mix64(mix64(seed) ^ (USE_DESIGN * 0xd1b54a32d192ed03ULL)));
+    lds_init(&l, s->n, tn_mix64(tn_mix64(seed) ^ (USE_DESIGN * 0xd1b54a32d192ed03ULL)));
     for (uint64_t k = 0; k < index; k++) lds_next(&l, u);
     int found = 0;
     for (int tries = 0; tries < BO_TRIES && !found; tries++) {
@@ -250,7 +239,7 @@ static int design_point(const sp_space *s, const taken *t, uint64_t seed, uint64
 static int random_point(const sp_space *s, const taken *t, uint64_t seed, uint64_t index,
                         double *out, double *u, double *scratch) {
     tn_rng r;
-    tn_rng_seed(&r, random_key(seed, index));
+    tn_rng_seed(&r, sp_random_key(seed, index));
     for (int tries = 0; tries < BO_TRIES; tries++) {
         for (size_t i = 0; i < s->n; i++) u[i] = tn_rng_uniform(&r);
         decode(s, u, scratch);

@@ -390,20 +390,16 @@ static int param_ok(const sp_param *p) {
     }
 }
 
-/* splitmix64's step as a stateless bijection of 64-bit words. */
-static uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+uint64_t sp_random_key(uint64_t seed, uint64_t index) {
+    return tn_mix64(tn_mix64(seed) ^ index);
 }
 
 /* Random search: one uniform per parameter, in order, from a generator keyed by
- * mix64(mix64(seed) ^ index), which is one-to-one in seed for a fixed index and in
+ * sp_random_key(seed, index), which is one-to-one in seed for a fixed index and in
  * index for a fixed seed. */
 static void random_point(const sp_space *s, uint64_t seed, uint64_t index, double *out) {
     tn_rng r;
-    tn_rng_seed(&r, mix64(mix64(seed) ^ index));
+    tn_rng_seed(&r, sp_random_key(seed, index));
     for (size_t i = 0; i < s->n; i++) out[i] = sp_from_unit(&s->params[i], tn_rng_uniform(&r));
 }
 

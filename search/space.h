@@ -93,6 +93,11 @@ enum sp_algorithm { SP_ALGO_UNSPECIFIED = 1, SP_ALGO_GRID, SP_ALGO_RANDOM };
 
 #define SP_EXHAUSTED 1 /* sp_suggest: no points left (grid search is complete) */
 
+/* The seed of random search's generator for trial `index`: tn_mix64(tn_mix64(seed)
+ * ^ index), one-to-one in seed for a fixed index and in index for a fixed seed. The
+ * Bayesian sampler's fallback uses it to give random search's very point. */
+uint64_t sp_random_key(uint64_t seed, uint64_t index);
+
 /* Whether the algorithm's suggestions depend on the history (so that callers may
  * skip building it when they do not): 0 for grid and random search, 1 for Bayesian
  * optimisation. */

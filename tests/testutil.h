@@ -14,6 +14,32 @@
 
 #ifndef PATH_LEN
 #define PATH_LEN 4096
+/* Saves, sets (value NULL: unsets) and later restores an environment variable. */
+typedef struct saved_env {
+    const char *name;
+    char *old; /* NULL when unset */
+} saved_env;
+
+static inline saved_env env_set(const char *name, const char *value) {
+    saved_env s = {name, NULL};
+    const char *old = getenv(name);
+    if (old) s.old = strdup(old);
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    return s;
+}
+
+static inline void env_restore(saved_env *s) {
+    if (s->old)
+        setenv(s->name, s->old, 1);
+    else
+        unsetenv(s->name);
+    free(s->old);
+    s->old = NULL;
+}
+
 #endif
 
 /* snprintf into a PATH_LEN buffer; aborts rather than truncate. */

@@ -123,32 +123,6 @@ static int report_once(const char *path, int64_t step, double value) {
     return rc;
 }
 
-/* Saves, sets (value NULL: unsets) and later restores an environment variable. */
-typedef struct saved_env {
-    const char *name;
-    char *old; /* NULL when unset */
-} saved_env;
-
-static saved_env env_set(const char *name, const char *value) {
-    saved_env s = {name, NULL};
-    const char *old = getenv(name);
-    if (old) s.old = strdup(old);
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-    return s;
-}
-
-static void env_restore(saved_env *s) {
-    if (s->old)
-        setenv(s->name, s->old, 1);
-    else
-        unsetenv(s->name);
-    free(s->old);
-    s->old = NULL;
-}
-
 /* ---------------------------------------------------------------------------------
  * Where the file goes
  * --------------------------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -104,32 +105,6 @@ static void make_cluster(tf_config *c, int nchief, int nworker, int nps, int mas
         snprintf(addr, sizeof addr, "ps-%d.example:%d", i, port++);
         tf_config_add(c, TF_PS, addr);
     }
-}
-
-/* Saves, sets (value NULL: unsets) and later restores an environment variable. */
-typedef struct saved_env {
-    const char *name;
-    char *old; /* NULL when unset */
-} saved_env;
-
-static saved_env env_set(const char *name, const char *value) {
-    saved_env s = {name, NULL};
-    const char *old = getenv(name);
-    if (old) s.old = strdup(old);
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-    return s;
-}
-
-static void env_restore(saved_env *s) {
-    if (s->old)
-        setenv(s->name, s->old, 1);
-    else
-        unsetenv(s->name);
-    free(s->old);
-    s->old = NULL;
 }
 
 /* ---------------------------------------------------------------------------------
