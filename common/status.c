@@ -19,6 +19,7 @@ const char *tn_strerror(int code) {
     case TN_ECORRUPT: return "checksum mismatch";
     case TN_EVERSION: return "unsupported file version";
     case TN_EMISMATCH: return "configuration mismatch";
+    case TN_EPEER: return "peer lost";
     default: return "unknown error";
     }
 }

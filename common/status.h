@@ -22,7 +22,8 @@ enum {
     TN_ETRUNC = -5,   /* a file ends before its header says it should */
     TN_ECORRUPT = -6, /* a checksum does not match */
     TN_EVERSION = -7, /* a file was written by an incompatible version */
-    TN_EMISMATCH = -8 /* a file does not match the configuration asked for */
+    TN_EMISMATCH = -8, /* a file (or peer) does not match the configuration asked for */
+    TN_EPEER = -9      /* a peer replica was lost, or broke the protocol */
 };
 
 /* The name of a TN_E* code ("invalid argument", ...); never NULL. */

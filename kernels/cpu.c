@@ -150,6 +150,11 @@ VECTORISE static void cpu_gelu_backward(float *dx, const float *dy, const float 
     }
 }
 
+VECTORISE static void cpu_scale(float *x, float a, size_t n) {
+    IVDEP
+    for (size_t i = 0; i < n; i++) x[i] *= a;
+}
+
 VECTORISE static void cpu_mul(float *y, const float *x, const float *m, size_t n) {
     IVDEP
     for (size_t i = 0; i < n; i++) y[i] = x[i] * m[i];
@@ -333,6 +338,7 @@ static const kn_backend cpu_backend = {
     .download = cpu_copy,
     .copy = cpu_copy,
     .fill = cpu_fill,
+    .scale = cpu_scale,
     .set_threads = cpu_set_threads,
     .gemm = cpu_gemm,
     .broadcast_rows = cpu_broadcast_rows,

@@ -31,6 +31,7 @@ typedef struct kn_backend {
     void (*download)(void *dst_host, const void *src_dev, size_t bytes);
     void (*copy)(void *dst_dev, const void *src_dev, size_t bytes); /* no overlap */
     void (*fill)(float *x, float value, size_t n);
+    void (*scale)(float *x, float a, size_t n); /* x *= a */
 
     /* Threads the backend may use (CPU: OpenBLAS threads). */
     void (*set_threads)(int threads);

@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,9 @@
 #include "common/flags.h"
 #include "common/status.h"
 #include "common/tfconfig.h"
+#include "trainer/collective.h"
 #include "trainer/data.h"
+#include "trainer/ps.h"
 #include "trainer/train.h"
 
 /* 2 means "re-running with the same flags cannot help": the executor fails such a
@@ -39,6 +42,17 @@ static const name_value optimizers[] = {{"sgd", OPT_SGD},   {"momentum", OPT_MOM
                                         {"adamw", OPT_ADAMW}, {NULL, 0}};
 static const name_value schedules[] = {
     {"constant", OPT_CONSTANT}, {"cosine", OPT_COSINE}, {"step", OPT_STEP}, {NULL, 0}};
+static const name_value strategies[] = {{"auto", TR_AUTO},
+                                        {"one_device", TR_ONE_DEVICE},
+                                        {"mirrored", TR_MIRRORED},
+                                        {"central_storage", TR_CENTRAL_STORAGE},
+                                        {"multi_worker_mirrored", TR_MULTI_WORKER},
+                                        {"parameter_server", TR_PARAMETER_SERVER},
+                                        {NULL, 0}};
+static const name_value shard_policies[] = {{"auto", TR_SHARD_AUTO}, {"data", TR_SHARD_DATA},
+                                            {"file", TR_SHARD_FILE}, {"off", TR_SHARD_OFF},
+                                            {NULL, 0}};
+static const name_value precisions[] = {{"fp32", CL_FP32}, {"bf16", CL_BF16}, {NULL, 0}};
 
 static int lookup(const char *flag, const char *s, const name_value *t, int *out, char *err,
                   size_t errlen) {
@@ -104,6 +118,102 @@ static int default_threads(void) {
     return n > 0 ? (int)n : 1;
 }
 
+/* Checks the strategy against the cluster (tf: NULL for a single replica) and fills
+ * the distribution fields of c; the per-replica batch comes from --global_batch_size
+ * when that is given. */
+static int resolve_strategy(tr_config *c, const tf_config *tf, int type, int strategy,
+                            int shard, int precision, int devices, int global_batch,
+                            double peer_timeout, int batch_given, char *err, size_t errlen) {
+    int world = tf ? tf_world_size(tf) : 1, nps = tf ? (int)tf->cluster[TF_PS].n : 0;
+    if (strategy == TR_AUTO) strategy = devices > 1 ? TR_MIRRORED : tr_pick_strategy(tf);
+    const char *name = tr_strategy_name(strategy);
+    int replicas = 1, in_process = strategy == TR_MIRRORED || strategy == TR_CENTRAL_STORAGE;
+    if (in_process || strategy == TR_ONE_DEVICE) {
+        if (world > 1 || nps > 0)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--strategy=%s runs in one process, but TF_CONFIG's cluster has %d "
+                            "replicas and %d ps tasks; hint: use --strategy=auto",
+                            name, world, nps);
+        replicas = in_process ? devices : 1;
+    } else if (strategy == TR_MULTI_WORKER) {
+        if (nps > 0)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "TF_CONFIG's cluster has ps tasks, which --strategy=%s does not use; "
+                            "hint: use --strategy=parameter_server (or auto)",
+                            name);
+        replicas = world;
+    } else if (strategy == TR_PARAMETER_SERVER) {
+        if (nps == 0)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--strategy=%s needs ps tasks in TF_CONFIG's cluster (none given); "
+                            "hint: set parameterServerCount in the spec, or use --strategy=auto",
+                            name);
+        replicas = world;
+    }
+    if (devices > 1 && !in_process)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--devices applies to --strategy=mirrored or central_storage, not %s",
+                        name);
+    if (precision == CL_BF16 && strategy != TR_MULTI_WORKER)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--allreduce_precision=bf16 applies to multi_worker_mirrored (the "
+                        "gradients on the wire), not %s",
+                        name);
+    if (global_batch > 0 && type != TF_PS && type != TF_EVALUATOR) {
+        if (global_batch % replicas)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--global_batch_size=%d does not divide among %d replicas; hint: "
+                            "use a multiple of %d",
+                            global_batch, replicas, replicas);
+        int per = global_batch / replicas;
+        if (batch_given && per != c->batch_size)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--batch_size=%d and --global_batch_size=%d disagree: %d replicas "
+                            "get %d examples each; hint: give only one of them",
+                            c->batch_size, global_batch, replicas, per);
+        c->batch_size = per;
+    }
+    c->strategy = strategy;
+    c->shard_policy = shard;
+    c->allreduce_precision = precision;
+    c->devices = in_process ? devices : 1;
+    c->peer_timeout = peer_timeout;
+    return 0;
+}
+
+/* The exit status for tr_run's (or the evaluator's) result, printing the error. */
+static int exit_code(int rc, const char *err) {
+    fflush(stdout);
+    if (rc == TR_INTERRUPTED) return 128 + (tr_stop_signal() ? tr_stop_signal() : SIGTERM);
+    if (rc == TR_DIVERGED) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return EXIT_DIVERGED;
+    }
+    if (rc) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return rc == TN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* A ps task: serves its shard of the variables until the chief is done. */
+static int run_ps(const tr_config *c, const tf_config *tf) {
+    ps_server_config sc = {.addr = tf->cluster[TF_PS].addr[tf->index],
+                           .index = tf->index,
+                           .count = (int)tf->cluster[TF_PS].n,
+                           .opt = c->opt,
+                           .timeout = c->peer_timeout,
+                           .linger = 30};
+    char err[1024];
+    int rc = ps_serve(&sc, tr_stop_flag(), stdout, err, sizeof err);
+    fflush(stdout);
+    if (rc) {
+        fprintf(stderr, "trainer: error: %s\n", err);
+        return EXIT_RUNTIME;
+    }
+    return tr_stop_signal() ? 128 + tr_stop_signal() : 0;
+}
+
 static void usage(FILE *out, const tn_flag *flags, size_t n) {
     fprintf(out,
             "usage: trainer [--flag=value | --flag value]...\n"
@@ -133,6 +243,9 @@ int main(int argc, char **argv) {
     int batch = 128, epochs = 5, threads = 0, keep = 3, label_column = 0, eval_only_flag = 0;
     int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
     int64_t max_train = 0, max_eval = 0;
+    const char *strategy = "auto", *shard_policy = "auto", *precision = "fp32";
+    int global_batch = 0, devices = 1;
+    double peer_timeout = 60;
 
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model to train"},
@@ -182,6 +295,19 @@ int main(int argc, char **argv) {
          "evaluate --model_file on the held-out data and exit"},
         {"model_file", TN_FLAG_STRING, &model_file, "PATH",
          "model to evaluate (default: JOB_DIR/model.ckpt)"},
+        {"strategy", TN_FLAG_STRING, &strategy, "NAME",
+         "auto|one_device|mirrored|central_storage|multi_worker_mirrored|parameter_server "
+         "(auto: from TF_CONFIG's cluster)"},
+        {"devices", TN_FLAG_INT, &devices, "N",
+         "mirrored, central_storage: replicas in this process (CPU replicas here)"},
+        {"global_batch_size", TN_FLAG_INT, &global_batch, "N",
+         "examples per step over all replicas (0: --batch_size x replicas); must divide"},
+        {"shard_policy", TN_FLAG_STRING, &shard_policy, "NAME",
+         "auto|data|file|off: how replicas split the training examples (auto: data)"},
+        {"allreduce_precision", TN_FLAG_STRING, &precision, "fp32|bf16",
+         "multi_worker_mirrored: precision of the gradients on the wire"},
+        {"peer_timeout", TN_FLAG_DOUBLE, &peer_timeout, "SECONDS",
+         "how long to wait for a missing or silent peer replica"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
     char err[1024];
@@ -198,6 +324,16 @@ int main(int argc, char **argv) {
     if (!rc) rc = lookup("activation", activation, activations, &act, err, sizeof err);
     if (!rc) rc = lookup("optimizer", optimizer, optimizers, &opt, err, sizeof err);
     if (!rc) rc = lookup("lr_schedule", schedule, schedules, &sched, err, sizeof err);
+    int strat = 0, shard = 0, prec = 0;
+    if (!rc) rc = lookup("strategy", strategy, strategies, &strat, err, sizeof err);
+    if (!rc) rc = lookup("shard_policy", shard_policy, shard_policies, &shard, err, sizeof err);
+    if (!rc) rc = lookup("allreduce_precision", precision, precisions, &prec, err, sizeof err);
+    if (!rc && !(peer_timeout > 0 && peer_timeout <= 86400))
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--peer_timeout must be in (0, 86400] seconds");
+    if (!rc && (devices < 1 || devices > 64))
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--devices must be 1 to 64, got %d", devices);
+    if (!rc && global_batch < 0)
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--global_batch_size must be >= 0");
     if (!rc) {
         c.model.kind = kind;
         c.model.activation = act;
@@ -245,29 +381,38 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
 
-    /* The replica's role. The distributed strategies are not built yet (issue 4): a
-     * worker trains on its own, keeping its checkpoints in a private temporary folder
-     * (as non-chief workers do in tf.distribute) so that only the chief writes to
-     * --job-dir; parameter servers and evaluators have nothing to run. */
+    /* The replica's role and the strategy (docs/distributed.md). */
     tf_config tf;
     rc = tf_config_from_env(&tf, err, sizeof err);
     if (rc < 0) {
-        fprintf(stderr, "trainer: error: %s\n", err);
+        fprintf(stderr, "trainer: error: %s\nhint: see docs/distributed.md for TF_CONFIG\n", err);
         return EXIT_USAGE;
     }
-    char worker_dir[] = "/tmp/trainer-worker-XXXXXX";
-    int private_dir = 0;
-    if (rc == 0 && (tf.type == TF_PS || tf.type == TF_EVALUATOR)) {
-        fprintf(stderr,
-                "trainer: error: TF_CONFIG gives this replica the role %s, which needs the "
-                "parameter-server or evaluator support that is not built yet\nhint: run "
-                "trainer trials with a chief and workers only (no parameterServerCount or "
-                "evaluatorCount)\n",
-                tf_type_name(&tf, tf.type));
+    int clustered = rc == 0 && tf_world_size(&tf) + (int)tf.cluster[TF_PS].n > 1;
+    rc = resolve_strategy(&c, clustered ? &tf : NULL, tf.type, strat, shard, prec, devices,
+                          global_batch, peer_timeout, tn_flags_given(flags, nflags, "batch_size"),
+                          err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "trainer: error: %s\n", err);
         tf_config_clear(&tf);
         return EXIT_USAGE;
     }
-    if (rc == 0 && !tf_is_chief(&tf) && !c.eval_only) {
+    tr_install_signal_handlers();
+    if (clustered && tf.type == TF_PS) {
+        rc = run_ps(&c, &tf);
+        tf_config_clear(&tf);
+        return rc;
+    }
+    if (tf.type == TF_EVALUATOR && !c.eval_only) {
+        rc = tr_evaluator(&c, stdout, err, sizeof err);
+        tf_config_clear(&tf);
+        return exit_code(rc, err);
+    }
+    /* Only the chief writes to --job-dir; the other workers keep their checkpoints and
+     * model in a private temporary folder, removed at the end (as in tf.distribute). */
+    char worker_dir[] = "/tmp/trainer-worker-XXXXXX";
+    int private_dir = 0;
+    if (clustered && !tf_is_chief(&tf) && !c.eval_only) {
         if (!mkdtemp(worker_dir)) {
             fprintf(stderr, "trainer: error: cannot create a temporary folder: %s\n",
                     strerror(errno));
@@ -275,25 +420,13 @@ int main(int argc, char **argv) {
             return EXIT_RUNTIME;
         }
         private_dir = 1;
-        printf("%s %d of %d replicas: no distributed strategy yet, so this replica trains on "
-               "its own; its checkpoints go to %s (removed at the end)\n",
-               tf_type_name(&tf, tf.type), tf.index, tf_world_size(&tf), worker_dir);
+        printf("%s %d: not the chief, so checkpoints go to %s (removed at the end)\n",
+               tf_type_name(&tf, tf.type), tf.index, worker_dir);
         c.job_dir = worker_dir;
     }
-    tf_config_clear(&tf);
-
-    tr_install_signal_handlers();
+    c.cluster = clustered ? &tf : NULL;
     rc = tr_run(&c, stdout, err, sizeof err);
     if (private_dir) remove_tree(worker_dir);
-    fflush(stdout);
-    if (rc == TR_INTERRUPTED) return 128 + tr_stop_signal();
-    if (rc == TR_DIVERGED) {
-        fprintf(stderr, "trainer: error: %s\n", err);
-        return EXIT_DIVERGED;
-    }
-    if (rc) {
-        fprintf(stderr, "trainer: error: %s\n", err);
-        return rc == TN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
-    }
-    return 0;
+    tf_config_clear(&tf);
+    return exit_code(rc, err);
 }

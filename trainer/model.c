@@ -125,7 +125,7 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     m->input_size = cfg->in_c * cfg->in_h * cfg->in_w;
     m->nparams = plan_layers(cfg, m);
     m->params = k->alloc(m->nparams * sizeof(float));
-    m->grads = k->alloc(m->nparams * sizeof(float));
+    m->grads = k->alloc((m->nparams + MDL_GRAD_SPARE) * sizeof(float));
 
     /* Size the activation arena, then carve it. */
     size_t B = (size_t)max_batch, acts = 0, argmaxes = 0, widest = (size_t)m->input_size,

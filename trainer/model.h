@@ -36,6 +36,8 @@ enum mdl_layer_type { MDL_DENSE = 1, MDL_CONV, MDL_ACT, MDL_POOL, MDL_DROPOUT, M
 
 #define MDL_MAX_HIDDEN 8
 #define MDL_MAX_CONV 4
+/* Spare floats after the P gradients (see mdl_model.grads). */
+#define MDL_GRAD_SPARE 4
 #define MDL_MAX_LAYERS (3 * (MDL_MAX_HIDDEN + MDL_MAX_CONV) + 2)
 
 /* Everything that determines the architecture. Stored in checkpoints and model
@@ -76,7 +78,9 @@ typedef struct mdl_model {
     mdl_layer layers[MDL_MAX_LAYERS];
     size_t nparams;      /* P */
     float *params;       /* (P) on the device */
-    float *grads;        /* (P) on the device */
+    float *grads;        /* (P + MDL_GRAD_SPARE) on the device: the gradients, then
+                            spare words the caller may use (the multi-worker strategy
+                            all-reduces its control words with the gradients) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
     float *input;        /* (B, D) the current batch, on the device */

@@ -22,7 +22,10 @@
 #include "common/hypertune.h"
 #include "common/status.h"
 #include "trainer/checkpoint.h"
+#include "trainer/collective.h"
 #include "trainer/data.h"
+#include "trainer/devices.h"
+#include "trainer/ps.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoint sections are stored in host order, which must be little-endian"
@@ -47,6 +50,8 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { stop_requested = sig; }
 
 int tr_stop_signal(void) { return (int)stop_requested; }
+
+volatile const int *tr_stop_flag(void) { return &stop_requested; }
 
 void tr_install_signal_handlers(void) {
     struct sigaction sa;
@@ -164,10 +169,30 @@ typedef struct run {
     mdl_model *model;
     opt_state *opt;
     run_state st;
-    int32_t *order;       /* (N) current epoch's data order */
+    int32_t *order;       /* (N) the epoch's data order: the same on every replica */
+    int32_t *local;       /* FILE sharding: (nlocal) this replica's block, in that order */
+    int64_t nlocal;
+    int32_t *idx;         /* (B) the rows of the current local batch */
     int64_t steps_per_epoch;
+    int rank, world;      /* this replica's rank among the chief and workers; their count */
+    int chief;            /* saves checkpoints and the model into --job-dir, reports */
+    int shard;            /* enum tr_shard, resolved */
+    cl_ring *ring;        /* the multi-worker ring, or NULL with one replica */
+    ps_client *ps;        /* parameter server: the connections to the ps tasks */
+    double stale_sum;     /* parameter server: staleness of the pushes since the last */
+    int64_t stale_count;  /*   report, their count, and the largest seen in the run */
+    int64_t stale_max;
+    int ndev;             /* mirrored, central_storage: replicas (devices) in this process;
+                             then world = ndev and device d takes rank d's share */
+    dv_group group;
+    mdl_model *dev[DV_MAX];  /* each device's replica; dev[0] is model */
+    opt_state *dopt[DV_MAX]; /* mirrored: each device's optimiser; dopt[0] is opt */
+    int32_t *didx[DV_MAX];   /* each device's batch rows */
+    float *central;          /* central_storage: (P) the variables, on the host ... */
+    float *central_grads;    /* ... and (P) the summed gradient; opt updates them */
+    float *host_grads;    /* (P + MDL_GRAD_SPARE) staging when grads are not host memory */
     char *ckpt_dir;       /* JOB_DIR/checkpoints, or NULL */
-    ht_writer *metrics;
+    ht_writer *metrics;   /* the chief's metric reports, or NULL */
     double period_seconds; /* training time since the last report */
     double start_time;
 } run;
@@ -234,18 +259,89 @@ static void shuffle(run *r) {
     }
 }
 
-/* Mean loss and accuracy of the model on a data set, in batches. */
-static void evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *accuracy) {
-    double total = 0.0;
-    int64_t right = 0;
-    for (int64_t i = 0; i < ds->n; i += m->max_batch) {
-        int b = (int)(ds->n - i < m->max_batch ? ds->n - i : m->max_batch);
+/* ---- sharding: which examples each replica trains on ---- */
+
+/* Block i of `parts` near-equal blocks of n items: [lo, hi). */
+static void block(int64_t n, int parts, int i, int64_t *lo, int64_t *hi) {
+    *lo = n * i / parts;
+    *hi = n * (i + 1) / parts;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Steps in an epoch: the same on every replica, so they stay in step. */
+static int64_t epoch_steps(const run *r) {
+    int64_t n = r->train.n, B = r->c->batch_size, W = r->world;
+    switch (r->shard) {
+    case TR_SHARD_FILE: return ((n + W - 1) / W + B - 1) / B; /* the largest block */
+    case TR_SHARD_OFF: return (n + B - 1) / B;
+    default: return (n + B * W - 1) / (B * W);
+    }
+}
+
+/* FILE sharding: after the order changes, this replica's block in that order. */
+static void make_local(run *r) {
+    if (r->shard != TR_SHARD_FILE) return;
+    int64_t lo, hi;
+    block(r->train.n, r->world, r->rank, &lo, &hi);
+    r->nlocal = 0;
+    for (int64_t i = 0; i < r->train.n; i++)
+        if (r->order[i] >= lo && r->order[i] < hi) r->local[r->nlocal++] = r->order[i];
+}
+
+/* The local batch of rank `rank` at step k of the epoch: its rows go into idx and its size is
+ * returned (0 when this replica has nothing left this epoch); *global gets the
+ * examples of the step over all replicas, which every replica can work out. */
+static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *global) {
+    int64_t n = r->train.n, B = r->c->batch_size, W = r->world, b;
+    switch (r->shard) {
+    case TR_SHARD_FILE:
+        *global = 0;
+        for (int q = 0; q < W; q++) {
+            int64_t lo, hi;
+            block(n, (int)W, q, &lo, &hi);
+            *global += clamp64(hi - lo - k * B, 0, B);
+        }
+        b = clamp64(r->nlocal - k * B, 0, B);
+        if (b) memcpy(idx, r->local + k * B, (size_t)b * sizeof(int32_t));
+        return (int)b;
+    case TR_SHARD_OFF: {
+        b = clamp64(n - k * B, 0, B);
+        *global = b * W;
+        int64_t start = (n / W) * rank + k * B;
+        for (int64_t i = 0; i < b; i++) idx[i] = r->order[(start + i) % n];
+        return (int)b;
+    }
+    default: {
+        int64_t first = k * B * W;
+        *global = clamp64(n - first, 0, B * W);
+        b = clamp64(*global - rank * B, 0, B);
+        if (b) memcpy(idx, r->order + first + rank * B, (size_t)b * sizeof(int32_t));
+        return (int)b;
+    }
+    }
+}
+
+/* Summed loss and correct predictions of the model on examples [lo, hi). */
+static void evaluate_range(mdl_model *m, const ds_dataset *ds, int64_t lo, int64_t hi,
+                           double *loss_sum, int64_t *right) {
+    *loss_sum = 0.0;
+    *right = 0;
+    for (int64_t i = lo; i < hi; i += m->max_batch) {
+        int b = (int)(hi - i < m->max_batch ? hi - i : m->max_batch);
         double l;
         int64_t c;
         mdl_forward(m, ds->x + i * ds->d, ds->y + i, b, 0, NULL, &l, &c);
-        total += l;
-        right += c;
+        *loss_sum += l;
+        *right += c;
     }
+}
+
+/* Mean loss and accuracy of the model on a whole data set. */
+static void evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *accuracy) {
+    double total;
+    int64_t right;
+    evaluate_range(m, ds, 0, ds->n, &total, &right);
     *loss = total / (double)ds->n;
     *accuracy = (double)right / (double)ds->n;
 }
@@ -358,28 +454,145 @@ static int restore(run *r, char *err, size_t errlen) {
     return 0;
 }
 
+/* ---- multi-worker: one configuration, one starting state ---- */
+
+/* What every replica of a multi-worker job must agree on: the model, the data, the
+ * batch, the optimiser and the strategy. The ring's handshake compares it. */
+static uint64_t config_hash(const run *r, const opt_config *oc) {
+    const tr_config *c = r->c;
+    uint32_t cfg[CONFIG_WORDS];
+    config_encode(&r->model->cfg, cfg);
+    uint64_t h = cl_hash(CL_HASH_INIT, cfg, sizeof cfg);
+    int64_t v[] = {r->train.n, r->eval.n, c->batch_size, c->epochs, (int64_t)c->seed,
+                   r->shard, c->strategy, c->allreduce_precision, r->world, oc->kind,
+                   oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps};
+    double d[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
+                  oc->beta2, oc->epsilon, oc->decay_rate};
+    h = cl_hash(h, v, sizeof v);
+    h = cl_hash(h, d, sizeof d);
+    return cl_hash(h, r->train.y, (size_t)r->train.n * sizeof(int32_t));
+}
+
+/* The ring's peers in rank order: the chief (or, without one, worker 0) first. */
+static int open_ring(run *r, uint64_t hash, char *err, size_t errlen) {
+    const tf_config *tf = r->c->cluster;
+    int has_chief = tf->cluster[TF_CHIEF].n > 0;
+    cl_peer *peers = tn_xmalloc((size_t)r->world * sizeof *peers);
+    char (*names)[32] = tn_xmalloc((size_t)r->world * sizeof *names);
+    for (int i = 0; i < r->world; i++) {
+        if (has_chief && i == 0) {
+            snprintf(names[i], sizeof names[i], "%s 0", tf_type_name(tf, TF_CHIEF));
+            peers[i].addr = tf->cluster[TF_CHIEF].addr[0];
+        } else {
+            int w = has_chief ? i - 1 : i;
+            snprintf(names[i], sizeof names[i], "worker %d", w);
+            peers[i].addr = tf->cluster[TF_WORKER].addr[w];
+        }
+        peers[i].name = names[i];
+    }
+    fprintf(r->out, "multi-worker: replica %d of %d (%s), waiting for the others\n", r->rank,
+            r->world, names[r->rank]);
+    fflush(r->out);
+    int rc = cl_open(peers, r->world, r->rank, r->c->peer_timeout, hash, &r->ring, err, errlen);
+    if (!rc) fprintf(r->out, "multi-worker: all %d replicas connected\n", r->world);
+    free(peers);
+    free(names);
+    return rc;
+}
+
+/* Every replica starts from the chief's state (its newest checkpoint, or its fresh
+ * initialisation), so replicas that were restarted resume together even though only
+ * the chief keeps checkpoints. */
+static int sync_state(run *r, char *err, size_t errlen) {
+    if (!r->ring) return 0;
+    size_t p = r->model->nparams;
+    const kn_backend *k = r->model->k;
+    uint64_t state[STATE_WORDS];
+    state_encode(&r->st, r->opt->t, state);
+    float *buf = tn_xmalloc(p * sizeof(float));
+    int rc = cl_broadcast(r->ring, state, sizeof state, err, errlen);
+    if (!rc) rc = cl_broadcast(r->ring, r->st.rng.s, sizeof r->st.rng.s, err, errlen);
+    if (!rc)
+        rc = cl_broadcast(r->ring, r->order, (size_t)r->train.n * sizeof(int32_t), err, errlen);
+    if (!rc) {
+        mdl_get_params(r->model, buf);
+        rc = cl_broadcast(r->ring, buf, p * sizeof(float), err, errlen);
+        if (!rc) mdl_set_params(r->model, buf);
+    }
+    float *moments[2] = {r->opt->m, r->opt->v};
+    for (int i = 0; i < 2 && !rc; i++) {
+        if (!moments[i]) continue;
+        k->download(buf, moments[i], p * sizeof(float));
+        rc = cl_broadcast(r->ring, buf, p * sizeof(float), err, errlen);
+        if (!rc) k->upload(moments[i], buf, p * sizeof(float));
+    }
+    free(buf);
+    if (rc || r->chief) return rc;
+    tn_rng rng = r->st.rng;
+    state_decode(state, &r->st);
+    r->st.rng = rng;
+    r->opt->t = (int64_t)state[10];
+    if (r->st.global_step > 0)
+        fprintf(r->out, "resumed from the chief's state (epoch %lld, step %lld)\n",
+                (long long)r->st.epoch + 1, (long long)r->st.global_step);
+    return 0;
+}
+
+/* Sums the gradients (and the control words after them) over the replicas. */
+static int allreduce_grads(run *r, float ctl[2], char *err, size_t errlen) {
+    const kn_backend *k = r->model->k;
+    size_t p = r->model->nparams, n = p + 2;
+    k->upload(r->model->grads + p, ctl, 2 * sizeof(float));
+    float *g = r->model->grads;
+    if (!k->host_memory) {
+        k->download(r->host_grads, g, n * sizeof(float));
+        g = r->host_grads;
+    }
+    int rc = cl_allreduce(r->ring, g, n, r->c->allreduce_precision, err, errlen);
+    if (rc) return rc;
+    if (!k->host_memory) k->upload(r->model->grads, g, n * sizeof(float));
+    memcpy(ctl, g + p, 2 * sizeof(float));
+    return 0;
+}
+
 static int report(run *r, char *err, size_t errlen) {
-    double loss, acc;
-    evaluate(r->model, &r->eval, &loss, &acc);
-    double n = (double)(r->st.period_count ? r->st.period_count : 1);
-    double train_loss = r->st.period_loss / n;
-    double train_acc = (double)r->st.period_correct / n;
-    double eps = r->period_seconds > 0 ? (double)r->st.period_count / r->period_seconds : 0.0;
+    int64_t lo = 0, hi = r->eval.n; /* with a ring each replica evaluates a block */
+    if (r->ring) block(r->eval.n, r->world, r->rank, &lo, &hi);
+    double eval_loss;
+    int64_t eval_right;
+    evaluate_range(r->model, &r->eval, lo, hi, &eval_loss, &eval_right);
+    double sums[5] = {eval_loss, (double)eval_right, r->st.period_loss,
+                      (double)r->st.period_correct, (double)r->st.period_count};
+    int rc = r->ring ? cl_allreduce_f64(r->ring, sums, 5, err, errlen) : 0;
+    if (rc) return rc;
+    double loss = sums[0] / (double)r->eval.n, acc = sums[1] / (double)r->eval.n;
+    double n = sums[4] > 0 ? sums[4] : 1;
+    double train_loss = sums[2] / n, train_acc = sums[3] / n;
+    double eps = r->period_seconds > 0 ? sums[4] / r->period_seconds : 0.0;
     double epoch = (double)r->st.epoch + (double)r->st.step_in_epoch / (double)r->steps_per_epoch;
     ht_metric m[] = {
         {"accuracy", acc},         {"loss", loss},
         {"train_accuracy", train_acc}, {"train_loss", train_loss},
         {"examples_per_sec", eps}, {"epoch", epoch},
+        {"staleness", r->stale_count ? r->stale_sum / (double)r->stale_count : 0.0},
     };
-    int rc = ht_report(r->metrics, r->st.global_step, m, sizeof m / sizeof m[0], NULL,
+    size_t nm = sizeof m / sizeof m[0] - (r->ps ? 0 : 1);
+    if (r->metrics) {
+        rc = ht_report(r->metrics, r->st.global_step, m, nm, NULL,
                        now_seconds(CLOCK_REALTIME), err, errlen);
-    if (rc) return rc;
+        if (rc) return rc;
+    }
     fprintf(r->out,
             "epoch %.2f/%d  step %lld  train_loss %.4f  train_accuracy %.4f  loss %.4f  "
             "accuracy %.4f  %.0f examples/s  %.1fs\n",
             epoch, r->c->epochs, (long long)r->st.global_step, train_loss, train_acc, loss, acc,
             eps, now_seconds(CLOCK_MONOTONIC) - r->start_time);
+    if (r->ps)
+        fprintf(r->out, "  staleness: mean %.2f over %lld pushes, max %lld so far\n",
+                m[6].value, (long long)r->stale_count, (long long)r->stale_max);
     fflush(r->out);
+    r->stale_sum = 0;
+    r->stale_count = 0;
     r->st.period_loss = 0.0;
     r->st.period_correct = 0;
     r->st.period_count = 0;
@@ -403,35 +616,167 @@ static int save_model(run *r, char *err, size_t errlen) {
     char *path = tn_xmalloc(len);
     snprintf(path, len, "%s/model.ckpt", r->c->job_dir);
     int rc = ckpt_write(path, s, 3, err, errlen);
-    if (!rc) fprintf(r->out, "saved the model to %s\n", path);
+    if (!rc && r->chief) fprintf(r->out, "saved the model to %s\n", path);
     free(path);
     free(params);
     return rc;
 }
 
+/* Prints a fingerprint of the parameters: replicas that must hold the same
+ * parameters print the same line (the tests compare them). */
+static void print_fingerprint(run *r) {
+    float *params = tn_xmalloc(r->model->nparams * sizeof(float));
+    mdl_get_params(r->model, params);
+    fprintf(r->out, "parameters: fnv1a %016llx after step %lld\n",
+            (unsigned long long)cl_hash(CL_HASH_INIT, params, r->model->nparams * sizeof(float)),
+            (long long)r->st.global_step);
+    free(params);
+}
+
+/* ---- several devices in one process (mirrored, central_storage) ---- */
+
+typedef struct dev_step {
+    run *r;
+    int64_t global;        /* examples of the step over all devices */
+    int b[DV_MAX];         /* each device's share */
+    double loss[DV_MAX];
+    int64_t correct[DV_MAX];
+} dev_step;
+
+static void dropout_stream(const run *r, int rank, tn_rng *drop) {
+    /* a stream per step and replica, so a resumed run draws the same masks and the
+     * data order's stream is the same on every replica */
+    tn_rng_seed(drop, tn_mix64(r->c->seed ^ tn_mix64((uint64_t)r->st.global_step *
+                                                         (uint64_t)r->world +
+                                                     (uint64_t)rank + 1)));
+}
+
+/* Forward and backward of one replica's share; its gradient weighted by b / global. */
+static void replica_step(run *r, mdl_model *m, int rank, const int32_t *idx, int b,
+                         int64_t global, double *loss, int64_t *correct) {
+    *loss = 0.0;
+    *correct = 0;
+    if (b == 0) {
+        m->k->fill(m->grads, 0.0f, m->nparams);
+        return;
+    }
+    tn_rng drop;
+    dropout_stream(r, rank, &drop);
+    mdl_forward_rows(m, r->train.x, r->train.y, idx, b, 1, &drop, loss, correct);
+    mdl_backward(m, b);
+    if (global != b) m->k->scale(m->grads, (float)b / (float)global, m->nparams);
+}
+
+static void device_step(int d, void *arg) {
+    dev_step *s = arg;
+    replica_step(s->r, s->r->dev[d], d, s->r->didx[d], s->b[d], s->global, &s->loss[d],
+                 &s->correct[d]);
+}
+
+static void device_update(int d, void *arg) {
+    run *r = arg;
+    opt_step(r->dopt[d], r->dev[d]->params, r->dev[d]->grads);
+}
+
+/* The update after every device's gradient is in: mirrored sums the gradients on
+ * every device and each applies it to its own copy of the variables (they stay
+ * identical); central_storage sums them on the host, updates the host's variables
+ * and copies them to every device. */
+static void devices_update(run *r) {
+    float *grads[DV_MAX], *params[DV_MAX];
+    size_t p = r->model->nparams;
+    for (int d = 0; d < r->ndev; d++) {
+        grads[d] = r->dev[d]->grads;
+        params[d] = r->dev[d]->params;
+    }
+    if (r->c->strategy == TR_MIRRORED) {
+        dv_allreduce(&r->group, grads, p);
+        dv_parallel(&r->group, device_update, r);
+    } else {
+        dv_reduce_to_host(&r->group, grads, p, r->central_grads);
+        opt_step(r->opt, r->central, r->central_grads);
+        dv_broadcast_from_host(&r->group, r->central, params, p);
+    }
+}
+
+/* After a restore or an initialisation of device 0: every device (and the central
+ * store) takes its variables and optimiser state. */
+static void devices_sync(run *r) {
+    if (r->ndev <= 1) return;
+    size_t p = r->model->nparams;
+    float *params[DV_MAX];
+    for (int d = 0; d < r->ndev; d++) params[d] = r->dev[d]->params;
+    if (r->central) {
+        mdl_get_params(r->model, r->central);
+    } else {
+        for (int d = 1; d < r->ndev; d++) {
+            r->dopt[d]->t = r->opt->t;
+            memcpy(r->dopt[d]->m, r->opt->m, p * sizeof(float));
+            if (r->opt->v) memcpy(r->dopt[d]->v, r->opt->v, p * sizeof(float));
+        }
+    }
+    float *host = tn_xmalloc(p * sizeof(float));
+    mdl_get_params(r->model, host);
+    dv_broadcast_from_host(&r->group, host, params, p);
+    free(host);
+}
+
 static int train_loop(run *r, char *err, size_t errlen) {
     const tr_config *c = r->c;
     mdl_model *m = r->model;
-    int64_t n = r->train.n;
-    int B = c->batch_size;
     while (r->st.epoch < c->epochs) {
-        if (r->st.step_in_epoch == 0) shuffle(r);
+        if (r->st.step_in_epoch == 0) {
+            shuffle(r);
+            make_local(r);
+        }
         double t0 = now_seconds(CLOCK_MONOTONIC);
-        int64_t first = r->st.step_in_epoch * B;
-        int b = (int)(n - first < B ? n - first : B);
-        double loss;
-        int64_t correct;
-        mdl_forward_rows(m, r->train.x, r->train.y, r->order + first, b, 1, &r->st.rng, &loss,
-                         &correct);
-        if (!isfinite(loss)) {
-            tn_error(err, errlen, TN_EINVAL,
-                     "training diverged: the loss is %g at step %lld; hint: lower "
-                     "--learning_rate",
-                     loss, (long long)r->st.global_step + 1);
+        int64_t global;
+        double loss = 0.0;
+        int64_t correct = 0;
+        int b = 0;
+        if (r->ndev > 1) {
+            dev_step ds = {.r = r};
+            for (int d = 0; d < r->ndev; d++)
+                ds.b[d] = local_batch(r, r->st.step_in_epoch, d, r->didx[d], &ds.global);
+            dv_parallel(&r->group, device_step, &ds);
+            for (int d = 0; d < r->ndev; d++) {
+                loss += ds.loss[d];
+                correct += ds.correct[d];
+                b += ds.b[d];
+            }
+        } else {
+            /* each replica has the mean over its b examples; weighted by b / global,
+             * the sum over replicas is the mean over the whole step */
+            b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global);
+            replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
+        }
+        int diverged = !isfinite(loss), peer_diverged = 0;
+        if (r->ring) {
+            float ctl[2] = {(float)stop_requested, (float)diverged};
+            int rc = allreduce_grads(r, ctl, err, errlen);
+            if (rc) return rc;
+            /* a stop asked of any replica stops all of them after this step, so the
+             * chief's checkpoint is the state every replica reached */
+            if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
+            peer_diverged = ctl[1] > 0 && !diverged;
+        }
+        if (diverged || peer_diverged) {
+            if (diverged)
+                tn_error(err, errlen, TN_EINVAL,
+                         "training diverged: the loss is %g at step %lld; hint: lower "
+                         "--learning_rate",
+                         loss, (long long)r->st.global_step + 1);
+            else
+                tn_error(err, errlen, TN_EINVAL,
+                         "training diverged on another replica at step %lld; hint: lower "
+                         "--learning_rate",
+                         (long long)r->st.global_step + 1);
             return TR_DIVERGED;
         }
-        mdl_backward(m, b);
-        opt_step(r->opt, m->params, m->grads);
+        if (r->ndev > 1)
+            devices_update(r);
+        else
+            opt_step(r->opt, m->params, m->grads);
         r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
         r->st.period_loss += loss;
         r->st.period_correct += correct;
@@ -458,6 +803,44 @@ static int train_loop(run *r, char *err, size_t errlen) {
     return 0;
 }
 
+/* Loads an evaluation set as the flags say (CSV or IDX). */
+static int load_eval(const tr_config *c, ds_dataset *eval, char *err, size_t errlen) {
+    const char *dir = c->data_dir ? c->data_dir : DS_DEFAULT_DIR;
+    return c->eval_file ? ds_load_csv(c->eval_file, c->label_column, (float)c->feature_scale,
+                                      c->max_eval_examples, eval, err, errlen)
+                        : ds_load_idx_dir(dir, 0, c->max_eval_examples, eval, err, errlen);
+}
+
+/* Builds the model a checkpoint or model file holds, with its parameters, checked
+ * against the evaluation data. */
+static int model_from_file(const ckpt_file *f, const char *path, const tr_config *c,
+                           const ds_dataset *eval, mdl_model **out, char *err, size_t errlen) {
+    mdl_config cfg;
+    uint64_t size;
+    const void *data = ckpt_find(f, TAG_CONFIG, &size);
+    if (!data) return tn_error(err, errlen, TN_EFORMAT, "%s: not a model file", path);
+    int rc = config_decode(data, size, &cfg, err, errlen);
+    if (rc) return rc;
+    if (eval->d != cfg.in_c * cfg.in_h * cfg.in_w || eval->classes > cfg.classes)
+        return tn_error(err, errlen, TN_EMISMATCH,
+                        "the model in %s takes %d features and %d classes; the data have %d "
+                        "features and %d classes",
+                        path, cfg.in_c * cfg.in_h * cfg.in_w, cfg.classes, eval->d,
+                        eval->classes);
+    mdl_model *m = mdl_new(&cfg, kn_cpu(), c->batch_size);
+    m->k->set_threads(c->threads);
+    float *params = tn_xmalloc(m->nparams * sizeof(float));
+    rc = take_section(f, TAG_PARAMS, params, m->nparams * sizeof(float), path, err, errlen);
+    if (!rc) mdl_set_params(m, params);
+    free(params);
+    if (rc) {
+        mdl_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
 static int eval_only(const tr_config *c, FILE *out, char *err, size_t errlen) {
     char *path = NULL;
     if (c->model_file) {
@@ -469,54 +852,320 @@ static int eval_only(const tr_config *c, FILE *out, char *err, size_t errlen) {
     } else {
         return tn_error(err, errlen, TN_EINVAL, "--eval_only needs --model_file or --job-dir");
     }
-    run r = {.c = c, .out = out};
+    ds_dataset eval = {0};
+    ht_writer *metrics = NULL;
     ckpt_file *f = NULL;
-    mdl_config cfg;
-    uint64_t size;
-    int rc = ckpt_read(path, &f, err, errlen);
-    const void *data = rc ? NULL : ckpt_find(f, TAG_CONFIG, &size);
-    if (!rc && !data) rc = tn_error(err, errlen, TN_EFORMAT, "%s: not a model file", path);
-    if (!rc) rc = config_decode(data, size, &cfg, err, errlen);
-    const char *dir = c->data_dir ? c->data_dir : DS_DEFAULT_DIR;
-    if (!rc) {
-        rc = c->eval_file ? ds_load_csv(c->eval_file, c->label_column, (float)c->feature_scale,
-                                        c->max_eval_examples, &r.eval, err, errlen)
-                          : ds_load_idx_dir(dir, 0, c->max_eval_examples, &r.eval, err, errlen);
-    }
-    if (!rc && (r.eval.d != cfg.in_c * cfg.in_h * cfg.in_w || r.eval.classes > cfg.classes))
-        rc = tn_error(err, errlen, TN_EMISMATCH,
-                      "the model in %s takes %d features and %d classes; the data have %d "
-                      "features and %d classes",
-                      path, cfg.in_c * cfg.in_h * cfg.in_w, cfg.classes, r.eval.d, r.eval.classes);
     mdl_model *m = NULL;
-    if (!rc) {
-        m = mdl_new(&cfg, kn_cpu(), c->batch_size);
-        m->k->set_threads(c->threads);
-        float *params = tn_xmalloc(m->nparams * sizeof(float));
-        rc = take_section(f, TAG_PARAMS, params, m->nparams * sizeof(float), path, err, errlen);
-        if (!rc) mdl_set_params(m, params);
-        free(params);
-    }
+    int rc = ckpt_read(path, &f, err, errlen);
+    if (!rc) rc = load_eval(c, &eval, err, errlen);
+    if (!rc) rc = model_from_file(f, path, c, &eval, &m, err, errlen);
     if (!rc) {
         double loss, acc;
-        evaluate(m, &r.eval, &loss, &acc);
+        evaluate(m, &eval, &loss, &acc);
         uint64_t state[STATE_WORDS] = {0};
         take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0);
         ht_metric met[] = {{"accuracy", acc}, {"loss", loss}};
-        rc = ht_writer_open(c->metric_file, NULL, &r.metrics, err, errlen);
+        rc = ht_writer_open(c->metric_file, NULL, &metrics, err, errlen);
         if (!rc)
-            rc = ht_report(r.metrics, (int64_t)state[0], met, 2, path,
-                           now_seconds(CLOCK_REALTIME), err, errlen);
+            rc = ht_report(metrics, (int64_t)state[0], met, 2, path, now_seconds(CLOCK_REALTIME),
+                           err, errlen);
         if (!rc)
             fprintf(out, "evaluated %s on %lld examples: accuracy %.4f  loss %.4f\n", path,
-                    (long long)r.eval.n, acc, loss);
+                    (long long)eval.n, acc, loss);
     }
-    ht_writer_free(r.metrics);
+    ht_writer_free(metrics);
     mdl_free(m);
     ckpt_file_free(f);
-    ds_clear(&r.eval);
+    ds_clear(&eval);
     free(path);
     return rc;
+}
+
+/* Sleeps about `seconds`, returning early on a stop signal. */
+static void nap(double seconds) {
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
+    if (!c->job_dir)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "the evaluator needs --job-dir: the chief's, whose checkpoints it "
+                        "evaluates");
+    size_t len = strlen(c->job_dir) + 16;
+    char *dir = tn_xmalloc(len);
+    snprintf(dir, len, "%s/checkpoints", c->job_dir);
+    ds_dataset eval = {0};
+    ht_writer *metrics = NULL;
+    int rc = load_eval(c, &eval, err, errlen);
+    if (!rc) rc = ht_writer_open(c->metric_file, NULL, &metrics, err, errlen);
+    if (!rc)
+        fprintf(out, "evaluator: following the checkpoints in %s (%lld evaluation examples)\n",
+                dir, (long long)eval.n);
+    int64_t last = -1;
+    double waited = 0;
+    while (!rc) {
+        if (stop_requested) {
+            fprintf(out, "evaluator: stopped by signal %d\n", (int)stop_requested);
+            rc = TR_INTERRUPTED;
+            break;
+        }
+        ckpt_file *f = NULL;
+        char path[4096];
+        int got = ckpt_load_newest(dir, &f, path, sizeof path, out, err, errlen);
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        uint64_t state[STATE_WORDS] = {0};
+        int done = 0;
+        if (got == 0 && !take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0) &&
+            (int64_t)state[0] > last) {
+            mdl_model *m = NULL;
+            rc = model_from_file(f, path, c, &eval, &m, err, errlen);
+            if (!rc) {
+                double loss, acc;
+                evaluate(m, &eval, &loss, &acc);
+                ht_metric met[] = {{"eval_accuracy", acc}, {"eval_loss", loss}};
+                rc = ht_report(metrics, (int64_t)state[0], met, 2, path,
+                               now_seconds(CLOCK_REALTIME), err, errlen);
+                fprintf(out, "evaluator: step %lld  eval_loss %.4f  eval_accuracy %.4f  (%s)\n",
+                        (long long)state[0], loss, acc, path);
+                fflush(out);
+            }
+            mdl_free(m);
+            last = (int64_t)state[0];
+            done = (int64_t)state[1] >= c->epochs;
+            waited = 0;
+        }
+        ckpt_file_free(f);
+        if (rc || done) break;
+        if (waited >= 60 && (int)waited % 60 == 0)
+            fprintf(out, "evaluator: no new checkpoint for %.0f s\n", waited);
+        nap(0.25);
+        waited += 0.25;
+    }
+    if (!rc) fprintf(out, "evaluator: evaluated the final checkpoint (step %lld)\n", (long long)last);
+    ht_writer_free(metrics);
+    ds_clear(&eval);
+    free(dir);
+    return rc;
+}
+
+/* ---- parameter server: asynchronous training ---- */
+
+/* Whether example i is this worker's under the shard policy (FILE: a block; DATA:
+ * every world-th example; OFF: all of them). */
+static int ps_mine(const run *r, int64_t i, int rank) {
+    if (r->shard == TR_SHARD_OFF) return 1;
+    if (r->shard == TR_SHARD_FILE) {
+        int64_t lo, hi;
+        block(r->train.n, r->world, rank, &lo, &hi);
+        return i >= lo && i < hi;
+    }
+    return i % r->world == rank;
+}
+
+/* Examples worker `rank` trains on per epoch. */
+static int64_t ps_share(const run *r, int rank) {
+    int64_t n = r->train.n, W = r->world, lo, hi;
+    if (r->shard == TR_SHARD_OFF) return n;
+    if (r->shard == TR_SHARD_FILE) {
+        block(n, (int)W, rank, &lo, &hi);
+        return hi - lo;
+    }
+    return (n - rank + W - 1) / W;
+}
+
+/* Updates in the whole job: every worker's steps, for the learning-rate schedule. */
+static int64_t ps_total_steps(const run *r) {
+    int64_t steps = 0, B = r->c->batch_size;
+    for (int q = 0; q < r->world; q++) steps += (ps_share(r, q) + B - 1) / B;
+    return steps * r->c->epochs;
+}
+
+/* After the order changes: this worker's examples, in that order. */
+static void ps_make_local(run *r) {
+    r->nlocal = 0;
+    for (int64_t i = 0; i < r->train.n; i++)
+        if (ps_mine(r, r->order[i], r->rank)) r->local[r->nlocal++] = r->order[i];
+}
+
+/* Copies the variables and optimiser state the ps tasks hold into the model and the
+ * local optimiser buffers (the chief, before a checkpoint). */
+static int ps_fetch(run *r, char *err, size_t errlen) {
+    size_t p = r->model->nparams;
+    const kn_backend *k = r->model->k;
+    float *params = tn_xmalloc(p * sizeof(float)), *m = tn_xmalloc(p * sizeof(float));
+    float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
+    int64_t t, version;
+    int rc = ps_client_fetch(r->ps, params, m, v, &t, &version, err, errlen);
+    if (!rc) {
+        mdl_set_params(r->model, params);
+        k->upload(r->opt->m, m, p * sizeof(float));
+        if (v) k->upload(r->opt->v, v, p * sizeof(float));
+        r->opt->t = t;
+        r->st.global_step = version;
+    }
+    free(params);
+    free(m);
+    free(v);
+    return rc;
+}
+
+/* Connects to the ps tasks. The chief adopts the variables they hold (they are newer
+ * than any checkpoint), or else gives them its own: restored from its newest
+ * checkpoint, or freshly initialised. */
+static int ps_setup(run *r, uint64_t hash, int64_t total_steps, char *err, size_t errlen) {
+    int initialised = 0;
+    fprintf(r->out, "parameter server: worker %d of %d, %zu ps task%s\n", r->rank, r->world,
+            r->c->cluster->cluster[TF_PS].n, r->c->cluster->cluster[TF_PS].n == 1 ? "" : "s");
+    fflush(r->out);
+    int rc = ps_client_open(r->c->cluster, r->model->nparams, r->c->peer_timeout, hash, &r->ps,
+                            &initialised, err, errlen);
+    if (rc || !r->chief) return rc;
+    rc = restore(r, err, errlen);
+    if (rc < 0) return rc;
+    if (initialised) {
+        fprintf(r->out, "the ps tasks already hold the variables: carrying on from them\n");
+        return ps_fetch(r, err, errlen);
+    }
+    size_t p = r->model->nparams;
+    const kn_backend *k = r->model->k;
+    float *params = tn_xmalloc(p * sizeof(float)), *m = tn_xmalloc(p * sizeof(float));
+    float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
+    mdl_get_params(r->model, params);
+    k->download(m, r->opt->m, p * sizeof(float));
+    if (v) k->download(v, r->opt->v, p * sizeof(float));
+    rc = ps_client_init(r->ps, params, m, v, r->opt->t, total_steps, err, errlen);
+    free(params);
+    free(m);
+    free(v);
+    return rc;
+}
+
+static int ps_loop(run *r, char *err, size_t errlen) {
+    const tr_config *c = r->c;
+    mdl_model *m = r->model;
+    size_t p = m->nparams;
+    int B = c->batch_size;
+    float *params = tn_xmalloc(p * sizeof(float));
+    float *grads = m->k->host_memory ? NULL : tn_xmalloc(p * sizeof(float));
+    int rc = 0, first = 1;
+    while (!rc && r->st.epoch < c->epochs) {
+        if (r->st.step_in_epoch == 0) {
+            shuffle(r);
+            ps_make_local(r);
+        }
+        double t0 = now_seconds(CLOCK_MONOTONIC);
+        int64_t version;
+        rc = ps_client_pull(r->ps, params, &version, err, errlen);
+        if (rc == PS_FINISHED) {
+            fprintf(r->out, "the chief has finished training: stopping at update %lld\n",
+                    (long long)version);
+            rc = 0;
+            break;
+        }
+        if (rc) break;
+        if (first && !r->chief) {
+            /* a worker (re)joining a job under way starts at the job's epoch */
+            r->st.epoch = version * c->epochs / (ps_total_steps(r) ? ps_total_steps(r) : 1);
+            first = 0;
+            if (r->st.epoch >= c->epochs) break;
+        }
+        mdl_set_params(m, params);
+        int64_t start = r->st.step_in_epoch * B;
+        int b = (int)clamp64(r->nlocal - start, 0, B);
+        double loss = 0.0;
+        int64_t correct = 0;
+        if (b > 0) {
+            memcpy(r->idx, r->local + start, (size_t)b * sizeof(int32_t));
+            tn_rng drop;
+            r->st.global_step = version;
+            dropout_stream(r, r->rank, &drop);
+            mdl_forward_rows(m, r->train.x, r->train.y, r->idx, b, 1, &drop, &loss, &correct);
+            if (!isfinite(loss)) {
+                rc = tn_error(err, errlen, TN_EINVAL,
+                              "training diverged: the loss is %g at update %lld; hint: lower "
+                              "--learning_rate",
+                              loss, (long long)version + 1);
+                rc = TR_DIVERGED;
+                break;
+            }
+            mdl_backward(m, b);
+            const float *g = m->grads;
+            if (grads) {
+                m->k->download(grads, m->grads, p * sizeof(float));
+                g = grads;
+            }
+            int64_t stale = 0;
+            rc = ps_client_push(r->ps, g, &stale, err, errlen);
+            if (rc) break;
+            r->stale_sum += (double)stale;
+            r->stale_count++;
+            if (stale > r->stale_max) r->stale_max = stale;
+            r->st.global_step = version + 1;
+        }
+        r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
+        r->st.period_loss += loss;
+        r->st.period_correct += correct;
+        r->st.period_count += b;
+        int end_of_epoch = ++r->st.step_in_epoch == r->steps_per_epoch;
+        if (end_of_epoch) {
+            r->st.epoch++;
+            r->st.step_in_epoch = 0;
+        }
+        if (r->chief && (end_of_epoch || stop_requested ||
+                         (c->report_every > 0 && r->st.global_step % c->report_every == 0) ||
+                         (c->checkpoint_every > 0 &&
+                          r->st.global_step % c->checkpoint_every == 0))) {
+            /* the newest variables, for the report and the checkpoint */
+            rc = ps_fetch(r, err, errlen);
+            if (!rc && (end_of_epoch || (c->report_every > 0 &&
+                                         r->st.global_step % c->report_every == 0)))
+                rc = report(r, err, errlen);
+            if (!rc) rc = save_checkpoint(r, err, errlen);
+        } else if (!r->chief && end_of_epoch) {
+            fprintf(r->out, "epoch %lld/%d done (update %lld); staleness mean %.2f, max %lld\n",
+                    (long long)r->st.epoch, c->epochs, (long long)r->st.global_step,
+                    r->stale_count ? r->stale_sum / (double)r->stale_count : 0.0,
+                    (long long)r->stale_max);
+            fflush(r->out);
+        }
+        if (!rc && stop_requested) {
+            fprintf(r->out, "stopped by signal %d at update %lld%s\n", (int)stop_requested,
+                    (long long)r->st.global_step, r->chief ? " (checkpoint saved)" : "");
+            rc = TR_INTERRUPTED;
+        }
+    }
+    if (!rc && r->chief) {
+        rc = ps_fetch(r, err, errlen);
+        if (!rc) rc = ps_client_done(r->ps, err, errlen);
+        if (!rc)
+            fprintf(r->out, "parameter server: largest staleness seen %lld\n",
+                    (long long)r->stale_max);
+    }
+    free(params);
+    free(grads);
+    return rc;
+}
+
+const char *tr_strategy_name(int strategy) {
+    switch (strategy) {
+    case TR_AUTO: return "auto";
+    case TR_ONE_DEVICE: return "one_device";
+    case TR_MIRRORED: return "mirrored";
+    case TR_CENTRAL_STORAGE: return "central_storage";
+    case TR_MULTI_WORKER: return "multi_worker_mirrored";
+    case TR_PARAMETER_SERVER: return "parameter_server";
+    default: return "?";
+    }
+}
+
+int tr_pick_strategy(const tf_config *cluster) {
+    if (!cluster) return TR_ONE_DEVICE;
+    if (cluster->cluster[TF_PS].n > 0) return TR_PARAMETER_SERVER;
+    return tf_world_size(cluster) > 1 ? TR_MULTI_WORKER : TR_ONE_DEVICE;
 }
 
 int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
@@ -532,25 +1181,65 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (c->report_every < 0 || c->checkpoint_every < 0)
         return tn_error(err, errlen, TN_EINVAL,
                         "--report_every and --checkpoint_every must be >= 0");
-    run r = {.c = c, .out = out};
+    run r = {.c = c, .out = out, .world = 1, .chief = 1};
+    int ps_mode = c->strategy == TR_PARAMETER_SERVER && c->cluster;
+    if ((c->strategy == TR_MULTI_WORKER || ps_mode) && c->cluster) {
+        r.world = tf_world_size(c->cluster);
+        r.rank = tf_rank(c->cluster);
+        r.chief = tf_is_chief(c->cluster);
+    }
+    int in_process = c->strategy == TR_MIRRORED || c->strategy == TR_CENTRAL_STORAGE;
+    r.ndev = in_process && c->devices > 1 ? c->devices : 1;
+    if (r.ndev > 1) r.world = r.ndev; /* device d takes rank d's share of each step */
+    r.shard = c->shard_policy == TR_SHARD_AUTO ? TR_SHARD_DATA : c->shard_policy;
+    if (r.ndev > 1 && r.shard != TR_SHARD_DATA)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--shard_policy=%s applies to the multi-worker strategies; devices in "
+                        "one process split each batch",
+                        r.shard == TR_SHARD_FILE ? "file" : "off");
     r.start_time = now_seconds(CLOCK_MONOTONIC);
     mdl_config mc;
     opt_config oc = c->opt;
     int rc = load_data(&r, err, errlen);
+    if (!rc && r.train.n < r.world)
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "%lld training examples cannot be shared by %d replicas",
+                      (long long)r.train.n, r.world);
     if (!rc) rc = shape_model(&r, &mc, err, errlen);
     if (!rc) {
-        r.steps_per_epoch = (r.train.n + c->batch_size - 1) / c->batch_size;
-        oc.total_steps = r.steps_per_epoch * c->epochs;
+        r.steps_per_epoch = ps_mode ? (ps_share(&r, r.rank) + c->batch_size - 1) / c->batch_size
+                                    : epoch_steps(&r);
+        oc.total_steps = ps_mode ? ps_total_steps(&r) : r.steps_per_epoch * c->epochs;
         rc = opt_config_check(&oc, err, errlen);
     }
-    if (!rc) rc = ht_writer_open(c->metric_file, NULL, &r.metrics, err, errlen);
+    if (!rc && r.chief) rc = ht_writer_open(c->metric_file, NULL, &r.metrics, err, errlen);
     if (rc) goto done;
 
     const kn_backend *k = kn_cpu();
-    k->set_threads(c->threads);
+    /* devices in one process share the cores */
+    k->set_threads(r.ndev > 1 ? (c->threads / r.ndev > 0 ? c->threads / r.ndev : 1) : c->threads);
     r.model = mdl_new(&mc, k, c->batch_size);
     r.opt = opt_new(&oc, k, r.model->nparams);
+    r.group.n = r.ndev;
+    r.dev[0] = r.model;
+    r.dopt[0] = r.opt;
+    for (int d = 0; d < r.ndev; d++) {
+        r.group.k[d] = k;
+        if (d > 0) r.dev[d] = mdl_new(&mc, k, c->batch_size);
+        if (d > 0 && c->strategy == TR_MIRRORED) r.dopt[d] = opt_new(&oc, k, r.model->nparams);
+        r.didx[d] = tn_xmalloc((size_t)c->batch_size * sizeof(int32_t));
+    }
+    if (r.ndev > 1 && c->strategy == TR_CENTRAL_STORAGE) {
+        r.central = tn_xmalloc(r.model->nparams * sizeof(float));
+        r.central_grads = tn_xmalloc(r.model->nparams * sizeof(float));
+    }
     r.order = tn_xmalloc((size_t)r.train.n * sizeof(int32_t));
+    r.local = r.shard == TR_SHARD_FILE || ps_mode
+                  ? tn_xmalloc((size_t)r.train.n * sizeof(int32_t))
+                  : NULL;
+    r.idx = tn_xmalloc((size_t)c->batch_size * sizeof(int32_t));
+    if (!k->host_memory)
+        r.host_grads = tn_xmalloc((r.model->nparams + MDL_GRAD_SPARE) * sizeof(float));
     if (c->job_dir) {
         size_t len = strlen(c->job_dir) + 16;
         r.ckpt_dir = tn_xmalloc(len);
@@ -562,23 +1251,57 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     r.st.seed = c->seed;
     tn_rng_seed(&r.st.rng, c->seed);
     mdl_init_params(r.model, &r.st.rng);
+    /* asynchronous workers each draw their own data order */
+    if (ps_mode && r.rank > 0) tn_rng_seed(&r.st.rng, tn_mix64(c->seed ^ (uint64_t)r.rank));
     fprintf(out, "training %s: %zu parameters, %lld training and %lld evaluation examples, "
-                 "%lld steps of batch %d, %d thread%s\n",
+                 "%lld steps of batch %d%s, %d thread%s\n",
             mc.kind == MDL_CNN ? "cnn" : "mlp", r.model->nparams, (long long)r.train.n,
-            (long long)r.eval.n, (long long)oc.total_steps, c->batch_size, c->threads,
-            c->threads == 1 ? "" : "s");
-    rc = restore(&r, err, errlen);
-    if (rc < 0) goto done;
+            (long long)r.eval.n, (long long)oc.total_steps, c->batch_size,
+            r.world > 1 ? " per replica" : "", c->threads, c->threads == 1 ? "" : "s");
+    if (ps_mode) {
+        rc = ps_setup(&r, config_hash(&r, &oc), oc.total_steps, err, errlen);
+        if (!rc) rc = ps_loop(&r, err, errlen);
+        if (rc == 0 && r.chief) rc = save_model(&r, err, errlen);
+        if (rc == 0 && r.chief) print_fingerprint(&r);
+        goto done;
+    }
+    if (r.world > 1 && r.ndev == 1) {
+        rc = open_ring(&r, config_hash(&r, &oc), err, errlen);
+        if (rc) goto done;
+    }
+    if (r.chief) {
+        rc = restore(&r, err, errlen);
+        if (rc < 0) goto done;
+    }
+    rc = sync_state(&r, err, errlen);
+    if (rc) goto done;
+    devices_sync(&r);
+    if (r.ndev > 1)
+        fprintf(out, "%s: %d replicas in this process, batch %d each\n",
+                tr_strategy_name(c->strategy), r.ndev, c->batch_size);
     if (r.st.epoch >= c->epochs)
         fprintf(out, "training already complete (%lld steps)\n", (long long)r.st.global_step);
     rc = train_loop(&r, err, errlen);
     if (rc == 0) rc = save_model(&r, err, errlen);
+    if (rc == 0) print_fingerprint(&r);
 
 done:
+    cl_close(r.ring);
+    ps_client_close(r.ps);
     ht_writer_free(r.metrics);
+    for (int d = 1; d < r.ndev; d++) {
+        mdl_free(r.dev[d]);
+        if (r.dopt[d] != r.opt) opt_free(r.dopt[d]);
+    }
+    for (int d = 0; d < r.ndev; d++) free(r.didx[d]);
+    free(r.central);
+    free(r.central_grads);
     opt_free(r.opt);
     mdl_free(r.model);
     free(r.order);
+    free(r.local);
+    free(r.idx);
+    free(r.host_grads);
     free(r.ckpt_dir);
     ds_clear(&r.train);
     ds_clear(&r.eval);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/tfconfig.h"
 #include "trainer/model.h"
 #include "trainer/optim.h"
 
@@ -43,7 +44,38 @@ typedef struct tr_config {
     const char *metric_file;    /* NULL: $CLOUD_ML_HP_METRIC_FILE or the default */
     int eval_only;              /* evaluate model_file and exit */
     const char *model_file;     /* eval_only: NULL means JOB_DIR/model.ckpt */
+    /* distribution (docs/distributed.md) */
+    int strategy;               /* enum tr_strategy, resolved (not TR_AUTO) */
+    int shard_policy;           /* enum tr_shard */
+    int allreduce_precision;    /* CL_FP32 or CL_BF16 (collective.h) */
+    double peer_timeout;        /* seconds a peer may be missing or silent */
+    int devices;                /* mirrored, central_storage: replicas in this process */
+    const tf_config *cluster;   /* the parsed TF_CONFIG, or NULL: a single replica */
 } tr_config;
+
+/* Strategies, as tf.distribute's. */
+enum tr_strategy {
+    TR_AUTO = 0,          /* from the cluster: ps -> parameter_server, several workers ->
+                             multi_worker_mirrored, else one_device (tr_pick_strategy) */
+    TR_ONE_DEVICE,
+    TR_MIRRORED,          /* several replicas in this process, gradients all-reduced */
+    TR_CENTRAL_STORAGE,   /* several replicas in this process, variables held centrally */
+    TR_MULTI_WORKER,      /* multi_worker_mirrored: chief + workers, ring all-reduce */
+    TR_PARAMETER_SERVER   /* asynchronous: ps tasks hold the variables */
+};
+
+/* How the training examples are split between the replicas, as tf.data's
+ * auto-shard policies: DATA gives every replica its part of each global batch
+ * (the same examples a single replica with the global batch would see, so the
+ * loss curve matches); FILE gives each replica a contiguous block of the examples
+ * (as if each block were a file) and shuffles within it; OFF lets every replica
+ * read all of them (each from its own offset in the shared order). */
+enum tr_shard { TR_SHARD_AUTO = 0, TR_SHARD_DATA, TR_SHARD_FILE, TR_SHARD_OFF };
+
+const char *tr_strategy_name(int strategy);
+
+/* TR_AUTO's choice for a cluster (NULL: a single replica). */
+int tr_pick_strategy(const tf_config *cluster);
 
 /* Runs training (or evaluation, with eval_only) as configured; progress lines go to
  * out. Returns 0; TR_INTERRUPTED when a SIGTERM/SIGINT stopped it after saving a
@@ -54,11 +86,20 @@ typedef struct tr_config {
 #define TR_DIVERGED 2
 int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen);
 
+/* The evaluator's job: follows the checkpoints the chief writes into
+ * JOB_DIR/checkpoints, evaluates each new one on the held-out data, reports
+ * eval_accuracy and eval_loss by the hypertune protocol at the checkpoint's step, and
+ * returns 0 after the one that ends training. Stopped by SIGTERM: TR_INTERRUPTED. */
+int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen);
+
 /* Installs SIGTERM and SIGINT handlers that make tr_run stop at the next step,
  * checkpoint and return TR_INTERRUPTED. */
 void tr_install_signal_handlers(void);
 
 /* The signal that interrupted the run (0 if none). */
 int tr_stop_signal(void);
+
+/* The flag the handlers set (the signal number), for loops outside tr_run. */
+volatile const int *tr_stop_flag(void);
 
 #endif

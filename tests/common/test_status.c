@@ -26,7 +26,7 @@
  * --------------------------------------------------------------------------------- */
 
 static const int all_codes[] = {TN_OK,     TN_EINVAL,  TN_EIO,      TN_ENOENT,  TN_EFORMAT,
-                                TN_ETRUNC, TN_ECORRUPT, TN_EVERSION, TN_EMISMATCH};
+                                TN_ETRUNC, TN_ECORRUPT, TN_EVERSION, TN_EMISMATCH, TN_EPEER};
 #define NCODES (sizeof all_codes / sizeof all_codes[0])
 
 static void test_strerror_every_code(void) {
@@ -49,7 +49,7 @@ static void test_strerror_every_code(void) {
 }
 
 static void test_strerror_unknown_codes(void) {
-    const int odd[] = {1, 42, -9, -100, INT_MIN, INT_MAX};
+    const int odd[] = {1, 42, -10, -100, INT_MIN, INT_MAX};
     const char *unknown = tn_strerror(-12345);
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         const char *s = tn_strerror(odd[i]);

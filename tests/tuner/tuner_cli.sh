@@ -267,7 +267,11 @@ import json, sys
 t = json.load(sys.stdin)
 print(max(t, key=lambda r: (r["objective"], -r["number"]))["number"])')
 check real_best_named test "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["number"])' <<<"$best")" = "$want"
-check real_worker_private grep -q "trains on its own" runs/real/1/logs/worker-0.log
+check real_worker_private grep -q "not the chief, so checkpoints go to" runs/real/1/logs/worker-0.log
+check real_multi_worker grep -q "all 2 replicas connected" runs/real/1/logs/chief-0.log
+fp() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
+check real_replicas_identical test -n "$(fp runs/real/1/logs/chief-0.log)" -a \
+  "$(fp runs/real/1/logs/chief-0.log)" = "$(fp runs/real/1/logs/worker-0.log)"
 check real_chief_model test -s runs/real/1/model.ckpt
 
 # --- SIGKILL the tuner at several points, then resume: nothing lost or doubled ------

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# distributed.sh — the trainer's distributed strategies with real processes on
+# loopback, each replica told its role by TF_CONFIG as the tuner's executor does.
+#
+#   distributed.sh PATH/TO/trainer WORKDIR
+#
+# Multi-worker mirrored: chief + 1 and chief + 2 workers follow the loss curve of one
+# replica with the same global batch (tolerance 2e-3 on every reported loss: only
+# the order of float additions differs) and end with bit-identical parameters; bf16
+# all-reduce keeps replicas identical; a killed worker makes the chief exit within
+# seconds naming it, and a re-run resumes from the chief's checkpoint. Parameter
+# server: chief + worker + 2 ps train to useful accuracy and report staleness. An
+# evaluator reports eval metrics for the chief's checkpoints and exits after the last.
+# Bad cluster and flag combinations fail with exit 2 and a message naming the cause.
+set -u
+TRAINER=$1
+WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+passed=0
+failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
+
+SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+       --epochs=2 --report_every=5 --lr_schedule=constant)
+
+# N free loopback ports, space separated.
+ports() {
+  python3 - "$1" <<'EOF'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+# tfconfig CLUSTER_JSON TYPE INDEX
+tfconfig() { echo "{\"cluster\": $1, \"task\": {\"type\": \"$2\", \"index\": $3}}"; }
+
+# The reported losses of a log, one "step train_loss loss" line per report.
+curve() { sed -nE 's/.* step ([0-9]+) +train_loss ([0-9.]+) .* loss ([0-9.]+) +accuracy.*/\1 \2 \3/p' "$1"; }
+# Largest difference between two curves (same steps); "inf" when the steps differ.
+curve_diff() {
+  python3 - "$1" "$2" <<'EOF'
+import sys
+a = [l.split() for l in open(sys.argv[1]) if l.strip()]
+b = [l.split() for l in open(sys.argv[2]) if l.strip()]
+if not a or [x[0] for x in a] != [x[0] for x in b]:
+    print("inf"); sys.exit()
+print(max(abs(float(x[i]) - float(y[i])) for x, y in zip(a, b) for i in (1, 2)))
+EOF
+}
+fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
+le() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"; }
+
+# --- the single-replica reference, global batch 60 -----------------------------------
+"$TRAINER" "${SMALL[@]}" --batch_size=60 --job-dir=single >single.log 2>&1
+check single_runs test $? -eq 0
+curve single.log >single.curve
+
+# --- multi-worker mirrored: chief + 1, chief + 2 -------------------------------------
+for n in 2 3; do
+  read -r -a p <<<"$(ports "$n")"
+  cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": ["
+  for ((i = 1; i < n; i++)); do cluster+="$([ $i -gt 1 ] && echo ,)\"localhost:${p[$i]}\""; done
+  cluster+="]}"
+  pids=()
+  TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --global_batch_size=60 \
+    --job-dir=mw$n >mw$n-chief.log 2>&1 & pids+=($!)
+  for ((i = 0; i < n - 1; i++)); do
+    TF_CONFIG="$(tfconfig "$cluster" worker $i)" "$TRAINER" "${SMALL[@]}" --global_batch_size=60 \
+      --job-dir=mw$n >mw$n-worker$i.log 2>&1 & pids+=($!)
+  done
+  rcs=0
+  for pid in "${pids[@]}"; do wait "$pid" || rcs=$((rcs + 1)); done
+  check mw${n}_all_exit0 test $rcs -eq 0
+  check mw${n}_batch_split grep -q "batch $((60 / n)) per replica" mw$n-chief.log
+  curve mw$n-chief.log >mw$n.curve
+  d=$(curve_diff single.curve mw$n.curve)
+  check mw${n}_same_curve_as_one_replica le "$d" 2e-3
+  fp=$(fingerprint mw$n-chief.log)
+  same=1
+  for ((i = 0; i < n - 1; i++)); do [ "$(fingerprint mw$n-worker$i.log)" = "$fp" ] || same=0; done
+  check mw${n}_identical_parameters test -n "$fp" -a $same -eq 1
+  check mw${n}_chief_writes_job_dir test -s mw$n/model.ckpt
+  check mw${n}_workers_private grep -q "not the chief, so checkpoints go to /tmp/trainer-worker-" mw$n-worker0.log
+  tmp=$(sed -n 's/.*checkpoints go to \([^ ]*\) (removed.*/\1/p' mw$n-worker0.log)
+  check mw${n}_worker_folder_removed test -n "$tmp" -a ! -e "$tmp"
+done
+
+# --- several devices in one process: mirrored and central_storage ---------------------
+for s in mirrored central_storage; do
+  "$TRAINER" "${SMALL[@]/--threads=1/--threads=2}" --strategy=$s --devices=2 \
+    --global_batch_size=60 --job-dir=$s >$s.log 2>&1
+  check ${s}_exit0 test $? -eq 0
+  check ${s}_two_replicas grep -q "$s: 2 replicas in this process, batch 30 each" $s.log
+  curve $s.log >$s.curve
+  check ${s}_same_curve_as_one_replica le "$(curve_diff single.curve $s.curve)" 2e-3
+  check ${s}_checkpoints test -s $s/model.ckpt
+done
+check mirrored_central_agree test "$(fingerprint mirrored.log)" = "$(fingerprint central_storage.log)"
+# a run stopped by SIGTERM resumes from its checkpoint to the same end
+"$TRAINER" "${SMALL[@]}" --strategy=mirrored --devices=2 --epochs=40 --job-dir=mstop >mstop.log 2>&1 &
+m=$!
+for _ in $(seq 200); do [ -e mstop/checkpoints ] && break; sleep 0.05; done
+kill -TERM $m
+wait $m
+check mirrored_sigterm_143 test $? -eq 143
+"$TRAINER" "${SMALL[@]}" --strategy=mirrored --devices=2 --epochs=40 --job-dir=mstop >mstop2.log 2>&1
+check mirrored_resumes grep -q "resumed from mstop/checkpoints" mstop2.log
+
+# --- bf16 all-reduce, and the other shard policies: replicas stay identical -----------
+for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off --shard_policy=off"; do
+  read -r name flag <<<"$variant"
+  read -r -a p <<<"$(ports 2)"
+  cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+  TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 $flag \
+    --job-dir=$name >$name-chief.log 2>&1 &
+  c=$!
+  TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 $flag \
+    --job-dir=$name >$name-worker.log 2>&1
+  w=$?
+  wait $c
+  check ${name}_exit0 test $? -eq 0 -a $w -eq 0
+  fp=$(fingerprint $name-chief.log)
+  check ${name}_identical_parameters test -n "$fp" -a "$fp" = "$(fingerprint $name-worker.log)"
+  acc=$(curve $name-chief.log | tail -1 | cut -d' ' -f3)
+  check ${name}_learns le "$acc" 1.2
+done
+curve bf16-chief.log >bf16.curve
+check bf16_close_to_fp32 le "$(curve_diff mw2.curve bf16.curve)" 5e-2
+
+# --- a killed worker: the chief notices within seconds; a re-run resumes -------------
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+LONG=(--max_train_examples=12000 --max_eval_examples=300 --hidden_units=64 --threads=1
+      --epochs=8 --batch_size=50)
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill-worker.log 2>&1 &
+w=$!
+for _ in $(seq 200); do [ -e kill/checkpoints ] && break; sleep 0.05; done
+kill -9 $w
+t0=$(date +%s.%N)
+wait $c
+rc=$?
+took=$(python3 -c "print($(date +%s.%N) - $t0)")
+check kill_chief_exits_nonzero test $rc -eq 1
+check kill_chief_notices_in_seconds le "$took" 5
+check kill_chief_names_worker grep -q "lost worker 0 (localhost:${p[1]})" kill-chief.log
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill2-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill2-worker.log 2>&1
+w=$?
+wait $c
+check kill_rerun_exit0 test $? -eq 0 -a $w -eq 0
+check kill_rerun_chief_resumes grep -q "resumed from kill/checkpoints/ckpt-" kill2-chief.log
+check kill_rerun_worker_resumes grep -q "resumed from the chief's state" kill2-worker.log
+fp=$(fingerprint kill2-chief.log)
+check kill_rerun_identical test -n "$fp" -a "$fp" = "$(fingerprint kill2-worker.log)"
+
+# --- a peer that never comes is named -------------------------------------------------
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=1 \
+  --job-dir=lonely >lonely.log 2>&1
+check missing_peer_exit1 test $? -eq 1
+check missing_peer_named grep -q "waiting for worker 0 at localhost:${p[1]}" lonely.log
+
+# --- replicas with other flags refuse to train together ------------------------------
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --learning_rate=0.1 \
+  --peer_timeout=5 --job-dir=mismatch >mismatch-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --learning_rate=0.2 \
+  --peer_timeout=5 --job-dir=mismatch >mismatch-worker.log 2>&1
+w=$?
+wait $c
+cr=$?
+check mismatch_both_fail test $cr -ne 0 -a $w -ne 0
+check mismatch_named grep -q "different configuration" mismatch-chief.log mismatch-worker.log
+
+# --- parameter server: chief + worker + 2 ps -------------------------------------------
+read -r -a p <<<"$(ports 4)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"], \"ps\": [\"localhost:${p[2]}\", \"localhost:${p[3]}\"]}"
+PSF=(--max_train_examples=6000 --max_eval_examples=1000 --hidden_units=64 --threads=1
+     --epochs=3 --batch_size=50 --learning_rate=0.05)
+TF_CONFIG="$(tfconfig "$cluster" ps 0)" "$TRAINER" "${PSF[@]}" >ps0.log 2>&1 &
+ps0=$!
+TF_CONFIG="$(tfconfig "$cluster" ps 1)" "$TRAINER" "${PSF[@]}" >ps1.log 2>&1 &
+ps1=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${PSF[@]}" --job-dir=psjob >ps-worker.log 2>&1 &
+w=$!
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" CLOUD_ML_HP_METRIC_FILE="$WORK/ps.metrics" \
+  "$TRAINER" "${PSF[@]}" --job-dir=psjob >ps-chief.log 2>&1
+check ps_chief_exit0 test $? -eq 0
+wait $w
+check ps_worker_exit0 test $? -eq 0
+wait $ps0; r0=$?
+wait $ps1; r1=$?
+check ps_tasks_exit0_when_done test $r0 -eq 0 -a $r1 -eq 0
+acc=$(curve ps-chief.log | tail -1 | cut -d' ' -f3)
+check ps_useful_accuracy le 0.70 "$(sed -nE 's/.*accuracy ([0-9.]+) +[0-9]+ examples.*/\1/p' ps-chief.log | tail -1)"
+check ps_reports_staleness grep -q '"staleness"' ps.metrics
+check ps_logs_staleness grep -q "largest staleness seen" ps-chief.log
+check ps_model_saved test -s psjob/model.ckpt
+
+# --- the evaluator follows the chief's checkpoints -----------------------------------
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+EVF=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+     --epochs=3 --batch_size=50)
+TF_CONFIG="$(tfconfig "$cluster" evaluator 0)" CLOUD_ML_HP_METRIC_FILE="$WORK/eval.metrics" \
+  "$TRAINER" "${EVF[@]}" --job-dir=evjob >evaluator.log 2>&1 &
+e=$!
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${EVF[@]}" --job-dir=evjob >ev-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${EVF[@]}" --job-dir=evjob >ev-worker.log 2>&1
+wait $c
+timeout 30 tail --pid=$e -f /dev/null
+wait $e
+check evaluator_exit0 test $? -eq 0
+check evaluator_reports_eval_metrics grep -q '"eval_accuracy"' eval.metrics
+check evaluator_saw_final grep -q "evaluated the final checkpoint (step 60)" evaluator.log
+check evaluator_reports_steps test "$(grep -c eval_loss eval.metrics)" -ge 1
+
+# --- bad clusters and flags: exit 2 naming the problem -------------------------------
+two='{"chief": ["localhost:1"], "worker": ["localhost:2"]}'
+expect_usage() {
+  local name=$1 want=$2; shift 2
+  local out
+  out=$("$@" 2>&1)
+  local rc=$?
+  check "${name}_exit2" test $rc -eq 2
+  grep -q -- "$want" <<<"$out" || fail "${name}_message" "wanted '$want', got: $out"
+}
+expect_usage global_batch_divides "does not divide among 2 replicas" \
+  env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --global_batch_size=61
+expect_usage batch_disagrees "disagree" \
+  env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --batch_size=10 --global_batch_size=60
+expect_usage one_device_in_cluster "runs in one process" \
+  env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --strategy=one_device
+expect_usage ps_needs_ps_tasks "needs ps tasks" \
+  env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --strategy=parameter_server
+expect_usage bf16_needs_allreduce "bf16 applies to" "$TRAINER" "${SMALL[@]}" --allreduce_precision=bf16
+expect_usage bad_strategy "must be one of" "$TRAINER" --strategy=horovod
+expect_usage devices_need_in_process "--devices applies to" "$TRAINER" "${SMALL[@]}" --strategy=one_device --devices=2
+expect_usage devices_shard_data "applies to the multi-worker" "$TRAINER" "${SMALL[@]}" --devices=2 --shard_policy=off
+expect_usage devices_batch_divides "does not divide among 3 replicas" "$TRAINER" "${SMALL[@]}" --devices=3 --global_batch_size=100
+expect_usage in_process_not_in_cluster "runs in one process" \
+  env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --strategy=mirrored --devices=2
+expect_usage bad_tf_config "task.index" env TF_CONFIG='{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker"}}' "$TRAINER" "${SMALL[@]}"
+expect_usage index_out_of_range "TF_CONFIG" env TF_CONFIG="$(tfconfig "$two" worker 3)" "$TRAINER" "${SMALL[@]}"
+expect_usage evaluator_needs_job_dir "needs --job-dir" env TF_CONFIG="$(tfconfig "$two" evaluator 0)" "$TRAINER" "${SMALL[@]}"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,323 @@
+/*
+ * test_collective.c — the TCP ring on loopback: each rank runs in its own thread with
+ * its own ring, as separate processes would. Sums are checked against sums computed
+ * here, ranks against each other bit for bit, and the failure paths (a peer that
+ * never comes, one that dies mid-collective, one with other flags, one out of step)
+ * against the messages users will read.
+ */
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "common/status.h"
+#include "trainer/collective.h"
+
+#define MAXR 5
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A port nobody listens on right now (bound to 0 and released). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+typedef struct rank_job {
+    int n, rank;
+    cl_peer *peers;
+    uint64_t hash;
+    double timeout;
+    int scenario;     /* what the rank does after opening */
+    size_t count;     /* elements */
+    float *buf;       /* (count) in, the result out */
+    int rc;           /* of the first failing call */
+    char err[512];
+    double failed_after; /* seconds from start to the failure */
+} rank_job;
+
+enum { SC_ALLREDUCE, SC_BF16, SC_BROADCAST, SC_F64, SC_DIE, SC_OUT_OF_STEP, SC_MANY };
+
+static float value(int rank, size_t i) { return (float)((int)(i % 97) - 48) * 0.25f + (float)rank; }
+
+static void *run_rank(void *arg) {
+    rank_job *j = arg;
+    double t0 = now();
+    cl_ring *r = NULL;
+    j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, &r, j->err, sizeof j->err);
+    if (j->rc) {
+        j->failed_after = now() - t0;
+        return NULL;
+    }
+    switch (j->scenario) {
+    case SC_ALLREDUCE:
+        j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
+        break;
+    case SC_BF16:
+        j->rc = cl_allreduce(r, j->buf, j->count, CL_BF16, j->err, sizeof j->err);
+        break;
+    case SC_BROADCAST:
+        j->rc = cl_broadcast(r, j->buf, j->count * sizeof(float), j->err, sizeof j->err);
+        break;
+    case SC_F64: {
+        double d[3] = {j->rank + 0.5, 1e-17, -(double)j->rank};
+        j->rc = cl_allreduce_f64(r, d, 3, j->err, sizeof j->err);
+        j->buf[0] = (float)d[0];
+        j->buf[1] = (float)d[2];
+        break;
+    }
+    case SC_DIE: /* the last rank does one all-reduce, then "crashes" */
+        j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
+        if (j->rank == j->n - 1) {
+            cl_close(r);
+            return NULL;
+        }
+        t0 = now();
+        for (int k = 0; k < 100 && !j->rc; k++)
+            j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
+        break;
+    case SC_OUT_OF_STEP:
+        j->rc = cl_allreduce(r, j->buf, j->count + (size_t)j->rank, CL_FP32, j->err,
+                             sizeof j->err);
+        break;
+    case SC_MANY: /* many small collectives in a row stay in step */
+        for (int k = 0; k < 200 && !j->rc; k++)
+            j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
+        break;
+    }
+    j->failed_after = now() - t0;
+    cl_close(r);
+    return NULL;
+}
+
+typedef struct ring_test {
+    int n;
+    char addr[MAXR][32];
+    char name[MAXR][32];
+    cl_peer peers[MAXR];
+    rank_job job[MAXR];
+    pthread_t th[MAXR];
+} ring_test;
+
+static void setup(ring_test *t, int n, int scenario, size_t count, double timeout) {
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    for (int i = 0; i < n; i++) {
+        snprintf(t->addr[i], sizeof t->addr[i], "localhost:%d", free_port());
+        snprintf(t->name[i], sizeof t->name[i], i ? "worker %d" : "chief %d", i ? i - 1 : 0);
+        t->peers[i] = (cl_peer){t->name[i], t->addr[i]};
+    }
+    for (int i = 0; i < n; i++) {
+        rank_job *j = &t->job[i];
+        *j = (rank_job){.n = n, .rank = i, .peers = t->peers, .hash = 42, .timeout = timeout,
+                        .scenario = scenario, .count = count};
+        j->buf = calloc(count + MAXR + 2, sizeof(float));
+        for (size_t k = 0; k < count + (size_t)n; k++) j->buf[k] = value(i, k);
+    }
+}
+
+/* Starts ranks [0, upto). */
+static void start(ring_test *t, int upto) {
+    for (int i = 0; i < upto; i++) pthread_create(&t->th[i], NULL, run_rank, &t->job[i]);
+}
+
+static void finish(ring_test *t, int upto) {
+    for (int i = 0; i < upto; i++) pthread_join(t->th[i], NULL);
+}
+
+static void teardown(ring_test *t) {
+    for (int i = 0; i < t->n; i++) free(t->job[i].buf);
+}
+
+static void test_allreduce_sums_and_agrees(void) {
+    const size_t counts[] = {1, 2, 3, 7, 1000, 262147};
+    for (int n = 2; n <= 4; n++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            ring_test t;
+            setup(&t, n, SC_ALLREDUCE, counts[c], 20);
+            start(&t, n);
+            finish(&t, n);
+            int bad = 0, differ = 0;
+            for (int i = 0; i < n; i++) {
+                CHECK_MSG(t.job[i].rc == 0, "n=%d count=%zu rank %d: %s", n, counts[c], i,
+                          t.job[i].err);
+                for (size_t k = 0; k < counts[c]; k++) {
+                    double want = 0;
+                    for (int q = 0; q < n; q++) want += value(q, k);
+                    if (fabs(t.job[i].buf[k] - want) > 1e-4) bad++;
+                }
+                if (memcmp(t.job[i].buf, t.job[0].buf, counts[c] * sizeof(float))) differ++;
+            }
+            CHECK_MSG(bad == 0, "n=%d count=%zu: %d wrong sums", n, counts[c], bad);
+            CHECK_MSG(differ == 0, "n=%d count=%zu: ranks disagree", n, counts[c]);
+            teardown(&t);
+        }
+}
+
+static void test_bf16_identical_and_close(void) {
+    ring_test t;
+    setup(&t, 3, SC_BF16, 50001, 20);
+    start(&t, 3);
+    finish(&t, 3);
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+        CHECK_MSG(!memcmp(t.job[i].buf, t.job[0].buf, 50001 * sizeof(float)),
+                  "rank %d ends with other bits than rank 0", i);
+    }
+    for (size_t k = 0; k < 50001; k++) {
+        double want = value(0, k) + value(1, k) + value(2, k);
+        double e = fabs(t.job[0].buf[k] - want) / (fabs(want) + 1);
+        if (e > worst) worst = e;
+        /* the result is representable in bf16 */
+        CHECK(cl_from_bf16(cl_to_bf16(t.job[0].buf[k])) == t.job[0].buf[k]);
+    }
+    CHECK_MSG(worst < 2e-2, "bf16 relative error %g", worst);
+    teardown(&t);
+}
+
+static void test_bf16_rounding(void) {
+    CHECK(cl_from_bf16(cl_to_bf16(1.0f)) == 1.0f);
+    CHECK(cl_from_bf16(cl_to_bf16(-2.5f)) == -2.5f);
+    /* 1 + 2^-8 is halfway between two bf16 values: ties go to even (1.0) */
+    CHECK(cl_from_bf16(cl_to_bf16(1.0f + 1.0f / 256)) == 1.0f);
+    CHECK(cl_from_bf16(cl_to_bf16(1.0f + 3.0f / 256)) == 1.0f + 4.0f / 256);
+    CHECK(isnan(cl_from_bf16(cl_to_bf16(NAN))));
+    CHECK(isinf(cl_from_bf16(cl_to_bf16(INFINITY))));
+}
+
+static void test_broadcast_and_f64(void) {
+    for (int n = 2; n <= 4; n++) {
+        ring_test t;
+        setup(&t, n, SC_BROADCAST, 300007, 20);
+        start(&t, n);
+        finish(&t, n);
+        for (int i = 0; i < n; i++) {
+            CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+            int same = 1;
+            for (size_t k = 0; k < 300007; k++) same &= t.job[i].buf[k] == value(0, k);
+            CHECK_MSG(same, "n=%d rank %d did not get rank 0's data", n, i);
+        }
+        teardown(&t);
+        setup(&t, n, SC_F64, 4, 20);
+        start(&t, n);
+        finish(&t, n);
+        double want = 0, want2 = 0;
+        for (int i = 0; i < n; i++) want += i + 0.5, want2 -= i;
+        for (int i = 0; i < n; i++) {
+            CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+            CHECK_NEAR(t.job[i].buf[0], want, 1e-6, 0);
+            CHECK_NEAR(t.job[i].buf[1], want2, 1e-6, 0);
+        }
+        teardown(&t);
+    }
+}
+
+static void test_many_small_collectives(void) {
+    ring_test t;
+    setup(&t, 3, SC_MANY, 17, 20);
+    start(&t, 3);
+    finish(&t, 3);
+    for (int i = 0; i < 3; i++) CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+    teardown(&t);
+}
+
+static void test_missing_peer_is_named(void) {
+    ring_test t;
+    setup(&t, 3, SC_ALLREDUCE, 10, 1.0);
+    start(&t, 2); /* worker 1 (rank 2) never starts */
+    finish(&t, 2);
+    CHECK_INT_EQ(t.job[1].rc, TN_EPEER);
+    CHECK_STR_CONTAINS(t.job[1].err, "waiting for worker 1");
+    CHECK_STR_CONTAINS(t.job[1].err, t.addr[2]);
+    CHECK_INT_EQ(t.job[0].rc, TN_EPEER);
+    CHECK_STR_CONTAINS(t.job[0].err, "worker 1");
+    CHECK(t.job[0].failed_after < 5);
+    teardown(&t);
+}
+
+static void test_dead_peer_noticed_at_once(void) {
+    ring_test t;
+    setup(&t, 3, SC_DIE, 100000, 30); /* the timeout is long: only EOF can be this fast */
+    start(&t, 3);
+    finish(&t, 3);
+    for (int i = 0; i < 2; i++) {
+        CHECK_MSG(t.job[i].rc == TN_EPEER, "rank %d: rc %d: %s", i, t.job[i].rc, t.job[i].err);
+        CHECK_MSG(t.job[i].failed_after < 3, "rank %d took %.1f s to notice", i,
+                  t.job[i].failed_after);
+    }
+    /* both survivors are neighbours of the dead rank; whichever notices first exits,
+     * and the other may then notice that exit first: every message names a lost peer,
+     * and at least one names the dead one */
+    CHECK_STR_CONTAINS(t.job[0].err, "lost ");
+    CHECK_STR_CONTAINS(t.job[1].err, "lost ");
+    CHECK_MSG(strstr(t.job[0].err, "lost worker 1") || strstr(t.job[1].err, "lost worker 1"),
+              "'%s' / '%s'", t.job[0].err, t.job[1].err);
+    teardown(&t);
+}
+
+static void test_config_mismatch(void) {
+    ring_test t;
+    setup(&t, 2, SC_ALLREDUCE, 10, 2);
+    t.job[1].hash = 43;
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK(t.job[0].rc != 0 && t.job[1].rc != 0);
+    int named = strstr(t.job[0].err, "different configuration") ||
+                strstr(t.job[1].err, "different configuration");
+    CHECK_MSG(named, "errors: '%s' / '%s'", t.job[0].err, t.job[1].err);
+    teardown(&t);
+}
+
+static void test_out_of_step(void) {
+    ring_test t;
+    setup(&t, 2, SC_OUT_OF_STEP, 10, 2);
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK_INT_EQ(t.job[0].rc, TN_EPEER);
+    CHECK_STR_CONTAINS(t.job[0].err, "out of step");
+    teardown(&t);
+}
+
+static void test_single_rank_is_a_no_op(void) {
+    cl_peer p = {"chief 0", "localhost:1"}; /* never bound with one rank */
+    cl_ring *r = NULL;
+    char err[256];
+    CHECK_INT_EQ(cl_open(&p, 1, 0, 1, 0, &r, err, sizeof err), 0);
+    float x[3] = {1, 2, 3};
+    CHECK_INT_EQ(cl_allreduce(r, x, 3, CL_BF16, err, sizeof err), 0);
+    CHECK(x[0] == 1 && x[1] == 2 && x[2] == 3);
+    CHECK_INT_EQ(cl_size(r), 1);
+    cl_close(r);
+    CHECK_INT_EQ(cl_open(&p, 2, 2, 1, 0, &r, err, sizeof err), TN_EINVAL);
+}
+
+int main(void) {
+    RUN(test_bf16_rounding);
+    RUN(test_single_rank_is_a_no_op);
+    RUN(test_allreduce_sums_and_agrees);
+    RUN(test_bf16_identical_and_close);
+    RUN(test_broadcast_and_f64);
+    RUN(test_many_small_collectives);
+    RUN(test_missing_peer_is_named);
+    RUN(test_dead_peer_noticed_at_once);
+    RUN(test_config_mismatch);
+    RUN(test_out_of_step);
+    return check_summary();
+}

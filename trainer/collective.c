@@ -1,0 +1,532 @@
+/*
+ * collective.c — the TCP ring and its collectives (see collective.h).
+ *
+ * Each rank has two connections: `next` (it only sends on it) and `prev` (it only
+ * receives). Every transfer goes through pump(), a poll() loop that sends to next and
+ * receives from prev at the same time, so a rank never waits for its own send to
+ * drain before reading (which would deadlock a ring once the buffers fill). Every
+ * collective starts with a 16-byte header (operation, sequence number, size) sent to
+ * next and checked against the one from prev.
+ */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include "trainer/collective.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "common/tfconfig.h"
+
+#define HELLO_MAGIC "TNRING01"
+#define COLL_MAGIC 0x4c43544eu /* "TNCL" */
+
+enum { OP_ALLREDUCE = 1, OP_ALLREDUCE_BF16, OP_ALLREDUCE_F64, OP_BROADCAST };
+
+struct cl_ring {
+    int n, rank;
+    int next_fd, prev_fd;   /* -1 with one rank */
+    double timeout;         /* seconds without progress before a peer is given up */
+    uint64_t seq;           /* collectives done */
+    char next_name[96];     /* "worker 1 (localhost:41234)" */
+    char prev_name[96];
+    void *scratch;          /* receive (and bf16 send) buffers, grown on demand */
+    size_t scratch_size;
+    uint64_t sent, received;
+};
+
+typedef struct hello {
+    char magic[8];
+    uint32_t rank, n;
+    uint64_t hash;
+} hello;
+
+typedef struct coll_header {
+    uint32_t magic, op;
+    uint64_t seq_count; /* seq << 40 | element count (counts < 2^40) */
+} coll_header;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < bytes; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint16_t cl_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float cl_from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+int cl_rank(const cl_ring *r) { return r->rank; }
+int cl_size(const cl_ring *r) { return r->n; }
+
+void cl_traffic(const cl_ring *r, uint64_t *sent, uint64_t *received) {
+    *sent = r->sent;
+    *received = r->received;
+}
+
+static void *scratch(cl_ring *r, size_t bytes) {
+    if (bytes > r->scratch_size) {
+        free(r->scratch);
+        r->scratch = tn_xmalloc(bytes);
+        r->scratch_size = bytes;
+    }
+    return r->scratch;
+}
+
+/* ---- setting up ---- */
+
+static int resolve(const char *addr, struct addrinfo **out, char *err, size_t errlen) {
+    char host[256], port[16];
+    int p;
+    if (tf_split_address(addr, host, sizeof host, &p, err, errlen)) return TN_EINVAL;
+    snprintf(port, sizeof port, "%d", p);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int rc = getaddrinfo(host, port, &hints, out);
+    if (rc)
+        return tn_error(err, errlen, TN_EINVAL, "cannot resolve %s: %s", addr, gai_strerror(rc));
+    return 0;
+}
+
+static void tune_socket(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static int listen_on(const char *addr, int *out, char *err, size_t errlen) {
+    struct addrinfo *ai = NULL;
+    int rc = resolve(addr, &ai, err, errlen);
+    if (rc) return rc;
+    int fd = -1, saved = 0;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 16) == 0) break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        return tn_error(err, errlen, TN_EIO,
+                        "cannot listen on %s (this replica's TF_CONFIG address): %s; hint: is "
+                        "another program using the port?",
+                        addr, strerror(saved));
+    *out = fd;
+    return 0;
+}
+
+/* Connects to addr, retrying refused connections until deadline. */
+static int connect_to(const char *addr, const char *who, double deadline, double timeout,
+                      int *out, char *err, size_t errlen) {
+    struct addrinfo *ai = NULL;
+    int rc = resolve(addr, &ai, err, errlen);
+    if (rc) return rc;
+    int last = ECONNREFUSED;
+    for (;;) {
+        for (struct addrinfo *a = ai; a; a = a->ai_next) {
+            int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                last = errno;
+                continue;
+            }
+            if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+                freeaddrinfo(ai);
+                tune_socket(fd);
+                *out = fd;
+                return 0;
+            }
+            last = errno;
+            close(fd);
+        }
+        if (now() >= deadline) break;
+        usleep(50 * 1000);
+    }
+    freeaddrinfo(ai);
+    return tn_error(err, errlen, TN_EPEER,
+                    "timed out after %.0f s waiting for %s at %s (%s); hint: every replica "
+                    "of TF_CONFIG's cluster must be started (raise --peer_timeout if they "
+                    "start slowly)",
+                    timeout, who, addr, strerror(last));
+}
+
+/* Reads exactly len bytes before deadline. 0, 1 on end of stream, or TN_EIO. */
+static int read_full(int fd, void *buf, size_t len, double deadline) {
+    size_t got = 0;
+    while (got < len) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((deadline - now()) * 1000);
+        if (ms <= 0) return TN_EIO;
+        int rc = poll(&p, 1, ms);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) return TN_EIO;
+        ssize_t k = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+        if (k == 0) return 1;
+        if (k < 0) {
+            if (errno == EAGAIN || errno == EINTR) continue;
+            return TN_EIO;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len) {
+    size_t put = 0;
+    while (put < len) {
+        ssize_t k = send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return TN_EIO;
+        }
+        put += (size_t)k;
+    }
+    return 0;
+}
+
+static int check_hello(const hello *h, const cl_ring *r, int want_rank, uint64_t hash,
+                       const char *who, char *err, size_t errlen) {
+    if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
+    if ((int)h->n != r->n || (int)h->rank != want_rank)
+        return tn_error(err, errlen, TN_EMISMATCH,
+                        "%s says it is rank %u of %u, but this replica expects rank %d of "
+                        "%d; hint: every replica must get the same TF_CONFIG cluster",
+                        who, h->rank, h->n, want_rank, r->n);
+    if (h->hash != hash)
+        return tn_error(err, errlen, TN_EMISMATCH,
+                        "%s runs with a different configuration (model, batch, data, seed, "
+                        "optimizer or strategy flags differ); hint: give every replica the "
+                        "same flags",
+                        who);
+    return 0;
+}
+
+int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
+            cl_ring **out, char *err, size_t errlen) {
+    if (n < 1 || rank < 0 || rank >= n)
+        return tn_error(err, errlen, TN_EINVAL, "rank %d of %d is out of range", rank, n);
+    cl_ring *r = tn_xmalloc(sizeof *r);
+    memset(r, 0, sizeof *r);
+    r->n = n;
+    r->rank = rank;
+    r->next_fd = r->prev_fd = -1;
+    r->timeout = timeout > 0 ? timeout : 60;
+    if (n == 1) {
+        *out = r;
+        return 0;
+    }
+    int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    snprintf(r->next_name, sizeof r->next_name, "%s (%s)", peers[next].name, peers[next].addr);
+    snprintf(r->prev_name, sizeof r->prev_name, "%s (%s)", peers[prev].name, peers[prev].addr);
+    double deadline = now() + r->timeout;
+    int lfd = -1;
+    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .hash = config_hash};
+    memcpy(mine.magic, HELLO_MAGIC, 8);
+    hello h;
+
+    /* 1. listen; 2. connect to next (the kernel completes it as soon as next listens,
+     * whether or not it has reached accept, so no order between ranks deadlocks) and
+     * introduce ourselves; 3. accept prev, check it, answer; 4. check next's answer. */
+    int rc = listen_on(peers[rank].addr, &lfd, err, errlen);
+    if (!rc)
+        rc = connect_to(peers[next].addr, peers[next].name, deadline, r->timeout, &r->next_fd,
+                        err, errlen);
+    if (!rc && write_full(r->next_fd, &mine, sizeof mine))
+        rc = tn_error(err, errlen, TN_EPEER, "lost %s while connecting: %s", r->next_name,
+                      strerror(errno));
+    while (!rc && r->prev_fd < 0) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        int ms = (int)((deadline - now()) * 1000);
+        int k = ms > 0 ? poll(&p, 1, ms) : 0;
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            rc = tn_error(err, errlen, TN_EPEER,
+                          "timed out after %.0f s waiting for %s to connect to this replica "
+                          "at %s; hint: every replica of TF_CONFIG's cluster must be started",
+                          r->timeout, r->prev_name, peers[rank].addr);
+            break;
+        }
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        int got = read_full(fd, &h, sizeof h, deadline);
+        int bad = got ? 1 : check_hello(&h, r, prev, config_hash, r->prev_name, err, errlen);
+        if (bad < 0) {
+            close(fd);
+            rc = bad;
+            break;
+        }
+        if (bad) { /* a stranger, or a peer that gave up: keep waiting */
+            close(fd);
+            continue;
+        }
+        tune_socket(fd);
+        if (write_full(fd, &mine, sizeof mine)) {
+            close(fd);
+            continue;
+        }
+        r->prev_fd = fd;
+    }
+    if (!rc) {
+        int got = read_full(r->next_fd, &h, sizeof h, deadline);
+        if (got)
+            rc = tn_error(err, errlen, TN_EPEER, "%s did not answer while connecting (%s)",
+                          r->next_name, got > 0 ? "connection closed" : "timed out");
+        else {
+            rc = check_hello(&h, r, next, config_hash, r->next_name, err, errlen);
+            if (rc > 0)
+                rc = tn_error(err, errlen, TN_EPEER, "%s is not a trainer replica",
+                              r->next_name);
+        }
+    }
+    if (lfd >= 0) close(lfd); /* a restarted peer must not reach a ring that is gone */
+    if (rc) {
+        cl_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void cl_close(cl_ring *r) {
+    if (!r) return;
+    if (r->next_fd >= 0) close(r->next_fd);
+    if (r->prev_fd >= 0) close(r->prev_fd);
+    free(r->scratch);
+    free(r);
+}
+
+/* ---- moving bytes ---- */
+
+typedef void (*progress_fn)(void *ctx, size_t received);
+
+/* Sends send[0..slen) to next while receiving recv[0..rlen) from prev. With follow,
+ * only bytes already received may be sent (send == recv: forwarding). on_recv, if
+ * set, is told how many bytes have arrived after each read. */
+static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, size_t rlen,
+                int follow, progress_fn on_recv, void *ctx, char *err, size_t errlen) {
+    size_t sent = 0, got = 0;
+    double deadline = now() + r->timeout;
+    while (sent < slen || got < rlen) {
+        size_t can_send = follow ? (got < slen ? got : slen) : slen;
+        /* next is watched only while there is something left to send to it (a
+         * neighbour that has finished may close), and prev while there is something
+         * to receive; a negative fd is skipped by poll */
+        struct pollfd p[2] = {{.fd = sent < slen ? r->next_fd : -1, .events = POLLRDHUP},
+                              {.fd = got < rlen ? r->prev_fd : -1, .events = POLLIN}};
+        if (sent < can_send) p[0].events |= POLLOUT;
+        int ms = (int)((deadline - now()) * 1000);
+        int k = ms > 0 ? poll(p, 2, ms) : 0;
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return tn_error(err, errlen, TN_EIO, "poll: %s", strerror(errno));
+        if (k == 0)
+            return tn_error(err, errlen, TN_EPEER,
+                            "no progress for %.0f s: %s is not answering (hung, stopped or "
+                            "too slow); hint: raise --peer_timeout if a step can take longer",
+                            r->timeout, got < rlen ? r->prev_name : r->next_name);
+        if (p[0].revents & (POLLRDHUP | POLLERR | POLLHUP))
+            return tn_error(err, errlen, TN_EPEER,
+                            "lost %s: the connection closed (that replica exited: it crashed, was stopped, or "
+                            "lost a peer itself)",
+                            r->next_name);
+        if (p[0].revents & POLLOUT) {
+            ssize_t s = send(r->next_fd, (const char *)send_buf + sent, can_send - sent,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (s < 0 && errno != EAGAIN && errno != EINTR)
+                return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->next_name,
+                                strerror(errno));
+            if (s > 0) {
+                sent += (size_t)s;
+                r->sent += (uint64_t)s;
+                deadline = now() + r->timeout;
+            }
+        }
+        if (p[1].revents & (POLLIN | POLLERR | POLLHUP)) {
+            ssize_t s = recv(r->prev_fd, (char *)recv_buf + got, rlen - got, MSG_DONTWAIT);
+            if (s == 0 || (s < 0 && errno != EAGAIN && errno != EINTR))
+                return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->prev_name,
+                                s == 0 ? "the connection closed (that replica exited: it crashed, was stopped, or lost a peer itself)"
+                                       : strerror(errno));
+            if (s > 0) {
+                got += (size_t)s;
+                r->received += (uint64_t)s;
+                deadline = now() + r->timeout;
+                if (on_recv) on_recv(ctx, got);
+            }
+        }
+    }
+    return 0;
+}
+
+static const char *op_name(uint32_t op) {
+    switch (op) {
+    case OP_ALLREDUCE: return "all-reduce";
+    case OP_ALLREDUCE_BF16: return "all-reduce (bf16)";
+    case OP_ALLREDUCE_F64: return "all-reduce (f64)";
+    case OP_BROADCAST: return "broadcast";
+    default: return "unknown operation";
+    }
+}
+
+/* Every collective starts by passing a header round the ring: a replica that is at
+ * another collective, or at the same one with another size, is caught here. */
+static int header(cl_ring *r, uint32_t op, uint64_t count, char *err, size_t errlen) {
+    coll_header mine = {COLL_MAGIC, op, (r->seq << 40) | (count & ((1ull << 40) - 1))};
+    coll_header theirs;
+    r->seq++;
+    int rc = pump(r, &mine, sizeof mine, &theirs, sizeof theirs, 0, NULL, NULL, err, errlen);
+    if (rc) return rc;
+    if (theirs.magic != COLL_MAGIC || theirs.op != mine.op || theirs.seq_count != mine.seq_count)
+        return tn_error(err, errlen, TN_EPEER,
+                        "replicas out of step: %s is at collective #%llu (%s of %llu "
+                        "elements), this replica at #%llu (%s of %llu)",
+                        r->prev_name, (unsigned long long)(theirs.seq_count >> 40),
+                        op_name(theirs.op),
+                        (unsigned long long)(theirs.seq_count & ((1ull << 40) - 1)),
+                        (unsigned long long)(mine.seq_count >> 40), op_name(op),
+                        (unsigned long long)count);
+    return 0;
+}
+
+/* Segment i of n elements split into r->n parts (sizes differ by at most one). */
+static void segment(size_t n, int parts, int i, size_t *off, size_t *len) {
+    size_t base = n / (size_t)parts, extra = n % (size_t)parts;
+    *off = (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
+    *len = base + ((size_t)i < extra ? 1 : 0);
+}
+
+/* Reduction as bytes arrive: adds the complete elements received so far. */
+typedef struct reducer {
+    float *dst;          /* the segment being summed into */
+    const void *src;     /* the receive buffer (float or bf16) */
+    size_t done;         /* elements already added */
+    int bf16;
+} reducer;
+
+static void reduce_progress(void *ctx, size_t received) {
+    reducer *d = ctx;
+    size_t upto = received / (d->bf16 ? 2 : 4);
+    if (d->bf16) {
+        const uint16_t *s = d->src;
+        for (size_t i = d->done; i < upto; i++) d->dst[i] += cl_from_bf16(s[i]);
+    } else {
+        const float *s = d->src;
+        for (size_t i = d->done; i < upto; i++) d->dst[i] += s[i];
+    }
+    d->done = upto;
+}
+
+static void to_bf16(uint16_t *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = cl_to_bf16(src[i]);
+}
+
+int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, size_t errlen) {
+    if (r->n == 1 || n == 0) return 0;
+    int bf16 = precision == CL_BF16;
+    size_t esize = bf16 ? 2 : 4;
+    int rc = header(r, bf16 ? OP_ALLREDUCE_BF16 : OP_ALLREDUCE, n, err, errlen);
+    if (rc) return rc;
+    size_t maxseg = n / (size_t)r->n + 1;
+    /* scratch: receive buffer, then (bf16) the send buffer */
+    char *base = scratch(r, maxseg * esize * (bf16 ? 2 : 1));
+    void *rbuf = base;
+    uint16_t *sbuf = bf16 ? (uint16_t *)(base + maxseg * esize) : NULL;
+
+    /* reduce-scatter: after step s, the segment received holds s + 2 ranks' sum */
+    for (int s = 0; s < r->n - 1; s++) {
+        size_t soff, slen, roff, rlen;
+        segment(n, r->n, (r->rank - s + r->n) % r->n, &soff, &slen);
+        segment(n, r->n, (r->rank - s - 1 + 2 * r->n) % r->n, &roff, &rlen);
+        const void *src = buf + soff;
+        if (bf16) {
+            to_bf16(sbuf, buf + soff, slen);
+            src = sbuf;
+        }
+        reducer d = {.dst = buf + roff, .src = rbuf, .bf16 = bf16};
+        rc = pump(r, src, slen * esize, rbuf, rlen * esize, 0, reduce_progress, &d, err, errlen);
+        if (rc) return rc;
+    }
+    /* this rank now holds the full sum of segment rank+1; in bf16 round it as the
+     * others will receive it, so that every rank ends with the same bits */
+    if (bf16) {
+        size_t off, len;
+        segment(n, r->n, (r->rank + 1) % r->n, &off, &len);
+        for (size_t i = 0; i < len; i++) buf[off + i] = cl_from_bf16(cl_to_bf16(buf[off + i]));
+    }
+    /* all-gather: pass the finished segments round */
+    for (int s = 0; s < r->n - 1; s++) {
+        size_t soff, slen, roff, rlen;
+        segment(n, r->n, (r->rank + 1 - s + r->n) % r->n, &soff, &slen);
+        segment(n, r->n, (r->rank - s + r->n) % r->n, &roff, &rlen);
+        if (bf16) {
+            to_bf16(sbuf, buf + soff, slen);
+            rc = pump(r, sbuf, slen * 2, rbuf, rlen * 2, 0, NULL, NULL, err, errlen);
+            const uint16_t *h = rbuf;
+            for (size_t i = 0; !rc && i < rlen; i++) buf[roff + i] = cl_from_bf16(h[i]);
+        } else {
+            rc = pump(r, buf + soff, slen * 4, buf + roff, rlen * 4, 0, NULL, NULL, err, errlen);
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* For short vectors: every rank passes every rank's vector round the ring (n-1 steps),
+ * then sums them in rank order, so the result is the same bits everywhere. */
+int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen) {
+    if (r->n == 1 || n == 0) return 0;
+    int rc = header(r, OP_ALLREDUCE_F64, n, err, errlen);
+    if (rc) return rc;
+    double *all = tn_xmalloc((size_t)r->n * n * sizeof(double));
+    memcpy(all + (size_t)r->rank * n, buf, n * sizeof(double));
+    for (int s = 0; !rc && s < r->n - 1; s++) {
+        int from = (r->rank - s + r->n) % r->n, to = (r->rank - s - 1 + r->n) % r->n;
+        rc = pump(r, all + (size_t)from * n, n * sizeof(double), all + (size_t)to * n,
+                  n * sizeof(double), 0, NULL, NULL, err, errlen);
+    }
+    if (!rc)
+        for (size_t i = 0; i < n; i++) {
+            double sum = 0;
+            for (int k = 0; k < r->n; k++) sum += all[(size_t)k * n + i];
+            buf[i] = sum;
+        }
+    free(all);
+    return rc;
+}
+
+int cl_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen) {
+    if (r->n == 1 || bytes == 0) return 0;
+    int rc = header(r, OP_BROADCAST, bytes, err, errlen);
+    if (rc) return rc;
+    if (r->rank == 0) return pump(r, buf, bytes, NULL, 0, 0, NULL, NULL, err, errlen);
+    if (r->rank == r->n - 1) return pump(r, NULL, 0, buf, bytes, 0, NULL, NULL, err, errlen);
+    return pump(r, buf, bytes, buf, bytes, 1, NULL, NULL, err, errlen);
+}
