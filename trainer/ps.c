@@ -12,13 +12,13 @@
  * Wire: every message is a 32-byte header (msg_header), then float32 payloads of the
  * shard's size (n = hi - lo of the client's p) or an error text.
  *
- *   request  a            b            c                 payload          reply a, b, c
- *   HELLO    config hash  p            ps count<<32|index  -              initialised, version, P
- *   INIT     P            total_steps  t                 params m [v]     version
- *   PULL     -            -            -                 -                version, -, n; params
- *   PUSH     -            -            -                 grads            version, staleness
- *   FETCH    -            -            -                 -                t, version, n; params m [v]
- *   DONE     -            -            -                 -                -
+ *   request  a            b            c              payload        reply a, b, c; payload
+ *   HELLO    config hash  p            count<<32|i    -              initialised, version, P
+ *   INIT     P            total_steps  t              params m [v]   version
+ *   PULL     -            -            -              -              version, -, n; params
+ *   PUSH     -            -            -              grads          version, staleness
+ *   FETCH    -            -            -              -              t, version, n; params m [v]
+ *   DONE     -            -            -              -              -
  *
  * [v] travels when the header's flags carry F_HAS_V (INIT: the chief sends it; FETCH:
  * the chief wants it). A reply's status is OK, FINISHED (a pull after the chief's
@@ -158,6 +158,7 @@ typedef struct ps_server {
     const ps_server_config *cfg;
     FILE *out;                /* progress lines; may be NULL */
     const kn_backend *k;      /* the CPU backend: its buffers are host memory */
+    ps_conn *conns;           /* connections not yet reaped (the main thread's alone) */
     pthread_mutex_t lock;     /* guards everything below */
     pthread_cond_t changed;   /* broadcast on INIT, DONE and shutdown */
     size_t p, lo, hi;         /* all the parameters, and this shard [lo, hi); 0 before INIT */
@@ -169,7 +170,6 @@ typedef struct ps_server {
     double done_at;           /* when the reply to DONE went out; 0 before */
     int shutdown;             /* ps_serve is returning: connection threads end */
     int clients;              /* connection threads still running */
-    ps_conn *conns;           /* connections not yet reaped, running or not */
 } ps_server;
 
 struct ps_conn {
@@ -804,7 +804,8 @@ static int read_shard(ps_client *c, ps_link *l, const msg_header *h, float *x, c
                       size_t errlen) {
     size_t n = l->hi - l->lo;
     if (h->c != n) return broke_protocol(c, l, "a shard of another size", err, errlen);
-    if (!x && !c->scratch) c->scratch = tn_xmalloc(n * sizeof(float));
+    if (!x && !c->scratch) /* big enough for any shard */
+        c->scratch = tn_xmalloc((c->p / (size_t)c->n + 1) * sizeof(float));
     int e = recv_all(l->fd, x ? x + l->lo : c->scratch, n * sizeof(float));
     return e ? lost(c, l, e, err, errlen) : 0;
 }

@@ -8,6 +8,13 @@
  * --checkpoint_every steps, and on SIGTERM) a checkpoint is saved. The checkpoint
  * holds everything the loop reads, so a resumed run is bit-identical to one that
  * never stopped. Checkpoint sections: docs/trainer.md, "What a checkpoint holds".
+ *
+ * The strategies (docs/distributed.md) share this loop: multi-worker mirrored gives
+ * each replica its slice of every global batch and sums the gradients over the ring
+ * (collective.h) before the same update everywhere; mirrored and central_storage do
+ * the same with devices in one process (devices.h); parameter_server has its own
+ * asynchronous loop (ps_loop: pull, compute, push to the ps tasks of ps.h). The
+ * evaluator (tr_evaluator) follows the chief's checkpoints.
  */
 #include "trainer/train.h"
 

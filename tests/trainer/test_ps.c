@@ -347,6 +347,67 @@ static void *run_worker(void *arg) {
     return NULL;
 }
 
+/* Several workers pulling and pushing a big model at once: every update lands once. */
+#define BIG 300001
+#define WORKERS 3
+#define STEPS 20
+
+typedef struct pusher {
+    cluster *c;
+    int rc;
+    char err[512];
+    int64_t last_version;
+} pusher;
+
+static void *run_pusher(void *arg) {
+    pusher *w = arg;
+    float *params = malloc(BIG * sizeof(float)), *g = malloc(BIG * sizeof(float));
+    for (size_t i = 0; i < BIG; i++) g[i] = 0.125f;
+    ps_client *cl = NULL;
+    w->rc = ps_client_open(&w->c->tf, BIG, 10, 7, &cl, NULL, w->err, sizeof w->err);
+    for (int k = 0; !w->rc && k < STEPS; k++) {
+        w->rc = ps_client_pull(cl, params, &w->last_version, w->err, sizeof w->err);
+        if (!w->rc) w->rc = ps_client_push(cl, g, NULL, w->err, sizeof w->err);
+    }
+    ps_client_close(cl);
+    free(params);
+    free(g);
+    return NULL;
+}
+
+static void test_concurrent_workers(void) {
+    cluster c;
+    setup(&c, 2, 2, sgd(0.25), 10, 30);
+    float *p = malloc(BIG * sizeof(float)), *got = malloc(BIG * sizeof(float));
+    for (size_t i = 0; i < BIG; i++) p[i] = 4.0f + (float)(i % 7);
+    char err[512] = "";
+    ps_client *chief = NULL;
+    CHECK_INT_EQ(ps_client_open(&c.tf, BIG, 10, 7, &chief, NULL, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    pusher w[WORKERS];
+    pthread_t th[WORKERS];
+    for (int i = 0; i < WORKERS; i++) {
+        w[i] = (pusher){.c = &c};
+        pthread_create(&th[i], NULL, run_pusher, &w[i]);
+    }
+    for (int i = 0; i < WORKERS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_MSG(w[i].rc == 0, "worker %d: %s", i, w[i].err);
+    }
+    int64_t t = -1, version = -1;
+    CHECK_INT_EQ(ps_client_fetch(chief, got, p, NULL, &t, &version, err, sizeof err), 0);
+    CHECK_INT_EQ(version, WORKERS * STEPS);
+    /* each update subtracts 0.25 * 0.125 exactly */
+    size_t bad = 0;
+    for (size_t i = 0; i < BIG; i++)
+        bad += got[i] != 4.0f + (float)(i % 7) - (float)(WORKERS * STEPS) * 0.03125f;
+    CHECK_MSG(bad == 0, "%zu parameters off", bad);
+    ps_client_close(chief);
+    free(p);
+    free(got);
+    teardown(&c);
+}
+
 static void test_worker_waits_for_init(void) {
     cluster c;
     setup(&c, 2, 2, sgd(0.25), 5, 30);
@@ -588,6 +649,7 @@ int main(void) {
     RUN(test_momentum);
     RUN(test_adam_fetch_and_step);
     RUN(test_staleness_and_versions);
+    RUN(test_concurrent_workers);
     RUN(test_worker_waits_for_init);
     RUN(test_no_chief);
     RUN(test_config_mismatch);
