@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
-#include "common/tfconfig.h"
+#include "trainer/net.h"
 
 #define HELLO_MAGIC "TNRING01"
 #define COLL_MAGIC 0x4c43544eu /* "TNCL" */
@@ -53,12 +53,6 @@ typedef struct coll_header {
     uint32_t magic, op;
     uint64_t seq_count; /* seq << 40 | element count (counts < 2^40) */
 } coll_header;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
     const unsigned char *p = data;
@@ -103,88 +97,12 @@ static void *scratch(cl_ring *r, size_t bytes) {
 
 /* ---- setting up ---- */
 
-static int resolve(const char *addr, struct addrinfo **out, char *err, size_t errlen) {
-    char host[256], port[16];
-    int p;
-    if (tf_split_address(addr, host, sizeof host, &p, err, errlen)) return TN_EINVAL;
-    snprintf(port, sizeof port, "%d", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = getaddrinfo(host, port, &hints, out);
-    if (rc)
-        return tn_error(err, errlen, TN_EINVAL, "cannot resolve %s: %s", addr, gai_strerror(rc));
-    return 0;
-}
-
-static void tune_socket(int fd) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-static int listen_on(const char *addr, int *out, char *err, size_t errlen) {
-    struct addrinfo *ai = NULL;
-    int rc = resolve(addr, &ai, err, errlen);
-    if (rc) return rc;
-    int fd = -1, saved = 0;
-    for (struct addrinfo *a = ai; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) continue;
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 16) == 0) break;
-        saved = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    if (fd < 0)
-        return tn_error(err, errlen, TN_EIO,
-                        "cannot listen on %s (this replica's TF_CONFIG address): %s; hint: is "
-                        "another program using the port?",
-                        addr, strerror(saved));
-    *out = fd;
-    return 0;
-}
-
-/* Connects to addr, retrying refused connections until deadline. */
-static int connect_to(const char *addr, const char *who, double deadline, double timeout,
-                      int *out, char *err, size_t errlen) {
-    struct addrinfo *ai = NULL;
-    int rc = resolve(addr, &ai, err, errlen);
-    if (rc) return rc;
-    int last = ECONNREFUSED;
-    for (;;) {
-        for (struct addrinfo *a = ai; a; a = a->ai_next) {
-            int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-            if (fd < 0) {
-                last = errno;
-                continue;
-            }
-            if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-                freeaddrinfo(ai);
-                tune_socket(fd);
-                *out = fd;
-                return 0;
-            }
-            last = errno;
-            close(fd);
-        }
-        if (now() >= deadline) break;
-        usleep(50 * 1000);
-    }
-    freeaddrinfo(ai);
-    return tn_error(err, errlen, TN_EPEER,
-                    "timed out after %.0f s waiting for %s at %s (%s); hint: every replica "
-                    "of TF_CONFIG's cluster must be started (raise --peer_timeout if they "
-                    "start slowly)",
-                    timeout, who, addr, strerror(last));
-}
-
 /* Reads exactly len bytes before deadline. 0, 1 on end of stream, or TN_EIO. */
 static int read_full(int fd, void *buf, size_t len, double deadline) {
     size_t got = 0;
     while (got < len) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ms = (int)((deadline - now()) * 1000);
+        int ms = (int)((deadline - nt_now()) * 1000);
         if (ms <= 0) return TN_EIO;
         int rc = poll(&p, 1, ms);
         if (rc < 0 && errno == EINTR) continue;
@@ -247,7 +165,7 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
     int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     snprintf(r->next_name, sizeof r->next_name, "%s (%s)", peers[next].name, peers[next].addr);
     snprintf(r->prev_name, sizeof r->prev_name, "%s (%s)", peers[prev].name, peers[prev].addr);
-    double deadline = now() + r->timeout;
+    double deadline = nt_now() + r->timeout;
     int lfd = -1;
     hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .hash = config_hash};
     memcpy(mine.magic, HELLO_MAGIC, 8);
@@ -256,16 +174,17 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
     /* 1. listen; 2. connect to next (the kernel completes it as soon as next listens,
      * whether or not it has reached accept, so no order between ranks deadlocks) and
      * introduce ourselves; 3. accept prev, check it, answer; 4. check next's answer. */
-    int rc = listen_on(peers[rank].addr, &lfd, err, errlen);
+    int rc = nt_listen(peers[rank].addr, 16, "this replica's TF_CONFIG address", &lfd, err,
+                       errlen);
     if (!rc)
-        rc = connect_to(peers[next].addr, peers[next].name, deadline, r->timeout, &r->next_fd,
+        rc = nt_connect(peers[next].addr, peers[next].name, deadline, r->timeout, &r->next_fd,
                         err, errlen);
     if (!rc && write_full(r->next_fd, &mine, sizeof mine))
         rc = tn_error(err, errlen, TN_EPEER, "lost %s while connecting: %s", r->next_name,
                       strerror(errno));
     while (!rc && r->prev_fd < 0) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};
-        int ms = (int)((deadline - now()) * 1000);
+        int ms = (int)((deadline - nt_now()) * 1000);
         int k = ms > 0 ? poll(&p, 1, ms) : 0;
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
@@ -288,7 +207,8 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
             close(fd);
             continue;
         }
-        tune_socket(fd);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (write_full(fd, &mine, sizeof mine)) {
             close(fd);
             continue;
@@ -334,7 +254,7 @@ typedef void (*progress_fn)(void *ctx, size_t received);
 static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, size_t rlen,
                 int follow, progress_fn on_recv, void *ctx, char *err, size_t errlen) {
     size_t sent = 0, got = 0;
-    double deadline = now() + r->timeout;
+    double deadline = nt_now() + r->timeout;
     while (sent < slen || got < rlen) {
         size_t can_send = follow ? (got < slen ? got : slen) : slen;
         /* next is watched only while there is something left to send to it (a
@@ -343,7 +263,7 @@ static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, s
         struct pollfd p[2] = {{.fd = sent < slen ? r->next_fd : -1, .events = POLLRDHUP},
                               {.fd = got < rlen ? r->prev_fd : -1, .events = POLLIN}};
         if (sent < can_send) p[0].events |= POLLOUT;
-        int ms = (int)((deadline - now()) * 1000);
+        int ms = (int)((deadline - nt_now()) * 1000);
         int k = ms > 0 ? poll(p, 2, ms) : 0;
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) return tn_error(err, errlen, TN_EIO, "poll: %s", strerror(errno));
@@ -366,7 +286,7 @@ static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, s
             if (s > 0) {
                 sent += (size_t)s;
                 r->sent += (uint64_t)s;
-                deadline = now() + r->timeout;
+                deadline = nt_now() + r->timeout;
             }
         }
         if (p[1].revents & (POLLIN | POLLERR | POLLHUP)) {
@@ -378,7 +298,7 @@ static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, s
             if (s > 0) {
                 got += (size_t)s;
                 r->received += (uint64_t)s;
-                deadline = now() + r->timeout;
+                deadline = nt_now() + r->timeout;
                 if (on_recv) on_recv(ctx, got);
             }
         }

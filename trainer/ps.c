@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "trainer/net.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ps wire format is little-endian and sent in host order"
@@ -80,24 +81,6 @@ void ps_shard(size_t p, int n, int i, size_t *lo, size_t *hi) {
 }
 
 /* ---- sockets (both halves) ---- */
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int resolve(const char *addr, struct addrinfo **out, char *err, size_t errlen) {
-    char host[256], port[16];
-    int p;
-    if (tf_split_address(addr, host, sizeof host, &p, err, errlen)) return TN_EINVAL;
-    snprintf(port, sizeof port, "%d", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = getaddrinfo(host, port, &hints, out);
-    if (rc)
-        return tn_error(err, errlen, TN_EINVAL, "cannot resolve %s: %s", addr, gai_strerror(rc));
-    return 0;
-}
 
 /* TCP_NODELAY (requests and replies are small and answered at once), and the
  * timeouts after which a blocked recv or send gives up with EAGAIN. */
@@ -356,11 +339,11 @@ static struct timespec after(double seconds) {
 
 static int on_pull(ps_conn *c) {
     ps_server *s = c->s;
-    double deadline = now() + s->cfg->timeout, keepalive = now() + KEEPALIVE_S;
+    double deadline = nt_now() + s->cfg->timeout, keepalive = nt_now() + KEEPALIVE_S;
     char msg[MAX_TEXT];
     pthread_mutex_lock(&s->lock);
     while (!s->initialised && !s->finished && !s->shutdown) {
-        double t = now();
+        double t = nt_now();
         if (t >= deadline) {
             pthread_mutex_unlock(&s->lock);
             return reply_error(c, TN_EPEER,
@@ -371,7 +354,7 @@ static int on_pull(ps_conn *c) {
         if (t >= keepalive) {
             pthread_mutex_unlock(&s->lock);
             if (reply(c, ST_WAITING, 0, 0, 0, 0)) return 1;
-            keepalive = now() + KEEPALIVE_S;
+            keepalive = nt_now() + KEEPALIVE_S;
             pthread_mutex_lock(&s->lock);
             continue;
         }
@@ -465,7 +448,7 @@ static int on_done(ps_conn *c) {
     say(s, "training finished; %d client%s still connected", others, others == 1 ? "" : "s");
     int e = reply(c, ST_OK, 0, 0, 0, 0);
     pthread_mutex_lock(&s->lock);
-    s->done_at = now(); /* linger from here: the chief has its answer */
+    s->done_at = nt_now(); /* linger from here: the chief has its answer */
     pthread_mutex_unlock(&s->lock);
     return e != 0;
 }
@@ -585,34 +568,6 @@ static void accept_one(ps_server *s, int lfd) {
     s->conns = c;
 }
 
-static int listen_on(const char *addr, int *out, char *err, size_t errlen) {
-    struct addrinfo *ai = NULL;
-    int rc = resolve(addr, &ai, err, errlen);
-    if (rc) return rc;
-    int fd = -1, saved = 0;
-    for (struct addrinfo *a = ai; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) {
-            saved = errno;
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0) break;
-        saved = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    if (fd < 0)
-        return tn_error(err, errlen, TN_EIO,
-                        "cannot listen on %s (this ps task's TF_CONFIG address): %s; hint: is "
-                        "another program using the port?",
-                        addr, strerror(saved));
-    *out = fd;
-    return 0;
-}
-
 int ps_serve(const ps_server_config *cfg, volatile const int *stop, FILE *out, char *err,
              size_t errlen) {
     if (cfg->count < 1 || cfg->index < 0 || cfg->index >= cfg->count)
@@ -622,7 +577,7 @@ int ps_serve(const ps_server_config *cfg, volatile const int *stop, FILE *out, c
         return tn_error(err, errlen, TN_EINVAL, "the ps timeout must be > 0, got %g",
                         cfg->timeout);
     int lfd = -1;
-    int rc = listen_on(cfg->addr, &lfd, err, errlen);
+    int rc = nt_listen(cfg->addr, 64, "this ps task's TF_CONFIG address", &lfd, err, errlen);
     if (rc) return rc;
 
     ps_server s = {.cfg = cfg, .out = out, .k = kn_cpu()};
@@ -650,7 +605,7 @@ int ps_serve(const ps_server_config *cfg, volatile const int *stop, FILE *out, c
             say(&s, "every client has gone; exiting");
             break;
         }
-        if (done_at > 0 && now() - done_at >= cfg->linger) {
+        if (done_at > 0 && nt_now() - done_at >= cfg->linger) {
             say(&s, "%d client%s still connected %g s after training finished; exiting "
                     "anyway",
                 clients, clients == 1 ? "" : "s", cfg->linger);
@@ -693,50 +648,6 @@ struct ps_client {
 
 /* Connects to addr, retrying refused connections until deadline; each attempt is
  * itself bounded by the deadline (a host that drops packets does not hang us). */
-static int connect_to(const char *addr, const char *who, double deadline, double timeout,
-                      int *out, char *err, size_t errlen) {
-    struct addrinfo *ai = NULL;
-    int rc = resolve(addr, &ai, err, errlen);
-    if (rc) return rc;
-    int last = ECONNREFUSED;
-    for (;;) {
-        for (struct addrinfo *a = ai; a; a = a->ai_next) {
-            int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-            if (fd < 0) {
-                last = errno;
-                continue;
-            }
-            int e = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-            if (e == EINPROGRESS) {
-                struct pollfd p = {.fd = fd, .events = POLLOUT};
-                int ms = (int)((deadline - now()) * 1000);
-                if (poll(&p, 1, ms > 0 ? ms : 1) > 0) {
-                    socklen_t len = sizeof e;
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len);
-                } else {
-                    e = ETIMEDOUT;
-                }
-            }
-            if (e == 0) {
-                freeaddrinfo(ai);
-                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-                *out = fd;
-                return 0;
-            }
-            last = e;
-            close(fd);
-        }
-        if (now() >= deadline) break;
-        usleep(50 * 1000);
-    }
-    freeaddrinfo(ai);
-    return tn_error(err, errlen, TN_EPEER,
-                    "timed out after %g s waiting for %s at %s (%s); hint: every replica "
-                    "of TF_CONFIG's cluster must be started (raise --peer_timeout if they "
-                    "start slowly)",
-                    timeout, who, addr, strerror(last));
-}
-
 /* A send or receive on l failed (e as send_all / recv_all return it): the connection
  * is out of step now, so the client is unusable. */
 static int lost(ps_client *c, const ps_link *l, int e, char *err, size_t errlen) {
@@ -838,12 +749,12 @@ int ps_client_open(const tf_config *cluster, size_t p, double timeout, uint64_t 
         snprintf(c->ps[i].name, sizeof c->ps[i].name, "ps %d (%s)", i, l->addr[i]);
         ps_shard(p, c->n, i, &c->ps[i].lo, &c->ps[i].hi);
     }
-    double deadline = now() + c->timeout;
+    double deadline = nt_now() + c->timeout;
     int rc = 0, all = 1;
     for (int i = 0; !rc && i < c->n; i++) {
         char who[32];
         snprintf(who, sizeof who, "ps %d", i);
-        rc = connect_to(l->addr[i], who, deadline, c->timeout, &c->ps[i].fd, err, errlen);
+        rc = nt_connect(l->addr[i], who, deadline, c->timeout, &c->ps[i].fd, err, errlen);
         if (!rc) tune_socket(c->ps[i].fd, c->timeout);
     }
     uint64_t where = (uint64_t)c->n << 32;

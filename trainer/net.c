@@ -1,0 +1,113 @@
+/*
+ * net.c — TCP plumbing shared by the ring and the parameter servers (see net.h).
+ */
+#include "trainer/net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "common/tfconfig.h"
+
+double nt_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int resolve(const char *addr, struct addrinfo **out, char *err, size_t errlen) {
+    char host[256], port[16];
+    int p;
+    if (tf_split_address(addr, host, sizeof host, &p, err, errlen)) return TN_EINVAL;
+    snprintf(port, sizeof port, "%d", p);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int rc = getaddrinfo(host, port, &hints, out);
+    if (rc)
+        return tn_error(err, errlen, TN_EINVAL, "cannot resolve %s: %s", addr, gai_strerror(rc));
+    return 0;
+}
+
+int nt_listen(const char *addr, int backlog, const char *what, int *out, char *err,
+              size_t errlen) {
+    struct addrinfo *ai = NULL;
+    int rc = resolve(addr, &ai, err, errlen);
+    if (rc) return rc;
+    int fd = -1, saved = 0;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, backlog) == 0) break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        return tn_error(err, errlen, TN_EIO,
+                        "cannot listen on %s (%s): %s; hint: is another program using the "
+                        "port?",
+                        addr, what, strerror(saved));
+    *out = fd;
+    return 0;
+}
+
+int nt_connect(const char *addr, const char *who, double deadline, double timeout, int *out,
+               char *err, size_t errlen) {
+    struct addrinfo *ai = NULL;
+    int rc = resolve(addr, &ai, err, errlen);
+    if (rc) return rc;
+    int last = ECONNREFUSED;
+    for (;;) {
+        for (struct addrinfo *a = ai; a; a = a->ai_next) {
+            int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd < 0) {
+                last = errno;
+                continue;
+            }
+            int e = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+            if (e == EINPROGRESS) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                int ms = (int)((deadline - nt_now()) * 1000);
+                if (poll(&p, 1, ms > 0 ? ms : 1) > 0) {
+                    socklen_t len = sizeof e;
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len);
+                } else {
+                    e = ETIMEDOUT;
+                }
+            }
+            if (e == 0) {
+                freeaddrinfo(ai);
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                *out = fd;
+                return 0;
+            }
+            last = e;
+            close(fd);
+        }
+        if (nt_now() >= deadline) break;
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    freeaddrinfo(ai);
+    return tn_error(err, errlen, TN_EPEER,
+                    "timed out after %g s waiting for %s at %s (%s); hint: every replica "
+                    "of TF_CONFIG's cluster must be started (raise --peer_timeout if they "
+                    "start slowly)",
+                    timeout, who, addr, strerror(last));
+}

@@ -1,0 +1,29 @@
+/*
+ * net.h — the TCP plumbing the ring (collective.c) and the parameter servers (ps.c)
+ * share: TF_CONFIG addresses resolved, listened on and connected to, with errors
+ * that name the address and the peer.
+ */
+#ifndef TN_NET_H
+#define TN_NET_H
+
+#include <stddef.h>
+
+/* Seconds on the monotonic clock. */
+double nt_now(void);
+
+/* Listens on addr ("host:port", IPv6 "[addr]:port") with SO_REUSEADDR (a restarted
+ * replica gets its port back at once); the socket is non-blocking and close-on-exec.
+ * `what` says whose address it is, for the error ("this replica's TF_CONFIG
+ * address"). 0 and *out, or TN_EINVAL (bad address) / TN_EIO (cannot listen). */
+int nt_listen(const char *addr, int backlog, const char *what, int *out, char *err,
+              size_t errlen);
+
+/* Connects to addr, retrying refused (or unanswered) connections until deadline
+ * (nt_now() time); every attempt is bounded by the deadline, so a host that drops
+ * packets cannot hang the caller. The socket is blocking, close-on-exec, with
+ * TCP_NODELAY. On timeout: TN_EPEER "timed out after TIMEOUT s waiting for WHO at
+ * ADDR (reason); hint: ...". */
+int nt_connect(const char *addr, const char *who, double deadline, double timeout, int *out,
+               char *err, size_t errlen);
+
+#endif
