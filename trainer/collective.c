@@ -207,8 +207,7 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
             close(fd);
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        nt_tune(fd);
         if (write_full(fd, &mine, sizeof mine)) {
             close(fd);
             continue;

@@ -65,6 +65,11 @@ int nt_listen(const char *addr, int backlog, const char *what, int *out, char *e
     return 0;
 }
 
+void nt_tune(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 int nt_connect(const char *addr, const char *who, double deadline, double timeout, int *out,
                char *err, size_t errlen) {
     struct addrinfo *ai = NULL;
@@ -92,8 +97,7 @@ int nt_connect(const char *addr, const char *who, double deadline, double timeou
             if (e == 0) {
                 freeaddrinfo(ai);
                 fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                nt_tune(fd);
                 *out = fd;
                 return 0;
             }

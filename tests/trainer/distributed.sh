@@ -91,6 +91,21 @@ for n in 2 3; do
   check mw${n}_worker_folder_removed test -n "$tmp" -a ! -e "$tmp"
 done
 
+# --- no chief in the cluster: worker 0 acts as the chief ------------------------------
+read -r -a p <<<"$(ports 2)"
+cluster="{\"worker\": [\"localhost:${p[0]}\", \"localhost:${p[1]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" worker 1)" "$TRAINER" "${SMALL[@]}" --batch_size=30 \
+  --job-dir=nochief >nochief-w1.log 2>&1 &
+w1=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 \
+  --job-dir=nochief >nochief-w0.log 2>&1
+w0=$?
+wait $w1
+check nochief_exit0 test $w0 -eq 0 -a $? -eq 0
+check nochief_worker0_writes_job_dir test -s nochief/model.ckpt
+check nochief_worker1_private grep -q "not the chief" nochief-w1.log
+check nochief_identical test "$(fingerprint nochief-w0.log)" = "$(fingerprint nochief-w1.log)"
+
 # --- several devices in one process: mirrored and central_storage ---------------------
 for s in mirrored central_storage; do
   "$TRAINER" "${SMALL[@]/--threads=1/--threads=2}" --strategy=$s --devices=2 \
