@@ -63,20 +63,26 @@ uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
     return h;
 }
 
-uint16_t cl_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+/* Round to nearest even, NaN kept quiet; branch-free so the loops vectorise. */
+static inline uint16_t bf16_round(uint32_t u) {
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
 }
 
-float cl_from_bf16(uint16_t h) {
+static inline float bf16_widen(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
+uint16_t cl_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return bf16_round(u);
+}
+
+float cl_from_bf16(uint16_t h) { return bf16_widen(h); }
 
 int cl_rank(const cl_ring *r) { return r->rank; }
 int cl_size(const cl_ring *r) { return r->n; }
@@ -355,7 +361,7 @@ static void reduce_progress(void *ctx, size_t received) {
     size_t upto = received / (d->bf16 ? 2 : 4);
     if (d->bf16) {
         const uint16_t *s = d->src;
-        for (size_t i = d->done; i < upto; i++) d->dst[i] += cl_from_bf16(s[i]);
+        for (size_t i = d->done; i < upto; i++) d->dst[i] += bf16_widen(s[i]);
     } else {
         const float *s = d->src;
         for (size_t i = d->done; i < upto; i++) d->dst[i] += s[i];
@@ -363,8 +369,12 @@ static void reduce_progress(void *ctx, size_t received) {
     d->done = upto;
 }
 
-static void to_bf16(uint16_t *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = cl_to_bf16(src[i]);
+static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        dst[i] = bf16_round(u);
+    }
 }
 
 int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, size_t errlen) {
@@ -398,7 +408,7 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
     if (bf16) {
         size_t off, len;
         segment(n, r->n, (r->rank + 1) % r->n, &off, &len);
-        for (size_t i = 0; i < len; i++) buf[off + i] = cl_from_bf16(cl_to_bf16(buf[off + i]));
+        for (size_t i = 0; i < len; i++) buf[off + i] = bf16_widen(cl_to_bf16(buf[off + i]));
     }
     /* all-gather: pass the finished segments round */
     for (int s = 0; s < r->n - 1; s++) {
@@ -409,7 +419,7 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
             to_bf16(sbuf, buf + soff, slen);
             rc = pump(r, sbuf, slen * 2, rbuf, rlen * 2, 0, NULL, NULL, err, errlen);
             const uint16_t *h = rbuf;
-            for (size_t i = 0; !rc && i < rlen; i++) buf[roff + i] = cl_from_bf16(h[i]);
+            for (size_t i = 0; !rc && i < rlen; i++) buf[roff + i] = bf16_widen(h[i]);
         } else {
             rc = pump(r, buf + soff, slen * 4, buf + roff, rlen * 4, 0, NULL, NULL, err, errlen);
         }
