@@ -311,27 +311,24 @@ static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t l
 /* Reads the end of the file: *buf gets the bytes from the start of the first whole
  * line within the last HTR_MAX_READ bytes to the end (yours to free), *len their
  * number. A missing file gives NULL and 0. */
-static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t errlen) {
-    *buf = NULL;
-    *len = 0;
-    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return 0;
+/* Whether a file changed between two fstat calls (size or modification time). */
+static int changed(const struct stat *a, const struct stat *b) {
+    return a->st_size != b->st_size || a->st_mtim.tv_sec != b->st_mtim.tv_sec ||
+           a->st_mtim.tv_nsec != b->st_mtim.tv_nsec;
+}
+
+/* One attempt of read_tail: 0 with the bytes, 1 when the file changed while it was
+ * being read (the bytes may mix the old and the new content: a writer that rewrites
+ * in place truncates and writes again), or a negative code. */
+static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *err,
+                          size_t errlen) {
+    struct stat st, after;
+    if (fstat(fd, &st) != 0)
         return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
                         strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
-                        strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
+    if (!S_ISREG(st.st_mode))
         return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: it is not a "
                         "regular file", r->path);
-    }
     /* Start one byte early when cutting, to see whether the cut is at a line start. */
     off_t size = st.st_size;
     off_t start = size > HTR_MAX_READ ? size - HTR_MAX_READ - 1 : 0;
@@ -345,14 +342,16 @@ static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t e
         if (k < 0) {
             int e = errno;
             free(b);
-            close(fd);
             return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
                             strerror(e));
         }
         if (k == 0) break; /* the file shrank: a writer is rewriting it */
         got += (size_t)k;
     }
-    close(fd);
+    if (got < want || fstat(fd, &after) != 0 || changed(&st, &after)) {
+        free(b);
+        return 1;
+    }
     size_t skip = 0;
     if (start > 0) {
         /* Drop the partial first line (or just the byte before a line start). */
@@ -364,6 +363,27 @@ static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t e
     *buf = b;
     *len = got - skip;
     return 0;
+}
+
+/* Reads the end of the file: *buf gets the bytes from the start of the first whole
+ * line within the last HTR_MAX_READ bytes to the end (yours to free), *len their
+ * number. A missing file gives NULL and 0, and so does a file that keeps changing
+ * while it is read (its records come at a later poll; the final poll, after the
+ * writer is gone, always gets them). */
+static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t errlen) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
+                        strerror(errno));
+    }
+    int rc = 1;
+    for (int attempt = 0; attempt < 5 && rc == 1; attempt++)
+        rc = read_tail_once(r, fd, buf, len, err, errlen);
+    close(fd);
+    return rc < 0 ? rc : 0;
 }
 
 static int blank(const char *s, size_t len) {
