@@ -6,17 +6,19 @@
 #   scripts/install-deps.sh          build, test and example dependencies
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
 #                                    (Debian's python3-torch, -numpy, -optuna, -scipy;
-#                                    python3-venv for bench/bo.py's newer Optuna)
+#                                    python3-venv for bench/bo.py's newer Optuna;
+#                                    wrk for bench/dashboard_load.sh)
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
-libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3"
-BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv"
+libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3
+chromium chromium-driver python3-selenium"
+BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv wrk"
 
 case "${1:-}" in
   --bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;
   "") ;;
-  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: error: unknown option '$1'" >&2
      echo "hint: run 'scripts/install-deps.sh --help'" >&2; exit 2 ;;
 esac

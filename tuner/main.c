@@ -3,7 +3,8 @@
  * (run, resume, create, validate, ask, tell). The read-only commands are in query.c.
  *
  * `--db=PATH` (or $TUNER_DB; default tuner.db) may appear anywhere on the line. Exit
- * codes are in commands.h and docs/cli.md.
+ * codes are in commands.h and docs/cli.md. `run` and `resume` serve the dashboard while
+ * the study runs (tuner/dashboard.h), and `serve` serves it alone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "tuner/commands.h"
+#include "tuner/dashboard.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
 #include "tuner/study.h"
@@ -155,17 +157,68 @@ typedef struct run_flags {
     int64_t seed;
     int cores, gpus, oversubscribe, quiet;
     double poll, grace;
+    const char *dashboard;   /* --dashboard: ADDR:PORT, "off", or NULL for the default */
+    int dashboard_public;    /* --dashboard-public */
 } run_flags;
 
+/* Checks --dashboard and --dashboard-public. Returns -1 to go on, else the exit code
+ * (the error printed). */
+static int check_dashboard_flags(const run_flags *rf) {
+    char err[1024];
+    if (!rf->dashboard || !strcmp(rf->dashboard, "off")) return -1;
+    if (dash_check_address(rf->dashboard, rf->dashboard_public, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: --dashboard: %s\n", err);
+        return TUNER_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Binds the dashboard of a run (before anything is stored, so a port in use is known
+ * at once). Returns -1 with *out the server or NULL (--dashboard=off, or the default
+ * ports all taken: a warning), else the exit code (the error printed). */
+static int open_dashboard(const run_flags *rf, const cli_env *env, dash_server **out) {
+    *out = NULL;
+    if (rf->dashboard && !strcmp(rf->dashboard, "off")) return -1;
+    dash_config c = {.listen = rf->dashboard, .public_access = rf->dashboard_public,
+                     .db = env->db, .log = rf->quiet ? NULL : stderr};
+    char err[1024];
+    int rc = dash_new(&c, out, err, sizeof err);
+    if (rc == DASH_NO_PORT) {
+        if (!rf->quiet) fprintf(stderr, "tuner: warning: %s\n", err);
+        return -1;
+    }
+    if (rc) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return rc == TN_EINVAL ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
+    }
+    return -1;
+}
+
+/* Writes the dashboard's token to JOB_DIR/.dashboard-token, says where the page is and
+ * starts serving it on its own thread. A failure here costs the dashboard, not the run. */
+static void start_dashboard(dash_server *dash, const tn_spec *spec, int quiet) {
+    char err[1024], path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.dashboard-token", spec->job_dir);
+    if (dash_write_token(dash, path, err, sizeof err) != 0)
+        fprintf(stderr, "tuner: warning: %s\n", err);
+    if (dash_start(dash, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: warning: %s; running without the dashboard\n", err);
+        return;
+    }
+    if (!quiet) fprintf(stderr, "dashboard: %s\n", dash_url(dash));
+}
+
 static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
-                     const run_flags *rf, const cli_env *env) {
+                     const run_flags *rf, const cli_env *env, dash_server *dash) {
     int lock = lock_study(spec);
     if (lock < 0) return TUNER_EXIT_ERROR;
     study_opts o = {.cores = rf->cores, .gpus = rf->gpus, .oversubscribe = rf->oversubscribe,
                     .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
                     .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
     char err[2048];
+    if (dash) start_dashboard(dash, spec, rf->quiet);
     int rc = study_run(st, spec, study, &o, err, sizeof err);
+    dash_stop(dash); /* the event streams get the study's last state first */
     close(lock);
     if (rc < 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
@@ -208,7 +261,11 @@ static const char run_about[] =
      "start trials even when their replicas' resources do not fit"},                       \
     {"poll", TN_FLAG_DOUBLE, &(rf).poll, "SECONDS", "how often metric files are read"},    \
     {"grace", TN_FLAG_DOUBLE, &(rf).grace, "SECONDS", "SIGTERM to SIGKILL when stopping"},  \
-    {"quiet", TN_FLAG_BOOL, &(rf).quiet, NULL, "no progress output"}
+    {"quiet", TN_FLAG_BOOL, &(rf).quiet, NULL, "no progress output"},                     \
+    {"dashboard", TN_FLAG_STRING, &(rf).dashboard, "ADDR:PORT",                              \
+     "serve the dashboard there (default 127.0.0.1:8470, or the next free port; off: none)"}, \
+    {"dashboard_public", TN_FLAG_BOOL, &(rf).dashboard_public, NULL,                        \
+     "allow a --dashboard address other than loopback (every API request needs the token)"}
 
 int cmd_run(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .poll = 0.5, .grace = 10};
@@ -220,6 +277,7 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (npos != 1) return usage_error("run", "run takes one argument: the spec file");
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < 0)
         return usage_error("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+    if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
     spec_errors errs = {0};
@@ -238,10 +296,15 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     }
     st_store *st = NULL;
     st_study study = {0};
+    dash_server *dash = NULL;
     char *raw = read_file(path);
     char *text = stored_spec_text(raw ? raw : "", &spec);
     free(raw);
     int exit_code = TUNER_EXIT_ERROR;
+    if ((rc = open_dashboard(&rf, env, &dash)) >= 0) {
+        exit_code = rc;
+        goto done;
+    }
     if (st_open(env->db, &st, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         goto done;
@@ -280,8 +343,9 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (!rf.quiet)
         fprintf(stderr, "%s: study created in %s (seed %lld); trials in %s/\n", spec.job_id,
                 env->db, (long long)seed, spec.job_dir);
-    exit_code = run_study(st, &spec, &study, &rf, env);
+    exit_code = run_study(st, &spec, &study, &rf, env, dash);
 done:
+    dash_free(dash);
     st_study_clear(&study);
     st_close(st);
     spec_clear(&spec);
@@ -329,18 +393,21 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
     if (rc >= 0) return rc;
     if (npos != 1) return usage_error("resume", "resume takes one argument: the study name");
     if (rf.seed >= 0) return usage_error("resume", "--seed is fixed when a study is created");
+    if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
+    dash_server *dash = NULL;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
     if (exit_code < 0) {
         if (!strcmp(study.state, ST_STUDY_SUCCEEDED)) {
             printf("study %s is already complete\n", study.name);
             exit_code = TUNER_EXIT_OK;
-        } else {
-            exit_code = run_study(st, &spec, &study, &rf, env);
+        } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
+            exit_code = run_study(st, &spec, &study, &rf, env, dash);
         }
     }
+    dash_free(dash);
     spec_clear(&spec);
     st_study_clear(&study);
     st_close(st);
@@ -512,6 +579,66 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     return exit_code;
 }
 
+static int cmd_serve(int argc, char **argv, const cli_env *env) {
+    const char *listen = NULL;
+    int public_access = 0;
+    const tn_flag flags[] = {
+        {"listen", TN_FLAG_STRING, &listen, "ADDR:PORT",
+         "where to serve (default 127.0.0.1:8470, or the next free port)"},
+        {"public", TN_FLAG_BOOL, &public_access, NULL,
+         "allow an address other than loopback (every API request then needs the token)"}};
+    int pos[1], npos = 0;
+    int rc = parse_cmd("serve", "serve [--listen=ADDR:PORT] [--public]",
+                       "Serves the dashboard of every study in the store, without running\n"
+                       "anything: studies another `tuner run` is running update live. Prints the\n"
+                       "page's address with its token, writes the token to DB.dashboard-token\n"
+                       "(mode 0600; $XDG_RUNTIME_DIR/tuner-dashboard-PORT.token when the store's\n"
+                       "folder is not writable) and serves until Ctrl-C. Docs: docs/dashboard.md",
+                       flags, NFLAGS(flags), argc, argv, pos, 0, &npos);
+    if (rc >= 0) return rc;
+    char err[1024];
+    if (listen && dash_check_address(listen, public_access, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: --listen: %s\n", err);
+        return TUNER_EXIT_USAGE;
+    }
+    struct stat sb;
+    if (stat(env->db, &sb) != 0) {
+        fprintf(stderr,
+                "tuner: error: no store at %s\nhint: pass --db=PATH or set TUNER_DB to the "
+                "store `tuner run` used\n",
+                env->db);
+        return TUNER_EXIT_NOT_FOUND;
+    }
+    dash_config c = {.listen = listen, .public_access = public_access, .db = env->db,
+                     .log = stderr};
+    dash_server *dash = NULL;
+    rc = dash_new(&c, &dash, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return rc == TN_EINVAL || rc == DASH_NO_PORT ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s.dashboard-token", env->db);
+    if (dash_write_token(dash, path, err, sizeof err) != 0) {
+        const char *run = getenv("XDG_RUNTIME_DIR");
+        char err2[1024] = "no $XDG_RUNTIME_DIR";
+        if (run && *run)
+            snprintf(path, sizeof path, "%s/tuner-dashboard-%d.token", run, dash_port(dash));
+        if (!run || !*run || dash_write_token(dash, path, err2, sizeof err2) != 0) {
+            fprintf(stderr, "tuner: warning: %s (and %s); the token is only in the address "
+                            "below\n", err, err2);
+            path[0] = '\0';
+        }
+    }
+    printf("dashboard: %s\n", dash_url(dash));
+    if (path[0]) printf("token: %s\n", path);
+    printf("serving %s; Ctrl-C stops\n", env->db);
+    fflush(stdout);
+    dash_run(dash);
+    dash_free(dash);
+    return TUNER_EXIT_OK;
+}
+
 typedef struct command {
     const char *name;
     int (*fn)(int argc, char **argv, const cli_env *env);
@@ -531,6 +658,7 @@ static const command commands[] = {
     {"cancel", cmd_cancel, "cancel a study (a running tuner stops its trials)"},
     {"ask", cmd_ask, "create the next trial and print its parameters"},
     {"tell", cmd_tell, "record a trial's outcome"},
+    {"serve", cmd_serve, "serve the dashboard of the store (no study is run)"},
 };
 
 static void main_usage(FILE *out) {

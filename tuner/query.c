@@ -996,30 +996,6 @@ static const cmd_def cancel_def = {
     {"STUDY"},
     1};
 
-typedef struct cancel_ctx {
-    const char *name;
-    int found;          /* the study exists */
-    char was[32];       /* its state before */
-    char err[512];
-} cancel_ctx;
-
-/* Reads the state and sets CANCELLED in one transaction, so a `run` finishing at the
- * same moment cannot be overwritten. */
-static int cancel_in_txn(st_store *st, void *arg) {
-    cancel_ctx *c = arg;
-    st_study s;
-    int rc = st_study_get(st, c->name, &s, c->err, sizeof c->err);
-    if (rc < 0) return rc;
-    if (rc == 1) return 0;
-    c->found = 1;
-    snprintf(c->was, sizeof c->was, "%s", s.state);
-    if (strcmp(s.state, ST_STUDY_SUCCEEDED) != 0 && strcmp(s.state, ST_STUDY_FAILED) != 0 &&
-        strcmp(s.state, ST_STUDY_CANCELLED) != 0)
-        rc = st_study_set_state(st, s.id, ST_STUDY_CANCELLED, NULL, c->err, sizeof c->err);
-    st_study_clear(&s);
-    return rc;
-}
-
 int cmd_cancel(int argc, char **argv, const cli_env *env) {
     int pos[MAX_POSITIONAL];
     int rc = parse_args(&cancel_def, NULL, 0, argc, argv, pos);
@@ -1028,20 +1004,27 @@ int cmd_cancel(int argc, char **argv, const cli_env *env) {
     if (!store_exists(path)) return no_study(path, name, 1);
     st_store *st = NULL;
     if ((rc = open_store(path, &st)) != CONTINUE) return rc;
-    cancel_ctx c = {.name = name};
-    char err[512] = "";
-    if (st_transaction(st, cancel_in_txn, &c, err, sizeof err) != 0) {
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", c.err[0] ? c.err : err);
-    } else if (!c.found) {
+    /* one transaction reads the state and sets CANCELLED, so a `run` finishing at the
+     * same moment cannot be overwritten */
+    st_study s;
+    char err[512] = "", was[32] = "";
+    int got = st_study_get(st, name, &s, err, sizeof err);
+    if (got == 0) {
+        got = st_study_cancel(st, s.id, was, sizeof was, err, sizeof err);
+        st_study_clear(&s);
+    }
+    if (got < 0) {
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    } else if (got == 1) {
         rc = no_study(path, name, 0);
-    } else if (!strcmp(c.was, ST_STUDY_CANCELLED)) {
+    } else if (!strcmp(was, ST_STUDY_CANCELLED)) {
         printf("study %s is already cancelled\n", name);
         rc = TUNER_EXIT_OK;
-    } else if (!strcmp(c.was, ST_STUDY_SUCCEEDED) || !strcmp(c.was, ST_STUDY_FAILED)) {
+    } else if (!strcmp(was, ST_STUDY_SUCCEEDED) || !strcmp(was, ST_STUDY_FAILED)) {
         char hint[300];
         snprintf(hint, sizeof hint, "see its outcome with 'tuner show %s'", name);
         rc = fail(TUNER_EXIT_USAGE, hint, "study %s already finished (%s): nothing to cancel",
-                  name, c.was);
+                  name, was);
     } else {
         printf("cancelled study %s\n", name);
         rc = TUNER_EXIT_OK;

@@ -25,10 +25,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define ST_SCHEMA_VERSION 1      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 2      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 1 (docs/store.md describes every column). */
+/* The schema, version 2 (docs/store.md describes every column; version 2 added the
+ * change sequences the dashboard follows: docs/dashboard.md, "Change detection"). A
+ * new file gets this directly; a version 1 file gets migrations[1], and the result is
+ * the same schema (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
     "CREATE TABLE meta (\n"
     "  key TEXT PRIMARY KEY,\n"
@@ -54,8 +57,10 @@ static const char schema_sql[] =
     "  attempts INTEGER NOT NULL DEFAULT 0,\n"
     "  restarts INTEGER NOT NULL DEFAULT 0,\n"
     "  error TEXT,\n"
+    "  changed INTEGER NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY (study_id, number)) WITHOUT ROWID;\n"
     "CREATE INDEX trials_by_state ON trials(study_id, state);\n"
+    "CREATE INDEX trials_by_change ON trials(study_id, changed);\n"
     "CREATE TABLE measurements (\n"
     "  study_id INTEGER NOT NULL,\n"
     "  trial INTEGER NOT NULL,\n"
@@ -63,8 +68,11 @@ static const char schema_sql[] =
     "  step INTEGER NOT NULL,\n"
     "  timestamp REAL NOT NULL,\n"
     "  metrics TEXT NOT NULL,\n"
+    "  seq INTEGER NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY (study_id, trial, replica, timestamp),\n"
     "  FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;\n"
+    "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
+    "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n"
     "CREATE TABLE events (\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  study_id INTEGER NOT NULL REFERENCES studies(id),\n"
@@ -74,11 +82,24 @@ static const char schema_sql[] =
     "  kind TEXT NOT NULL,\n"
     "  detail TEXT);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '1');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '2');\n";
+
+/* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
+ * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
+static const char *const migrations[ST_SCHEMA_VERSION] = {
+    [1] = /* 1 -> 2: the change sequences of the dashboard. Rows written before keep 0:
+           * they are older than any client's starting point. */
+    "ALTER TABLE trials ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX trials_by_change ON trials(study_id, changed);\n"
+    "ALTER TABLE measurements ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
+    "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n",
+};
 
 /* The cached statements, one per query the store runs. */
 enum query {
     Q_BEGIN,
+    Q_BEGIN_READ,
     Q_COMMIT,
     Q_ROLLBACK,
     Q_SAVEPOINT,
@@ -100,16 +121,54 @@ enum query {
     Q_EVENT_INSERT,
     Q_EVENT_LIST_TRIAL,
     Q_EVENT_LIST_STUDY,
+    Q_STUDY_GET_ID,
+    Q_STUDY_CURSOR,
+    Q_TRIAL_CHANGES,
+    Q_TRIAL_BEST_MAX,
+    Q_TRIAL_BEST_MIN,
+    Q_TRIAL_SPAN,
+    Q_TRIAL_OUTCOMES,
+    Q_TRIAL_STATES,
+    Q_TRIAL_FILTER_COUNT,
+    Q_TRIAL_PAGE,                   /* + enum st_sort: one statement per order */
+    Q_POINTS_SINCE = Q_TRIAL_PAGE + ST_SORT_COUNT,
+    Q_POINTS_ALL,
     Q_COUNT
 };
 
 #define STUDY_COLUMNS "id, name, spec, state, seed, created, updated, error"
 #define TRIAL_COLUMNS                                                                   \
     "study_id, number, params, state, objective, created, started, finished, attempts, " \
-    "restarts, error"
+    "restarts, error, changed"
+/* The next number of the study's trial change sequence (?1 is the study). */
+#define NEXT_CHANGE "(SELECT COALESCE(MAX(changed), 0) + 1 FROM trials WHERE study_id = ?1)"
+/* TRIAL_COLUMNS and the highest step of the trial's measurements (index
+ * measurements_by_step), for the dashboard's trial lists. */
+#define TRIAL_COLUMNS_STEP                                                               \
+    TRIAL_COLUMNS ", (SELECT MAX(m.step) FROM measurements m "                          \
+                  "WHERE m.study_id = trials.study_id AND m.trial = trials.number)"
+/* The bit of a trial's state in a st_trial_page state mask (bit i: trial_states[i]). */
+#define STATE_BIT                                                                        \
+    "(CASE state WHEN 'PENDING' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'SUCCEEDED' THEN 4 "   \
+    "WHEN 'FAILED' THEN 8 WHEN 'STOPPED' THEN 16 WHEN 'CANCELLED' THEN 32 ELSE 0 END)"
+/* Trials of study ?1 in the state mask ?2 (0: all). */
+#define PAGE_WHERE " FROM trials WHERE study_id = ?1 AND (?2 = 0 OR (?2 & " STATE_BIT ") != 0)"
+#define PAGE_SQL(order) "SELECT " TRIAL_COLUMNS_STEP PAGE_WHERE " ORDER BY " order " LIMIT ?3 OFFSET ?4"
+/* A trial's duration for sorting (?5 is now): NULL before it started. */
+#define DURATION "(CASE WHEN started IS NULL THEN NULL ELSE COALESCE(finished, ?5) - started END)"
+/* The lifecycle order of states for sort=state. */
+#define STATE_RANK                                                                       \
+    "(CASE state WHEN 'RUNNING' THEN 0 WHEN 'PENDING' THEN 1 WHEN 'SUCCEEDED' THEN 2 "   \
+    "WHEN 'STOPPED' THEN 3 WHEN 'FAILED' THEN 4 WHEN 'CANCELLED' THEN 5 ELSE 6 END)"
+/* A measurement's value of metric ?2 when it is a number (json_each: any key works,
+ * quotes included, which a json_extract path cannot express). */
+#define POINT_VALUE                                                                      \
+    "(SELECT j.value FROM json_each(m.metrics) j WHERE j.key = ?2 "                      \
+    "AND j.type IN ('integer', 'real'))"
 
 static const char *const query_sql[Q_COUNT] = {
     [Q_BEGIN] = "BEGIN IMMEDIATE",
+    [Q_BEGIN_READ] = "BEGIN DEFERRED",
     [Q_COMMIT] = "COMMIT",
     [Q_ROLLBACK] = "ROLLBACK",
     [Q_SAVEPOINT] = "SAVEPOINT st_nested",
@@ -122,18 +181,20 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_STUDY_SET_STATE] = "UPDATE studies SET state = ?2, error = ?3, updated = ?4 WHERE id = ?1",
     [Q_STUDY_TOUCH] = "UPDATE studies SET updated = ?2 WHERE id = ?1",
     [Q_TRIAL_NEXT] = "SELECT COALESCE(MAX(number), 0) + 1 FROM trials WHERE study_id = ?1",
-    [Q_TRIAL_INSERT] = "INSERT INTO trials (study_id, number, params, state, created, started) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [Q_TRIAL_INSERT] = "INSERT INTO trials (study_id, number, params, state, created, started, "
+                       "changed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, " NEXT_CHANGE ")",
     [Q_TRIAL_GET] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 AND number = ?2",
     [Q_TRIAL_LIST] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY number",
     [Q_TRIAL_UPDATE] = "UPDATE trials SET state = ?3, objective = ?4, started = ?5, "
-                       "finished = ?6, attempts = ?7, restarts = ?8, error = ?9 "
-                       "WHERE study_id = ?1 AND number = ?2",
+                       "finished = ?6, attempts = ?7, restarts = ?8, error = ?9, "
+                       "changed = " NEXT_CHANGE " WHERE study_id = ?1 AND number = ?2",
     [Q_TRIAL_COUNTS] = "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state",
     /* ON CONFLICT names the key, so only a duplicate record is skipped; a missing trial
      * (foreign key) is still an error, which INSERT OR IGNORE would not promise. */
     [Q_MEASUREMENT_INSERT] = "INSERT INTO measurements (study_id, trial, replica, step, "
-                             "timestamp, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                             "timestamp, metrics, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM measurements "
+                             "WHERE study_id = ?1)) "
                              "ON CONFLICT (study_id, trial, replica, timestamp) DO NOTHING",
     [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp FROM measurements "
                            "WHERE study_id = ?1 AND trial = ?2 "
@@ -144,6 +205,39 @@ static const char *const query_sql[Q_COUNT] = {
                            "WHERE study_id = ?1 AND trial = ?2 ORDER BY time, id",
     [Q_EVENT_LIST_STUDY] = "SELECT time, replica, kind, detail FROM events "
                            "WHERE study_id = ?1 ORDER BY time, id",
+    [Q_STUDY_GET_ID] = "SELECT " STUDY_COLUMNS " FROM studies WHERE id = ?1",
+    [Q_STUDY_CURSOR] = "SELECT (SELECT COALESCE(MAX(changed), 0) FROM trials WHERE study_id = ?1), "
+                       "(SELECT COALESCE(MAX(seq), 0) FROM measurements WHERE study_id = ?1)",
+    [Q_TRIAL_CHANGES] = "SELECT " TRIAL_COLUMNS_STEP " FROM trials WHERE study_id = ?1 "
+                        "AND changed > ?2 ORDER BY changed LIMIT ?3",
+    [Q_TRIAL_BEST_MAX] = "SELECT number, objective FROM trials WHERE study_id = ?1 AND "
+                         "state = 'SUCCEEDED' AND objective IS NOT NULL "
+                         "ORDER BY objective DESC, number LIMIT 1",
+    [Q_TRIAL_BEST_MIN] = "SELECT number, objective FROM trials WHERE study_id = ?1 AND "
+                         "state = 'SUCCEEDED' AND objective IS NOT NULL "
+                         "ORDER BY objective, number LIMIT 1",
+    [Q_TRIAL_SPAN] = "SELECT MIN(started), MAX(finished), "
+                     "COALESCE(SUM(state IN ('RUNNING', 'PENDING')), 0) "
+                     "FROM trials WHERE study_id = ?1",
+    [Q_TRIAL_OUTCOMES] = "SELECT number, objective FROM trials WHERE study_id = ?1 AND "
+                         "state = 'SUCCEEDED' AND objective IS NOT NULL ORDER BY number",
+    [Q_TRIAL_STATES] = "SELECT number, state FROM trials WHERE study_id = ?1 ORDER BY number",
+    [Q_TRIAL_FILTER_COUNT] = "SELECT COUNT(*)" PAGE_WHERE,
+    [Q_TRIAL_PAGE + ST_SORT_NUMBER] = PAGE_SQL("number"),
+    [Q_TRIAL_PAGE + ST_SORT_NUMBER_DESC] = PAGE_SQL("number DESC"),
+    [Q_TRIAL_PAGE + ST_SORT_VALUE] = PAGE_SQL("objective IS NULL, objective, number"),
+    [Q_TRIAL_PAGE + ST_SORT_VALUE_DESC] = PAGE_SQL("objective IS NULL, objective DESC, number"),
+    [Q_TRIAL_PAGE + ST_SORT_DURATION] = PAGE_SQL(DURATION " IS NULL, " DURATION ", number"),
+    [Q_TRIAL_PAGE + ST_SORT_DURATION_DESC] =
+        PAGE_SQL(DURATION " IS NULL, " DURATION " DESC, number"),
+    [Q_TRIAL_PAGE + ST_SORT_STATE] = PAGE_SQL(STATE_RANK ", number"),
+    [Q_TRIAL_PAGE + ST_SORT_STATE_DESC] = PAGE_SQL(STATE_RANK " DESC, number"),
+    [Q_POINTS_SINCE] = "SELECT m.trial, m.step, m.replica, m.timestamp, m.seq, " POINT_VALUE
+                       " FROM measurements m WHERE m.study_id = ?1 AND m.seq > ?3 "
+                       "ORDER BY m.seq LIMIT ?4",
+    [Q_POINTS_ALL] = "SELECT m.trial, m.step, m.replica, m.timestamp, m.seq, " POINT_VALUE
+                     " FROM measurements m WHERE m.study_id = ?1 "
+                     "ORDER BY m.trial, m.replica, m.timestamp",
 };
 
 struct st_store {
@@ -461,14 +555,14 @@ static int read_version(st_store *s, int64_t *version, char *err, size_t errlen)
     return rc;
 }
 
-/* Refuses a schema this build cannot read. Version 1 is the first, so no older one
- * exists to migrate yet; docs/store.md, "Versions", says how later ones will be. */
+/* Refuses a schema this build cannot read: a newer one. An older one is migrated
+ * (migrate_schema); docs/store.md, "Versions". */
 static int check_version(st_store *s, int64_t version, char *err, size_t errlen) {
     if (version > ST_SCHEMA_VERSION)
         return tn_error(err, errlen, TN_EVERSION,
                         "%s was written by a newer tuner (schema %lld); this one reads up to %d",
                         s->path, (long long)version, ST_SCHEMA_VERSION);
-    assert(version == ST_SCHEMA_VERSION);
+    assert(version >= 1);
     return 0;
 }
 
@@ -478,8 +572,10 @@ static int exec_sql(st_store *s, const char *sql, const char *op, char *err, siz
     return rc == SQLITE_OK ? 0 : fail(s, rc, op, err, errlen);
 }
 
-/* Creates the schema if the file has none, in one IMMEDIATE transaction; another
- * process may have created it since we looked, so the version is read again inside. */
+/* Creates the schema if the file has none, or migrates an older one step by step up
+ * to ST_SCHEMA_VERSION, in one IMMEDIATE transaction (with the new schema_version), so
+ * a crash leaves the file at its old version, complete. Another process may have done
+ * either since we looked, so the version is read again inside. */
 static int create_schema(st_store *s, char *err, size_t errlen) {
     const char *op = "creating the schema";
     int rc = tx_begin(s, op, err, errlen);
@@ -488,6 +584,21 @@ static int create_schema(st_store *s, char *err, size_t errlen) {
     rc = read_version(s, &version, err, errlen);
     if (rc == 0 && version == 0) rc = exec_sql(s, schema_sql, op, err, errlen);
     if (rc == 0 && version != 0) rc = check_version(s, version, err, errlen);
+    if (rc == 0 && version != 0 && version < ST_SCHEMA_VERSION) {
+        char mop[96];
+        for (int64_t v = version; v < ST_SCHEMA_VERSION && rc == 0; v++) {
+            snprintf(mop, sizeof mop, "migrating the schema from version %lld to %lld",
+                     (long long)v, (long long)v + 1);
+            rc = exec_sql(s, migrations[v], mop, err, errlen);
+        }
+        if (rc == 0) {
+            char sql[96];
+            snprintf(sql, sizeof sql,
+                     "UPDATE meta SET value = '%d' WHERE key = 'schema_version'",
+                     ST_SCHEMA_VERSION);
+            rc = exec_sql(s, sql, "migrating the schema", err, errlen);
+        }
+    }
     if (rc) {
         tx_rollback(s, err, errlen);
         return rc;
@@ -567,7 +678,7 @@ int st_open(const char *path, st_store **out, char *err, size_t errlen) {
         (rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)))
         goto fail;
 
-    if (version == 0 && (rc = create_schema(s, err, errlen))) goto fail;
+    if (version != ST_SCHEMA_VERSION && (rc = create_schema(s, err, errlen))) goto fail;
     *out = s;
     return 0;
 
@@ -730,6 +841,10 @@ static void read_trial(sqlite3_stmt *st, st_trial *out) {
     out->attempts = sqlite3_column_int(st, 8);
     out->restarts = sqlite3_column_int(st, 9);
     out->error = col_text(st, 10);
+    out->changed = sqlite3_column_int64(st, 11);
+    /* TRIAL_COLUMNS_STEP adds the highest step of its measurements */
+    out->has_last_step = sqlite3_column_count(st) > 12 && sqlite3_column_type(st, 12) != SQLITE_NULL;
+    out->last_step = out->has_last_step ? sqlite3_column_int64(st, 12) : 0;
 }
 
 int st_trial_create(st_store *s, int64_t study_id, const char *params_json, const char *state,
@@ -1050,8 +1165,296 @@ void st_events_free(st_event *list, size_t n) {
 }
 
 /* ---------------------------------------------------------------------------------
+ * Reads for the dashboard
+ * --------------------------------------------------------------------------------- */
+
+int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t errlen) {
+    assert(s && out);
+    memset(out, 0, sizeof *out);
+    char op[96];
+    snprintf(op, sizeof op, "reading study %lld", (long long)id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_STUDY_GET_ID, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", id);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        read_study(st, out);
+        rc = 0;
+    } else {
+        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *measurements,
+                    char *err, size_t errlen) {
+    assert(s && trials && measurements);
+    char op[96];
+    snprintf(op, sizeof op, "reading the change sequences of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_STUDY_CURSOR, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        *trials = sqlite3_column_int64(st, 0);
+        *measurements = sqlite3_column_int64(st, 1);
+    } else {
+        rc = fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+typedef struct cancel_txn {
+    int64_t id;       /* the study */
+    int found;        /* it exists */
+    char *was;        /* its state before (the caller's buffer) */
+    size_t waslen;
+    char *err;        /* the caller's error buffer */
+    size_t errlen;
+} cancel_txn;
+
+static int cancel_in_txn(st_store *s, void *arg) {
+    cancel_txn *c = arg;
+    st_study study;
+    int rc = st_study_get_id(s, c->id, &study, c->err, c->errlen);
+    if (rc != 0) return rc < 0 ? rc : 0;
+    c->found = 1;
+    if (c->was && c->waslen) snprintf(c->was, c->waslen, "%s", study.state);
+    if (strcmp(study.state, ST_STUDY_SUCCEEDED) != 0 &&
+        strcmp(study.state, ST_STUDY_FAILED) != 0 &&
+        strcmp(study.state, ST_STUDY_CANCELLED) != 0)
+        rc = st_study_set_state(s, study.id, ST_STUDY_CANCELLED, NULL, c->err, c->errlen);
+    st_study_clear(&study);
+    return rc;
+}
+
+int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, char *err,
+                    size_t errlen) {
+    assert(s);
+    cancel_txn c = {.id = study_id, .was = was, .waslen = waslen, .err = err, .errlen = errlen};
+    int rc = st_transaction(s, cancel_in_txn, &c, err, errlen);
+    if (rc) return rc;
+    return c.found ? 0 : 1;
+}
+
+/* Steps a bound statement (brc: the result of binding) and appends its trial rows to
+ * *out / *n; resets it. */
+static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, st_trial **out,
+                       size_t *n, char *err, size_t errlen) {
+    st_trial *list = NULL;
+    size_t count = 0, cap = 0;
+    int src = brc, rc = 0;
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            list = grow(list, &cap, count, sizeof *list);
+            memset(&list[count], 0, sizeof list[count]);
+            read_trial(st, &list[count++]);
+        }
+    }
+    if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+        st_trials_free(list, count);
+    } else {
+        *out = list;
+        *n = count;
+    }
+    done(st);
+    return rc;
+}
+
+int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
+                     st_trial **out, size_t *n, char *err, size_t errlen) {
+    assert(s && out && n);
+    *out = NULL;
+    *n = 0;
+    char op[96];
+    snprintf(op, sizeof op, "reading the changed trials of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_CHANGES, &st, op, err, errlen);
+    if (rc) return rc;
+    return read_trials(s, st, bind(st, "iii", study_id, after, limit), op, out, n, err, errlen);
+}
+
+int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int64_t offset,
+                  int64_t limit, double now_s, st_trial **out, size_t *n, int64_t *total,
+                  char *err, size_t errlen) {
+    assert(s && out && n && total);
+    *out = NULL;
+    *n = 0;
+    *total = 0;
+    if (sort < 0 || sort >= ST_SORT_COUNT || offset < 0 || limit < 0)
+        return tn_error(err, errlen, TN_EINVAL, "st_trial_page: bad sort, offset or limit");
+    char op[96];
+    snprintf(op, sizeof op, "listing the trials of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_FILTER_COUNT, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "ii", study_id, (int64_t)states);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) *total = sqlite3_column_int64(st, 0);
+    else rc = fail(s, src, op, err, errlen);
+    done(st);
+    if (rc) return rc;
+    if ((rc = prep(s, (enum query)(Q_TRIAL_PAGE + sort), &st, op, err, errlen))) return rc;
+    /* ?5 (now) is used by the duration orders only */
+    int brc = sort == ST_SORT_DURATION || sort == ST_SORT_DURATION_DESC
+                  ? bind(st, "iiiir", study_id, (int64_t)states, limit, offset, now_s)
+                  : bind(st, "iiii", study_id, (int64_t)states, limit, offset);
+    return read_trials(s, st, brc, op, out, n, err, errlen);
+}
+
+int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
+                  char *err, size_t errlen) {
+    assert(s && number && value);
+    char op[96];
+    snprintf(op, sizeof op, "finding the best trial of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, maximize ? Q_TRIAL_BEST_MAX : Q_TRIAL_BEST_MIN, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        *number = sqlite3_column_int64(st, 0);
+        *value = sqlite3_column_double(st, 1);
+    } else {
+        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,
+                  int64_t *active, char *err, size_t errlen) {
+    assert(s && first_start && last_finish && active);
+    char op[96];
+    snprintf(op, sizeof op, "reading the times of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_SPAN, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        *first_start = col_real(st, 0);
+        *last_finish = col_real(st, 1);
+        *active = sqlite3_column_int64(st, 2);
+    } else {
+        rc = fail(s, src, op, err, errlen);
+    }
+    done(st);
+    return rc;
+}
+
+int st_trial_outcomes(st_store *s, int64_t study_id,
+                      void (*fn)(void *ctx, int64_t number, double objective), void *ctx,
+                      char *err, size_t errlen) {
+    assert(s && fn);
+    char op[96];
+    snprintf(op, sizeof op, "reading the outcomes of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_OUTCOMES, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK)
+        while ((src = sqlite3_step(st)) == SQLITE_ROW)
+            fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1));
+    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
+int st_trial_states(st_store *s, int64_t study_id,
+                    void (*fn)(void *ctx, int64_t number, const char *state), void *ctx,
+                    char *err, size_t errlen) {
+    assert(s && fn);
+    char op[96];
+    snprintf(op, sizeof op, "reading the trial states of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_TRIAL_STATES, &st, op, err, errlen);
+    if (rc) return rc;
+    int src = bind(st, "i", study_id);
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            const unsigned char *state = sqlite3_column_text(st, 1);
+            fn(ctx, sqlite3_column_int64(st, 0), state ? (const char *)state : "");
+        }
+    }
+    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
+/* Runs a bound points query (brc: the result of binding), calling fn per row. */
+static int read_points(st_store *s, sqlite3_stmt *st, int brc, const char *op,
+                       void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
+                       size_t errlen) {
+    int src = brc, rc = 0;
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            const unsigned char *replica = sqlite3_column_text(st, 2);
+            st_point p = {.trial = sqlite3_column_int64(st, 0),
+                          .step = sqlite3_column_int64(st, 1),
+                          .replica = replica ? (const char *)replica : "",
+                          .timestamp = sqlite3_column_double(st, 3),
+                          .seq = sqlite3_column_int64(st, 4),
+                          .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL};
+            p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
+            fn(ctx, &p);
+        }
+    }
+    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
+int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t after,
+                    int64_t limit, void (*fn)(void *ctx, const st_point *p), void *ctx,
+                    char *err, size_t errlen) {
+    assert(s && metric && fn);
+    char op[128];
+    snprintf(op, sizeof op, "reading the new measurements of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_POINTS_SINCE, &st, op, err, errlen);
+    if (rc) return rc;
+    return read_points(s, st, bind(st, "itii", study_id, metric, after, limit), op, fn, ctx,
+                       err, errlen);
+}
+
+int st_points_all(st_store *s, int64_t study_id, const char *metric,
+                  void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
+                  size_t errlen) {
+    assert(s && metric && fn);
+    char op[128];
+    snprintf(op, sizeof op, "reading the learning curves of study %lld", (long long)study_id);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, Q_POINTS_ALL, &st, op, err, errlen);
+    if (rc) return rc;
+    return read_points(s, st, bind(st, "it", study_id, metric), op, fn, ctx, err, errlen);
+}
+
+/* ---------------------------------------------------------------------------------
  * Caller's transactions
  * --------------------------------------------------------------------------------- */
+
+int st_read(st_store *s, int (*fn)(st_store *s, void *ctx), void *ctx, char *err,
+            size_t errlen) {
+    assert(s && fn);
+    if (s->depth > 0) return fn(s, ctx);
+    int rc = exec_q(s, Q_BEGIN_READ, "starting a read", err, errlen);
+    if (rc) return rc;
+    s->depth++;
+    int frc = fn(s, ctx);
+    char msg[512] = "";
+    /* A read-only transaction: COMMIT and ROLLBACK end it alike; COMMIT can only fail if
+     * SQLite already ended it, which leaves nothing to undo. */
+    if (!sqlite3_get_autocommit(s->db)) exec_q(s, Q_COMMIT, "ending a read", msg, sizeof msg);
+    s->depth--;
+    if (frc == 0 && msg[0]) return tn_error(err, errlen, TN_EIO, "%s", msg);
+    return frc;
+}
 
 int st_transaction(st_store *s, int (*fn)(st_store *s, void *ctx), void *ctx, char *err,
                    size_t errlen) {

@@ -55,6 +55,11 @@ typedef struct st_trial {
     int attempts;       /* job runs started (1 + retries) */
     int restarts;       /* replica restarts in all */
     char *error;        /* why it failed, or NULL */
+    int64_t changed;    /* the study's trial change sequence at the trial's last write
+                           (create or update): it grows with every write, so "changed
+                           after N" finds what is new (the dashboard's live updates) */
+    int has_last_step;  /* st_trial_page and st_trial_changes only: whether it has */
+    int64_t last_step;  /*   measurements, and the highest step among them */
 } st_trial;
 
 typedef struct st_measurement {
@@ -125,6 +130,90 @@ int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e
 int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
                   char *err, size_t errlen);
 void st_events_free(st_event *list, size_t n);
+
+/* ---- Reads for the dashboard (docs/dashboard.md) ----
+ *
+ * Every trial write (create, update) gives the trial the next number of its study's
+ * trial change sequence (st_trial.changed), and every stored measurement the next
+ * number of the study's measurement sequence; both are indexed, so a poller asks
+ * "what changed after N" in O(log n) however many trials the study has. */
+
+/* One measurement as a point of a metric: borrowed strings, valid during the callback. */
+typedef struct st_point {
+    int64_t trial;        /* the trial's number */
+    int64_t step;
+    const char *replica;  /* "chief:0", ... */
+    double timestamp;
+    int64_t seq;          /* the measurement's place in the study's sequence */
+    int has_value;        /* whether the record holds the metric as a number */
+    double value;
+} st_point;
+
+/* Orders of st_trial_page. Values and durations that are missing sort last either way;
+ * ties go to the lower number. STATE is RUNNING, PENDING, SUCCEEDED, STOPPED, FAILED,
+ * CANCELLED. */
+enum st_sort {
+    ST_SORT_NUMBER, ST_SORT_NUMBER_DESC, ST_SORT_VALUE, ST_SORT_VALUE_DESC,
+    ST_SORT_DURATION, ST_SORT_DURATION_DESC, ST_SORT_STATE, ST_SORT_STATE_DESC, ST_SORT_COUNT
+};
+
+/* st_study_get by id. 0, 1 when there is none, negative on error. */
+int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t errlen);
+/* The newest numbers of the study's trial change and measurement sequences (0 when
+ * nothing was written yet). */
+int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *measurements,
+                    char *err, size_t errlen);
+/* Cancels a study as `tuner cancel` does: reads its state and, unless it is SUCCEEDED,
+ * FAILED or already CANCELLED, sets CANCELLED, in one transaction. *was (a buffer of
+ * waslen) gets the state before. 0, 1 when there is no such study, negative on error. */
+int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, char *err,
+                    size_t errlen);
+
+/* The trials written after change `after`, in change order, at most limit, with their
+ * last step; *out is yours (st_trials_free). */
+int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
+                     st_trial **out, size_t *n, char *err, size_t errlen);
+/* One page of a study's trials with their last step: those whose state is in `states`
+ * (bit i: the i-th state of st_trial_counts' order; 0: every state), in the order
+ * `sort` (enum st_sort; durations of running trials run to `now`), skipping offset,
+ * at most limit. *total gets how many trials match. */
+int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int64_t offset,
+                  int64_t limit, double now, st_trial **out, size_t *n, int64_t *total,
+                  char *err, size_t errlen);
+/* The best SUCCEEDED trial with an objective (maximize: the highest; ties: the lower
+ * number). 0 with *number and *value, 1 when there is none, negative on error. */
+int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
+                  char *err, size_t errlen);
+/* The earliest start and latest finish of the study's trials (0 when none) and how many
+ * are RUNNING or PENDING. */
+int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,
+                  int64_t *active, char *err, size_t errlen);
+/* Calls fn for every SUCCEEDED trial with an objective, in number order. */
+int st_trial_outcomes(st_store *s, int64_t study_id,
+                      void (*fn)(void *ctx, int64_t number, double objective), void *ctx,
+                      char *err, size_t errlen);
+/* Calls fn for every trial's number and state, in number order. */
+int st_trial_states(st_store *s, int64_t study_id,
+                    void (*fn)(void *ctx, int64_t number, const char *state), void *ctx,
+                    char *err, size_t errlen);
+
+/* Calls fn for each measurement after `after` in the study's measurement sequence, in
+ * that order, at most limit, with the value of `metric` when the record has it. */
+int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t after,
+                    int64_t limit, void (*fn)(void *ctx, const st_point *p), void *ctx,
+                    char *err, size_t errlen);
+/* Calls fn for each measurement of the study, with the value of `metric` when the
+ * record has it, in trial, replica, timestamp order (the table's own, so nothing is
+ * sorted): every learning curve in one query. */
+int st_points_all(st_store *s, int64_t study_id, const char *metric,
+                  void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
+                  size_t errlen);
+
+/* Runs fn with every read it makes seeing one snapshot of the store (BEGIN DEFERRED ...
+ * COMMIT; in WAL mode this never waits for a writer and never blocks one); fn must not
+ * write. Inside another transaction fn just runs. Returns fn's value, or an error. */
+int st_read(st_store *s, int (*fn)(st_store *s, void *ctx), void *ctx, char *err,
+            size_t errlen);
 
 /* Runs fn inside one transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK when fn returns
  * non-zero, whose value is then returned). For state changes that touch several rows. */

@@ -84,11 +84,13 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "1") == 0);
+    CHECK(strcmp(buf, "2") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
-                                          "trials_by_state", "events_by_trial"};
+                                          "trials_by_state", "events_by_trial",
+                                          "trials_by_change", "measurements_by_seq",
+                                          "measurements_by_step"};
     for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++) {
         char sql[256];
         snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE name = '%s'",
@@ -130,7 +132,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 1");
+    CHECK_STR_CONTAINS(err, "reads up to 2");
     st_close(s);
 }
 

@@ -1,0 +1,626 @@
+#!/usr/bin/env python3
+"""dashboard_api.py -- the dashboard's HTTP API against a running tuner, end to end.
+
+    dashboard_api.py BIN_DIR WORKDIR        (BIN_DIR holds tuner)
+
+Runs real studies of small fake replicas (a Python script written into WORKDIR that
+reports a learning curve by the cloudml-hypertune file protocol and prints a planted
+<script> tag and invalid UTF-8 into its log), with the dashboard on a free loopback
+port, and checks what docs/dashboard.md promises: every endpoint's status and JSON
+shape, paging, sorting and filters, errors (400, 401, 403, 404, 405, 409, 413),
+path traversal, the token (its file and mode, header and query forms, constant-time
+compare aside), the live event stream (trial, measurement and study events within a
+second of the store, Last-Event-ID), cancelling, ports in use, non-loopback addresses,
+`tuner serve`, response headers, escaping of planted markup, SIGPIPE and the
+connection cap. Python standard library only.
+
+Each check prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N
+failed"; the exit status is non-zero when anything failed.
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+TUNER = os.path.join(BIN, "tuner")
+PLANT = "<script>alert('xss')</script>"
+LOG_PLANT = "<script>alert('log')</script>"
+passed = failed = 0
+
+
+def check(name, cond, why=""):
+    global passed, failed
+    if cond:
+        print("ok", name)
+        passed += 1
+    else:
+        print("FAIL %s: %s" % (name, why))
+        failed += 1
+    sys.stdout.flush()
+    return cond
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def request(port, method, path, headers=None, body=None, timeout=10):
+    """(status, headers with lower-case names, body bytes)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    hdrs = {k.lower(): v for k, v in r.getheaders()}
+    c.close()
+    return r.status, hdrs, data
+
+
+def get_json(port, path, headers=None):
+    status, hdrs, data = request(port, "GET", path, headers)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError:
+        doc = None
+    return status, hdrs, doc, data
+
+
+def raw(port, data, timeout=5):
+    """Sends bytes on a fresh connection; returns what comes back until close or timeout."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+            if b"\r\n\r\n" in out and len(out) > 20000:
+                break
+    except (socket.timeout, ConnectionResetError, BrokenPipeError):
+        pass
+    s.close()
+    return out
+
+
+def status_of(resp):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", resp)
+    return int(m.group(1)) if m else None
+
+
+def wait_for(cond, seconds, step=0.05):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+class Stream(threading.Thread):
+    """An SSE client: collects (event, id, data, time received) until the stream ends."""
+
+    def __init__(self, port, study, headers=None):
+        super().__init__(daemon=True)
+        self.port, self.study, self.headers = port, study, headers or {}
+        self.events, self.comments, self.status, self.ctype = [], [], None, None
+        self.ended = False
+
+    def run(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            c.request("GET", "/api/events?study=" + self.study,
+                      headers=dict({"Accept": "text/event-stream"}, **self.headers))
+            r = c.getresponse()
+            self.status, self.ctype = r.status, r.getheader("Content-Type")
+            ev = {}
+            while True:
+                line = r.readline()
+                if not line:
+                    break
+                line = line.decode("utf-8").rstrip("\n")
+                if line == "":
+                    if "data" in ev:
+                        ev["t"] = time.time()
+                        self.events.append(ev)
+                    ev = {}
+                elif line.startswith(":"):
+                    self.comments.append(line)
+                else:
+                    key, _, value = line.partition(":")
+                    ev[key] = value[1:] if value.startswith(" ") else value
+        except (OSError, http.client.HTTPException):
+            pass
+        self.ended = True
+
+    def of(self, kind):
+        return [e for e in self.events if e.get("event") == kind]
+
+
+# --- set-up: a fake replica and specs ---------------------------------------------
+os.makedirs(WORK, exist_ok=True)
+os.chdir(WORK)
+DB = os.path.join(WORK, "tuner.db")
+for f in os.listdir(WORK):
+    if f.startswith("tuner.db") or f.endswith(".json"):
+        os.remove(os.path.join(WORK, f))
+subprocess.run(["rm", "-rf", os.path.join(WORK, "runs")])
+env = dict(os.environ, TUNER_DB=DB)
+
+REPLICA = os.path.join(WORK, "replica.py")
+with open(REPLICA, "w") as f:
+    f.write(r'''import json, os, sys, time
+a = dict(x[2:].split("=", 1) for x in sys.argv[1:] if x.startswith("--") and "=" in x)
+x, steps, pause = float(a["x"]), int(a.get("steps", "5")), float(a.get("pause", "0.1"))
+print("replica of trial %s with opt=%s" % (os.environ.get("CLOUD_ML_TRIAL_ID"), a.get("opt")))
+print("planted: <script>alert('log')</script>")
+sys.stdout.flush()
+sys.stdout.buffer.write(b"bad utf-8: \xff\xfe\xc3 end\n")
+for i in range(300):
+    print("line %d" % i)
+sys.stdout.flush()
+path, recs = os.environ["CLOUD_ML_HP_METRIC_FILE"], []
+for step in range(1, steps + 1):
+    recs.append({"global_step": str(step), "score": str(x * step / steps),
+                 "timestamp": time.time(), "trial": os.environ.get("CLOUD_ML_TRIAL_ID", "")})
+    with open(path + ".tmp", "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    os.replace(path + ".tmp", path)
+    time.sleep(pause)
+''')
+
+
+def spec(name, trials, parallel, command):
+    doc = {"jobId": name, "trainingInput": {
+        "scaleTier": "BASIC", "jobDir": "runs/" + name, "command": command,
+        "hyperparameters": {
+            "goal": "MAXIMIZE", "hyperparameterMetricTag": "score", "maxTrials": trials,
+            "maxParallelTrials": parallel, "algorithm": "RANDOM_SEARCH",
+            "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0.1, "maxValue": 1},
+                       {"parameterName": "opt", "type": "CATEGORICAL",
+                        "categoricalValues": ["sgd", PLANT]}]}}}
+    with open(name + ".json", "w") as f:
+        json.dump(doc, f)
+    return name + ".json"
+
+
+def run_tuner(args, **kw):
+    return subprocess.run([TUNER] + args, env=env, capture_output=True, text=True, **kw)
+
+
+def start(args, err_path):
+    return subprocess.Popen([TUNER] + args, env=env, stdout=subprocess.DEVNULL,
+                            stderr=open(err_path, "w"))
+
+
+def wait_port(port, seconds=10):
+    def up():
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
+    return wait_for(up, seconds)
+
+
+# --- A. a study run with the dashboard: token file, live events ----------------------
+port = free_port()
+spec("dash", 8, 3, ["python3", REPLICA, "--steps=6", "--pause=0.12"])
+run = start(["run", "dash.json", "--seed=7", "--poll=0.1", "--cores=8", "--oversubscribe",
+             "--dashboard=127.0.0.1:%d" % port], "dash.err")
+token_file = os.path.join(WORK, "runs/dash/.dashboard-token")
+check("run_token_file_written", wait_for(lambda: os.path.exists(token_file), 15), token_file)
+check("run_listening", wait_port(port), "port %d" % port)
+stream = Stream(port, "dash")
+stream.start()
+token = open(token_file).read().strip() if os.path.exists(token_file) else ""
+mode = stat.S_IMODE(os.stat(token_file).st_mode) if os.path.exists(token_file) else None
+check("token_file_mode_0600", mode == 0o600, oct(mode or 0))
+check("token_128_bits_hex", re.fullmatch(r"[0-9a-f]{32}", token) is not None, token)
+status, _, doc, _ = get_json(port, "/api/studies")
+check("run_lists_its_study", status == 200 and doc and doc["studies"][0]["name"] == "dash",
+      str(doc)[:200])
+rc = run.wait(timeout=60)
+check("run_exit0", rc == 0, "exit %s; %s" % (rc, open("dash.err").read()[-500:]))
+err_text = open("dash.err").read()
+check("run_prints_url", "dashboard: http://127.0.0.1:%d/#token=%s" % (port, token) in err_text,
+      err_text[:300])
+check("run_token_file_removed", not os.path.exists(token_file))
+stream.join(10)
+check("stream_ended_with_the_run", stream.ended)
+check("stream_status_and_type", stream.status == 200 and
+      (stream.ctype or "").startswith("text/event-stream"), "%s %s" % (stream.status, stream.ctype))
+check("stream_hello_first", stream.comments[:1] == [": hello"], str(stream.comments[:3]))
+trials_ev = stream.of("trial")
+meas_ev = stream.of("measurement")
+study_ev = stream.of("study")
+numbers = {json.loads(e["data"])["number"] for e in trials_ev}
+check("stream_trial_events", numbers == set(range(1, 9)), sorted(numbers))
+done_ev = [json.loads(e["data"]) | {"t": e["t"]} for e in trials_ev]
+done_ev = [d for d in done_ev if d["state"] == "SUCCEEDED"]
+check("stream_trials_succeeded_live", len(done_ev) == 8, len(done_ev))
+lag = max((d["t"] - d["finished"] for d in done_ev), default=99)
+check("stream_within_1s_of_the_store", lag < 1.0, "largest lag %.3f s" % lag)
+m0 = json.loads(meas_ev[0]["data"]) if meas_ev else {}
+check("stream_measurement_events", len(meas_ev) >= 8 * 6 and
+      set(m0) == {"trial", "step", "value", "replica"} and m0["replica"] == "chief:0",
+      "%d events, first %s" % (len(meas_ev), m0))
+last_study = json.loads(study_ev[-1]["data"]) if study_ev else {}
+check("stream_study_events", len(study_ev) >= 2 and last_study.get("state") == "SUCCEEDED" and
+      last_study["counts"]["SUCCEEDED"] == 8, str(last_study)[:300])
+check("stream_event_ids", all(re.fullmatch(r"\d+\.\d+", e.get("id", "")) for e in stream.events))
+
+# --- B. tuner serve on the finished store -------------------------------------------
+srv = subprocess.Popen([TUNER, "serve", "--listen=127.0.0.1:0"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+line = srv.stdout.readline()
+m = re.search(r"http://127\.0\.0\.1:(\d+)/#token=([0-9a-f]{32})", line)
+check("serve_prints_url", m is not None, line)
+sport, stoken = (int(m.group(1)), m.group(2)) if m else (0, "")
+serve_token_file = DB + ".dashboard-token"
+check("serve_token_file", os.path.exists(serve_token_file) and
+      open(serve_token_file).read().strip() == stoken and
+      stat.S_IMODE(os.stat(serve_token_file).st_mode) == 0o600)
+AUTH = {"Authorization": "Bearer " + stoken}
+
+status, hdrs, doc, body = get_json(sport, "/api/studies")
+entry = doc["studies"][0] if doc and doc.get("studies") else {}
+check("studies_200", status == 200)
+check("studies_entry_shape",
+      set(entry) >= {"id", "name", "state", "created", "updated", "counts", "max_trials", "goal",
+                     "metric", "best"} and entry["name"] == "dash" and
+      entry["counts"] == {"PENDING": 0, "RUNNING": 0, "SUCCEEDED": 8, "FAILED": 0, "STOPPED": 0,
+                          "CANCELLED": 0} and entry["max_trials"] == 8 and
+      entry["goal"] == "MAXIMIZE" and entry["metric"] == "score" and
+      isinstance(entry["created"], float), str(entry)[:400])
+check("api_headers", hdrs.get("content-type") == "application/json; charset=utf-8" and
+      hdrs.get("x-content-type-options") == "nosniff" and hdrs.get("cache-control") == "no-store"
+      and hdrs.get("referrer-policy") == "no-referrer" and hdrs.get("x-frame-options") == "DENY",
+      str(hdrs))
+
+status, _, study, body = get_json(sport, "/api/studies/dash")
+check("study_200_shape", status == 200 and study and
+      set(study) >= set(entry) | {"spec", "params", "parallel", "elapsed", "error", "best_so_far"},
+      str(study)[:300])
+if study:
+    check("study_params", study["params"][0] == {"name": "x", "type": "DOUBLE",
+                                                 "scale": "NONE", "min": 0.1, "max": 1} and
+          study["params"][1] == {"name": "opt", "type": "CATEGORICAL", "values": ["sgd", PLANT]},
+          str(study["params"]))
+    check("study_parallel_elapsed", study["parallel"] == 3 and study["elapsed"] > 0 and
+          study["error"] is None and study["spec"]["jobId"] == "dash")
+    bsf = study["best_so_far"]
+    ok = len(bsf) == 8 and [b["trial"] for b in bsf] == list(range(1, 9))
+    run_best = None
+    for b in bsf:
+        run_best = b["value"] if run_best is None else max(run_best, b["value"])
+        ok = ok and abs(b["best"] - run_best) < 1e-12
+    check("study_best_so_far", ok, str(bsf)[:300])
+    check("study_best_is_max", study["best"]["value"] == max(b["value"] for b in bsf))
+    check("study_by_numeric_id", get_json(sport, "/api/studies/%d" % study["id"])[2]["name"] == "dash")
+check("planted_markup_escaped_in_params", b"<script>" not in body and
+      b"\\u003cscript\\u003e" in body)
+
+status, _, page, _ = get_json(sport, "/api/studies/dash/trials")
+t0 = page["trials"][0] if page and page["trials"] else {}
+check("trials_default_page", status == 200 and page["total"] == 8 and page["offset"] == 0 and
+      page["limit"] == 100 and [t["number"] for t in page["trials"]] == list(range(1, 9)))
+check("trial_shape", set(t0) == {"number", "state", "params", "value", "created", "started",
+                                 "finished", "duration", "attempts", "restarts", "error",
+                                 "last_step"} and t0["last_step"] == 6 and t0["attempts"] == 1
+      and t0["duration"] > 0 and set(t0["params"]) == {"x", "opt"}, str(t0))
+got = []
+for off in range(0, 8, 3):
+    s_, _, p_, _ = get_json(sport, "/api/studies/dash/trials?offset=%d&limit=3" % off)
+    got += [t["number"] for t in p_["trials"]]
+    check("paging_offset_%d" % off, p_["total"] == 8 and p_["limit"] == 3 and p_["offset"] == off
+          and len(p_["trials"]) == min(3, 8 - off))
+check("paging_covers_all_once", got == list(range(1, 9)), got)
+check("paging_past_end", get_json(sport, "/api/studies/dash/trials?offset=50")[2]["trials"] == [])
+vals = [t["value"] for t in get_json(sport, "/api/studies/dash/trials?sort=-value")[2]["trials"]]
+check("sort_value_desc", vals == sorted(vals, reverse=True), vals)
+vals = [t["value"] for t in get_json(sport, "/api/studies/dash/trials?sort=value")[2]["trials"]]
+check("sort_value_asc", vals == sorted(vals), vals)
+nums = [t["number"] for t in get_json(sport, "/api/studies/dash/trials?sort=-number")[2]["trials"]]
+check("sort_number_desc", nums == list(range(8, 0, -1)), nums)
+durs = [t["duration"] for t in get_json(sport, "/api/studies/dash/trials?sort=-duration")[2]["trials"]]
+check("sort_duration_desc", durs == sorted(durs, reverse=True), durs)
+check("sort_state", get_json(sport, "/api/studies/dash/trials?sort=state")[0] == 200)
+p_ = get_json(sport, "/api/studies/dash/trials?state=SUCCEEDED,running")[2]
+check("filter_state", p_["total"] == 8 and len(p_["trials"]) == 8)
+p_ = get_json(sport, "/api/studies/dash/trials?state=FAILED")[2]
+check("filter_state_none", p_["total"] == 0 and p_["trials"] == [])
+for q, want in [("limit=1001", "1000"), ("limit=-1", "limit"), ("limit=abc", "limit"),
+                ("offset=-5", "offset"), ("sort=bogus", "-duration"), ("state=DONE", "SUCCEEDED")]:
+    s_, h_, d_, _ = get_json(sport, "/api/studies/dash/trials?" + q)
+    check("trials_400_" + q.split("=")[0] + "_" + q.split("=")[1], s_ == 400 and
+          set(d_) == {"error", "hint"} and want in d_["error"] + d_["hint"], "%s %s" % (s_, d_))
+check("limit_1000_ok", get_json(sport, "/api/studies/dash/trials?limit=1000")[0] == 200)
+
+status, _, curves, _ = get_json(sport, "/api/studies/dash/curves")
+c1 = curves["curves"][0] if curves and curves.get("curves") else {}
+check("curves_shape", status == 200 and curves["metric"] == "score" and
+      [c["trial"] for c in curves["curves"]] == list(range(1, 9)) and
+      c1["state"] == "SUCCEEDED" and [p[0] for p in c1["points"]] == [1, 2, 3, 4, 5, 6], str(c1))
+x1 = t0["params"]["x"] if t0 else 0
+check("curves_values", c1 and abs(c1["points"][-1][1] - x1) < 1e-9 and
+      abs(c1["points"][0][1] - x1 / 6) < 1e-9, str(c1)[:200])
+
+status, _, tr, body = get_json(sport, "/api/studies/dash/trials/1")
+check("trial_detail_200", status == 200 and tr and set(tr) >= set(t0) |
+      {"measurements", "events", "replicas", "logs"})
+if tr:
+    ms = tr["measurements"]
+    check("trial_measurements", len(ms) == 6 and ms[0]["replica"] == "chief:0" and
+          set(ms[0]) == {"step", "replica", "metrics", "timestamp"} and
+          "score" in ms[0]["metrics"], str(ms[:1]))
+    kinds = [e["kind"] for e in tr["events"]]
+    check("trial_events", "started" in kinds and "exited" in kinds and
+          set(tr["events"][0]) == {"time", "replica", "kind", "detail"}, kinds)
+    check("trial_replicas", tr["replicas"] == [{"name": "chief-0", "state": "EXITED",
+                                                "exit_code": 0, "restarts": 0, "signal": None}],
+          str(tr["replicas"]))
+    check("trial_logs", tr["logs"] == ["chief-0"], tr["logs"])
+check("trial_404", get_json(sport, "/api/studies/dash/trials/99")[0] == 404)
+check("trial_404_not_a_number", get_json(sport, "/api/studies/dash/trials/abc")[0] == 404)
+check("study_404", get_json(sport, "/api/studies/nosuch")[0] == 404)
+check("study_404_trials", get_json(sport, "/api/studies/nosuch/trials")[0] == 404)
+check("route_404", get_json(sport, "/api/nothing")[0] == 404)
+s_, _, d_, _ = get_json(sport, "/api/studies/nosuch/curves")
+check("errors_are_json", s_ == 404 and set(d_) == {"error", "hint"}, str(d_))
+
+status, _, log, body = get_json(sport, "/api/studies/dash/trials/1/logs/chief-0?lines=5")
+check("log_tail", status == 200 and log["replica"] == "chief-0" and
+      log["lines"] == ["line %d" % i for i in range(295, 300)] and log["truncated"] is True,
+      str(log)[:300])
+status, _, log, body = get_json(sport, "/api/studies/dash/trials/1/logs/chief-0?lines=5000")
+check("log_whole", status == 200 and log["truncated"] is False and len(log["lines"]) == 303 and
+      log["lines"][1] == "planted: " + LOG_PLANT, str(log and log["lines"][:3]))
+check("log_planted_markup_escaped", b"<script>" not in body and b"\\u003cscript\\u003e" in body)
+check("log_invalid_utf8_replaced", log and log["lines"][2] == "bad utf-8: \ufffd\ufffd\ufffd end",
+      repr(log and log["lines"][2]))
+check("log_lines_max", get_json(sport, "/api/studies/dash/trials/1/logs/chief-0?lines=5001")[0] == 400)
+check("log_missing_404", get_json(sport, "/api/studies/dash/trials/1/logs/worker-3")[0] == 404)
+secret = b"root:x:0:0"
+for path in ["/api/studies/dash/trials/1/logs/../../../../etc/passwd",
+             "/api/studies/dash/trials/1/logs/..%2f..%2f..%2f..%2fetc%2fpasswd",
+             "/api/studies/dash/trials/1/logs/%2e%2e",
+             "/api/studies/dash/trials/1/logs/%2Fetc%2Fpasswd",
+             "/api/studies/dash/trials/1/logs/chief-0%00",
+             "/api/studies/dash/trials/1/logs/chief-0.log",
+             "/api/studies/dash/trials/1/logs/chief",
+             "/api/studies/%2e%2e/trials/1/logs/chief-0",
+             "/api/studies/..%2fdash/trials",
+             "/..%2f..%2fetc/passwd", "/../../etc/passwd", "//etc/passwd", "/etc/passwd",
+             "/%2e%2e/%2e%2e/etc/passwd", "/app.js/../../etc/passwd", "/.dashboard-token",
+             "/tuner.db", "/index.html%00"]:
+    s_, _, data = request(sport, "GET", path)
+    check("traversal " + path, s_ in (400, 404) and secret not in data and
+          stoken.encode() not in data, "%s %s" % (s_, data[:100]))
+resp = raw(sport, b"GET /api/studies/dash/trials/1/logs/chief-0\x00/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+check("raw_nul_rejected", status_of(resp) in (400, 404, None) and secret not in resp, resp[:80])
+
+# the page
+status, hdrs, page_html = request(sport, "GET", "/")
+check("page_200", status == 200 and hdrs.get("content-type") == "text/html; charset=utf-8" and
+      b"<html" in page_html)
+check("page_csp", hdrs.get("content-security-policy") ==
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+      "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      hdrs.get("content-security-policy"))
+check("page_nosniff_frame", hdrs.get("x-content-type-options") == "nosniff" and
+      hdrs.get("x-frame-options") == "DENY" and hdrs.get("referrer-policy") == "no-referrer")
+check("app_js", request(sport, "GET", "/app.js")[1].get("content-type") ==
+      "text/javascript; charset=utf-8")
+check("app_css", request(sport, "GET", "/app.css")[1].get("content-type") ==
+      "text/css; charset=utf-8")
+check("favicon", request(sport, "GET", "/favicon.ico")[0] in (200, 204))
+check("unknown_file_404", request(sport, "GET", "/nope.js")[0] == 404)
+s_, h_, b_ = request(sport, "HEAD", "/api/studies")
+check("head_ok", s_ == 200 and b_ == b"" and h_.get("content-type", "").startswith("application/json"))
+
+# methods, sizes
+s_, h_, d_ = request(sport, "PUT", "/api/studies", body=b"{}")
+check("put_405", s_ == 405 and h_.get("allow") == "GET, HEAD", "%s %s" % (s_, h_.get("allow")))
+s_, h_, d_ = request(sport, "DELETE", "/api/studies/dash")
+check("delete_405", s_ == 405 and "allow" in h_)
+s_, h_, d_ = request(sport, "POST", "/api/studies")
+check("post_on_read_405", s_ == 405 and h_.get("allow") == "GET, HEAD")
+s_, h_, d_ = request(sport, "GET", "/api/studies/dash/cancel")
+check("get_on_cancel_405", s_ == 405 and h_.get("allow") == "POST")
+try:
+    s_, _, _ = request(sport, "POST", "/api/studies/dash/cancel", headers=AUTH, body=b"x" * 200000)
+except (ConnectionResetError, BrokenPipeError) as e:
+    s_ = str(e)
+check("huge_body_413", s_ == 413, s_)
+resp = raw(sport, b"GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000 +
+           b"\r\n\r\n")
+check("huge_headers_rejected", status_of(resp) in (400, 413, 431) or resp == b"", resp[:60])
+check("server_alive_after_bad_requests", get_json(sport, "/api/studies")[0] == 200)
+s_, _, d_ = request(sport, "GET", "/api/studies", headers={"Host": "evil.example:%d" % sport})
+check("foreign_host_refused", s_ == 403, s_)
+
+# cancel a finished study: 409 (with the token); without: 401
+s_, _, d_ = request(sport, "POST", "/api/studies/dash/cancel")
+check("cancel_no_token_401", s_ == 401, s_)
+s_, _, d_ = request(sport, "POST", "/api/studies/dash/cancel", headers=AUTH)
+check("cancel_finished_409", s_ == 409 and b"already finished" in d_, "%s %s" % (s_, d_))
+check("cancel_unknown_404", request(sport, "POST", "/api/studies/nosuch/cancel", headers=AUTH)[0] == 404)
+
+# Last-Event-ID: a stream from the start replays every trial once, every measurement
+resume = Stream(sport, "dash", {"Last-Event-ID": "0.0"})
+resume.start()
+wait_for(lambda: len(resume.of("measurement")) >= 48 and resume.of("study"), 10)
+n_trials = len({json.loads(e["data"])["number"] for e in resume.of("trial")})
+check("last_event_id_replays", len(resume.of("trial")) == 8 and n_trials == 8 and
+      len(resume.of("measurement")) == 48, "%d trial, %d measurement events" %
+      (len(resume.of("trial")), len(resume.of("measurement"))))
+fresh = Stream(sport, "dash")
+fresh.start()
+wait_for(lambda: fresh.of("study"), 5)
+time.sleep(0.4)
+check("new_stream_starts_at_now", fresh.comments[:1] == [": hello"] and not fresh.of("trial") and
+      len(fresh.of("study")) == 1, "%d events" % len(fresh.events))
+check("stream_unknown_study_404", request(sport, "GET", "/api/events?study=nosuch")[0] == 404)
+check("stream_needs_study_400", request(sport, "GET", "/api/events")[0] == 400)
+
+# clients that go away mid-stream or mid-reply must not hurt the server (SIGPIPE, leaks)
+for i in range(30):
+    s = socket.create_connection(("127.0.0.1", sport))
+    s.sendall(b"GET /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    if i % 2:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", sport))
+    s.sendall(b"GET /api/studies/dash/curves HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+              b"GET /app.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 20)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()
+time.sleep(0.5)
+check("sigpipe_survived", srv.poll() is None and get_json(sport, "/api/studies")[0] == 200)
+
+# the connection cap: beyond it, 503 or a closed socket; afterwards, service as before
+socks = []
+for i in range(80):
+    try:
+        socks.append(socket.create_connection(("127.0.0.1", sport), timeout=2))
+    except OSError:
+        break
+time.sleep(0.3)
+refused = 0
+for s in socks[64:]:
+    try:
+        s.settimeout(1)
+        data = s.recv(200)
+        refused += data == b"" or data.startswith(b"HTTP/1.1 503")
+    except (socket.timeout, ConnectionResetError):
+        pass
+for s in socks:
+    s.close()
+check("connection_cap", len(socks) == 80 and refused >= len(socks) - 64, "%d of %d refused" % (refused, len(socks) - 64))
+time.sleep(0.3)
+check("service_after_cap", get_json(sport, "/api/studies")[0] == 200)
+
+srv.send_signal(signal.SIGINT)
+try:
+    _, serve_err = srv.communicate(timeout=10)
+    rc = srv.returncode
+except subprocess.TimeoutExpired:
+    srv.kill()
+    rc, serve_err = "hung", ""
+check("serve_stops_on_sigint", rc == 0, rc)
+SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|runtime error|ThreadSanitizer")
+check("serve_no_sanitizer_reports", not SANITIZER.search(serve_err), serve_err[-2000:])
+check("serve_token_file_removed", not os.path.exists(serve_token_file))
+for st in (stream, resume, fresh):
+    st.join(1)
+
+# --- C. a running study: second bind, cancel with the token --------------------------
+port2 = free_port()
+spec("long", 4, 2, ["python3", REPLICA, "--steps=200", "--pause=0.2"])
+run = start(["run", "long.json", "--poll=0.1", "--grace=1", "--cores=8", "--oversubscribe",
+             "--dashboard=127.0.0.1:%d" % port2], "long.err")
+token_file = os.path.join(WORK, "runs/long/.dashboard-token")
+wait_for(lambda: os.path.exists(token_file), 15)
+wait_port(port2)
+ltoken = open(token_file).read().strip()
+spec("other", 1, 1, ["python3", REPLICA])
+r = run_tuner(["run", "other.json", "--dashboard=127.0.0.1:%d" % port2])
+check("explicit_port_in_use_exit2", r.returncode == 2, "%d %s" % (r.returncode, r.stderr))
+check("explicit_port_in_use_message",
+      "tuner: error: dashboard: cannot listen on 127.0.0.1:%d: Address already in use" % port2
+      in r.stderr and "hint:" in r.stderr, r.stderr)
+check("explicit_port_in_use_nothing_stored", run_tuner(["show", "other"]).returncode == 4)
+wait_for(lambda: (get_json(port2, "/api/studies/long")[2] or {}).get("counts", {})
+         .get("RUNNING", 0) == 2, 15)
+s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel")
+check("cancel_without_token_401", s_ == 401, "%s %s" % (s_, d_))
+s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel?token=" + ltoken)
+check("cancel_query_token_not_enough_401", s_ == 401, "%s %s" % (s_, d_))
+s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel",
+                    headers={"Authorization": "Bearer " + "0" * 32})
+check("cancel_wrong_token_403", s_ == 403, "%s %s" % (s_, d_))
+s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel",
+                    headers={"Authorization": "Bearer " + ltoken[:-1] + "x"})
+check("cancel_near_token_403", s_ == 403)
+check("still_running_after_bad_cancels", run.poll() is None)
+s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel",
+                    headers={"Authorization": "Bearer " + ltoken})
+check("cancel_202", s_ == 202 and json.loads(d_) == {"study": "long", "state": "CANCELLED"},
+      "%s %s" % (s_, d_))
+try:
+    rc = run.wait(timeout=20)
+except subprocess.TimeoutExpired:
+    run.kill()
+    rc = "hung"
+check("cancelled_run_exits_130", rc == 130, rc)
+r = run_tuner(["show", "long", "--format=json"])
+check("cancelled_state", r.returncode == 0 and json.loads(r.stdout)["state"] == "CANCELLED")
+
+# --- D. addresses: non-loopback needs the public flag; the default port falls back ----
+r = run_tuner(["run", "other.json", "--dashboard=0.0.0.0:%d" % free_port()])
+check("non_loopback_run_exit2", r.returncode == 2 and "not a loopback address" in r.stderr and
+      "hint:" in r.stderr, r.stderr)
+check("non_loopback_run_nothing_stored", run_tuner(["show", "other"]).returncode == 4)
+r = run_tuner(["serve", "--listen=0.0.0.0:0"])
+check("non_loopback_serve_exit2", r.returncode == 2 and "not a loopback address" in r.stderr)
+r = run_tuner(["serve", "--listen=nonsense"])
+check("bad_address_exit2", r.returncode == 2 and "hint:" in r.stderr, r.stderr)
+
+pub = subprocess.Popen([TUNER, "serve", "--listen=0.0.0.0:0", "--public"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+line = pub.stdout.readline()
+m = re.search(r"http://0\.0\.0\.0:(\d+)/#token=([0-9a-f]{32})", line)
+check("public_serve_url", m is not None, line)
+if m:
+    pport, ptoken = int(m.group(1)), m.group(2)
+    check("public_get_needs_token_401", request(pport, "GET", "/api/studies")[0] == 401)
+    check("public_get_wrong_token_403", request(pport, "GET", "/api/studies",
+          headers={"Authorization": "Bearer " + "f" * 32})[0] == 403)
+    check("public_get_header_token_200", request(pport, "GET", "/api/studies",
+          headers={"Authorization": "Bearer " + ptoken})[0] == 200)
+    check("public_get_query_token_200",
+          request(pport, "GET", "/api/studies/dash/trials?token=" + ptoken)[0] == 200)
+    check("public_stream_needs_token", request(pport, "GET", "/api/events?study=dash")[0] == 401)
+    check("public_unknown_route_needs_token", request(pport, "GET", "/api/nothing")[0] == 401)
+    check("public_page_loads_without_token", request(pport, "GET", "/")[0] == 200)
+pub.send_signal(signal.SIGTERM)
+pub.wait(timeout=10)
+
+# the default port: taken, the next free one is used and said (serve and run alike)
+holder = socket.socket()
+holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    holder.bind(("127.0.0.1", 8470))
+    holder.listen(1)
+except OSError:
+    pass  # something else holds it: in use all the same
+dflt = subprocess.Popen([TUNER, "serve"], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+line = dflt.stdout.readline()
+dflt.send_signal(signal.SIGTERM)
+_, errs = dflt.communicate(timeout=10)
+check("default_port_fallback",
+      re.search(r"port 8470 is in use; serving on port 84[789]\d instead", errs) is not None and
+      re.search(r"http://127\.0\.0\.1:84[789]\d/", line) is not None, errs + line)
+holder.close()
+
+for name in ("dash.err", "long.err"):
+    text = open(name).read()
+    check("no_sanitizer_reports_" + name, not SANITIZER.search(text), text[-2000:])
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,1486 @@
+/*
+ * api.c — the dashboard's JSON API (see api.h; the contract is docs/dashboard.md).
+ *
+ * Each endpoint is a function of the store and the parsed request that fills an
+ * api_reply. A study named in a URL is read with its spec (parsed again with the
+ * ask/tell rules, as the read commands do) for its goal, metric, limits, parameters and
+ * jobDir; a spec that no longer parses leaves those fields null rather than failing.
+ * The reads of one reply run in one snapshot (st_read), so a page of trials and its
+ * total, or a study's counts and best, always agree. JSON text is written here, not by
+ * jansson's dumper, for two reasons: numbers in their shortest round-trip form (0.1,
+ * not 0.10000000000000001), and '<', '>', '&' escaped in every string.
+ */
+#include "tuner/api.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "tuner/spec.h"
+
+#define API_DEFAULT_LIMIT 100    /* trials per page when not asked */
+#define API_MAX_LIMIT 1000       /* the most trials per page */
+#define API_DEFAULT_LINES 200    /* log lines when not asked */
+#define API_MAX_LINES 5000       /* the most log lines */
+#define API_TAIL_MAX_BYTES (4 << 20) /* the most of a log read for one reply */
+
+/* Trial states, in st_trial_counts order (bit i of a state mask is states[i]). */
+static const char *const states[6] = {ST_TRIAL_PENDING,   ST_TRIAL_RUNNING, ST_TRIAL_SUCCEEDED,
+                                      ST_TRIAL_FAILED,    ST_TRIAL_STOPPED, ST_TRIAL_CANCELLED};
+
+/* ---------------------------------------------------------------------------------
+ * Buffers and JSON text
+ * --------------------------------------------------------------------------------- */
+
+static void buf_reserve(api_buf *b, size_t more) {
+    if (b->len + more + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1) cap *= 2;
+    b->data = tn_xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void api_buf_add(api_buf *b, const char *s, size_t n) {
+    buf_reserve(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void api_buf_str(api_buf *b, const char *s) { api_buf_add(b, s, strlen(s)); }
+
+void api_buf_printf(api_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void api_buf_clear(api_buf *b) {
+    if (!b) return;
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+void api_buf_json_string(api_buf *b, const char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    buf_reserve(b, len + 2);
+    api_buf_add(b, "\"", 1);
+    size_t run = 0; /* bytes copied as they are, pending */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[7];
+        /* U+2028 and U+2029 end lines in JavaScript source: escaped too */
+        int sep = c == 0xE2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
+                  ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9);
+        if (c == '"') esc = "\\\"";
+        else if (c == '\\') esc = "\\\\";
+        else if (c == '\n') esc = "\\n";
+        else if (c == '\r') esc = "\\r";
+        else if (c == '\t') esc = "\\t";
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
+            u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4],
+            u[5] = hex[c & 15], u[6] = '\0';
+            esc = u;
+        } else if (sep) {
+            esc = (unsigned char)s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029";
+        }
+        if (!esc) {
+            run++;
+            continue;
+        }
+        api_buf_add(b, s + i - run, run);
+        run = 0;
+        api_buf_str(b, esc);
+        if (sep) i += 2;
+    }
+    api_buf_add(b, s + len - run, run);
+    api_buf_add(b, "\"", 1);
+}
+
+/* A double as a JSON number in shortest round-trip form (as tn_format_double, which
+ * tries every precision from 1: too slow for 20,000 points a reply); null when not
+ * finite. If some precision p < 15 reads back, %.15g does too and prints the same
+ * digits (the double is within 2^-53 of its p-digit decimal, far below half a unit of
+ * the 15th digit) with the zeros after them dropped by %g; so 15, 16, 17 suffice. */
+static void buf_number(api_buf *b, double v) {
+    char tmp[40];
+    if (!isfinite(v)) {
+        api_buf_add(b, "null", 4);
+        return;
+    }
+    if (v == 0) {
+        api_buf_add(b, signbit(v) ? "-0" : "0", signbit(v) ? 2 : 1);
+        return;
+    }
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    api_buf_add(b, tmp, (size_t)n);
+}
+
+void api_buf_json(api_buf *b, const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *val;
+        int first = 1;
+        api_buf_add(b, "{", 1);
+        /* jansson (>= 2.8) keeps objects in insertion order */
+        json_object_foreach((json_t *)v, key, val) {
+            if (!first) api_buf_add(b, ",", 1);
+            first = 0;
+            api_buf_json_string(b, key, strlen(key));
+            api_buf_add(b, ":", 1);
+            api_buf_json(b, val);
+        }
+        api_buf_add(b, "}", 1);
+        break;
+    }
+    case JSON_ARRAY:
+        api_buf_add(b, "[", 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i) api_buf_add(b, ",", 1);
+            api_buf_json(b, json_array_get(v, i));
+        }
+        api_buf_add(b, "]", 1);
+        break;
+    case JSON_STRING:
+        api_buf_json_string(b, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        api_buf_printf(b, "%lld", (long long)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        buf_number(b, json_real_value(v));
+        break;
+    case JSON_TRUE: api_buf_add(b, "true", 4); break;
+    case JSON_FALSE: api_buf_add(b, "false", 5); break;
+    default: api_buf_add(b, "null", 4); break;
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * Replies
+ * --------------------------------------------------------------------------------- */
+
+void api_error(api_reply *r, int status, const char *hint, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t len;
+    char *clean = api_utf8_clean(msg, strlen(msg), &len); /* a path may hold any bytes */
+    r->status = status;
+    r->body.len = 0;
+    api_buf_str(&r->body, "{\"error\":");
+    api_buf_json_string(&r->body, clean, len);
+    api_buf_str(&r->body, ",\"hint\":");
+    if (hint)
+        api_buf_json_string(&r->body, hint, strlen(hint));
+    else
+        api_buf_str(&r->body, "null");
+    api_buf_str(&r->body, "}");
+    free(clean);
+}
+
+void api_reply_clear(api_reply *r) {
+    if (!r) return;
+    api_buf_clear(&r->body);
+    r->status = 0;
+}
+
+/* Sets r to 200 with v as the body; steals v. */
+static void reply_json(api_reply *r, int status, json_t *v) {
+    r->status = status;
+    r->body.len = 0;
+    api_buf_json(&r->body, v);
+    json_decref(v);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Parsing
+ * --------------------------------------------------------------------------------- */
+
+int api_parse_int(const char *s, int64_t min, int64_t max, int64_t *out) {
+    if (!s || !*s) return -1;
+    int64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        if (v > (INT64_MAX - (*p - '0')) / 10) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+char *api_utf8_clean(const char *s, size_t len, size_t *outlen) {
+    /* worst case: every byte becomes the 3-byte U+FFFD */
+    char *out = tn_xmalloc(3 * len + 1);
+    size_t o = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        size_t need = 0;
+        uint32_t cp = 0, lo = 0;
+        if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            need = 1, cp = c & 0x1F, lo = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2, cp = c & 0x0F, lo = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3, cp = c & 0x07, lo = 0x10000;
+        }
+        int ok = need > 0 && i + need < len;
+        for (size_t k = 1; ok && k <= need; k++) {
+            if ((u[i + k] & 0xC0) != 0x80) ok = 0;
+            else cp = (cp << 6) | (u[i + k] & 0x3F);
+        }
+        /* no overlong forms, no surrogates, nothing above U+10FFFF */
+        if (ok && cp >= lo && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
+            memcpy(out + o, s + i, need + 1);
+            o += need + 1;
+            i += need + 1;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD for this one byte */
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    if (outlen) *outlen = o;
+    return out;
+}
+
+/* Percent-decodes a path segment s[0..len) into out (room for len + 1). Returns 0, or
+ * -1 for a bad escape, an encoded or raw NUL, or a '/' after decoding. */
+static int decode_segment(const char *s, size_t len, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= len) return -1;
+            int v = 0;
+            for (int k = 1; k <= 2; k++) {
+                char h = s[i + k];
+                v <<= 4;
+                if (h >= '0' && h <= '9') v |= h - '0';
+                else if (h >= 'a' && h <= 'f') v |= h - 'a' + 10;
+                else if (h >= 'A' && h <= 'F') v |= h - 'A' + 10;
+                else return -1;
+            }
+            c = (char)v;
+            i += 2;
+        }
+        if (c == '\0' || c == '/') return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int api_valid_replica(const char *name) {
+    static const char *const types[] = {"chief", "master", "worker", "ps", "evaluator"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        size_t n = strlen(types[t]);
+        if (strncmp(name, types[t], n) != 0 || name[n] != '-') continue;
+        const char *d = name + n + 1;
+        if (!*d || strlen(d) > 9) return 0;
+        for (; *d; d++)
+            if (*d < '0' || *d > '9') return 0;
+        return 1;
+    }
+    return 0;
+}
+
+int api_valid_study_ref(const char *s) {
+    if (!*s || strlen(s) > API_NAME_MAX) return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+static int all_digits(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+int api_route_parse(const char *path, api_route *r) {
+    memset(r, 0, sizeof *r);
+    r->id = API_NOT_FOUND;
+    if (!path || path[0] != '/') {
+        snprintf(r->why, sizeof r->why, "the path must start with /");
+        return r->id;
+    }
+    if (strncmp(path, "/api/", 5) != 0 && strcmp(path, "/api") != 0) {
+        /* a file of the page: only plain names, matched exactly by the server */
+        const char *name = path[1] ? path + 1 : "index.html";
+        size_t n = strlen(name);
+        snprintf(r->why, sizeof r->why, "no such file");
+        if (n >= sizeof r->asset) return r->id;
+        for (size_t i = 0; i < n; i++) {
+            char c = name[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-') ||
+                (c == '.' && i == 0))
+                return r->id;
+        }
+        memcpy(r->asset, name, n + 1);
+        r->id = API_STATIC;
+        return r->id;
+    }
+    /* /api/...: split into at most 8 decoded segments */
+    enum { MAXSEG = 8 };
+    char seg[MAXSEG][API_NAME_MAX + 1];
+    int nseg = 0;
+    const char *p = path + 1;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (nseg == MAXSEG || len > 3 * API_NAME_MAX) {
+            snprintf(r->why, sizeof r->why, "no such endpoint");
+            return r->id;
+        }
+        char tmp[3 * API_NAME_MAX + 1];
+        if (decode_segment(p, len, tmp) != 0 || !strcmp(tmp, ".") || !strcmp(tmp, "..")) {
+            r->id = API_BAD_PATH;
+            snprintf(r->why, sizeof r->why,
+                     "a path segment is malformed (a bad %%-escape, an encoded '/' or NUL, or "
+                     "'.' or '..')");
+            return r->id;
+        }
+        if (strlen(tmp) > API_NAME_MAX) {
+            snprintf(r->why, sizeof r->why, "no such endpoint");
+            return r->id;
+        }
+        memcpy(seg[nseg++], tmp, strlen(tmp) + 1);
+        if (!slash) break;
+        p = slash + 1;
+        if (!*p) { /* a trailing slash: an empty last segment */
+            if (nseg == MAXSEG) return r->id;
+            seg[nseg++][0] = '\0';
+        }
+    }
+    snprintf(r->why, sizeof r->why, "no such endpoint");
+    if (nseg < 2 || strcmp(seg[0], "api") != 0) return r->id;
+    if (nseg == 2 && !strcmp(seg[1], "events")) return r->id = API_EVENTS;
+    if (strcmp(seg[1], "studies") != 0) return r->id;
+    if (nseg == 2) return r->id = API_STUDIES;
+    if (!api_valid_study_ref(seg[2])) {
+        snprintf(r->why, sizeof r->why, "no study named '%.100s'", seg[2]);
+        return r->id;
+    }
+    snprintf(r->study, sizeof r->study, "%s", seg[2]);
+    if (nseg == 3) return r->id = API_STUDY;
+    if (nseg == 4 && !strcmp(seg[3], "trials")) return r->id = API_TRIALS;
+    if (nseg == 4 && !strcmp(seg[3], "curves")) return r->id = API_CURVES;
+    if (nseg == 4 && !strcmp(seg[3], "cancel")) return r->id = API_CANCEL;
+    if (nseg < 5 || strcmp(seg[3], "trials") != 0) return r->id;
+    if (!all_digits(seg[4]) || strlen(seg[4]) >= sizeof r->trial) {
+        snprintf(r->why, sizeof r->why, "no trial '%.100s' (a trial is a number: 1, 2, ...)",
+                 seg[4]);
+        return r->id;
+    }
+    memcpy(r->trial, seg[4], strlen(seg[4]) + 1); /* fits: checked above */
+    if (nseg == 5) return r->id = API_TRIAL;
+    if (nseg == 7 && !strcmp(seg[5], "logs")) {
+        if (!api_valid_replica(seg[6]) || strlen(seg[6]) >= sizeof r->replica) {
+            r->id = API_BAD_PATH;
+            snprintf(r->why, sizeof r->why,
+                     "'%.60s' is not a replica: write TYPE-INDEX, TYPE one of chief, master, "
+                     "worker, ps, evaluator (chief-0, worker-1)",
+                     seg[6]);
+            return r->id;
+        }
+        memcpy(r->replica, seg[6], strlen(seg[6]) + 1); /* fits: checked above */
+        return r->id = API_LOG;
+    }
+    return r->id;
+}
+
+const char *api_route_allow(int id) {
+    return id == API_CANCEL ? "POST" : "GET, HEAD";
+}
+
+/* ---------------------------------------------------------------------------------
+ * Studies
+ * --------------------------------------------------------------------------------- */
+
+/* A study named in a URL, with its spec. */
+typedef struct study_ref {
+    st_study row;
+    tn_spec spec;
+    int have_spec;   /* the stored spec parses */
+} study_ref;
+
+static void study_ref_clear(study_ref *s) {
+    st_study_clear(&s->row);
+    if (s->have_spec) spec_clear(&s->spec);
+    memset(s, 0, sizeof *s);
+}
+
+/* Parses the stored spec of s->row into s->spec (ask/tell rules, as the read commands). */
+static void parse_spec(study_ref *s) {
+    spec_errors errs = {0};
+    s->have_spec = spec_parse(s->row.spec, s->row.name, 1, &s->spec, &errs) == 0;
+    spec_errors_clear(&errs);
+}
+
+/* Reads the study `id` (a name, or digits: the numeric id). 0, 1 when there is none,
+ * negative on error. */
+static int find_study(st_store *st, const char *id, study_ref *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int rc;
+    if (all_digits(id)) {
+        int64_t n;
+        if (api_parse_int(id, 1, INT64_MAX, &n) != 0) return 1;
+        rc = st_study_get_id(st, n, &out->row, err, errlen);
+    } else {
+        rc = st_study_get(st, id, &out->row, err, errlen);
+    }
+    if (rc == 0) parse_spec(out);
+    return rc;
+}
+
+/* The 404 or 500 for a failed find_study. */
+static void study_error(api_reply *r, int rc, const char *id, const char *err) {
+    if (rc == 1)
+        api_error(r, 404, "GET /api/studies lists the studies in the store",
+                  "no study named %s", id);
+    else
+        api_error(r, 500, "the store could not be read", "%s", err);
+}
+
+static const char *goal_name(int goal) { return goal == SPEC_MINIMIZE ? "MINIMIZE" : "MAXIMIZE"; }
+
+/* The list entry of a study: id, name, state, times, counts, limits, goal, metric and
+ * the best trial. 0, or negative with the message in err. */
+static int study_entry(st_store *st, const study_ref *s, json_t **out, char *err,
+                       size_t errlen) {
+    int64_t counts[6];
+    int rc = st_trial_counts(st, s->row.id, counts, err, errlen);
+    if (rc) return rc;
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_integer(s->row.id));
+    json_object_set_new(o, "name", json_string(s->row.name));
+    json_object_set_new(o, "state", json_string(s->row.state));
+    json_object_set_new(o, "created", json_real(s->row.created));
+    json_object_set_new(o, "updated", json_real(s->row.updated));
+    json_t *c = json_object();
+    for (int i = 0; i < 6; i++) json_object_set_new(c, states[i], json_integer(counts[i]));
+    json_object_set_new(o, "counts", c);
+    json_object_set_new(o, "max_trials",
+                        s->have_spec ? json_integer(s->spec.max_trials) : json_null());
+    json_object_set_new(o, "goal", s->have_spec ? json_string(goal_name(s->spec.goal)) : json_null());
+    json_object_set_new(o, "metric", s->have_spec ? json_string(s->spec.metric_tag) : json_null());
+    json_t *best = json_null();
+    if (s->have_spec) {
+        int64_t number;
+        double value;
+        rc = st_trial_best(st, s->row.id, s->spec.goal != SPEC_MINIMIZE, &number, &value, err,
+                           errlen);
+        if (rc < 0) {
+            json_decref(o);
+            return rc;
+        }
+        if (rc == 0) best = json_pack("{sIsf}", "trial", (json_int_t)number, "value", value);
+        rc = 0;
+    }
+    json_object_set_new(o, "best", best);
+    *out = o;
+    return 0;
+}
+
+typedef struct studies_ctx {
+    json_t *list;      /* the entries */
+    char err[1024];
+} studies_ctx;
+
+static int studies_read(st_store *st, void *arg) {
+    studies_ctx *c = arg;
+    st_study *rows = NULL;
+    size_t n = 0;
+    int rc = st_study_list(st, &rows, &n, c->err, sizeof c->err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        study_ref s = {.row = rows[i]};
+        parse_spec(&s);
+        json_t *e = NULL;
+        rc = study_entry(st, &s, &e, c->err, sizeof c->err);
+        if (rc == 0) json_array_append_new(c->list, e);
+        if (s.have_spec) spec_clear(&s.spec);
+    }
+    st_studies_free(rows, n);
+    return rc;
+}
+
+void api_studies(st_store *st, double now, api_reply *r) {
+    studies_ctx c = {.list = json_array()};
+    char err[1024] = "";
+    int rc = st_read(st, studies_read, &c, err, sizeof err);
+    if (rc) {
+        json_decref(c.list);
+        api_error(r, 500, "the store could not be read", "%s", c.err[0] ? c.err : err);
+        return;
+    }
+    (void)now;
+    reply_json(r, 200, json_pack("{so}", "studies", c.list));
+}
+
+/* The parameters of the spec, for the page: name, type and range or values. */
+static json_t *params_json(const tn_spec *spec) {
+    static const char *const types[] = {"", "DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE"};
+    static const char *const scales[] = {"NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE",
+                                         "UNIT_REVERSE_LOG_SCALE"};
+    json_t *a = json_array();
+    for (size_t i = 0; i < spec->space.n; i++) {
+        const sp_param *p = &spec->space.params[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(p->name));
+        json_object_set_new(o, "type", json_string(p->type >= 1 && p->type <= 4 ? types[p->type] : "?"));
+        if (p->type == SP_DOUBLE || p->type == SP_INTEGER) {
+            json_object_set_new(o, "scale",
+                                json_string(p->scale >= 0 && p->scale <= 3 ? scales[p->scale] : "NONE"));
+            if (p->type == SP_INTEGER) {
+                json_object_set_new(o, "min", json_integer((json_int_t)p->min));
+                json_object_set_new(o, "max", json_integer((json_int_t)p->max));
+            } else {
+                json_object_set_new(o, "min", json_real(p->min));
+                json_object_set_new(o, "max", json_real(p->max));
+            }
+        } else if (p->type == SP_CATEGORICAL) {
+            json_t *v = json_array();
+            for (size_t k = 0; k < p->ncategories; k++)
+                json_array_append_new(v, json_string(p->categories[k]));
+            json_object_set_new(o, "values", v);
+        } else {
+            json_t *v = json_array();
+            for (size_t k = 0; k < p->nvalues; k++) json_array_append_new(v, json_real(p->values[k]));
+            json_object_set_new(o, "values", v);
+        }
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+typedef struct study_ctx {
+    const char *id;         /* as in the URL */
+    double now;
+    study_ref s;
+    json_t *out;            /* the reply's object */
+    json_t *best_so_far;    /* [{"trial", "value", "best"}] */
+    int maximize;
+    int has_best;
+    double best;
+    int found;              /* 0: the study exists; 1: no such study */
+    char err[1024];
+} study_ctx;
+
+static void best_so_far_row(void *arg, int64_t number, double value) {
+    study_ctx *c = arg;
+    if (!c->has_best || (c->maximize ? value > c->best : value < c->best)) c->best = value;
+    c->has_best = 1;
+    json_array_append_new(c->best_so_far, json_pack("{sIsfsf}", "trial", (json_int_t)number,
+                                                    "value", value, "best", c->best));
+}
+
+static int study_read(st_store *st, void *arg) {
+    study_ctx *c = arg;
+    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc;
+        return rc < 0 ? rc : 0;
+    }
+    json_t *o = NULL;
+    if ((rc = study_entry(st, &c->s, &o, c->err, sizeof c->err))) return rc;
+    c->out = o;
+    json_t *spec = json_loads(c->s.row.spec, 0, NULL);
+    json_object_set_new(o, "spec", spec ? spec : json_null());
+    json_object_set_new(o, "params", c->s.have_spec ? params_json(&c->s.spec) : json_array());
+    json_object_set_new(o, "parallel",
+                        c->s.have_spec ? json_integer(c->s.spec.max_parallel_trials) : json_null());
+    double first = 0, last = 0;
+    int64_t active = 0;
+    if ((rc = st_trial_span(st, c->s.row.id, &first, &last, &active, c->err, sizeof c->err)))
+        return rc;
+    double end = active > 0 && !strcmp(c->s.row.state, ST_STUDY_RUNNING) ? c->now : last;
+    double elapsed = first > 0 && end > first ? end - first : 0;
+    json_object_set_new(o, "elapsed", json_real(round(elapsed * 1000) / 1000));
+    json_object_set_new(o, "error", c->s.row.error ? json_string(c->s.row.error) : json_null());
+    c->best_so_far = json_array();
+    c->maximize = !c->s.have_spec || c->s.spec.goal != SPEC_MINIMIZE;
+    rc = st_trial_outcomes(st, c->s.row.id, best_so_far_row, c, c->err, sizeof c->err);
+    json_object_set_new(o, "best_so_far", c->best_so_far);
+    c->best_so_far = NULL;
+    return rc;
+}
+
+void api_study(st_store *st, const char *id, double now, api_reply *r) {
+    study_ctx c = {.id = id, .now = now};
+    char err[1024] = "";
+    int rc = st_read(st, study_read, &c, err, sizeof err);
+    if (rc || c.found) {
+        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+        json_decref(c.out);
+    } else {
+        reply_json(r, 200, c.out);
+    }
+    study_ref_clear(&c.s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Trials
+ * --------------------------------------------------------------------------------- */
+
+/* A time as JSON: null for 0 (not yet). */
+static json_t *time_json(double t) { return t > 0 ? json_real(t) : json_null(); }
+
+/* The trial object of the API. */
+static json_t *trial_json(const st_trial *t, double now) {
+    json_t *o = json_object();
+    json_object_set_new(o, "number", json_integer(t->number));
+    json_object_set_new(o, "state", json_string(t->state));
+    json_t *params = t->params ? json_loads(t->params, 0, NULL) : NULL;
+    if (!json_is_object(params)) {
+        json_decref(params);
+        params = json_object();
+    }
+    json_object_set_new(o, "params", params);
+    json_object_set_new(o, "value", t->has_objective ? json_real(t->objective) : json_null());
+    json_object_set_new(o, "created", time_json(t->created));
+    json_object_set_new(o, "started", time_json(t->started));
+    json_object_set_new(o, "finished", time_json(t->finished));
+    json_t *duration = json_null();
+    if (t->started > 0 && t->finished > 0)
+        duration = json_real(round((t->finished - t->started) * 1000) / 1000);
+    else if (t->started > 0 && !strcmp(t->state, ST_TRIAL_RUNNING))
+        duration = json_real(round((now - t->started) * 1000) / 1000);
+    json_object_set_new(o, "duration", duration);
+    json_object_set_new(o, "attempts", json_integer(t->attempts));
+    json_object_set_new(o, "restarts", json_integer(t->restarts));
+    json_object_set_new(o, "error", t->error ? json_string(t->error) : json_null());
+    json_object_set_new(o, "last_step", t->has_last_step ? json_integer(t->last_step) : json_null());
+    return o;
+}
+
+static const char *const sorts[ST_SORT_COUNT] = {
+    [ST_SORT_NUMBER] = "number",     [ST_SORT_NUMBER_DESC] = "-number",
+    [ST_SORT_VALUE] = "value",       [ST_SORT_VALUE_DESC] = "-value",
+    [ST_SORT_DURATION] = "duration", [ST_SORT_DURATION_DESC] = "-duration",
+    [ST_SORT_STATE] = "state",       [ST_SORT_STATE_DESC] = "-state"};
+
+/* Parses state=A,B (any case) into a mask; 0 with *mask, or -1 (bad names). */
+static int parse_states(const char *text, unsigned *mask) {
+    *mask = 0;
+    if (!text || !*text) return 0;
+    const char *p = text;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int found = -1;
+        for (int i = 0; i < 6; i++)
+            if (len == strlen(states[i]) && !strncasecmp(p, states[i], len)) found = i;
+        if (found < 0) return -1;
+        *mask |= 1u << found;
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}
+
+typedef struct trials_ctx {
+    const char *id;
+    int sort;
+    unsigned states;
+    int64_t offset, limit;
+    double now;
+    study_ref s;
+    st_trial *rows;
+    size_t n;
+    int64_t total;
+    int found;
+    char err[1024];
+} trials_ctx;
+
+static int trials_read(st_store *st, void *arg) {
+    trials_ctx *c = arg;
+    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc;
+        return rc < 0 ? rc : 0;
+    }
+    return st_trial_page(st, c->s.row.id, c->sort, c->states, c->offset, c->limit, c->now,
+                         &c->rows, &c->n, &c->total, c->err, sizeof c->err);
+}
+
+void api_trials(st_store *st, const char *id, const api_page_query *q, double now,
+                api_reply *r) {
+    trials_ctx c = {.id = id, .now = now, .limit = API_DEFAULT_LIMIT};
+    if (q->offset && api_parse_int(q->offset, 0, INT32_MAX, &c.offset) != 0) {
+        api_error(r, 400, "write offset=N, N >= 0", "bad offset '%.40s'", q->offset);
+        return;
+    }
+    if (q->limit && api_parse_int(q->limit, 0, API_MAX_LIMIT, &c.limit) != 0) {
+        api_error(r, 400, "write limit=N with N from 0 to 1000, and page with offset",
+                  "bad limit '%.40s': at most %d trials per page", q->limit, API_MAX_LIMIT);
+        return;
+    }
+    c.sort = -1;
+    for (int i = 0; i < ST_SORT_COUNT; i++)
+        if (!strcmp(q->sort ? q->sort : "number", sorts[i])) c.sort = i;
+    if (c.sort < 0) {
+        api_error(r, 400,
+                  "sort is one of number, -number, value, -value, duration, -duration, state, "
+                  "-state",
+                  "bad sort '%.40s'", q->sort);
+        return;
+    }
+    if (parse_states(q->state, &c.states) != 0) {
+        api_error(r, 400,
+                  "state is a comma-separated list of PENDING, RUNNING, SUCCEEDED, FAILED, "
+                  "STOPPED, CANCELLED",
+                  "bad state '%.60s'", q->state);
+        return;
+    }
+    char err[1024] = "";
+    int rc = st_read(st, trials_read, &c, err, sizeof err);
+    if (rc || c.found) {
+        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    } else {
+        json_t *list = json_array();
+        for (size_t i = 0; i < c.n; i++) json_array_append_new(list, trial_json(&c.rows[i], now));
+        reply_json(r, 200, json_pack("{sIsIsIso}", "total", (json_int_t)c.total, "offset",
+                                     (json_int_t)c.offset, "limit", (json_int_t)c.limit,
+                                     "trials", list));
+    }
+    st_trials_free(c.rows, c.n);
+    study_ref_clear(&c.s);
+}
+
+/* ---- one trial ---- */
+
+static int is_chief(const char *replica) {
+    return !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
+}
+
+/* The rank of a replica type in listings: chief/master, worker, ps, evaluator. */
+static int type_rank(const char *name) {
+    static const char *const order[] = {"chief", "master", "worker", "ps", "evaluator"};
+    for (int i = 0; i < 5; i++) {
+        size_t n = strlen(order[i]);
+        if (!strncmp(name, order[i], n) && (name[n] == '-' || name[n] == ':')) return i;
+    }
+    return 5;
+}
+
+static int replica_index(const char *name) {
+    const char *sep = strpbrk(name, "-:");
+    return sep ? atoi(sep + 1) : 0;
+}
+
+static int cmp_replica_names(const char *a, const char *b) {
+    int ra = type_rank(a), rb = type_rank(b);
+    if (ra != rb) return ra - rb;
+    int ia = replica_index(a), ib = replica_index(b);
+    if (ia != ib) return ia < ib ? -1 : 1;
+    return strcmp(a, b);
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return cmp_replica_names(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The replicas of a trial, derived from its events (docs/dashboard.md, "Replicas"):
+ * `started` makes a replica RUNNING; `exited` with "exit status N" makes it EXITED
+ * (N = 0) or FAILED, with "killed by signal S" KILLED; `restarted` counts a restart. */
+static json_t *replicas_json(const st_event *ev, size_t n) {
+    json_t *byname = json_object(); /* "chief-0" -> object */
+    for (size_t i = 0; i < n; i++) {
+        if (!ev[i].replica) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s", ev[i].replica);
+        char *colon = strchr(name, ':');
+        if (colon) *colon = '-';
+        json_t *r = json_object_get(byname, name);
+        if (!r) {
+            r = json_pack("{sssssnsisn}", "name", name, "state", "RUNNING", "exit_code",
+                          "restarts", 0, "signal");
+            json_object_set_new(byname, name, r);
+        }
+        const char *kind = ev[i].kind, *detail = ev[i].detail ? ev[i].detail : "";
+        int code;
+        if (!strcmp(kind, "started")) {
+            json_object_set_new(r, "state", json_string("RUNNING"));
+            json_object_set_new(r, "exit_code", json_null());
+            json_object_set_new(r, "signal", json_null());
+        } else if (!strcmp(kind, "exited")) {
+            if (sscanf(detail, "exit status %d", &code) == 1) {
+                json_object_set_new(r, "state", json_string(code == 0 ? "EXITED" : "FAILED"));
+                json_object_set_new(r, "exit_code", json_integer(code));
+            } else if (sscanf(detail, "killed by signal %d", &code) == 1) {
+                json_object_set_new(r, "state", json_string("KILLED"));
+                json_object_set_new(r, "signal", json_integer(code));
+            } else {
+                json_object_set_new(r, "state", json_string("EXITED"));
+            }
+        } else if (!strcmp(kind, "restarted")) {
+            json_int_t k = json_integer_value(json_object_get(r, "restarts"));
+            json_object_set_new(r, "restarts", json_integer(k + 1));
+        }
+    }
+    /* in type order: chief, workers, ps, evaluators, each by index */
+    size_t count = json_object_size(byname);
+    const char **names = tn_xcalloc(count + 1, sizeof *names);
+    const char *key;
+    json_t *val;
+    size_t k = 0;
+    json_object_foreach(byname, key, val) names[k++] = key;
+    qsort(names, count, sizeof *names, cmp_names);
+    json_t *list = json_array();
+    for (size_t i = 0; i < count; i++)
+        json_array_append(list, json_object_get(byname, names[i]));
+    free(names);
+    json_decref(byname);
+    return list;
+}
+
+/* The log names (chief-0, ...) present in dir, in replica order. */
+static json_t *logs_json(const char *dir) {
+    json_t *list = json_array();
+    DIR *d = opendir(dir);
+    if (!d) return list;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t len = strlen(ent->d_name);
+        if (len < 5 || len > 60 || strcmp(ent->d_name + len - 4, ".log") != 0) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len - 4), ent->d_name);
+        if (!api_valid_replica(name)) continue;
+        if (n == cap) names = tn_xrealloc(names, (cap = cap ? 2 * cap : 8) * sizeof *names);
+        names[n++] = tn_xstrdup(name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(list, json_string(names[i]));
+        free(names[i]);
+    }
+    free(names);
+    return list;
+}
+
+typedef struct trial_ctx {
+    const char *id;
+    int64_t number;
+    study_ref s;
+    st_trial t;
+    int have_trial;
+    st_measurement *ms;
+    size_t nms;
+    st_event *ev;
+    size_t nev;
+    int found;          /* 1: no study; 2: no trial */
+    char err[1024];
+} trial_ctx;
+
+static int trial_read(st_store *st, void *arg) {
+    trial_ctx *c = arg;
+    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc;
+        return rc < 0 ? rc : 0;
+    }
+    rc = st_trial_get(st, c->s.row.id, c->number, &c->t, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc == 1 ? 2 : 0;
+        return rc < 0 ? rc : 0;
+    }
+    c->have_trial = 1;
+    if ((rc = st_measurement_list(st, c->s.row.id, c->number, &c->ms, &c->nms, c->err,
+                                  sizeof c->err)))
+        return rc;
+    return st_event_list(st, c->s.row.id, c->number, &c->ev, &c->nev, c->err, sizeof c->err);
+}
+
+void api_trial(st_store *st, const char *id, const char *number, double now, api_reply *r) {
+    trial_ctx c = {.id = id};
+    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
+        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
+        return;
+    }
+    char err[1024] = "";
+    int rc = st_read(st, trial_read, &c, err, sizeof err);
+    if (c.found == 2) {
+        api_error(r, 404, "GET /api/studies/{id}/trials lists the trials",
+                  "study %s has no trial %lld", c.s.row.name, (long long)c.number);
+    } else if (rc || c.found) {
+        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    } else {
+        for (size_t i = 0; i < c.nms; i++) {
+            if (!c.t.has_last_step || c.ms[i].step > c.t.last_step) c.t.last_step = c.ms[i].step;
+            c.t.has_last_step = 1;
+        }
+        json_t *o = trial_json(&c.t, now);
+        json_t *ms = json_array();
+        for (size_t i = 0; i < c.nms; i++) {
+            json_t *metrics = json_loads(c.ms[i].metrics, 0, NULL);
+            if (!json_is_object(metrics)) {
+                json_decref(metrics);
+                metrics = json_object();
+            }
+            json_array_append_new(ms, json_pack("{sIsssosf}", "step", (json_int_t)c.ms[i].step,
+                                                "replica", c.ms[i].replica, "metrics", metrics,
+                                                "timestamp", c.ms[i].timestamp));
+        }
+        json_object_set_new(o, "measurements", ms);
+        json_t *ev = json_array();
+        for (size_t i = 0; i < c.nev; i++)
+            json_array_append_new(
+                ev, json_pack("{sfsossso}", "time", c.ev[i].time, "replica",
+                              c.ev[i].replica ? json_string(c.ev[i].replica) : json_null(),
+                              "kind", c.ev[i].kind, "detail",
+                              c.ev[i].detail ? json_string(c.ev[i].detail) : json_null()));
+        json_object_set_new(o, "events", ev);
+        json_object_set_new(o, "replicas", replicas_json(c.ev, c.nev));
+        json_t *logs = json_array();
+        if (c.s.have_spec) {
+            size_t len = strlen(c.s.spec.job_dir) + 48;
+            char *dir = tn_xmalloc(len);
+            snprintf(dir, len, "%s/%lld/logs", c.s.spec.job_dir, (long long)c.number);
+            json_decref(logs);
+            logs = logs_json(dir);
+            free(dir);
+        }
+        json_object_set_new(o, "logs", logs);
+        reply_json(r, 200, o);
+    }
+    st_measurements_free(c.ms, c.nms);
+    st_events_free(c.ev, c.nev);
+    st_trial_clear(&c.t);
+    study_ref_clear(&c.s);
+}
+
+/* ---- a replica's log ---- */
+
+int api_tail(const char *path, int64_t lines, char ***out, size_t *n, int *truncated,
+             char *err, size_t errlen) {
+    *out = NULL;
+    *n = 0;
+    *truncated = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        return tn_error(err, errlen, e == ENOENT || e == ELOOP ? TN_ENOENT : TN_EIO,
+                        "cannot open %s: %s", path, strerror(e));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tn_error(err, errlen, TN_ENOENT, "%s is not a regular file", path);
+    }
+    /* Fill buf from its end, reading the file backwards in blocks, until it holds
+     * `lines` whole lines, the start of the file, or API_TAIL_MAX_BYTES. */
+    size_t cap = sb.st_size < API_TAIL_MAX_BYTES ? (size_t)sb.st_size : API_TAIL_MAX_BYTES;
+    char *buf = tn_xmalloc(cap + 1);
+    off_t start = sb.st_size; /* file offset of the first byte held */
+    size_t len = 0;           /* bytes held, at buf + cap - len */
+    int64_t breaks = 0;       /* line breaks held, the file's final one left out */
+    int rc = 0;
+    while (start > 0 && len < cap) {
+        size_t want = cap - len < 65536 ? cap - len : 65536;
+        if ((off_t)want > start) want = (size_t)start;
+        char *at = buf + cap - len - want;
+        ssize_t got = pread(fd, at, want, start - (off_t)want);
+        if (got < 0) {
+            rc = tn_error(err, errlen, TN_EIO, "cannot read %s: %s", path, strerror(errno));
+            break;
+        }
+        if ((size_t)got != want) break; /* the file shrank under us: keep what we have */
+        for (size_t i = 0; i < want; i++)
+            breaks += at[i] == '\n' && !(start == sb.st_size && i == want - 1);
+        start -= (off_t)want;
+        len += want;
+        /* whole lines held: the first one only if it starts the file */
+        if (breaks + 1 - (start > 0) > lines) break;
+    }
+    close(fd);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    const char *data = buf + cap - len;
+    size_t total = len && data[len - 1] == '\n' ? len - 1 : len; /* without the final break */
+    int64_t segments = len ? breaks + 1 : 0;
+    int64_t partial = start > 0 && segments > 0; /* the first segment is cut */
+    int64_t whole = segments - partial;
+    int64_t skip = partial + (whole > lines ? whole - lines : 0);
+    *truncated = start > 0 || whole > lines;
+    char **list = tn_xcalloc((size_t)(segments - skip) + 1, sizeof *list);
+    size_t k = 0, from = 0;
+    int64_t idx = 0;
+    for (size_t i = 0; len > 0 && i <= total; i++) {
+        if (i < total && data[i] != '\n') continue;
+        if (idx++ >= skip) {
+            size_t l = i - from;
+            if (l && data[from + l - 1] == '\r') l--; /* CRLF */
+            list[k++] = api_utf8_clean(data + from, l, NULL);
+        }
+        from = i + 1;
+    }
+    free(buf);
+    *out = list;
+    *n = k;
+    return 0;
+}
+
+typedef struct log_ctx {
+    const char *id;
+    int64_t number;
+    study_ref s;
+    st_trial t;
+    int found;       /* 1: no study; 2: no trial */
+    char err[1024];
+} log_ctx;
+
+static int log_read(st_store *st, void *arg) {
+    log_ctx *c = arg;
+    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc;
+        return rc < 0 ? rc : 0;
+    }
+    rc = st_trial_get(st, c->s.row.id, c->number, &c->t, c->err, sizeof c->err);
+    if (rc == 1) c->found = 2;
+    return rc < 0 ? rc : 0;
+}
+
+void api_log(st_store *st, const char *id, const char *number, const char *replica,
+             const char *lines_s, api_reply *r) {
+    log_ctx c = {.id = id};
+    int64_t lines = API_DEFAULT_LINES;
+    if (!api_valid_replica(replica)) {
+        api_error(r, 400, "write TYPE-INDEX: chief-0, worker-1, ps-0, evaluator-0",
+                  "'%.60s' is not a replica", replica);
+        return;
+    }
+    if (lines_s && api_parse_int(lines_s, 1, API_MAX_LINES, &lines) != 0) {
+        api_error(r, 400, "write lines=N with N from 1 to 5000", "bad lines '%.40s'", lines_s);
+        return;
+    }
+    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
+        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
+        return;
+    }
+    char err[1024] = "";
+    int rc = st_read(st, log_read, &c, err, sizeof err);
+    if (c.found == 2) {
+        api_error(r, 404, "GET /api/studies/{id}/trials lists the trials",
+                  "study %s has no trial %lld", c.s.row.name, (long long)c.number);
+    } else if (rc || c.found) {
+        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    } else if (!c.s.have_spec) {
+        api_error(r, 404, "the store may have been written by another version of tuner",
+                  "the spec stored for study %s does not parse: its jobDir is unknown",
+                  c.s.row.name);
+    } else {
+        size_t len = strlen(c.s.spec.job_dir) + strlen(replica) + 64;
+        char *path = tn_xmalloc(len);
+        snprintf(path, len, "%s/%lld/logs/%s.log", c.s.spec.job_dir, (long long)c.number,
+                 replica);
+        char **list = NULL;
+        size_t n = 0;
+        int truncated = 0;
+        char terr[1200];
+        rc = api_tail(path, lines, &list, &n, &truncated, terr, sizeof terr);
+        if (rc == TN_ENOENT) {
+            api_error(r, 404, "the trial's detail lists its logs under \"logs\"",
+                      "trial %lld of %s has no log %s", (long long)c.number, c.s.row.name,
+                      replica);
+        } else if (rc) {
+            api_error(r, 500, NULL, "%s", terr);
+        } else {
+            json_t *a = json_array();
+            for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(list[i]));
+            reply_json(r, 200, json_pack("{sssosb}", "replica", replica, "lines", a, "truncated",
+                                         truncated));
+        }
+        for (size_t i = 0; i < n; i++) free(list[i]);
+        free(list);
+        free(path);
+    }
+    st_trial_clear(&c.t);
+    study_ref_clear(&c.s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Learning curves
+ * --------------------------------------------------------------------------------- */
+
+/* One measurement kept for the curve of the trial being read. */
+typedef struct curve_pt {
+    int64_t step;
+    double timestamp;
+    double value;
+    int rep;          /* its replica: an index into the trial's replicas */
+} curve_pt;
+
+/* The rows come in the table's own order (trial, replica, timestamp): no sort in SQLite
+ * and no index lookups. Per trial the curve is then chosen as the study loop chooses
+ * the curve it stops trials by (study.c, curve_add): the chief's (or master's) points,
+ * else those of the replica that reported first; a step reported twice (a restarted
+ * replica) keeps the newer value. */
+typedef struct curves_ctx {
+    const char *id;
+    study_ref s;
+    api_buf *out;            /* the reply being written */
+    int64_t *numbers;        /* (ntrials) every trial's number, in order */
+    char **tstates;          /* (ntrials) and state */
+    size_t ntrials, cap;
+    size_t next;             /* the next trial of numbers[] to write */
+    int64_t trial;           /* the trial whose points are being gathered, or 0 */
+    char replica[64];        /* the replica of the last row */
+    int nreps;               /* replicas of the trial so far */
+    int chief_rep;           /* the chief's replica index, or -1 */
+    int first_rep;           /* the replica whose first point is the earliest */
+    double first_ts;         /* that point's timestamp */
+    curve_pt *pts;
+    size_t npts, ptcap;
+    int written;             /* curves written so far (for commas) */
+    int found;
+    char err[1024];
+} curves_ctx;
+
+static void curves_state(void *arg, int64_t number, const char *state) {
+    curves_ctx *c = arg;
+    if (c->ntrials == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->numbers = tn_xrealloc(c->numbers, c->cap * sizeof *c->numbers);
+        c->tstates = tn_xrealloc(c->tstates, c->cap * sizeof *c->tstates);
+    }
+    c->numbers[c->ntrials] = number;
+    c->tstates[c->ntrials++] = tn_xstrdup(state);
+}
+
+static int cmp_points(const void *a, const void *b) {
+    const curve_pt *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    return x->timestamp < y->timestamp ? -1 : x->timestamp > y->timestamp;
+}
+
+/* Writes the curve of numbers[i] with the gathered points (if they are its). */
+static void curve_write(curves_ctx *c, size_t i, int with_points) {
+    api_buf *b = c->out;
+    api_buf_printf(b, "%s{\"trial\":%lld,\"state\":", c->written++ ? "," : "",
+                   (long long)c->numbers[i]);
+    api_buf_json_string(b, c->tstates[i], strlen(c->tstates[i]));
+    api_buf_str(b, ",\"points\":[");
+    if (with_points && c->npts) {
+        int rep = c->chief_rep >= 0 ? c->chief_rep : c->first_rep;
+        size_t n = 0;
+        for (size_t p = 0; p < c->npts; p++)
+            if (c->pts[p].rep == rep) c->pts[n++] = c->pts[p];
+        qsort(c->pts, n, sizeof *c->pts, cmp_points);
+        int k = 0;
+        for (size_t p = 0; p < n; p++) {
+            if (p + 1 < n && c->pts[p + 1].step == c->pts[p].step) continue; /* newer follows */
+            api_buf_printf(b, "%s[%lld,", k++ ? "," : "", (long long)c->pts[p].step);
+            buf_number(b, c->pts[p].value);
+            api_buf_add(b, "]", 1);
+        }
+    }
+    api_buf_str(b, "]}");
+}
+
+/* Writes the trials up to the gathered one (those have no points), then it. */
+static void curves_flush(curves_ctx *c) {
+    while (c->next < c->ntrials && c->numbers[c->next] < c->trial) curve_write(c, c->next++, 0);
+    if (c->next < c->ntrials && c->numbers[c->next] == c->trial) curve_write(c, c->next++, 1);
+    c->npts = 0;
+    c->trial = 0;
+}
+
+static void curves_point(void *arg, const st_point *p) {
+    curves_ctx *c = arg;
+    if (!p->has_value) return; /* records without the metric choose nothing */
+    if (p->trial != c->trial) {
+        if (c->trial) curves_flush(c);
+        c->trial = p->trial;
+        c->nreps = 0;
+        c->chief_rep = -1;
+        c->replica[0] = '\0';
+    }
+    if (c->nreps == 0 || strcmp(p->replica, c->replica) != 0) { /* the next replica's rows */
+        snprintf(c->replica, sizeof c->replica, "%s", p->replica);
+        c->nreps++;
+        if (c->chief_rep < 0 && is_chief(p->replica)) c->chief_rep = c->nreps - 1;
+        if (c->nreps == 1 || p->timestamp < c->first_ts) {
+            c->first_rep = c->nreps - 1;
+            c->first_ts = p->timestamp;
+        }
+    }
+    if (c->npts == c->ptcap) {
+        c->ptcap = c->ptcap ? 2 * c->ptcap : 64;
+        c->pts = tn_xrealloc(c->pts, c->ptcap * sizeof *c->pts);
+    }
+    c->pts[c->npts++] = (curve_pt){.step = p->step, .timestamp = p->timestamp,
+                                   .value = p->value, .rep = c->nreps - 1};
+}
+
+static int curves_read(st_store *st, void *arg) {
+    curves_ctx *c = arg;
+    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
+    if (rc) {
+        c->found = rc;
+        return rc < 0 ? rc : 0;
+    }
+    if ((rc = st_trial_states(st, c->s.row.id, curves_state, c, c->err, sizeof c->err)))
+        return rc;
+    const char *metric = c->s.have_spec ? c->s.spec.metric_tag : "";
+    api_buf_str(c->out, "{\"metric\":");
+    if (c->s.have_spec) api_buf_json_string(c->out, metric, strlen(metric));
+    else api_buf_str(c->out, "null");
+    api_buf_str(c->out, ",\"curves\":[");
+    if (c->s.have_spec &&
+        (rc = st_points_all(st, c->s.row.id, metric, curves_point, c, c->err, sizeof c->err)))
+        return rc;
+    if (c->trial) curves_flush(c);
+    while (c->next < c->ntrials) curve_write(c, c->next++, 0);
+    api_buf_str(c->out, "]}");
+    return 0;
+}
+
+void api_curves(st_store *st, const char *id, api_reply *r) {
+    curves_ctx c = {.id = id, .out = &r->body};
+    r->body.len = 0;
+    char err[1024] = "";
+    int rc = st_read(st, curves_read, &c, err, sizeof err);
+    if (rc || c.found)
+        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    else
+        r->status = 200;
+    for (size_t i = 0; i < c.ntrials; i++) free(c.tstates[i]);
+    free(c.tstates);
+    free(c.numbers);
+    free(c.pts);
+    study_ref_clear(&c.s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Cancel
+ * --------------------------------------------------------------------------------- */
+
+void api_cancel(st_store *st, const char *id, api_reply *r) {
+    study_ref s;
+    char err[1024] = "", was[32] = "";
+    int rc = find_study(st, id, &s, err, sizeof err);
+    if (rc) {
+        study_error(r, rc, id, err);
+        return;
+    }
+    rc = st_study_cancel(st, s.row.id, was, sizeof was, err, sizeof err);
+    if (rc) {
+        study_error(r, rc, id, err);
+    } else if (!strcmp(was, ST_STUDY_SUCCEEDED) || !strcmp(was, ST_STUDY_FAILED)) {
+        api_error(r, 409, "a finished study cannot be cancelled",
+                  "study %s already finished (%s): nothing to cancel", s.row.name, was);
+    } else {
+        reply_json(r, 202, json_pack("{ssss}", "study", s.row.name, "state", ST_STUDY_CANCELLED));
+    }
+    study_ref_clear(&s);
+}
+
+/* ---------------------------------------------------------------------------------
+ * The live event stream
+ * --------------------------------------------------------------------------------- */
+
+int api_cursor_parse(const char *text, api_cursor *cur) {
+    if (!text) return -1;
+    const char *dot = strchr(text, '.');
+    if (!dot || dot - text > 20) return -1;
+    char a[24];
+    memcpy(a, text, (size_t)(dot - text));
+    a[dot - text] = '\0';
+    int64_t t, m;
+    if (api_parse_int(a, 0, INT64_MAX, &t) != 0 || api_parse_int(dot + 1, 0, INT64_MAX, &m) != 0)
+        return -1;
+    cur->trials = t;
+    cur->measurements = m;
+    return 0;
+}
+
+typedef struct watch_ctx {
+    api_watch *w;
+    const char *id;       /* api_watch_open: the URL's study */
+    int gone;             /* the study is not there */
+    int changed;          /* something changed since the last poll */
+    char err[1024];
+} watch_ctx;
+
+/* Reads the study's row and head; rebuilds the entry when they changed. */
+static int watch_read(st_store *st, void *arg) {
+    watch_ctx *c = arg;
+    api_watch *w = c->w;
+    study_ref s;
+    memset(&s, 0, sizeof s);
+    int rc = c->id ? find_study(st, c->id, &s, c->err, sizeof c->err)
+                   : st_study_get_id(st, w->id, &s.row, c->err, sizeof c->err);
+    if (rc) {
+        c->gone = rc == 1;
+        return rc < 0 ? rc : 0;
+    }
+    api_cursor head;
+    rc = st_study_cursor(st, s.row.id, &head.trials, &head.measurements, c->err, sizeof c->err);
+    if (rc == 0 && (c->id || head.trials != w->head.trials ||
+                    head.measurements != w->head.measurements || !w->state ||
+                    strcmp(w->state, s.row.state) != 0 || w->updated != s.row.updated)) {
+        if (!c->id) parse_spec(&s);
+        json_t *e = NULL;
+        rc = study_entry(st, &s, &e, c->err, sizeof c->err);
+        if (rc == 0) {
+            api_buf b = {0};
+            api_buf_json(&b, e);
+            json_decref(e);
+            free(w->entry);
+            w->entry = b.data;
+            w->head = head;
+            free(w->state);
+            w->state = tn_xstrdup(s.row.state);
+            w->updated = s.row.updated;
+            w->version++;
+            c->changed = 1;
+            if (c->id) {
+                w->id = s.row.id;
+                w->name = tn_xstrdup(s.row.name);
+                w->metric = tn_xstrdup(s.have_spec ? s.spec.metric_tag : "");
+            }
+        }
+    }
+    study_ref_clear(&s);
+    return rc;
+}
+
+int api_watch_open(st_store *st, const char *id, api_watch *w, api_reply *r) {
+    memset(w, 0, sizeof *w);
+    watch_ctx c = {.w = w, .id = id};
+    char err[1024] = "";
+    int rc = st_read(st, watch_read, &c, err, sizeof err);
+    if (rc || c.gone) {
+        study_error(r, c.gone ? 1 : rc, id, c.err[0] ? c.err : err);
+        api_watch_clear(w);
+        return -1;
+    }
+    return 0;
+}
+
+int api_watch_poll(st_store *st, api_watch *w, char *err, size_t errlen) {
+    watch_ctx c = {.w = w};
+    char terr[1024] = "";
+    int rc = st_read(st, watch_read, &c, terr, sizeof terr);
+    if (rc) return tn_error(err, errlen, rc, "%s", c.err[0] ? c.err : terr);
+    return c.gone ? 1 : 0;
+}
+
+void api_watch_clear(api_watch *w) {
+    if (!w) return;
+    free(w->name);
+    free(w->metric);
+    free(w->state);
+    free(w->entry);
+    memset(w, 0, sizeof *w);
+}
+
+typedef struct sse_ctx {
+    const api_watch *w;
+    api_cursor *cur;
+    int64_t limit;
+    api_buf *out;
+    int events;
+    char err[1024];
+} sse_ctx;
+
+static void sse_point(void *arg, const st_point *p) {
+    sse_ctx *c = arg;
+    c->cur->measurements = p->seq;
+    api_buf_printf(c->out, "event: measurement\nid: %lld.%lld\ndata: {\"trial\":%lld,\"step\":%lld,\"value\":",
+                   (long long)c->cur->trials, (long long)p->seq, (long long)p->trial,
+                   (long long)p->step);
+    if (p->has_value) buf_number(c->out, p->value);
+    else api_buf_str(c->out, "null");
+    api_buf_str(c->out, ",\"replica\":");
+    api_buf_json_string(c->out, p->replica, strlen(p->replica));
+    api_buf_str(c->out, "}\n\n");
+    c->events++;
+}
+
+static int sse_read(st_store *st, void *arg) {
+    sse_ctx *c = arg;
+    st_trial *rows = NULL;
+    size_t n = 0;
+    int rc = st_trial_changes(st, c->w->id, c->cur->trials, c->limit, &rows, &n, c->err,
+                              sizeof c->err);
+    if (rc) return rc;
+    /* One snapshot: every trial a measurement below belongs to is already sent. */
+    double now_s = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].changed > c->cur->trials) c->cur->trials = rows[i].changed;
+        if (now_s == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            now_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+        }
+        json_t *t = trial_json(&rows[i], now_s);
+        api_buf_printf(c->out, "event: trial\nid: %lld.%lld\ndata: ", (long long)c->cur->trials,
+                       (long long)c->cur->measurements);
+        api_buf_json(c->out, t);
+        api_buf_str(c->out, "\n\n");
+        json_decref(t);
+        c->events++;
+    }
+    st_trials_free(rows, n);
+    /* The trial batch was cut short: its measurements may be of trials not sent yet. */
+    if ((int64_t)n >= c->limit) return 0;
+    return st_points_since(st, c->w->id, c->w->metric, c->cur->measurements,
+                           c->limit - (int64_t)n, sse_point, c, c->err, sizeof c->err);
+}
+
+int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t limit,
+                    api_buf *out, char *err, size_t errlen) {
+    sse_ctx c = {.w = w, .cur = cur, .limit = limit > 0 ? limit : 1, .out = out};
+    char terr[1024] = "";
+    int rc = st_read(st, sse_read, &c, terr, sizeof terr);
+    if (rc) return tn_error(err, errlen, rc, "%s", c.err[0] ? c.err : terr);
+    return c.events;
+}
+
+void api_sse_study(const api_watch *w, const api_cursor *cur, api_buf *out) {
+    api_buf_printf(out, "event: study\nid: %lld.%lld\ndata: %s\n\n", (long long)cur->trials,
+                   (long long)cur->measurements, w->entry ? w->entry : "null");
+}

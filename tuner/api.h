@@ -1,0 +1,171 @@
+/*
+ * api.h — the dashboard's JSON API, apart from HTTP: what each endpoint answers, built
+ * from the store, plus the pure pieces the server needs (routing, the SSE event text,
+ * strict parsing of path segments and query values, reading the tail of a log).
+ *
+ * Nothing here knows libevent: a handler takes the already-parsed request (a study's
+ * name or id, a trial number, the query values as given) and fills an api_reply with
+ * the HTTP status and the JSON text, so the whole API can be unit-tested with a store
+ * and no sockets (tests/tuner/test_dashboard.c). Every read of one reply runs in one
+ * snapshot of the store (st_read). JSON is written by api_buf_json: strings escaped for
+ * JSON and, in addition, '<', '>' and '&' as \u003c, \u003e and \u0026, so a planted
+ * "<script>" can never appear as markup in any response; numbers in their shortest
+ * round-trip form. The contract (URLs, fields, codes): docs/dashboard.md.
+ */
+#ifndef TN_TUNER_API_H
+#define TN_TUNER_API_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tuner/store.h"
+
+/* ---- text buffers ---- */
+
+/* A growable byte buffer; zero-initialise it, release with api_buf_clear. */
+typedef struct api_buf {
+    char *data;  /* NUL-terminated when len > 0 */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated */
+} api_buf;
+
+void api_buf_add(api_buf *b, const char *s, size_t n);
+void api_buf_str(api_buf *b, const char *s);
+void api_buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends v as compact JSON: objects in insertion order, reals in shortest round-trip
+ * form (non-finite ones as null), strings escaped as the header says. */
+void api_buf_json(api_buf *b, const json_t *v);
+/* Appends s (len bytes of valid UTF-8) as a JSON string literal, escaped likewise. */
+void api_buf_json_string(api_buf *b, const char *s, size_t len);
+void api_buf_clear(api_buf *b);
+
+/* ---- replies ---- */
+
+/* What an endpoint answers. */
+typedef struct api_reply {
+    int status;   /* HTTP status: 200, 202, 400, 404, 409, 500, ... */
+    api_buf body; /* the JSON text */
+} api_reply;
+
+/* Sets r to the error {"error": MESSAGE, "hint": HINT or null} with the status. */
+void api_error(api_reply *r, int status, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void api_reply_clear(api_reply *r);
+
+/* ---- routing ---- */
+
+enum api_route_id {
+    API_NOT_FOUND = 0, /* no such route (404) */
+    API_BAD_PATH,      /* a path segment that is malformed or a traversal attempt (400) */
+    API_STATIC,        /* a file of the page: name in r->asset */
+    API_STUDIES,       /* GET  /api/studies */
+    API_STUDY,         /* GET  /api/studies/{id} */
+    API_TRIALS,        /* GET  /api/studies/{id}/trials */
+    API_CURVES,        /* GET  /api/studies/{id}/curves */
+    API_TRIAL,         /* GET  /api/studies/{id}/trials/{n} */
+    API_LOG,           /* GET  /api/studies/{id}/trials/{n}/logs/{replica} */
+    API_CANCEL,        /* POST /api/studies/{id}/cancel */
+    API_EVENTS         /* GET  /api/events */
+};
+
+#define API_NAME_MAX 128 /* the longest study name (jobId) */
+
+/* A request path, matched. */
+typedef struct api_route {
+    int id;                          /* enum api_route_id */
+    char study[API_NAME_MAX + 1];    /* {id}: a study name or a numeric id ("" if none) */
+    char trial[24];                  /* {n}, digits */
+    char replica[48];                /* {replica}, checked by api_valid_replica */
+    char asset[64];                  /* API_STATIC: the file name ("index.html" for /) */
+    char why[256];                   /* API_BAD_PATH, API_NOT_FOUND: what was wrong */
+} api_route;
+
+/* Matches the path of a request (the raw path, without the query). Segments are
+ * percent-decoded one by one; a decoded segment holding '/', a NUL byte or a bad
+ * escape, or one that is "." or "..", makes the route API_BAD_PATH; a study segment
+ * that cannot be a study (not letters, digits and '_', or too long) is API_NOT_FOUND;
+ * a replica that is not `(chief|master|worker|ps|evaluator)-N` is API_BAD_PATH.
+ * Files of the page are matched only by their exact raw name. Returns r->id. */
+int api_route_parse(const char *path, api_route *r);
+/* The methods a route answers, for the Allow header ("GET, HEAD" or "POST"). */
+const char *api_route_allow(int id);
+/* Whether name is a replica log name: (chief|master|worker|ps|evaluator)-DIGITS. */
+int api_valid_replica(const char *name);
+/* Whether s can name a study: letters, digits and '_' (a jobId, or a numeric id), at
+ * most API_NAME_MAX. */
+int api_valid_study_ref(const char *s);
+
+/* ---- endpoints ---- */
+
+/* Query values of GET /api/studies/{id}/trials, NULL when not given. */
+typedef struct api_page_query {
+    const char *offset, *limit, *sort, *state;
+} api_page_query;
+
+void api_studies(st_store *st, double now, api_reply *r);
+void api_study(st_store *st, const char *id, double now, api_reply *r);
+void api_trials(st_store *st, const char *id, const api_page_query *q, double now,
+                api_reply *r);
+void api_curves(st_store *st, const char *id, api_reply *r);
+void api_trial(st_store *st, const char *id, const char *number, double now, api_reply *r);
+/* The tail of JOB_DIR/N/logs/REPLICA.log; lines: the query value (NULL: 200). */
+void api_log(st_store *st, const char *id, const char *number, const char *replica,
+             const char *lines, api_reply *r);
+void api_cancel(st_store *st, const char *id, api_reply *r);
+
+/* ---- the live event stream ---- */
+
+/* Where a client is in a study's change sequences (store.h). */
+typedef struct api_cursor {
+    int64_t trials;        /* the last trial change sent */
+    int64_t measurements;  /* the last measurement sent */
+} api_cursor;
+
+/* A study the event stream follows: what the events need to know about it. */
+typedef struct api_watch {
+    int64_t id;           /* the study */
+    char *name;           /* its name (yours, freed by api_watch_clear) */
+    char *metric;         /* its hyperparameterMetricTag ("" when the spec does not parse) */
+    api_cursor head;      /* the newest numbers in the store at the last api_watch_poll */
+    char *state;          /* the study's state and updated time at that poll */
+    double updated;
+    char *entry;          /* the study's list entry as JSON (the data of `study` events) */
+    uint64_t version;     /* bumped whenever head, state or updated changed */
+} api_watch;
+
+/* Looks up the study `id` (name or number) and fills w with its head and entry.
+ * Returns 0, or fills r with the error (404, 500) and returns -1. */
+int api_watch_open(st_store *st, const char *id, api_watch *w, api_reply *r);
+/* Re-reads the study's state and head; when something changed, rebuilds the entry and
+ * bumps the version. Returns 0, 1 when the study is gone, negative on error. */
+int api_watch_poll(st_store *st, api_watch *w, char *err, size_t errlen);
+void api_watch_clear(api_watch *w);
+
+/* Appends to out the SSE events of what the study wrote after *cur (at most `limit`
+ * trial changes and measurements in all), in order: `trial` events, then
+ * `measurement` events; advances *cur. Each event has an `id:` ("T.M", the cursor
+ * after it) for Last-Event-ID. Returns how many events were added, or a negative code. */
+int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t limit,
+                    api_buf *out, char *err, size_t errlen);
+/* Appends the `study` event (w's entry) with the id of cur. */
+void api_sse_study(const api_watch *w, const api_cursor *cur, api_buf *out);
+/* Parses a Last-Event-ID ("T.M"); 0, or -1 when it is not one. */
+int api_cursor_parse(const char *text, api_cursor *cur);
+
+/* ---- helpers, exposed for the tests ---- */
+
+/* Parses a decimal integer in [min, max] (no sign, no spaces, no leading '+').
+ * Returns 0, or -1. */
+int api_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+/* A copy of s[0..len) with every byte sequence that is not valid UTF-8 replaced by
+ * U+FFFD; yours to free; *outlen gets its length. */
+char *api_utf8_clean(const char *s, size_t len, size_t *outlen);
+/* Reads at most `lines` last lines of the file at path, seeking from its end (never
+ * more than 4 MiB is read): *out gets an array of *n cleaned strings (yours: free each
+ * and the array), *truncated whether the file holds more before them. The file must be
+ * a regular file and not a symbolic link. 0, TN_ENOENT, or TN_EIO with a message. */
+int api_tail(const char *path, int64_t lines, char ***out, size_t *n, int *truncated,
+             char *err, size_t errlen);
+
+#endif

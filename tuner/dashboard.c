@@ -1,0 +1,985 @@
+/*
+ * dashboard.c — the dashboard's HTTP server on evhttp (see dashboard.h; the design and
+ * the contract are docs/dashboard.md).
+ *
+ * Set-up follows libevent's http sample: one event base, one evhttp with limits, a
+ * listener we bind ourselves (close-on-exec, so trials never inherit it), one generic
+ * callback that routes (api_route_parse) and ends every request in exactly one reply.
+ * What evhttp 2.1 lacks is built around it:
+ *  - a connection cap: evhttp_set_bevcb tells us of each new connection; an event made
+ *    active there runs right after the accept, finds the connection behind the new
+ *    bufferevent (its callback argument), and either adopts it (a close callback keeps
+ *    the count) or answers 503 and closes it;
+ *  - Server-Sent Events: a chunked reply per client, fed by one 250 ms poll of the store
+ *    for every study that has clients (api_watch_poll, api_sse_changes), with a comment
+ *    every 15 s to keep proxies and dead peers honest. A client that goes away is freed
+ *    from the connection's close callback (or the request's completion callback,
+ *    whichever evhttp calls), never twice.
+ * The page's files come from the table tuner/embed.cmake builds from tuner/web/; a path
+ * is served only if it names one of them exactly.
+ */
+#include "tuner/dashboard.h"
+
+#include <sys/queue.h> /* before libevent's headers, which define TAILQ_ only if absent */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "tuner/api.h"
+#include "tuner/store.h"
+
+#define DASH_MAX_HEADERS 8192       /* bytes of request line and headers */
+#define DASH_MAX_BODY 4096          /* bytes of request body */
+#define DASH_MAX_CONNS 64           /* open connections */
+#define DASH_MAX_CLIENTS 32         /* event streams */
+#define DASH_TIMEOUT_S 30           /* a connection silent this long is closed */
+#define DASH_POLL_MS 250            /* how often the store is looked at for the streams */
+#define DASH_HEARTBEAT_S 15         /* a comment to every stream this often */
+#define DASH_BATCH 1000             /* trial changes and measurements per stream per poll */
+#define DASH_MAX_BACKLOG (4 << 20)  /* a stream this far behind is dropped */
+
+/* The Content-Security-Policy of every response. */
+static const char csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+typedef struct dash_client dash_client;
+
+/* One connection, adopted (counted) right after it was accepted. */
+typedef struct dash_conn {
+    dash_server *d;
+    struct evhttp_connection *evcon;
+    dash_client *client;             /* the event stream on it, or NULL */
+    struct dash_conn *prev, *next;   /* d->conns */
+} dash_conn;
+
+/* A study followed by event streams. */
+typedef struct dash_watch {
+    api_watch w;
+    int nclients;                    /* streams following it */
+    int gone;                        /* the study was not found at the last poll */
+    struct dash_watch *next;         /* d->watches */
+} dash_watch;
+
+/* One event stream. */
+struct dash_client {
+    dash_server *d;
+    dash_conn *conn;                 /* its connection */
+    struct evhttp_request *req;      /* the request being answered */
+    dash_watch *watch;               /* the study */
+    api_cursor cur;                  /* what it has been sent */
+    uint64_t version;                /* the watch's version its last study event showed */
+    dash_client *prev, *next;        /* d->clients */
+};
+
+struct dash_server {
+    struct event_base *base;         /* the server's own */
+    struct evhttp *http;
+    st_store *st;                    /* its own connection to the store */
+    int public_access;               /* every /api/ request needs the token */
+    char host[64];                   /* the address bound, as in URLs ("127.0.0.1", "[::1]") */
+    int port;                        /* the port bound */
+    char token[33];                  /* 32 hex digits */
+    char url[160];                   /* http://HOST:PORT/#token=TOKEN */
+    char *token_path;                /* the token file written, or NULL */
+    pthread_t thread;                /* dash_start's */
+    int started;                     /* the thread runs */
+    int stop_fd;                     /* an eventfd: written by dash_stop */
+    struct event *stop_ev, *poll_ev, *beat_ev, *adopt_ev, *sigint_ev, *sigterm_ev;
+    struct bufferevent **pending;    /* new connections' bufferevents, to adopt */
+    size_t npending, cappending;
+    dash_conn *conns;                /* adopted connections */
+    int nconns;
+    dash_client *clients;            /* event streams */
+    int nclients;
+    dash_watch *watches;             /* studies the streams follow */
+};
+
+static double wall_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Addresses
+ * --------------------------------------------------------------------------------- */
+
+/* A listen address, parsed. */
+typedef struct dash_addr {
+    struct sockaddr_storage sa;      /* the address to bind */
+    socklen_t salen;
+    char host[64];                   /* for URLs: "127.0.0.1", "[::1]" */
+    char bare[64];                   /* without brackets */
+    int port;                        /* 0: any free port */
+    int loopback;                    /* 127.0.0.0/8 or ::1 */
+} dash_addr;
+
+static int parse_address(const char *text, dash_addr *a, char *err, size_t errlen) {
+    static const char hint[] =
+        "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470, or off";
+    memset(a, 0, sizeof *a);
+    const char *colon = strrchr(text, ':');
+    if (!colon)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not an address: the port is missing%s",
+                        text, hint);
+    int64_t port;
+    if (api_parse_int(colon + 1, 0, 65535, &port) != 0)
+        return tn_error(err, errlen, TN_EINVAL, "'%s': the port must be a number from 0 to 65535%s",
+                        text, hint);
+    a->port = (int)port;
+    size_t hlen = (size_t)(colon - text);
+    char host[64];
+    if (hlen >= sizeof host)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not an address%s", text, hint);
+    memcpy(host, text, hlen);
+    host[hlen] = '\0';
+    if (!host[0] || !strcasecmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&a->sa;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->sa;
+    if (host[0] == '[' && hlen >= 2 && host[strlen(host) - 1] == ']') {
+        host[strlen(host) - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1)
+            return tn_error(err, errlen, TN_EINVAL, "'%s' is not an IPv6 address%s", host + 1, hint);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)a->port);
+        a->salen = sizeof *v6;
+        a->loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+        snprintf(a->bare, sizeof a->bare, "%s", host + 1);
+        snprintf(a->host, sizeof a->host, "[%.60s]", host + 1);
+    } else if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)a->port);
+        a->salen = sizeof *v4;
+        a->loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+        snprintf(a->bare, sizeof a->bare, "%s", host);
+        snprintf(a->host, sizeof a->host, "%s", host);
+    } else {
+        return tn_error(err, errlen, TN_EINVAL,
+                        "'%s' is not an IP address (names other than localhost are not "
+                        "looked up)%s",
+                        host, hint);
+    }
+    return 0;
+}
+
+int dash_check_address(const char *listen, int public_access, char *err, size_t errlen) {
+    dash_addr a;
+    int rc = parse_address(listen, &a, err, errlen);
+    if (rc) return rc;
+    if (!a.loopback && !public_access)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s is not a loopback address: the dashboard would be open "
+                        "to the network\nhint: keep 127.0.0.1, or allow it with the public "
+                        "flag (--dashboard-public, or --public for serve); every API request "
+                        "then needs the token",
+                        a.bare);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Replies
+ * --------------------------------------------------------------------------------- */
+
+static const char *reason(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+    }
+}
+
+/* The headers every response carries. */
+static void common_headers(struct evhttp_request *req, const char *type, int no_store) {
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    if (type) evhttp_add_header(h, "Content-Type", type);
+    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(h, "Referrer-Policy", "no-referrer");
+    evhttp_add_header(h, "X-Frame-Options", "DENY");
+    evhttp_add_header(h, "Content-Security-Policy", csp);
+    evhttp_add_header(h, "Cache-Control", no_store ? "no-store" : "no-cache");
+}
+
+static void send_body(struct evhttp_request *req, int status, const char *type, int no_store,
+                      const void *body, size_t len) {
+    common_headers(req, type, no_store);
+    struct evbuffer *b = evbuffer_new();
+    if (!b) abort(); /* out of memory */
+    if (len) evbuffer_add(b, body, len);
+    evhttp_send_reply(req, status, reason(status), b);
+    evbuffer_free(b);
+}
+
+static void send_api(struct evhttp_request *req, const api_reply *r) {
+    send_body(req, r->status, "application/json; charset=utf-8", 1, r->body.data, r->body.len);
+}
+
+/* An error reply, with an extra header (name NULL: none). */
+static void send_error(struct evhttp_request *req, int status, const char *header,
+                       const char *value, const char *hint, const char *msg) {
+    api_reply r = {0};
+    api_error(&r, status, hint, "%s", msg);
+    if (header) evhttp_add_header(evhttp_request_get_output_headers(req), header, value);
+    send_api(req, &r);
+    api_reply_clear(&r);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Connections: the cap
+ * --------------------------------------------------------------------------------- */
+
+static void client_free(dash_client *c);
+
+/* evhttp frees a connection: forget it, and the event stream on it. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
+    dash_conn *conn = arg;
+    dash_server *d = conn->d;
+    dash_client *c = conn->client;
+    if (c) {
+        /* On a peer's EOF evhttp detaches the unfinished request and leaves it to us;
+         * otherwise (the server is being freed) it frees the request itself. */
+        struct evhttp_request *req = c->req;
+        c->req = NULL;
+        if (req) {
+            evhttp_request_set_on_complete_cb(req, NULL, NULL);
+            if (!evhttp_request_get_connection(req)) evhttp_send_reply_end(req); /* frees it */
+        }
+        client_free(c);
+    }
+    if (conn->prev) conn->prev->next = conn->next;
+    else d->conns = conn->next;
+    if (conn->next) conn->next->prev = conn->prev;
+    d->nconns--;
+    free(conn);
+    (void)evcon;
+}
+
+/* evhttp makes the bufferevent of each new connection here: note it for on_adopt,
+ * which runs once the accept callback is over and the connection exists. */
+static struct bufferevent *on_new_bev(struct event_base *base, void *arg) {
+    dash_server *d = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) return NULL;
+    if (d->npending == d->cappending) {
+        d->cappending = d->cappending ? 2 * d->cappending : 8;
+        d->pending = tn_xrealloc(d->pending, d->cappending * sizeof *d->pending);
+    }
+    d->pending[d->npending++] = bev;
+    event_active(d->adopt_ev, EV_TIMEOUT, 1);
+    return bev;
+}
+
+static void on_adopt(evutil_socket_t fd, short what, void *arg) {
+    dash_server *d = arg;
+    for (size_t i = 0; i < d->npending; i++) {
+        struct bufferevent *bev = d->pending[i];
+        bufferevent_event_cb event_cb = NULL;
+        void *cbarg = NULL;
+        bufferevent_getcb(bev, NULL, NULL, &event_cb, &cbarg); /* evhttp's: its connection */
+        struct evhttp_connection *evcon = cbarg;
+        if (!evcon || evhttp_connection_get_bufferevent(evcon) != bev) continue;
+        if (d->nconns >= DASH_MAX_CONNS) {
+            static const char busy[] =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; "
+                "charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n"
+                "Content-Length: 83\r\n\r\n{\"error\":\"too many connections\",\"hint\":\"close "
+                "other tabs or clients and retry\"}";
+            ssize_t sent = send(bufferevent_getfd(bev), busy, sizeof busy - 1,
+                                MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)sent; /* best effort: the connection is closed either way */
+            evhttp_connection_free(evcon);
+            continue;
+        }
+        /* Replies go out as soon as they are written: with Nagle's algorithm, the end of
+         * a reply larger than a segment waits for the client's delayed ACK (40 ms). */
+        int one = 1;
+        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        dash_conn *conn = tn_xcalloc(1, sizeof *conn);
+        conn->d = d;
+        conn->evcon = evcon;
+        conn->next = d->conns;
+        if (d->conns) d->conns->prev = conn;
+        d->conns = conn;
+        d->nconns++;
+        evhttp_connection_set_closecb(evcon, on_conn_close, conn);
+    }
+    d->npending = 0;
+    (void)fd, (void)what;
+}
+
+static dash_conn *find_conn(dash_server *d, struct evhttp_connection *evcon) {
+    for (dash_conn *c = d->conns; c; c = c->next)
+        if (c->evcon == evcon) return c;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------
+ * Event streams
+ * --------------------------------------------------------------------------------- */
+
+static void watch_release(dash_server *d, dash_watch *w) {
+    if (--w->nclients > 0) return;
+    for (dash_watch **p = &d->watches; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    api_watch_clear(&w->w);
+    free(w);
+}
+
+/* Unlinks and frees a client; its request is no longer ours. */
+static void client_free(dash_client *c) {
+    dash_server *d = c->d;
+    if (c->conn) c->conn->client = NULL;
+    if (c->prev) c->prev->next = c->next;
+    else d->clients = c->next;
+    if (c->next) c->next->prev = c->prev;
+    d->nclients--;
+    watch_release(d, c->watch);
+    free(c);
+}
+
+/* evhttp finished the request by itself (an error it answered): forget the client. */
+static void on_stream_complete(struct evhttp_request *req, void *arg) {
+    dash_client *c = arg;
+    c->req = NULL;
+    client_free(c);
+    (void)req;
+}
+
+/* Ends a stream politely (the final chunk) and frees the client. */
+static void client_end(dash_client *c) {
+    if (c->req) {
+        evhttp_request_set_on_complete_cb(c->req, NULL, NULL);
+        evhttp_send_reply_end(c->req);
+        c->req = NULL;
+    }
+    client_free(c);
+}
+
+/* Sends text to a client; drops it when it is too far behind. Returns 0, or -1 when
+ * the client was freed. */
+static int client_send(dash_client *c, const char *text, size_t len) {
+    if (!c->req || !len) return 0;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > DASH_MAX_BACKLOG) {
+        evhttp_connection_free(evcon); /* its close callback frees the client */
+        return -1;
+    }
+    struct evbuffer *b = evbuffer_new();
+    if (!b) abort();
+    evbuffer_add(b, text, len);
+    evhttp_send_reply_chunk(c->req, b);
+    evbuffer_free(b);
+    return 0;
+}
+
+/* Sends a client what its study wrote since its cursor, and the study when it changed. */
+static int client_update(dash_client *c) {
+    api_watch *w = &c->watch->w;
+    api_buf b = {0};
+    char err[1024];
+    if (c->cur.trials < w->head.trials || c->cur.measurements < w->head.measurements) {
+        if (api_sse_changes(c->d->st, w, &c->cur, DASH_BATCH, &b, err, sizeof err) < 0) {
+            api_buf_clear(&b);
+            return 0; /* the store is busy or failing: try again at the next poll */
+        }
+    }
+    if (c->version != w->version) {
+        api_sse_study(w, &c->cur, &b);
+        c->version = w->version;
+    }
+    int rc = client_send(c, b.data, b.len);
+    api_buf_clear(&b);
+    return rc;
+}
+
+static void poll_streams(dash_server *d) {
+    char err[1024];
+    for (dash_watch *w = d->watches; w; w = w->next)
+        w->gone = api_watch_poll(d->st, &w->w, err, sizeof err) == 1; /* errors: next time */
+    for (dash_client *c = d->clients, *next; c; c = next) {
+        next = c->next;
+        if (c->watch->gone) /* the study left the store: nothing more will come */
+            client_end(c);
+        else
+            client_update(c);
+    }
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg) {
+    dash_server *d = arg;
+    if (d->clients) poll_streams(d);
+    (void)fd, (void)what;
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
+    dash_server *d = arg;
+    static const char beat[] = ": heartbeat\n\n";
+    for (dash_client *c = d->clients, *next; c; c = next) {
+        next = c->next;
+        client_send(c, beat, sizeof beat - 1);
+    }
+    (void)fd, (void)what;
+}
+
+/* GET /api/events?study=NAME */
+static void start_stream(dash_server *d, struct evhttp_request *req, const char *study,
+                         int head_only) {
+    if (!study || !*study) {
+        send_error(req, 400, NULL, NULL, "write /api/events?study=NAME",
+                   "the event stream needs a study");
+        return;
+    }
+    if (!api_valid_study_ref(study)) {
+        send_error(req, 404, NULL, NULL, "GET /api/studies lists the studies in the store",
+                   "no such study");
+        return;
+    }
+    api_reply r = {0};
+    if (head_only) { /* HEAD: the headers a stream would get, no stream */
+        api_watch probe;
+        if (api_watch_open(d->st, study, &probe, &r) != 0) {
+            send_api(req, &r);
+        } else {
+            api_watch_clear(&probe);
+            send_body(req, 200, "text/event-stream", 1, NULL, 0);
+        }
+        api_reply_clear(&r);
+        return;
+    }
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
+    if (d->nclients >= DASH_MAX_CLIENTS || !conn || conn->client) {
+        send_error(req, 503, "Retry-After", "5", "close other dashboard tabs and retry",
+                   "too many event streams");
+        return;
+    }
+    /* the study, followed by one watch however many clients follow it */
+    dash_watch *w = NULL;
+    for (dash_watch *x = d->watches; x; x = x->next) {
+        int64_t id;
+        if ((api_parse_int(study, 1, INT64_MAX, &id) == 0 && id == x->w.id) ||
+            !strcmp(x->w.name, study))
+            w = x;
+    }
+    if (!w) {
+        dash_watch fresh = {0};
+        if (api_watch_open(d->st, study, &fresh.w, &r) != 0) {
+            send_api(req, &r);
+            api_reply_clear(&r);
+            return;
+        }
+        w = tn_xmalloc(sizeof *w);
+        *w = fresh;
+        w->next = d->watches;
+        d->watches = w;
+    }
+    dash_client *c = tn_xcalloc(1, sizeof *c);
+    c->d = d;
+    c->conn = conn;
+    c->req = req;
+    c->watch = w;
+    w->nclients++;
+    c->cur = w->w.head;
+    const char *last = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
+    api_cursor resume;
+    if (last && api_cursor_parse(last, &resume) == 0 && resume.trials <= w->w.head.trials &&
+        resume.measurements <= w->w.head.measurements)
+        c->cur = resume;
+    c->version = w->w.version - 1; /* so the first update sends the study */
+    c->next = d->clients;
+    if (d->clients) d->clients->prev = c;
+    d->clients = c;
+    d->nclients++;
+    conn->client = c;
+    common_headers(req, "text/event-stream", 1);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Accel-Buffering", "no");
+    evhttp_send_reply_start(req, 200, "OK");
+    evhttp_request_set_on_complete_cb(req, on_stream_complete, c);
+    /* A stream is quiet on the client's side: no read timeout; a peer that stops
+     * reading still hits the write timeout. */
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    struct timeval wtv = {DASH_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(bev, NULL, &wtv);
+    static const char hello[] = ": hello\nretry: 1000\n\n";
+    if (client_send(c, hello, sizeof hello - 1) == 0) client_update(c);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Requests
+ * --------------------------------------------------------------------------------- */
+
+/* Whether the Host header names this server by a loopback name (DNS rebinding: a page
+ * of another site whose name resolves to 127.0.0.1 sends its own name). */
+static int host_ok(const dash_server *d, const char *host) {
+    if (!host) return 1; /* HTTP/1.0 without Host: no browser */
+    char name[128];
+    snprintf(name, sizeof name, "%s", host);
+    char *end = name[0] == '[' ? strchr(name, ']') : strrchr(name, ':');
+    if (name[0] == '[' && end) end[1] = '\0';
+    else if (end) *end = '\0';
+    return !strcasecmp(name, "localhost") || !strcmp(name, "127.0.0.1") ||
+           !strcmp(name, "[::1]") || !strcmp(name, d->host);
+}
+
+/* Constant-time comparison of a given token with ours. */
+static int token_matches(const dash_server *d, const char *given) {
+    size_t n = strlen(given);
+    if (n != sizeof d->token - 1) return 0; /* the length is no secret */
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(given[i] ^ d->token[i]);
+    return diff == 0;
+}
+
+/* The token of a request: "Authorization: Bearer T", or (GET and HEAD only, for
+ * EventSource, which cannot set headers) the query's token=T. NULL when none. */
+static const char *request_token(struct evhttp_request *req, const struct evkeyvalq *query,
+                                 int allow_query) {
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (auth) {
+        if (strncasecmp(auth, "Bearer ", 7) != 0) return "";
+        auth += 7;
+        while (*auth == ' ') auth++;
+        return auth;
+    }
+    return allow_query ? evhttp_find_header(query, "token") : NULL;
+}
+
+/* Checks the token: 0 to go on, or -1 with the reply sent (401 missing, 403 wrong). */
+static int check_token(const dash_server *d, struct evhttp_request *req,
+                       const struct evkeyvalq *query, int allow_query) {
+    const char *token = request_token(req, query, allow_query);
+    if (!token || !*token) {
+        send_error(req, 401, "WWW-Authenticate", "Bearer",
+                   "send 'Authorization: Bearer TOKEN' (the token is printed by the tuner and "
+                   "written to its .dashboard-token file)",
+                   "this needs the dashboard's token");
+        return -1;
+    }
+    if (!token_matches(d, token)) {
+        send_error(req, 403, NULL, NULL,
+                   "use the token this tuner printed (each run or serve makes a new one)",
+                   "wrong token");
+        return -1;
+    }
+    return 0;
+}
+
+static const char *content_type(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return "application/octet-stream";
+    if (!strcmp(dot, ".html")) return "text/html; charset=utf-8";
+    if (!strcmp(dot, ".js")) return "text/javascript; charset=utf-8";
+    if (!strcmp(dot, ".css")) return "text/css; charset=utf-8";
+    if (!strcmp(dot, ".svg")) return "image/svg+xml";
+    if (!strcmp(dot, ".png")) return "image/png";
+    if (!strcmp(dot, ".ico")) return "image/x-icon";
+    if (!strcmp(dot, ".json")) return "application/json; charset=utf-8";
+    return "application/octet-stream";
+}
+
+static void serve_asset(struct evhttp_request *req, const char *name) {
+    for (size_t i = 0; i < dash_nassets; i++) {
+        if (!strcmp(dash_assets[i].name, name)) {
+            send_body(req, 200, content_type(name), 0, dash_assets[i].data, dash_assets[i].len);
+            return;
+        }
+    }
+    if (!strcmp(name, "favicon.ico")) { /* no icon: nothing, successfully */
+        send_body(req, 204, NULL, 0, NULL, 0);
+        return;
+    }
+    send_error(req, 404, NULL, NULL, "the page is at /", "no such file");
+}
+
+static void on_request(struct evhttp_request *req, void *arg) {
+    dash_server *d = arg;
+    struct evkeyvalq query;
+    TAILQ_INIT(&query);
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!path || !*path) path = "/";
+    api_route route;
+    api_route_parse(path, &route);
+    int is_api = route.id != API_STATIC;
+    const char *allow = route.id == API_NOT_FOUND || route.id == API_BAD_PATH
+                            ? "GET, HEAD, POST" /* no route: what the server answers at all */
+                            : api_route_allow(route.id);
+    int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
+    double now = wall_clock();
+    api_reply r = {0};
+
+    if (!d->public_access &&
+        !host_ok(d, evhttp_find_header(evhttp_request_get_input_headers(req), "Host"))) {
+        send_error(req, 403, NULL, NULL,
+                   "open the dashboard at http://127.0.0.1:PORT/ (the address the tuner printed)",
+                   "this dashboard answers only to a loopback Host name");
+        goto done;
+    }
+    if (!read && cmd != EVHTTP_REQ_POST) {
+        send_error(req, 405, "Allow", allow, "the dashboard answers GET, HEAD and POST only",
+                   "method not allowed");
+        goto done;
+    }
+    if (qs && evhttp_parse_query_str(qs, &query) != 0) {
+        send_error(req, 400, NULL, NULL, "write the query as name=value&name=value",
+                   "malformed query string");
+        goto done;
+    }
+    if (route.id == API_BAD_PATH) {
+        send_error(req, 400, NULL, NULL, "see docs/dashboard.md for the API", route.why);
+        goto done;
+    }
+    if (is_api && d->public_access && route.id != API_CANCEL &&
+        check_token(d, req, &query, read) != 0)
+        goto done;
+    if (route.id == API_NOT_FOUND) {
+        send_error(req, 404, NULL, NULL, "the API: /api/studies, /api/events?study=NAME; the "
+                   "page: /", route.why);
+        goto done;
+    }
+    if ((route.id == API_CANCEL) == read) {
+        send_error(req, 405, "Allow", allow, route.id == API_CANCEL
+                   ? "cancel with POST and the token" : "this endpoint only reads: use GET",
+                   "method not allowed");
+        goto done;
+    }
+    if (route.id == API_CANCEL && check_token(d, req, &query, 0) != 0) goto done;
+
+    api_page_query pq = {
+        .offset = evhttp_find_header(&query, "offset"), .limit = evhttp_find_header(&query, "limit"),
+        .sort = evhttp_find_header(&query, "sort"), .state = evhttp_find_header(&query, "state")};
+    switch (route.id) {
+    case API_STATIC: serve_asset(req, route.asset); goto done;
+    case API_EVENTS:
+        start_stream(d, req, evhttp_find_header(&query, "study"), cmd == EVHTTP_REQ_HEAD);
+        goto done;
+    case API_STUDIES: api_studies(d->st, now, &r); break;
+    case API_STUDY: api_study(d->st, route.study, now, &r); break;
+    case API_TRIALS: api_trials(d->st, route.study, &pq, now, &r); break;
+    case API_CURVES: api_curves(d->st, route.study, &r); break;
+    case API_TRIAL: api_trial(d->st, route.study, route.trial, now, &r); break;
+    case API_LOG:
+        api_log(d->st, route.study, route.trial, route.replica,
+                evhttp_find_header(&query, "lines"), &r);
+        break;
+    case API_CANCEL: api_cancel(d->st, route.study, &r); break;
+    default: api_error(&r, 404, NULL, "no such endpoint"); break;
+    }
+    send_api(req, &r);
+done:
+    api_reply_clear(&r);
+    evhttp_clear_headers(&query);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Life cycle
+ * --------------------------------------------------------------------------------- */
+
+static void shut_down(dash_server *d) {
+    if (d->clients) { /* a last look, so the streams see how the study ended */
+        poll_streams(d);
+        for (dash_client *c = d->clients, *next; c; c = next) {
+            next = c->next;
+            client_end(c);
+        }
+        struct timeval drain = {0, 200000}; /* let the last chunks reach the clients */
+        event_base_loopexit(d->base, &drain);
+    } else {
+        event_base_loopbreak(d->base);
+    }
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg) {
+    uint64_t v;
+    ssize_t got = read(fd, &v, sizeof v);
+    (void)got;
+    shut_down(arg);
+    (void)what;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    shut_down(arg);
+    (void)sig, (void)what;
+}
+
+/* 128 bits from getrandom(), as 32 hex digits. */
+static int make_token(char out[33], char *err, size_t errlen) {
+    unsigned char raw[16];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return tn_error(err, errlen, TN_EIO, "getrandom: %s", strerror(errno));
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+/* Binds a listener to a; errno is kept for the caller. */
+static struct evconnlistener *bind_listener(struct event_base *base, const dash_addr *a) {
+    return evconnlistener_new_bind(base, NULL, NULL,
+                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+                                   128, (const struct sockaddr *)&a->sa, (int)a->salen);
+}
+
+int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) {
+    *out = NULL;
+    int explicit_addr = c->listen != NULL;
+    char text[96];
+    if (explicit_addr)
+        snprintf(text, sizeof text, "%s", c->listen);
+    else
+        snprintf(text, sizeof text, "%s:%d", DASH_DEFAULT_ADDR, DASH_DEFAULT_PORT);
+    int rc = dash_check_address(text, c->public_access, err, errlen);
+    if (rc) return rc;
+    dash_addr a;
+    parse_address(text, &a, NULL, 0);
+
+    /* SIGPIPE would kill the process when a client goes away mid-write; the executor
+     * restores every signal's default in the trials it starts. */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, NULL);
+
+    dash_server *d = tn_xcalloc(1, sizeof *d);
+    d->stop_fd = -1;
+    d->public_access = c->public_access;
+    d->base = event_base_new();
+    d->http = d->base ? evhttp_new(d->base) : NULL;
+    if (!d->http) {
+        rc = tn_error(err, errlen, TN_EIO, "dashboard: cannot make an event base");
+        goto fail;
+    }
+    struct evconnlistener *lev = bind_listener(d->base, &a);
+    int e = errno;
+    for (int i = 1; !lev && !explicit_addr && e == EADDRINUSE && i <= DASH_PORT_TRIES; i++) {
+        int port = DASH_DEFAULT_PORT + i;
+        ((struct sockaddr_in *)&a.sa)->sin_port = htons((uint16_t)port);
+        lev = bind_listener(d->base, &a);
+        e = errno;
+        if (lev) {
+            a.port = port;
+            if (c->log)
+                fprintf(c->log, "dashboard: port %d is in use; serving on port %d instead\n",
+                        DASH_DEFAULT_PORT, port);
+        }
+    }
+    if (!lev) {
+        if (!explicit_addr && e == EADDRINUSE) {
+            rc = tn_error(err, errlen, DASH_NO_PORT,
+                          "dashboard: ports %d to %d of %s are all in use; running without "
+                          "the dashboard\nhint: pick a free one with --dashboard=ADDR:PORT, "
+                          "or say --dashboard=off",
+                          DASH_DEFAULT_PORT, DASH_DEFAULT_PORT + DASH_PORT_TRIES, a.bare);
+            goto fail;
+        }
+        rc = tn_error(err, errlen, e == EADDRINUSE || e == EACCES || e == EADDRNOTAVAIL
+                                       ? TN_EINVAL : TN_EIO,
+                      "dashboard: cannot listen on %s:%d: %s\nhint: %s", a.host, a.port,
+                      strerror(e),
+                      e == EADDRINUSE ? "another process holds the port: pick another "
+                                        "(ADDR:PORT, or port 0 for any free one), or turn the "
+                                        "dashboard off (--dashboard=off)"
+                      : e == EACCES   ? "ports below 1024 need privileges: pick a port above 1024"
+                                      : "pick an address of this machine, or 127.0.0.1");
+        goto fail;
+    }
+    if (evhttp_bind_listener(d->http, lev) == NULL) {
+        evconnlistener_free(lev);
+        rc = tn_error(err, errlen, TN_EIO, "dashboard: cannot serve on %s:%d", a.host, a.port);
+        goto fail;
+    }
+    if (a.port == 0) { /* any free port: which one */
+        struct sockaddr_storage got;
+        socklen_t len = sizeof got;
+        if (getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&got, &len) == 0)
+            a.port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                                     : ((struct sockaddr_in *)&got)->sin_port);
+    }
+    d->port = a.port;
+    snprintf(d->host, sizeof d->host, "%s", a.host);
+
+    evhttp_set_max_headers_size(d->http, DASH_MAX_HEADERS);
+    evhttp_set_max_body_size(d->http, DASH_MAX_BODY);
+    evhttp_set_timeout(d->http, DASH_TIMEOUT_S);
+    evhttp_set_flags(d->http, EVHTTP_SERVER_LINGERING_CLOSE);
+    /* every method reaches on_request, which answers 405 itself (with Allow) */
+    evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(d->http, on_request, d);
+    evhttp_set_bevcb(d->http, on_new_bev, d);
+
+    if ((rc = st_open(c->db, &d->st, err, errlen))) goto fail;
+    if ((rc = make_token(d->token, err, errlen))) goto fail;
+    snprintf(d->url, sizeof d->url, "http://%s:%d/#token=%s", d->host, d->port, d->token);
+
+    d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (d->stop_fd < 0) {
+        rc = tn_error(err, errlen, TN_EIO, "dashboard: eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    struct timeval poll = {0, DASH_POLL_MS * 1000}, beat = {DASH_HEARTBEAT_S, 0};
+    d->stop_ev = event_new(d->base, d->stop_fd, EV_READ | EV_PERSIST, on_stop, d);
+    d->poll_ev = event_new(d->base, -1, EV_PERSIST, on_poll, d);
+    d->beat_ev = event_new(d->base, -1, EV_PERSIST, on_heartbeat, d);
+    d->adopt_ev = event_new(d->base, -1, 0, on_adopt, d);
+    if (!d->stop_ev || !d->poll_ev || !d->beat_ev || !d->adopt_ev) abort(); /* out of memory */
+    event_add(d->stop_ev, NULL);
+    event_add(d->poll_ev, &poll);
+    event_add(d->beat_ev, &beat);
+    *out = d;
+    return 0;
+fail:
+    dash_free(d);
+    return rc;
+}
+
+int dash_write_token(dash_server *d, const char *path, char *err, size_t errlen) {
+    size_t len = strlen(path) + 32;
+    char *tmp = tn_xmalloc(len);
+    snprintf(tmp, len, "%s.%ld.tmp", path, (long)getpid());
+    unlink(tmp);
+    int rc = 0;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", tmp,
+                      strerror(errno));
+        goto done;
+    }
+    char line[40];
+    int n = snprintf(line, sizeof line, "%s\n", d->token);
+    if (fchmod(fd, 0600) != 0 || write(fd, line, (size_t)n) != n) {
+        rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", tmp,
+                      strerror(errno));
+        close(fd);
+        unlink(tmp);
+        goto done;
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", path,
+                      strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    free(d->token_path);
+    d->token_path = tn_xstrdup(path);
+done:
+    free(tmp);
+    return rc;
+}
+
+const char *dash_url(const dash_server *d) { return d->url; }
+int dash_port(const dash_server *d) { return d->port; }
+const char *dash_token(const dash_server *d) { return d->token; }
+
+static void *thread_main(void *arg) {
+    dash_server *d = arg;
+    event_base_dispatch(d->base);
+    return NULL;
+}
+
+int dash_start(dash_server *d, char *err, size_t errlen) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: no signal goes there */
+    int e = pthread_create(&d->thread, NULL, thread_main, d);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) return tn_error(err, errlen, TN_EIO, "dashboard: cannot start a thread: %s", strerror(e));
+    d->started = 1;
+    return 0;
+}
+
+void dash_stop(dash_server *d) {
+    if (!d || !d->started) return;
+    uint64_t one = 1;
+    ssize_t w = write(d->stop_fd, &one, sizeof one);
+    (void)w; /* an eventfd write of 1 cannot fail short of overflow */
+    pthread_join(d->thread, NULL);
+    d->started = 0;
+}
+
+int dash_run(dash_server *d) {
+    d->sigint_ev = evsignal_new(d->base, SIGINT, on_signal, d);
+    d->sigterm_ev = evsignal_new(d->base, SIGTERM, on_signal, d);
+    if (!d->sigint_ev || !d->sigterm_ev) abort();
+    evsignal_add(d->sigint_ev, NULL);
+    evsignal_add(d->sigterm_ev, NULL);
+    event_base_dispatch(d->base);
+    return 0;
+}
+
+void dash_free(dash_server *d) {
+    if (!d) return;
+    dash_stop(d);
+    while (d->clients) client_end(d->clients);
+    if (d->http) evhttp_free(d->http); /* closes every connection (on_conn_close) */
+    while (d->watches) { /* left only if a stream never started */
+        dash_watch *w = d->watches;
+        d->watches = w->next;
+        api_watch_clear(&w->w);
+        free(w);
+    }
+    struct event *evs[] = {d->stop_ev, d->poll_ev, d->beat_ev, d->adopt_ev, d->sigint_ev,
+                           d->sigterm_ev};
+    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+        if (evs[i]) event_free(evs[i]);
+    if (d->base) event_base_free(d->base);
+    if (d->stop_fd >= 0) close(d->stop_fd);
+    st_close(d->st);
+    if (d->token_path) { /* removed only if it still holds our token */
+        char buf[64] = "";
+        FILE *f = fopen(d->token_path, "r");
+        if (f) {
+            if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+            fclose(f);
+        }
+        if (!strncmp(buf, d->token, sizeof d->token - 1)) unlink(d->token_path);
+        free(d->token_path);
+    }
+    free(d->pending);
+    free(d);
+}
