@@ -33,6 +33,9 @@ p.add_argument("--bin", default=os.path.join(HERE, "..", "build", "bin"))
 p.add_argument("--repeats", type=int, default=3)
 p.add_argument("--models", default="mlp,cnn")
 p.add_argument("--markdown", default=None)
+p.add_argument("--bucket_mb", default=None,
+               help="the trainer's --allreduce_bucket_mb (default: the trainer's default)")
+p.add_argument("--no_allreduce", action="store_true", help="skip the all-reduce tables")
 args = p.parse_args()
 TRAINER = os.path.join(args.bin, "trainer")
 if not os.access(TRAINER, os.X_OK):
@@ -58,6 +61,8 @@ def trainer_eps(model, replicas):
     flags = [f"--model={model}", f"--max_train_examples={SETUP[model]['examples']}",
              "--max_eval_examples=1000", "--epochs=1", "--threads=1",
              "--global_batch_size=128"]
+    if args.bucket_mb is not None:
+        flags.append(f"--allreduce_bucket_mb={args.bucket_mb}")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                    CLOUD_ML_HP_METRIC_FILE=os.path.join(tmp, "chief.metrics"))
@@ -118,6 +123,11 @@ for model in args.models.split(","):
     p2 = median_of(torch_eps, model, 2)
     emit(f"| {model} | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f} | {p1:,.0f} | {p2:,.0f} | {t2 / p2:.2f} |")
 
+if args.no_allreduce:
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    sys.exit(0)
 emit()
 emit("## All-reduce bandwidth, 2 processes on loopback (GB/s; memcpy: one core, same size)")
 emit()

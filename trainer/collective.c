@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -253,20 +254,38 @@ void cl_close(cl_ring *r) {
 
 typedef void (*progress_fn)(void *ctx, size_t received);
 
-/* Sends send[0..slen) to next while receiving recv[0..rlen) from prev. With follow,
- * only bytes already received may be sent (send == recv: forwarding). on_recv, if
- * set, is told how many bytes have arrived after each read. */
-static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, size_t rlen,
-                int follow, progress_fn on_recv, void *ctx, char *err, size_t errlen) {
-    size_t sent = 0, got = 0;
+/* The 16-byte header a collective starts with, both ways (see header()). */
+typedef struct wire_header {
+    const coll_header *out; /* sent to next before the data */
+    coll_header *in;        /* received from prev before the data */
+    int (*check)(cl_ring *r, const coll_header *mine, const coll_header *theirs, char *err,
+                 size_t errlen);
+} wire_header;
+
+static const char *closed_msg =
+    "the connection closed (that replica exited: it crashed, was stopped, or lost a peer "
+    "itself)";
+
+/* Sends send[0..slen) to next while receiving recv[0..rlen) from prev, each preceded
+ * by the collective's header when hdr is set (checked as soon as it has arrived, so a
+ * replica out of step is reported at once). With follow, only data already received
+ * may be sent (send == recv: forwarding). on_recv, if set, is told how many data bytes
+ * have arrived after each read. */
+static int pump(cl_ring *r, const wire_header *hdr, const void *send_buf, size_t slen,
+                void *recv_buf, size_t rlen, int follow, progress_fn on_recv, void *ctx,
+                char *err, size_t errlen) {
+    size_t hs = hdr ? sizeof(coll_header) : 0;
+    size_t sent = 0, got = 0, stotal = hs + slen, rtotal = hs + rlen;
+    int checked = !hdr;
     double deadline = nt_now() + r->timeout;
-    while (sent < slen || got < rlen) {
-        size_t can_send = follow ? (got < slen ? got : slen) : slen;
+    while (sent < stotal || got < rtotal) {
+        size_t data_got = got > hs ? got - hs : 0;
+        size_t can_send = hs + (follow ? (data_got < slen ? data_got : slen) : slen);
         /* next is watched only while there is something left to send to it (a
          * neighbour that has finished may close), and prev while there is something
          * to receive; a negative fd is skipped by poll */
-        struct pollfd p[2] = {{.fd = sent < slen ? r->next_fd : -1, .events = POLLRDHUP},
-                              {.fd = got < rlen ? r->prev_fd : -1, .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = sent < stotal ? r->next_fd : -1, .events = POLLRDHUP},
+                              {.fd = got < rtotal ? r->prev_fd : -1, .events = POLLIN}};
         if (sent < can_send) p[0].events |= POLLOUT;
         int ms = (int)((deadline - nt_now()) * 1000);
         int k = ms > 0 ? poll(p, 2, ms) : 0;
@@ -276,15 +295,18 @@ static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, s
             return tn_error(err, errlen, TN_EPEER,
                             "no progress for %.0f s: %s is not answering (hung, stopped or "
                             "too slow); hint: raise --peer_timeout if a step can take longer",
-                            r->timeout, got < rlen ? r->prev_name : r->next_name);
+                            r->timeout, got < rtotal ? r->prev_name : r->next_name);
         if (p[0].revents & (POLLRDHUP | POLLERR | POLLHUP))
-            return tn_error(err, errlen, TN_EPEER,
-                            "lost %s: the connection closed (that replica exited: it crashed, was stopped, or "
-                            "lost a peer itself)",
-                            r->next_name);
+            return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->next_name, closed_msg);
         if (p[0].revents & POLLOUT) {
-            ssize_t s = send(r->next_fd, (const char *)send_buf + sent, can_send - sent,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
+            struct iovec iov[2];
+            int n = 0;
+            if (sent < hs) iov[n++] = (struct iovec){(char *)hdr->out + sent, hs - sent};
+            size_t from = sent > hs ? sent - hs : 0;
+            if (can_send > hs && from < can_send - hs)
+                iov[n++] = (struct iovec){(char *)send_buf + from, can_send - hs - from};
+            struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+            ssize_t s = sendmsg(r->next_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (s < 0 && errno != EAGAIN && errno != EINTR)
                 return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->next_name,
                                 strerror(errno));
@@ -295,16 +317,25 @@ static int pump(cl_ring *r, const void *send_buf, size_t slen, void *recv_buf, s
             }
         }
         if (p[1].revents & (POLLIN | POLLERR | POLLHUP)) {
-            ssize_t s = recv(r->prev_fd, (char *)recv_buf + got, rlen - got, MSG_DONTWAIT);
+            struct iovec iov[2];
+            int n = 0;
+            if (got < hs) iov[n++] = (struct iovec){(char *)hdr->in + got, hs - got};
+            if (rlen > data_got) iov[n++] = (struct iovec){(char *)recv_buf + data_got, rlen - data_got};
+            struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+            ssize_t s = recvmsg(r->prev_fd, &m, MSG_DONTWAIT);
             if (s == 0 || (s < 0 && errno != EAGAIN && errno != EINTR))
                 return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->prev_name,
-                                s == 0 ? "the connection closed (that replica exited: it crashed, was stopped, or lost a peer itself)"
-                                       : strerror(errno));
+                                s == 0 ? closed_msg : strerror(errno));
             if (s > 0) {
                 got += (size_t)s;
                 r->received += (uint64_t)s;
                 deadline = nt_now() + r->timeout;
-                if (on_recv) on_recv(ctx, got);
+                if (!checked && got >= hs) {
+                    checked = 1;
+                    int rc = hdr->check(r, hdr->out, hdr->in, err, errlen);
+                    if (rc) return rc;
+                }
+                if (on_recv && got > hs) on_recv(ctx, got - hs);
             }
         }
     }
@@ -321,24 +352,37 @@ static const char *op_name(uint32_t op) {
     }
 }
 
-/* Every collective starts by passing a header round the ring: a replica that is at
- * another collective, or at the same one with another size, is caught here. */
-static int header(cl_ring *r, uint32_t op, uint64_t count, char *err, size_t errlen) {
-    coll_header mine = {COLL_MAGIC, op, (r->seq << 40) | (count & ((1ull << 40) - 1))};
-    coll_header theirs;
+static int check_header(cl_ring *r, const coll_header *mine, const coll_header *theirs,
+                        char *err, size_t errlen) {
+    if (theirs->magic == COLL_MAGIC && theirs->op == mine->op &&
+        theirs->seq_count == mine->seq_count)
+        return 0;
+    return tn_error(err, errlen, TN_EPEER,
+                    "replicas out of step: %s is at collective #%llu (%s of %llu elements), "
+                    "this replica at #%llu (%s of %llu)",
+                    r->prev_name, (unsigned long long)(theirs->seq_count >> 40),
+                    op_name(theirs->op),
+                    (unsigned long long)(theirs->seq_count & ((1ull << 40) - 1)),
+                    (unsigned long long)(mine->seq_count >> 40), op_name(mine->op),
+                    (unsigned long long)(mine->seq_count & ((1ull << 40) - 1)));
+}
+
+/* Every collective starts with a header (operation, sequence number, size) sent to
+ * next and checked against the one from prev: a replica that is at another
+ * collective, or at the same one with another size, is caught at once. The header
+ * travels with the collective's first data (wire_header), or alone (header()). */
+static void make_header(cl_ring *r, uint32_t op, uint64_t count, coll_header *mine,
+                        coll_header *theirs, wire_header *w) {
+    *mine = (coll_header){COLL_MAGIC, op, (r->seq << 40) | (count & ((1ull << 40) - 1))};
     r->seq++;
-    int rc = pump(r, &mine, sizeof mine, &theirs, sizeof theirs, 0, NULL, NULL, err, errlen);
-    if (rc) return rc;
-    if (theirs.magic != COLL_MAGIC || theirs.op != mine.op || theirs.seq_count != mine.seq_count)
-        return tn_error(err, errlen, TN_EPEER,
-                        "replicas out of step: %s is at collective #%llu (%s of %llu "
-                        "elements), this replica at #%llu (%s of %llu)",
-                        r->prev_name, (unsigned long long)(theirs.seq_count >> 40),
-                        op_name(theirs.op),
-                        (unsigned long long)(theirs.seq_count & ((1ull << 40) - 1)),
-                        (unsigned long long)(mine.seq_count >> 40), op_name(op),
-                        (unsigned long long)count);
-    return 0;
+    *w = (wire_header){mine, theirs, check_header};
+}
+
+static int header(cl_ring *r, uint32_t op, uint64_t count, char *err, size_t errlen) {
+    coll_header mine, theirs;
+    wire_header w;
+    make_header(r, op, count, &mine, &theirs, &w);
+    return pump(r, &w, NULL, 0, NULL, 0, 0, NULL, NULL, err, errlen);
 }
 
 /* Segment i of n elements split into r->n parts (sizes differ by at most one). */
@@ -381,8 +425,10 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
     if (r->n == 1 || n == 0) return 0;
     int bf16 = precision == CL_BF16;
     size_t esize = bf16 ? 2 : 4;
-    int rc = header(r, bf16 ? OP_ALLREDUCE_BF16 : OP_ALLREDUCE, n, err, errlen);
-    if (rc) return rc;
+    coll_header mine, theirs;
+    wire_header w;
+    make_header(r, bf16 ? OP_ALLREDUCE_BF16 : OP_ALLREDUCE, n, &mine, &theirs, &w);
+    int rc = 0;
     size_t maxseg = n / (size_t)r->n + 1;
     /* scratch: receive buffer, then (bf16) the send buffer */
     char *base = scratch(r, maxseg * esize * (bf16 ? 2 : 1));
@@ -400,7 +446,8 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
             src = sbuf;
         }
         reducer d = {.dst = buf + roff, .src = rbuf, .bf16 = bf16};
-        rc = pump(r, src, slen * esize, rbuf, rlen * esize, 0, reduce_progress, &d, err, errlen);
+        rc = pump(r, s == 0 ? &w : NULL, src, slen * esize, rbuf, rlen * esize, 0,
+                  reduce_progress, &d, err, errlen);
         if (rc) return rc;
     }
     /* this rank now holds the full sum of segment rank+1; in bf16 round it as the
@@ -417,11 +464,12 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
         segment(n, r->n, (r->rank - s + r->n) % r->n, &roff, &rlen);
         if (bf16) {
             to_bf16(sbuf, buf + soff, slen);
-            rc = pump(r, sbuf, slen * 2, rbuf, rlen * 2, 0, NULL, NULL, err, errlen);
+            rc = pump(r, NULL, sbuf, slen * 2, rbuf, rlen * 2, 0, NULL, NULL, err, errlen);
             const uint16_t *h = rbuf;
             for (size_t i = 0; !rc && i < rlen; i++) buf[roff + i] = bf16_widen(h[i]);
         } else {
-            rc = pump(r, buf + soff, slen * 4, buf + roff, rlen * 4, 0, NULL, NULL, err, errlen);
+            rc = pump(r, NULL, buf + soff, slen * 4, buf + roff, rlen * 4, 0, NULL, NULL, err,
+                      errlen);
         }
         if (rc) return rc;
     }
@@ -438,7 +486,7 @@ int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen
     memcpy(all + (size_t)r->rank * n, buf, n * sizeof(double));
     for (int s = 0; !rc && s < r->n - 1; s++) {
         int from = (r->rank - s + r->n) % r->n, to = (r->rank - s - 1 + r->n) % r->n;
-        rc = pump(r, all + (size_t)from * n, n * sizeof(double), all + (size_t)to * n,
+        rc = pump(r, NULL, all + (size_t)from * n, n * sizeof(double), all + (size_t)to * n,
                   n * sizeof(double), 0, NULL, NULL, err, errlen);
     }
     if (!rc)
@@ -455,7 +503,8 @@ int cl_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen) 
     if (r->n == 1 || bytes == 0) return 0;
     int rc = header(r, OP_BROADCAST, bytes, err, errlen);
     if (rc) return rc;
-    if (r->rank == 0) return pump(r, buf, bytes, NULL, 0, 0, NULL, NULL, err, errlen);
-    if (r->rank == r->n - 1) return pump(r, NULL, 0, buf, bytes, 0, NULL, NULL, err, errlen);
-    return pump(r, buf, bytes, buf, bytes, 1, NULL, NULL, err, errlen);
+    if (r->rank == 0) return pump(r, NULL, buf, bytes, NULL, 0, 0, NULL, NULL, err, errlen);
+    if (r->rank == r->n - 1)
+        return pump(r, NULL, NULL, 0, buf, bytes, 0, NULL, NULL, err, errlen);
+    return pump(r, NULL, buf, bytes, buf, bytes, 1, NULL, NULL, err, errlen);
 }

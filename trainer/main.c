@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
     int64_t max_train = 0, max_eval = 0;
     const char *strategy = "auto", *shard_policy = "auto", *precision = "fp32";
     int global_batch = 0, devices = 1;
-    double peer_timeout = 60;
+    double peer_timeout = 60, bucket_mb = 0.25;
 
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model to train"},
@@ -306,6 +306,9 @@ int main(int argc, char **argv) {
          "auto|data|file|off: how replicas split the training examples (auto: data)"},
         {"allreduce_precision", TN_FLAG_STRING, &precision, "fp32|bf16",
          "multi_worker_mirrored: precision of the gradients on the wire"},
+        {"allreduce_bucket_mb", TN_FLAG_DOUBLE, &bucket_mb, "MB",
+         "multi_worker_mirrored: all-reduce buckets of at least this size, sent while the "
+         "backward pass goes on (0: one all-reduce after it)"},
         {"peer_timeout", TN_FLAG_DOUBLE, &peer_timeout, "SECONDS",
          "how long to wait for a missing or silent peer replica"},
     };
@@ -330,6 +333,8 @@ int main(int argc, char **argv) {
     if (!rc) rc = lookup("allreduce_precision", precision, precisions, &prec, err, sizeof err);
     if (!rc && !(peer_timeout > 0 && peer_timeout <= 86400))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--peer_timeout must be in (0, 86400] seconds");
+    if (!rc && !(bucket_mb >= 0 && bucket_mb <= 4096))
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--allreduce_bucket_mb must be 0 to 4096");
     if (!rc && (devices < 1 || devices > 64))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--devices must be 1 to 64, got %d", devices);
     if (!rc && global_batch < 0)
@@ -425,6 +430,7 @@ int main(int argc, char **argv) {
         c.job_dir = worker_dir;
     }
     c.cluster = clustered ? &tf : NULL;
+    c.bucket_mb = bucket_mb;
     rc = tr_run(&c, stdout, err, sizeof err);
     if (private_dir) remove_tree(worker_dir);
     tf_config_clear(&tf);

@@ -339,6 +339,7 @@ void mdl_backward(mdl_model *m, int b) {
                     0.0f, dW, L->in_size);
             k->fill(db, 0.0f, L->out_size);
             k->sum_rows(db, g, b, L->out_size);
+            if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, L->w_off);
             if (l > 0) { /* dx (b, in) = g (b, out) W (out, in) */
                 k->gemm(0, 0, b, L->in_size, L->out_size, 1.0f, g, L->out_size, W, L->in_size,
                         0.0f, dx, L->in_size);
@@ -351,6 +352,7 @@ void mdl_backward(mdl_model *m, int b) {
             k->gemm(0, 1, L->c_out, ck, ld, 1.0f, g, ld, L->col, ld, 0.0f, dW, ck);
             k->fill(db, 0.0f, L->c_out);
             k->sum_channels(db, g, 1, L->c_out, ld);
+            if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, L->w_off);
             if (l > 0) { /* dcol (ck, b*hw) = W^T g, into col; dx (c_in, b, h, w) */
                 k->gemm(1, 0, ck, ld, L->c_out, 1.0f, W, ck, g, ld, 0.0f, L->col, ld);
                 k->fill(dx, 0.0f, (size_t)b * L->in_size);

@@ -93,6 +93,11 @@ typedef struct mdl_model {
     float *mask_host;    /* (B, max dropout size) dropout masks drawn on the host */
     float *stage_x;      /* (B, D) host staging of a gathered batch (device backends) */
     int32_t *stage_y;    /* (B) */
+    /* Called by mdl_backward each time the gradients from offset lo to the end are
+     * final (after each layer with parameters, the last layer first), so a caller can
+     * start sending them while the backward pass goes on. NULL: not called. */
+    void (*grads_ready)(void *ctx, size_t lo);
+    void *grads_ready_ctx;
 } mdl_model;
 
 /* Checks a configuration: sizes positive and bounded, dropout in [0, 1), a CNN

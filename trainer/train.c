@@ -28,6 +28,7 @@
 
 #include "common/hypertune.h"
 #include "common/status.h"
+#include "trainer/bucket.h"
 #include "trainer/checkpoint.h"
 #include "trainer/collective.h"
 #include "trainer/data.h"
@@ -185,6 +186,7 @@ typedef struct run {
     int chief;            /* saves checkpoints and the model into --job-dir, reports */
     int shard;            /* enum tr_shard, resolved */
     cl_ring *ring;        /* the multi-worker ring, or NULL with one replica */
+    bk_reducer *reducer;  /* the ring's bucketed all-reduce overlapped with backward */
     ps_client *ps;        /* parameter server: the connections to the ps tasks */
     double stale_sum;     /* parameter server: staleness of the pushes since the last */
     int64_t stale_count;  /*   report, their count, and the largest seen in the run */
@@ -474,7 +476,7 @@ static uint64_t config_hash(const run *r, const opt_config *oc) {
                    r->shard, c->strategy, c->allreduce_precision, r->world, oc->kind,
                    oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps};
     double d[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
-                  oc->beta2, oc->epsilon, oc->decay_rate};
+                  oc->beta2, oc->epsilon, oc->decay_rate, c->bucket_mb};
     h = cl_hash(h, v, sizeof v);
     h = cl_hash(h, d, sizeof d);
     return cl_hash(h, r->train.y, (size_t)r->train.n * sizeof(int32_t));
@@ -728,6 +730,61 @@ static void devices_sync(run *r) {
     free(host);
 }
 
+/* Multi-worker: forward, then backward while the buckets of finished gradients are
+ * all-reduced (bucket.h); ctl gets the summed control words (stop and divergence
+ * votes), which travel in the spare words after the gradients. */
+static void on_grads_ready(void *ctx, size_t lo) { bk_ready(ctx, lo); }
+
+static int ring_step(run *r, int b, int64_t global, double *loss, int64_t *correct,
+                     float ctl[2], char *err, size_t errlen) {
+    mdl_model *m = r->model;
+    size_t p = m->nparams;
+    if (!r->reducer) { /* gradients off the host: one all-reduce after backward */
+        replica_step(r, m, r->rank, r->idx, b, global, loss, correct);
+        ctl[0] = (float)stop_requested;
+        ctl[1] = (float)!isfinite(*loss);
+        return allreduce_grads(r, ctl, err, errlen);
+    }
+    bk_begin(r->reducer, global != b ? (float)b / (float)global : 1.0f);
+    *loss = 0.0;
+    *correct = 0;
+    if (b > 0) {
+        tn_rng drop;
+        dropout_stream(r, r->rank, &drop);
+        mdl_forward_rows(m, r->train.x, r->train.y, r->idx, b, 1, &drop, loss, correct);
+    }
+    m->grads[p] = (float)stop_requested;
+    m->grads[p + 1] = (float)!isfinite(*loss);
+    if (b > 0)
+        mdl_backward(m, b);
+    else
+        m->k->fill(m->grads, 0.0f, p);
+    int rc = bk_finish(r->reducer, err, errlen);
+    ctl[0] = m->grads[p];
+    ctl[1] = m->grads[p + 1];
+    return rc;
+}
+
+/* Sets up the bucketed all-reduce: buckets of whole layers, at least
+ * --allreduce_bucket_mb each. */
+static void start_reducer(run *r) {
+    mdl_model *m = r->model;
+    if (!r->ring || !m->k->host_memory) return;
+    size_t starts[MDL_MAX_LAYERS];
+    int n = 0;
+    for (int l = 0; l < m->nlayers; l++)
+        if (m->layers[l].type == MDL_DENSE || m->layers[l].type == MDL_CONV)
+            starts[n++] = m->layers[l].w_off;
+    size_t floats = (size_t)(r->c->bucket_mb * (1 << 20) / sizeof(float));
+    r->reducer = bk_new(r->ring, m->grads, m->nparams + 2, m->nparams, starts, n, floats,
+                        r->c->allreduce_precision);
+    m->grads_ready = on_grads_ready;
+    m->grads_ready_ctx = r->reducer;
+    fprintf(r->out, "multi-worker: gradients all-reduced in %d bucket%s%s\n",
+            bk_count(r->reducer), bk_count(r->reducer) == 1 ? "" : "s",
+            bk_count(r->reducer) > 1 ? ", overlapped with the backward pass" : "");
+}
+
 static int train_loop(run *r, char *err, size_t errlen) {
     const tr_config *c = r->c;
     mdl_model *m = r->model;
@@ -755,17 +812,20 @@ static int train_loop(run *r, char *err, size_t errlen) {
             /* each replica has the mean over its b examples; weighted by b / global,
              * the sum over replicas is the mean over the whole step */
             b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global);
-            replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
+            if (!r->ring) replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
         }
-        int diverged = !isfinite(loss), peer_diverged = 0;
+        int diverged = 0, peer_diverged = 0;
         if (r->ring) {
-            float ctl[2] = {(float)stop_requested, (float)diverged};
-            int rc = allreduce_grads(r, ctl, err, errlen);
+            float ctl[2];
+            int rc = ring_step(r, b, global, &loss, &correct, ctl, err, errlen);
             if (rc) return rc;
             /* a stop asked of any replica stops all of them after this step, so the
              * chief's checkpoint is the state every replica reached */
             if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
+            diverged = !isfinite(loss);
             peer_diverged = ctl[1] > 0 && !diverged;
+        } else {
+            diverged = !isfinite(loss);
         }
         if (diverged || peer_diverged) {
             if (diverged)
@@ -1275,6 +1335,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (r.world > 1 && r.ndev == 1) {
         rc = open_ring(&r, config_hash(&r, &oc), err, errlen);
         if (rc) goto done;
+        start_reducer(&r);
     }
     if (r.chief) {
         rc = restore(&r, err, errlen);
@@ -1293,6 +1354,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (rc == 0) print_fingerprint(&r);
 
 done:
+    bk_free(r.reducer);
     cl_close(r.ring);
     ps_client_close(r.ps);
     ht_writer_free(r.metrics);

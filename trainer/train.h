@@ -49,6 +49,8 @@ typedef struct tr_config {
     int shard_policy;           /* enum tr_shard */
     int allreduce_precision;    /* CL_FP32 or CL_BF16 (collective.h) */
     double peer_timeout;        /* seconds a peer may be missing or silent */
+    double bucket_mb;           /* multi-worker: all-reduce buckets of at least this
+                                   many MiB, overlapped with backward (0: one bucket) */
     int devices;                /* mirrored, central_storage: replicas in this process */
     const tf_config *cluster;   /* the parsed TF_CONFIG, or NULL: a single replica */
 } tr_config;

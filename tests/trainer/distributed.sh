@@ -128,7 +128,8 @@ check mirrored_sigterm_143 test $? -eq 143
 check mirrored_resumes grep -q "resumed from mstop/checkpoints" mstop2.log
 
 # --- bf16 all-reduce, and the other shard policies: replicas stay identical -----------
-for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off --shard_policy=off"; do
+for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off --shard_policy=off" \
+               "buckets --allreduce_bucket_mb=0.001" "onebucket --allreduce_bucket_mb=0"; do
   read -r name flag <<<"$variant"
   read -r -a p <<<"$(ports 2)"
   cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
@@ -144,6 +145,12 @@ for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off
   check ${name}_identical_parameters test -n "$fp" -a "$fp" = "$(fingerprint $name-worker.log)"
   acc=$(curve $name-chief.log | tail -1 | cut -d' ' -f3)
   check ${name}_learns le "$acc" 1.2
+done
+check buckets_overlapped grep -q "in 2 buckets, overlapped with the backward pass" buckets-chief.log
+check onebucket_not_overlapped grep -q "in 1 bucket$" onebucket-chief.log
+for v in buckets onebucket; do
+  curve $v-chief.log >$v.curve
+  check ${v}_same_curve le "$(curve_diff mw2.curve $v.curve)" 2e-3
 done
 curve bf16-chief.log >bf16.curve
 check bf16_close_to_fp32 le "$(curve_diff mw2.curve bf16.curve)" 5e-2
@@ -263,6 +270,7 @@ expect_usage ps_needs_ps_tasks "needs ps tasks" \
   env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --strategy=parameter_server
 expect_usage bf16_needs_allreduce "bf16 applies to" "$TRAINER" "${SMALL[@]}" --allreduce_precision=bf16
 expect_usage bad_strategy "must be one of" "$TRAINER" --strategy=horovod
+expect_usage bad_bucket "allreduce_bucket_mb must be" "$TRAINER" --allreduce_bucket_mb=-1
 expect_usage devices_need_in_process "--devices applies to" "$TRAINER" "${SMALL[@]}" --strategy=one_device --devices=2
 expect_usage devices_shard_data "applies to the multi-worker" "$TRAINER" "${SMALL[@]}" --devices=2 --shard_policy=off
 expect_usage devices_batch_divides "does not divide among 3 replicas" "$TRAINER" "${SMALL[@]}" --devices=3 --global_batch_size=100

@@ -18,6 +18,7 @@
 
 #include "tests/check.h"
 #include "common/status.h"
+#include "trainer/bucket.h"
 #include "trainer/collective.h"
 
 #define MAXR 5
@@ -50,9 +51,11 @@ typedef struct rank_job {
     int rc;           /* of the first failing call */
     char err[512];
     double failed_after; /* seconds from start to the failure */
+    int nbuckets;
 } rank_job;
 
-enum { SC_ALLREDUCE, SC_BF16, SC_BROADCAST, SC_F64, SC_DIE, SC_OUT_OF_STEP, SC_MANY };
+enum { SC_ALLREDUCE, SC_BF16, SC_BROADCAST, SC_F64, SC_DIE, SC_OUT_OF_STEP, SC_MANY, SC_BUCKETS,
+       SC_BUCKETS_DIE };
 
 static float value(int rank, size_t i) { return (float)((int)(i % 97) - 48) * 0.25f + (float)rank; }
 
@@ -96,6 +99,24 @@ static void *run_rank(void *arg) {
         j->rc = cl_allreduce(r, j->buf, j->count + (size_t)j->rank, CL_FP32, j->err,
                              sizeof j->err);
         break;
+    case SC_BUCKETS:      /* bucketed, as the backward pass reports layers final */
+    case SC_BUCKETS_DIE: { /* the last rank leaves after the first step */
+        /* layers start at 0, 100, 5000, 9000; the last 2 elements are control words */
+        const size_t starts[] = {0, 100, 5000, 9000};
+        size_t n = j->count; /* 10002 */
+        bk_reducer *b = bk_new(r, j->buf, n, n - 2, starts, 4, 3000, CL_FP32);
+        j->nbuckets = bk_count(b);
+        for (int step = 0; step < 3 && !j->rc; step++) {
+            if (j->scenario == SC_BUCKETS_DIE && step == 1 && j->rank == j->n - 1) break;
+            if (step > 0)
+                for (size_t k = 0; k < n; k++) j->buf[k] = value(j->rank, k);
+            bk_begin(b, 0.5f);
+            for (int l = 3; l >= 0; l--) bk_ready(b, starts[l]); /* last layer first */
+            j->rc = bk_finish(b, j->err, sizeof j->err);
+        }
+        bk_free(b);
+        break;
+    }
     case SC_MANY: /* many small collectives in a row stay in step */
         for (int k = 0; k < 200 && !j->rc; k++)
             j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
@@ -308,6 +329,39 @@ static void test_single_rank_is_a_no_op(void) {
     CHECK_INT_EQ(cl_open(&p, 2, 2, 1, 0, &r, err, sizeof err), TN_EINVAL);
 }
 
+static void test_buckets_sum_scale_and_skip_control_words(void) {
+    ring_test t;
+    setup(&t, 3, SC_BUCKETS, 10002, 20);
+    start(&t, 3);
+    finish(&t, 3);
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+        /* 3000-float buckets of whole layers from the end: [5000, 10002), [100, 5000),
+         * [0, 100) */
+        CHECK_INT_EQ(t.job[i].nbuckets, 3);
+        for (size_t k = 0; k < 10002; k++) {
+            double want = 0;
+            for (int q = 0; q < 3; q++) want += value(q, k);
+            if (k < 10000) want *= 0.5; /* weighted, except the control words */
+            if (fabs(t.job[i].buf[k] - want) > 1e-4) bad++;
+        }
+        CHECK(!memcmp(t.job[i].buf, t.job[0].buf, 10002 * sizeof(float)));
+    }
+    CHECK_MSG(bad == 0, "%d wrong sums", bad);
+    teardown(&t);
+}
+
+static void test_buckets_lost_peer(void) {
+    ring_test t;
+    setup(&t, 2, SC_BUCKETS_DIE, 10002, 30);
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK_MSG(t.job[0].rc == TN_EPEER, "rank 0: rc %d: %s", t.job[0].rc, t.job[0].err);
+    CHECK_STR_CONTAINS(t.job[0].err, "lost worker 0");
+    teardown(&t);
+}
+
 int main(void) {
     RUN(test_bf16_rounding);
     RUN(test_single_rank_is_a_no_op);
@@ -319,5 +373,7 @@ int main(void) {
     RUN(test_dead_peer_noticed_at_once);
     RUN(test_config_mismatch);
     RUN(test_out_of_step);
+    RUN(test_buckets_sum_scale_and_skip_control_words);
+    RUN(test_buckets_lost_peer);
     return check_summary();
 }
