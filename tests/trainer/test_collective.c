@@ -17,28 +17,13 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/netutil.h"
 #include "common/status.h"
 #include "trainer/bucket.h"
 #include "trainer/collective.h"
+#include "trainer/net.h"
 
 #define MAXR 5
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A port nobody listens on right now (bound to 0 and released). */
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 typedef struct rank_job {
     int n, rank;
@@ -61,11 +46,11 @@ static float value(int rank, size_t i) { return (float)((int)(i % 97) - 48) * 0.
 
 static void *run_rank(void *arg) {
     rank_job *j = arg;
-    double t0 = now();
+    double t0 = nt_now();
     cl_ring *r = NULL;
     j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, &r, j->err, sizeof j->err);
     if (j->rc) {
-        j->failed_after = now() - t0;
+        j->failed_after = nt_now() - t0;
         return NULL;
     }
     switch (j->scenario) {
@@ -91,7 +76,7 @@ static void *run_rank(void *arg) {
             cl_close(r);
             return NULL;
         }
-        t0 = now();
+        t0 = nt_now();
         for (int k = 0; k < 100 && !j->rc; k++)
             j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
         break;
@@ -122,7 +107,7 @@ static void *run_rank(void *arg) {
             j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
         break;
     }
-    j->failed_after = now() - t0;
+    j->failed_after = nt_now() - t0;
     cl_close(r);
     return NULL;
 }
