@@ -320,7 +320,8 @@ static int pump(cl_ring *r, const wire_header *hdr, const void *send_buf, size_t
             struct iovec iov[2];
             int n = 0;
             if (got < hs) iov[n++] = (struct iovec){(char *)hdr->in + got, hs - got};
-            if (rlen > data_got) iov[n++] = (struct iovec){(char *)recv_buf + data_got, rlen - data_got};
+            if (rlen > data_got)
+                iov[n++] = (struct iovec){(char *)recv_buf + data_got, rlen - data_got};
             struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
             ssize_t s = recvmsg(r->prev_fd, &m, MSG_DONTWAIT);
             if (s == 0 || (s < 0 && errno != EAGAIN && errno != EINTR))

@@ -1012,7 +1012,9 @@ int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
         nap(0.25);
         waited += 0.25;
     }
-    if (!rc) fprintf(out, "evaluator: evaluated the final checkpoint (step %lld)\n", (long long)last);
+    if (!rc)
+        fprintf(out, "evaluator: evaluated the final checkpoint (step %lld)\n",
+                (long long)last);
     ht_writer_free(metrics);
     ds_clear(&eval);
     free(dir);
