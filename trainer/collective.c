@@ -404,12 +404,13 @@ typedef struct reducer {
 static void reduce_progress(void *ctx, size_t received) {
     reducer *d = ctx;
     size_t upto = received / (d->bf16 ? 2 : 4);
+    float *restrict dst = d->dst;
     if (d->bf16) {
-        const uint16_t *s = d->src;
-        for (size_t i = d->done; i < upto; i++) d->dst[i] += bf16_widen(s[i]);
+        const uint16_t *restrict s = d->src;
+        for (size_t i = d->done; i < upto; i++) dst[i] += bf16_widen(s[i]);
     } else {
-        const float *s = d->src;
-        for (size_t i = d->done; i < upto; i++) d->dst[i] += s[i];
+        const float *restrict s = d->src;
+        for (size_t i = d->done; i < upto; i++) dst[i] += s[i];
     }
     d->done = upto;
 }
