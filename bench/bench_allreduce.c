@@ -22,12 +22,7 @@
 
 #include "common/flags.h"
 #include "trainer/collective.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "trainer/net.h"
 
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -50,9 +45,9 @@ static double memcpy_gbps(size_t bytes, int repeats) {
     memset(b, 2, bytes);
     double best = 1e30;
     for (int i = 0; i < repeats; i++) {
-        double t = now();
+        double t = nt_now();
         memcpy(b, a, bytes);
-        t = now() - t;
+        t = nt_now() - t;
         if (t < best) best = t;
         a[i % bytes] = b[(i * 7) % bytes]; /* keep the copies alive */
     }
@@ -78,9 +73,9 @@ static int rank_main(int rank, int n, const cl_peer *peers, const int *sizes, in
         for (int i = -3; i < repeats; i++) {
             double t[1] = {0};
             if (cl_allreduce_f64(r, t, 1, err, sizeof err)) goto fail; /* line up */
-            t[0] = now();
+            t[0] = nt_now();
             if (cl_allreduce(r, buf, count, precision, err, sizeof err)) goto fail;
-            t[0] = now() - t[0];
+            t[0] = nt_now() - t[0];
             /* the slowest rank's time: max via the sum of one-hot slots is overkill;
              * every rank contributes its time and rank 0 keeps the largest */
             double all[64] = {0};

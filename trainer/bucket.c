@@ -23,7 +23,7 @@ typedef struct bucket {
 struct bk_reducer {
     cl_ring *ring;
     float *buf;
-    size_t n, nscaled;
+    size_t n;
     int precision;
     bucket *buckets;   /* from the end of the buffer to its start */
     int nbuckets;
@@ -35,7 +35,6 @@ struct bk_reducer {
     int quit;
     int next;          /* the next bucket to send */
     size_t ready;      /* [ready, n) is final */
-    float weight;
     int rc;            /* the step's first error */
     char err[512];
 };
@@ -49,12 +48,8 @@ static void *comm_main(void *arg) {
             pthread_cond_wait(&b->cv, &b->mu);
         if (b->quit) break;
         bucket k = b->buckets[b->next];
-        float w = b->weight;
         pthread_mutex_unlock(&b->mu);
 
-        size_t top = k.hi < b->nscaled ? k.hi : b->nscaled;
-        if (w != 1.0f)
-            for (size_t i = k.lo; i < top; i++) b->buf[i] *= w;
         char err[512];
         int rc = cl_allreduce(b->ring, b->buf + k.lo, k.hi - k.lo, b->precision, err, sizeof err);
 
@@ -73,14 +68,13 @@ static void *comm_main(void *arg) {
     return NULL;
 }
 
-bk_reducer *bk_new(cl_ring *ring, float *buf, size_t n, size_t nscaled, const size_t *starts,
-                   int nstarts, size_t bucket_floats, int precision) {
+bk_reducer *bk_new(cl_ring *ring, float *buf, size_t n, const size_t *starts, int nstarts,
+                   size_t bucket_floats, int precision) {
     assert(nstarts >= 1 && starts[0] == 0);
     bk_reducer *b = tn_xcalloc(1, sizeof *b);
     b->ring = ring;
     b->buf = buf;
     b->n = n;
-    b->nscaled = nscaled;
     b->precision = precision;
     b->buckets = tn_xmalloc((size_t)nstarts * sizeof *b->buckets);
     size_t hi = n;
@@ -115,13 +109,12 @@ void bk_free(bk_reducer *b) {
 
 int bk_count(const bk_reducer *b) { return b->nbuckets; }
 
-void bk_begin(bk_reducer *b, float weight) {
+void bk_begin(bk_reducer *b) {
     pthread_mutex_lock(&b->mu);
     assert(!b->active);
     b->active = 1;
     b->next = 0;
     b->ready = b->n;
-    b->weight = weight;
     b->rc = 0;
     b->err[0] = '\0';
     pthread_mutex_unlock(&b->mu);

@@ -23,18 +23,17 @@ typedef struct bk_reducer bk_reducer;
 /* A reducer of buf (n floats, host memory) over ring. starts[0..nstarts) are the
  * offsets where layers begin (ascending, starts[0] = 0); buckets hold whole layers
  * and at least bucket_floats floats (0: one bucket, all-reduced once the backward
- * pass is over: no overlap). Elements from nscaled on (control words) are summed but
- * never scaled. Yours; free with bk_free. */
-bk_reducer *bk_new(cl_ring *ring, float *buf, size_t n, size_t nscaled, const size_t *starts,
-                   int nstarts, size_t bucket_floats, int precision);
+ * pass is over: no overlap); the last bucket runs to n, so words after the last
+ * layer (control words) travel with it. Yours; free with bk_free. */
+bk_reducer *bk_new(cl_ring *ring, float *buf, size_t n, const size_t *starts, int nstarts,
+                   size_t bucket_floats, int precision);
 void bk_free(bk_reducer *b);
 
 /* Number of buckets. */
 int bk_count(const bk_reducer *b);
 
-/* Starts a step: the first nscaled elements of each bucket are multiplied by weight
- * before they are sent (a replica's share of the step). */
-void bk_begin(bk_reducer *b, float weight);
+/* Starts a step: nothing is final yet. */
+void bk_begin(bk_reducer *b);
 
 /* Elements [lo, n) are final: buckets that lie within them can go. */
 void bk_ready(bk_reducer *b, size_t lo);

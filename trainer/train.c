@@ -660,7 +660,15 @@ static void dropout_stream(const run *r, int rank, tn_rng *drop) {
                                                      (uint64_t)rank + 1)));
 }
 
-/* Forward and backward of one replica's share; its gradient weighted by b / global. */
+/* Each replica's loss gradient is the mean over its b examples; weighted by
+ * b / global, the sum over replicas is the mean over the whole step. The weight is
+ * applied to the (b, K) gradient of the logits, which backward carries linearly into
+ * every parameter's gradient, rather than to the P gradients themselves. */
+static void weigh_share(mdl_model *m, int b, int64_t global) {
+    if (global != b) m->k->scale(m->dlogits, (float)b / (float)global, (size_t)b * m->cfg.classes);
+}
+
+/* Forward and backward of one replica's share of the step. */
 static void replica_step(run *r, mdl_model *m, int rank, const int32_t *idx, int b,
                          int64_t global, double *loss, int64_t *correct) {
     *loss = 0.0;
@@ -672,8 +680,8 @@ static void replica_step(run *r, mdl_model *m, int rank, const int32_t *idx, int
     tn_rng drop;
     dropout_stream(r, rank, &drop);
     mdl_forward_rows(m, r->train.x, r->train.y, idx, b, 1, &drop, loss, correct);
+    weigh_share(m, b, global);
     mdl_backward(m, b);
-    if (global != b) m->k->scale(m->grads, (float)b / (float)global, m->nparams);
 }
 
 static void device_step(int d, void *arg) {
@@ -745,13 +753,14 @@ static int ring_step(run *r, int b, int64_t global, double *loss, int64_t *corre
         ctl[1] = (float)!isfinite(*loss);
         return allreduce_grads(r, ctl, err, errlen);
     }
-    bk_begin(r->reducer, global != b ? (float)b / (float)global : 1.0f);
+    bk_begin(r->reducer);
     *loss = 0.0;
     *correct = 0;
     if (b > 0) {
         tn_rng drop;
         dropout_stream(r, r->rank, &drop);
         mdl_forward_rows(m, r->train.x, r->train.y, r->idx, b, 1, &drop, loss, correct);
+        weigh_share(m, b, global);
     }
     m->grads[p] = (float)stop_requested;
     m->grads[p + 1] = (float)!isfinite(*loss);
@@ -776,7 +785,7 @@ static void start_reducer(run *r) {
         if (m->layers[l].type == MDL_DENSE || m->layers[l].type == MDL_CONV)
             starts[n++] = m->layers[l].w_off;
     size_t floats = (size_t)(r->c->bucket_mb * (1 << 20) / sizeof(float));
-    r->reducer = bk_new(r->ring, m->grads, m->nparams + 2, m->nparams, starts, n, floats,
+    r->reducer = bk_new(r->ring, m->grads, m->nparams + 2, starts, n, floats,
                         r->c->allreduce_precision);
     m->grads_ready = on_grads_ready;
     m->grads_ready_ctx = r->reducer;
@@ -809,8 +818,6 @@ static int train_loop(run *r, char *err, size_t errlen) {
                 b += ds.b[d];
             }
         } else {
-            /* each replica has the mean over its b examples; weighted by b / global,
-             * the sum over replicas is the mean over the whole step */
             b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global);
             if (!r->ring) replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
         }
@@ -1138,7 +1145,8 @@ static int ps_loop(run *r, char *err, size_t errlen) {
         if (rc) break;
         if (first && !r->chief) {
             /* a worker (re)joining a job under way starts at the job's epoch */
-            r->st.epoch = version * c->epochs / (ps_total_steps(r) ? ps_total_steps(r) : 1);
+            int64_t total = ps_total_steps(r);
+            r->st.epoch = version * c->epochs / (total ? total : 1);
             first = 0;
             if (r->st.epoch >= c->epochs) break;
         }

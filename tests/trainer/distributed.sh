@@ -271,6 +271,7 @@ expect_usage ps_needs_ps_tasks "needs ps tasks" \
 expect_usage bf16_needs_allreduce "bf16 applies to" "$TRAINER" "${SMALL[@]}" --allreduce_precision=bf16
 expect_usage bad_strategy "must be one of" "$TRAINER" --strategy=horovod
 expect_usage bad_bucket "allreduce_bucket_mb must be" "$TRAINER" --allreduce_bucket_mb=-1
+expect_usage bad_peer_timeout "peer_timeout must be" "$TRAINER" --peer_timeout=0
 expect_usage devices_need_in_process "--devices applies to" "$TRAINER" "${SMALL[@]}" --strategy=one_device --devices=2
 expect_usage devices_shard_data "applies to the multi-worker" "$TRAINER" "${SMALL[@]}" --devices=2 --shard_policy=off
 expect_usage devices_batch_divides "does not divide among 3 replicas" "$TRAINER" "${SMALL[@]}" --devices=3 --global_batch_size=100
