@@ -1,8 +1,9 @@
 /*
- * bench_allreduce.c — ring all-reduce bandwidth on loopback against the machine's
- * memory-copy bandwidth.
+ * bench_allreduce.c — all-reduce bandwidth on loopback (the TCP ring) or in shared
+ * memory, against the machine's memory-copy bandwidth.
  *
  *   bench_allreduce [--ranks=2] [--sizes_mb=1,4,16,64] [--repeats=10] [--bf16]
+ *                   [--transport=tcp|shm]
  *
  * Forks --ranks processes that open a ring on loopback ports and time cl_allreduce on
  * float32 buffers of each size (median of --repeats calls after 3 warm-ups, each call
@@ -58,10 +59,10 @@ static double memcpy_gbps(size_t bytes, int repeats) {
 
 /* One rank: times every size; rank 0 writes the slowest-rank medians to `out`. */
 static int rank_main(int rank, int n, const cl_peer *peers, const int *sizes, int nsizes,
-                     int repeats, int precision, int out_fd) {
+                     int repeats, int precision, int transport, int out_fd) {
     char err[512];
     cl_ring *r = NULL;
-    if (cl_open(peers, n, rank, 30, 1, &r, err, sizeof err)) {
+    if (cl_open(peers, n, rank, 30, 1, transport, &r, err, sizeof err)) {
         fprintf(stderr, "rank %d: %s\n", rank, err);
         return 1;
     }
@@ -104,21 +105,27 @@ static int rank_main(int rank, int n, const cl_peer *peers, const int *sizes, in
 
 int main(int argc, char **argv) {
     int ranks = 2, repeats = 10, bf16 = 0;
-    const char *sizes_s = "1,4,16,64";
+    const char *sizes_s = "1,4,16,64", *transport_s = "tcp";
     const tn_flag flags[] = {
         {"ranks", TN_FLAG_INT, &ranks, "N", "processes in the ring (2..64)"},
         {"sizes_mb", TN_FLAG_STRING, &sizes_s, "LIST", "buffer sizes in MiB"},
         {"repeats", TN_FLAG_INT, &repeats, "N", "timed calls per size (median)"},
         {"bf16", TN_FLAG_BOOL, &bf16, NULL, "bf16 on the wire"},
+        {"transport", TN_FLAG_STRING, &transport_s, "tcp|shm",
+         "the TCP ring, or shared memory"},
     };
+    const size_t nflags = sizeof flags / sizeof flags[0];
     char err[512];
-    int rc = tn_flags_parse(flags, 4, argc, argv, NULL, 0, NULL, err, sizeof err);
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
     if (rc == 1) {
         printf("usage: bench_allreduce [--ranks=N] [--sizes_mb=1,4,16,64] [--repeats=N] "
-               "[--bf16]\n");
-        tn_flags_help(stdout, flags, 4);
+               "[--bf16] [--transport=tcp|shm]\n");
+        tn_flags_help(stdout, flags, nflags);
         return 0;
     }
+    int shm = transport_s && strcmp(transport_s, "shm") == 0;
+    if (!rc && !shm && strcmp(transport_s, "tcp") != 0)
+        rc = snprintf(err, sizeof err, "--transport must be tcp or shm, got '%s'", transport_s);
     if (rc || ranks < 2 || ranks > 64 || repeats < 1) {
         fprintf(stderr, "bench_allreduce: error: %s\n",
                 rc ? err : "--ranks must be 2..64 and --repeats >= 1");
@@ -150,7 +157,7 @@ int main(int argc, char **argv) {
         if (pids[i] == 0) {
             close(fds[0]);
             _exit(rank_main(i, ranks, peers, sizes, nsizes, repeats, bf16 ? CL_BF16 : CL_FP32,
-                            fds[1]));
+                            shm ? CL_SHM : CL_TCP, fds[1]));
         }
     }
     close(fds[1]);
@@ -166,10 +173,11 @@ int main(int argc, char **argv) {
         double bytes = (double)sizes[s] * (1u << 20);
         double alg = bytes / med / 1e9, bus = alg * 2.0 * (ranks - 1) / ranks;
         double mc = memcpy_gbps((size_t)bytes, 10);
-        printf("{\"framework\": \"tuner-ring\", \"ranks\": %d, \"precision\": \"%s\", \"mb\": %d, "
+        printf("{\"framework\": \"%s\", \"ranks\": %d, \"precision\": \"%s\", \"mb\": %d, "
                "\"seconds\": %.6f, \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f, "
                "\"memcpy_gbps\": %.3f}\n",
-               ranks, bf16 ? "bf16" : "fp32", sizes[s], med, alg, bus, mc);
+               shm ? "tuner-shm" : "tuner-ring", ranks, bf16 ? "bf16" : "fp32", sizes[s], med, alg,
+               bus, mc);
         fprintf(stderr, "%-5d MiB %12.3f %12.3f %12.3f %14.3f %10.2f\n", sizes[s], med * 1e3, alg,
                 bus, mc, bus / mc);
     }

@@ -5,15 +5,18 @@ In one run, on Fashion-MNIST (Debian's dataset-fashion-mnist), same model, same
 global batch (128), one compute thread per process:
 
   trainer x1   one replica, batch 128
-  trainer x2   multi_worker_mirrored, chief + worker on loopback, 64 each
+  trainer x2   multi_worker_mirrored, chief + worker, 64 each, the all-reduce in shared
+               memory (--allreduce_transport=auto picks it: both replicas on this host)
+  x2 tcp       the same over the TCP ring on loopback (--allreduce_transport=tcp), as
+               between hosts
   torch x1     bench/pytorch_train.py-style single process (bench/pytorch_ddp.py --procs 1)
   torch DDP x2 DistributedDataParallel, gloo, 2 processes (bench/pytorch_ddp.py --procs 2)
 
 The trainer's throughput is its reported examples_per_sec for the epoch (training
 steps only: the clock stops for evaluation and checkpoints), PyTorch's the timed steps
 of pytorch_ddp.py. Each configuration runs --repeats times; the median is kept. Also
-runs bench_allreduce (ring all-reduce bandwidth vs memcpy) and pytorch_ddp.py
---allreduce_bench (gloo). Prints tables; --markdown FILE writes them for docs/.
+runs bench_allreduce (all-reduce bandwidth of the TCP ring and of shared memory, vs
+memcpy) and pytorch_ddp.py --allreduce_bench (gloo). Prints tables; --markdown FILE writes them for docs/.
 
     /usr/bin/python3 bench/distributed.py --bin build/bin [--repeats 3] [--markdown F]
 """
@@ -56,11 +59,13 @@ def free_ports(n):
     return ports
 
 
-def trainer_eps(model, replicas):
+def trainer_eps(model, replicas, transport="auto"):
     """examples/s of one epoch of the trainer with `replicas` replicas (global batch 128)."""
     flags = [f"--model={model}", f"--max_train_examples={SETUP[model]['examples']}",
              "--max_eval_examples=1000", "--epochs=1", "--threads=1",
              "--global_batch_size=128"]
+    if replicas > 1:
+        flags.append(f"--allreduce_transport={transport}")
     if args.bucket_mb is not None:
         flags.append(f"--allreduce_bucket_mb={args.bucket_mb}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,14 +119,17 @@ def emit(s=""):
 
 emit("## Training throughput (examples/s, global batch 128, 1 thread per process)")
 emit()
-emit("| model | trainer x1 | trainer x2 | x2 / x1 | torch x1 | torch DDP x2 | trainer x2 / torch DDP x2 |")
-emit("|---|---:|---:|---:|---:|---:|---:|")
+emit("| model | trainer x1 | trainer x2 | x2 / x1 | x2 tcp | x2 tcp / x1 | torch x1 | torch DDP x2 "
+     "| x2 / DDP x2 | x2 tcp / DDP x2 |")
+emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for model in args.models.split(","):
     t1 = median_of(trainer_eps, model, 1)
     t2 = median_of(trainer_eps, model, 2)
+    tt = median_of(trainer_eps, model, 2, "tcp")
     p1 = median_of(torch_eps, model, 1)
     p2 = median_of(torch_eps, model, 2)
-    emit(f"| {model} | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f} | {p1:,.0f} | {p2:,.0f} | {t2 / p2:.2f} |")
+    emit(f"| {model} | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f} | {tt:,.0f} | {tt / t1:.2f} "
+         f"| {p1:,.0f} | {p2:,.0f} | {t2 / p2:.2f} | {tt / p2:.2f} |")
 
 if args.no_allreduce:
     if args.markdown:
@@ -133,20 +141,27 @@ emit("## All-reduce bandwidth, 2 processes on loopback (GB/s; memcpy: one core, 
 emit()
 ring = subprocess.run([os.path.join(args.bin, "bench_allreduce"), "--ranks=2",
                        "--sizes_mb=1,4,16,64"], capture_output=True, text=True)
+shm = subprocess.run([os.path.join(args.bin, "bench_allreduce"), "--ranks=2", "--transport=shm",
+                      "--sizes_mb=1,4,16,64"], capture_output=True, text=True)
 gloo = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "pytorch_ddp.py"),
                        "--allreduce_bench", "--sizes_mb", "1,4,16,64", "--procs", "2"],
                       capture_output=True, text=True)
-if ring.returncode or gloo.returncode:
-    sys.exit(f"distributed.py: all-reduce benchmarks failed: {ring.stderr} {gloo.stderr}")
+if ring.returncode or shm.returncode or gloo.returncode:
+    sys.exit(f"distributed.py: all-reduce benchmarks failed: {ring.stderr} {shm.stderr} "
+             f"{gloo.stderr}")
 ours = [json.loads(l) for l in ring.stdout.splitlines() if l.strip()]
+inmem = {r["mb"]: r for r in (json.loads(l) for l in shm.stdout.splitlines() if l.strip())}
 theirs = {r["mb"]: r for r in json.loads(gloo.stdout)["allreduce"]}
-emit("| size | ring ms | ring busbw | gloo ms | gloo busbw | ring / gloo | memcpy | ring busbw / memcpy |")
-emit("|---|---:|---:|---:|---:|---:|---:|---:|")
+emit("| size | ring ms | ring busbw | shm ms | shm busbw | gloo ms | gloo busbw | ring / gloo "
+     "| shm / gloo | memcpy | ring busbw / memcpy | shm busbw / memcpy |")
+emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in ours:
-    g = theirs.get(r["mb"])
+    g, m = theirs[r["mb"]], inmem[r["mb"]]
     emit(f"| {r['mb']} MiB | {r['seconds'] * 1e3:.2f} | {r['busbw_gbps']:.2f} | "
+         f"{m['seconds'] * 1e3:.2f} | {m['busbw_gbps']:.2f} | "
          f"{g['seconds'] * 1e3:.2f} | {g['busbw_gbps']:.2f} | {g['seconds'] / r['seconds']:.2f} | "
-         f"{r['memcpy_gbps']:.1f} | {r['busbw_gbps'] / r['memcpy_gbps']:.2f} |")
+         f"{g['seconds'] / m['seconds']:.2f} | {r['memcpy_gbps']:.1f} | "
+         f"{r['busbw_gbps'] / r['memcpy_gbps']:.2f} | {m['busbw_gbps'] / m['memcpy_gbps']:.2f} |")
 
 if args.markdown:
     with open(args.markdown, "w") as f:

@@ -1,5 +1,7 @@
 /*
- * collective.c — the TCP ring and its collectives (see collective.h).
+ * collective.c — the TCP ring and its collectives, and the choice of the all-reduce's
+ * transport: the ring, or shared memory (shm.c) when every rank is on one host (see
+ * collective.h).
  *
  * Each rank has two connections: `next` (it only sends on it) and `prev` (it only
  * receives). Every transfer goes through pump(), a poll() loop that sends to next and
@@ -25,12 +27,21 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "trainer/collective_internal.h"
 #include "trainer/net.h"
+#include "trainer/shm.h"
 
 #define HELLO_MAGIC "TNRING01"
 #define COLL_MAGIC 0x4c43544eu /* "TNCL" */
 
 enum { OP_ALLREDUCE = 1, OP_ALLREDUCE_BF16, OP_ALLREDUCE_F64, OP_BROADCAST };
+
+typedef struct coll_header {
+    uint32_t magic, op;
+    uint64_t seq_count; /* seq << 40 | element count (counts < 2^40) */
+} coll_header;
+
+_Static_assert(sizeof(coll_header) == 16, "the segment keeps 16-byte headers");
 
 struct cl_ring {
     int n, rank;
@@ -41,7 +52,10 @@ struct cl_ring {
     char prev_name[96];
     void *scratch;          /* receive (and bf16 send) buffers, grown on demand */
     size_t scratch_size;
-    uint64_t sent, received;
+    char (*names)[96];      /* (n) every rank's name and address, for messages */
+    sm_seg *shm;            /* the all-reduce's shared-memory segment, or NULL (TCP) */
+    coll_header shm_header; /* the shared-memory all-reduce under way */
+    char transport_note[512]; /* why the all-reduce uses the transport it uses */
 };
 
 typedef struct hello {
@@ -50,11 +64,6 @@ typedef struct hello {
     uint64_t hash;
 } hello;
 
-typedef struct coll_header {
-    uint32_t magic, op;
-    uint64_t seq_count; /* seq << 40 | element count (counts < 2^40) */
-} coll_header;
-
 uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
     const unsigned char *p = data;
     for (size_t i = 0; i < bytes; i++) {
@@ -62,19 +71,6 @@ uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
         h *= 0x100000001b3ull;
     }
     return h;
-}
-
-/* Round to nearest even, NaN kept quiet; branch-free so the loops vectorise. */
-static inline uint16_t bf16_round(uint32_t u) {
-    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
-}
-
-static inline float bf16_widen(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 uint16_t cl_to_bf16(float f) {
@@ -88,10 +84,9 @@ float cl_from_bf16(uint16_t h) { return bf16_widen(h); }
 int cl_rank(const cl_ring *r) { return r->rank; }
 int cl_size(const cl_ring *r) { return r->n; }
 
-void cl_traffic(const cl_ring *r, uint64_t *sent, uint64_t *received) {
-    *sent = r->sent;
-    *received = r->received;
-}
+int cl_transport(const cl_ring *r) { return r->shm ? CL_SHM : CL_TCP; }
+
+const char *cl_transport_note(const cl_ring *r) { return r->transport_note; }
 
 static void *scratch(cl_ring *r, size_t bytes) {
     if (bytes > r->scratch_size) {
@@ -155,8 +150,10 @@ static int check_hello(const hello *h, const cl_ring *r, int want_rank, uint64_t
     return 0;
 }
 
+static int open_shm(cl_ring *r, int transport, char *err, size_t errlen);
+
 int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
-            cl_ring **out, char *err, size_t errlen) {
+            int transport, cl_ring **out, char *err, size_t errlen) {
     if (n < 1 || rank < 0 || rank >= n)
         return tn_error(err, errlen, TN_EINVAL, "rank %d of %d is out of range", rank, n);
     cl_ring *r = tn_xmalloc(sizeof *r);
@@ -169,9 +166,12 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
         *out = r;
         return 0;
     }
+    r->names = tn_xmalloc((size_t)n * sizeof *r->names);
+    for (int q = 0; q < n; q++)
+        snprintf(r->names[q], sizeof r->names[q], "%s (%s)", peers[q].name, peers[q].addr);
     int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-    snprintf(r->next_name, sizeof r->next_name, "%s (%s)", peers[next].name, peers[next].addr);
-    snprintf(r->prev_name, sizeof r->prev_name, "%s (%s)", peers[prev].name, peers[prev].addr);
+    snprintf(r->next_name, sizeof r->next_name, "%s", r->names[next]);
+    snprintf(r->prev_name, sizeof r->prev_name, "%s", r->names[prev]);
     double deadline = nt_now() + r->timeout;
     int lfd = -1;
     hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .hash = config_hash};
@@ -234,6 +234,7 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
         }
     }
     if (lfd >= 0) close(lfd); /* a restarted peer must not reach a ring that is gone */
+    if (!rc) rc = open_shm(r, transport, err, errlen);
     if (rc) {
         cl_close(r);
         return rc;
@@ -246,6 +247,8 @@ void cl_close(cl_ring *r) {
     if (!r) return;
     if (r->next_fd >= 0) close(r->next_fd);
     if (r->prev_fd >= 0) close(r->prev_fd);
+    sm_close(r->shm);
+    free(r->names);
     free(r->scratch);
     free(r);
 }
@@ -288,7 +291,7 @@ static int pump(cl_ring *r, const wire_header *hdr, const void *send_buf, size_t
                               {.fd = got < rtotal ? r->prev_fd : -1, .events = POLLIN}};
         if (sent < can_send) p[0].events |= POLLOUT;
         int ms = (int)((deadline - nt_now()) * 1000);
-        int k = ms > 0 ? poll(p, 2, ms) : 0;
+        int k = ms > 0 ? nt_poll(p, 2, ms) : 0;
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) return tn_error(err, errlen, TN_EIO, "poll: %s", strerror(errno));
         if (k == 0)
@@ -312,7 +315,6 @@ static int pump(cl_ring *r, const wire_header *hdr, const void *send_buf, size_t
                                 strerror(errno));
             if (s > 0) {
                 sent += (size_t)s;
-                r->sent += (uint64_t)s;
                 deadline = nt_now() + r->timeout;
             }
         }
@@ -329,7 +331,6 @@ static int pump(cl_ring *r, const wire_header *hdr, const void *send_buf, size_t
                                 s == 0 ? closed_msg : strerror(errno));
             if (s > 0) {
                 got += (size_t)s;
-                r->received += (uint64_t)s;
                 deadline = nt_now() + r->timeout;
                 if (!checked && got >= hs) {
                     checked = 1;
@@ -353,19 +354,24 @@ static const char *op_name(uint32_t op) {
     }
 }
 
-static int check_header(cl_ring *r, const coll_header *mine, const coll_header *theirs,
-                        char *err, size_t errlen) {
+static int out_of_step(const char *who, const coll_header *mine, const coll_header *theirs,
+                       char *err, size_t errlen) {
     if (theirs->magic == COLL_MAGIC && theirs->op == mine->op &&
         theirs->seq_count == mine->seq_count)
         return 0;
     return tn_error(err, errlen, TN_EPEER,
                     "replicas out of step: %s is at collective #%llu (%s of %llu elements), "
                     "this replica at #%llu (%s of %llu)",
-                    r->prev_name, (unsigned long long)(theirs->seq_count >> 40),
+                    who, (unsigned long long)(theirs->seq_count >> 40),
                     op_name(theirs->op),
                     (unsigned long long)(theirs->seq_count & ((1ull << 40) - 1)),
                     (unsigned long long)(mine->seq_count >> 40), op_name(mine->op),
                     (unsigned long long)(mine->seq_count & ((1ull << 40) - 1)));
+}
+
+static int check_header(cl_ring *r, const coll_header *mine, const coll_header *theirs,
+                        char *err, size_t errlen) {
+    return out_of_step(r->prev_name, mine, theirs, err, errlen);
 }
 
 /* Every collective starts with a header (operation, sequence number, size) sent to
@@ -384,13 +390,6 @@ static int header(cl_ring *r, uint32_t op, uint64_t count, char *err, size_t err
     wire_header w;
     make_header(r, op, count, &mine, &theirs, &w);
     return pump(r, &w, NULL, 0, NULL, 0, 0, NULL, NULL, err, errlen);
-}
-
-/* Segment i of n elements split into r->n parts (sizes differ by at most one). */
-static void segment(size_t n, int parts, int i, size_t *off, size_t *len) {
-    size_t base = n / (size_t)parts, extra = n % (size_t)parts;
-    *off = (size_t)i * base + ((size_t)i < extra ? (size_t)i : extra);
-    *len = base + ((size_t)i < extra ? 1 : 0);
 }
 
 /* Reduction as bytes arrive: adds the complete elements received so far. */
@@ -415,21 +414,9 @@ static void reduce_progress(void *ctx, size_t received) {
     d->done = upto;
 }
 
-static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], sizeof u);
-        dst[i] = bf16_round(u);
-    }
-}
-
-int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, size_t errlen) {
-    if (r->n == 1 || n == 0) return 0;
-    int bf16 = precision == CL_BF16;
+static int ring_allreduce(cl_ring *r, const wire_header *w, float *buf, size_t n, int bf16,
+                          char *err, size_t errlen) {
     size_t esize = bf16 ? 2 : 4;
-    coll_header mine, theirs;
-    wire_header w;
-    make_header(r, bf16 ? OP_ALLREDUCE_BF16 : OP_ALLREDUCE, n, &mine, &theirs, &w);
     int rc = 0;
     size_t maxseg = n / (size_t)r->n + 1;
     /* scratch: receive buffer, then (bf16) the send buffer */
@@ -440,15 +427,15 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
     /* reduce-scatter: after step s, the segment received holds s + 2 ranks' sum */
     for (int s = 0; s < r->n - 1; s++) {
         size_t soff, slen, roff, rlen;
-        segment(n, r->n, (r->rank - s + r->n) % r->n, &soff, &slen);
-        segment(n, r->n, (r->rank - s - 1 + 2 * r->n) % r->n, &roff, &rlen);
+        split_part(n, r->n, (r->rank - s + r->n) % r->n, &soff, &slen);
+        split_part(n, r->n, (r->rank - s - 1 + 2 * r->n) % r->n, &roff, &rlen);
         const void *src = buf + soff;
         if (bf16) {
-            to_bf16(sbuf, buf + soff, slen);
+            bf16_pack(sbuf, buf + soff, slen);
             src = sbuf;
         }
         reducer d = {.dst = buf + roff, .src = rbuf, .bf16 = bf16};
-        rc = pump(r, s == 0 ? &w : NULL, src, slen * esize, rbuf, rlen * esize, 0,
+        rc = pump(r, s == 0 ? w : NULL, src, slen * esize, rbuf, rlen * esize, 0,
                   reduce_progress, &d, err, errlen);
         if (rc) return rc;
     }
@@ -456,16 +443,16 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
      * others will receive it, so that every rank ends with the same bits */
     if (bf16) {
         size_t off, len;
-        segment(n, r->n, (r->rank + 1) % r->n, &off, &len);
+        split_part(n, r->n, (r->rank + 1) % r->n, &off, &len);
         for (size_t i = 0; i < len; i++) buf[off + i] = bf16_widen(cl_to_bf16(buf[off + i]));
     }
     /* all-gather: pass the finished segments round */
     for (int s = 0; s < r->n - 1; s++) {
         size_t soff, slen, roff, rlen;
-        segment(n, r->n, (r->rank + 1 - s + r->n) % r->n, &soff, &slen);
-        segment(n, r->n, (r->rank - s + r->n) % r->n, &roff, &rlen);
+        split_part(n, r->n, (r->rank + 1 - s + r->n) % r->n, &soff, &slen);
+        split_part(n, r->n, (r->rank - s + r->n) % r->n, &roff, &rlen);
         if (bf16) {
-            to_bf16(sbuf, buf + soff, slen);
+            bf16_pack(sbuf, buf + soff, slen);
             rc = pump(r, NULL, sbuf, slen * 2, rbuf, rlen * 2, 0, NULL, NULL, err, errlen);
             const uint16_t *h = rbuf;
             for (size_t i = 0; !rc && i < rlen; i++) buf[roff + i] = bf16_widen(h[i]);
@@ -480,8 +467,7 @@ int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, siz
 
 /* For short vectors: every rank passes every rank's vector round the ring (n-1 steps),
  * then sums them in rank order, so the result is the same bits everywhere. */
-int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen) {
-    if (r->n == 1 || n == 0) return 0;
+static int ring_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen) {
     int rc = header(r, OP_ALLREDUCE_F64, n, err, errlen);
     if (rc) return rc;
     double *all = tn_xmalloc((size_t)r->n * n * sizeof(double));
@@ -501,12 +487,135 @@ int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen
     return rc;
 }
 
-int cl_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen) {
-    if (r->n == 1 || bytes == 0) return 0;
+static int ring_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen) {
     int rc = header(r, OP_BROADCAST, bytes, err, errlen);
     if (rc) return rc;
     if (r->rank == 0) return pump(r, NULL, buf, bytes, NULL, 0, 0, NULL, NULL, err, errlen);
     if (r->rank == r->n - 1)
         return pump(r, NULL, NULL, 0, buf, bytes, 0, NULL, NULL, err, errlen);
     return pump(r, NULL, buf, bytes, buf, bytes, 1, NULL, NULL, err, errlen);
+}
+
+/* ---- the shared-memory transport (shm.c), chosen over the ring ---- */
+
+/* While a rank waits in shared memory its sockets carry nothing: end of stream or an
+ * error means a neighbour exited, and data means it is at a collective over TCP. */
+static int shm_alive(void *ctx, char *err, size_t errlen) {
+    cl_ring *r = ctx;
+    struct pollfd p[2] = {{.fd = r->next_fd, .events = POLLRDHUP},
+                          {.fd = r->prev_fd, .events = POLLIN | POLLRDHUP}};
+    if (poll(p, 2, 0) <= 0) return 0;
+    if (p[0].revents & (POLLRDHUP | POLLERR | POLLHUP))
+        return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->next_name, closed_msg);
+    if (!p[1].revents) return 0;
+    coll_header theirs;
+    ssize_t k = recv(r->prev_fd, &theirs, sizeof theirs, MSG_PEEK | MSG_DONTWAIT);
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+        return tn_error(err, errlen, TN_EPEER, "lost %s: %s", r->prev_name,
+                        k == 0 ? closed_msg : strerror(errno));
+    return k == (ssize_t)sizeof theirs
+               ? out_of_step(r->prev_name, &r->shm_header, &theirs, err, errlen)
+               : 0;
+}
+
+static int shm_mismatch(void *ctx, int q, const void *mine, const void *theirs, char *err,
+                        size_t errlen) {
+    cl_ring *r = ctx;
+    coll_header a, b;
+    memcpy(&a, mine, sizeof a);
+    memcpy(&b, theirs, sizeof b);
+    return out_of_step(r->names[q], &a, &b, err, errlen);
+}
+
+/* What rank 0 offers along the ring once it is up. */
+typedef struct shm_offer {
+    char name[80];      /* the segment's file in sm_dir(); "" if there is none */
+    uint64_t cookie[2];
+    char why[256];      /* why there is none */
+} shm_offer;
+
+/* Picks the all-reduce's transport. Shared memory needs every rank on one host (and
+ * the same sm_dir()): rank 0 creates a segment and offers it, every other rank tries
+ * to map it, and a vote over the ring says whether all could. Otherwise TCP, and the
+ * note says why; with CL_SHM that is an error. */
+static int open_shm(cl_ring *r, int transport, char *err, size_t errlen) {
+    shm_offer offer;
+    memset(&offer, 0, sizeof offer);
+    sm_seg *seg = NULL;
+    char why[256] = "";
+    const char **names = tn_xmalloc((size_t)r->n * sizeof *names);
+    for (int q = 0; q < r->n; q++) names[q] = r->names[q];
+    if (r->rank == 0 && transport != CL_TCP &&
+        sm_create(r->n, names, offer.name, sizeof offer.name, offer.cookie, &seg, why,
+                  sizeof why)) {
+        offer.name[0] = '\0';
+        snprintf(offer.why, sizeof offer.why, "%s", why);
+    }
+    int rc = ring_broadcast(r, &offer, sizeof offer, err, errlen);
+    if (!rc && r->rank != 0 && transport != CL_TCP && offer.name[0])
+        sm_attach(offer.name, offer.cookie, r->n, r->rank, names, &seg, why, sizeof why);
+    double vote[2] = {seg != NULL, transport == CL_TCP}; /* mapped it; asked for TCP */
+    if (!rc) rc = ring_allreduce_f64(r, vote, 2, err, errlen);
+    if (r->rank == 0 && offer.name[0]) sm_unlink(offer.name); /* all have tried */
+    free(names);
+    if (!rc && vote[0] == r->n) {
+        r->shm = seg;
+        snprintf(r->transport_note, sizeof r->transport_note,
+                 "shared memory (every replica is on this host; segment in %s)", sm_dir());
+        return 0;
+    }
+    sm_close(seg);
+    if (rc) return rc;
+    if (vote[1] > 0)
+        snprintf(r->transport_note, sizeof r->transport_note, "TCP (as asked)");
+    else if (!offer.name[0])
+        snprintf(r->transport_note, sizeof r->transport_note,
+                 "TCP (%s could not create a shared-memory segment: %s)", r->names[0],
+                 offer.why);
+    else
+        snprintf(r->transport_note, sizeof r->transport_note,
+                 "TCP (%d of %d replicas could not map %s's shared-memory segment: they do "
+                 "not all share one host's %s%s%s)",
+                 r->n - (int)vote[0], r->n, r->names[0], sm_dir(), why[0] ? "; here: " : "",
+                 why);
+    if (transport == CL_SHM)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--allreduce_transport=shm is not possible: the all-reduce would use "
+                        "%s; hint: start every replica on one host, or use "
+                        "--allreduce_transport=auto",
+                        r->transport_note);
+    return 0;
+}
+
+/* A collective that failed leaves the ring unusable; peers waiting in shared memory
+ * are told at once rather than when they next look at the sockets. */
+static int failed(cl_ring *r, int rc, const char *err) {
+    if (rc && r->shm) sm_abort(r->shm, err && *err ? err : "a collective failed");
+    return rc;
+}
+
+int cl_allreduce(cl_ring *r, float *buf, size_t n, int precision, char *err, size_t errlen) {
+    if (r->n == 1 || n == 0) return 0;
+    int bf16 = precision == CL_BF16, rc;
+    coll_header mine, theirs;
+    wire_header w;
+    make_header(r, bf16 ? OP_ALLREDUCE_BF16 : OP_ALLREDUCE, n, &mine, &theirs, &w);
+    if (r->shm) {
+        r->shm_header = mine;
+        sm_hooks hooks = {shm_alive, shm_mismatch, r};
+        rc = sm_allreduce(r->shm, buf, n, bf16, &mine, r->timeout, &hooks, err, errlen);
+    } else {
+        rc = ring_allreduce(r, &w, buf, n, bf16, err, errlen);
+    }
+    return failed(r, rc, err);
+}
+
+int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen) {
+    if (r->n == 1 || n == 0) return 0;
+    return failed(r, ring_allreduce_f64(r, buf, n, err, errlen), err);
+}
+
+int cl_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen) {
+    if (r->n == 1 || bytes == 0) return 0;
+    return failed(r, ring_broadcast(r, buf, bytes, err, errlen), err);
 }

@@ -1,5 +1,6 @@
 /*
- * collective.h — collectives between the replicas of a multi-worker job, over TCP.
+ * collective.h — collectives between the replicas of a multi-worker job: a TCP ring,
+ * and shared memory for the all-reduce when every replica is on one host.
  *
  * The replicas (chief and workers of TF_CONFIG, in rank order) form a ring: each
  * listens on its own TF_CONFIG address, connects to the next rank and accepts the
@@ -13,6 +14,11 @@
  *                Optional bf16 on the wire (half the bytes; the sums stay float32,
  *                and every rank ends with the same bits).
  *   broadcast    from rank 0, pipelined along the ring in chunks.
+ *
+ * When every replica runs on the same host (rank 0's segment in /dev/shm can be
+ * mapped by all), the all-reduce sums in shared memory instead (shm.h): no byte goes
+ * through the kernel's TCP stack. The ring stays up for everything else and for
+ * noticing a lost peer. CL_AUTO picks shared memory where it can, TCP elsewhere.
  *
  * Every rank ends an all-reduce with identical bytes (each segment's sum is computed
  * once and then copied), so replicas that apply the same update stay identical.
@@ -35,6 +41,7 @@
 typedef struct cl_ring cl_ring;
 
 enum cl_precision { CL_FP32 = 0, CL_BF16 = 1 };
+enum cl_transport { CL_AUTO = 0, CL_TCP = 1, CL_SHM = 2 }; /* of the all-reduce */
 
 typedef struct cl_peer {
     const char *name; /* for messages: "chief 0", "worker 1" */
@@ -43,15 +50,22 @@ typedef struct cl_peer {
 
 /* Opens the ring of n peers as rank `rank`: listens on peers[rank].addr, connects to
  * the next rank and accepts the previous one, all within timeout seconds (refused
- * connections are retried). Peers must agree on n and on config_hash. On success
- * *out is yours to close with cl_close. Errors (TN_EIO, TN_EINVAL, TN_EMISMATCH)
- * name the peer: "timed out after 30 s waiting for worker 1 at localhost:41234". */
+ * connections are retried), then picks the all-reduce's transport (`transport`; with
+ * CL_SHM, replicas not all on one host are an error). Peers must agree on n and on
+ * config_hash. On success *out is yours to close with cl_close. Errors (TN_EIO,
+ * TN_EINVAL, TN_EMISMATCH, TN_EPEER) name the peer: "timed out after 30 s waiting
+ * for worker 1 at localhost:41234". */
 int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
-            cl_ring **out, char *err, size_t errlen);
+            int transport, cl_ring **out, char *err, size_t errlen);
 void cl_close(cl_ring *r);
 
 int cl_rank(const cl_ring *r);
 int cl_size(const cl_ring *r);
+
+/* The all-reduce's transport (CL_TCP or CL_SHM), and why, for the logs: "shared
+ * memory (...)" or "TCP (...)"; "" with one rank. Owned by the ring. */
+int cl_transport(const cl_ring *r);
+const char *cl_transport_note(const cl_ring *r);
 
 /* Sums buf (n floats) over all ranks, in place. With CL_BF16 the values travel as
  * bfloat16 (rounded to nearest even); the result is then the bf16-rounded sum, the
@@ -63,9 +77,6 @@ int cl_allreduce_f64(cl_ring *r, double *buf, size_t n, char *err, size_t errlen
 
 /* Copies rank 0's `bytes` bytes of buf to every other rank's buf. */
 int cl_broadcast(cl_ring *r, void *buf, size_t bytes, char *err, size_t errlen);
-
-/* Bytes sent and received so far (for benchmarks and logs). */
-void cl_traffic(const cl_ring *r, uint64_t *sent, uint64_t *received);
 
 /* float32 <-> bfloat16 (round to nearest even; NaN stays NaN). */
 uint16_t cl_to_bf16(float f);

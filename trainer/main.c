@@ -53,6 +53,8 @@ static const name_value shard_policies[] = {{"auto", TR_SHARD_AUTO}, {"data", TR
                                             {"file", TR_SHARD_FILE}, {"off", TR_SHARD_OFF},
                                             {NULL, 0}};
 static const name_value precisions[] = {{"fp32", CL_FP32}, {"bf16", CL_BF16}, {NULL, 0}};
+static const name_value transports[] = {
+    {"auto", CL_AUTO}, {"tcp", CL_TCP}, {"shm", CL_SHM}, {NULL, 0}};
 
 static int lookup(const char *flag, const char *s, const name_value *t, int *out, char *err,
                   size_t errlen) {
@@ -159,6 +161,11 @@ static int resolve_strategy(tr_config *c, const tf_config *tf, int type, int str
                         "--allreduce_precision=bf16 applies to multi_worker_mirrored (the "
                         "gradients on the wire), not %s",
                         name);
+    if (c->allreduce_transport != CL_AUTO && strategy != TR_MULTI_WORKER)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--allreduce_transport applies to multi_worker_mirrored (between "
+                        "replica processes), not %s",
+                        name);
     if (global_batch > 0 && type != TF_PS && type != TF_EVALUATOR) {
         if (global_batch % replicas)
             return tn_error(err, errlen, TN_EINVAL,
@@ -244,6 +251,7 @@ int main(int argc, char **argv) {
     int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
     int64_t max_train = 0, max_eval = 0;
     const char *strategy = "auto", *shard_policy = "auto", *precision = "fp32";
+    const char *transport = "auto";
     int global_batch = 0, devices = 1;
     double peer_timeout = 60, bucket_mb = 0.25;
 
@@ -306,6 +314,9 @@ int main(int argc, char **argv) {
          "auto|data|file|off: how replicas split the training examples (auto: data)"},
         {"allreduce_precision", TN_FLAG_STRING, &precision, "fp32|bf16",
          "multi_worker_mirrored: precision of the gradients on the wire"},
+        {"allreduce_transport", TN_FLAG_STRING, &transport, "auto|tcp|shm",
+         "multi_worker_mirrored: how the gradients travel (auto: shared memory when every "
+         "replica is on this host, else the TCP ring)"},
         {"allreduce_bucket_mb", TN_FLAG_DOUBLE, &bucket_mb, "MB",
          "multi_worker_mirrored: all-reduce buckets of at least this size, sent while the "
          "backward pass goes on (0: one all-reduce after it)"},
@@ -327,10 +338,12 @@ int main(int argc, char **argv) {
     if (!rc) rc = lookup("activation", activation, activations, &act, err, sizeof err);
     if (!rc) rc = lookup("optimizer", optimizer, optimizers, &opt, err, sizeof err);
     if (!rc) rc = lookup("lr_schedule", schedule, schedules, &sched, err, sizeof err);
-    int strat = 0, shard = 0, prec = 0;
+    int strat = 0, shard = 0, prec = 0, trans = 0;
     if (!rc) rc = lookup("strategy", strategy, strategies, &strat, err, sizeof err);
     if (!rc) rc = lookup("shard_policy", shard_policy, shard_policies, &shard, err, sizeof err);
     if (!rc) rc = lookup("allreduce_precision", precision, precisions, &prec, err, sizeof err);
+    if (!rc) rc = lookup("allreduce_transport", transport, transports, &trans, err, sizeof err);
+    c.allreduce_transport = trans;
     if (!rc && !(peer_timeout > 0 && peer_timeout <= 86400))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--peer_timeout must be in (0, 86400] seconds");
     if (!rc && !(bucket_mb >= 0 && bucket_mb <= 4096))

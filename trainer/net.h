@@ -11,6 +11,18 @@
 /* Seconds on the monotonic clock. */
 double nt_now(void);
 
+/* How long a collective waiting for a peer stays awake (yielding its core to any
+ * other thread) before it sleeps in the kernel. A sleeping core takes tens to
+ * hundreds of microseconds to wake (an interrupt, longer still in a virtual machine),
+ * and a synchronous step waits for its peers several times: sleeping at once cost
+ * the ring a third of its 1 MiB all-reduce time here (docs/distributed.md). */
+#define NT_AWAKE_S 1e-3
+
+/* poll(2) that first polls without sleeping for up to NT_AWAKE_S (sched_yield
+ * between tries), then sleeps for the rest of timeout_ms. Returns as poll does. */
+struct pollfd;
+int nt_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms);
+
 /* Listens on addr ("host:port", IPv6 "[addr]:port") with SO_REUSEADDR (a restarted
  * replica gets its port back at once); the socket is non-blocking and close-on-exec.
  * `what` says whose address it is, for the error ("this replica's TF_CONFIG

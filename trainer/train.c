@@ -473,7 +473,8 @@ static uint64_t config_hash(const run *r, const opt_config *oc) {
     config_encode(&r->model->cfg, cfg);
     uint64_t h = cl_hash(CL_HASH_INIT, cfg, sizeof cfg);
     int64_t v[] = {r->train.n, r->eval.n, c->batch_size, c->epochs, (int64_t)c->seed,
-                   r->shard, c->strategy, c->allreduce_precision, r->world, oc->kind,
+                   r->shard, c->strategy, c->allreduce_precision, c->allreduce_transport,
+                   r->world, oc->kind,
                    oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps};
     double d[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
                   oc->beta2, oc->epsilon, oc->decay_rate, c->bucket_mb};
@@ -502,8 +503,11 @@ static int open_ring(run *r, uint64_t hash, char *err, size_t errlen) {
     fprintf(r->out, "multi-worker: replica %d of %d (%s), waiting for the others\n", r->rank,
             r->world, names[r->rank]);
     fflush(r->out);
-    int rc = cl_open(peers, r->world, r->rank, r->c->peer_timeout, hash, &r->ring, err, errlen);
-    if (!rc) fprintf(r->out, "multi-worker: all %d replicas connected\n", r->world);
+    int rc = cl_open(peers, r->world, r->rank, r->c->peer_timeout, hash,
+                     r->c->allreduce_transport, &r->ring, err, errlen);
+    if (!rc)
+        fprintf(r->out, "multi-worker: all %d replicas connected; all-reduce over %s\n",
+                r->world, cl_transport_note(r->ring));
     free(peers);
     free(names);
     return rc;

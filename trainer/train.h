@@ -48,6 +48,7 @@ typedef struct tr_config {
     int strategy;               /* enum tr_strategy, resolved (not TR_AUTO) */
     int shard_policy;           /* enum tr_shard */
     int allreduce_precision;    /* CL_FP32 or CL_BF16 (collective.h) */
+    int allreduce_transport;    /* CL_AUTO, CL_TCP or CL_SHM (collective.h) */
     double peer_timeout;        /* seconds a peer may be missing or silent */
     double bucket_mb;           /* multi-worker: all-reduce buckets of at least this
                                    many MiB, overlapped with backward (0: one bucket) */

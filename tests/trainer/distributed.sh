@@ -6,8 +6,10 @@
 #
 # Multi-worker mirrored: chief + 1 and chief + 2 workers follow the loss curve of one
 # replica with the same global batch (tolerance 2e-3 on every reported loss: only
-# the order of float additions differs) and end with bit-identical parameters; bf16
-# all-reduce keeps replicas identical; a killed worker makes the chief exit within
+# the order of float additions differs) and end with bit-identical parameters, with
+# the all-reduce in shared memory (replicas on one host) and over the TCP ring (asked
+# for, or because one replica cannot map the chief's segment, as on another host);
+# bf16 all-reduce keeps replicas identical; a killed worker makes the chief exit within
 # seconds naming it, and a re-run resumes from the chief's checkpoint. Parameter
 # server: chief + worker + 2 ps train to useful accuracy and report staleness. An
 # evaluator reports eval metrics for the chief's checkpoints and exits after the last.
@@ -78,6 +80,7 @@ for n in 2 3; do
   for pid in "${pids[@]}"; do wait "$pid" || rcs=$((rcs + 1)); done
   check mw${n}_all_exit0 test $rcs -eq 0
   check mw${n}_batch_split grep -q "batch $((60 / n)) per replica" mw$n-chief.log
+  check mw${n}_shared_memory grep -q "all-reduce over shared memory" mw$n-chief.log
   curve mw$n-chief.log >mw$n.curve
   d=$(curve_diff single.curve mw$n.curve)
   check mw${n}_same_curve_as_one_replica le "$d" 2e-3
@@ -129,7 +132,10 @@ check mirrored_resumes grep -q "resumed from mstop/checkpoints" mstop2.log
 
 # --- bf16 all-reduce, and the other shard policies: replicas stay identical -----------
 for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off --shard_policy=off" \
-               "buckets --allreduce_bucket_mb=0.001" "onebucket --allreduce_bucket_mb=0"; do
+               "buckets --allreduce_bucket_mb=0.001" "onebucket --allreduce_bucket_mb=0" \
+               "tcp --allreduce_transport=tcp" \
+               "tcpbf16 --allreduce_transport=tcp --allreduce_precision=bf16" \
+               "tcpbuckets --allreduce_transport=tcp --allreduce_bucket_mb=0.001"; do
   read -r name flag <<<"$variant"
   read -r -a p <<<"$(ports 2)"
   cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
@@ -148,12 +154,45 @@ for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off
 done
 check buckets_overlapped grep -q "in 2 buckets, overlapped with the backward pass" buckets-chief.log
 check onebucket_not_overlapped grep -q "in 1 bucket$" onebucket-chief.log
-for v in buckets onebucket; do
+check tcp_as_asked grep -q "all-reduce over TCP (as asked)" tcp-chief.log
+for v in buckets onebucket tcp tcpbuckets; do
   curve $v-chief.log >$v.curve
   check ${v}_same_curve le "$(curve_diff mw2.curve $v.curve)" 2e-3
 done
-curve bf16-chief.log >bf16.curve
-check bf16_close_to_fp32 le "$(curve_diff mw2.curve bf16.curve)" 5e-2
+for v in bf16 tcpbf16; do
+  curve $v-chief.log >$v.curve
+  check ${v}_close_to_fp32 le "$(curve_diff mw2.curve $v.curve)" 5e-2
+done
+
+# --- a replica that cannot map the chief's segment (another host, or another /dev/shm)
+# makes auto fall back to TCP, saying why; --allreduce_transport=shm refuses --------
+mkdir -p othershm
+for mode in auto shm; do
+  read -r -a p <<<"$(ports 2)"
+  cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+  TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 \
+    --allreduce_transport=$mode --job-dir=apart$mode >apart$mode-chief.log 2>&1 &
+  c=$!
+  TF_CONFIG="$(tfconfig "$cluster" worker 0)" TRAINER_SHM_DIR="$WORK/othershm" "$TRAINER" \
+    "${SMALL[@]}" --batch_size=30 --allreduce_transport=$mode --job-dir=apart$mode \
+    >apart$mode-worker.log 2>&1
+  w=$?
+  wait $c
+  cr=$?
+  if [ $mode = auto ]; then
+    check apart_auto_exit0 test $cr -eq 0 -a $w -eq 0
+    check apart_auto_says_why grep -q "all-reduce over TCP (1 of 2 replicas could not map chief 0" apart$mode-chief.log
+    check apart_auto_names_cause grep -q "cannot open $WORK/othershm/trainer-allreduce-" apart$mode-worker.log
+    fp=$(fingerprint apartauto-chief.log)
+    check apart_auto_identical test -n "$fp" -a "$fp" = "$(fingerprint apartauto-worker.log)"
+    curve apartauto-chief.log >apartauto.curve
+    check apart_auto_same_curve le "$(curve_diff mw2.curve apartauto.curve)" 2e-3
+  else
+    check apart_shm_exit2 test $cr -eq 2 -a $w -eq 2
+    check apart_shm_says_why grep -q "allreduce_transport=shm is not possible" apart$mode-chief.log
+  fi
+done
+check apart_no_segment_left test -z "$(ls othershm)"
 
 # --- a killed worker: the chief notices within seconds; a re-run resumes -------------
 read -r -a p <<<"$(ports 2)"
@@ -183,6 +222,25 @@ check kill_rerun_chief_resumes grep -q "resumed from kill/checkpoints/ckpt-" kil
 check kill_rerun_worker_resumes grep -q "resumed from the chief's state" kill2-worker.log
 fp=$(fingerprint kill2-chief.log)
 check kill_rerun_identical test -n "$fp" -a "$fp" = "$(fingerprint kill2-worker.log)"
+
+# the same over TCP: the chief's socket reports the loss at once
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --allreduce_transport=tcp \
+  --job-dir=killtcp >killtcp-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --allreduce_transport=tcp \
+  --job-dir=killtcp >killtcp-worker.log 2>&1 &
+w=$!
+for _ in $(seq 200); do [ -e killtcp/checkpoints ] && break; sleep 0.05; done
+kill -9 $w
+t0=$(date +%s.%N)
+wait $c
+rc=$?
+took=$(python3 -c "print($(date +%s.%N) - $t0)")
+check killtcp_chief_exits_nonzero test $rc -eq 1
+check killtcp_chief_notices_in_seconds le "$took" 5
+check killtcp_chief_names_worker grep -q "lost worker 0 (localhost:${p[1]})" killtcp-chief.log
 
 # --- a peer that never comes is named -------------------------------------------------
 read -r -a p <<<"$(ports 2)"
@@ -270,6 +328,8 @@ expect_usage ps_needs_ps_tasks "needs ps tasks" \
   env TF_CONFIG="$(tfconfig "$two" chief 0)" "$TRAINER" "${SMALL[@]}" --strategy=parameter_server
 expect_usage bf16_needs_allreduce "bf16 applies to" "$TRAINER" "${SMALL[@]}" --allreduce_precision=bf16
 expect_usage bad_strategy "must be one of" "$TRAINER" --strategy=horovod
+expect_usage bad_transport "must be one of" "$TRAINER" --allreduce_transport=udp
+expect_usage transport_needs_multi_worker "allreduce_transport applies to" "$TRAINER" "${SMALL[@]}" --allreduce_transport=shm
 expect_usage bad_bucket "allreduce_bucket_mb must be" "$TRAINER" --allreduce_bucket_mb=-1
 expect_usage bad_peer_timeout "peer_timeout must be" "$TRAINER" --peer_timeout=0
 expect_usage devices_need_in_process "--devices applies to" "$TRAINER" "${SMALL[@]}" --strategy=one_device --devices=2

@@ -1,9 +1,11 @@
 /*
- * test_collective.c — the TCP ring on loopback: each rank runs in its own thread with
- * its own ring, as separate processes would. Sums are checked against sums computed
- * here, ranks against each other bit for bit, and the failure paths (a peer that
- * never comes, one that dies mid-collective, one with other flags, one out of step)
- * against the messages users will read.
+ * test_collective.c — the collectives on loopback: each rank runs in its own thread
+ * with its own ring, as separate processes would, and every ring test runs twice: with
+ * the all-reduce over TCP and over shared memory. Sums are checked against sums
+ * computed here, ranks against each other bit for bit, and the failure paths (a peer
+ * that never comes, one that dies mid-collective, one that goes silent, one with other
+ * flags, one out of step, no usable /dev/shm) against the messages users will read.
+ * Segments go to a private $TRAINER_SHM_DIR, which must be empty at the end.
  */
 #include <math.h>
 #include <netinet/in.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,8 +25,11 @@
 #include "trainer/bucket.h"
 #include "trainer/collective.h"
 #include "trainer/net.h"
+#include "trainer/shm.h"
 
 #define MAXR 5
+
+static int g_transport = CL_TCP; /* the all-reduce transport the ring tests run over */
 
 typedef struct rank_job {
     int n, rank;
@@ -37,10 +43,12 @@ typedef struct rank_job {
     char err[512];
     double failed_after; /* seconds from start to the failure */
     int nbuckets;
+    int transport;       /* the all-reduce's, as opened */
+    char note[512];
 } rank_job;
 
 enum { SC_ALLREDUCE, SC_BF16, SC_BROADCAST, SC_F64, SC_DIE, SC_OUT_OF_STEP, SC_MANY, SC_BUCKETS,
-       SC_BUCKETS_DIE };
+       SC_BUCKETS_DIE, SC_SILENT };
 
 static float value(int rank, size_t i) { return (float)((int)(i % 97) - 48) * 0.25f + (float)rank; }
 
@@ -48,11 +56,14 @@ static void *run_rank(void *arg) {
     rank_job *j = arg;
     double t0 = nt_now();
     cl_ring *r = NULL;
-    j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, &r, j->err, sizeof j->err);
+    j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, g_transport, &r, j->err,
+                    sizeof j->err);
     if (j->rc) {
         j->failed_after = nt_now() - t0;
         return NULL;
     }
+    j->transport = cl_transport(r);
+    snprintf(j->note, sizeof j->note, "%s", cl_transport_note(r));
     switch (j->scenario) {
     case SC_ALLREDUCE:
         j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
@@ -102,6 +113,11 @@ static void *run_rank(void *arg) {
         bk_free(b);
         break;
     }
+    case SC_SILENT: /* every rank but 0 stalls past the timeout before its all-reduce */
+        if (j->rank) nanosleep(&(struct timespec){2, 500000000}, NULL);
+        t0 = nt_now();
+        j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
+        break;
     case SC_MANY: /* many small collectives in a row stay in step */
         for (int k = 0; k < 200 && !j->rc; k++)
             j->rc = cl_allreduce(r, j->buf, j->count, CL_FP32, j->err, sizeof j->err);
@@ -152,7 +168,7 @@ static void teardown(ring_test *t) {
 }
 
 static void test_allreduce_sums_and_agrees(void) {
-    const size_t counts[] = {1, 2, 3, 7, 1000, 262147};
+    const size_t counts[] = {1, 2, 3, 7, 1000, 262147, 1300001}; /* the last: 3 chunks */
     for (int n = 2; n <= 4; n++)
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
             ring_test t;
@@ -163,6 +179,8 @@ static void test_allreduce_sums_and_agrees(void) {
             for (int i = 0; i < n; i++) {
                 CHECK_MSG(t.job[i].rc == 0, "n=%d count=%zu rank %d: %s", n, counts[c], i,
                           t.job[i].err);
+                CHECK_MSG(t.job[i].transport == g_transport, "rank %d: all-reduce over %s", i,
+                          t.job[i].note);
                 for (size_t k = 0; k < counts[c]; k++) {
                     double want = 0;
                     for (int q = 0; q < n; q++) want += value(q, k);
@@ -259,22 +277,41 @@ static void test_missing_peer_is_named(void) {
 }
 
 static void test_dead_peer_noticed_at_once(void) {
-    ring_test t;
-    setup(&t, 3, SC_DIE, 100000, 30); /* the timeout is long: only EOF can be this fast */
-    start(&t, 3);
-    finish(&t, 3);
-    for (int i = 0; i < 2; i++) {
-        CHECK_MSG(t.job[i].rc == TN_EPEER, "rank %d: rc %d: %s", i, t.job[i].rc, t.job[i].err);
-        CHECK_MSG(t.job[i].failed_after < 3, "rank %d took %.1f s to notice", i,
-                  t.job[i].failed_after);
+    for (int n = 3; n <= 4; n++) {
+        ring_test t;
+        setup(&t, n, SC_DIE, 100000, 30); /* the timeout is long: only EOF can be this fast */
+        start(&t, n);
+        finish(&t, n);
+        int named = 0;
+        for (int i = 0; i < n - 1; i++) {
+            CHECK_MSG(t.job[i].rc == TN_EPEER, "n=%d rank %d: rc %d: %s", n, i, t.job[i].rc,
+                      t.job[i].err);
+            CHECK_MSG(t.job[i].failed_after < 3, "n=%d rank %d took %.1f s to notice", n, i,
+                      t.job[i].failed_after);
+            /* whoever notices first gives up, and the others may notice that first:
+             * every message names a lost peer, and one at least the dead one */
+            CHECK_STR_CONTAINS(t.job[i].err, "lost ");
+            char dead[32];
+            snprintf(dead, sizeof dead, "lost worker %d", n - 2);
+            named |= strstr(t.job[i].err, dead) != NULL;
+        }
+        CHECK_MSG(named, "n=%d: no survivor names the dead rank ('%s')", n, t.job[0].err);
+        teardown(&t);
     }
-    /* both survivors are neighbours of the dead rank; whichever notices first exits,
-     * and the other may then notice that exit first: every message names a lost peer,
-     * and at least one names the dead one */
-    CHECK_STR_CONTAINS(t.job[0].err, "lost ");
-    CHECK_STR_CONTAINS(t.job[1].err, "lost ");
-    CHECK_MSG(strstr(t.job[0].err, "lost worker 1") || strstr(t.job[1].err, "lost worker 1"),
-              "'%s' / '%s'", t.job[0].err, t.job[1].err);
+}
+
+static void test_silent_peer_given_up(void) {
+    ring_test t;
+    setup(&t, 2, SC_SILENT, 1000, 1.0);
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK_MSG(t.job[0].rc == TN_EPEER, "rc %d: %s", t.job[0].rc, t.job[0].err);
+    CHECK_STR_CONTAINS(t.job[0].err, "no progress for 1 s: worker 0");
+    CHECK_STR_CONTAINS(t.job[0].err, "--peer_timeout");
+    CHECK_MSG(t.job[0].failed_after > 0.9 && t.job[0].failed_after < 2.4,
+              "gave up after %.2f s", t.job[0].failed_after);
+    /* the late rank finds rank 0 gone rather than waiting for it */
+    CHECK_MSG(t.job[1].rc == TN_EPEER, "late rank: rc %d: %s", t.job[1].rc, t.job[1].err);
     teardown(&t);
 }
 
@@ -305,13 +342,13 @@ static void test_single_rank_is_a_no_op(void) {
     cl_peer p = {"chief 0", "localhost:1"}; /* never bound with one rank */
     cl_ring *r = NULL;
     char err[256];
-    CHECK_INT_EQ(cl_open(&p, 1, 0, 1, 0, &r, err, sizeof err), 0);
+    CHECK_INT_EQ(cl_open(&p, 1, 0, 1, 0, CL_AUTO, &r, err, sizeof err), 0);
     float x[3] = {1, 2, 3};
     CHECK_INT_EQ(cl_allreduce(r, x, 3, CL_BF16, err, sizeof err), 0);
     CHECK(x[0] == 1 && x[1] == 2 && x[2] == 3);
     CHECK_INT_EQ(cl_size(r), 1);
     cl_close(r);
-    CHECK_INT_EQ(cl_open(&p, 2, 2, 1, 0, &r, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(cl_open(&p, 2, 2, 1, 0, CL_AUTO, &r, err, sizeof err), TN_EINVAL);
 }
 
 static void test_buckets_sum_every_bucket(void) {
@@ -346,18 +383,115 @@ static void test_buckets_lost_peer(void) {
     teardown(&t);
 }
 
-int main(void) {
-    RUN(test_bf16_rounding);
-    RUN(test_single_rank_is_a_no_op);
+/* Replicas in one process share /dev/shm: CL_AUTO takes shared memory, and says so. */
+static void test_auto_takes_shared_memory(void) {
+    int saved = g_transport;
+    g_transport = CL_AUTO;
+    ring_test t;
+    setup(&t, 3, SC_ALLREDUCE, 5000, 20);
+    start(&t, 3);
+    finish(&t, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+        CHECK_INT_EQ(t.job[i].transport, CL_SHM);
+        CHECK_STR_CONTAINS(t.job[i].note, "shared memory");
+    }
+    teardown(&t);
+    g_transport = saved;
+}
+
+/* No usable segment directory: auto falls back to TCP and says why; shm refuses. */
+static void test_no_shared_memory(void) {
+    const char *dir = getenv("TRAINER_SHM_DIR");
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", dir);
+    setenv("TRAINER_SHM_DIR", "/nonexistent/trainer-shm", 1);
+    const int modes[] = {CL_AUTO, CL_SHM};
+    for (int m = 0; m < 2; m++) {
+        g_transport = modes[m];
+        ring_test t;
+        setup(&t, 2, SC_ALLREDUCE, 1000, 20);
+        start(&t, 2);
+        finish(&t, 2);
+        for (int i = 0; i < 2; i++) {
+            if (modes[m] == CL_AUTO) {
+                CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+                CHECK_INT_EQ(t.job[i].transport, CL_TCP);
+                CHECK_STR_CONTAINS(t.job[i].note, "could not create a shared-memory segment");
+                CHECK_STR_CONTAINS(t.job[i].note, "/nonexistent/trainer-shm");
+                CHECK_NEAR(t.job[i].buf[5], value(0, 5) + value(1, 5), 1e-6, 0);
+            } else {
+                CHECK_INT_EQ(t.job[i].rc, TN_EINVAL);
+                CHECK_STR_CONTAINS(t.job[i].err, "--allreduce_transport=shm is not possible");
+                CHECK_STR_CONTAINS(t.job[i].err, "hint:");
+            }
+        }
+        teardown(&t);
+    }
+    setenv("TRAINER_SHM_DIR", saved, 1);
+    g_transport = CL_TCP;
+}
+
+/* A segment is only taken for the one offered: right name, ranks and cookie. */
+static void test_segment_checks(void) {
+    const char *names[] = {"chief 0", "worker 0"};
+    char name[96], err[512];
+    uint64_t cookie[2];
+    sm_seg *a = NULL, *b = NULL;
+    CHECK_INT_EQ(sm_create(2, names, name, sizeof name, cookie, &a, err, sizeof err), 0);
+    uint64_t wrong[2] = {cookie[0], cookie[1] ^ 1};
+    CHECK_INT_EQ(sm_attach(name, wrong, 2, 1, names, &b, err, sizeof err), TN_EMISMATCH);
+    CHECK_STR_CONTAINS(err, "is not the chief's segment");
+    CHECK_INT_EQ(sm_attach(name, cookie, 3, 1, names, &b, err, sizeof err), TN_EMISMATCH);
+    CHECK_INT_EQ(sm_attach(name, cookie, 2, 1, names, &b, err, sizeof err), 0);
+    sm_unlink(name);
+    CHECK_INT_EQ(sm_attach(name, cookie, 2, 1, names, &b, err, sizeof err), TN_EIO);
+    CHECK_STR_CONTAINS(err, "cannot open");
+    /* a peer that gave up is named, with its reason, by whoever waits for it */
+    sm_abort(b, "lost worker 7 (somewhere)");
+    sm_hooks hooks = {NULL, NULL, NULL};
+    float x[4] = {1, 2, 3, 4};
+    unsigned char header[16] = {1};
+    CHECK_INT_EQ(sm_allreduce(a, x, 4, 0, header, 5, &hooks, err, sizeof err), TN_EPEER);
+    CHECK_STR_CONTAINS(err, "worker 0 gave up: lost worker 7 (somewhere)");
+    sm_close(a);
+    sm_close(b);
+    sm_close(NULL);
+}
+
+static void run_ring_tests(int transport) {
+    g_transport = transport;
+    fprintf(stderr, "-- all-reduce over %s\n", transport == CL_SHM ? "shared memory" : "TCP");
     RUN(test_allreduce_sums_and_agrees);
     RUN(test_bf16_identical_and_close);
     RUN(test_broadcast_and_f64);
     RUN(test_many_small_collectives);
     RUN(test_missing_peer_is_named);
     RUN(test_dead_peer_noticed_at_once);
+    RUN(test_silent_peer_given_up);
     RUN(test_config_mismatch);
     RUN(test_out_of_step);
     RUN(test_buckets_sum_every_bucket);
     RUN(test_buckets_lost_peer);
+}
+
+int main(void) {
+    char dir[] = "/tmp/test-collective-shm-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    setenv("TRAINER_SHM_DIR", dir, 1);
+    RUN(test_bf16_rounding);
+    RUN(test_single_rank_is_a_no_op);
+    RUN(test_segment_checks);
+    run_ring_tests(CL_TCP);
+    run_ring_tests(CL_SHM);
+    RUN(test_auto_takes_shared_memory);
+    RUN(test_no_shared_memory);
+    /* every segment was unlinked once all its ranks had it */
+    DIR *d = opendir(dir);
+    int left = 0;
+    for (struct dirent *e; d && (e = readdir(d));) left += e->d_name[0] != '.';
+    if (d) closedir(d);
+    CHECK_MSG(left == 0, "%d segment files left in %s", left, dir);
+    rmdir(dir);
     return check_summary();
 }
