@@ -85,6 +85,17 @@ void nt_tune(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* A connect to a local port nobody listens on can pick that very port as its own
+ * source port and connect to itself (TCP simultaneous open): the replica would then
+ * talk to itself while its real peer waits in vain. Such a socket counts as refused. */
+static int connected_to_itself(int fd) {
+    struct sockaddr_storage a, b;
+    socklen_t la = sizeof a, lb = sizeof b;
+    if (getsockname(fd, (struct sockaddr *)&a, &la) || getpeername(fd, (struct sockaddr *)&b, &lb))
+        return 0;
+    return la == lb && memcmp(&a, &b, la) == 0;
+}
+
 int nt_connect(const char *addr, const char *who, double deadline, double timeout, int *out,
                char *err, size_t errlen) {
     struct addrinfo *ai = NULL;
@@ -109,6 +120,7 @@ int nt_connect(const char *addr, const char *who, double deadline, double timeou
                     e = ETIMEDOUT;
                 }
             }
+            if (e == 0 && connected_to_itself(fd)) e = ECONNREFUSED;
             if (e == 0) {
                 freeaddrinfo(ai);
                 fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
