@@ -15,7 +15,7 @@ double nt_now(void);
  * other thread) before it sleeps in the kernel. A sleeping core takes tens to
  * hundreds of microseconds to wake (an interrupt, longer still in a virtual machine),
  * and a synchronous step waits for its peers several times: sleeping at once cost
- * the ring a third of its 1 MiB all-reduce time here (docs/distributed.md). */
+ * the ring a sixth of its 1 MiB all-reduce time here (docs/distributed.md). */
 #define NT_AWAKE_S 1e-3
 
 /* poll(2) that first polls without sleeping for up to NT_AWAKE_S (sched_yield
