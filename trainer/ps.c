@@ -14,14 +14,15 @@
  *
  *   request  a            b            c              payload        reply a, b, c; payload
  *   HELLO    config hash  p            count<<32|i    -              initialised, version, P
- *   INIT     P            total_steps  t              params m [v]   version
+ *   INIT     P            total_steps  t              opt params m [v] version
  *   PULL     -            -            -              -              version, -, n; params
  *   PUSH     -            -            -              grads          version, staleness
  *   FETCH    -            -            -              -              t, version, n; params m [v]
  *   DONE     -            -            -              -              -
  *
  * [v] travels when the header's flags carry F_HAS_V (INIT: the chief sends it; FETCH:
- * the chief wants it). A reply's status is OK, FINISHED (a pull after the chief's
+ * the chief wants it). opt is the chief's optimiser (OPT_FIELDS 64-bit words, see
+ * opt_encode), which the ps checks against the one it was started with. A reply's status is OK, FINISHED (a pull after the chief's
  * DONE; a = version), WAITING (sent every KEEPALIVE_S while a pull waits for INIT, so
  * the client's timeout only fires on a silent ps; the client skips it) or ERROR
  * (a = text length, b = -code, then the text, which names the ps). The version of a
@@ -71,6 +72,34 @@ typedef struct msg_header {
 } msg_header;
 
 _Static_assert(sizeof(msg_header) == 32, "the header is 32 bytes on the wire");
+
+/* The optimiser settings the ps and the chief must share, in wire order (the job's
+ * length, total_steps, travels in the header). */
+#define OPT_FIELDS 11
+static const char *const opt_field_names[OPT_FIELDS] = {
+    "optimizer",  "learning_rate", "momentum",      "weight_decay", "beta1",      "beta2",
+    "epsilon",    "lr_schedule",   "warmup_steps",  "decay_rate",   "decay_steps"};
+
+static void opt_encode(const opt_config *o, uint64_t w[OPT_FIELDS]) {
+    const double d[] = {o->learning_rate, o->momentum, o->weight_decay, o->beta1,
+                        o->beta2,         o->epsilon,  o->decay_rate};
+    w[0] = (uint64_t)o->kind;
+    for (int i = 0; i < 6; i++) memcpy(&w[1 + i], &d[i], sizeof d[i]);
+    w[7] = (uint64_t)o->schedule;
+    w[8] = (uint64_t)o->warmup_steps;
+    memcpy(&w[9], &d[6], sizeof d[6]);
+    w[10] = (uint64_t)o->decay_steps;
+}
+
+/* A readable value of word i, for messages. */
+static void opt_field_text(const uint64_t w[OPT_FIELDS], int i, char *out, size_t len) {
+    double d;
+    memcpy(&d, &w[i], sizeof d);
+    if (i == 0 || i == 7 || i == 8 || i == 10)
+        snprintf(out, len, "%lld", (long long)w[i]);
+    else
+        snprintf(out, len, "%g", d);
+}
 
 void ps_shard(size_t p, int n, int i, size_t *lo, size_t *hi) {
     assert(n > 0 && i >= 0 && i < n);
@@ -286,18 +315,34 @@ static int on_init(ps_conn *c, const msg_header *h) {
     int has_v = (h->flags & F_HAS_V) != 0;
     opt_config oc = cfg->opt;
     oc.total_steps = (int64_t)h->b;
+    uint64_t mine[OPT_FIELDS], chiefs[OPT_FIELDS];
+    opt_encode(&oc, mine);
     /* the CPU backend's buffers are host memory: read straight into them */
     opt_state *o = opt_new(&oc, s->k, n);
     float *params = tn_xmalloc(n * sizeof(float));
-    int e = recv_all(c->fd, params, n * sizeof(float));
+    int e = recv_all(c->fd, chiefs, sizeof chiefs);
+    if (!e) e = recv_all(c->fd, params, n * sizeof(float));
     if (!e) e = recv_all(c->fd, o->m, n * sizeof(float));
     if (!e && has_v) e = recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
-    if (e || has_v != (o->v != NULL)) {
+    int differs = -1;
+    for (int i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
+        if (mine[i] != chiefs[i]) differs = i;
+    if (e || differs >= 0 || has_v != (o->v != NULL)) {
         opt_free(o);
         free(params);
         if (e) {
             say(s, "lost %s while it sent the variables: %s", c->peer, io_error(e));
             return 1;
+        }
+        if (differs >= 0) { /* the whole message was read: the connection stays in step */
+            char here[32], there[32];
+            opt_field_text(mine, differs, here, sizeof here);
+            opt_field_text(chiefs, differs, there, sizeof there);
+            return reply_error(c, TN_EMISMATCH,
+                               "ps %d was started with other optimiser flags than the chief "
+                               "(--%s: %s here, %s on the chief); hint: give every replica "
+                               "(the ps tasks too) the same flags",
+                               cfg->index, opt_field_names[differs], here, there) != 0;
         }
         return reply_error(c, TN_EMISMATCH,
                            "ps %d's optimiser keeps %d state buffers, the chief's %d; hint: "
@@ -677,11 +722,12 @@ static int broke_protocol(ps_client *c, const ps_link *l, const char *what, char
 /* Sends a request header and up to three payloads of the link's shard (NULL: none;
  * each is the whole p-float array, of which the shard is sent). */
 static int request(ps_client *c, ps_link *l, int op, int flags, uint64_t a, uint64_t b,
-                   uint64_t cc, const float *x, const float *y, const float *z, char *err,
-                   size_t errlen) {
+                   uint64_t cc, const void *pre, size_t prelen, const float *x, const float *y,
+                   const float *z, char *err, size_t errlen) {
     msg_header h = {PS_MAGIC, (uint16_t)op, (uint16_t)flags, a, b, cc};
     size_t bytes = (l->hi - l->lo) * sizeof(float);
     int e = send_all(l->fd, &h, sizeof h);
+    if (!e && pre) e = send_all(l->fd, pre, prelen);
     if (!e && x) e = send_all(l->fd, x + l->lo, bytes);
     if (!e && y) e = send_all(l->fd, y + l->lo, bytes);
     if (!e && z) e = send_all(l->fd, z + l->lo, bytes);
@@ -759,8 +805,8 @@ int ps_client_open(const tf_config *cluster, size_t p, double timeout, uint64_t 
     }
     uint64_t where = (uint64_t)c->n << 32;
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_HELLO, 0, config_hash, p, where | (uint64_t)i, NULL,
-                     NULL, NULL, err, errlen);
+        rc = request(c, &c->ps[i], OP_HELLO, 0, config_hash, p, where | (uint64_t)i, NULL, 0,
+                     NULL, NULL, NULL, err, errlen);
     for (int i = 0; !rc && i < c->n; i++) {
         msg_header h;
         rc = read_reply(c, &c->ps[i], &h, err, errlen);
@@ -786,11 +832,13 @@ void ps_client_close(ps_client *c) {
 }
 
 int ps_client_init(ps_client *c, const float *params, const float *m, const float *v,
-                   int64_t t, int64_t total_steps, char *err, size_t errlen) {
+                   int64_t t, const opt_config *opt, char *err, size_t errlen) {
     int rc = check_usable(c, err, errlen);
+    uint64_t w[OPT_FIELDS];
+    opt_encode(opt, w);
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_INIT, v ? F_HAS_V : 0, c->p, (uint64_t)total_steps,
-                     (uint64_t)t, params, m, v, err, errlen);
+        rc = request(c, &c->ps[i], OP_INIT, v ? F_HAS_V : 0, c->p, (uint64_t)opt->total_steps,
+                     (uint64_t)t, w, sizeof w, params, m, v, err, errlen);
     /* every reply is read, so that an error from one ps leaves the others in step */
     for (int i = 0; !c->broken && i < c->n; i++) {
         msg_header h;
@@ -803,7 +851,7 @@ int ps_client_init(ps_client *c, const float *params, const float *m, const floa
 int ps_client_pull(ps_client *c, float *params, int64_t *version, char *err, size_t errlen) {
     int rc = check_usable(c, err, errlen), finished = 0;
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_PULL, 0, 0, 0, 0, NULL, NULL, NULL, err, errlen);
+        rc = request(c, &c->ps[i], OP_PULL, 0, 0, 0, 0, NULL, 0, NULL, NULL, NULL, err, errlen);
     for (int i = 0; !c->broken && i < c->n; i++) {
         msg_header h;
         int r = read_reply(c, &c->ps[i], &h, FIRST_ERR);
@@ -822,7 +870,7 @@ int ps_client_push(ps_client *c, const float *grads, int64_t *staleness, char *e
     int rc = check_usable(c, err, errlen);
     int64_t worst = 0;
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_PUSH, 0, 0, 0, 0, grads, NULL, NULL, err, errlen);
+        rc = request(c, &c->ps[i], OP_PUSH, 0, 0, 0, 0, NULL, 0, grads, NULL, NULL, err, errlen);
     for (int i = 0; !c->broken && i < c->n; i++) {
         msg_header h;
         int r = read_reply(c, &c->ps[i], &h, FIRST_ERR);
@@ -839,8 +887,8 @@ int ps_client_fetch(ps_client *c, float *params, float *m, float *v, int64_t *t,
                     int64_t *version, char *err, size_t errlen) {
     int rc = check_usable(c, err, errlen);
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_FETCH, v ? F_HAS_V : 0, 0, 0, 0, NULL, NULL, NULL, err,
-                     errlen);
+        rc = request(c, &c->ps[i], OP_FETCH, v ? F_HAS_V : 0, 0, 0, 0, NULL, 0, NULL, NULL, NULL,
+                     err, errlen);
     for (int i = 0; !c->broken && i < c->n; i++) {
         msg_header h;
         int r = read_reply(c, &c->ps[i], &h, FIRST_ERR);
@@ -863,7 +911,7 @@ int ps_client_fetch(ps_client *c, float *params, float *m, float *v, int64_t *t,
 int ps_client_done(ps_client *c, char *err, size_t errlen) {
     int rc = check_usable(c, err, errlen);
     for (int i = 0; !rc && i < c->n; i++)
-        rc = request(c, &c->ps[i], OP_DONE, 0, 0, 0, 0, NULL, NULL, NULL, err, errlen);
+        rc = request(c, &c->ps[i], OP_DONE, 0, 0, 0, 0, NULL, 0, NULL, NULL, NULL, err, errlen);
     for (int i = 0; !c->broken && i < c->n; i++) {
         msg_header h;
         int r = read_reply(c, &c->ps[i], &h, FIRST_ERR);

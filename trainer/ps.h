@@ -67,9 +67,11 @@ int ps_client_open(const tf_config *cluster, size_t p, double timeout, uint64_t 
 void ps_client_close(ps_client *c);
 
 /* Chief: sets every ps's shard of parameters and optimiser state (m, and v when the
- * optimiser has it, else NULL), the update count t and the job's total_steps. */
+ * optimiser has it, else NULL), the update count t and the job's length
+ * (opt->total_steps). A ps started with other optimiser settings than opt refuses
+ * (TN_EMISMATCH naming the flag) and stays usable. */
 int ps_client_init(ps_client *c, const float *params, const float *m, const float *v,
-                   int64_t t, int64_t total_steps, char *err, size_t errlen);
+                   int64_t t, const opt_config *opt, char *err, size_t errlen);
 
 /* Pulls all the parameters (p floats) into params; *version gets the updates applied
  * so far (ps 0's count). Waits while the chief has not initialised the variables.

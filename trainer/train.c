@@ -1117,7 +1117,9 @@ static int ps_setup(run *r, uint64_t hash, int64_t total_steps, char *err, size_
     mdl_get_params(r->model, params);
     k->download(m, r->opt->m, p * sizeof(float));
     if (v) k->download(v, r->opt->v, p * sizeof(float));
-    rc = ps_client_init(r->ps, params, m, v, r->opt->t, total_steps, err, errlen);
+    opt_config oc = r->opt->cfg;
+    oc.total_steps = total_steps;
+    rc = ps_client_init(r->ps, params, m, v, r->opt->t, &oc, err, errlen);
     free(params);
     free(m);
     free(v);

@@ -289,6 +289,17 @@ check ps_reports_staleness grep -q '"staleness"' ps.metrics
 check ps_logs_staleness grep -q "largest staleness seen" ps-chief.log
 check ps_model_saved test -s psjob/model.ckpt
 
+# a ps started with other optimiser flags refuses the chief's variables
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"ps\": [\"localhost:${p[1]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" ps 0)" "$TRAINER" "${PSF[@]}" --learning_rate=0.1 >psopt-ps.log 2>&1 &
+ps0=$!
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${PSF[@]}" --job-dir=psopt >psopt-chief.log 2>&1
+check ps_optimiser_mismatch_fails test $? -ne 0
+check ps_optimiser_mismatch_named grep -q "ps 0 was started with other optimiser flags than the chief (--learning_rate: 0.1 here, 0.05 on the chief)" psopt-chief.log
+kill $ps0 2>/dev/null
+wait $ps0 2>/dev/null
+
 # --- the evaluator follows the chief's checkpoints -----------------------------------
 read -r -a p <<<"$(ports 2)"
 cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"

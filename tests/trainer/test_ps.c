@@ -60,6 +60,7 @@ typedef struct server {
 
 typedef struct cluster {
     int n;
+    opt_config opt; /* the ps tasks', and what the chief sends in INIT */
     server ps[MAXPS];
     tf_config tf;
 } cluster;
@@ -77,6 +78,8 @@ static void setup(cluster *c, int n, int started, opt_config opt, double timeout
                   double linger) {
     memset(c, 0, sizeof *c);
     c->n = n;
+    c->opt = opt;
+    c->opt.total_steps = 100;
     tf_config_init(&c->tf);
     for (int i = 0; i < n; i++) {
         server *s = &c->ps[i];
@@ -166,7 +169,7 @@ static void test_init_pull_push_sgd(void) {
     int init = -1;
     ps_client *chief = open_client(&c, 7, &init);
     CHECK_INT_EQ(init, 0);
-    CHECK_INT_EQ(ps_client_init(chief, p0, m0, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p0, m0, NULL, 0, &c.opt, err, sizeof err), 0);
     int64_t version = -1, stale = -1, t = -1;
     CHECK_INT_EQ(ps_client_pull(chief, got, &version, err, sizeof err), 0);
     CHECK(same(got, p0));
@@ -214,7 +217,7 @@ static void test_momentum(void) {
     fill(g, -1.0f, 0.25f);
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 3, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 3, &c.opt, err, sizeof err), 0);
     int64_t t = -1, version = -1;
     for (int step = 0; step < 2; step++) {
         CHECK_INT_EQ(ps_client_pull(chief, got, &version, err, sizeof err), 0);
@@ -247,9 +250,9 @@ static void test_adam_fetch_and_step(void) {
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL);
     /* an Adam ps refuses a chief without the second moment, and stays usable */
-    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 7, 100, err, sizeof err), TN_EMISMATCH);
+    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 7, &c.opt, err, sizeof err), TN_EMISMATCH);
     CHECK_STR_CONTAINS(err, "state buffers");
-    CHECK_INT_EQ(ps_client_init(chief, p, m, v, 7, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, m, v, 7, &c.opt, err, sizeof err), 0);
     int64_t t = -1, version = -1;
     CHECK_INT_EQ(ps_client_fetch(chief, got, gotm, gotv, &t, &version, err, sizeof err), 0);
     CHECK(same(got, p) && same(gotm, m) && same(gotv, v));
@@ -288,7 +291,7 @@ static void test_staleness_and_versions(void) {
     fill(g, 0.25f, 0.25f);
     char err[512] = "";
     ps_client *a = open_client(&c, 7, NULL), *b = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(a, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(a, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     int64_t version = -1, stale = -1;
     CHECK_INT_EQ(ps_client_pull(a, got, &version, err, sizeof err), 0);
     for (int k = 0; k < 2; k++) {
@@ -368,7 +371,7 @@ static void test_concurrent_workers(void) {
     char err[512] = "";
     ps_client *chief = NULL;
     CHECK_INT_EQ(ps_client_open(&c.tf, BIG, 10, 7, &chief, NULL, err, sizeof err), 0);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     pusher w[WORKERS];
     pthread_t th[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
@@ -406,7 +409,7 @@ static void test_worker_waits_for_init(void) {
     fill(p, 3.0f, -0.5f);
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 4, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 4, &c.opt, err, sizeof err), 0);
     pthread_join(th, NULL);
     CHECK_MSG(w.rc == 0, "worker: %s", w.err);
     CHECK_INT_EQ(w.initialised, 0);
@@ -444,7 +447,7 @@ static void test_config_mismatch(void) {
     /* a worker with other flags that connected before the chief is caught at its pull */
     ps_client *early = open_client(&c, 8, NULL);
     ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     float got[P];
     CHECK_INT_EQ(ps_client_pull(early, got, NULL, err, sizeof err), TN_EMISMATCH);
     CHECK_STR_CONTAINS(err, "ps 0 holds the variables of a job with another configuration");
@@ -472,7 +475,7 @@ static void test_done_then_exit(void) {
     fill(p, 1.0f, 0.5f);
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL), *w = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     CHECK_INT_EQ(ps_client_push(chief, p, NULL, err, sizeof err), 0);
     CHECK_INT_EQ(ps_client_done(chief, err, sizeof err), 0);
     int64_t version = -1;
@@ -501,7 +504,7 @@ static void test_linger(void) {
     fill(p, 1.0f, 0.5f);
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     CHECK_INT_EQ(ps_client_done(chief, err, sizeof err), 0);
     double t0 = nt_now();
     CHECK(returns_within(&c, 0, 3)); /* the chief stays connected: linger decides */
@@ -539,7 +542,7 @@ static void test_dead_ps_noticed(void) {
     ps_client *chief = NULL;
     /* a long timeout: only the end of the stream can be noticed this fast */
     CHECK_INT_EQ(ps_client_open(&c.tf, P, 30, 7, &chief, NULL, err, sizeof err), 0);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     CHECK_INT_EQ(ps_client_pull(chief, got, NULL, err, sizeof err), 0);
     stop_ps(&c, 1);
     CHECK_INT_EQ(c.ps[1].rc, 0);
@@ -602,7 +605,7 @@ static void test_stranger_is_dropped(void) {
     fill(p, 1.0f, 0.5f);
     char err[512] = "";
     ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, 100, err, sizeof err), 0);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
     CHECK_INT_EQ(ps_client_pull(chief, got, NULL, err, sizeof err), 0);
     CHECK(same(got, p));
     ps_client_close(chief);
@@ -627,6 +630,35 @@ static void test_cannot_listen(void) {
     close(fd);
 }
 
+/* A ps started with other optimiser flags than the chief refuses its INIT, naming the
+ * flag, and takes the right one on the same connection. */
+static void test_optimiser_mismatch(void) {
+    cluster c;
+    setup(&c, 2, 2, sgd(0.25), 5, 30);
+    float p[P], m[P], got[P];
+    fill(p, 1.0f, 0.5f);
+    fill(m, 0.0f, 0.0f);
+    char err[512] = "";
+    ps_client *chief = open_client(&c, 7, NULL);
+    opt_config other = c.opt;
+    other.learning_rate = 0.5;
+    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 0, &other, err, sizeof err), TN_EMISMATCH);
+    CHECK_STR_CONTAINS(err, "other optimiser flags than the chief");
+    CHECK_STR_CONTAINS(err, "--learning_rate: 0.25 here, 0.5 on the chief");
+    other = c.opt;
+    other.kind = OPT_MOMENTUM;
+    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 0, &other, err, sizeof err), TN_EMISMATCH);
+    CHECK_STR_CONTAINS(err, "--optimizer");
+    other = c.opt;
+    other.total_steps = 12345; /* the job's length is the chief's to say */
+    CHECK_INT_EQ(ps_client_init(chief, p, m, NULL, 0, &other, err, sizeof err), 0);
+    int64_t version = -1;
+    CHECK_INT_EQ(ps_client_pull(chief, got, &version, err, sizeof err), 0);
+    CHECK(same(got, p));
+    ps_client_close(chief);
+    teardown(&c);
+}
+
 int main(void) {
     RUN(test_shard_bounds);
     RUN(test_cannot_listen);
@@ -638,6 +670,7 @@ int main(void) {
     RUN(test_worker_waits_for_init);
     RUN(test_no_chief);
     RUN(test_config_mismatch);
+    RUN(test_optimiser_mismatch);
     RUN(test_done_then_exit);
     RUN(test_linger);
     RUN(test_missing_ps_is_named);
