@@ -469,7 +469,8 @@
       recount();
       invalidate('summary', 'best', 'curves', 'pc', 'list');
       queryTable(true);
-      document.body.setAttribute('data-ready', '1');
+      /* ready once the study is drawn: this frame callback runs after frame() */
+      requestAnimationFrame(function () { document.body.setAttribute('data-ready', '1'); });
       if (S.open != null) refreshTrialView(true);
     }).catch(function (err) {
       if (gen !== S.gen) return;
