@@ -439,6 +439,15 @@ static void test_help_text(void) {
     CHECK_STR_CONTAINS(text, "(default: 128)");
     CHECK_STR_CONTAINS(text, "(default: 0.1)");
     free(text);
+    /* a whole number reads as one, not in %g's exponent form ("6e+01") */
+    v_lr = 60;
+    f = tmpfile();
+    if (!f) return;
+    tn_flags_help(f, table, NFLAGS);
+    text = slurp(f);
+    fclose(f);
+    CHECK_STR_CONTAINS(text, "(default: 60)");
+    free(text);
 
     /* A flag without a placeholder shows VALUE. */
     const char *s = "x";
