@@ -399,6 +399,32 @@ static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
     return tn_xrealloc(list, *cap * elem);
 }
 
+/* Reads one result row into *row (a zeroed st_study, st_trial, ...). */
+typedef void (*row_reader)(sqlite3_stmt *st, void *row);
+
+/* Steps st, whose binding returned brc, to its end, reading each row with fn into a
+ * new element (elem bytes) of *list, which grows; *count rows were read. Finalises st.
+ * On an error, *list holds what was read so far, for the caller to free. */
+static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, size_t elem,
+                     row_reader fn, void **list, size_t *count, char *err, size_t errlen) {
+    size_t cap = 0;
+    int src = brc, rc = 0;
+    *list = NULL;
+    *count = 0;
+    if (src == SQLITE_OK) {
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            *list = grow(*list, &cap, *count, elem);
+            void *row = (char *)*list + *count * elem;
+            memset(row, 0, elem);
+            fn(st, row);
+            ++*count;
+        }
+    }
+    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------
  * Transactions: BEGIN IMMEDIATE at the outside, SAVEPOINTs inside
  * --------------------------------------------------------------------------------- */
@@ -701,7 +727,8 @@ void st_close(st_store *s) {
  * Studies
  * --------------------------------------------------------------------------------- */
 
-static void read_study(sqlite3_stmt *st, st_study *out) {
+static void read_study(sqlite3_stmt *st, void *row) {
+    st_study *out = row;
     out->id = sqlite3_column_int64(st, 0);
     out->name = col_text_nn(st, 1);
     out->spec = col_text_nn(st, 2);
@@ -766,21 +793,14 @@ int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errl
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    st_study *list = NULL;
-    size_t count = 0, cap = 0;
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        list = grow(list, &cap, count, sizeof *list);
-        read_study(st, &list[count++]);
-    }
-    if (src != SQLITE_DONE) {
-        rc = fail(s, src, op, err, errlen);
-        st_studies_free(list, count);
-    } else {
+    void *list;
+    size_t count;
+    rc = read_rows(s, st, SQLITE_OK, op, sizeof(st_study), read_study, &list, &count, err, errlen);
+    if (rc) st_studies_free(list, count);
+    else {
         *out = list;
         *n = count;
     }
-    done(st);
     return rc;
 }
 
@@ -828,7 +848,8 @@ void st_studies_free(st_study *list, size_t n) {
  * Trials
  * --------------------------------------------------------------------------------- */
 
-static void read_trial(sqlite3_stmt *st, st_trial *out) {
+static void read_trial(sqlite3_stmt *st, void *row) {
+    st_trial *out = row;
     out->study_id = sqlite3_column_int64(st, 0);
     out->number = sqlite3_column_int64(st, 1);
     out->params = col_text_nn(st, 2);
@@ -845,6 +866,20 @@ static void read_trial(sqlite3_stmt *st, st_trial *out) {
     /* TRIAL_COLUMNS_STEP adds the highest step of its measurements */
     out->has_last_step = sqlite3_column_count(st) > 12 && sqlite3_column_type(st, 12) != SQLITE_NULL;
     out->last_step = out->has_last_step ? sqlite3_column_int64(st, 12) : 0;
+}
+
+/* The trials st returns (brc: its binding's result), into *out and *n (yours). */
+static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, st_trial **out,
+                       size_t *n, char *err, size_t errlen) {
+    void *list;
+    size_t count;
+    int rc = read_rows(s, st, brc, op, sizeof(st_trial), read_trial, &list, &count, err, errlen);
+    if (rc) st_trials_free(list, count);
+    else {
+        *out = list;
+        *n = count;
+    }
+    return rc;
 }
 
 int st_trial_create(st_store *s, int64_t study_id, const char *params_json, const char *state,
@@ -920,24 +955,7 @@ int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    st_trial *list = NULL;
-    size_t count = 0, cap = 0;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            list = grow(list, &cap, count, sizeof *list);
-            read_trial(st, &list[count++]);
-        }
-    }
-    if (src != SQLITE_DONE) {
-        rc = fail(s, src, op, err, errlen);
-        st_trials_free(list, count);
-    } else {
-        *out = list;
-        *n = count;
-    }
-    done(st);
-    return rc;
+    return read_trials(s, st, bind(st, "i", study_id), op, out, n, err, errlen);
 }
 
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
@@ -1044,6 +1062,14 @@ fail:
     return rc;
 }
 
+static void read_measurement(sqlite3_stmt *st, void *row) {
+    st_measurement *m = row;
+    m->step = sqlite3_column_int64(st, 0);
+    m->replica = col_text_nn(st, 1);
+    m->metrics = col_text_nn(st, 2);
+    m->timestamp = sqlite3_column_double(st, 3);
+}
+
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
                         size_t *n, char *err, size_t errlen) {
     assert(s && out && n);
@@ -1055,27 +1081,15 @@ int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measure
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_MEASUREMENT_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    st_measurement *list = NULL;
-    size_t count = 0, cap = 0;
-    int src = bind(st, "ii", study_id, trial);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            list = grow(list, &cap, count, sizeof *list);
-            st_measurement *m = &list[count++];
-            m->step = sqlite3_column_int64(st, 0);
-            m->replica = col_text_nn(st, 1);
-            m->metrics = col_text_nn(st, 2);
-            m->timestamp = sqlite3_column_double(st, 3);
-        }
-    }
-    if (src != SQLITE_DONE) {
-        rc = fail(s, src, op, err, errlen);
-        st_measurements_free(list, count);
-    } else {
+    void *list;
+    size_t count;
+    rc = read_rows(s, st, bind(st, "ii", study_id, trial), op, sizeof(st_measurement),
+                   read_measurement, &list, &count, err, errlen);
+    if (rc) st_measurements_free(list, count);
+    else {
         *out = list;
         *n = count;
     }
-    done(st);
     return rc;
 }
 
@@ -1118,6 +1132,14 @@ fail:
     return rc;
 }
 
+static void read_event(sqlite3_stmt *st, void *row) {
+    st_event *e = row;
+    e->time = sqlite3_column_double(st, 0);
+    e->replica = col_text(st, 1);
+    e->kind = col_text_nn(st, 2);
+    e->detail = col_text(st, 3);
+}
+
 int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
                   char *err, size_t errlen) {
     assert(s && out && n);
@@ -1130,27 +1152,15 @@ int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, 
     int all = trial < 0; /* every event of the study, its trials' included */
     int rc = prep(s, all ? Q_EVENT_LIST_STUDY : Q_EVENT_LIST_TRIAL, &st, op, err, errlen);
     if (rc) return rc;
-    st_event *list = NULL;
-    size_t count = 0, cap = 0;
-    int src = all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            list = grow(list, &cap, count, sizeof *list);
-            st_event *e = &list[count++];
-            e->time = sqlite3_column_double(st, 0);
-            e->replica = col_text(st, 1);
-            e->kind = col_text_nn(st, 2);
-            e->detail = col_text(st, 3);
-        }
-    }
-    if (src != SQLITE_DONE) {
-        rc = fail(s, src, op, err, errlen);
-        st_events_free(list, count);
-    } else {
+    void *list;
+    size_t count;
+    rc = read_rows(s, st, all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial), op,
+                   sizeof(st_event), read_event, &list, &count, err, errlen);
+    if (rc) st_events_free(list, count);
+    else {
         *out = list;
         *n = count;
     }
-    done(st);
     return rc;
 }
 
@@ -1243,28 +1253,6 @@ int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, cha
 
 /* Steps a bound statement (brc: the result of binding) and appends its trial rows to
  * *out / *n; resets it. */
-static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, st_trial **out,
-                       size_t *n, char *err, size_t errlen) {
-    st_trial *list = NULL;
-    size_t count = 0, cap = 0;
-    int src = brc, rc = 0;
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            list = grow(list, &cap, count, sizeof *list);
-            memset(&list[count], 0, sizeof list[count]);
-            read_trial(st, &list[count++]);
-        }
-    }
-    if (src != SQLITE_DONE) {
-        rc = fail(s, src, op, err, errlen);
-        st_trials_free(list, count);
-    } else {
-        *out = list;
-        *n = count;
-    }
-    done(st);
-    return rc;
-}
 
 int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
                      st_trial **out, size_t *n, char *err, size_t errlen) {
