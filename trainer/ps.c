@@ -22,11 +22,12 @@
  *
  * [v] travels when the header's flags carry F_HAS_V (INIT: the chief sends it; FETCH:
  * the chief wants it). opt is the chief's optimiser (OPT_FIELDS 64-bit words, see
- * opt_encode), which the ps checks against the one it was started with. A reply's status is OK, FINISHED (a pull after the chief's
- * DONE; a = version), WAITING (sent every KEEPALIVE_S while a pull waits for INIT, so
- * the client's timeout only fires on a silent ps; the client skips it) or ERROR
- * (a = text length, b = -code, then the text, which names the ps). The version of a
- * shard is its optimiser's t: the updates applied since the job began.
+ * opt_encode), which the ps checks against the one it was started with. A reply's
+ * status is OK, FINISHED (a pull after the chief's DONE; a = version), WAITING (sent
+ * every KEEPALIVE_S while a pull waits for INIT, so the client's timeout only fires on
+ * a silent ps; the client skips it) or ERROR (a = text length, b = -code, then the
+ * text, which names the ps). The version of a shard is its optimiser's t: the updates
+ * applied since the job began.
  */
 #define _GNU_SOURCE /* accept4 */
 #include "trainer/ps.h"

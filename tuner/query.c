@@ -185,6 +185,38 @@ static int need_spec(const st_study *study, tn_spec *spec) {
                 "the store may have been written by another version of tuner", "%s", msg);
 }
 
+/* A study read for a report: the store (open), its row, its parsed spec and its
+ * trials in number order. */
+typedef struct report {
+    st_store *st;
+    st_study study;
+    tn_spec spec;
+    st_trial *trials; /* (n) */
+    size_t n;
+} report;
+
+static void report_clear(report *r) {
+    st_trials_free(r->trials, r->n);
+    spec_clear(&r->spec);
+    st_study_clear(&r->study);
+    st_close(r->st);
+    memset(r, 0, sizeof *r);
+}
+
+/* Opens the study named name with its spec and trials. Returns CONTINUE with *r
+ * filled (release it with report_clear), or an exit code with nothing left open. */
+static int report_open(const cli_env *env, const char *name, report *r) {
+    char err[1024];
+    memset(r, 0, sizeof *r);
+    int rc = open_study(env, name, &r->st, &r->study);
+    if (rc != CONTINUE) return rc;
+    if ((rc = need_spec(&r->study, &r->spec)) == CONTINUE &&
+        st_trial_list(r->st, r->study.id, &r->trials, &r->n, err, sizeof err) != 0)
+        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    if (rc != CONTINUE) report_clear(r);
+    return rc;
+}
+
 /* ---- trials ---- */
 
 /* Trial states in st_trial_counts order. */
@@ -431,22 +463,16 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     if (rc != CONTINUE) return rc;
     if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
 
-    st_store *st = NULL;
-    st_study study;
-    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
-    tn_spec spec = {0};
-    st_trial *trials = NULL;
-    size_t n = 0;
+    report r;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
     out_table *t = NULL;
     char err[1024], text[256];
     int64_t c[6];
-    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
-    if (st_trial_counts(st, study.id, c, err, sizeof err) != 0 ||
-        st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
+    if (st_trial_counts(r.st, r.study.id, c, err, sizeof err) != 0) {
         rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
-    long b = study_best_index(trials, n, spec.goal);
+    long b = study_best_index(r.trials, r.n, r.spec.goal);
 
     t = out_new();
     out_column(t, "name", "study", 0);
@@ -471,43 +497,40 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     out_column(t, "store", "store", 0);
 
     out_row(t);
-    out_str(t, study.name);
-    out_str(t, study.state);
-    out_str(t, study.error && study.error[0] ? study.error : NULL);
-    out_str(t, goal_name(spec.goal));
-    out_str(t, spec.metric_tag);
-    out_str(t, algorithm_name(spec.algorithm));
-    out_int(t, spec.max_trials);
-    out_int(t, spec.max_parallel_trials);
-    out_int(t, spec.max_failed_trials);
-    trials_summary(c, spec.max_trials, text, sizeof text);
+    out_str(t, r.study.name);
+    out_str(t, r.study.state);
+    out_str(t, r.study.error && r.study.error[0] ? r.study.error : NULL);
+    out_str(t, goal_name(r.spec.goal));
+    out_str(t, r.spec.metric_tag);
+    out_str(t, algorithm_name(r.spec.algorithm));
+    out_int(t, r.spec.max_trials);
+    out_int(t, r.spec.max_parallel_trials);
+    out_int(t, r.spec.max_failed_trials);
+    trials_summary(c, r.spec.max_trials, text, sizeof text);
     out_str(t, text);
     for (int i = 0; i < 6; i++) out_int(t, c[i]);
     if (b >= 0) {
-        out_int(t, trials[b].number);
-        out_num(t, trials[b].objective);
-        out_json(t, params_object(&trials[b]));
+        out_int(t, r.trials[b].number);
+        out_num(t, r.trials[b].objective);
+        out_json(t, params_object(&r.trials[b]));
     } else {
         out_cell(t, "none yet", NULL);
         out_null(t);
         out_null(t);
     }
-    out_int(t, study.seed);
-    out_time(t, study.created);
-    out_time(t, study.updated);
-    double elapsed = study.updated > study.created ? study.updated - study.created : 0;
+    out_int(t, r.study.seed);
+    out_time(t, r.study.created);
+    out_time(t, r.study.updated);
+    double elapsed = r.study.updated > r.study.created ? r.study.updated - r.study.created : 0;
     format_elapsed(elapsed, text, sizeof text);
     out_cell(t, text, json_real(round_ms(elapsed)));
-    out_str(t, spec.job_dir);
+    out_str(t, r.spec.job_dir);
     out_str(t, db_path(env));
     rc = print_rows(t, format, NULL, 1);
 
 done:
     out_free(t);
-    st_trials_free(trials, n);
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
+    report_clear(&r);
     return rc;
 }
 
@@ -556,26 +579,15 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
     if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
     if (state_s[0] && (rc = parse_state(state_s, &only)) != CONTINUE) return rc;
 
-    st_store *st = NULL;
-    st_study study;
-    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
-    tn_spec spec = {0};
-    st_trial *trials = NULL;
-    size_t n = 0;
-    out_table *t = NULL;
-    char err[1024], empty[300];
-    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
-    if (st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
-        goto done;
-    }
-
-    t = out_new();
+    report r;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
+    char empty[300];
+    out_table *t = out_new();
     out_column(t, "number", "TRIAL", OUT_RIGHT);
     out_column(t, "state", "STATE", 0);
     out_column(t, "objective", "OBJECTIVE", OUT_RIGHT);
     out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
-    param_columns(t, &spec);
+    param_columns(t, &r.spec);
     out_column(t, "duration", "SECONDS", OUT_RIGHT);
     out_column(t, "attempts", "ATTEMPTS", OUT_RIGHT);
     out_column(t, "restarts", "RESTARTS", OUT_RIGHT);
@@ -585,8 +597,8 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
     out_column(t, "error", "ERROR", 0);
 
     double now = wall_clock();
-    for (size_t i = 0; i < n; i++) {
-        const st_trial *tr = &trials[i];
+    for (size_t i = 0; i < r.n; i++) {
+        const st_trial *tr = &r.trials[i];
         if (only && strcmp(tr->state, only) != 0) continue;
         out_row(t);
         out_int(t, tr->number);
@@ -597,7 +609,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
             out_null(t);
         json_t *params = params_object(tr);
         out_json(t, json_incref(params));
-        param_cells(t, &spec, params);
+        param_cells(t, &r.spec, params);
         json_decref(params);
         if (tr->started > 0) {
             double end = tr->finished > 0 ? tr->finished : now;
@@ -613,17 +625,12 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
         out_str(t, tr->error && tr->error[0] ? tr->error : NULL);
     }
     if (only)
-        snprintf(empty, sizeof empty, "study %s has no %s trials", study.name, only);
+        snprintf(empty, sizeof empty, "study %s has no %s trials", r.study.name, only);
     else
-        snprintf(empty, sizeof empty, "study %s has no trials yet", study.name);
+        snprintf(empty, sizeof empty, "study %s has no trials yet", r.study.name);
     rc = print_rows(t, format, empty, 0);
-
-done:
     out_free(t);
-    st_trials_free(trials, n);
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
+    report_clear(&r);
     return rc;
 }
 
@@ -646,24 +653,15 @@ int cmd_best(int argc, char **argv, const cli_env *env) {
     if (rc != CONTINUE) return rc;
     if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
 
-    st_store *st = NULL;
-    st_study study;
-    if ((rc = open_study(env, argv[pos[0]], &st, &study)) != CONTINUE) return rc;
-    tn_spec spec = {0};
-    st_trial *trials = NULL;
-    size_t n = 0;
+    report r;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
     out_table *t = NULL;
-    char err[1024];
-    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
-    if (st_trial_list(st, study.id, &trials, &n, err, sizeof err) != 0) {
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
-        goto done;
-    }
-    long b = study_best_index(trials, n, spec.goal);
+    long b = study_best_index(r.trials, r.n, r.spec.goal);
     if (b < 0) {
         char hint[300];
-        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
-        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet", study.name);
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", r.study.name);
+        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet",
+                  r.study.name);
         goto done;
     }
 
@@ -672,27 +670,24 @@ int cmd_best(int argc, char **argv, const cli_env *env) {
     out_column(t, "number", "trial", 0);
     out_column(t, "metric", NULL, OUT_DATA_ONLY);
     out_column(t, "goal", NULL, OUT_DATA_ONLY);
-    out_column(t, "objective", spec.metric_tag, 0);
+    out_column(t, "objective", r.spec.metric_tag, 0);
     out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
-    param_columns(t, &spec);
+    param_columns(t, &r.spec);
     out_row(t);
-    out_str(t, study.name);
-    out_int(t, trials[b].number);
-    out_str(t, spec.metric_tag);
-    out_str(t, goal_name(spec.goal));
-    out_num(t, trials[b].objective);
-    json_t *params = params_object(&trials[b]);
+    out_str(t, r.study.name);
+    out_int(t, r.trials[b].number);
+    out_str(t, r.spec.metric_tag);
+    out_str(t, goal_name(r.spec.goal));
+    out_num(t, r.trials[b].objective);
+    json_t *params = params_object(&r.trials[b]);
     out_json(t, json_incref(params));
-    param_cells(t, &spec, params);
+    param_cells(t, &r.spec, params);
     json_decref(params);
     rc = print_rows(t, format, NULL, 1);
 
 done:
     out_free(t);
-    st_trials_free(trials, n);
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
+    report_clear(&r);
     return rc;
 }
 
