@@ -195,23 +195,33 @@ done
 check apart_no_segment_left test -z "$(ls othershm)"
 
 # --- a killed worker: the chief notices within seconds; a re-run resumes -------------
-read -r -a p <<<"$(ports 2)"
-cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
 LONG=(--max_train_examples=12000 --max_eval_examples=300 --hidden_units=64 --threads=1
       --epochs=8 --batch_size=50)
-TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill-chief.log 2>&1 &
-c=$!
-TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill-worker.log 2>&1 &
-w=$!
-for _ in $(seq 200); do [ -e kill/checkpoints ] && break; sleep 0.05; done
-kill -9 $w
-t0=$(date +%s.%N)
-wait $c
-rc=$?
-took=$(python3 -c "print($(date +%s.%N) - $t0)")
-check kill_chief_exits_nonzero test $rc -eq 1
-check kill_chief_notices_in_seconds le "$took" 5
-check kill_chief_names_worker grep -q "lost worker 0 (localhost:${p[1]})" kill-chief.log
+# kill_worker NAME [FLAG...]: chief + worker on new ports (left in $cluster and $p);
+# the worker is killed once the chief has checkpointed, and the chief must exit 1
+# within 5 s naming it.
+kill_worker() {
+  local name=$1; shift
+  read -r -a p <<<"$(ports 2)"
+  cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+  TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" "$@" --job-dir=$name \
+    >$name-chief.log 2>&1 &
+  local c=$!
+  TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" "$@" --job-dir=$name \
+    >$name-worker.log 2>&1 &
+  local w=$!
+  for _ in $(seq 200); do [ -e $name/checkpoints ] && break; sleep 0.05; done
+  kill -9 $w
+  local t0 rc took
+  t0=$(date +%s.%N)
+  wait $c
+  rc=$?
+  took=$(python3 -c "print($(date +%s.%N) - $t0)")
+  check ${name}_chief_exits_nonzero test $rc -eq 1
+  check ${name}_chief_notices_in_seconds le "$took" 5
+  check ${name}_chief_names_worker grep -q "lost worker 0 (localhost:${p[1]})" $name-chief.log
+}
+kill_worker kill # shared memory
 TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill2-chief.log 2>&1 &
 c=$!
 TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --job-dir=kill >kill2-worker.log 2>&1
@@ -222,25 +232,7 @@ check kill_rerun_chief_resumes grep -q "resumed from kill/checkpoints/ckpt-" kil
 check kill_rerun_worker_resumes grep -q "resumed from the chief's state" kill2-worker.log
 fp=$(fingerprint kill2-chief.log)
 check kill_rerun_identical test -n "$fp" -a "$fp" = "$(fingerprint kill2-worker.log)"
-
-# the same over TCP: the chief's socket reports the loss at once
-read -r -a p <<<"$(ports 2)"
-cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
-TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${LONG[@]}" --allreduce_transport=tcp \
-  --job-dir=killtcp >killtcp-chief.log 2>&1 &
-c=$!
-TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" --allreduce_transport=tcp \
-  --job-dir=killtcp >killtcp-worker.log 2>&1 &
-w=$!
-for _ in $(seq 200); do [ -e killtcp/checkpoints ] && break; sleep 0.05; done
-kill -9 $w
-t0=$(date +%s.%N)
-wait $c
-rc=$?
-took=$(python3 -c "print($(date +%s.%N) - $t0)")
-check killtcp_chief_exits_nonzero test $rc -eq 1
-check killtcp_chief_notices_in_seconds le "$took" 5
-check killtcp_chief_names_worker grep -q "lost worker 0 (localhost:${p[1]})" killtcp-chief.log
+kill_worker killtcp --allreduce_transport=tcp # the chief's socket reports the loss at once
 
 # --- a peer that never comes is named -------------------------------------------------
 read -r -a p <<<"$(ports 2)"
