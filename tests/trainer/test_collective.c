@@ -476,8 +476,10 @@ static void run_ring_tests(int transport) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/test-collective-shm-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    /* a tmpfs, as in use: a segment on a disk could stall on writeback under load */
+    char shm_dir[] = "/dev/shm/test-collective-XXXXXX", tmp_dir[] = "/tmp/test-collective-XXXXXX";
+    const char *dir = mkdtemp(shm_dir) ? shm_dir : mkdtemp(tmp_dir);
+    if (!dir) return 1;
     setenv("TRAINER_SHM_DIR", dir, 1);
     RUN(test_bf16_rounding);
     RUN(test_single_rank_is_a_no_op);
