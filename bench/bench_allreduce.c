@@ -124,8 +124,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     int shm = transport_s && strcmp(transport_s, "shm") == 0;
-    if (!rc && !shm && strcmp(transport_s, "tcp") != 0)
-        rc = snprintf(err, sizeof err, "--transport must be tcp or shm, got '%s'", transport_s);
+    if (!rc && !shm && strcmp(transport_s, "tcp") != 0) {
+        snprintf(err, sizeof err, "--transport must be tcp or shm, got '%s'", transport_s);
+        rc = 1;
+    }
     if (rc || ranks < 2 || ranks > 64 || repeats < 1) {
         fprintf(stderr, "bench_allreduce: error: %s\n",
                 rc ? err : "--ranks must be 2..64 and --repeats >= 1");

@@ -25,18 +25,18 @@ double nt_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int nt_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms) {
-    int k = poll(fds, (nfds_t)nfds, 0);
+int nt_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
+    int k = poll(fds, nfds, 0);
     if (k != 0 || timeout_ms == 0) return k;
     double start = nt_now(), awake = NT_AWAKE_S;
     if (timeout_ms > 0 && awake > timeout_ms * 1e-3) awake = timeout_ms * 1e-3;
     while (k == 0 && nt_now() - start < awake) {
         sched_yield();
-        k = poll(fds, (nfds_t)nfds, 0);
+        k = poll(fds, nfds, 0);
     }
     if (k != 0) return k;
     int left = timeout_ms < 0 ? -1 : timeout_ms - (int)((nt_now() - start) * 1000);
-    return poll(fds, (nfds_t)nfds, left < 0 && timeout_ms >= 0 ? 0 : left);
+    return poll(fds, nfds, left < 0 && timeout_ms >= 0 ? 0 : left);
 }
 
 static int resolve(const char *addr, struct addrinfo **out, char *err, size_t errlen) {

@@ -6,6 +6,7 @@
 #ifndef TN_NET_H
 #define TN_NET_H
 
+#include <poll.h>
 #include <stddef.h>
 
 /* Seconds on the monotonic clock. */
@@ -20,8 +21,7 @@ double nt_now(void);
 
 /* poll(2) that first polls without sleeping for up to NT_AWAKE_S (sched_yield
  * between tries), then sleeps for the rest of timeout_ms. Returns as poll does. */
-struct pollfd;
-int nt_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms);
+int nt_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 
 /* Listens on addr ("host:port", IPv6 "[addr]:port") with SO_REUSEADDR (a restarted
  * replica gets its port back at once); the socket is non-blocking and close-on-exec.

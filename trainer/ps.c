@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -74,32 +75,50 @@ typedef struct msg_header {
 
 _Static_assert(sizeof(msg_header) == 32, "the header is 32 bytes on the wire");
 
-/* The optimiser settings the ps and the chief must share, in wire order (the job's
- * length, total_steps, travels in the header). */
-#define OPT_FIELDS 11
-static const char *const opt_field_names[OPT_FIELDS] = {
-    "optimizer",  "learning_rate", "momentum",      "weight_decay", "beta1",      "beta2",
-    "epsilon",    "lr_schedule",   "warmup_steps",  "decay_rate",   "decay_steps"};
+/* The optimiser settings the ps and the chief must share, one 64-bit word each in
+ * this order (the job's length, total_steps, travels in the header): the flag that
+ * sets it, and where and as what it sits in opt_config. */
+enum { W_INT, W_INT64, W_DOUBLE }; /* what a word holds */
+static const struct {
+    const char *flag;
+    size_t offset;
+    int type;
+} opt_fields[] = {
+    {"optimizer", offsetof(opt_config, kind), W_INT},
+    {"learning_rate", offsetof(opt_config, learning_rate), W_DOUBLE},
+    {"momentum", offsetof(opt_config, momentum), W_DOUBLE},
+    {"weight_decay", offsetof(opt_config, weight_decay), W_DOUBLE},
+    {"beta1", offsetof(opt_config, beta1), W_DOUBLE},
+    {"beta2", offsetof(opt_config, beta2), W_DOUBLE},
+    {"epsilon", offsetof(opt_config, epsilon), W_DOUBLE},
+    {"lr_schedule", offsetof(opt_config, schedule), W_INT},
+    {"warmup_steps", offsetof(opt_config, warmup_steps), W_INT64},
+    {"decay_rate", offsetof(opt_config, decay_rate), W_DOUBLE},
+    {"decay_steps", offsetof(opt_config, decay_steps), W_INT64},
+};
+#define OPT_FIELDS (sizeof opt_fields / sizeof opt_fields[0])
 
 static void opt_encode(const opt_config *o, uint64_t w[OPT_FIELDS]) {
-    const double d[] = {o->learning_rate, o->momentum, o->weight_decay, o->beta1,
-                        o->beta2,         o->epsilon,  o->decay_rate};
-    w[0] = (uint64_t)o->kind;
-    for (int i = 0; i < 6; i++) memcpy(&w[1 + i], &d[i], sizeof d[i]);
-    w[7] = (uint64_t)o->schedule;
-    w[8] = (uint64_t)o->warmup_steps;
-    memcpy(&w[9], &d[6], sizeof d[6]);
-    w[10] = (uint64_t)o->decay_steps;
+    for (size_t i = 0; i < OPT_FIELDS; i++) {
+        const char *p = (const char *)o + opt_fields[i].offset;
+        int k;
+        int64_t l;
+        switch (opt_fields[i].type) {
+        case W_INT: memcpy(&k, p, sizeof k); w[i] = (uint64_t)(int64_t)k; break;
+        case W_INT64: memcpy(&l, p, sizeof l); w[i] = (uint64_t)l; break;
+        default: memcpy(&w[i], p, sizeof w[i]); break;
+        }
+    }
 }
 
-/* A readable value of word i, for messages. */
-static void opt_field_text(const uint64_t w[OPT_FIELDS], int i, char *out, size_t len) {
+/* Word i as the flag's value, for messages. */
+static void opt_field_text(const uint64_t w[OPT_FIELDS], size_t i, char *out, size_t len) {
     double d;
     memcpy(&d, &w[i], sizeof d);
-    if (i == 0 || i == 7 || i == 8 || i == 10)
-        snprintf(out, len, "%lld", (long long)w[i]);
-    else
+    if (opt_fields[i].type == W_DOUBLE)
         snprintf(out, len, "%g", d);
+    else
+        snprintf(out, len, "%lld", (long long)w[i]);
 }
 
 void ps_shard(size_t p, int n, int i, size_t *lo, size_t *hi) {
@@ -326,8 +345,8 @@ static int on_init(ps_conn *c, const msg_header *h) {
     if (!e) e = recv_all(c->fd, o->m, n * sizeof(float));
     if (!e && has_v) e = recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
     int differs = -1;
-    for (int i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
-        if (mine[i] != chiefs[i]) differs = i;
+    for (size_t i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
+        if (mine[i] != chiefs[i]) differs = (int)i;
     if (e || differs >= 0 || has_v != (o->v != NULL)) {
         opt_free(o);
         free(params);
@@ -337,13 +356,13 @@ static int on_init(ps_conn *c, const msg_header *h) {
         }
         if (differs >= 0) { /* the whole message was read: the connection stays in step */
             char here[32], there[32];
-            opt_field_text(mine, differs, here, sizeof here);
-            opt_field_text(chiefs, differs, there, sizeof there);
+            opt_field_text(mine, (size_t)differs, here, sizeof here);
+            opt_field_text(chiefs, (size_t)differs, there, sizeof there);
             return reply_error(c, TN_EMISMATCH,
                                "ps %d was started with other optimiser flags than the chief "
                                "(--%s: %s here, %s on the chief); hint: give every replica "
                                "(the ps tasks too) the same flags",
-                               cfg->index, opt_field_names[differs], here, there) != 0;
+                               cfg->index, opt_fields[differs].flag, here, there) != 0;
         }
         return reply_error(c, TN_EMISMATCH,
                            "ps %d's optimiser keeps %d state buffers, the chief's %d; hint: "
@@ -720,8 +739,9 @@ static int broke_protocol(ps_client *c, const ps_link *l, const char *what, char
                     l->name, what);
 }
 
-/* Sends a request header and up to three payloads of the link's shard (NULL: none;
- * each is the whole p-float array, of which the shard is sent). */
+/* Sends a request header, pre (prelen bytes, if not NULL) and up to three payloads of
+ * the link's shard (NULL: none; each is the whole p-float array, of which the shard
+ * is sent). */
 static int request(ps_client *c, ps_link *l, int op, int flags, uint64_t a, uint64_t b,
                    uint64_t cc, const void *pre, size_t prelen, const float *x, const float *y,
                    const float *z, char *err, size_t errlen) {
