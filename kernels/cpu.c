@@ -4,6 +4,13 @@
  * them at -O2/-O3 (no aliasing between outputs and inputs except where the
  * interface allows it, unit strides, no calls in the inner loop except libm's).
  * Notation and contracts: kernels.h.
+ *
+ * The same functions make a second table, kn_cpu_device: the CPU presented as a
+ * device with memory of its own (host_memory 0), so that the trainer's GPU code paths
+ * (staging, the step without the host) run and are tested on any machine. The
+ * additions for those paths (gather_rows, dropout_mask, softmax_xent_acc, the *_dev
+ * optimisers, the batched im2col) are thin wrappers over the kernels above, so both
+ * paths compute the same numbers.
  */
 #include "kernels/kernels.h"
 
@@ -31,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/status.h"
 
 static void *cpu_alloc(size_t bytes) {
     /* 64-byte aligned so vector loads never split cache lines. */
@@ -329,37 +338,141 @@ VECTORISE static void cpu_adam(float *restrict p, const float *restrict g, float
     }
 }
 
+/* ---- for steps without the host (kernels.h); thin wrappers over the above ---- */
+
+static int cpu_set_precision(int precision) {
+    if (precision == KN_FP32) return 0;
+    return tn_error(NULL, 0, TN_EINVAL, "the CPU backend computes in float32 only");
+}
+
+static void cpu_upload_small(void *dst, const void *src, size_t bytes) {
+    assert(bytes <= KN_SMALL_MAX);
+    cpu_copy(dst, src, bytes);
+}
+
+static void cpu_sync(void) {}
+
+static int cpu_graph_begin(void) { return 0; } /* no graphs: calls run as they come */
+static void *cpu_graph_end(void) { return NULL; }
+static void cpu_graph_launch(void *graph) { assert(graph == NULL); (void)graph; }
+static void cpu_graph_free(void *graph) { (void)graph; }
+
+static void cpu_gather_rows(float *x, int32_t *y, const float *X, const int32_t *Y, int d,
+                            const int32_t *idx, const int64_t *pos, int b) {
+    const int32_t *rows = idx + *pos;
+    for (int i = 0; i < b; i++) {
+        memcpy(x + (size_t)i * d, X + (size_t)rows[i] * d, (size_t)d * sizeof *x);
+        y[i] = Y[rows[i]];
+    }
+}
+
+/* u(seed, salt, i) of kernels.h: splitmix64's finaliser, top 24 bits. */
+static float drop_uniform(uint64_t seed, uint64_t salt, size_t i) {
+    uint64_t z = seed + KN_DROP_SALT * salt + KN_DROP_STEP * ((uint64_t)i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * 0x1.0p-24f;
+}
+
+static void cpu_dropout_mask(float *mask, size_t n, float keep, const uint64_t *seed,
+                             uint64_t salt) {
+    float scale = 1.0f / keep;
+    uint64_t s = *seed;
+    for (size_t i = 0; i < n; i++) mask[i] = drop_uniform(s, salt, i) < keep ? scale : 0.0f;
+}
+
+static void cpu_softmax_xent_acc(const float *logits, const int32_t *labels, int b, int k,
+                                 float *dlogits, kn_loss_acc *acc, const int64_t *tag) {
+    double loss = 0.0;
+    int64_t right = 0;
+    if (b > 0) cpu_softmax_xent(logits, labels, b, k, dlogits, &loss, &right);
+    acc->loss_sum += loss;
+    acc->correct += right;
+    if (!isfinite(loss) && acc->bad_tag == 0) {
+        acc->bad_tag = *tag;
+        acc->bad_loss = loss;
+    }
+}
+
+static void cpu_im2col_batch(float *col, const float *x, int b, size_t istride, size_t cstride,
+                             int c, int h, int w, int kh, int kw, int pad) {
+    int ohw = (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1);
+    for (int i = 0; i < b; i++)
+        cpu_im2col(col + (size_t)i * ohw, b * ohw, x + (size_t)i * istride, cstride, c, h, w,
+                   kh, kw, pad);
+}
+
+static void cpu_col2im_batch(float *dx, int b, size_t istride, size_t cstride, const float *col,
+                             int c, int h, int w, int kh, int kw, int pad) {
+    int ohw = (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1);
+    for (int i = 0; i < b; i++)
+        cpu_col2im(dx + (size_t)i * istride, cstride, col + (size_t)i * ohw, b * ohw, c, h, w,
+                   kh, kw, pad);
+}
+
+static void cpu_sgd_momentum_dev(float *p, const float *g, float *v, size_t n, const float *lr,
+                                 float mu, float wd, int nesterov) {
+    cpu_sgd_momentum(p, g, v, n, *lr, mu, wd, nesterov);
+}
+
+static void cpu_adam_dev(float *p, const float *g, float *m, float *v, size_t n,
+                         const float *hyper, float b1, float b2, float eps, float wd,
+                         int decoupled) {
+    cpu_adam(p, g, m, v, n, hyper[0], b1, b2, eps, wd, decoupled, hyper[1], hyper[2]);
+}
+
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+static void cpu_to_bf16(uint16_t *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+    }
+}
+
+static void cpu_from_bf16(float *dst, const uint16_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(&dst[i], &u, sizeof u);
+    }
+}
+
+/* The functions both tables share. */
+#define CPU_FUNCTIONS                                                                    \
+    .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_copy, .download = cpu_copy,       \
+    .copy = cpu_copy, .fill = cpu_fill, .scale = cpu_scale,                               \
+    .set_threads = cpu_set_threads, .gemm = cpu_gemm,                                     \
+    .broadcast_rows = cpu_broadcast_rows, .sum_rows = cpu_sum_rows,                       \
+    .sum_channels = cpu_sum_channels, .add_channel_bias = cpu_add_channel_bias,           \
+    .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                 \
+    .tanh_forward = cpu_tanh_forward, .tanh_backward = cpu_tanh_backward,                 \
+    .gelu_forward = cpu_gelu_forward, .gelu_backward = cpu_gelu_backward, .mul = cpu_mul, \
+    .softmax_xent = cpu_softmax_xent, .im2col = cpu_im2col, .col2im = cpu_col2im,         \
+    .swap01 = cpu_swap01, .maxpool2_forward = cpu_maxpool2_forward,                       \
+    .maxpool2_backward = cpu_maxpool2_backward, .sgd_momentum = cpu_sgd_momentum,         \
+    .adam = cpu_adam, .set_precision = cpu_set_precision,                                 \
+    .upload_small = cpu_upload_small, .sync = cpu_sync, .graph_begin = cpu_graph_begin,   \
+    .graph_end = cpu_graph_end, .graph_launch = cpu_graph_launch,                         \
+    .graph_free = cpu_graph_free, .gather_rows = cpu_gather_rows,                         \
+    .dropout_mask = cpu_dropout_mask, .softmax_xent_acc = cpu_softmax_xent_acc,           \
+    .im2col_batch = cpu_im2col_batch, .col2im_batch = cpu_col2im_batch,                   \
+    .sgd_momentum_dev = cpu_sgd_momentum_dev, .adam_dev = cpu_adam_dev,                   \
+    .to_bf16 = cpu_to_bf16, .from_bf16 = cpu_from_bf16
+
 static const kn_backend cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .upload = cpu_copy,
-    .download = cpu_copy,
-    .copy = cpu_copy,
-    .fill = cpu_fill,
-    .scale = cpu_scale,
-    .set_threads = cpu_set_threads,
-    .gemm = cpu_gemm,
-    .broadcast_rows = cpu_broadcast_rows,
-    .sum_rows = cpu_sum_rows,
-    .sum_channels = cpu_sum_channels,
-    .add_channel_bias = cpu_add_channel_bias,
-    .relu_forward = cpu_relu_forward,
-    .relu_backward = cpu_relu_backward,
-    .tanh_forward = cpu_tanh_forward,
-    .tanh_backward = cpu_tanh_backward,
-    .gelu_forward = cpu_gelu_forward,
-    .gelu_backward = cpu_gelu_backward,
-    .mul = cpu_mul,
-    .softmax_xent = cpu_softmax_xent,
-    .im2col = cpu_im2col,
-    .col2im = cpu_col2im,
-    .swap01 = cpu_swap01,
-    .maxpool2_forward = cpu_maxpool2_forward,
-    .maxpool2_backward = cpu_maxpool2_backward,
-    .sgd_momentum = cpu_sgd_momentum,
-    .adam = cpu_adam,
+    CPU_FUNCTIONS,
+};
+
+static const kn_backend cpu_device_backend = {
+    .name = "cpu-device",
+    .host_memory = 0,
+    CPU_FUNCTIONS,
 };
 
 const kn_backend *kn_cpu(void) { return &cpu_backend; }
+
+const kn_backend *kn_cpu_device(void) { return &cpu_device_backend; }

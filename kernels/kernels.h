@@ -3,14 +3,34 @@
  *
  * A backend is a table of functions over buffers that live on its device: the CPU
  * backend (kernels/cpu.c, OpenBLAS for every matrix product, plain loops written to
- * vectorise for the element-wise work) and, later, a CUDA backend with the same
- * table. The model never touches buffer contents directly: it allocates, copies in
- * and out, and calls these functions, so the same model code runs on either device.
+ * vectorise for the element-wise work) and the CUDA backend (kernels/cuda.cu, cuBLAS
+ * for the products and its own kernels for the rest; kernels/cuda.h creates one per
+ * GPU). The model never touches buffer contents directly: it allocates, copies in and
+ * out, and calls these functions, so the same model code runs on either device.
  *
  * Notation: matrices are row-major. B batch, C channels, H x W image, D features,
- * K classes, P parameters. Shapes are written next to arguments as (B, D).
- * All functions are synchronous from the caller's point of view and never fail on
- * valid arguments (shapes are the caller's contract; asserted in debug builds).
+ * K classes, P parameters, N examples. Shapes are written next to arguments as (B, D).
+ * Every function never fails on valid arguments (shapes are the caller's contract;
+ * asserted in debug builds); a device backend that meets an error it cannot return
+ * (out of memory, a failed launch) exits the process with file:line, the library's
+ * message and a hint (docs/trainer.md, "Devices").
+ *
+ * Order of work: the CPU backend does each call before returning. A device backend
+ * runs the calls of one table in order on one queue (a CUDA stream): a call may return
+ * before its work is done, but every later call sees its result; upload and download
+ * return once the bytes have been copied, and sync waits for everything. So results
+ * are the same as if every call were synchronous, and the host only waits where it
+ * reads something back.
+ *
+ * Steps without the host. A training step on a GPU is a few dozen short launches; the
+ * host should neither wait for the device every step nor pay for each launch. For that
+ * the table also has: a data set kept on the device and batches gathered there
+ * (gather_rows), dropout masks drawn there (dropout_mask), the loss summed there
+ * (softmax_xent_acc into a kn_loss_acc), optimiser updates whose per-step scalars are
+ * read from device memory (sgd_momentum_dev, adam_dev), small stream-ordered uploads
+ * of those per-step values (upload_small), and graphs: a step recorded once
+ * (graph_begin, graph_end) and replayed (graph_launch). Design: docs/trainer.md,
+ * "Devices".
  */
 #ifndef TN_KERNELS_H
 #define TN_KERNELS_H
@@ -18,8 +38,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Precision of the matrix products (set_precision). The parameters, gradients,
+ * optimiser state and every element-wise kernel stay float32 whatever the setting. */
+enum kn_precision {
+    KN_FP32 = 0, /* float32 products (the default; the only one the CPU backend has) */
+    KN_TF32 = 1, /* inputs rounded to TensorFloat-32 on tensor cores, float32 sums */
+    KN_BF16 = 2  /* inputs rounded to bfloat16 on tensor cores, float32 sums */
+};
+
+/* The running sums of a training run's loss, kept in device memory by
+ * softmax_xent_acc, so that a step needs no device-to-host copy: the host reads the
+ * struct back at reports and checkpoints. Zero it to start (upload zeroes). */
+typedef struct kn_loss_acc {
+    double loss_sum;  /* summed cross-entropy over every example added */
+    int64_t correct;  /* examples whose arg-max logit was their label */
+    int64_t bad_tag;  /* the tag of the first batch whose summed loss was not finite;
+                         0 while every batch has been finite */
+    double bad_loss;  /* that batch's summed loss (NaN or infinite) */
+} kn_loss_acc;
+
+/* The most bytes upload_small copies at once. */
+#define KN_SMALL_MAX 256
+
+/* dropout_mask's uniform numbers, the same on every backend: u(seed, salt, i) is the
+ * top 24 bits of splitmix64's finaliser applied to
+ * seed + KN_DROP_SALT * salt + KN_DROP_STEP * (i + 1), times 2^-24. */
+#define KN_DROP_SALT 0xd1b54a32d192ed03ull
+#define KN_DROP_STEP 0x9e3779b97f4a7c15ull
+
 typedef struct kn_backend {
-    const char *name; /* "cpu", "cuda" */
+    const char *name; /* "cpu", "cpu-device" (kn_cpu_device), "cuda" */
     int host_memory;  /* 1 when device buffers are ordinary host memory, so callers may
                          read and write them directly instead of upload/download */
 
@@ -103,9 +155,92 @@ typedef struct kn_backend {
                          float wd, int nesterov);
     void (*adam)(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                  float b2, float eps, float wd, int decoupled, float bc1, float bc2);
+
+    /* ---- for steps that run without the host (see the header) ---- */
+
+    /* Sets the precision of the matrix products (enum kn_precision) for every later
+     * gemm. Returns 0, or TN_EINVAL when the backend has no such mode (the CPU
+     * backend computes in float32 only). */
+    int (*set_precision)(int precision);
+
+    /* Copies bytes (<= KN_SMALL_MAX) from src_host to dst_dev in the backend's order
+     * of work, without waiting for the device: src_host may be reused at once, and
+     * every later call sees the new bytes. For the values of one step (batch
+     * position, dropout seed, learning rate) that a replayed graph reads. */
+    void (*upload_small)(void *dst_dev, const void *src_host, size_t bytes);
+
+    /* Waits until every call made so far has finished (the CPU returns at once). */
+    void (*sync)(void);
+
+    /* Graphs. graph_begin starts recording the calls that follow instead of running
+     * them, and returns 1; a backend without graphs (the CPU) returns 0, runs the
+     * calls as usual, and graph_end is then not called. graph_end stops recording and
+     * returns the graph (yours: graph_free); graph_launch runs it once, as if its calls
+     * were made again with the same arguments (pointer arguments are read again, so
+     * per-step values go through device memory and upload_small). While recording,
+     * nothing may be allocated, freed, uploaded, downloaded or waited for, and every
+     * call must have been made once with the same shapes before (so that each scratch
+     * buffer a call needs already has its size). */
+    int (*graph_begin)(void);
+    void *(*graph_end)(void);
+    void (*graph_launch)(void *graph);
+    void (*graph_free)(void *graph); /* accepts NULL */
+
+    /* A batch from a data set in device memory: x (b, d) and y (b) get rows
+     * idx[*pos + i], i < b, of X (N, d) and Y (N). idx, pos (one int64) are device
+     * memory, so a replayed step gathers the batch of the step it replays. */
+    void (*gather_rows)(float *x, int32_t *y, const float *X, const int32_t *Y, int d,
+                        const int32_t *idx, const int64_t *pos, int b);
+
+    /* Dropout masks drawn on the device: mask[i] = u(*seed, salt, i) < keep ? 1/keep : 0
+     * for i < n, with u as KN_DROP_SALT says (the same masks on every backend). seed
+     * is device memory (one uint64). */
+    void (*dropout_mask)(float *mask, size_t n, float keep, const uint64_t *seed,
+                         uint64_t salt);
+
+    /* softmax_xent with the sums kept in device memory: acc->loss_sum += the batch's
+     * summed loss, acc->correct += its correct predictions, and when that summed loss
+     * is not finite and acc->bad_tag is 0, acc->bad_tag = *tag and acc->bad_loss = the
+     * loss. dlogits as softmax_xent (may be NULL). acc and tag (one int64, non-zero)
+     * are device memory. Nothing is copied to the host. */
+    void (*softmax_xent_acc)(const float *logits, const int32_t *labels, int b, int k,
+                             float *dlogits, kn_loss_acc *acc, const int64_t *tag);
+
+    /* im2col and col2im of b images in one call: image i is x + i*istride (dx + i*
+     * istride), its channel planes cstride apart, and owns columns [i*oh*ow,
+     * (i+1)*oh*ow) of col (c*kh*kw, b*oh*ow). The same as b calls of im2col / col2im
+     * with ldcol = b*oh*ow; col2im_batch adds into dx as col2im does. */
+    void (*im2col_batch)(float *col, const float *x, int b, size_t istride, size_t cstride,
+                         int c, int h, int w, int kh, int kw, int pad);
+    void (*col2im_batch)(float *dx, int b, size_t istride, size_t cstride, const float *col,
+                         int c, int h, int w, int kh, int kw, int pad);
+
+    /* sgd_momentum and adam with the scalars that change every step read from device
+     * memory: lr (one float) the learning rate; hyper (three floats) = {lr, bc1, bc2}.
+     * The same arithmetic as the by-value forms. */
+    void (*sgd_momentum_dev)(float *p, const float *g, float *v, size_t n, const float *lr,
+                             float mu, float wd, int nesterov);
+    void (*adam_dev)(float *p, const float *g, float *m, float *v, size_t n,
+                     const float *hyper, float b1, float b2, float eps, float wd,
+                     int decoupled);
+
+    /* float32 <-> bfloat16 (round to nearest even, NaN kept), for gradients sent as
+     * bfloat16; dst and src do not overlap. */
+    void (*to_bf16)(uint16_t *dst, const float *src, size_t n);
+    void (*from_bf16)(float *dst, const uint16_t *src, size_t n);
 } kn_backend;
 
-/* The CPU backend (always available). */
+/* The CPU backend (always available). Its buffers are host memory (host_memory 1). */
 const kn_backend *kn_cpu(void);
+
+/* The CPU backend presented as a device with memory of its own: the same functions and
+ * results, but host_memory is 0, so callers go through upload, download and the
+ * step-without-the-host path as they do for a GPU. It lets the code written for GPUs
+ * run, and be tested, on any machine (trainer: TRAINER_EMULATE_DEVICE=1). */
+const kn_backend *kn_cpu_device(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

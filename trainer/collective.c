@@ -144,8 +144,8 @@ static int check_hello(const hello *h, const cl_ring *r, int want_rank, uint64_t
     if (h->hash != hash)
         return tn_error(err, errlen, TN_EMISMATCH,
                         "%s runs with a different configuration (model, batch, data, seed, "
-                        "optimizer or strategy flags differ); hint: give every replica the "
-                        "same flags",
+                        "optimizer, strategy, device or precision flags differ); hint: give "
+                        "every replica the same flags",
                         who);
     return 0;
 }

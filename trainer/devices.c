@@ -1,13 +1,43 @@
 /*
- * devices.c — CPU devices as threads (see devices.h). Every buffer is host memory
- * (kn_cpu's host_memory), so a reduction is plain loads and adds: segment s of the
- * buffers is summed by thread s, so the work and the memory traffic are split evenly.
+ * devices.c — several devices in one process (see devices.h). CPU devices are threads
+ * over host memory (kn_cpu's host_memory), so a reduction is plain loads and adds:
+ * segment s of the buffers is summed by thread s, so the work and the memory traffic
+ * are split evenly. GPUs reduce with NCCL (kernels/nccl.h), or through host memory
+ * with the same order of additions as the CPU (device 0, then 1, ...).
  */
 #include "trainer/devices.h"
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/status.h"
+
+static int on_host(const dv_group *g) { return g->k[0]->host_memory; }
+
+void dv_open(dv_group *g, char *note, size_t notelen) {
+    char why[512] = "";
+    g->nccl = NULL;
+    if (on_host(g)) {
+        tn_error(note, notelen, 0, "the devices sum their buffers in host memory");
+        return;
+    }
+    if (kc_group_new(g->k, g->n, &g->nccl, why, sizeof why) == 0)
+        tn_error(note, notelen, 0, "the devices sum their buffers with NCCL %s", kc_version());
+    else
+        tn_error(note, notelen, 0, "the devices sum their buffers through host memory (%s)",
+                 why);
+}
+
+void dv_close(dv_group *g) {
+    kc_group_free(g->nccl);
+    g->nccl = NULL;
+    free(g->stage);
+    g->stage = NULL;
+    g->stage_n = 0;
+}
 
 typedef struct job {
     void (*fn)(int device, void *ctx);
@@ -23,8 +53,8 @@ static void *run_job(void *arg) {
 
 void dv_parallel(const dv_group *g, void (*fn)(int device, void *ctx), void *ctx) {
     assert(g->n >= 1 && g->n <= DV_MAX);
-    if (g->n == 1) {
-        fn(0, ctx);
+    if (g->n == 1 || !on_host(g)) {
+        for (int d = 0; d < g->n; d++) fn(d, ctx);
         return;
     }
     pthread_t th[DV_MAX];
@@ -77,26 +107,56 @@ static void copy_segment(int s, void *arg) {
         memcpy(r->bufs[d] + lo, r->src + lo, (hi - lo) * sizeof(float));
 }
 
-static void check_host(const dv_group *g) {
-    for (int d = 0; d < g->n; d++) assert(g->k[d]->host_memory);
-    (void)g;
+/* Without NCCL: host = the sum of every device's buffer, added in device order (the
+ * CPU threads' order, so the numbers are the same). */
+static void staged_sum(dv_group *g, float *const *bufs, size_t n, float *host) {
+    if (g->stage_n < n) {
+        free(g->stage);
+        g->stage = tn_xmalloc(n * sizeof(float));
+        g->stage_n = n;
+    }
+    g->k[0]->download(host, bufs[0], n * sizeof(float));
+    for (int d = 1; d < g->n; d++) {
+        g->k[d]->download(g->stage, bufs[d], n * sizeof(float));
+        for (size_t i = 0; i < n; i++) host[i] += g->stage[i];
+    }
 }
 
-void dv_allreduce(const dv_group *g, float *const *bufs, size_t n) {
-    check_host(g);
+void dv_allreduce(dv_group *g, float *const *bufs, size_t n) {
     if (g->n == 1) return;
-    reduction r = {g, bufs, n, NULL, NULL};
-    dv_parallel(g, sum_segment, &r);
+    if (on_host(g)) {
+        reduction r = {g, bufs, n, NULL, NULL};
+        dv_parallel(g, sum_segment, &r);
+    } else if (g->nccl) {
+        kc_group_allreduce(g->nccl, bufs, n);
+    } else {
+        float *sum = tn_xmalloc(n * sizeof(float));
+        staged_sum(g, bufs, n, sum);
+        for (int d = 0; d < g->n; d++) g->k[d]->upload(bufs[d], sum, n * sizeof(float));
+        free(sum);
+    }
 }
 
-void dv_reduce_to_host(const dv_group *g, float *const *bufs, size_t n, float *host) {
-    check_host(g);
-    reduction r = {g, bufs, n, host, NULL};
-    dv_parallel(g, sum_segment, &r);
+void dv_reduce_to_host(dv_group *g, float *const *bufs, size_t n, float *host) {
+    if (on_host(g)) {
+        reduction r = {g, bufs, n, host, NULL};
+        dv_parallel(g, sum_segment, &r);
+    } else if (g->nccl) {
+        kc_group_reduce(g->nccl, bufs, n);
+        g->k[0]->download(host, bufs[0], n * sizeof(float));
+    } else {
+        staged_sum(g, bufs, n, host);
+    }
 }
 
-void dv_broadcast_from_host(const dv_group *g, const float *host, float *const *bufs, size_t n) {
-    check_host(g);
-    reduction r = {g, bufs, n, NULL, host};
-    dv_parallel(g, copy_segment, &r);
+void dv_broadcast_from_host(dv_group *g, const float *host, float *const *bufs, size_t n) {
+    if (on_host(g)) {
+        reduction r = {g, bufs, n, NULL, host};
+        dv_parallel(g, copy_segment, &r);
+    } else if (g->nccl) {
+        g->k[0]->upload(bufs[0], host, n * sizeof(float));
+        kc_group_broadcast(g->nccl, bufs, n);
+    } else {
+        for (int d = 0; d < g->n; d++) g->k[d]->upload(bufs[d], host, n * sizeof(float));
+    }
 }

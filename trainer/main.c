@@ -6,7 +6,9 @@
  * Exit codes (docs/trainer.md, "Exit codes"): 0 done; 1 runtime error (data, disk,
  * checkpoint); 2 permanent error (bad flag or configuration, or training diverged:
  * re-running cannot help); 128+signal when stopped by SIGTERM/SIGINT after a checkpoint.
- * Its role comes from TF_CONFIG (none: a single replica).
+ * Its role comes from TF_CONFIG (none: a single replica), its device from --device
+ * (default: a GPU when CUDA_VISIBLE_DEVICES names one, this build has CUDA and a GPU is
+ * there; else the CPU).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "common/flags.h"
 #include "common/status.h"
 #include "common/tfconfig.h"
+#include "kernels/cuda.h"
 #include "trainer/collective.h"
 #include "trainer/data.h"
 #include "trainer/ps.h"
@@ -55,6 +58,10 @@ static const name_value shard_policies[] = {{"auto", TR_SHARD_AUTO}, {"data", TR
 static const name_value precisions[] = {{"fp32", CL_FP32}, {"bf16", CL_BF16}, {NULL, 0}};
 static const name_value transports[] = {
     {"auto", CL_AUTO}, {"tcp", CL_TCP}, {"shm", CL_SHM}, {NULL, 0}};
+static const name_value device_names[] = {
+    {"auto", -1}, {"cpu", TR_CPU}, {"gpu", TR_GPU}, {NULL, 0}};
+static const name_value precision_names[] = {
+    {"fp32", KN_FP32}, {"tf32", KN_TF32}, {"bf16", KN_BF16}, {NULL, 0}};
 
 static int lookup(const char *flag, const char *s, const name_value *t, int *out, char *err,
                   size_t errlen) {
@@ -108,6 +115,47 @@ static void remove_tree(const char *path) {
         closedir(d);
     }
     rmdir(path);
+}
+
+/* Whether CUDA_VISIBLE_DEVICES names a device: set, not empty, and not "-1" or
+ * "none" (which hide every GPU). */
+static int gpu_named(void) {
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (!v) return 0;
+    while (*v == ' ') v++;
+    return *v && strncmp(v, "-1", 2) != 0 && strcmp(v, "none") != 0 && strcmp(v, "NoDevFiles");
+}
+
+/* --device: auto is the GPU when CUDA_VISIBLE_DEVICES names one, the build has CUDA
+ * and a GPU is there, as TensorFlow places its work; else the CPU. An explicit gpu
+ * without CUDA or without a GPU is an error. Also checks --precision and --devices
+ * against the device. 0 or TN_EINVAL with the message. */
+static int resolve_device(tr_config *c, int device, int precision, int devices, char *err,
+                          size_t errlen) {
+    char why[512] = "";
+    if (device < 0) {
+        device = gpu_named() && kn_cuda_built() && kn_cuda_count(why, sizeof why) > 0 ? TR_GPU
+                                                                                    : TR_CPU;
+    } else if (device == TR_GPU) {
+        int n = kn_cuda_count(why, sizeof why);
+        if (n == 0) return tn_error(err, errlen, TN_EINVAL, "--device=gpu: %s", why);
+        if (devices > n)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--devices=%d, but %d GPU%s visible; hint: use --devices=%d or "
+                            "fewer, or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
+                            devices, n, n == 1 ? " is" : "s are", n);
+    }
+    if (device == TR_CPU && precision != KN_FP32)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--precision=%s needs --device=gpu: the CPU computes in fp32%s",
+                        precision == KN_BF16 ? "bf16" : "tf32",
+                        kn_cuda_built() ? "" : " (and this build has no CUDA)");
+    c->device = device;
+    c->precision = precision;
+    /* tests run the GPU code paths on the CPU (kernels.h, kn_cpu_device) */
+    const char *emulate = getenv("TRAINER_EMULATE_DEVICE");
+    c->emulate_device = device == TR_CPU && emulate && strcmp(emulate, "1") == 0;
+    return 0;
 }
 
 static int default_threads(void) {
@@ -226,7 +274,8 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
             "usage: trainer [--flag=value | --flag value]...\n"
             "\n"
             "Trains an MLP or a CNN on Fashion-MNIST (or any MNIST-format IDX folder, or CSV\n"
-            "files) on the CPU, reporting metrics by the cloudml-hypertune file protocol\n"
+            "files) on the CPU or on GPUs (--device), reporting metrics by the\n"
+            "cloudml-hypertune file protocol\n"
             "($CLOUD_ML_HP_METRIC_FILE) and checkpointing into --job-dir, from which a\n"
             "restarted run resumes. Runs alone, or as a replica of a tuner trial.\n"
             "\n"
@@ -251,7 +300,7 @@ int main(int argc, char **argv) {
     int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
     int64_t max_train = 0, max_eval = 0;
     const char *strategy = "auto", *shard_policy = "auto", *precision = "fp32";
-    const char *transport = "auto";
+    const char *transport = "auto", *device = "auto", *precision_flag = "fp32";
     int global_batch = 0, devices = 1;
     double peer_timeout = 60, bucket_mb = 0.25;
 
@@ -307,7 +356,14 @@ int main(int argc, char **argv) {
          "auto|one_device|mirrored|central_storage|multi_worker_mirrored|parameter_server "
          "(auto: from TF_CONFIG's cluster)"},
         {"devices", TN_FLAG_INT, &devices, "N",
-         "mirrored, central_storage: replicas in this process (CPU replicas here)"},
+         "mirrored, central_storage: replicas in this process (threads on the CPU, one GPU "
+         "each with --device=gpu)"},
+        {"device", TN_FLAG_STRING, &device, "auto|cpu|gpu",
+         "where to compute (auto: a GPU when CUDA_VISIBLE_DEVICES names one and this build "
+         "has CUDA, else the CPU)"},
+        {"precision", TN_FLAG_STRING, &precision_flag, "fp32|tf32|bf16",
+         "GPU: precision of the matrix products (tf32, bf16: tensor cores, float32 sums and "
+         "parameters)"},
         {"global_batch_size", TN_FLAG_INT, &global_batch, "N",
          "examples per step over all replicas (0: --batch_size x replicas); must divide"},
         {"shard_policy", TN_FLAG_STRING, &shard_policy, "NAME",
@@ -338,11 +394,13 @@ int main(int argc, char **argv) {
     if (!rc) rc = lookup("activation", activation, activations, &act, err, sizeof err);
     if (!rc) rc = lookup("optimizer", optimizer, optimizers, &opt, err, sizeof err);
     if (!rc) rc = lookup("lr_schedule", schedule, schedules, &sched, err, sizeof err);
-    int strat = 0, shard = 0, prec = 0, trans = 0;
+    int strat = 0, shard = 0, prec = 0, trans = 0, dev = 0, mprec = 0;
     if (!rc) rc = lookup("strategy", strategy, strategies, &strat, err, sizeof err);
     if (!rc) rc = lookup("shard_policy", shard_policy, shard_policies, &shard, err, sizeof err);
     if (!rc) rc = lookup("allreduce_precision", precision, precisions, &prec, err, sizeof err);
     if (!rc) rc = lookup("allreduce_transport", transport, transports, &trans, err, sizeof err);
+    if (!rc) rc = lookup("device", device, device_names, &dev, err, sizeof err);
+    if (!rc) rc = lookup("precision", precision_flag, precision_names, &mprec, err, sizeof err);
     c.allreduce_transport = trans;
     if (!rc && !(peer_timeout > 0 && peer_timeout <= 86400))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--peer_timeout must be in (0, 86400] seconds");
@@ -410,6 +468,8 @@ int main(int argc, char **argv) {
     rc = resolve_strategy(&c, clustered ? &tf : NULL, tf.type, strat, shard, prec, devices,
                           global_batch, peer_timeout, tn_flags_given(flags, nflags, "batch_size"),
                           err, sizeof err);
+    if (!rc && !(clustered && tf.type == TF_PS)) /* a ps task computes nothing */
+        rc = resolve_device(&c, dev, mprec, c.devices, err, sizeof err);
     if (rc) {
         fprintf(stderr, "trainer: error: %s\n", err);
         tf_config_clear(&tf);

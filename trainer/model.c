@@ -240,9 +240,11 @@ static void act_backward(const kn_backend *k, int act, float *dx, const float *d
     }
 }
 
-/* The forward pass over the b examples already in m->input and m->labels. */
-static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss_sum,
-                    int64_t *correct) {
+/* The forward pass over the b examples already in m->input and m->labels, up to the
+ * logits, which it returns. Training draws the dropout masks on the host from rng, or
+ * on the device from *seed when seed is not NULL (mdl_forward_device). */
+static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rng,
+                                   const uint64_t *seed) {
     const kn_backend *k = m->k;
     const float *in = m->input;
     for (int l = 0; l < m->nlayers; l++) {
@@ -260,9 +262,8 @@ static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss
             /* The batch input is (b, c_in, h, w); later conv layers read (c_in, b, h, w). */
             size_t cstride = l == 0 ? (size_t)hw : (size_t)ld;
             size_t istride = l == 0 ? (size_t)L->in_size : (size_t)hw;
-            for (int i = 0; i < b; i++)
-                k->im2col(L->col + (size_t)i * hw, ld, in + i * istride, cstride, L->c_in, L->h,
-                          L->w, KSIZE, KSIZE, KPAD);
+            k->im2col_batch(L->col, in, b, istride, cstride, L->c_in, L->h, L->w, KSIZE, KSIZE,
+                            KPAD);
             k->gemm(0, 0, L->c_out, ld, ck, 1.0f, W, ck, L->col, ld, 0.0f, L->out, ld);
             k->add_channel_bias(L->out, bias, 1, L->c_out, ld);
             break;
@@ -275,7 +276,10 @@ static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss
             k->maxpool2_forward(L->out, L->argmax, in, b * L->c_in, L->h, L->w);
             break;
         case MDL_DROPOUT:
-            if (training) {
+            if (training && seed) {
+                k->dropout_mask(L->mask, n, 1.0f - m->cfg.dropout, seed, (uint64_t)l);
+                k->mul(L->out, in, L->mask, n);
+            } else if (training) {
                 float keep = 1.0f - m->cfg.dropout, scale = 1.0f / keep;
                 for (size_t i = 0; i < n; i++)
                     m->mask_host[i] = tn_rng_uniformf(rng) < keep ? scale : 0.0f;
@@ -288,8 +292,15 @@ static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss
         }
         in = L->out;
     }
-    k->softmax_xent(in, m->labels, b, m->cfg.classes, training ? m->dlogits : NULL, loss_sum,
-                    correct);
+    return in;
+}
+
+/* The forward pass with the loss summed on the host. */
+static void forward(mdl_model *m, int b, int training, tn_rng *rng, double *loss_sum,
+                    int64_t *correct) {
+    const float *logits = forward_layers(m, b, training, rng, NULL);
+    m->k->softmax_xent(logits, m->labels, b, m->cfg.classes, training ? m->dlogits : NULL,
+                       loss_sum, correct);
 }
 
 void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int training,
@@ -320,6 +331,28 @@ void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int3
         m->k->upload(m->labels, ys, (size_t)b * sizeof(int32_t));
     }
     forward(m, b, training, rng, loss_sum, correct);
+}
+
+void mdl_forward_device(mdl_model *m, const float *X, const int32_t *Y, const int32_t *idx,
+                        const int64_t *pos, int b, const uint64_t *seed, kn_loss_acc *acc,
+                        const int64_t *tag) {
+    assert(b >= 1 && b <= m->max_batch);
+    m->k->gather_rows(m->input, m->labels, X, Y, m->input_size, idx, pos, b);
+    const float *logits = forward_layers(m, b, 1, NULL, seed);
+    m->k->softmax_xent_acc(logits, m->labels, b, m->cfg.classes, m->dlogits, acc, tag);
+}
+
+void mdl_evaluate_device(mdl_model *m, const float *X, const int32_t *Y, int64_t lo, int64_t hi,
+                         kn_loss_acc *acc, const int64_t *tag) {
+    const kn_backend *k = m->k;
+    size_t d = (size_t)m->input_size;
+    for (int64_t i = lo; i < hi; i += m->max_batch) {
+        int b = (int)(hi - i < m->max_batch ? hi - i : m->max_batch);
+        k->copy(m->input, X + (size_t)i * d, (size_t)b * d * sizeof(float));
+        k->copy(m->labels, Y + i, (size_t)b * sizeof(int32_t));
+        const float *logits = forward_layers(m, b, 0, NULL, NULL);
+        k->softmax_xent_acc(logits, m->labels, b, m->cfg.classes, NULL, acc, tag);
+    }
 }
 
 void mdl_backward(mdl_model *m, int b) {
@@ -356,9 +389,8 @@ void mdl_backward(mdl_model *m, int b) {
             if (l > 0) { /* dcol (ck, b*hw) = W^T g, into col; dx (c_in, b, h, w) */
                 k->gemm(1, 0, ck, ld, L->c_out, 1.0f, W, ck, g, ld, 0.0f, L->col, ld);
                 k->fill(dx, 0.0f, (size_t)b * L->in_size);
-                for (int i = 0; i < b; i++)
-                    k->col2im(dx + (size_t)i * hw, (size_t)ld, L->col + (size_t)i * hw, ld,
-                              L->c_in, L->h, L->w, KSIZE, KSIZE, KPAD);
+                k->col2im_batch(dx, b, (size_t)hw, (size_t)ld, L->col, L->c_in, L->h, L->w,
+                                KSIZE, KSIZE, KPAD);
                 g = dx;
             }
             break;

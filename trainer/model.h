@@ -133,6 +133,23 @@ void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int
 void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int32_t *idx,
                       int b, int training, tn_rng *rng, double *loss_sum, int64_t *correct);
 
+/* The training forward pass of a step that runs without the host (GPUs; see
+ * kernels.h, "Steps without the host"): the batch is rows idx[*pos + i], i < b, of a
+ * data set already on the device (X (N, D), Y (N)); the dropout masks are drawn there
+ * from *seed (kn_backend.dropout_mask, salt: the layer's index); the loss is added to
+ * acc (a non-finite batch loss is tagged with *tag) and dlogits written for
+ * mdl_backward. Every pointer argument is device memory. Nothing is copied to or from
+ * the host, so the calls it makes can be recorded in a graph. */
+void mdl_forward_device(mdl_model *m, const float *X, const int32_t *Y, const int32_t *idx,
+                        const int64_t *pos, int b, const uint64_t *seed, kn_loss_acc *acc,
+                        const int64_t *tag);
+
+/* Evaluation (no dropout, no dlogits) of rows [lo, hi) of a data set on the device
+ * (X (N, D), Y (N)), in batches of max_batch: the losses and correct predictions are
+ * added to acc (device memory; tag as above). */
+void mdl_evaluate_device(mdl_model *m, const float *X, const int32_t *Y, int64_t lo, int64_t hi,
+                         kn_loss_acc *acc, const int64_t *tag);
+
 /* Backward pass of the last training forward pass over the same b examples:
  * writes the gradient of the mean loss into grads (overwriting them). */
 void mdl_backward(mdl_model *m, int b);

@@ -99,3 +99,31 @@ double opt_step(opt_state *o, float *params, const float *grads) {
     }
     return lr;
 }
+
+void opt_scalars(const opt_state *o, float s[3]) {
+    const opt_config *c = &o->cfg;
+    s[0] = (float)opt_learning_rate(c, o->t);
+    s[1] = s[2] = 1.0f;
+    if (c->kind == OPT_ADAM || c->kind == OPT_ADAMW) {
+        s[1] = (float)(1.0 - pow(c->beta1, (double)(o->t + 1)));
+        s[2] = (float)(1.0 - pow(c->beta2, (double)(o->t + 1)));
+    }
+}
+
+void opt_apply_device(const opt_state *o, float *params, const float *grads, const float *s) {
+    const opt_config *c = &o->cfg;
+    switch (c->kind) {
+    case OPT_SGD:
+        o->k->sgd_momentum_dev(params, grads, o->m, o->n, s, 0.0f, (float)c->weight_decay, 0);
+        break;
+    case OPT_MOMENTUM:
+    case OPT_NESTEROV:
+        o->k->sgd_momentum_dev(params, grads, o->m, o->n, s, (float)c->momentum,
+                               (float)c->weight_decay, c->kind == OPT_NESTEROV);
+        break;
+    default:
+        o->k->adam_dev(params, grads, o->m, o->v, o->n, s, (float)c->beta1, (float)c->beta2,
+                       (float)c->epsilon, (float)c->weight_decay, c->kind == OPT_ADAMW);
+        break;
+    }
+}

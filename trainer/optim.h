@@ -57,6 +57,18 @@ void opt_free(opt_state *o);
  * learning rate of step o->t, then increments o->t. Returns the rate used. */
 double opt_step(opt_state *o, float *params, const float *grads);
 
+/* For a step that runs without the host (train.c on a GPU): the scalars of update
+ * number o->t (the next one), as opt_step computes them: s[0] the learning rate, s[1]
+ * and s[2] Adam's bias corrections 1 - beta1^(t+1) and 1 - beta2^(t+1) (1 for the other
+ * optimisers). The caller uploads them to device memory for opt_apply_device. */
+void opt_scalars(const opt_state *o, float s[3]);
+
+/* Queues the update of params from grads with the scalars read from device memory s
+ * (three floats, as opt_scalars wrote them): the same arithmetic as opt_step. It does
+ * not advance o->t: the caller counts each update (o->t++), since a step recorded in a
+ * graph replays the update without calling this again. */
+void opt_apply_device(const opt_state *o, float *params, const float *grads, const float *s);
+
 /* Number of state buffers of n floats (1 or 2): what a checkpoint must hold. */
 int opt_buffer_count(const opt_state *o);
 

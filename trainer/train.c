@@ -15,6 +15,17 @@
  * the same with devices in one process (devices.h); parameter_server has its own
  * asynchronous loop (ps_loop: pull, compute, push to the ps tasks of ps.h). The
  * evaluator (tr_evaluator) follows the chief's checkpoints.
+ *
+ * On a device whose memory is not the host's (a GPU, or the CPU presented as one for
+ * tests), the synchronous strategies take the step without the host (dev_path): the
+ * data sets are copied to each device once and every epoch's order once per epoch;
+ * each step uploads a few values (batch position, dropout seed, the optimiser's
+ * scalars: dev_step_args) and replays the step recorded in a graph (gather, forward,
+ * loss, backward, update; recorded the second time a batch shape comes round); the
+ * loss is summed on the device (kn_loss_acc) and read back only at reports,
+ * checkpoints and every DEV_CHECK_EVERY steps, which is also when a non-finite loss is
+ * noticed (and reported with the step it happened at). Design: docs/trainer.md,
+ * "Devices".
  */
 #include "trainer/train.h"
 
@@ -28,6 +39,8 @@
 
 #include "common/hypertune.h"
 #include "common/status.h"
+#include "kernels/cuda.h"
+#include "kernels/nccl.h"
 #include "trainer/bucket.h"
 #include "trainer/checkpoint.h"
 #include "trainer/collective.h"
@@ -170,6 +183,46 @@ static void state_decode(const uint64_t w[STATE_WORDS], run_state *s) {
 
 /* ---- the run ---- */
 
+/* The values of one step that a replayed graph reads, in device memory (one per
+ * device), written by upload_small before the step. */
+typedef struct dev_step_args {
+    int64_t pos;      /* first position of the device's batch in its index list */
+    uint64_t seed;    /* its dropout masks' seed */
+    int64_t tag;      /* global_step + 1: names the step if its loss is not finite */
+    float hyper[3];   /* the optimiser's scalars (opt_scalars) */
+    float pad;
+} dev_step_args;
+
+/* A step recorded for one batch shape (a replica's examples b and the step's global
+ * count, which sets the share's weight). */
+typedef struct dev_graph {
+    void *graph;      /* the recorded step, or NULL until its shape comes round again */
+    int b;
+    int64_t global;
+    int runs;         /* times the step ran with this shape */
+    uint64_t used;    /* for replacing the least recently used */
+} dev_graph;
+
+#define DEV_GRAPHS 4        /* shapes kept per device: full, short last, ... */
+#define DEV_CHECK_EVERY 100 /* steps between reads of the loss sums (divergence) */
+
+/* What one device keeps for the step without the host. */
+typedef struct resident {
+    float *X;              /* (N, D) the training set */
+    int32_t *Y;            /* (N) */
+    float *EX;             /* (M, D) the evaluation set (device 0 only) */
+    int32_t *EY;           /* (M) */
+    int32_t *index;        /* (N + B) the epoch's index list (the order, or this
+                              replica's block), then its first B entries again */
+    dev_step_args *args;   /* the step's values */
+    kn_loss_acc *acc;      /* training sums since the last report (see dev_read) */
+    kn_loss_acc *eval_acc; /* one evaluation's sums */
+    int64_t *one;          /* a tag of 1, for evaluations */
+    dev_graph graphs[DEV_GRAPHS];
+    uint64_t clock;
+    int no_graphs;         /* the backend records no graphs: run every step directly */
+} resident;
+
 typedef struct run {
     const tr_config *c;
     FILE *out;
@@ -200,6 +253,9 @@ typedef struct run {
     float *central;          /* central_storage: (P) the variables, on the host ... */
     float *central_grads;    /* ... and (P) the summed gradient; opt updates them */
     float *host_grads;    /* (P + MDL_GRAD_SPARE) staging when grads are not host memory */
+    int dev_path;         /* the step runs without the host (see the header) */
+    resident res[DV_MAX]; /* dev_path: each device's data, index list, sums, graphs */
+    kc_comm *nccl;        /* multi-worker on GPUs: the NCCL communicator, or NULL (ring) */
     char *ckpt_dir;       /* JOB_DIR/checkpoints, or NULL */
     ht_writer *metrics;   /* the chief's metric reports, or NULL */
     double period_seconds; /* training time since the last report */
@@ -300,8 +356,10 @@ static void make_local(run *r) {
 
 /* The local batch of rank `rank` at step k of the epoch: its rows go into idx and its size is
  * returned (0 when this replica has nothing left this epoch); *global gets the
- * examples of the step over all replicas, which every replica can work out. */
-static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *global) {
+ * examples of the step over all replicas, which every replica can work out, and *pos
+ * where the rows start in the device's index list (resident.index). */
+static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *global,
+                       int64_t *pos) {
     int64_t n = r->train.n, B = r->c->batch_size, W = r->world, b;
     switch (r->shard) {
     case TR_SHARD_FILE:
@@ -313,12 +371,14 @@ static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *globa
         }
         b = clamp64(r->nlocal - k * B, 0, B);
         if (b) memcpy(idx, r->local + k * B, (size_t)b * sizeof(int32_t));
+        *pos = k * B;
         return (int)b;
     case TR_SHARD_OFF: {
         b = clamp64(n - k * B, 0, B);
         *global = b * W;
         int64_t start = (n / W) * rank + k * B;
         for (int64_t i = 0; i < b; i++) idx[i] = r->order[(start + i) % n];
+        *pos = start % n; /* the index list repeats its first B entries after the end */
         return (int)b;
     }
     default: {
@@ -326,6 +386,7 @@ static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *globa
         *global = clamp64(n - first, 0, B * W);
         b = clamp64(*global - rank * B, 0, B);
         if (b) memcpy(idx, r->order + first + rank * B, (size_t)b * sizeof(int32_t));
+        *pos = first + rank * B;
         return (int)b;
     }
     }
@@ -355,8 +416,12 @@ static void evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *a
     *accuracy = (double)right / (double)ds->n;
 }
 
+static int dev_read(run *r, char *err, size_t errlen);
+
 static int save_checkpoint(run *r, char *err, size_t errlen) {
     if (!r->ckpt_dir) return 0;
+    int rc = dev_read(r, err, errlen); /* the device path's period sums, into r->st */
+    if (rc) return rc;
     size_t p = r->model->nparams;
     uint32_t cfg[CONFIG_WORDS];
     uint64_t state[STATE_WORDS];
@@ -366,8 +431,8 @@ static int save_checkpoint(run *r, char *err, size_t errlen) {
     float *m = tn_xmalloc(p * sizeof(float));
     float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
     mdl_get_params(r->model, params);
-    r->model->k->download(m, r->opt->m, p * sizeof(float));
-    if (v) r->model->k->download(v, r->opt->v, p * sizeof(float));
+    r->opt->k->download(m, r->opt->m, p * sizeof(float));
+    if (v) r->opt->k->download(v, r->opt->v, p * sizeof(float));
     ckpt_section s[] = {
         {TAG_CONFIG, cfg, sizeof cfg},
         {TAG_STATE, state, sizeof state},
@@ -378,7 +443,7 @@ static int save_checkpoint(run *r, char *err, size_t errlen) {
         {TAG_OPT_V, v, v ? p * sizeof(float) : 0},
     };
     size_t n = v ? 7 : 6;
-    int rc = ckpt_save(r->ckpt_dir, r->st.global_step, s, n, r->c->keep_checkpoints, NULL, 0,
+    rc = ckpt_save(r->ckpt_dir, r->st.global_step, s, n, r->c->keep_checkpoints, NULL, 0,
                        err, errlen);
     free(params);
     free(m);
@@ -445,10 +510,10 @@ static int restore(run *r, char *err, size_t errlen) {
     if (!rc) rc = take_section(f, TAG_PARAMS, buf, p * sizeof(float), path, err, errlen);
     if (!rc) mdl_set_params(r->model, buf);
     if (!rc) rc = take_section(f, TAG_OPT_M, buf, p * sizeof(float), path, err, errlen);
-    if (!rc) r->model->k->upload(r->opt->m, buf, p * sizeof(float));
+    if (!rc) r->opt->k->upload(r->opt->m, buf, p * sizeof(float));
     if (!rc && r->opt->v) {
         rc = take_section(f, TAG_OPT_V, buf, p * sizeof(float), path, err, errlen);
-        if (!rc) r->model->k->upload(r->opt->v, buf, p * sizeof(float));
+        if (!rc) r->opt->k->upload(r->opt->v, buf, p * sizeof(float));
     }
     for (int64_t i = 0; !rc && i < r->train.n; i++)
         if (r->order[i] < 0 || r->order[i] >= r->train.n)
@@ -466,7 +531,8 @@ static int restore(run *r, char *err, size_t errlen) {
 /* ---- multi-worker: one configuration, one starting state ---- */
 
 /* What every replica of a multi-worker job must agree on: the model, the data, the
- * batch, the optimiser and the strategy. The ring's handshake compares it. */
+ * batch, the optimiser, the strategy and the device and precision (replicas that
+ * round differently would drift apart). The ring's handshake compares it. */
 static uint64_t config_hash(const run *r, const opt_config *oc) {
     const tr_config *c = r->c;
     uint32_t cfg[CONFIG_WORDS];
@@ -475,7 +541,8 @@ static uint64_t config_hash(const run *r, const opt_config *oc) {
     int64_t v[] = {r->train.n, r->eval.n, c->batch_size, c->epochs, (int64_t)c->seed,
                    r->shard, c->strategy, c->allreduce_precision, c->allreduce_transport,
                    r->world, oc->kind,
-                   oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps};
+                   oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps,
+                   c->device, c->precision};
     double d[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
                   oc->beta2, oc->epsilon, oc->decay_rate, c->bucket_mb};
     h = cl_hash(h, v, sizeof v);
@@ -519,7 +586,7 @@ static int open_ring(run *r, uint64_t hash, char *err, size_t errlen) {
 static int sync_state(run *r, char *err, size_t errlen) {
     if (!r->ring) return 0;
     size_t p = r->model->nparams;
-    const kn_backend *k = r->model->k;
+    const kn_backend *k = r->opt->k;
     uint64_t state[STATE_WORDS];
     state_encode(&r->st, r->opt->t, state);
     float *buf = tn_xmalloc(p * sizeof(float));
@@ -568,15 +635,23 @@ static int allreduce_grads(run *r, float ctl[2], char *err, size_t errlen) {
     return 0;
 }
 
+static void dev_evaluate(run *r, int64_t lo, int64_t hi, double *loss_sum, int64_t *right);
+static void dev_reset(run *r);
+
 static int report(run *r, char *err, size_t errlen) {
+    int rc = dev_read(r, err, errlen); /* the device path's training sums, first */
+    if (rc) return rc;
     int64_t lo = 0, hi = r->eval.n; /* with a ring each replica evaluates a block */
     if (r->ring) block(r->eval.n, r->world, r->rank, &lo, &hi);
     double eval_loss;
     int64_t eval_right;
-    evaluate_range(r->model, &r->eval, lo, hi, &eval_loss, &eval_right);
+    if (r->dev_path)
+        dev_evaluate(r, lo, hi, &eval_loss, &eval_right);
+    else
+        evaluate_range(r->model, &r->eval, lo, hi, &eval_loss, &eval_right);
     double sums[5] = {eval_loss, (double)eval_right, r->st.period_loss,
                       (double)r->st.period_correct, (double)r->st.period_count};
-    int rc = r->ring ? cl_allreduce_f64(r->ring, sums, 5, err, errlen) : 0;
+    rc = r->ring ? cl_allreduce_f64(r->ring, sums, 5, err, errlen) : 0;
     if (rc) return rc;
     double loss = sums[0] / (double)r->eval.n, acc = sums[1] / (double)r->eval.n;
     double n = sums[4] > 0 ? sums[4] : 1;
@@ -610,6 +685,7 @@ static int report(run *r, char *err, size_t errlen) {
     r->st.period_correct = 0;
     r->st.period_count = 0;
     r->period_seconds = 0.0;
+    dev_reset(r);
     return 0;
 }
 
@@ -727,19 +803,338 @@ static void devices_sync(run *r) {
     size_t p = r->model->nparams;
     float *params[DV_MAX];
     for (int d = 0; d < r->ndev; d++) params[d] = r->dev[d]->params;
+    float *host = tn_xmalloc(p * sizeof(float));
     if (r->central) {
         mdl_get_params(r->model, r->central);
     } else {
-        for (int d = 1; d < r->ndev; d++) {
-            r->dopt[d]->t = r->opt->t;
-            memcpy(r->dopt[d]->m, r->opt->m, p * sizeof(float));
-            if (r->opt->v) memcpy(r->dopt[d]->v, r->opt->v, p * sizeof(float));
+        for (int i = 0; i < 2; i++) { /* m, then v: through the host (other devices) */
+            const float *from = i ? r->opt->v : r->opt->m;
+            if (!from) continue;
+            r->opt->k->download(host, from, p * sizeof(float));
+            for (int d = 1; d < r->ndev; d++)
+                r->dopt[d]->k->upload(i ? r->dopt[d]->v : r->dopt[d]->m, host, p * sizeof(float));
         }
+        for (int d = 1; d < r->ndev; d++) r->dopt[d]->t = r->opt->t;
     }
-    float *host = tn_xmalloc(p * sizeof(float));
     mdl_get_params(r->model, host);
     dv_broadcast_from_host(&r->group, host, params, p);
     free(host);
+}
+
+/* ---- the step without the host (dev_path; see the header) ---- */
+
+/* Copies the data sets to every device (the evaluation set to device 0, which
+ * evaluates), and makes each device's step values, sums and index list. */
+static void dev_open(run *r) {
+    size_t n = (size_t)r->train.n, d = (size_t)r->train.d, B = (size_t)r->c->batch_size;
+    size_t ne = (size_t)r->eval.n;
+    /* TRAINER_CUDA_GRAPHS=0: every step's calls made directly (to compare, or to debug) */
+    const char *graphs = getenv("TRAINER_CUDA_GRAPHS");
+    int no_graphs = graphs && strcmp(graphs, "0") == 0;
+    if (kn_cuda_device(r->model->k) >= 0)
+        fprintf(r->out, "device: the data sets are on the GPU; each step is %s\n",
+                no_graphs ? "made call by call (TRAINER_CUDA_GRAPHS=0)"
+                          : "recorded once as a CUDA graph and replayed");
+    for (int q = 0; q < r->ndev; q++) {
+        const kn_backend *k = r->dev[q]->k;
+        resident *s = &r->res[q];
+        s->no_graphs = no_graphs;
+        s->X = k->alloc(n * d * sizeof(float));
+        k->upload(s->X, r->train.x, n * d * sizeof(float));
+        s->Y = k->alloc(n * sizeof(int32_t));
+        k->upload(s->Y, r->train.y, n * sizeof(int32_t));
+        if (q == 0) {
+            s->EX = k->alloc(ne * d * sizeof(float));
+            k->upload(s->EX, r->eval.x, ne * d * sizeof(float));
+            s->EY = k->alloc(ne * sizeof(int32_t));
+            k->upload(s->EY, r->eval.y, ne * sizeof(int32_t));
+        }
+        s->index = k->alloc((n + B) * sizeof(int32_t));
+        s->args = k->alloc(sizeof(dev_step_args));
+        s->acc = k->alloc(sizeof(kn_loss_acc));
+        s->eval_acc = k->alloc(sizeof(kn_loss_acc));
+        s->one = k->alloc(sizeof(int64_t));
+        const int64_t one = 1;
+        k->upload(s->one, &one, sizeof one);
+    }
+}
+
+static void dev_close(run *r) {
+    for (int q = 0; q < r->ndev; q++) {
+        if (!r->dev[q]) continue;
+        const kn_backend *k = r->dev[q]->k;
+        resident *s = &r->res[q];
+        for (int i = 0; i < DEV_GRAPHS; i++) k->graph_free(s->graphs[i].graph);
+        void *bufs[] = {s->X, s->Y, s->EX, s->EY, s->index, s->args, s->acc, s->eval_acc, s->one};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) k->free(bufs[i]);
+        memset(s, 0, sizeof *s);
+    }
+}
+
+/* At the start of an epoch: each device's index list is this replica's order of the
+ * examples (FILE sharding: its block), then the first B entries again, so that a batch
+ * that wraps round the end (OFF sharding) is one run of positions. */
+static void dev_index(run *r) {
+    const int32_t *list = r->shard == TR_SHARD_FILE ? r->local : r->order;
+    int64_t len = r->shard == TR_SHARD_FILE ? r->nlocal : r->train.n;
+    size_t total = (size_t)r->train.n + (size_t)r->c->batch_size;
+    int32_t *host = tn_xmalloc(total * sizeof(int32_t));
+    for (size_t i = 0; i < total; i++) host[i] = len > 0 ? list[(int64_t)i % len] : 0;
+    for (int q = 0; q < r->ndev; q++)
+        r->dev[q]->k->upload(r->res[q].index, host, total * sizeof(int32_t));
+    free(host);
+}
+
+/* The period's sums start from r->st (a restore or the chief's state): on device 0,
+ * zero elsewhere. */
+static void dev_load_sums(run *r) {
+    if (!r->dev_path) return;
+    for (int q = 0; q < r->ndev; q++) {
+        kn_loss_acc a;
+        memset(&a, 0, sizeof a);
+        if (q == 0) {
+            a.loss_sum = r->st.period_loss;
+            a.correct = r->st.period_correct;
+        }
+        r->dev[q]->k->upload(r->res[q].acc, &a, sizeof a);
+    }
+}
+
+/* After a report: the sums start again from zero. */
+static void dev_reset(run *r) { dev_load_sums(r); }
+
+/* Reads the devices' sums into r->st's period sums (waiting for the devices: that wait
+ * is training time). Returns TR_DIVERGED, with the step and its loss, when a batch's
+ * loss was not finite. */
+static int dev_read(run *r, char *err, size_t errlen) {
+    if (!r->dev_path) return 0;
+    double t0 = now_seconds(CLOCK_MONOTONIC), loss = 0.0, bad_loss = 0.0;
+    int64_t right = 0, bad = 0;
+    for (int q = 0; q < r->ndev; q++) {
+        kn_loss_acc a;
+        r->dev[q]->k->download(&a, r->res[q].acc, sizeof a);
+        loss = q == 0 ? a.loss_sum : loss + a.loss_sum;
+        right += a.correct;
+        if (a.bad_tag && (!bad || a.bad_tag < bad)) {
+            bad = a.bad_tag;
+            bad_loss = a.bad_loss;
+        }
+    }
+    r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
+    r->st.period_loss = loss;
+    r->st.period_correct = right;
+    if (!bad) return 0;
+    tn_error(err, errlen, TN_EINVAL,
+             "training diverged: the loss is %g at step %lld; hint: lower --learning_rate",
+             bad_loss, (long long)bad);
+    return TR_DIVERGED;
+}
+
+/* Evaluation of rows [lo, hi) of the evaluation set on device 0. */
+static void dev_evaluate(run *r, int64_t lo, int64_t hi, double *loss_sum, int64_t *right) {
+    const kn_backend *k = r->model->k;
+    resident *s = &r->res[0];
+    kn_loss_acc a;
+    memset(&a, 0, sizeof a);
+    k->upload(s->eval_acc, &a, sizeof a);
+    mdl_evaluate_device(r->model, s->EX, s->EY, lo, hi, s->eval_acc, s->one);
+    k->download(&a, s->eval_acc, sizeof a);
+    *loss_sum = a.loss_sum;
+    *right = a.correct;
+}
+
+/* The values device d's step reads: where its batch starts, its dropout seed (the
+ * host path's stream for that replica and step), the optimiser's scalars. */
+static void dev_args(run *r, int d, int rank, int64_t pos) {
+    dev_step_args a;
+    memset(&a, 0, sizeof a);
+    a.pos = pos;
+    a.tag = r->st.global_step + 1;
+    tn_rng drop;
+    dropout_stream(r, rank, &drop);
+    a.seed = tn_rng_u64(&drop);
+    opt_scalars(r->dopt[d] ? r->dopt[d] : r->opt, a.hyper);
+    r->dev[d]->k->upload_small(r->res[d].args, &a, sizeof a);
+}
+
+/* The calls of device d's step: gather, forward, loss, backward, and with update the
+ * optimiser (one_device). Nothing here waits for the device or copies to the host. */
+static void dev_body(run *r, int d, int b, int64_t global, int update) {
+    mdl_model *m = r->dev[d];
+    resident *s = &r->res[d];
+    mdl_forward_device(m, s->X, s->Y, s->index, &s->args->pos, b, &s->args->seed, s->acc,
+                       &s->args->tag);
+    weigh_share(m, b, global);
+    mdl_backward(m, b);
+    if (update) opt_apply_device(r->dopt[d], m->params, m->grads, s->args->hyper);
+}
+
+/* Runs device d's step: replays its graph for this shape (b, global); the second time
+ * a shape comes round its calls are recorded first (the first run sized every
+ * buffer); a backend without graphs runs the calls directly. */
+static void dev_run(run *r, int d, int b, int64_t global, int update) {
+    const kn_backend *k = r->dev[d]->k;
+    resident *s = &r->res[d];
+    dev_graph *g = NULL, *oldest = &s->graphs[0];
+    for (int i = 0; i < DEV_GRAPHS; i++) {
+        dev_graph *e = &s->graphs[i];
+        if (e->runs && e->b == b && e->global == global) g = e;
+        if (e->used < oldest->used) oldest = e;
+    }
+    if (!g) {
+        k->graph_free(oldest->graph);
+        memset(oldest, 0, sizeof *oldest);
+        oldest->b = b;
+        oldest->global = global;
+        g = oldest;
+    }
+    g->used = ++s->clock;
+    if (!g->graph && g->runs > 0 && !s->no_graphs) {
+        if (k->graph_begin()) {
+            dev_body(r, d, b, global, update);
+            g->graph = k->graph_end();
+        } else {
+            s->no_graphs = 1;
+        }
+    }
+    if (g->graph)
+        k->graph_launch(g->graph);
+    else
+        dev_body(r, d, b, global, update);
+    g->runs++;
+}
+
+/* Multi-worker on the device: the all-reduce (NCCL, or the ring through the host) with
+ * the stop and divergence votes after the gradients, then the update. */
+static int dev_ring(run *r, char *err, size_t errlen) {
+    mdl_model *m = r->model;
+    const kn_backend *k = m->k;
+    size_t p = m->nparams;
+    kn_loss_acc a;
+    k->download(&a, r->res[0].acc, sizeof a); /* waits: the vote needs this step's loss */
+    float ctl[2] = {(float)stop_requested, (float)(a.bad_tag != 0)};
+    int rc;
+    if (r->nccl) {
+        k->upload_small(m->grads + p, ctl, sizeof ctl);
+        rc = kc_allreduce(r->nccl, m->grads, p + 2, r->c->allreduce_precision == CL_BF16,
+                          r->c->peer_timeout, err, errlen);
+        if (!rc) k->download(ctl, m->grads + p, sizeof ctl);
+    } else {
+        rc = allreduce_grads(r, ctl, err, errlen);
+    }
+    if (rc) return rc;
+    /* a stop asked of any replica stops all of them after this step */
+    if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
+    if (a.bad_tag || ctl[1] > 0) {
+        if (a.bad_tag)
+            tn_error(err, errlen, TN_EINVAL,
+                     "training diverged: the loss is %g at step %lld; hint: lower "
+                     "--learning_rate",
+                     a.bad_loss, (long long)a.bad_tag);
+        else
+            tn_error(err, errlen, TN_EINVAL,
+                     "training diverged on another replica at step %lld; hint: lower "
+                     "--learning_rate",
+                     (long long)r->st.global_step + 1);
+        return TR_DIVERGED;
+    }
+    opt_apply_device(r->opt, m->params, m->grads, r->res[0].args->hyper);
+    r->opt->t++;
+    return 0;
+}
+
+/* One synchronous step on the device(s); *examples gets the examples of this process. */
+static int dev_path_step(run *r, int *examples, char *err, size_t errlen) {
+    int64_t k = r->st.step_in_epoch, global = 0, pos[DV_MAX];
+    int b[DV_MAX];
+    size_t p = r->model->nparams;
+    *examples = 0;
+    for (int d = 0; d < r->ndev; d++) {
+        int rank = r->ndev > 1 ? d : r->rank;
+        b[d] = local_batch(r, k, rank, r->ndev > 1 ? r->didx[d] : r->idx, &global, &pos[d]);
+        dev_args(r, d, rank, pos[d]);
+        *examples += b[d];
+    }
+    int fused = r->ndev == 1 && !r->ring; /* one_device: the update is part of the step */
+    for (int d = 0; d < r->ndev; d++) {
+        if (b[d] > 0)
+            dev_run(r, d, b[d], global, fused);
+        else
+            r->dev[d]->k->fill(r->dev[d]->grads, 0.0f, p);
+    }
+    if (fused) {
+        r->opt->t++;
+        return 0;
+    }
+    if (r->ring) return dev_ring(r, err, errlen);
+    float *grads[DV_MAX], *params[DV_MAX];
+    for (int d = 0; d < r->ndev; d++) {
+        grads[d] = r->dev[d]->grads;
+        params[d] = r->dev[d]->params;
+    }
+    if (r->c->strategy == TR_MIRRORED) {
+        dv_allreduce(&r->group, grads, p);
+        for (int d = 0; d < r->ndev; d++) {
+            opt_apply_device(r->dopt[d], params[d], grads[d], r->res[d].args->hyper);
+            r->dopt[d]->t++;
+        }
+    } else {
+        dv_reduce_to_host(&r->group, grads, p, r->central_grads);
+        opt_step(r->opt, r->central, r->central_grads);
+        dv_broadcast_from_host(&r->group, r->central, params, p);
+    }
+    return 0;
+}
+
+/* Multi-worker on GPUs: NCCL between the replicas when every one of them can use it (a
+ * vote over the ring), with the unique id sent from the chief over the ring; else the
+ * ring carries the gradients (through the host). */
+static int open_nccl(run *r, char *err, size_t errlen) {
+    char why[512] = "";
+    const kn_backend *k = r->model->k;
+    double vote = 0;
+    if (kn_cuda_device(k) < 0)
+        snprintf(why, sizeof why, "the replicas do not run on CUDA GPUs");
+    else if (kc_available(why, sizeof why))
+        vote = 1;
+    int rc = cl_allreduce_f64(r->ring, &vote, 1, err, errlen);
+    if (rc) return rc;
+    if (vote == r->world) {
+        struct {
+            unsigned char id[KC_ID_BYTES];
+            int32_t ok;
+            char why[256];
+        } offer;
+        memset(&offer, 0, sizeof offer);
+        if (r->rank == 0)
+            offer.ok = kc_unique_id(offer.id, offer.why, sizeof offer.why) == 0;
+        rc = cl_broadcast(r->ring, &offer, sizeof offer, err, errlen);
+        if (rc) return rc;
+        double joined = 0;
+        if (offer.ok)
+            joined = kc_comm_new(k, r->world, r->rank, offer.id, r->c->peer_timeout, &r->nccl,
+                                 why, sizeof why) == 0;
+        else
+            snprintf(why, sizeof why, "the chief: %s", offer.why);
+        rc = cl_allreduce_f64(r->ring, &joined, 1, err, errlen);
+        if (rc) return rc;
+        if (joined == r->world) {
+            fprintf(r->out, "multi-worker: gradients all-reduced with NCCL %s, GPU to GPU\n",
+                    kc_version());
+            return 0;
+        }
+        kc_comm_free(r->nccl);
+        r->nccl = NULL;
+        if (!why[0])
+            snprintf(why, sizeof why, "%d of %d replicas could not join the NCCL communicator",
+                     r->world - (int)joined, r->world);
+    } else if (!why[0]) {
+        snprintf(why, sizeof why, "%d of %d replicas cannot use NCCL", r->world - (int)vote,
+                 r->world);
+    }
+    fprintf(r->out, "multi-worker: gradients all-reduced through the host, not with NCCL (%s)\n",
+            why);
+    return 0;
 }
 
 /* Multi-worker: forward, then backward while the buckets of finished gradients are
@@ -805,16 +1200,20 @@ static int train_loop(run *r, char *err, size_t errlen) {
         if (r->st.step_in_epoch == 0) {
             shuffle(r);
             make_local(r);
+            if (r->dev_path) dev_index(r);
         }
         double t0 = now_seconds(CLOCK_MONOTONIC);
-        int64_t global;
+        int64_t global, pos;
         double loss = 0.0;
         int64_t correct = 0;
         int b = 0;
-        if (r->ndev > 1) {
+        if (r->dev_path) {
+            int rc = dev_path_step(r, &b, err, errlen);
+            if (rc) return rc;
+        } else if (r->ndev > 1) {
             dev_step ds = {.r = r};
             for (int d = 0; d < r->ndev; d++)
-                ds.b[d] = local_batch(r, r->st.step_in_epoch, d, r->didx[d], &ds.global);
+                ds.b[d] = local_batch(r, r->st.step_in_epoch, d, r->didx[d], &ds.global, &pos);
             dv_parallel(&r->group, device_step, &ds);
             for (int d = 0; d < r->ndev; d++) {
                 loss += ds.loss[d];
@@ -822,11 +1221,13 @@ static int train_loop(run *r, char *err, size_t errlen) {
                 b += ds.b[d];
             }
         } else {
-            b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global);
+            b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global, &pos);
             if (!r->ring) replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
         }
         int diverged = 0, peer_diverged = 0;
-        if (r->ring) {
+        if (r->dev_path) {
+            /* the device's sums say, when they are read (dev_read, dev_ring) */
+        } else if (r->ring) {
             float ctl[2];
             int rc = ring_step(r, b, global, &loss, &correct, ctl, err, errlen);
             if (rc) return rc;
@@ -851,13 +1252,17 @@ static int train_loop(run *r, char *err, size_t errlen) {
                          (long long)r->st.global_step + 1);
             return TR_DIVERGED;
         }
-        if (r->ndev > 1)
-            devices_update(r);
-        else
-            opt_step(r->opt, m->params, m->grads);
+        if (!r->dev_path) { /* (dev_step updates on the device) */
+            if (r->ndev > 1)
+                devices_update(r);
+            else
+                opt_step(r->opt, m->params, m->grads);
+        }
         r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
-        r->st.period_loss += loss;
-        r->st.period_correct += correct;
+        if (!r->dev_path) { /* the device path sums on the device (dev_read) */
+            r->st.period_loss += loss;
+            r->st.period_correct += correct;
+        }
         r->st.period_count += b;
         r->st.global_step++;
         int end_of_epoch = ++r->st.step_in_epoch == r->steps_per_epoch;
@@ -866,7 +1271,9 @@ static int train_loop(run *r, char *err, size_t errlen) {
             r->st.step_in_epoch = 0;
         }
         int rc = 0;
-        if (end_of_epoch || (c->report_every > 0 && r->st.global_step % c->report_every == 0))
+        if (r->dev_path && r->st.global_step % DEV_CHECK_EVERY == 0) rc = dev_read(r, err, errlen);
+        if (!rc &&
+            (end_of_epoch || (c->report_every > 0 && r->st.global_step % c->report_every == 0)))
             rc = report(r, err, errlen);
         if (!rc && (end_of_epoch || stop_requested ||
                     (c->checkpoint_every > 0 && r->st.global_step % c->checkpoint_every == 0)))
@@ -881,6 +1288,58 @@ static int train_loop(run *r, char *err, size_t errlen) {
     return 0;
 }
 
+/* ---- devices ---- */
+
+static const char *precision_name(int precision) {
+    return precision == KN_BF16 ? "bf16" : precision == KN_TF32 ? "tf32" : "fp32";
+}
+
+/* The backends of n replicas in this process, into ks[0..n): CUDA devices first,
+ * first + 1, ... (modulo the GPUs visible) with --device=gpu, else the CPU (presented
+ * as a device with emulate_device). Returns 0, or TN_EINVAL with the reason (no GPU,
+ * too few GPUs, no cuBLAS, a precision the CPU lacks: re-running cannot help). */
+static int open_backends(const tr_config *c, int first, int n, const kn_backend **ks, FILE *out,
+                         char *err, size_t errlen) {
+    if (c->device != TR_GPU) {
+        if (c->precision != KN_FP32)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--precision=%s needs --device=gpu (the CPU computes in fp32)",
+                            precision_name(c->precision));
+        const kn_backend *k = c->emulate_device ? kn_cpu_device() : kn_cpu();
+        for (int d = 0; d < n; d++) ks[d] = k;
+        if (c->emulate_device)
+            fprintf(out, "device: the CPU presented as a device (%s: GPU code paths, CPU "
+                         "kernels)\n", k->name);
+        return 0;
+    }
+    char why[512];
+    int count = kn_cuda_count(why, sizeof why);
+    if (count == 0) return tn_error(err, errlen, TN_EINVAL, "--device=gpu: %s", why);
+    if (n > count)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--devices=%d, but %d GPU%s visible; hint: use --devices=%d or fewer, "
+                        "or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
+                        n, count, count == 1 ? " is" : "s are", count);
+    for (int d = 0; d < n; d++) {
+        int gpu = (first + d) % count;
+        ks[d] = kn_cuda(gpu, why, sizeof why);
+        if (!ks[d]) /* a missing cuBLAS: re-running cannot help either */
+            return tn_error(err, errlen, TN_EINVAL, "GPU %d: %s", gpu, why);
+        if (ks[d]->set_precision(c->precision) != 0)
+            return tn_error(err, errlen, TN_EINVAL, "GPU %d has no %s products", gpu,
+                            precision_name(c->precision));
+        char desc[256];
+        kn_cuda_describe(gpu, desc, sizeof desc);
+        fprintf(out, "device: GPU %d: %s; %s matrix products\n", gpu, desc,
+                precision_name(c->precision));
+    }
+    char hint[128];
+    snprintf(hint, sizeof hint, "lower --batch_size (this run: %d per replica)", c->batch_size);
+    kn_cuda_set_oom_hint(hint);
+    fflush(out);
+    return 0;
+}
+
 /* Loads an evaluation set as the flags say (CSV or IDX). */
 static int load_eval(const tr_config *c, ds_dataset *eval, char *err, size_t errlen) {
     const char *dir = c->data_dir ? c->data_dir : DS_DEFAULT_DIR;
@@ -892,7 +1351,8 @@ static int load_eval(const tr_config *c, ds_dataset *eval, char *err, size_t err
 /* Builds the model a checkpoint or model file holds, with its parameters, checked
  * against the evaluation data. */
 static int model_from_file(const ckpt_file *f, const char *path, const tr_config *c,
-                           const ds_dataset *eval, mdl_model **out, char *err, size_t errlen) {
+                           const kn_backend *k, const ds_dataset *eval, mdl_model **out,
+                           char *err, size_t errlen) {
     mdl_config cfg;
     uint64_t size;
     const void *data = ckpt_find(f, TAG_CONFIG, &size);
@@ -905,7 +1365,7 @@ static int model_from_file(const ckpt_file *f, const char *path, const tr_config
                         "features and %d classes",
                         path, cfg.in_c * cfg.in_h * cfg.in_w, cfg.classes, eval->d,
                         eval->classes);
-    mdl_model *m = mdl_new(&cfg, kn_cpu(), c->batch_size);
+    mdl_model *m = mdl_new(&cfg, k, c->batch_size);
     m->k->set_threads(c->threads);
     float *params = tn_xmalloc(m->nparams * sizeof(float));
     rc = take_section(f, TAG_PARAMS, params, m->nparams * sizeof(float), path, err, errlen);
@@ -934,9 +1394,11 @@ static int eval_only(const tr_config *c, FILE *out, char *err, size_t errlen) {
     ht_writer *metrics = NULL;
     ckpt_file *f = NULL;
     mdl_model *m = NULL;
-    int rc = ckpt_read(path, &f, err, errlen);
+    const kn_backend *k = NULL;
+    int rc = open_backends(c, 0, 1, &k, out, err, errlen);
+    if (!rc) rc = ckpt_read(path, &f, err, errlen);
     if (!rc) rc = load_eval(c, &eval, err, errlen);
-    if (!rc) rc = model_from_file(f, path, c, &eval, &m, err, errlen);
+    if (!rc) rc = model_from_file(f, path, c, k, &eval, &m, err, errlen);
     if (!rc) {
         double loss, acc;
         evaluate(m, &eval, &loss, &acc);
@@ -975,7 +1437,9 @@ int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
     snprintf(dir, len, "%s/checkpoints", c->job_dir);
     ds_dataset eval = {0};
     ht_writer *metrics = NULL;
-    int rc = load_eval(c, &eval, err, errlen);
+    const kn_backend *k = NULL;
+    int rc = open_backends(c, 0, 1, &k, out, err, errlen);
+    if (!rc) rc = load_eval(c, &eval, err, errlen);
     if (!rc) rc = ht_writer_open(c->metric_file, NULL, &metrics, err, errlen);
     if (!rc)
         fprintf(out, "evaluator: following the checkpoints in %s (%lld evaluation examples)\n",
@@ -1000,7 +1464,7 @@ int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
         if (got == 0 && !take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0) &&
             (int64_t)state[0] > last) {
             mdl_model *m = NULL;
-            rc = model_from_file(f, path, c, &eval, &m, err, errlen);
+            rc = model_from_file(f, path, c, k, &eval, &m, err, errlen);
             if (!rc) {
                 double loss, acc;
                 evaluate(m, &eval, &loss, &acc);
@@ -1298,21 +1762,34 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (!rc && r.chief) rc = ht_writer_open(c->metric_file, NULL, &r.metrics, err, errlen);
     if (rc) goto done;
 
-    const kn_backend *k = kn_cpu();
+    /* a replica of a multi-worker job takes GPU rank % count */
+    const kn_backend *ks[DV_MAX];
+    rc = open_backends(c, r.world > 1 && r.ndev == 1 ? r.rank : 0, r.ndev, ks, out, err, errlen);
+    if (rc) goto done;
+    const kn_backend *k = ks[0];
     /* devices in one process share the cores */
     k->set_threads(r.ndev > 1 ? (c->threads / r.ndev > 0 ? c->threads / r.ndev : 1) : c->threads);
     r.model = mdl_new(&mc, k, c->batch_size);
-    r.opt = opt_new(&oc, k, r.model->nparams);
+    /* central_storage: the optimiser updates the variables on the host */
+    int central = r.ndev > 1 && c->strategy == TR_CENTRAL_STORAGE;
+    r.opt = opt_new(&oc, central ? kn_cpu() : k, r.model->nparams);
     r.group.n = r.ndev;
     r.dev[0] = r.model;
     r.dopt[0] = r.opt;
     for (int d = 0; d < r.ndev; d++) {
-        r.group.k[d] = k;
-        if (d > 0) r.dev[d] = mdl_new(&mc, k, c->batch_size);
-        if (d > 0 && c->strategy == TR_MIRRORED) r.dopt[d] = opt_new(&oc, k, r.model->nparams);
+        r.group.k[d] = ks[d];
+        if (d > 0) r.dev[d] = mdl_new(&mc, ks[d], c->batch_size);
+        if (d > 0 && c->strategy == TR_MIRRORED)
+            r.dopt[d] = opt_new(&oc, ks[d], r.model->nparams);
         r.didx[d] = tn_xmalloc((size_t)c->batch_size * sizeof(int32_t));
     }
-    if (r.ndev > 1 && c->strategy == TR_CENTRAL_STORAGE) {
+    if (r.ndev > 1) {
+        char note[640];
+        dv_open(&r.group, note, sizeof note);
+        if (!k->host_memory) fprintf(out, "%s: %s\n", tr_strategy_name(c->strategy), note);
+    }
+    r.dev_path = !k->host_memory && !ps_mode;
+    if (central) {
         r.central = tn_xmalloc(r.model->nparams * sizeof(float));
         r.central_grads = tn_xmalloc(r.model->nparams * sizeof(float));
     }
@@ -1350,6 +1827,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     }
     if (r.world > 1 && r.ndev == 1) {
         rc = open_ring(&r, config_hash(&r, &oc), err, errlen);
+        if (!rc && r.dev_path) rc = open_nccl(&r, err, errlen);
         if (rc) goto done;
         start_reducer(&r);
     }
@@ -1360,6 +1838,13 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     rc = sync_state(&r, err, errlen);
     if (rc) goto done;
     devices_sync(&r);
+    /* resumed in the middle of an epoch: the restored order's block (file sharding) */
+    if (r.st.step_in_epoch > 0) make_local(&r);
+    if (r.dev_path) {
+        dev_open(&r);
+        dev_load_sums(&r);
+        if (r.st.step_in_epoch > 0) dev_index(&r);
+    }
     if (r.ndev > 1)
         fprintf(out, "%s: %d replicas in this process, batch %d each\n",
                 tr_strategy_name(c->strategy), r.ndev, c->batch_size);
@@ -1370,6 +1855,9 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (rc == 0) print_fingerprint(&r);
 
 done:
+    dev_close(&r);
+    kc_comm_free(r.nccl);
+    dv_close(&r.group);
     bk_free(r.reducer);
     cl_close(r.ring);
     ps_client_close(r.ps);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "common/tfconfig.h"
+#include "kernels/kernels.h"
 #include "trainer/model.h"
 #include "trainer/optim.h"
 
@@ -54,7 +55,20 @@ typedef struct tr_config {
                                    many MiB, overlapped with backward (0: one bucket) */
     int devices;                /* mirrored, central_storage: replicas in this process */
     const tf_config *cluster;   /* the parsed TF_CONFIG, or NULL: a single replica */
+    /* devices (docs/trainer.md, "Devices") */
+    int device;                 /* enum tr_device */
+    int precision;              /* enum kn_precision of the matrix products (GPU only
+                                   beyond KN_FP32) */
+    int emulate_device;         /* TR_CPU: run the GPU code paths on the CPU backend
+                                   presented as a device (kn_cpu_device), for tests */
 } tr_config;
+
+/* Where the replicas of this process compute. */
+enum tr_device {
+    TR_CPU = 0, /* the CPU backend (OpenBLAS) */
+    TR_GPU = 1  /* CUDA GPUs: device d of this process's visible GPUs for replica d
+                   (mirrored, central_storage), rank % count for multi-worker replicas */
+};
 
 /* Strategies, as tf.distribute's. */
 enum tr_strategy {

@@ -1,10 +1,14 @@
 /*
- * test_kernels.c — tests for the CPU backend of kernels.h (kernels/cpu.c): every
- * function of the table against a naive reference written here with double loops.
+ * test_kernels.c — tests for the backends of kernels.h: every function of the table
+ * against a naive reference written here with double loops.
+ *
+ *   test_kernels [--backend=cpu|cpu-device|cuda]
  *
  * The tests reach the backend only through its table (alloc, upload, call, download),
- * so the same file can later run against the CUDA backend: K is the backend under
- * test. Inputs come from a fixed-seed tn_rng. Outputs are compared element by element
+ * so the same file runs against the CPU backend (kernels/cpu.c, the default), the CPU
+ * presented as a device (kn_cpu_device) and the CUDA backend (kernels/cuda.cu, GPU 0;
+ * without a GPU it prints why and exits 77, which ctest reports as skipped): K is the
+ * backend under test. Inputs come from a fixed-seed tn_rng. Outputs are compared element by element
  * with |got - want| <= atol + rtol*|want| (want in double); padding and one element
  * past the end of outputs hold sentinels that must survive, and outputs the kernel
  * must write in full start as NaN. Lengths include 1, 7, 33 and 1000 so the
@@ -14,6 +18,7 @@
 #include "kernels/kernels.h"
 
 #include "common/rng.h"
+#include "kernels/cuda.h"
 #include "common/status.h"
 #include "tests/check.h"
 
@@ -695,46 +700,79 @@ static void test_im2col_strided(void) {
         const struct conv_case *cc = &conv_cases[t];
         int hw = cc->h * cc->w, ohw = OHW(cc), rows = cc->c * cc->kh * cc->kw;
         size_t nx = (size_t)cc->c * B * hw, ncol = (size_t)rows * B * ohw;
+        size_t none = (size_t)rows * ohw;
         float *x = host_floats(nx), *one = host_floats((size_t)cc->c * hw);
-        float *col = K->alloc(ncol * sizeof(float)), *ref = K->alloc((size_t)rows * ohw * sizeof(float));
+        float *col = host_floats(ncol), *ref = host_floats(none), *dx = host_floats(nx);
+        float *done = host_floats((size_t)cc->c * hw);
         rand_fill(x, nx, -1, 1);
-        K->fill(col, NAN, ncol);
+        float *dxv = dev_dup(x, nx), *dcol = K->alloc(ncol * sizeof(float));
+        float *dref = K->alloc(none * sizeof(float)), *done_v = K->alloc((size_t)cc->c * hw * 4);
+        K->fill(dcol, NAN, ncol);
         for (int i = 0; i < B; i++)
-            K->im2col(col + (size_t)i * ohw, B * ohw, x + (size_t)i * hw, (size_t)B * hw, cc->c,
+            K->im2col(dcol + (size_t)i * ohw, B * ohw, dxv + (size_t)i * hw, (size_t)B * hw, cc->c,
                       cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        dev_get(col, dcol, ncol);
         size_t bad = 0;
         for (int i = 0; i < B; i++) {
             for (int ch = 0; ch < cc->c; ch++) /* image i alone, (c, h, w) */
                 memcpy(one + (size_t)ch * hw, x + ((size_t)ch * B + i) * hw, (size_t)hw * sizeof(float));
-            K->im2col(ref, ohw, one, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            K->upload(done_v, one, (size_t)cc->c * hw * sizeof(float));
+            K->im2col(dref, ohw, done_v, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            dev_get(ref, dref, none);
             for (int r = 0; r < rows; r++)
                 for (int j = 0; j < ohw; j++)
                     bad += col[(size_t)r * B * ohw + (size_t)i * ohw + j] != ref[(size_t)r * ohw + j];
         }
         CHECK_MSG(bad == 0, "case %zu: %zu strided im2col entries differ", t, bad);
         /* col2im back into the strided layout equals per-image col2im. */
-        float *dx = K->alloc(nx * sizeof(float)), *done = K->alloc((size_t)cc->c * hw * sizeof(float));
+        float *ddx = K->alloc(nx * sizeof(float));
         for (int i = 0; i < B; i++)
-            K->col2im(dx + (size_t)i * hw, (size_t)B * hw, col + (size_t)i * ohw, B * ohw, cc->c,
+            K->col2im(ddx + (size_t)i * hw, (size_t)B * hw, dcol + (size_t)i * ohw, B * ohw, cc->c,
                       cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+        dev_get(dx, ddx, nx);
         bad = 0;
         for (int i = 0; i < B; i++) {
             for (int ch = 0; ch < cc->c; ch++)
                 memcpy(one + (size_t)ch * hw, x + ((size_t)ch * B + i) * hw, (size_t)hw * sizeof(float));
-            K->im2col(ref, ohw, one, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
-            K->fill(done, 0.0f, (size_t)cc->c * hw);
-            K->col2im(done, (size_t)hw, ref, ohw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            K->upload(done_v, one, (size_t)cc->c * hw * sizeof(float));
+            K->im2col(dref, ohw, done_v, (size_t)hw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            K->fill(done_v, 0.0f, (size_t)cc->c * hw);
+            K->col2im(done_v, (size_t)hw, dref, ohw, cc->c, cc->h, cc->w, cc->kh, cc->kw, cc->pad);
+            dev_get(done, done_v, (size_t)cc->c * hw);
             for (int ch = 0; ch < cc->c; ch++)
                 for (int j = 0; j < hw; j++)
                     bad += dx[((size_t)ch * B + i) * hw + j] != done[(size_t)ch * hw + j];
         }
         CHECK_MSG(bad == 0, "case %zu: %zu strided col2im entries differ", t, bad);
-        K->free(dx);
-        K->free(done);
-        K->free(col);
-        K->free(ref);
+
+        /* The batched calls equal the per-image ones, bit for bit. */
+        float *bcol = K->alloc(ncol * sizeof(float)), *bdx = K->alloc(nx * sizeof(float));
+        float *got = host_floats(ncol > nx ? ncol : nx);
+        K->fill(bcol, NAN, ncol);
+        K->im2col_batch(bcol, dxv, B, (size_t)hw, (size_t)B * hw, cc->c, cc->h, cc->w, cc->kh,
+                        cc->kw, cc->pad);
+        dev_get(got, bcol, ncol);
+        CHECK_MSG(memcmp(got, col, ncol * sizeof(float)) == 0, "case %zu: im2col_batch differs",
+                  t);
+        K->col2im_batch(bdx, B, (size_t)hw, (size_t)B * hw, bcol, cc->c, cc->h, cc->w, cc->kh,
+                        cc->kw, cc->pad);
+        dev_get(got, bdx, nx);
+        CHECK_MSG(memcmp(got, dx, nx * sizeof(float)) == 0, "case %zu: col2im_batch differs", t);
+        K->free(bcol);
+        K->free(bdx);
+        free(got);
+
+        K->free(dxv);
+        K->free(dcol);
+        K->free(dref);
+        K->free(done_v);
+        K->free(ddx);
         free(x);
         free(one);
+        free(col);
+        free(ref);
+        free(dx);
+        free(done);
     }
 }
 
@@ -743,12 +781,14 @@ static void test_swap01(void) {
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
         int p = shapes[t][0], q = shapes[t][1], sz = shapes[t][2];
         size_t n = (size_t)p * q * sz;
-        float *x = host_floats(n), *y = K->alloc((n + 1) * sizeof(float));
-        float *back = K->alloc(n * sizeof(float));
+        float *x = host_floats(n), *y = host_floats(n + 1), *back = host_floats(n);
         rand_fill(x, n, -1, 1);
-        K->fill(y, NAN, n);
-        K->fill(y + n, SENTINEL, 1);
-        K->swap01(y, x, p, q, sz);
+        float *dx = dev_dup(x, n), *dy = K->alloc((n + 1) * sizeof(float));
+        float *dback = K->alloc(n * sizeof(float));
+        K->fill(dy, NAN, n);
+        K->fill(dy + n, SENTINEL, 1);
+        K->swap01(dy, dx, p, q, sz);
+        dev_get(y, dy, n + 1);
         size_t bad = 0;
         for (int i = 0; i < p; i++)
             for (int j = 0; j < q; j++)
@@ -756,11 +796,15 @@ static void test_swap01(void) {
                     bad += y[((size_t)j * p + i) * sz + k] != x[((size_t)i * q + j) * sz + k];
         CHECK_MSG(bad == 0, "swap01 %dx%dx%d: %zu entries wrong", p, q, sz, bad);
         CHECK(y[n] == SENTINEL);
-        K->swap01(back, y, q, p, sz); /* its own inverse with the axes exchanged */
+        K->swap01(dback, dy, q, p, sz); /* its own inverse with the axes exchanged */
+        dev_get(back, dback, n);
         CHECK(memcmp(back, x, n * sizeof(float)) == 0);
-        K->free(y);
-        K->free(back);
+        K->free(dx);
+        K->free(dy);
+        K->free(dback);
         free(x);
+        free(y);
+        free(back);
     }
 }
 
@@ -1108,10 +1152,347 @@ static void test_adam_first_step(void) {
     K->free(dv);
 }
 
-int main(void) {
-    K = kn_cpu();
+/* ---------------------------------------------------------------------------------
+ * The additions for steps without the host
+ * --------------------------------------------------------------------------------- */
+
+static int g_cuda; /* K is the CUDA backend */
+
+/* FP32 is every backend's; the CPU has nothing else. On a GPU, TF32 and BF16 products
+ * are within their input rounding (8 and 11 bits of mantissa dropped). */
+static void test_set_precision(void) {
+    CHECK(K->set_precision(KN_FP32) == 0);
+    if (!g_cuda) {
+        CHECK(K->set_precision(KN_TF32) == TN_EINVAL);
+        CHECK(K->set_precision(KN_BF16) == TN_EINVAL);
+        CHECK(K->set_precision(99) == TN_EINVAL);
+        return;
+    }
+    CHECK(K->set_precision(99) == TN_EINVAL);
+    const int m = 64, n = 48, k = 256;
+    float *a = host_floats((size_t)m * k), *b = host_floats((size_t)k * n);
+    float *c = host_floats((size_t)m * n);
+    double *want = host_doubles((size_t)m * n);
+    rand_fill(a, (size_t)m * k, -1, 1);
+    rand_fill(b, (size_t)k * n, -1, 1);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int p = 0; p < k; p++) acc += (double)a[i * k + p] * b[p * n + j];
+            want[i * n + j] = acc;
+        }
+    float *da = dev_dup(a, (size_t)m * k), *db = dev_dup(b, (size_t)k * n);
+    float *dc = K->alloc((size_t)m * n * sizeof(float));
+    static const struct {
+        int precision;
+        double unit; /* the inputs' relative rounding */
+    } modes[] = {{KN_TF32, 0x1.0p-11}, {KN_BF16, 0x1.0p-8}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        CHECK(K->set_precision(modes[i].precision) == 0);
+        K->gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n);
+        dev_get(c, dc, (size_t)m * n);
+        char label[64];
+        snprintf(label, sizeof label, "gemm with precision %d", modes[i].precision);
+        /* |a|, |b| < 1: each of the k products is off by up to a unit relative, with
+         * random signs: about unit * sqrt(k) / 3 typically; allow 6 times that */
+        CHECK_ALL_NEAR(label, c, want, (size_t)m * n, 2.0 * modes[i].unit * sqrt((double)k), 0);
+    }
+    CHECK(K->set_precision(KN_FP32) == 0);
+    K->gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    CHECK_ALL_NEAR("gemm back in fp32", c, want, (size_t)m * n, 2e-6 * (k + 2), 1e-5);
+    K->free(da);
+    K->free(db);
+    K->free(dc);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+}
+
+/* upload_small is ordered with the other calls, and its source may be reused at once. */
+static void test_upload_small(void) {
+    unsigned char src[KN_SMALL_MAX], got[KN_SMALL_MAX];
+    for (int i = 0; i < KN_SMALL_MAX; i++) src[i] = (unsigned char)(i * 7 + 1);
+    unsigned char *d = K->alloc(KN_SMALL_MAX), *e = K->alloc(KN_SMALL_MAX);
+    K->upload_small(d, src, KN_SMALL_MAX);
+    memset(src, 0, sizeof src); /* reused at once */
+    K->copy(e, d, KN_SMALL_MAX); /* sees the upload */
+    K->download(got, e, sizeof got);
+    size_t bad = 0;
+    for (int i = 0; i < KN_SMALL_MAX; i++) bad += got[i] != (unsigned char)(i * 7 + 1);
+    CHECK_MSG(bad == 0, "upload_small: %zu bytes wrong", bad);
+    int64_t v = 41;
+    K->upload_small(d + 8, &v, sizeof v); /* an odd size at an offset */
+    K->upload_small(d, &v, 0);
+    K->sync();
+    K->download(got, d, 16);
+    CHECK(got[0] == 1 && memcmp(got + 8, &v, sizeof v) == 0);
+    K->free(d);
+    K->free(e);
+}
+
+/* Rows idx[*pos + i] of a data set, pos in device memory. */
+static void test_gather_rows(void) {
+    enum { N = 10, D = 7, B = 4 };
+    float X[N * D], x[B * D + 1];
+    int32_t Y[N], y[B + 1], idx[N] = {3, 9, 0, 4, 4, 8, 1, 2, 7, 5};
+    rand_fill(X, N * D, -1, 1);
+    for (int i = 0; i < N; i++) Y[i] = 100 + i;
+    float *dX = dev_dup(X, N * D), *dx = K->alloc(sizeof x);
+    int32_t *dY = K->alloc(sizeof Y), *dy = K->alloc(sizeof y), *didx = K->alloc(sizeof idx);
+    int64_t *dpos = K->alloc(sizeof(int64_t));
+    K->upload(dY, Y, sizeof Y);
+    K->upload(didx, idx, sizeof idx);
+    K->fill(dx + B * D, SENTINEL, 1);
+    for (int64_t pos = 0; pos <= N - B; pos += 3) {
+        K->upload_small(dpos, &pos, sizeof pos);
+        K->gather_rows(dx, dy, dX, dY, D, didx, dpos, B);
+        K->download(x, dx, sizeof x);
+        K->download(y, dy, B * sizeof(int32_t));
+        size_t bad = 0;
+        for (int i = 0; i < B; i++) {
+            bad += y[i] != Y[idx[pos + i]];
+            bad += memcmp(x + i * D, X + idx[pos + i] * D, D * sizeof(float)) != 0;
+        }
+        CHECK_MSG(bad == 0, "gather_rows at %lld: %zu rows wrong", (long long)pos, bad);
+        CHECK(x[B * D] == SENTINEL);
+    }
+    K->free(dX);
+    K->free(dx);
+    K->free(dY);
+    K->free(dy);
+    K->free(didx);
+    K->free(dpos);
+}
+
+/* kernels.h's u(seed, salt, i), written out again. */
+static float ref_drop_u(uint64_t seed, uint64_t salt, size_t i) {
+    uint64_t z = seed + KN_DROP_SALT * salt + KN_DROP_STEP * ((uint64_t)i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * 0x1.0p-24f;
+}
+
+/* The same masks on every backend, as documented; about keep of them kept. */
+static void test_dropout_mask(void) {
+    static const float keeps[] = {0.5f, 0.7f, 0.9f};
+    enum { N = 4099 };
+    float *m = host_floats(N + 1);
+    float *dm = K->alloc((N + 1) * sizeof(float));
+    uint64_t *dseed = K->alloc(sizeof(uint64_t));
+    for (size_t t = 0; t < sizeof keeps / sizeof keeps[0]; t++) {
+        uint64_t seed = tn_rng_u64(&g_rng), salt = t + 2;
+        K->upload(dseed, &seed, sizeof seed);
+        K->fill(dm + N, SENTINEL, 1);
+        K->dropout_mask(dm, N, keeps[t], dseed, salt);
+        dev_get(m, dm, N + 1);
+        size_t bad = 0, kept = 0;
+        float scale = 1.0f / keeps[t];
+        for (size_t i = 0; i < N; i++) {
+            float want = ref_drop_u(seed, salt, i) < keeps[t] ? scale : 0.0f;
+            bad += m[i] != want;
+            kept += m[i] != 0.0f;
+        }
+        CHECK_MSG(bad == 0, "dropout_mask keep %g: %zu entries differ from the reference",
+                  (double)keeps[t], bad);
+        CHECK_NEAR((double)kept / N, keeps[t], 0.03, 0);
+        CHECK(m[N] == SENTINEL);
+    }
+    K->free(dm);
+    K->free(dseed);
+    free(m);
+}
+
+/* softmax_xent_acc adds what softmax_xent returns; the first non-finite batch is
+ * tagged and later ones do not move the tag. */
+static void test_softmax_xent_acc(void) {
+    enum { B = 9, C = 10 };
+    float z[B * C], d1[B * C], d2[B * C];
+    int32_t labels[B];
+    for (int i = 0; i < B * C; i++) z[i] = (float)(2 * tn_rng_normal(&g_rng));
+    for (int i = 0; i < B; i++) labels[i] = (int32_t)tn_rng_below(&g_rng, C);
+    float *dz = dev_dup(z, B * C), *dd = K->alloc(sizeof d1);
+    int32_t *dl = K->alloc(sizeof labels);
+    K->upload(dl, labels, sizeof labels);
+    kn_loss_acc start = {1.5, 3, 0, 0}, got;
+    kn_loss_acc *dacc = K->alloc(sizeof start);
+    int64_t tag = 17, tag2 = 18;
+    int64_t *dtag = K->alloc(sizeof tag), *dtag2 = K->alloc(sizeof tag2);
+    K->upload(dacc, &start, sizeof start);
+    K->upload(dtag, &tag, sizeof tag);
+    K->upload(dtag2, &tag2, sizeof tag2);
+    double loss;
+    int64_t correct;
+    K->softmax_xent(dz, dl, B, C, dd, &loss, &correct);
+    dev_get(d1, dd, B * C);
+    K->softmax_xent_acc(dz, dl, B, C, dd, dacc, dtag);
+    dev_get(d2, dd, B * C);
+    K->download(&got, dacc, sizeof got);
+    CHECK(got.loss_sum == 1.5 + loss);
+    CHECK_INT_EQ(got.correct, 3 + correct);
+    CHECK_INT_EQ(got.bad_tag, 0);
+    CHECK(memcmp(d1, d2, sizeof d1) == 0);
+    K->softmax_xent_acc(dz, dl, B, C, NULL, dacc, dtag); /* no dlogits */
+    K->download(&got, dacc, sizeof got);
+    CHECK_NEAR(got.loss_sum, 1.5 + 2 * loss, 1e-12, 1e-12);
+    CHECK_INT_EQ(got.correct, 3 + 2 * correct);
+    /* a NaN logit, then an infinite one */
+    z[4] = NAN;
+    K->upload(dz, z, sizeof z);
+    K->softmax_xent_acc(dz, dl, B, C, dd, dacc, dtag);
+    z[4] = 0.0f;
+    z[C + 2] = INFINITY;
+    K->upload(dz, z, sizeof z);
+    K->softmax_xent_acc(dz, dl, B, C, dd, dacc, dtag2);
+    K->download(&got, dacc, sizeof got);
+    CHECK_INT_EQ(got.bad_tag, 17);
+    CHECK(isnan(got.bad_loss));
+    CHECK(!isfinite(got.loss_sum));
+    K->free(dz);
+    K->free(dd);
+    K->free(dl);
+    K->free(dacc);
+    K->free(dtag);
+    K->free(dtag2);
+}
+
+/* The optimisers with their scalars in device memory compute what the by-value forms
+ * compute, bit for bit. */
+static void test_optim_dev(void) {
+    enum { N = 777 };
+    float p0[N], g[N], a[N], b[N], pa[N], pb[N];
+    rand_fill(p0, N, -1, 1);
+    rand_fill(g, N, -1, 1);
+    float hyper[3] = {0.03f, 1.0f - 0.9f * 0.9f, 1.0f - 0.999f * 0.999f};
+    float *dh = dev_dup(hyper, 3), *dg = dev_dup(g, N);
+    for (int kind = 0; kind < 3; kind++) {
+        float *p1 = dev_dup(p0, N), *p2 = dev_dup(p0, N);
+        float *m1 = K->alloc(N * 4), *m2 = K->alloc(N * 4), *v1 = K->alloc(N * 4),
+              *v2 = K->alloc(N * 4);
+        for (int step = 0; step < 3; step++) {
+            if (kind < 2) {
+                K->sgd_momentum(p1, dg, m1, N, hyper[0], 0.9f, 0.01f, kind);
+                K->sgd_momentum_dev(p2, dg, m2, N, dh, 0.9f, 0.01f, kind);
+            } else {
+                K->adam(p1, dg, m1, v1, N, hyper[0], 0.9f, 0.999f, 1e-8f, 0.01f, 1, hyper[1],
+                        hyper[2]);
+                K->adam_dev(p2, dg, m2, v2, N, dh, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
+            }
+        }
+        dev_get(pa, p1, N);
+        dev_get(pb, p2, N);
+        dev_get(a, m1, N);
+        dev_get(b, m2, N);
+        CHECK_MSG(memcmp(pa, pb, sizeof pa) == 0 && memcmp(a, b, sizeof a) == 0,
+                  "optimiser %d: the _dev form differs", kind);
+        void *bufs[] = {p1, p2, m1, m2, v1, v2};
+        for (int i = 0; i < 6; i++) K->free(bufs[i]);
+    }
+    K->free(dh);
+    K->free(dg);
+}
+
+static void test_bf16(void) {
+    float x[8] = {1.0f, -2.5f, 1.00390625f /* 1 + 2^-8: a tie, to even */, 1.01171875f,
+                  3.0e38f, INFINITY, NAN, 0x1.fffffep-127f};
+    static const uint16_t want[7] = {0x3f80, 0xc020, 0x3f80, 0x3f82, 0x7f62, 0x7f80};
+    uint16_t h[8];
+    float back[8];
+    float *dx = dev_dup(x, 8), *dback = K->alloc(sizeof back);
+    uint16_t *dh = K->alloc(sizeof h);
+    K->to_bf16(dh, dx, 8);
+    K->download(h, dh, sizeof h);
+    CHECK(memcmp(h, want, 6 * sizeof(uint16_t)) == 0);
+    CHECK((h[6] & 0x7f80) == 0x7f80 && (h[6] & 0x7f) != 0); /* NaN stays NaN */
+    K->from_bf16(dback, dh, 8);
+    dev_get(back, dback, 8);
+    CHECK(back[0] == 1.0f && back[1] == -2.5f && back[2] == 1.0f && back[3] == 1.015625f);
+    CHECK(isinf(back[5]) && isnan(back[6]));
+    K->free(dx);
+    K->free(dback);
+    K->free(dh);
+}
+
+/* A graph replays its calls, reading pointer arguments again (a position set with
+ * upload_small between launches); a backend without graphs says so and runs them. */
+static void test_graph(void) {
+    enum { N = 6, D = 3, B = 2 };
+    float X[N * D], x[B * D], s[5] = {1, 2, 3, 4, 5};
+    int32_t Y[N], y[B], idx[N] = {5, 4, 3, 2, 1, 0};
+    for (int i = 0; i < N * D; i++) X[i] = (float)i;
+    for (int i = 0; i < N; i++) Y[i] = i;
+    float *dX = dev_dup(X, N * D), *dx = K->alloc(sizeof x), *ds = dev_dup(s, 5);
+    int32_t *dY = K->alloc(sizeof Y), *dy = K->alloc(sizeof y), *didx = K->alloc(sizeof idx);
+    int64_t *dpos = K->alloc(sizeof(int64_t)), pos = 0;
+    K->upload(dY, Y, sizeof Y);
+    K->upload(didx, idx, sizeof idx);
+    K->upload_small(dpos, &pos, sizeof pos);
+    /* the calls once, as a step runs before it is recorded */
+    K->gather_rows(dx, dy, dX, dY, D, didx, dpos, B);
+    K->scale(ds, 2.0f, 5);
+    void *g = NULL;
+    int recording = K->graph_begin();
+    CHECK(recording == g_cuda);
+    if (recording) {
+        K->gather_rows(dx, dy, dX, dY, D, didx, dpos, B);
+        K->scale(ds, 2.0f, 5);
+        g = K->graph_end();
+        CHECK(g != NULL);
+    }
+    for (pos = 1; pos <= 3; pos++) {
+        K->upload_small(dpos, &pos, sizeof pos);
+        if (g) {
+            K->graph_launch(g);
+        } else {
+            K->gather_rows(dx, dy, dX, dY, D, didx, dpos, B);
+            K->scale(ds, 2.0f, 5);
+        }
+        K->download(x, dx, sizeof x);
+        K->download(y, dy, sizeof y);
+        CHECK_MSG(y[0] == idx[pos] && y[1] == idx[pos + 1] && x[0] == X[idx[pos] * D] &&
+                      x[D + 2] == X[idx[pos + 1] * D + 2],
+                  "replay at position %lld gathered rows %d, %d", (long long)pos, y[0], y[1]);
+    }
+    dev_get(s, ds, 5);
+    CHECK(s[0] == 16.0f && s[4] == 80.0f); /* x2 once, then three replays */
+    K->graph_free(g);
+    K->graph_free(NULL);
+    void *bufs[] = {dX, dx, ds, dY, dy, didx, dpos};
+    for (int i = 0; i < 7; i++) K->free(bufs[i]);
+}
+
+/* Picks the backend from --backend=NAME. 0, or 77 (skip) when CUDA has no GPU. */
+static int pick_backend(int argc, char **argv) {
+    const char *name = "cpu";
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "--backend=", 10)) name = argv[i] + 10;
+    if (!strcmp(name, "cpu")) {
+        K = kn_cpu();
+    } else if (!strcmp(name, "cpu-device")) {
+        K = kn_cpu_device();
+    } else if (!strcmp(name, "cuda")) {
+        char why[512];
+        K = kn_cuda(0, why, sizeof why);
+        if (!K) {
+            printf("skipped: no CUDA backend to test: %s\n", why);
+            return 77;
+        }
+        kn_cuda_describe(0, why, sizeof why);
+        printf("testing the CUDA backend on %s\n", why);
+        g_cuda = 1;
+    } else {
+        fprintf(stderr, "test_kernels: unknown --backend=%s (cpu, cpu-device or cuda)\n", name);
+        return 2;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int rc = pick_backend(argc, argv);
+    if (rc) return rc;
     tn_rng_seed(&g_rng, 20240611);
-    CHECK(K != NULL && strcmp(K->name, "cpu") == 0);
     RUN(test_alloc_zeroed);
     RUN(test_fill);
     RUN(test_upload_download_copy);
@@ -1135,5 +1516,13 @@ int main(void) {
     RUN(test_sgd_momentum_values);
     RUN(test_adam);
     RUN(test_adam_first_step);
+    RUN(test_set_precision);
+    RUN(test_upload_small);
+    RUN(test_gather_rows);
+    RUN(test_dropout_mask);
+    RUN(test_softmax_xent_acc);
+    RUN(test_optim_dev);
+    RUN(test_bf16);
+    RUN(test_graph);
     return check_summary();
 }

@@ -1,0 +1,66 @@
+#!/bin/sh
+# gpu_run.sh — on a GPU machine: unpacks bench/package_gpu.sh's package, finds CUDA's
+# libraries (cuBLAS, NCCL: system folders, or PyTorch's nvidia-* wheels), and runs
+#
+#   bench/gpu_run.sh tests [PACKAGE_DIR]   the GPU tests: test_kernels --backend=cuda,
+#                                          test_gpu_model, tests/trainer/trainer_gpu.sh
+#   bench/gpu_run.sh bench MODELS [PACKAGE_DIR]
+#                                          bench/gpu_speed.py --models MODELS (mlp,
+#                                          cnn, or mlp,cnn): the table of
+#                                          docs/benchmarks/gpu.md
+#
+# from the repository's root (PACKAGE_DIR defaults to build-gpu-pkg; one model per call
+# keeps a call within the device tool's 10 minutes). Logs and results
+# go to $OUT (the device tool's output folder) or ./build-gpu-out. Exits non-zero when a test
+# fails.
+set -u
+cd "$(dirname "$0")/.."
+what=${1:-tests}
+models=mlp,cnn
+if [ "$what" = bench ]; then
+  models=${2:-mlp,cnn}
+  shift
+fi
+pkgdir=${2:-build-gpu-pkg}
+out=${OUT:-$PWD/build-gpu-out}
+mkdir -p "$out"
+root=$(mktemp -d)
+tar -C "$root" -xzf "$pkgdir/gpu-pkg.tar.gz" || exit 1
+pkg=$root/gpu-pkg
+libs=$pkg/lib
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+         $(python3 -c 'import glob, site; [print(p) for s in site.getsitepackages() for p in glob.glob(s + "/nvidia/*/lib")]' 2>/dev/null); do
+  [ -d "$d" ] && libs=$libs:$d
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+{
+  echo "package $(cat "$pkg/COMMIT" 2>/dev/null)"
+  nvidia-smi -L 2>&1
+  nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1 | head -n 1
+  for l in libcublas.so.13 libnccl.so.2; do
+    found=$(echo "$LD_LIBRARY_PATH" | tr ':' '\n' | while read -r d; do
+      [ -e "$d/$l" ] && echo "$d/$l" && break; done)
+    echo "$l: ${found:-not found}"
+  done
+} 2>&1 | tee "$out/environment.txt"
+data=$pkg/data
+[ -e "$data/train-labels-idx1-ubyte.gz" ] || data=/nonexistent
+rc=0
+case "$what" in
+  tests)
+    "$pkg/bin/test_kernels" --backend=cuda >"$out/test_kernels_cuda.log" 2>&1 || rc=1
+    tail -n 1 "$out/test_kernels_cuda.log"
+    "$pkg/bin/test_gpu_model" >"$out/test_gpu_model.log" 2>&1 || rc=1
+    tail -n 1 "$out/test_gpu_model.log"
+    TRAINER_TEST_DATA=$data tests/trainer/trainer_gpu.sh "$pkg/bin/trainer" "$root/tgpu" \
+      >"$out/trainer_gpu.log" 2>&1 || rc=1
+    grep -v '^ok ' "$out/trainer_gpu.log" | tail -n 20
+    ;;
+  bench)
+    python3 bench/gpu_speed.py --bin "$pkg/bin" --data_dir "$data" --models "$models" \
+      --out "$out/gpu-speed-$models.md" 2>"$out/gpu-speed-$models.log" || rc=1
+    ;;
+  *) echo "gpu_run.sh: error: tests or bench, not '$what'" >&2; exit 2 ;;
+esac
+rm -rf "$root"
+exit $rc

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# trainer_device.sh — the trainer's device flags and its GPU code paths, on any machine.
+#
+#   trainer_device.sh PATH/TO/trainer WORKDIR
+#
+# With TRAINER_EMULATE_DEVICE=1 the trainer runs the code written for GPUs (data on
+# the device, batches gathered there, loss summed there, update with its scalars in
+# device memory, buffers reached only by upload and download) on the CPU backend
+# presented as a device (kernels.h, kn_cpu_device). Without dropout that path must give
+# the host path's parameters bit for bit, in every strategy; checkpoints move between
+# the two paths; resuming is bit-identical on both; divergence is reported at the same
+# step. Also the --device and --precision usage errors (exit 2). Uses the first
+# 2000/500 examples of Fashion-MNIST (Debian's dataset-fashion-mnist). Each case prints
+# "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
+set -u
+TRAINER=$(realpath "$1")
+WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
+unset TRAINER_EMULATE_DEVICE CUDA_VISIBLE_DEVICES
+passed=0
+failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
+stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
+fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
+# same_fingerprint LOG-A LOG-B: both printed one, and the same
+same_fingerprint() { local a; a=$(fingerprint "$1"); [ -n "$a" ] && [ "$a" = "$(fingerprint "$2")" ]; }
+emu() { TRAINER_EMULATE_DEVICE=1 "$TRAINER" "$@"; }
+
+SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+       --batch_size=100 --epochs=2 --learning_rate=0.1)
+
+# --help and usage errors ---------------------------------------------------------------
+out=$("$TRAINER" --help)
+check help_lists_device grep -q -- "--device" <<<"$out"
+check help_lists_precision grep -q -- "--precision" <<<"$out"
+gpu=0
+"$TRAINER" --device=gpu "${SMALL[@]}" --epochs=1 --max_train_examples=200 >gpu.log 2>&1 && gpu=1
+if [ $gpu -eq 0 ]; then
+  err=$(cat gpu.log)
+  "$TRAINER" --device=gpu "${SMALL[@]}" >/dev/null 2>&1
+  check device_gpu_without_gpu_exit2 test $? -eq 2
+  check device_gpu_without_gpu_message grep -q "error: --device=gpu: .*hint:" <<<"$err"
+  # CUDA_VISIBLE_DEVICES naming a GPU that is not there: the default is the CPU
+  CUDA_VISIBLE_DEVICES=0 "$TRAINER" "${SMALL[@]}" --epochs=1 >cvd.log 2>&1
+  check cvd_without_gpu_runs_on_cpu test $? -eq 0
+  check cvd_without_gpu_no_device_line sh -c "! grep -q 'device: GPU' cvd.log"
+else
+  err=$("$TRAINER" --device=gpu --strategy=mirrored --devices=64 "${SMALL[@]}" 2>&1)
+  check device_too_many_gpus_exit2 test $? -eq 2
+  check device_too_many_gpus_message grep -q "GPUs\? \(is\|are\) visible" <<<"$err"
+fi
+err=$("$TRAINER" --precision=bf16 --device=cpu "${SMALL[@]}" 2>&1); rc=$?
+check precision_on_cpu_exit2 test $rc -eq 2
+check precision_on_cpu_message grep -q "precision=bf16 needs --device=gpu" <<<"$err"
+err=$("$TRAINER" --precision=tf32 "${SMALL[@]}" 2>&1); rc=$?
+if [ $gpu -eq 0 ]; then
+  check precision_default_cpu_exit2 test $rc -eq 2
+fi
+err=$("$TRAINER" --device=tpu "${SMALL[@]}" 2>&1); rc=$?
+check bad_device_exit2 test $rc -eq 2
+check bad_device_message grep -q "auto|cpu|gpu" <<<"$err"
+err=$("$TRAINER" --precision=fp16 "${SMALL[@]}" 2>&1); rc=$?
+check bad_precision_exit2 test $rc -eq 2
+check bad_precision_message grep -q "fp32|tf32|bf16" <<<"$err"
+
+# The GPU code paths on the CPU: the same parameters as the host path ----------------------
+"$TRAINER" "${SMALL[@]}" --report_every=7 --checkpoint_every=5 --job-dir=host \
+  >host.log 2>&1
+CLOUD_ML_HP_METRIC_FILE=$WORK/host.metrics "$TRAINER" "${SMALL[@]}" --report_every=7 \
+  --job-dir=host2 >/dev/null 2>&1
+CLOUD_ML_HP_METRIC_FILE=$WORK/emu.metrics emu "${SMALL[@]}" --report_every=7 \
+  --checkpoint_every=5 --job-dir=emu >emu.log 2>&1
+check emulated_exit0 test $? -eq 0
+check emulated_says_so grep -q "device: the CPU presented as a device" emu.log
+check emulated_same_model cmp -s host/model.ckpt emu/model.ckpt
+check emulated_same_metrics cmp -s <(stable_metrics host.metrics) <(stable_metrics emu.metrics)
+for opt in adam nesterov; do
+  "$TRAINER" "${SMALL[@]}" --model=cnn --conv_filters=4,8 --hidden_units=16 --optimizer=$opt \
+    --learning_rate=0.01 --job-dir=cnn_host_$opt >/dev/null 2>&1
+  emu "${SMALL[@]}" --model=cnn --conv_filters=4,8 --hidden_units=16 --optimizer=$opt \
+    --learning_rate=0.01 --job-dir=cnn_emu_$opt >/dev/null 2>&1
+  check emulated_cnn_${opt}_same_model cmp -s cnn_host_$opt/model.ckpt cnn_emu_$opt/model.ckpt
+done
+for shard in file off; do
+  "$TRAINER" "${SMALL[@]}" --shard_policy=$shard --job-dir=sh_host_$shard >/dev/null 2>&1
+  emu "${SMALL[@]}" --shard_policy=$shard --job-dir=sh_emu_$shard >/dev/null 2>&1
+  check emulated_shard_${shard}_same_model cmp -s sh_host_$shard/model.ckpt \
+    sh_emu_$shard/model.ckpt
+done
+
+# Resuming in the middle of an epoch (from a checkpoint kept alone) is bit-identical, ---
+# on both paths, with dropout and file sharding; checkpoints move between the paths
+RESUME=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+        --batch_size=100 --epochs=3 --checkpoint_every=7 --keep_checkpoints=100)
+resume_case() { # NAME RUNNER-OF-REF RUNNER-OF-RESUME EXTRA-FLAGS...
+  local name=$1 first=$2 second=$3; shift 3
+  $first "${RESUME[@]}" "$@" --job-dir="$name.ref" >"$name.ref.log" 2>&1
+  cp -r "$name.ref" "$name.cut" && rm -f "$name.cut/model.ckpt"
+  find "$name.cut/checkpoints" -name 'ckpt-*' ! -name 'ckpt-000000000028.ckpt' -delete
+  $second "${RESUME[@]}" "$@" --job-dir="$name.cut" >"$name.cut.log" 2>&1
+  check ${name}_resumed grep -q "resumed from .*ckpt-000000000028.ckpt (epoch 2, step 28)" \
+    "$name.cut.log"
+  check ${name}_bit_identical cmp -s "$name.ref/model.ckpt" "$name.cut/model.ckpt"
+}
+resume_case resume_emulated_dropout emu emu --dropout=0.3
+resume_case resume_host_file_shard "$TRAINER" "$TRAINER" --shard_policy=file
+resume_case resume_emulated_file_shard emu emu --shard_policy=file
+resume_case resume_host_then_emulated "$TRAINER" emu --optimizer=adam --learning_rate=0.003
+resume_case resume_emulated_then_host emu "$TRAINER" --optimizer=adam --learning_rate=0.003
+
+# Dropout on the device: deterministic, and a different draw from the host's ------------
+emu "${SMALL[@]}" --dropout=0.3 --job-dir=drop1 >drop1.log 2>&1
+emu "${SMALL[@]}" --dropout=0.3 --job-dir=drop2 >drop2.log 2>&1
+check emulated_dropout_deterministic cmp -s drop1/model.ckpt drop2/model.ckpt
+acc=$(sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' drop1.log | tail -n 1)
+check emulated_dropout_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }'
+
+# Several devices in one process, and replicas -------------------------------------------
+DIST=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
+      --epochs=2 --report_every=5 --lr_schedule=constant)
+for s in mirrored central_storage; do
+  "$TRAINER" "${DIST[@]}" --strategy=$s --devices=2 >$s.host.log 2>&1
+  emu "${DIST[@]}" --strategy=$s --devices=2 >$s.emu.log 2>&1
+  check ${s}_emulated_exit0 test $? -eq 0
+  check ${s}_emulated_same_parameters same_fingerprint $s.host.log $s.emu.log
+  check ${s}_emulated_through_host grep -q "sum their buffers through host memory" $s.emu.log
+done
+ports=$(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))')
+read -r p0 p1 <<<"$ports"
+C="{\"chief\": [\"localhost:$p0\"], \"worker\": [\"localhost:$p1\"]}"
+tfc() { echo "{\"cluster\": $C, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
+TF_CONFIG="$(tfc chief)" emu "${DIST[@]}" --job-dir=mw >mw.chief.log 2>&1 &
+chief=$!
+TF_CONFIG="$(tfc worker)" emu "${DIST[@]}" >mw.worker.log 2>&1
+wrc=$?
+wait $chief
+crc=$?
+check multi_worker_emulated_exit0 test $crc -eq 0 -a $wrc -eq 0
+check multi_worker_emulated_ring grep -q "all-reduced through the host, not with NCCL" \
+  mw.chief.log
+check multi_worker_emulated_same_parameters same_fingerprint mw.chief.log mirrored.host.log
+check multi_worker_emulated_replicas_agree same_fingerprint mw.chief.log mw.worker.log
+
+# Divergence: found on the device, reported at the step it happened ----------------------
+err_host=$("$TRAINER" "${SMALL[@]}" --learning_rate=1e30 2>&1 >/dev/null); rc_host=$?
+err_emu=$(emu "${SMALL[@]}" --learning_rate=1e30 2>&1 >/dev/null); rc_emu=$?
+check diverged_emulated_exit2 test $rc_emu -eq 2 -a $rc_host -eq 2
+step_host=$(grep -o 'diverged: the loss is .* at step [0-9]*' <<<"$err_host")
+check diverged_emulated_same_step test -n "$step_host" -a \
+  "$(grep -o 'diverged: the loss is .* at step [0-9]*' <<<"$err_emu")" = "$step_host"
+
+# Evaluation of a model file -------------------------------------------------------------
+a=$("$TRAINER" --eval_only --model_file=host/model.ckpt --max_eval_examples=500 --threads=1 \
+    | tail -n 1)
+b=$(emu --eval_only --model_file=host/model.ckpt --max_eval_examples=500 --threads=1 \
+    | tail -n 1)
+check eval_only_emulated_same test -n "$a" -a "$a" = "$b"
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
