@@ -1,19 +1,29 @@
 /*
- * executor.h — runs trial jobs as local processes and reports what happens to them.
+ * executor.h — runs trial jobs and reports what happens to them, on one of two
+ * backends the study loop never has to tell apart.
  *
  * A job is one trial's set of replicas (chief, workers, parameter servers,
- * evaluators), each a process in its own process group, told its cluster, role and
- * trial in TF_CONFIG and the rest of the trial-job contract in its environment, its
- * output going to JOB_DIR/logs/TYPE-INDEX.log. The executor follows AI Platform's
- * lifecycle: a replica that exits non-zero is restarted in place (same role, same
- * addresses) up to max_replica_restarts times, then the whole job is re-run (new
- * ports) up to max_job_retries times, then the job fails; a permanent error (the
- * program cannot be executed, or exits with status 2, the usage-error convention)
- * fails it at once; the job succeeds when the chief exits 0, and the other replicas
- * are then stopped (SIGTERM, a grace period, SIGKILL to the process group). It reads
- * every replica's metric file (hypertune protocol) as it changes. Everything runs on
- * the caller's libevent loop; nothing blocks. Contract: ../shared/DESIGN.md, "The
- * trial-job contract"; design: docs/executor.md.
+ * evaluators), each told its cluster, role and trial in TF_CONFIG and the rest of the
+ * trial-job contract in its environment (contract.h), its output going to
+ * JOB_DIR/logs/TYPE-INDEX.log. Both backends follow AI Platform's lifecycle: a
+ * replica that exits non-zero is restarted in place (same role, same addresses) up to
+ * max_replica_restarts times, then the whole job is re-run up to max_job_retries
+ * times, then the job fails; a permanent error (the program cannot be executed, or
+ * exits with status 2) fails it at once; the job succeeds when the chief exits 0, and
+ * the other replicas are then stopped. Every replica's metric file (hypertune
+ * protocol) is read as it changes.
+ *
+ *   local  the replicas are processes of this host (local.c), ports on 127.0.0.1;
+ *          the executor schedules them on the host's cores and GPUs.
+ *   slurm  one trial is one Slurm job (slurm.c): sbatch, squeue at a bounded rate,
+ *          scancel; inside the allocation `tuner-launch` (launch.c) starts the
+ *          replicas with real host names. The job dir must be on a file system the
+ *          tuner and the nodes share. A job survives the tuner: its Slurm job id is
+ *          handed to the caller to store, and a resumed tuner re-attaches to it.
+ *
+ * Everything runs on the caller's libevent loop; nothing blocks except the few
+ * documented synchronous calls (ex_check, ex_recover, freeing a live Slurm job).
+ * Design: docs/executor.md and docs/slurm.md.
  */
 #ifndef TN_EXECUTOR_H
 #define TN_EXECUTOR_H
@@ -22,11 +32,44 @@
 #include <stddef.h>
 
 #include "common/htreader.h"
+#include "executor/contract.h"
 
 struct event_base;
 
-enum ex_type { EX_CHIEF = 0, EX_WORKER, EX_PS, EX_EVALUATOR, EX_NTYPES };
-enum ex_outcome { EX_SUCCEEDED = 1, EX_FAILED, EX_STOPPED };
+/* How a job ended. EX_REFUSED: the backend refused the job as configured (Slurm:
+ * sbatch rejected the partition, account, QOS or request), so no trial of the study
+ * can run until the configuration is fixed; nothing of the trial ran. */
+enum ex_outcome { EX_SUCCEEDED = 1, EX_FAILED, EX_STOPPED, EX_REFUSED };
+enum ex_backend { EX_LOCAL = 1, EX_SLURM };
+
+/* Returned by ex_job_start when the job does not fit now (local: the host's cores or
+ * GPUs are taken by other jobs); start it again once a job has finished. */
+#define EX_BUSY 1
+
+/* Settings of the Slurm backend (docs/slurm.md, "Spec fields"). */
+typedef struct ex_slurm_options {
+    const char *partition;        /* --partition, or NULL for the cluster's default */
+    const char *account;          /* --account, or NULL */
+    const char *qos;              /* --qos, or NULL */
+    const char *time_limit;       /* --time (Slurm's format, "30", "1:00:00"), or NULL */
+    const char *const *extra_args;/* more sbatch options, for every job component */
+    size_t nextra;
+    const char *launcher;         /* path of tuner-launch, the same on every node */
+    const char *job_prefix;       /* job names are PREFIX.TRIAL (ex_job_prefix) */
+    double poll_seconds;          /* squeue at most this often, whatever the number of
+                                     jobs (0: every second, as the tuner runs it) */
+} ex_slurm_options;
+
+typedef struct ex_options {
+    int backend;                  /* enum ex_backend */
+    /* local */
+    int cores;                    /* cores to schedule on (0: all online) */
+    int gpus;                     /* GPUs to schedule on; their ids are those of
+                                     $CUDA_VISIBLE_DEVICES when set, else 0..gpus-1 */
+    int oversubscribe;            /* start jobs even when they do not fit */
+    /* slurm */
+    ex_slurm_options slurm;
+} ex_options;
 
 typedef struct ex_job_config {
     const char *study;            /* CLOUD_ML_JOB_ID */
@@ -39,10 +82,10 @@ typedef struct ex_job_config {
     json_t *job;                  /* TF_CONFIG's "job" (borrowed), or NULL */
     int use_chief_name;           /* 1: "chief"; 0: legacy "master" */
     int count[EX_NTYPES];         /* replicas per type; count[EX_CHIEF] must be 1 */
-    int cores[EX_NTYPES];         /* threads per replica of a type (OMP_NUM_THREADS...) */
-    const char *const *gpus;      /* CUDA_VISIBLE_DEVICES of each replica, in replica
-                                     order (chief, workers, ps, evaluators): the devices
-                                     the scheduler assigned, "" for none; NULL: all "" */
+    int cores[EX_NTYPES];         /* cores per replica of a type (OMP_NUM_THREADS...) */
+    int gpus[EX_NTYPES];          /* GPUs per replica of a type */
+    int memory_mb[EX_NTYPES];     /* memory per replica of a type in MiB (0: not said;
+                                     Slurm: --mem-per-cpu) */
     int max_replica_restarts;     /* restarts in place per replica per attempt */
     int max_job_retries;          /* re-runs of the whole job */
     double timeout_seconds;       /* > 0: the job fails when it runs longer */
@@ -52,36 +95,75 @@ typedef struct ex_job_config {
 
 typedef struct ex_callbacks {
     /* Something happened: replica is "chief:0", "worker:1", ... or NULL for the job;
-     * kind is "started", "running", "exited", "restarted", "retrying", "stopping";
-     * detail is a sentence (pid, exit status, reason). */
+     * kind is "started", "running", "exited", "restarted", "retrying", "stopping",
+     * "queued", "submitted", "metrics"; detail is a sentence (pid, exit status,
+     * reason). */
     void (*event)(void *ctx, const char *replica, const char *kind, const char *detail);
     /* A new metric record of a replica (each record once). */
     void (*measurement)(void *ctx, const char *replica, const htr_record *rec);
     /* The job is over: every replica has exited. error is NULL on success. After this
      * call the job may be freed (from inside the callback too). */
     void (*finished)(void *ctx, int outcome, const char *error);
+    /* The backend's handle of the job changed (Slurm: "slurm:JOBID" after each
+     * submission): store it, so that ex_job_attach can find the job after a crash.
+     * May be NULL; never called by the local backend. */
+    void (*handle)(void *ctx, const char *handle);
 } ex_callbacks;
 
 typedef struct ex_executor ex_executor;
 typedef struct ex_job ex_job;
 
-/* An executor on base: it owns the SIGCHLD handling of the process. One per process.
- * Free it after every job is over. */
-ex_executor *ex_executor_new(struct event_base *base);
+/* An executor on base with the backend o describes (copied; its strings too). It owns
+ * the SIGCHLD handling of the process: one per process. Returns 0 with *out, or
+ * TN_EINVAL with a message (bad options; slurm: sbatch, squeue or scancel not on
+ * PATH). Free it after every job is over. */
+int ex_executor_new(struct event_base *base, const ex_options *o, ex_executor **out, char *err,
+                    size_t errlen);
 void ex_executor_free(ex_executor *x);
 
-/* Starts a job: creates job_dir, job_dir/logs and job_dir/metrics, picks free ports on
- * 127.0.0.1, starts every replica. Returns NULL with a message in err when nothing
- * could be started (job_dir cannot be created, ...); failures of the replicas
- * themselves come through the callbacks. The job is yours to free with ex_job_free
- * once finished() has been called. */
-ex_job *ex_job_start(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb,
-                     void *ctx, char *err, size_t errlen);
+/* Checks, before anything runs, that a job of shape cfg can ever run with the options
+ * o: local: its replicas' cores and GPUs fit on the host (unless oversubscribe);
+ * slurm: the commands are installed, the controller answers, the partition exists and
+ * some node of it has the cores, memory and GPUs one replica asks for (from `sinfo`;
+ * synchronous). Returns 0 or TN_EINVAL with a message and a hint. */
+int ex_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen);
 
-/* Stops a running job (early stopping, cancel, interrupt): SIGTERM to every replica's
- * process group, SIGKILL after the grace period; finished() then reports `outcome`
- * (EX_STOPPED or EX_FAILED) with `reason`. No effect on a job that is already
- * stopping or over. */
+/* Whether a job of shape cfg would start now (local: its cores and GPUs are free on
+ * the host; slurm: always, the cluster queues it). */
+int ex_has_room(ex_executor *x, const ex_job_config *cfg);
+
+/* Starts a job: creates job_dir, job_dir/logs and job_dir/metrics, starts every
+ * replica (local) or submits the job (slurm). Returns 0 with *out, EX_BUSY when it
+ * does not fit now (nothing done), or a negative code with a message when nothing
+ * could be started (job_dir cannot be created, ...); failures of the replicas
+ * themselves come through the callbacks. *out is yours to free with ex_job_free once
+ * finished() has been called. */
+int ex_job_start(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
+                 ex_job **out, char *err, size_t errlen);
+
+/* Re-attaches to a job an earlier tuner started, by the handle it stored: the job goes
+ * on where it is (still queued, running, or already over: its outcome is read), as if
+ * this process had started it. attempts is how many times it was started so far;
+ * events_after skips the events of the job's files up to that time (those the caller
+ * has stored). Returns 0 with *out, or 1 when the handle is not this backend's (the
+ * caller runs the trial again). */
+int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
+                  const char *handle, int attempts, double events_after, ex_job **out);
+
+/* The live jobs of a study that an earlier tuner left (slurm: queued or running jobs
+ * named PREFIX.TRIAL; synchronous, one squeue), so that a resumed tuner re-attaches
+ * to them or cancels the strays: trials[i] is the trial of handles[i] (yours to free
+ * with ex_strv_free). Local: none. Returns 0 or a negative code with a message. */
+int ex_recover(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
+               size_t errlen);
+
+/* Cancels a job by its handle without attaching (a stray of ex_recover); synchronous. */
+int ex_cancel_handle(ex_executor *x, const char *handle, char *err, size_t errlen);
+
+/* Stops a running job (early stopping, cancel, interrupt): local: SIGTERM to every
+ * replica's process group, SIGKILL after the grace period; slurm: scancel. finished()
+ * then reports `outcome` (EX_STOPPED or EX_FAILED) with `reason`. No effect on a job
+ * that is already stopping or over. */
 void ex_job_stop(ex_job *j, int outcome, const char *reason);
 
 /* Whether the job is running: not yet stopping or over. */
@@ -91,7 +173,19 @@ int ex_job_is_running(const ex_job *j);
 int ex_job_attempts(const ex_job *j);
 int ex_job_restarts(const ex_job *j);
 
-/* Frees a finished job (or stops it without callbacks, SIGKILL, and frees it). */
+/* Frees a finished job, or stops one that is not (local: SIGKILL to its replicas;
+ * slurm: scancel) without callbacks, and frees it. */
 void ex_job_free(ex_job *j);
+
+/* The Slurm job name prefix of a study: "tuner.HASH.STUDY", HASH a digest of the
+ * study's job dir, so studies of the same name in other stores never meet. Yours to
+ * free. */
+char *ex_job_prefix(const char *study, const char *job_dir);
+
+/* The GPUs of this host, counted through NVML (libnvidia-ml, loaded at run time, so
+ * the tuner needs no CUDA to build or run): the count, or 0 with the reason in why
+ * (no driver, no library) when there are none to use. $CUDA_VISIBLE_DEVICES, when
+ * set, limits them to those it lists. */
+int ex_host_gpus(char *why, size_t whylen);
 
 #endif

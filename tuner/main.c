@@ -23,6 +23,7 @@
 #include "common/flags.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "executor/executor.h"
 #include "tuner/commands.h"
 #include "tuner/dashboard.h"
 #include "tuner/spec.h"
@@ -87,6 +88,14 @@ static char *read_file(const char *path) {
  * folder later commands run in; spec->job_dir is updated to match. Yours to free. */
 static char *stored_spec_text(const char *text, tn_spec *spec) {
     json_t *doc = json_loads(text, 0, NULL);
+    if (spec->executor.type == SPEC_EXECUTOR_SLURM) { /* --executor=slurm: kept for resume */
+        json_t *ex = json_object_get(doc, "executor");
+        if (!json_is_object(ex)) {
+            ex = json_object();
+            json_object_set_new(doc, "executor", ex);
+        }
+        json_object_set_new(ex, "type", json_string("slurm"));
+    }
     json_t *ti = json_object_get(doc, "trainingInput");
     if (!json_is_object(ti)) { /* spec_load accepted it, so this cannot happen */
         json_decref(doc);
@@ -156,6 +165,7 @@ static int lock_study(const tn_spec *spec) {
 typedef struct run_flags {
     int64_t seed;
     int cores, gpus, oversubscribe, quiet;
+    const char *executor;    /* --executor: "local", "slurm", or NULL for the spec's */
     double poll, grace;
     const char *dashboard;   /* --dashboard: ADDR:PORT, "off", or NULL for the default */
     int dashboard_public;    /* --dashboard-public */
@@ -208,11 +218,19 @@ static void start_dashboard(dash_server *dash, const tn_spec *spec, int quiet) {
     if (!quiet) fprintf(stderr, "dashboard: %s\n", dash_url(dash));
 }
 
+/* The GPUs to schedule on: --gpus, else those NVML finds (the local executor only). */
+static int machine_gpus(const run_flags *rf, const tn_spec *spec) {
+    if (rf->gpus >= 0 || spec->executor.type != SPEC_EXECUTOR_LOCAL) return rf->gpus > 0 ? rf->gpus : 0;
+    char why[256];
+    return ex_host_gpus(why, sizeof why);
+}
+
 static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
                      const run_flags *rf, const cli_env *env, dash_server *dash) {
     int lock = lock_study(spec);
     if (lock < 0) return TUNER_EXIT_ERROR;
-    study_opts o = {.cores = rf->cores, .gpus = rf->gpus, .oversubscribe = rf->oversubscribe,
+    study_opts o = {.cores = rf->cores, .gpus = machine_gpus(rf, spec),
+                    .oversubscribe = rf->oversubscribe,
                     .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
                     .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
     char err[2048];
@@ -249,14 +267,18 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
 
 static const char run_about[] =
     "Validates the spec, stores it as a new study named by its jobId, and runs it: every\n"
-    "trial a job of local processes (chief, workers, parameter servers, evaluators) given\n"
+    "trial a distributed job (chief, workers, parameter servers, evaluators) of local\n"
+    "processes, or a Slurm job with --executor=slurm (docs/slurm.md), each replica given\n"
     "TF_CONFIG and --NAME=VALUE flags, metrics read by the cloudml-hypertune protocol,\n"
     "failed replicas restarted. Ctrl-C stops the running trials; `tuner resume` carries on.";
 
 #define RUN_FLAGS(rf)                                                                       \
     {"seed", TN_FLAG_INT64, &(rf).seed, "N", "sampler seed (default: random, stored)"},     \
     {"cores", TN_FLAG_INT, &(rf).cores, "N", "cores to schedule on (0: all online)"},      \
-    {"gpus", TN_FLAG_INT, &(rf).gpus, "N", "GPUs to schedule on"},                          \
+    {"gpus", TN_FLAG_INT, &(rf).gpus, "N",                                                  \
+     "GPUs to schedule on (default: those NVML finds, within $CUDA_VISIBLE_DEVICES)"},    \
+    {"executor", TN_FLAG_STRING, &(rf).executor, "local|slurm",                            \
+     "where trials run (default: the spec's \"executor\", else local)"},                   \
     {"oversubscribe", TN_FLAG_BOOL, &(rf).oversubscribe, NULL,                              \
      "start trials even when their replicas' resources do not fit"},                       \
     {"poll", TN_FLAG_DOUBLE, &(rf).poll, "SECONDS", "how often metric files are read"},    \
@@ -267,15 +289,31 @@ static const char run_about[] =
     {"dashboard_public", TN_FLAG_BOOL, &(rf).dashboard_public, NULL,                        \
      "allow a --dashboard address other than loopback (every API request needs the token)"}
 
+/* Applies --executor to a spec. Returns -1 to go on, else the exit code (error printed). */
+static int apply_executor_flag(const run_flags *rf, tn_spec *spec, const char *cmd) {
+    if (!rf->executor) return -1;
+    int type;
+    if (!strcmp(rf->executor, "local")) type = SPEC_EXECUTOR_LOCAL;
+    else if (!strcmp(rf->executor, "slurm")) type = SPEC_EXECUTOR_SLURM;
+    else return usage_error(cmd, "--executor must be local or slurm");
+    if (type == SPEC_EXECUTOR_LOCAL && spec->executor.type == SPEC_EXECUTOR_SLURM &&
+        (spec->executor.partition || spec->executor.account || spec->executor.qos ||
+         spec->executor.time_limit || spec->executor.nextra))
+        return usage_error(cmd, "--executor=local, but the spec's executor has Slurm fields; "
+                                "remove them or run with --executor=slurm");
+    spec->executor.type = type;
+    return -1;
+}
+
 int cmd_run(int argc, char **argv, const cli_env *env) {
-    run_flags rf = {.seed = -1, .poll = 0.5, .grace = 10};
+    run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
     int pos[1], npos = 0;
     int rc = parse_cmd("run", "run SPEC.json [flags]", run_about, flags, NFLAGS(flags), argc, argv,
                        pos, 1, &npos);
     if (rc >= 0) return rc;
     if (npos != 1) return usage_error("run", "run takes one argument: the spec file");
-    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < 0)
+    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
         return usage_error("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
@@ -286,9 +324,13 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         spec_errors_clear(&errs);
         return TUNER_EXIT_USAGE;
     }
+    if ((rc = apply_executor_flag(&rf, &spec, "run")) >= 0) {
+        spec_clear(&spec);
+        return rc;
+    }
     char err[1024];
-    study_opts pre = {.cores = rf.cores, .gpus = rf.gpus, .oversubscribe = rf.oversubscribe,
-                      .self_dir = env->self_dir};
+    study_opts pre = {.cores = rf.cores, .gpus = machine_gpus(&rf, &spec),
+                      .oversubscribe = rf.oversubscribe, .self_dir = env->self_dir};
     if (study_preflight(&spec, &pre, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         spec_clear(&spec);
@@ -382,7 +424,7 @@ static int load_study(const cli_env *env, const char *name, st_store **st, st_st
 }
 
 int cmd_resume(int argc, char **argv, const cli_env *env) {
-    run_flags rf = {.seed = -1, .poll = 0.5, .grace = 10};
+    run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
     int pos[1], npos = 0;
     int rc = parse_cmd("resume", "resume STUDY [flags]",
@@ -393,12 +435,23 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
     if (rc >= 0) return rc;
     if (npos != 1) return usage_error("resume", "resume takes one argument: the study name");
     if (rf.seed >= 0) return usage_error("resume", "--seed is fixed when a study is created");
+    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
+        return usage_error("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
     dash_server *dash = NULL;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0 && rf.executor &&
+        strcmp(rf.executor, spec_executor_name(spec.executor.type)) != 0) {
+        fprintf(stderr,
+                "tuner: error: study %s runs on the %s executor; --executor=%s cannot change "
+                "that on resume (its running jobs would be lost)\nhint: resume without "
+                "--executor\n",
+                study.name, spec_executor_name(spec.executor.type), rf.executor);
+        exit_code = TUNER_EXIT_USAGE;
+    }
     if (exit_code < 0) {
         if (!strcmp(study.state, ST_STUDY_SUCCEEDED)) {
             printf("study %s is already complete\n", study.name);
@@ -456,12 +509,17 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
 
 int cmd_validate(int argc, char **argv, const cli_env *env) {
     int ask_tell = 0;
+    run_flags rf = {.gpus = -1};
     const tn_flag flags[] = {{"ask_tell", TN_FLAG_BOOL, &ask_tell, NULL,
-                              "the spec is for ask/tell: it needs no command"}};
+                              "the spec is for ask/tell: it needs no command"},
+                             {"executor", TN_FLAG_STRING, &rf.executor, "local|slurm",
+                              "check against this executor (default: the spec's)"}};
     int pos[1], npos = 0;
-    int rc = parse_cmd("validate", "validate SPEC.json [--ask-tell]",
+    int rc = parse_cmd("validate", "validate SPEC.json [--ask-tell] [--executor=local|slurm]",
                        "Checks a spec and reports every problem at once, each with the JSON path\n"
-                       "of the field and what was expected. Runs nothing; exit 0 when valid.",
+                       "of the field and what was expected. Runs nothing; exit 0 when valid.\n"
+                       "For the Slurm executor it also asks the cluster (sinfo) whether the\n"
+                       "partition exists and some node has what one replica asks for.",
                        flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
     if (rc >= 0) return rc;
     if (npos != 1) return usage_error("validate", "validate takes one argument: the spec file");
@@ -473,6 +531,20 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
         spec_errors_clear(&errs);
         return TUNER_EXIT_USAGE;
     }
+    if ((rc = apply_executor_flag(&rf, &spec, "validate")) >= 0) {
+        spec_clear(&spec);
+        return rc;
+    }
+    if (spec.executor.type == SPEC_EXECUTOR_SLURM && !ask_tell) {
+        char err[1024];
+        study_opts pre = {.self_dir = env->self_dir};
+        if (study_preflight(&spec, &pre, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\ntuner: error: %s cannot run on this Slurm cluster\n", path,
+                    err, path);
+            spec_clear(&spec);
+            return TUNER_EXIT_USAGE;
+        }
+    }
     static const char *algos[] = {"", "ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"};
     printf("%s: valid: study %s, %zu parameter%s, %s, %s %s, maxTrials %d (%d in parallel), "
            "replicas: 1 %s",
@@ -482,9 +554,8 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
     for (int t = SPEC_WORKER; t < SPEC_NREPLICA_TYPES; t++)
         if (spec_replica_count(&spec, t))
             printf(" + %d %s", spec_replica_count(&spec, t), spec_replica_name(&spec, t));
-    printf("\n");
+    printf(", executor %s\n", spec_executor_name(spec.executor.type));
     spec_clear(&spec);
-    (void)env;
     return TUNER_EXIT_OK;
 }
 

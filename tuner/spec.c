@@ -38,7 +38,9 @@
 
 /* ---- The fields each level accepts ---- */
 
-static const char *const TOP_FIELDS[] = {"jobId", "trainingInput", "labels", "etag"};
+static const char *const TOP_FIELDS[] = {"jobId", "trainingInput", "labels", "etag",
+                                         /* extension */
+                                         "executor"};
 
 static const char *const INPUT_FIELDS[] = {
     "scaleTier", "workerCount", "parameterServerCount", "evaluatorCount",
@@ -47,9 +49,11 @@ static const char *const INPUT_FIELDS[] = {
     "command", "resources", "restartPolicy", "trialTimeout",
     /* AI Platform's, accepted for compatibility and ignored (type-checked below) */
     "region", "runtimeVersion", "pythonVersion", "masterType", "workerType",
-    "parameterServerType", "evaluatorType", "masterConfig", "workerConfig",
-    "parameterServerConfig", "evaluatorConfig", "packageUris", "scheduling", "network",
-    "serviceAccount", "enableWebAccess", "encryptionConfig"};
+    "parameterServerType", "evaluatorType", "packageUris", "scheduling", "network",
+    "serviceAccount", "enableWebAccess", "encryptionConfig",
+    /* AI Platform's ReplicaConfig of each type: acceleratorConfig is read, the rest
+       accepted and ignored */
+    "masterConfig", "workerConfig", "parameterServerConfig", "evaluatorConfig"};
 
 static const char *const HP_FIELDS[] = {
     "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
@@ -71,7 +75,42 @@ static const char *const PARAM_FIELDS[] = {"parameterName", "type", "minValue", 
                                            "scaleType"};
 
 static const char *const RESOURCE_KEYS[] = {"chief", "master", "worker", "ps", "evaluator"};
-static const char *const RESOURCE_FIELDS[] = {"cores", "gpus"};
+static const char *const RESOURCE_FIELDS[] = {"cores", "gpus", "memory"};
+
+/* AI Platform's ReplicaConfig (masterConfig, workerConfig, ...) and AcceleratorConfig. */
+static const char *const CONFIG_KEYS[] = {"masterConfig", "workerConfig",
+                                          "parameterServerConfig", "evaluatorConfig"};
+static const int CONFIG_TYPES[] = {SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+static const char *const REPLICA_CONFIG_FIELDS[] = {"acceleratorConfig", "imageUri",
+                                                    "tpuTfVersion", "containerCommand",
+                                                    "containerArgs", "diskConfig"};
+static const char *const ACCELERATOR_FIELDS[] = {"count", "type"};
+static const char *const ACCELERATOR_TYPES[] = {
+    "ACCELERATOR_TYPE_UNSPECIFIED", "NVIDIA_TESLA_K80", "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_T4", "NVIDIA_TESLA_A100",
+    "NVIDIA_A100_80GB", "NVIDIA_L4", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB"};
+
+static const char *const EXECUTOR_FIELDS[] = {"type", "partition", "account", "timeLimit",
+                                              "qos", "extraArgs"};
+static const char *const EXECUTOR_NAMES[] = {"local", "slurm"};
+static const int EXECUTOR_VALUES[] = {SPEC_EXECUTOR_LOCAL, SPEC_EXECUTOR_SLURM};
+/* sbatch options the executor sets itself, and the spec field that sets them */
+static const struct {
+    const char *opt, *instead;
+} SBATCH_OWNED[] = {
+    {"--partition", "executor.partition"}, {"-p", "executor.partition"},
+    {"--account", "executor.account"},     {"-A", "executor.account"},
+    {"--qos", "executor.qos"},             {"-q", "executor.qos"},
+    {"--time", "executor.timeLimit"},      {"-t", "executor.timeLimit"},
+    {"--job-name", NULL}, {"-J", NULL},    {"--output", NULL}, {"-o", NULL},
+    {"--error", NULL}, {"-e", NULL},       {"--open-mode", NULL}, {"--parsable", NULL},
+    {"--ntasks", "the replica counts"},    {"-n", "the replica counts"},
+    {"--cpus-per-task", "trainingInput.resources cores"},
+    {"-c", "trainingInput.resources cores"},
+    {"--gpus-per-task", "the acceleratorConfig counts"},
+    {"--mem-per-cpu", "trainingInput.resources memory"},
+    {"--wrap", NULL}, {"--array", NULL}, {"-a", NULL}, {"--het-job", NULL}};
 static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetries"};
 
 /* Where a field that is unknown at one level belongs, for "it belongs in ..." hints. */
@@ -84,6 +123,7 @@ static const struct {
     {INPUT_FIELDS, NELEM(INPUT_FIELDS), "trainingInput"},
     {HP_FIELDS, NELEM(HP_FIELDS), "trainingInput.hyperparameters"},
     {PARAM_FIELDS, NELEM(PARAM_FIELDS), "each of trainingInput.hyperparameters.params"},
+    {EXECUTOR_FIELDS, NELEM(EXECUTOR_FIELDS), "executor (at the top level)"},
 };
 
 /* The ignored AI Platform fields, with the JSON type each must have. */
@@ -94,9 +134,7 @@ static const struct {
     {"region", JSON_STRING},          {"runtimeVersion", JSON_STRING},
     {"pythonVersion", JSON_STRING},   {"masterType", JSON_STRING},
     {"workerType", JSON_STRING},      {"parameterServerType", JSON_STRING},
-    {"evaluatorType", JSON_STRING},   {"masterConfig", JSON_OBJECT},
-    {"workerConfig", JSON_OBJECT},    {"parameterServerConfig", JSON_OBJECT},
-    {"evaluatorConfig", JSON_OBJECT}, {"packageUris", JSON_ARRAY},
+    {"evaluatorType", JSON_STRING},   {"packageUris", JSON_ARRAY},
     {"scheduling", JSON_OBJECT},      {"network", JSON_STRING},
     {"serviceAccount", JSON_STRING},  {"enableWebAccess", JSON_TRUE},
     {"encryptionConfig", JSON_OBJECT},
@@ -937,7 +975,45 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     out->early_stopping.maximize = out->goal == SPEC_MAXIMIZE;
 }
 
-static void read_resources(ctx *c, json_t *res, tn_spec *out) {
+/* Memory: a number of MiB, or a string with Slurm's units "512M", "4G", "1T" (binary;
+ * a bare number in a string is MiB). */
+static int read_memory(ctx *c, const json_t *v, int *out_mb) {
+    double mb;
+    if (json_is_integer(v)) {
+        mb = (double)json_integer_value(v);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *end;
+        errno = 0;
+        double x = isdigit((unsigned char)s[0]) ? strtod(s, &end) : -1;
+        double unit = -1;
+        if (x >= 0 && !errno) {
+            if (!*end) unit = 1;
+            else if (!strcmp(end, "K") || !strcmp(end, "KB") || !strcmp(end, "Ki")) unit = 1.0 / 1024;
+            else if (!strcmp(end, "M") || !strcmp(end, "MB") || !strcmp(end, "Mi")) unit = 1;
+            else if (!strcmp(end, "G") || !strcmp(end, "GB") || !strcmp(end, "Gi")) unit = 1024;
+            else if (!strcmp(end, "T") || !strcmp(end, "TB") || !strcmp(end, "Ti")) unit = 1024.0 * 1024;
+        }
+        if (unit < 0) {
+            char got[CLIP + 32];
+            fail(c, "expected an amount of memory such as \"4G\" or \"512M\" (or a number of "
+                    "MiB), got %s", describe(v, got, sizeof got));
+            return -1;
+        }
+        mb = ceil(x * unit);
+    } else {
+        fail_type(c, "an amount of memory such as \"4G\" or a number of MiB", v);
+        return -1;
+    }
+    if (mb < 1 || mb > (double)INT_MAX) {
+        fail(c, "must be from 1 MiB to %d MiB", INT_MAX);
+        return -1;
+    }
+    *out_mb = (int)mb;
+    return 0;
+}
+
+static void read_resources(ctx *c, json_t *res, int *gpus_given, tn_spec *out) {
     static const int TYPES[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
     check_fields(c, res, RESOURCE_KEYS, NELEM(RESOURCE_KEYS));
     for (size_t k = 0; k < NELEM(RESOURCE_KEYS); k++) {
@@ -955,12 +1031,75 @@ static void read_resources(ctx *c, json_t *res, tn_spec *out) {
                 pop(c);
             }
             if ((v = enter(c, r, "gpus"))) {
-                read_int(c, v, 0, 0, INT_MAX, &sr->gpus);
+                if (read_int(c, v, 0, 0, INT_MAX, &sr->gpus) == 0) gpus_given[TYPES[k]] = 1;
+                pop(c);
+            }
+            if ((v = enter(c, r, "memory"))) {
+                read_memory(c, v, &sr->memory_mb);
                 pop(c);
             }
         }
         pop(c);
     }
+}
+
+/* AI Platform's ReplicaConfig of one type: acceleratorConfig {count, type} gives the
+ * replica's GPUs (agreeing with resources.TYPE.gpus when both are given); the
+ * container fields are accepted and ignored (trials run the spec's command). */
+static void read_replica_config(ctx *c, json_t *rc, int type, const int *gpus_given,
+                                tn_spec *out) {
+    json_t *v, *a;
+    check_fields(c, rc, REPLICA_CONFIG_FIELDS, NELEM(REPLICA_CONFIG_FIELDS));
+    for (size_t k = 1; k < NELEM(REPLICA_CONFIG_FIELDS); k++) { /* ignored: type-checked */
+        if (!(v = enter(c, rc, REPLICA_CONFIG_FIELDS[k]))) continue;
+        int want_array = !strcmp(REPLICA_CONFIG_FIELDS[k], "containerCommand") ||
+                         !strcmp(REPLICA_CONFIG_FIELDS[k], "containerArgs");
+        int want_object = !strcmp(REPLICA_CONFIG_FIELDS[k], "diskConfig");
+        if (want_array && !json_is_array(v)) fail_type(c, "an array of strings", v);
+        else if (want_object && !json_is_object(v)) fail_type(c, "an object", v);
+        else if (!want_array && !want_object && !json_is_string(v)) fail_type(c, "a string", v);
+        pop(c);
+    }
+    if (!(a = enter(c, rc, "acceleratorConfig"))) return;
+    if (!json_is_object(a)) {
+        fail_type(c, "an object such as {\"count\": \"1\", \"type\": \"NVIDIA_TESLA_T4\"}", a);
+        pop(c);
+        return;
+    }
+    check_fields(c, a, ACCELERATOR_FIELDS, NELEM(ACCELERATOR_FIELDS));
+    if ((v = enter(c, a, "type"))) {
+        const char *t = json_is_string(v) ? json_string_value(v) : NULL;
+        if (t && !strncmp(t, "TPU_", 4)) {
+            fail(c, "%s: TPUs are not supported (trials run on CPUs and NVIDIA GPUs)", t);
+        } else if (!t || !in_list(t, ACCELERATOR_TYPES, NELEM(ACCELERATOR_TYPES))) {
+            const char *near = t ? tn_closest(t, ACCELERATOR_TYPES, NELEM(ACCELERATOR_TYPES)) : NULL;
+            char got[CLIP + 32];
+            if (near)
+                fail(c, "expected an NVIDIA accelerator type such as NVIDIA_TESLA_T4, got %s "
+                        "(did you mean \"%s\"?)", describe(v, got, sizeof got), near);
+            else
+                fail(c, "expected an NVIDIA accelerator type such as NVIDIA_TESLA_T4, got %s",
+                     describe(v, got, sizeof got));
+        }
+        pop(c);
+    }
+    int count = 0;
+    if ((v = enter(c, a, "count"))) {
+        if (read_int(c, v, 1, 0, 64, &count) == 0) {
+            spec_resources *sr = &out->resources[type];
+            if (gpus_given[type] && sr->gpus != count)
+                fail(c, "says %d GPU%s but trainingInput.resources.%s.gpus says %d; give one",
+                     count, count == 1 ? "" : "s", type == SPEC_CHIEF ? "chief" :
+                     type == SPEC_WORKER ? "worker" : type == SPEC_PS ? "ps" : "evaluator",
+                     sr->gpus);
+            else
+                sr->gpus = count;
+        }
+        pop(c);
+    } else if (!misspelled(a, "count", ACCELERATOR_FIELDS, NELEM(ACCELERATOR_FIELDS))) {
+        fail_at(c, "count", "required field is missing (the number of GPUs, such as \"1\")");
+    }
+    pop(c);
 }
 
 static void read_restart_policy(ctx *c, json_t *rp, tn_spec *out) {
@@ -1092,11 +1231,20 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
         pop(c);
     }
 
+    int gpus_given[SPEC_NREPLICA_TYPES] = {0};
     if ((v = enter(c, ti, "resources"))) {
         if (json_is_object(v))
-            read_resources(c, v, out);
+            read_resources(c, v, gpus_given, out);
         else
             fail_type(c, "an object with chief, worker, ps or evaluator", v);
+        pop(c);
+    }
+    for (size_t k = 0; k < NELEM(CONFIG_KEYS); k++) {
+        if (!(v = enter(c, ti, CONFIG_KEYS[k]))) continue;
+        if (json_is_object(v))
+            read_replica_config(c, v, CONFIG_TYPES[k], gpus_given, out);
+        else
+            fail_type(c, "an object (AI Platform's ReplicaConfig)", v);
         pop(c);
     }
     if ((v = enter(c, ti, "restartPolicy"))) {
@@ -1123,6 +1271,94 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
     }
 }
 
+/* Slurm's time format: MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS,
+ * DAYS-HOURS:MINUTES, DAYS-HOURS:MINUTES:SECONDS, or UNLIMITED / INFINITE. */
+static int valid_slurm_time(const char *s) {
+    if (!strcmp(s, "UNLIMITED") || !strcmp(s, "INFINITE")) return 1;
+    int fields = 0, colons = 0, dash = 0;
+    const char *p = s;
+    for (;;) {
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+        fields++;
+        if (!*p) break;
+        if (*p == '-') {
+            if (dash || fields != 1) return 0;
+            dash = 1;
+        } else if (*p == ':') {
+            colons++;
+        } else {
+            return 0;
+        }
+        p++;
+    }
+    return colons <= 2;
+}
+
+static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
+    json_t *v;
+    spec_executor *e = &out->executor;
+    e->given = 1;
+    check_fields(c, ex, EXECUTOR_FIELDS, NELEM(EXECUTOR_FIELDS));
+    if ((v = enter(c, ex, "type"))) {
+        read_enum(c, v, EXECUTOR_NAMES, EXECUTOR_VALUES, NELEM(EXECUTOR_NAMES), &e->type);
+        pop(c);
+    } else {
+        missing(c, ex, "type", EXECUTOR_FIELDS, NELEM(EXECUTOR_FIELDS), "\"local\" or \"slurm\"");
+    }
+    static const char *const STRINGS[] = {"partition", "account", "qos", "timeLimit"};
+    char **dest[] = {&e->partition, &e->account, &e->qos, &e->time_limit};
+    for (size_t k = 0; k < NELEM(STRINGS); k++) {
+        if (!(v = enter(c, ex, STRINGS[k]))) continue;
+        const char *s;
+        if (e->type == SPEC_EXECUTOR_LOCAL) {
+            fail(c, "applies to the slurm executor only (executor.type is \"local\")");
+        } else if (k == 3 && json_is_integer(v) && json_integer_value(v) > 0) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            *dest[k] = tn_xstrdup(buf); /* minutes */
+        } else if (read_string(c, v, 1, &s) == 0) {
+            if (k == 3 && !valid_slurm_time(s))
+                fail(c, "expected Slurm's time format (MINUTES, HOURS:MINUTES:SECONDS, "
+                        "DAYS-HOURS:MINUTES, ... or UNLIMITED), got \"%.*s\"", CLIP, s);
+            else if (strchr(s, '\n') || strchr(s, ' '))
+                fail(c, "must not contain spaces or line breaks");
+            else
+                *dest[k] = tn_xstrdup(s);
+        }
+        pop(c);
+    }
+    if ((v = enter(c, ex, "extraArgs"))) {
+        if (e->type == SPEC_EXECUTOR_LOCAL) {
+            fail(c, "applies to the slurm executor only (executor.type is \"local\")");
+        } else if (read_string_array(c, v, 0, &e->extra_args, &e->nextra) == 0) {
+            for (size_t i = 0; i < e->nextra; i++) {
+                const char *a = e->extra_args[i];
+                push_index(c, i);
+                size_t name_len = strcspn(a, "=");
+                if (a[0] != '-') {
+                    fail(c, "expected an sbatch option such as \"--constraint=a100\", got \"%.*s\"",
+                         CLIP, a);
+                }
+                for (size_t o = 0; o < NELEM(SBATCH_OWNED) && a[0] == '-'; o++) {
+                    const char *opt = SBATCH_OWNED[o].opt;
+                    size_t ol = strlen(opt);
+                    int same = ol == name_len && !strncmp(a, opt, ol);
+                    if (ol == 2 && !strncmp(a, opt, 2)) same = 1; /* "-pgpu" */
+                    if (!same) continue;
+                    if (SBATCH_OWNED[o].instead)
+                        fail(c, "%s is set by %s; give it there", opt, SBATCH_OWNED[o].instead);
+                    else
+                        fail(c, "%s is set by the tuner itself", opt);
+                    break;
+                }
+                pop(c);
+            }
+        }
+        pop(c);
+    }
+}
+
 static void set_defaults(tn_spec *s) {
     s->scale_tier = SPEC_BASIC;
     s->use_chief_in_tf_config = 1;
@@ -1130,6 +1366,7 @@ static void set_defaults(tn_spec *s) {
         s->resources[t].cores = 1;
         s->resources[t].gpus = 0;
     }
+    s->executor.type = SPEC_EXECUTOR_LOCAL;
     s->max_replica_restarts = 5;
     s->max_job_retries = 3;
     s->goal = SPEC_MAXIMIZE;
@@ -1172,6 +1409,13 @@ static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
     if ((v = enter(c, root, "etag"))) {
         const char *s;
         read_string(c, v, 0, &s);
+        pop(c);
+    }
+    if ((v = enter(c, root, "executor"))) {
+        if (json_is_object(v))
+            read_executor(c, v, out);
+        else
+            fail_type(c, "an object such as {\"type\": \"slurm\", \"partition\": \"gpu\"}", v);
         pop(c);
     }
     if ((v = enter(c, root, "trainingInput"))) {
@@ -1287,6 +1531,12 @@ void spec_clear(tn_spec *s) {
     free(s->resume_previous_job_id);
     sp_space_clear(&s->space);
     json_decref(s->training_input);
+    free(s->executor.partition);
+    free(s->executor.account);
+    free(s->executor.qos);
+    free(s->executor.time_limit);
+    for (size_t i = 0; i < s->executor.nextra; i++) free(s->executor.extra_args[i]);
+    free(s->executor.extra_args);
     memset(s, 0, sizeof *s);
 }
 
@@ -1319,4 +1569,8 @@ int spec_replica_count(const tn_spec *s, int type) {
     case SPEC_EVALUATOR: return s->evaluator_count;
     default: return 0;
     }
+}
+
+const char *spec_executor_name(int type) {
+    return type == SPEC_EXECUTOR_SLURM ? "slurm" : "local";
 }

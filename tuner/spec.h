@@ -24,9 +24,26 @@ enum spec_replica { SPEC_CHIEF = 0, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR, SPEC_N
 
 /* What one replica of a type asks of the machine. */
 typedef struct spec_resources {
-    int cores;  /* CPU cores (threads the replica is told to use), >= 1; default 1 */
-    int gpus;   /* GPUs, >= 0; default 0 (1 for the chief of BASIC_GPU) */
+    int cores;      /* CPU cores (threads the replica is told to use), >= 1; default 1 */
+    int gpus;       /* GPUs, >= 0; default 0 (1 for the chief of BASIC_GPU); from
+                       resources.TYPE.gpus or AI Platform's TYPEConfig.acceleratorConfig */
+    int memory_mb;  /* memory in MiB, >= 0; 0 (default): not said (Slurm: the cluster's
+                       default; the local executor does not schedule memory) */
 } spec_resources;
+
+enum spec_executor_type { SPEC_EXECUTOR_LOCAL = 1, SPEC_EXECUTOR_SLURM };
+
+/* Where trials run: the extension "executor" (docs/spec.md, docs/slurm.md). */
+typedef struct spec_executor {
+    int type;                  /* enum spec_executor_type; default LOCAL */
+    int given;                 /* the spec has an "executor" object */
+    char *partition;           /* slurm: --partition, or NULL */
+    char *account;             /* slurm: --account, or NULL */
+    char *qos;                 /* slurm: --qos, or NULL */
+    char *time_limit;          /* slurm: --time in Slurm's format, or NULL */
+    char **extra_args;         /* slurm: more sbatch options */
+    size_t nextra;
+} spec_executor;
 
 typedef struct tn_spec {
     char *job_id;                  /* jobId: [A-Za-z][A-Za-z0-9_]{0,127} */
@@ -67,6 +84,7 @@ typedef struct tn_spec {
     sp_space space;                /* params */
     json_t *training_input;        /* the trainingInput object as given (a reference
                                       owned by the spec): TF_CONFIG's "job" */
+    spec_executor executor;        /* extension "executor": local (default) or slurm */
 } tn_spec;
 
 /* One problem found in a spec. */
@@ -104,5 +122,8 @@ const char *spec_replica_name(const tn_spec *s, int type);
 
 /* Number of replicas of a type (chief: 1). */
 int spec_replica_count(const tn_spec *s, int type);
+
+/* "local" or "slurm". */
+const char *spec_executor_name(int type);
 
 #endif

@@ -25,13 +25,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define ST_SCHEMA_VERSION 2      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 3      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 2 (docs/store.md describes every column; version 2 added the
- * change sequences the dashboard follows: docs/dashboard.md, "Change detection"). A
- * new file gets this directly; a version 1 file gets migrations[1], and the result is
- * the same schema (tests/tuner/test_dashboard.c compares them). */
+/* The schema, version 3 (docs/store.md describes every column; version 2 added the
+ * change sequences the dashboard follows: docs/dashboard.md, "Change detection";
+ * version 3 the executor's handle of a trial's job, so that a resumed tuner
+ * re-attaches to its Slurm jobs). A new file gets this directly; an older file gets
+ * the migrations from its version on, and the result is the same schema
+ * (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
     "CREATE TABLE meta (\n"
     "  key TEXT PRIMARY KEY,\n"
@@ -58,6 +60,7 @@ static const char schema_sql[] =
     "  restarts INTEGER NOT NULL DEFAULT 0,\n"
     "  error TEXT,\n"
     "  changed INTEGER NOT NULL DEFAULT 0,\n"
+    "  executor_job TEXT,\n"
     "  PRIMARY KEY (study_id, number)) WITHOUT ROWID;\n"
     "CREATE INDEX trials_by_state ON trials(study_id, state);\n"
     "CREATE INDEX trials_by_change ON trials(study_id, changed);\n"
@@ -82,7 +85,7 @@ static const char schema_sql[] =
     "  kind TEXT NOT NULL,\n"
     "  detail TEXT);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '2');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '3');\n";
 
 /* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
  * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
@@ -94,6 +97,8 @@ static const char *const migrations[ST_SCHEMA_VERSION] = {
     "ALTER TABLE measurements ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;\n"
     "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
     "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n",
+    [2] = /* 2 -> 3: the executor's handle of a trial's job (a Slurm job id) */
+    "ALTER TABLE trials ADD COLUMN executor_job TEXT;\n",
 };
 
 /* The cached statements, one per query the store runs. */
@@ -139,7 +144,7 @@ enum query {
 #define STUDY_COLUMNS "id, name, spec, state, seed, created, updated, error"
 #define TRIAL_COLUMNS                                                                   \
     "study_id, number, params, state, objective, created, started, finished, attempts, " \
-    "restarts, error, changed"
+    "restarts, error, changed, executor_job"
 /* The next number of the study's trial change sequence (?1 is the study). */
 #define NEXT_CHANGE "(SELECT COALESCE(MAX(changed), 0) + 1 FROM trials WHERE study_id = ?1)"
 /* TRIAL_COLUMNS and the highest step of the trial's measurements (index
@@ -187,6 +192,7 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_TRIAL_LIST] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY number",
     [Q_TRIAL_UPDATE] = "UPDATE trials SET state = ?3, objective = ?4, started = ?5, "
                        "finished = ?6, attempts = ?7, restarts = ?8, error = ?9, "
+                       "executor_job = ?10, "
                        "changed = " NEXT_CHANGE " WHERE study_id = ?1 AND number = ?2",
     [Q_TRIAL_COUNTS] = "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state",
     /* ON CONFLICT names the key, so only a duplicate record is skipped; a missing trial
@@ -863,9 +869,10 @@ static void read_trial(sqlite3_stmt *st, void *row) {
     out->restarts = sqlite3_column_int(st, 9);
     out->error = col_text(st, 10);
     out->changed = sqlite3_column_int64(st, 11);
+    out->executor_job = col_text(st, 12);
     /* TRIAL_COLUMNS_STEP adds the highest step of its measurements */
-    out->has_last_step = sqlite3_column_count(st) > 12 && sqlite3_column_type(st, 12) != SQLITE_NULL;
-    out->last_step = out->has_last_step ? sqlite3_column_int64(st, 12) : 0;
+    out->has_last_step = sqlite3_column_count(st) > 13 && sqlite3_column_type(st, 13) != SQLITE_NULL;
+    out->last_step = out->has_last_step ? sqlite3_column_int64(st, 13) : 0;
 }
 
 /* The trials st returns (brc: its binding's result), into *out and *n (yours). */
@@ -977,9 +984,10 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
     if (rc) return rc;
     if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
         (rc = step_done(s, st,
-                        bind(st, "iitnzziit", t->study_id, t->number, t->state,
+                        bind(st, "iitnzziitt", t->study_id, t->number, t->state,
                              t->has_objective ? t->objective : NAN, t->started, t->finished,
-                             (int64_t)t->attempts, (int64_t)t->restarts, t->error),
+                             (int64_t)t->attempts, (int64_t)t->restarts, t->error,
+                             t->executor_job),
                         op, err, errlen, NULL)))
         goto fail;
     if (sqlite3_changes(s->db) == 0) {
@@ -1020,6 +1028,7 @@ void st_trial_clear(st_trial *t) {
     free(t->params);
     free(t->state);
     free(t->error);
+    free(t->executor_job);
     memset(t, 0, sizeof *t);
 }
 

@@ -55,6 +55,8 @@ typedef struct st_trial {
     int attempts;       /* job runs started (1 + retries) */
     int restarts;       /* replica restarts in all */
     char *error;        /* why it failed, or NULL */
+    char *executor_job; /* the executor's handle of the trial's job ("slurm:JOBID"), or
+                           NULL: a resumed tuner re-attaches to it */
     int64_t changed;    /* the study's trial change sequence at the trial's last write
                            (create or update): it grows with every write, so "changed
                            after N" finds what is new (the dashboard's live updates) */
@@ -107,8 +109,8 @@ int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, c
 /* All trials of a study in number order. */
 int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char *err,
                   size_t errlen);
-/* Writes a trial's mutable fields (state, objective, times, attempts, restarts, error)
- * as given in t (matched by study_id and number). */
+/* Writes a trial's mutable fields (state, objective, times, attempts, restarts, error,
+ * executor_job) as given in t (matched by study_id and number). */
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen);
 /* Trials per state of a study, for progress lines: counts of PENDING, RUNNING,
  * SUCCEEDED, FAILED, STOPPED, CANCELLED in that order. */

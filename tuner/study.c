@@ -257,8 +257,6 @@ typedef struct trial_run {
     double *values;        /* the trial's point */
     char *params;          /* as JSON */
     ex_job *job;
-    int *gpu_ids;          /* GPUs assigned, gpu_count of them */
-    int gpu_count;
     int has_objective;     /* the metric tag was reported */
     double objective;
     int objective_rank;    /* 1: from the chief, 0: from another replica */
@@ -273,7 +271,6 @@ typedef struct trial_run {
 static void trial_run_free(trial_run *t) {
     free(t->values);
     free(t->params);
-    free(t->gpu_ids);
     free(t->stop_reason);
     free(t);
 }
@@ -307,9 +304,7 @@ struct loop {
     int fatal;               /* an error stops the loop: stopping */
     int done;                /* nothing runs and nothing is left to start */
     int cancel_requested;    /* `tuner cancel` marked the study: stopping */
-    int cores_total, cores_used, cores_per_trial;
-    int gpus_total, gpus_per_trial;
-    unsigned char *gpu_used;
+    ex_job_config shape;     /* what every trial's job asks for (counts, resources) */
     char *program;
     struct event *sigint_ev, *sigterm_ev, *progress_ev;
     double t0;
@@ -497,8 +492,6 @@ static void on_measurement(void *ctx, const char *replica, const htr_record *rec
 }
 
 static void release(loop *L, trial_run *t) {
-    L->cores_used -= L->cores_per_trial;
-    for (int i = 0; i < t->gpu_count; i++) L->gpu_used[t->gpu_ids[i]] = 0;
     for (size_t i = 0; i < L->nrunning; i++) {
         if (L->running[i] == t) {
             L->running[i] = L->running[--L->nrunning];
@@ -527,6 +520,9 @@ static void on_finished(void *ctx, int outcome, const char *error) {
                      "the job succeeded but no replica reported the metric '%s' (see %s/%lld/logs)",
                      L->spec->metric_tag, L->spec->job_dir, (long long)t->number);
             why = msg;
+        } else if (outcome == EX_REFUSED) { /* nothing ran; no trial can until it is fixed */
+            state = ST_TRIAL_PENDING;
+            fail_loop(L, TN_EINVAL, error ? error : "the executor refused the job");
         } else if (outcome == EX_STOPPED && (L->interrupted || L->fatal)) {
             state = ST_TRIAL_PENDING; /* run again on resume */
         } else if (outcome == EX_STOPPED) {
@@ -543,6 +539,10 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         row.attempts = t->attempts_before + ex_job_attempts(t->job);
         row.restarts = t->restarts_before + ex_job_restarts(t->job);
         row.finished = strcmp(state, ST_TRIAL_PENDING) ? wall_clock() : 0;
+        if (!strcmp(state, ST_TRIAL_PENDING)) { /* its job is gone: a resume runs it anew */
+            free(row.executor_job);
+            row.executor_job = NULL;
+        }
         rc = st_trial_update(L->st, &row, err, sizeof err);
         if (rc) fail_loop(L, rc, err);
         if (!strcmp(state, ST_TRIAL_SUCCEEDED)) {
@@ -574,109 +574,159 @@ static void on_finished(void *ctx, int outcome, const char *error) {
     schedule(L);
 }
 
-/* Starts trial `number` with the given point. Returns 0 or a negative code. */
-static int start_trial(loop *L, int64_t number, const double *values, const char *params,
-                       const st_trial *row) {
+/* The executor's handle of a trial's job changed (a new Slurm submission): store it
+ * with the trial, with the attempts so far, so a resumed tuner re-attaches. */
+static void on_handle(void *ctx, const char *handle) {
+    trial_run *t = ctx;
+    loop *L = t->L;
+    st_trial row;
+    char err[512];
+    int rc = st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err);
+    if (rc == 0) {
+        free(row.executor_job);
+        row.executor_job = tn_xstrdup(handle);
+        row.attempts = t->attempts_before + (t->job ? ex_job_attempts(t->job) : 1);
+        rc = st_trial_update(L->st, &row, err, sizeof err);
+        st_trial_clear(&row);
+    }
+    if (rc)
+        fail_loop(L, rc < 0 ? rc : TN_EIO, rc < 0 ? err : "a running trial vanished from the store");
+}
+
+/* The trial's argv (program, fixed flags, args, one flag per parameter), yours to
+ * ex_strv_free. */
+static char **trial_argv(const loop *L, const double *values, size_t *argc) {
     const tn_spec *s = L->spec;
+    size_t cap = 5 + s->ncommand + s->nargs + s->space.n, n = 0;
+    char **argv = tn_xcalloc(cap, sizeof *argv);
+    if (s->command) {
+        argv[n++] = tn_xstrdup(L->program);
+        for (size_t i = 1; i < s->ncommand; i++) argv[n++] = tn_xstrdup(s->command[i]);
+    } else {
+        argv[n++] = tn_xstrdup("python3");
+        argv[n++] = tn_xstrdup("-m");
+        argv[n++] = tn_xstrdup(s->python_module);
+    }
+    for (size_t i = 0; i < s->nargs; i++) argv[n++] = tn_xstrdup(s->args[i]);
+    tp_append_flags(&s->space, values, argv, &n);
+    argv[n] = NULL;
+    *argc = n;
+    return argv;
+}
+
+static const ex_callbacks trial_callbacks = {on_event, on_measurement, on_finished, on_handle};
+
+/* A new trial_run of trial `number` (not yet in the running list). */
+static trial_run *trial_run_new(loop *L, int64_t number, const double *values, const char *params,
+                                const st_trial *row) {
     trial_run *t = tn_xcalloc(1, sizeof *t);
     t->L = L;
     t->number = number;
     curve_of(L, number)->state = SP_PENDING; /* a re-run keeps its earlier points */
-    t->values = tn_xcalloc(s->space.n + 1, sizeof *t->values);
-    memcpy(t->values, values, s->space.n * sizeof *values);
+    t->values = tn_xcalloc(L->spec->space.n + 1, sizeof *t->values);
+    memcpy(t->values, values, L->spec->space.n * sizeof *values);
     t->params = tn_xstrdup(params);
     t->started = wall_clock();
     if (row) {
         t->attempts_before = row->attempts;
         t->restarts_before = row->restarts;
     }
-    /* argv: program, fixed flags, args, one flag per parameter */
-    size_t cap = 4 + s->ncommand + s->nargs + s->space.n, argc = 0;
-    char **argv = tn_xcalloc(cap, sizeof *argv);
-    if (s->command) {
-        argv[argc++] = tn_xstrdup(L->program);
-        for (size_t i = 1; i < s->ncommand; i++) argv[argc++] = tn_xstrdup(s->command[i]);
-    } else {
-        argv[argc++] = tn_xstrdup("python3");
-        argv[argc++] = tn_xstrdup("-m");
-        argv[argc++] = tn_xstrdup(s->python_module);
-    }
-    for (size_t i = 0; i < s->nargs; i++) argv[argc++] = tn_xstrdup(s->args[i]);
-    tp_append_flags(&s->space, values, argv, &argc);
-    /* GPUs: each replica gets its own devices */
-    int nreps = 0;
-    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) nreps += spec_replica_count(s, type);
-    char **gpus = tn_xcalloc((size_t)nreps + 1, sizeof *gpus);
-    t->gpu_ids = tn_xcalloc((size_t)L->gpus_per_trial + 1, sizeof *t->gpu_ids);
-    int r = 0, g = 0;
-    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
-        for (int i = 0; i < spec_replica_count(s, type); i++, r++) {
-            char list[256] = "";
-            for (int k = 0; k < s->resources[type].gpus; k++) {
-                while (g < L->gpus_total && L->gpu_used[g]) g++;
-                if (g >= L->gpus_total) break; /* oversubscribed: share */
-                L->gpu_used[g] = 1;
-                t->gpu_ids[t->gpu_count++] = g;
-                size_t used = strlen(list);
-                snprintf(list + used, sizeof list - used, "%s%d", used ? "," : "", g);
-            }
-            gpus[r] = tn_xstrdup(list);
-        }
-    }
-    char trial_id[32], dir[4096];
-    snprintf(trial_id, sizeof trial_id, "%lld", (long long)number);
-    snprintf(dir, sizeof dir, "%s/%lld", s->job_dir, (long long)number);
-    ex_job_config cfg = {
-        .study = s->job_id, .trial = trial_id, .argv = (const char *const *)argv, .argc = argc,
-        .job_dir = dir, .metric_tag = s->metric_tag, .job = s->training_input,
-        .use_chief_name = s->use_chief_in_tf_config,
-        .count = {1, s->worker_count, s->ps_count, s->evaluator_count},
-        .cores = {s->resources[SPEC_CHIEF].cores, s->resources[SPEC_WORKER].cores,
-                  s->resources[SPEC_PS].cores, s->resources[SPEC_EVALUATOR].cores},
-        .gpus = (const char *const *)gpus,
-        .max_replica_restarts = s->max_replica_restarts,
-        .max_job_retries = s->max_job_retries,
-        .timeout_seconds = s->trial_timeout_seconds,
-        .grace_seconds = L->o->grace_seconds > 0 ? L->o->grace_seconds : 10,
-        .poll_seconds = L->o->poll_seconds > 0 ? L->o->poll_seconds : 0.5,
-    };
-    static const ex_callbacks cb = {on_event, on_measurement, on_finished};
-    char err[1024];
-    L->cores_used += L->cores_per_trial;
+    return t;
+}
+
+static void add_running(loop *L, trial_run *t) {
     if (L->nrunning % 16 == 0)
         L->running = tn_xrealloc(L->running, (L->nrunning + 16) * sizeof *L->running);
     L->running[L->nrunning++] = t;
-    t->job = ex_job_start(L->x, &cfg, &cb, t, err, sizeof err);
-    for (size_t i = 0; i < argc; i++) free(argv[i]);
-    free(argv);
-    for (int i = 0; i < nreps; i++) free(gpus[i]);
-    free(gpus);
-    if (!t->job) { /* nothing started (job dir): the trial fails */
-        st_trial fail;
-        if (st_trial_get(L->st, L->study->id, number, &fail, NULL, 0) == 0) {
-            free(fail.state);
-            fail.state = tn_xstrdup(ST_TRIAL_FAILED);
-            free(fail.error);
-            fail.error = tn_xstrdup(err);
-            fail.finished = wall_clock();
-            st_trial_update(L->st, &fail, NULL, 0);
-            st_trial_clear(&fail);
-        }
-        release(L, t);
-        trial_run_free(t);
-        log_line(L, "trial %lld failed: %s", (long long)number, err);
-        count_failure(L);
+}
+
+/* Records a trial that could not be started as FAILED with err. */
+static void fail_unstarted(loop *L, int64_t number, const char *err) {
+    st_trial fail;
+    if (st_trial_get(L->st, L->study->id, number, &fail, NULL, 0) == 0) {
+        free(fail.state);
+        fail.state = tn_xstrdup(ST_TRIAL_FAILED);
+        free(fail.error);
+        fail.error = tn_xstrdup(err);
+        fail.finished = wall_clock();
+        st_trial_update(L->st, &fail, NULL, 0);
+        st_trial_clear(&fail);
+    }
+    log_line(L, "trial %lld failed: %s", (long long)number, err);
+    count_failure(L);
+}
+
+/* Queues trial `number` to run again later (its job did not fit after all). */
+static void requeue(loop *L, int64_t number) {
+    L->rerun = tn_xrealloc(L->rerun, (L->nrerun + 1) * sizeof *L->rerun);
+    L->rerun[L->nrerun++] = number;
+}
+
+/* Fills cfg with the job of trial `number` with argv; trial_id and dir are the
+ * caller's buffers that cfg points into. */
+static void trial_job_config(const loop *L, int64_t number, char **argv, size_t argc,
+                             char *trial_id, size_t idlen, char *dir, size_t dirlen,
+                             ex_job_config *cfg) {
+    snprintf(trial_id, idlen, "%lld", (long long)number);
+    snprintf(dir, dirlen, "%s/%lld", L->spec->job_dir, (long long)number);
+    *cfg = L->shape;
+    cfg->trial = trial_id;
+    cfg->argv = (const char *const *)argv;
+    cfg->argc = argc;
+    cfg->job_dir = dir;
+}
+
+/* Starts trial `number` with the given point. Returns 0 or a negative code. */
+static int start_trial(loop *L, int64_t number, const double *values, const char *params,
+                       const st_trial *row) {
+    trial_run *t = trial_run_new(L, number, values, params, row);
+    size_t argc;
+    char **argv = trial_argv(L, values, &argc);
+    char trial_id[32], dir[4096], err[1024];
+    ex_job_config cfg;
+    trial_job_config(L, number, argv, argc, trial_id, sizeof trial_id, dir, sizeof dir, &cfg);
+    add_running(L, t);
+    int rc = ex_job_start(L->x, &cfg, &trial_callbacks, t, &t->job, err, sizeof err);
+    ex_strv_free(argv);
+    if (rc == 0) return 0;
+    release(L, t);
+    trial_run_free(t);
+    if (rc == EX_BUSY) { /* no room after all: it waits for the next free slot */
+        requeue(L, number);
         return 0;
     }
+    fail_unstarted(L, number, err); /* nothing started (job dir): the trial fails */
     return 0;
 }
 
-static int fits(const loop *L) {
-    if (L->o->oversubscribe) return 1;
-    if (L->cores_used + L->cores_per_trial > L->cores_total) return 0;
-    int free_gpus = 0;
-    for (int g = 0; g < L->gpus_total; g++) free_gpus += !L->gpu_used[g];
-    return free_gpus >= L->gpus_per_trial;
+/* Re-attaches trial `row` to the job `handle` an earlier tuner left. Returns 0, or 1
+ * when the executor cannot attach to it (the trial then runs again). */
+static int attach_trial(loop *L, const st_trial *row, const double *values, const char *handle) {
+    st_event *ev = NULL;
+    size_t nev = 0;
+    double last_event = 0;
+    if (st_event_list(L->st, L->study->id, row->number, &ev, &nev, NULL, 0) == 0)
+        for (size_t i = 0; i < nev; i++)
+            if (ev[i].time > last_event) last_event = ev[i].time;
+    st_events_free(ev, nev);
+    trial_run *t = trial_run_new(L, row->number, values, row->params, row);
+    /* the stored attempts include the submission being attached */
+    t->attempts_before = row->attempts > 0 ? row->attempts - 1 : 0;
+    size_t argc;
+    char **argv = trial_argv(L, values, &argc);
+    char trial_id[32], dir[4096];
+    ex_job_config cfg;
+    trial_job_config(L, row->number, argv, argc, trial_id, sizeof trial_id, dir, sizeof dir, &cfg);
+    add_running(L, t);
+    int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle, 1, last_event, &t->job);
+    ex_strv_free(argv);
+    if (rc != 0) {
+        release(L, t);
+        trial_run_free(t);
+        return 1;
+    }
+    log_line(L, "trial %lld: re-attached to its job (%s)", (long long)row->number, handle);
+    return 0;
 }
 
 /* Marks a trial RUNNING with a fresh start time (resumed trials). */
@@ -695,7 +745,7 @@ static void schedule(loop *L) {
     const tn_spec *s = L->spec;
     char err[1024];
     while (!L->interrupted && !L->failing && !L->fatal && !L->cancel_requested &&
-           (int)L->nrunning < s->max_parallel_trials && fits(L)) {
+           (int)L->nrunning < s->max_parallel_trials && ex_has_room(L->x, &L->shape)) {
         if (L->rerun_next < L->nrerun) { /* a trial an earlier run left unfinished */
             int64_t number = L->rerun[L->rerun_next++];
             st_trial row;
@@ -752,6 +802,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
             if (st_trial_get(L->st, L->study->id, t->number, &row, NULL, 0) == 0) {
                 free(row.state);
                 row.state = tn_xstrdup(ST_TRIAL_PENDING);
+                free(row.executor_job); /* its job is killed below: a resume runs it anew */
+                row.executor_job = NULL;
                 st_trial_update(L->st, &row, NULL, 0);
                 st_trial_clear(&row);
             }
@@ -771,29 +823,55 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     schedule(L);
 }
 
-static int online_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+/* What every trial's job of spec asks for: all of ex_job_config but the trial's own
+ * fields (trial, argv, job_dir), which start_trial fills. Points into spec. */
+static void job_shape(const tn_spec *spec, const study_opts *o, ex_job_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->study = spec->job_id;
+    cfg->metric_tag = spec->metric_tag;
+    cfg->job = spec->training_input;
+    cfg->use_chief_name = spec->use_chief_in_tf_config;
+    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
+        cfg->count[type] = spec_replica_count(spec, type);
+        cfg->cores[type] = spec->resources[type].cores;
+        cfg->gpus[type] = spec->resources[type].gpus;
+        cfg->memory_mb[type] = spec->resources[type].memory_mb;
+    }
+    cfg->max_replica_restarts = spec->max_replica_restarts;
+    cfg->max_job_retries = spec->max_job_retries;
+    cfg->timeout_seconds = spec->trial_timeout_seconds;
+    cfg->grace_seconds = o->grace_seconds > 0 ? o->grace_seconds : 10;
+    cfg->poll_seconds = o->poll_seconds > 0 ? o->poll_seconds : 0.5;
+}
+
+/* The executor a run of spec uses: the spec's "executor" (local by default) with the
+ * machine's resources from o. Strings point into spec, but for the two that
+ * executor_options_clear frees. */
+static void executor_options(const tn_spec *spec, const study_opts *o, ex_options *xo) {
+    memset(xo, 0, sizeof *xo);
+    const spec_executor *e = &spec->executor;
+    xo->backend = e->type == SPEC_EXECUTOR_SLURM ? EX_SLURM : EX_LOCAL;
+    xo->cores = o->cores;
+    xo->gpus = o->gpus;
+    xo->oversubscribe = o->oversubscribe;
+    xo->slurm.partition = e->partition;
+    xo->slurm.account = e->account;
+    xo->slurm.qos = e->qos;
+    xo->slurm.time_limit = e->time_limit;
+    xo->slurm.extra_args = (const char *const *)e->extra_args;
+    xo->slurm.nextra = e->nextra;
+    xo->slurm.launcher = study_resolve_program("tuner-launch", o->self_dir);
+    xo->slurm.job_prefix = ex_job_prefix(spec->job_id, spec->job_dir);
+    xo->slurm.poll_seconds = 1;
+}
+
+static void executor_options_clear(ex_options *xo) {
+    free((char *)xo->slurm.launcher);
+    free((char *)xo->slurm.job_prefix);
+    memset(xo, 0, sizeof *xo);
 }
 
 int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen) {
-    int cores = 0, gpus = 0;
-    int have_cores = o->cores > 0 ? o->cores : online_cores(), have_gpus = o->gpus;
-    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
-        cores += spec_replica_count(spec, type) * spec->resources[type].cores;
-        gpus += spec_replica_count(spec, type) * spec->resources[type].gpus;
-    }
-    if (!o->oversubscribe && cores > have_cores)
-        return tn_error(err, errlen, TN_EINVAL,
-                        "a trial needs %d cores but the machine has %d (a trial's cores are the "
-                        "sum of its replicas' trainingInput.resources)\nhint: lower the "
-                        "resources, pass --cores=N, or --oversubscribe",
-                        cores, have_cores);
-    if (!o->oversubscribe && gpus > have_gpus)
-        return tn_error(err, errlen, TN_EINVAL,
-                        "a trial needs %d GPU%s but the machine has %d\nhint: pass --gpus=N or "
-                        "--oversubscribe",
-                        gpus, gpus == 1 ? "" : "s", have_gpus);
     if (!spec->command && !spec->python_module)
         return tn_error(err, errlen, TN_EINVAL,
                         "the spec has no trainingInput.command or pythonModule: nothing to run\n"
@@ -808,6 +886,58 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
                       "PATH)",
                       program);
     free(program);
+    if (rc) return rc;
+    ex_job_config shape;
+    ex_options xo;
+    job_shape(spec, o, &shape);
+    executor_options(spec, o, &xo);
+    rc = ex_check(&xo, &shape, err, errlen);
+    executor_options_clear(&xo);
+    return rc;
+}
+
+/* Picks up the trials an earlier run left RUNNING or PENDING: a trial whose job
+ * still exists (the executor's handle stored with it, or a live job the executor
+ * finds for it) is re-attached; the others run again, in order. Live jobs of the
+ * study that no trial claims (strays of a crash) are cancelled. */
+static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, size_t errlen) {
+    char **live = NULL;
+    long *live_trial = NULL;
+    size_t nlive = 0;
+    int rc = ex_recover(L->x, &live, &live_trial, &nlive, err, errlen);
+    if (rc) return rc;
+    unsigned char *claimed = tn_xcalloc(nlive + 1, 1);
+    double *v = tn_xcalloc(L->spec->space.n + 1, sizeof *v);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const st_trial *t = &trials[i];
+        if (strcmp(t->state, ST_TRIAL_RUNNING) != 0 && strcmp(t->state, ST_TRIAL_PENDING) != 0)
+            continue;
+        const char *handle = t->executor_job;
+        for (size_t k = 0; k < nlive && !handle; k++)
+            if (live_trial[k] == t->number) handle = live[k]; /* the id was never stored */
+        if (handle && !strcmp(t->state, ST_TRIAL_RUNNING) &&
+            tp_from_json(&L->spec->space, t->params, v, NULL, 0) == 0 &&
+            attach_trial(L, t, v, handle) == 0) {
+            for (size_t k = 0; k < nlive; k++)
+                if (!strcmp(live[k], handle)) claimed[k] = 1;
+            continue;
+        }
+        L->rerun[L->nrerun++] = t->number;
+    }
+    for (size_t k = 0; k < nlive; k++) {
+        if (claimed[k]) continue;
+        char cerr[512];
+        if (ex_cancel_handle(L->x, live[k], cerr, sizeof cerr) == 0)
+            log_line(L, "cancelled %s, a stray job of trial %ld that no trial claims", live[k],
+                     live_trial[k]);
+        else
+            log_line(L, "warning: cannot cancel %s, a stray job of trial %ld: %s", live[k],
+                     live_trial[k], cerr);
+    }
+    free(v);
+    free(claimed);
+    ex_strv_free(live);
+    free(live_trial);
     return rc;
 }
 
@@ -819,21 +949,17 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     L.spec = spec;
     L.study = study;
     L.o = o;
-    L.cores_total = o->cores > 0 ? o->cores : online_cores();
-    L.gpus_total = o->gpus > 0 ? o->gpus : 0;
-    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
-        L.cores_per_trial += spec_replica_count(spec, type) * spec->resources[type].cores;
-        L.gpus_per_trial += spec_replica_count(spec, type) * spec->resources[type].gpus;
-    }
-    int rc = study_preflight(spec, o, err, errlen);
-    if (rc) return rc;
-    L.program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
-                              : tn_xstrdup("python3");
-    L.gpu_used = tn_xcalloc((size_t)L.gpus_total + 1, 1);
-
-    /* What an earlier run left: finished counts, and trials to run again. */
     st_trial *trials = NULL;
     size_t n = 0;
+    ex_options xo;
+    job_shape(spec, o, &L.shape);
+    executor_options(spec, o, &xo);
+    int rc = study_preflight(spec, o, err, errlen);
+    if (rc) goto done;
+    L.program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
+                              : tn_xstrdup("python3");
+
+    /* What an earlier run left: finished counts, and trials to run again. */
     rc = st_trial_list(st, study->id, &trials, &n, err, errlen);
     if (rc) goto done;
     L.created = (int64_t)n;
@@ -841,7 +967,7 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     for (size_t i = 0; i < n; i++) {
         const char *s = trials[i].state;
         if (!strcmp(s, ST_TRIAL_RUNNING) || !strcmp(s, ST_TRIAL_PENDING)) {
-            L.rerun[L.nrerun++] = trials[i].number;
+            continue; /* resumed below, once the executor is up */
         } else if (!strcmp(s, ST_TRIAL_SUCCEEDED)) {
             L.succeeded++;
             if (trials[i].has_objective &&
@@ -875,7 +1001,6 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
             st_measurements_free(ms, nm);
         }
     }
-    st_trials_free(trials, n);
     if (rc) goto done;
     if (L.failed >= spec->max_failed_trials) {
         rc = tn_error(err, errlen, TN_EINVAL,
@@ -909,7 +1034,10 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     }
 
     L.base = event_base_new();
-    L.x = ex_executor_new(L.base);
+    rc = ex_executor_new(L.base, &xo, &L.x, err, errlen);
+    if (rc) goto done;
+    rc = resume_trials(&L, trials, n, err, errlen);
+    if (rc) goto done;
     L.sigint_ev = evsignal_new(L.base, SIGINT, on_signal, &L);
     L.sigterm_ev = evsignal_new(L.base, SIGTERM, on_signal, &L);
     evsignal_add(L.sigint_ev, NULL);
@@ -958,6 +1086,8 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
                  L.exhausted ? " (the grid is exhausted)" : "");
 
 done:
+    st_trials_free(trials, n);
+    executor_options_clear(&xo);
     while (L.nrunning > 0) { /* only after a fatal error */
         trial_run *t = L.running[0];
         release(&L, t);
@@ -976,7 +1106,6 @@ done:
     free(L.curves);
     free(L.running);
     free(L.rerun);
-    free(L.gpu_used);
     free(L.program);
     return rc;
 }

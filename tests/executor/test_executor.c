@@ -18,6 +18,15 @@
 
 static char g_root[512];
 
+/* A local executor on base (every test's). */
+static ex_executor *local_executor(struct event_base *base, int gpus) {
+    ex_options o = {.backend = EX_LOCAL, .gpus = gpus, .oversubscribe = 1};
+    ex_executor *x = NULL;
+    char err[256];
+    CHECK_MSG(ex_executor_new(base, &o, &x, err, sizeof err) == 0, "%s", err);
+    return x;
+}
+
 typedef struct outcome {
     int finished;           /* times finished() was called */
     int outcome;
@@ -68,7 +77,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
     outcome o;
     memset(&o, 0, sizeof o);
     o.base = event_base_new();
-    ex_executor *x = ex_executor_new(o.base);
+    ex_executor *x = local_executor(o.base, 0);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/%s", g_root, name);
     const char *argv[] = {"/bin/sh", "-c", jc->script, "sh"};
@@ -80,10 +89,10 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .timeout_seconds = jc->timeout,
                          .grace_seconds = jc->grace > 0 ? jc->grace : 0.3,
                          .poll_seconds = 0.05};
-    ex_callbacks cb = {on_event, on_measurement, on_finished};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, NULL};
     char err[512];
-    ex_job *j = ex_job_start(x, &cfg, &cb, &o, err, sizeof err);
-    CHECK_MSG(j != NULL, "%s: %s", name, err);
+    ex_job *j = NULL;
+    CHECK_MSG(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j, "%s: %s", name, err);
     struct event *safety = evtimer_new(o.base, on_safety, &o);
     struct timeval tv = {30, 0};
     evtimer_add(safety, &tv);
@@ -175,17 +184,17 @@ static void test_program_not_found(void) {
     outcome o;
     memset(&o, 0, sizeof o);
     o.base = event_base_new();
-    ex_executor *x = ex_executor_new(o.base);
+    ex_executor *x = local_executor(o.base, 0);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/notfound", g_root);
     const char *argv[] = {"/no/such/program"};
     ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir,
                          .use_chief_name = 1, .count = {1, 1, 0, 0}, .max_replica_restarts = 5,
                          .max_job_retries = 3, .grace_seconds = 0.2, .poll_seconds = 0.05};
-    ex_callbacks cb = {on_event, on_measurement, on_finished};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, NULL};
     char err[512];
-    ex_job *j = ex_job_start(x, &cfg, &cb, &o, err, sizeof err);
-    CHECK(j != NULL);
+    ex_job *j = NULL;
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j);
     if (j) {
         if (!o.finished) event_base_dispatch(o.base);
         CHECK_INT_EQ(o.outcome, EX_FAILED);
@@ -256,11 +265,12 @@ static void test_unwritable_job_dir(void) {
     if (f) fclose(f);
     snprintf(dir, sizeof dir, "%s/sub", file);
     struct event_base *base = event_base_new();
-    ex_executor *x = ex_executor_new(base);
+    ex_executor *x = local_executor(base, 0);
     const char *argv[] = {"/bin/true"};
     ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir, .count = {1}};
     ex_callbacks cb = {0};
-    ex_job *j = ex_job_start(x, &cfg, &cb, NULL, err, sizeof err);
+    ex_job *j = NULL;
+    CHECK(ex_job_start(x, &cfg, &cb, NULL, &j, err, sizeof err) < 0);
     CHECK(j == NULL);
     CHECK_STR_CONTAINS(err, "cannot create folder");
     CHECK_STR_CONTAINS(err, "plain");

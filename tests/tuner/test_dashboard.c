@@ -429,14 +429,14 @@ static void test_migration_from_v1(void) {
     if (rc) return;
     char buf[4096], want[4096];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "2"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "3"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
           !strcmp(study.state, ST_STUDY_SUCCEEDED));
     st_study_clear(&study);
     st_trial t;
     CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.has_objective &&
-          t.objective == 0.75 && t.changed == 0);
+          t.objective == 0.75 && t.changed == 0 && t.executor_job == NULL);
     st_trial_clear(&t);
     st_measurement *ms = NULL;
     size_t n = 0;
@@ -458,6 +458,7 @@ static void test_migration_from_v1(void) {
     schema_text(fresh, want, sizeof want);
     CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated:\n%s\nnew:\n%s", buf, want);
     CHECK_STR_CONTAINS(want, "trials_by_change(changed)");
+    CHECK_STR_CONTAINS(want, "trials.executor_job:TEXT");
     CHECK_STR_CONTAINS(want, "measurements_by_seq(seq)");
     CHECK_STR_CONTAINS(want, "measurements_by_step(step)");
 }

@@ -84,7 +84,7 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "2") == 0);
+    CHECK(strcmp(buf, "3") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
@@ -132,7 +132,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 2");
+    CHECK_STR_CONTAINS(err, "reads up to 3");
     st_close(s);
 }
 
@@ -389,6 +389,7 @@ static void test_trial_update_round_trip(void) {
     t.attempts = 3;
     t.restarts = 7;
     t.error = strdup("chief:0 exited with status 2");
+    t.executor_job = strdup("slurm:4242");
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
 
@@ -404,6 +405,7 @@ static void test_trial_update_round_trip(void) {
     CHECK_INT_EQ(t.attempts, 3);
     CHECK_INT_EQ(t.restarts, 7);
     CHECK(t.error && strcmp(t.error, "chief:0 exited with status 2") == 0);
+    CHECK(t.executor_job && strcmp(t.executor_job, "slurm:4242") == 0);
 
     /* Back to no objective, no error, no times: NULL in the file, 0 in the struct. */
     t.has_objective = 0;
@@ -411,12 +413,15 @@ static void test_trial_update_round_trip(void) {
     t.started = t.finished = 0;
     free(t.error);
     t.error = NULL;
+    free(t.executor_job);
+    t.executor_job = NULL;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
     CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
     CHECK(!t.has_objective);
     CHECK(t.started == 0 && t.finished == 0);
     CHECK(t.error == NULL);
+    CHECK(t.executor_job == NULL);
     char buf[64];
     raw_text(path, "SELECT typeof(objective) || typeof(started) FROM trials WHERE number = 1",
              buf, sizeof buf);

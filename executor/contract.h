@@ -1,0 +1,89 @@
+/*
+ * contract.h — the trial-job contract in one place for every executor backend: the
+ * names and files of a trial's replicas, the environment a replica gets, how it is
+ * started, and what its exit means.
+ *
+ * The local backend (local.c) starts replicas with it on this host, and the Slurm
+ * launcher (launch.c, `tuner-launch`) starts them with it inside an allocation, so a
+ * replica sees the same argv, TF_CONFIG, environment and files wherever it runs, and
+ * both follow the same restart rules. The contract itself:
+ * docs/executor.md.
+ */
+#ifndef TN_EXECUTOR_CONTRACT_H
+#define TN_EXECUTOR_CONTRACT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/tfconfig.h"
+
+/* Replica types, in replica order (chief, workers, ps, evaluators); the same values
+ * as enum tf_type, so a type indexes both. */
+enum ex_type { EX_CHIEF = TF_CHIEF, EX_WORKER = TF_WORKER, EX_PS = TF_PS,
+               EX_EVALUATOR = TF_EVALUATOR, EX_NTYPES = TF_NTYPES };
+
+/* "chief" (or "master" when !use_chief_name), "worker", "ps", "evaluator". */
+const char *ex_type_name(int type, int use_chief_name);
+
+/* The type named by name ("master" is the chief), or -1. */
+int ex_type_parse(const char *name);
+
+/* A trial's files, under its job folder DIR (jobDir/T): yours to free.
+ *   DIR/logs/TYPE-INDEX.log          the replica's stdout and stderr
+ *   DIR/metrics/TYPE-INDEX.metrics   its CLOUD_ML_HP_METRIC_FILE */
+char *ex_log_path(const char *job_dir, const char *type_name, int index);
+char *ex_metric_path(const char *job_dir, const char *type_name, int index);
+
+/* mkdir -p path. Returns 0 or TN_EIO with a message naming the folder. */
+int ex_make_dirs(const char *path, char *err, size_t errlen);
+
+/* What the contract tells one replica besides its argv. */
+typedef struct ex_contract {
+    const char *study;        /* CLOUD_ML_JOB_ID */
+    const char *trial;        /* CLOUD_ML_TRIAL_ID and TF_CONFIG's task.trial */
+    const char *metric_tag;   /* CLOUD_ML_HP_METRIC_TAG */
+    const char *metric_file;  /* CLOUD_ML_HP_METRIC_FILE */
+    const tf_config *tf;      /* the replica's TF_CONFIG (cluster, task, job) */
+    int cores;                /* OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS */
+    const char *gpus;         /* CUDA_VISIBLE_DEVICES; NULL: left as the environment has
+                                 it (Slurm sets it for the GPUs it allocated) */
+} ex_contract;
+
+/* The environment of a replica: a copy of base (NULL-terminated, e.g. environ) with
+ * the contract's variables (TF_CONFIG, CLOUD_ML_*, WORLD_SIZE, RANK, MASTER_ADDR,
+ * MASTER_PORT, the thread counts, CUDA_VISIBLE_DEVICES) set as c says; RANK is left
+ * out for ps and evaluator. A NULL-terminated array that is yours to ex_strv_free. */
+char **ex_contract_env(char *const *base, const ex_contract *c);
+
+void ex_strv_free(char **v);
+
+/* Starts argv[0] (a path, or a name looked up on PATH) with argv and env in a process
+ * group of its own, stdin from /dev/null, stdout and stderr appended to log_path,
+ * default signal dispositions, and PR_SET_PDEATHSIG(SIGKILL) so that it dies with
+ * its parent. On success returns 0 with the child's pid in *pid (yours to reap).
+ * Returns TN_EIO with a message when the log cannot be opened or the fork fails, and
+ * EX_ENOEXEC when the program could not be executed (the child reports execvp's
+ * errno through a close-on-exec pipe, and is reaped here): a permanent error. */
+#define EX_ENOEXEC (-100)
+int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *pid, char *err,
+             size_t errlen);
+
+/* "exit status N", "killed by signal N (NAME)": the wording the store's events use
+ * and the dashboard reads back. */
+void ex_describe_status(int status, char *buf, size_t len);
+
+/* What a replica's exit means (docs/executor.md, "Lifecycle"). */
+enum ex_exit_action {
+    EX_EXIT_JOB_SUCCEEDED = 1, /* the chief exited 0: the job succeeded */
+    EX_EXIT_DONE,              /* another replica exited 0: done, not restarted */
+    EX_EXIT_PERMANENT,         /* exit status 2, the usage-error convention: re-running
+                                  cannot help, the trial fails */
+    EX_EXIT_RESTART,           /* restart it in place (restarts < max_restarts) */
+    EX_EXIT_GIVE_UP            /* restarts used up: the attempt fails (re-run the job) */
+};
+
+/* The action for a replica of `type` that exited with wait status `status` after
+ * `restarts` restarts in place during this attempt, of at most max_restarts. */
+int ex_exit_action(int type, int status, int restarts, int max_restarts);
+
+#endif

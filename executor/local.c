@@ -1,0 +1,474 @@
+/*
+ * local.c — the local backend of the executor: a trial job's replicas are processes
+ * of this host (see executor.h).
+ *
+ * The backend schedules jobs on the host's cores and GPUs: a job starts only when the
+ * cores and GPUs its replicas ask for are free (else ex_job_start says EX_BUSY), and
+ * each replica gets distinct devices in CUDA_VISIBLE_DEVICES. A job moves through
+ * attempts; an attempt picks free ports on 127.0.0.1, starts every replica, then
+ * reacts to exits by the rules of contract.h (restart in place, re-run the job, fail,
+ * succeed when the chief exits 0). Stopping is one path for every reason (success,
+ * failure, retry, timeout, stop request): SIGTERM to every live process group,
+ * SIGKILL after the grace period, and when the last replica is reaped the job either
+ * starts its next attempt or is over. Replicas get PR_SET_PDEATHSIG(SIGKILL): if the
+ * tuner dies, its replicas die with it instead of running on beside a resumed study's.
+ */
+#include "executor/executor_internal.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/status.h"
+
+extern char **environ;
+
+/* The host's resources (x->impl). */
+typedef struct local_host {
+    int cores_total, cores_used;
+    int ngpus;
+    char **gpu_ids;         /* (ngpus) device ids as CUDA_VISIBLE_DEVICES names them */
+    unsigned char *gpu_used;
+} local_host;
+
+typedef struct local_replica {
+    ex_job *job;
+    ex_replica *r;          /* the front's replica (name, files, reader) */
+    char *gpus;             /* CUDA_VISIBLE_DEVICES */
+    pid_t pid;              /* > 0 while running */
+    int restarts;           /* restarts in place during this attempt */
+} local_replica;
+
+typedef struct local_job {
+    local_replica *reps;    /* (nreps), as the front's */
+    char **addrs;           /* cluster addresses of chief, workers, ps: "127.0.0.1:PORT" */
+    int ncluster;
+    int cores;              /* cores taken on the host */
+    int *gpus_taken;        /* indexes into local_host.gpu_ids */
+    int ngpus_taken;
+    int retry;              /* the stop in progress starts another attempt */
+    struct event *grace_ev;
+} local_job;
+
+static local_host *host_of(ex_job *j) { return j->x->impl; }
+
+static int online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int job_cores(const ex_job_config *cfg) {
+    int n = 0;
+    for (int t = 0; t < EX_NTYPES; t++) n += cfg->count[t] * (cfg->cores[t] > 0 ? cfg->cores[t] : 1);
+    return n;
+}
+
+static int job_gpus(const ex_job_config *cfg) {
+    int n = 0;
+    for (int t = 0; t < EX_NTYPES; t++) n += cfg->count[t] * cfg->gpus[t];
+    return n;
+}
+
+/* ---- GPUs of the host ---- */
+
+/* The ids $CUDA_VISIBLE_DEVICES lists (NULL when unset; an empty list when set to ""):
+ * yours to ex_strv_free, count in *n. */
+static char **visible_devices(size_t *n) {
+    *n = 0;
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (!v) return NULL;
+    char **ids = tn_xcalloc(strlen(v) / 2 + 2, sizeof *ids);
+    const char *p = v;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len > 0) {
+            char *id = tn_xmalloc(len + 1);
+            memcpy(id, p, len);
+            id[len] = '\0';
+            ids[(*n)++] = id;
+        }
+        p += len;
+        if (*p == ',') p++;
+    }
+    return ids;
+}
+
+int ex_host_gpus(char *why, size_t whylen) {
+    /* NVML's C API, declared here: the tuner needs no CUDA headers to build. */
+    typedef int (*nvml_init_fn)(void);
+    typedef int (*nvml_count_fn)(unsigned int *);
+    typedef const char *(*nvml_error_fn)(int);
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        tn_error(why, whylen, TN_EIO, "no NVIDIA driver (libnvidia-ml.so.1 cannot be loaded)");
+        return 0;
+    }
+    nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
+    nvml_count_fn count = (nvml_count_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
+    nvml_init_fn shutdown = (nvml_init_fn)dlsym(lib, "nvmlShutdown");
+    nvml_error_fn errstr = (nvml_error_fn)dlsym(lib, "nvmlErrorString");
+    unsigned int n = 0;
+    int rc = -1;
+    if (!init || !count || !shutdown) {
+        tn_error(why, whylen, TN_EIO, "libnvidia-ml.so.1 lacks nvmlInit_v2 or nvmlDeviceGetCount_v2");
+    } else if ((rc = init()) != 0) {
+        tn_error(why, whylen, TN_EIO, "NVML cannot start: %s", errstr ? errstr(rc) : "error");
+    } else {
+        if ((rc = count(&n)) != 0) {
+            tn_error(why, whylen, TN_EIO, "NVML cannot count the GPUs: %s",
+                     errstr ? errstr(rc) : "error");
+            n = 0;
+        }
+        shutdown();
+    }
+    dlclose(lib);
+    size_t nvis;
+    char **vis = visible_devices(&nvis);
+    if (vis && nvis < n) n = (unsigned)nvis;
+    ex_strv_free(vis);
+    if (n == 0 && rc == 0) tn_error(why, whylen, TN_EIO, "NVML found no GPU");
+    return (int)n;
+}
+
+/* ---- the host's share of the executor ---- */
+
+static local_host *host_new(const ex_options *o) {
+    local_host *h = tn_xcalloc(1, sizeof *h);
+    h->cores_total = o->cores > 0 ? o->cores : online_cores();
+    h->ngpus = o->gpus > 0 ? o->gpus : 0;
+    h->gpu_ids = tn_xcalloc((size_t)h->ngpus + 1, sizeof *h->gpu_ids);
+    h->gpu_used = tn_xcalloc((size_t)h->ngpus + 1, 1);
+    size_t nvis;
+    char **vis = visible_devices(&nvis);
+    for (int g = 0; g < h->ngpus; g++)
+        h->gpu_ids[g] = vis && (size_t)g < nvis ? tn_xstrdup(vis[g]) : ex__asprintf("%d", g);
+    ex_strv_free(vis);
+    return h;
+}
+
+static void local_free(ex_executor *x) {
+    local_host *h = x->impl;
+    if (!h) return;
+    ex_strv_free(h->gpu_ids);
+    free(h->gpu_used);
+    free(h);
+    x->impl = NULL;
+}
+
+int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen) {
+    if (o->oversubscribe) return 0;
+    int have_cores = o->cores > 0 ? o->cores : online_cores();
+    int cores = job_cores(cfg), gpus = job_gpus(cfg);
+    if (cores > have_cores)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "a trial needs %d cores but the machine has %d (a trial's cores are the "
+                        "sum of its replicas' trainingInput.resources)\nhint: lower the "
+                        "resources, pass --cores=N, or --oversubscribe",
+                        cores, have_cores);
+    if (gpus > o->gpus)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "a trial needs %d GPU%s but the machine has %d\nhint: lower the spec's "
+                        "acceleratorConfig counts, pass --gpus=N (if the count was not "
+                        "detected), or --oversubscribe",
+                        gpus, gpus == 1 ? "" : "s", o->gpus);
+    return 0;
+}
+
+/* ---- replicas ---- */
+
+/* Picks n distinct free TCP ports on 127.0.0.1 (all sockets held until all are
+ * known, so they differ). */
+static int pick_ports(int n, int *ports, char *err, size_t errlen) {
+    int *fds = tn_xcalloc((size_t)n + 1, sizeof *fds);
+    int rc = 0, i;
+    for (i = 0; i < n; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0 ||
+            getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
+            rc = tn_error(err, errlen, TN_EIO, "cannot pick a free port on 127.0.0.1: %s",
+                          strerror(errno));
+            if (fds[i] >= 0) close(fds[i]);
+            break;
+        }
+        ports[i] = ntohs(a.sin_port);
+    }
+    while (i-- > 0) close(fds[i]);
+    free(fds);
+    return rc;
+}
+
+/* The TF_CONFIG of replica r for the current addresses (yours to tf_config_clear). */
+static void replica_tf_config(const ex_job *j, const local_replica *lr, tf_config *c) {
+    const local_job *lj = j->impl;
+    tf_config_init(c);
+    c->master = !j->cfg.use_chief_name;
+    int a = 0;
+    for (int t = 0; t < TF_NCLUSTER; t++)
+        for (int i = 0; i < j->cfg.count[t]; i++) tf_config_add(c, t, lj->addrs[a++]);
+    tf_config_set_task(c, lr->r->type, lr->r->index, j->trial);
+    tf_config_set_job(c, j->job);
+}
+
+static void on_replica_exit(void *ctx, int status);
+
+/* Starts replica lr. Returns 0, or a negative code with a message (EX_ENOEXEC: the
+ * program could not be executed, a permanent error). */
+static int spawn(local_replica *lr, char *err, size_t errlen) {
+    ex_job *j = lr->job;
+    tf_config c;
+    replica_tf_config(j, lr, &c);
+    ex_contract ct = {.study = j->study, .trial = j->trial, .metric_tag = j->metric_tag,
+                      .metric_file = lr->r->metric_path, .tf = &c,
+                      .cores = j->cfg.cores[lr->r->type], .gpus = lr->gpus};
+    char **env = ex_contract_env(environ, &ct);
+    tf_config_clear(&c);
+    pid_t pid;
+    int rc = ex_spawn(j->argv, env, lr->r->log_path, &pid, err, errlen);
+    ex_strv_free(env);
+    if (rc) return rc;
+    lr->pid = pid;
+    ex__watch(j->x, pid, on_replica_exit, lr);
+    ex__emit(j, lr->r->name, "started", "pid %ld", (long)pid);
+    return 0;
+}
+
+static int live_replicas(const ex_job *j) {
+    const local_job *lj = j->impl;
+    int n = 0;
+    for (size_t i = 0; i < j->nreps; i++) n += lj->reps[i].pid > 0;
+    return n;
+}
+
+static void signal_all(ex_job *j, int sig) {
+    local_job *lj = j->impl;
+    for (size_t i = 0; i < j->nreps; i++)
+        if (lj->reps[i].pid > 0) kill(-lj->reps[i].pid, sig);
+}
+
+static int start_attempt(ex_job *j, char *err, size_t errlen) {
+    local_job *lj = j->impl;
+    int *ports = tn_xcalloc((size_t)lj->ncluster + 1, sizeof *ports);
+    int rc = pick_ports(lj->ncluster, ports, err, errlen);
+    if (rc == 0) {
+        for (int i = 0; i < lj->ncluster; i++) {
+            free(lj->addrs[i]);
+            lj->addrs[i] = ex__asprintf("127.0.0.1:%d", ports[i]);
+        }
+    }
+    free(ports);
+    if (rc) return rc;
+    j->attempts++;
+    for (size_t i = 0; i < j->nreps && rc == 0; i++) {
+        lj->reps[i].restarts = 0;
+        rc = spawn(&lj->reps[i], err, errlen);
+    }
+    if (rc) return rc;
+    ex__emit(j, NULL, "running", "attempt %d: %zu replica%s started", j->attempts, j->nreps,
+             j->nreps == 1 ? "" : "s");
+    return 0;
+}
+
+/* Every replica is gone: start the next attempt, or the job is over. */
+static void stopped(ex_job *j) {
+    local_job *lj = j->impl;
+    evtimer_del(lj->grace_ev);
+    if (lj->retry) {
+        char err[1024];
+        lj->retry = 0;
+        ex__poll_metrics(j, 1); /* the last attempt's last records */
+        j->phase = EX_PH_RUNNING;
+        ex__emit(j, NULL, "retrying", "re-running the job (attempt %d of %d)", j->attempts + 1,
+                 j->cfg.max_job_retries + 1);
+        if (start_attempt(j, err, sizeof err) == 0) return;
+        j->phase = EX_PH_STOPPING;
+        j->stop_outcome = EX_FAILED;
+        free(j->stop_error);
+        j->stop_error = tn_xstrdup(err);
+        if (live_replicas(j) > 0) { /* a later replica failed to start: stop the rest */
+            signal_all(j, SIGKILL);
+            return;
+        }
+    }
+    ex__finish(j);
+}
+
+static void local_stop(ex_job *j) {
+    local_job *lj = j->impl;
+    if (live_replicas(j) == 0) {
+        stopped(j);
+        return;
+    }
+    ex__emit(j, NULL, "stopping", "%s",
+             j->stop_error ? j->stop_error : "the chief succeeded; stopping the others");
+    signal_all(j, SIGTERM);
+    struct timeval tv = ex__timeval(j->cfg.grace_seconds);
+    evtimer_add(lj->grace_ev, &tv);
+}
+
+/* Stops the job to run it again (restarts of a replica used up). */
+static void stop_for_retry(ex_job *j, const char *why) {
+    local_job *lj = j->impl;
+    lj->retry = 1;
+    ex__begin_stop(j, EX_FAILED, why);
+}
+
+static void on_replica_exit(void *ctx, int status) {
+    local_replica *lr = ctx;
+    ex_job *j = lr->job;
+    const ex_replica *r = lr->r;
+    char how[128], msg[2048];
+    ex_describe_status(status, how, sizeof how);
+    lr->pid = 0;
+    ex__emit(j, r->name, "exited", "%s", how);
+    if (j->phase == EX_PH_STOPPING) {
+        if (live_replicas(j) == 0) stopped(j);
+        return;
+    }
+    if (j->phase != EX_PH_RUNNING) return;
+    switch (ex_exit_action(r->type, status, lr->restarts, j->cfg.max_replica_restarts)) {
+    case EX_EXIT_JOB_SUCCEEDED:
+        ex__begin_stop(j, EX_SUCCEEDED, NULL);
+        return;
+    case EX_EXIT_DONE:
+        return;
+    case EX_EXIT_PERMANENT:
+        snprintf(msg, sizeof msg,
+                 "replica %s exited with status 2 (a usage error: re-running cannot help); "
+                 "see %s", r->name, r->log_path);
+        ex__begin_stop(j, EX_FAILED, msg);
+        return;
+    case EX_EXIT_RESTART: {
+        char err[1024];
+        lr->restarts++;
+        j->restarts++;
+        ex__emit(j, r->name, "restarted", "restart %d of %d after %s", lr->restarts,
+                 j->cfg.max_replica_restarts, how);
+        if (spawn(lr, err, sizeof err) != 0) ex__begin_stop(j, EX_FAILED, err);
+        return;
+    }
+    default: /* EX_EXIT_GIVE_UP */
+        if (j->attempts <= j->cfg.max_job_retries) {
+            snprintf(msg, sizeof msg, "replica %s failed %d time%s (%s)", r->name,
+                     lr->restarts + 1, lr->restarts ? "s" : "", how);
+            stop_for_retry(j, msg);
+            return;
+        }
+        snprintf(msg, sizeof msg,
+                 "replica %s failed %d time%s (last: %s) and the job was run %d time%s; see %s",
+                 r->name, lr->restarts + 1, lr->restarts ? "s" : "", how, j->attempts,
+                 j->attempts == 1 ? "" : "s", r->log_path);
+        ex__begin_stop(j, EX_FAILED, msg);
+    }
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg) {
+    ex_job *j = arg;
+    ex__emit(j, NULL, "stopping", "grace period of %gs over: SIGKILL", j->cfg.grace_seconds);
+    signal_all(j, SIGKILL);
+}
+
+static int local_has_room(ex_executor *x, const ex_job_config *cfg) {
+    if (x->o.oversubscribe) return 1;
+    if (!x->impl) x->impl = host_new(&x->o);
+    local_host *h = x->impl;
+    int free_gpus = 0;
+    for (int g = 0; g < h->ngpus; g++) free_gpus += !h->gpu_used[g];
+    return h->cores_used + job_cores(cfg) <= h->cores_total && free_gpus >= job_gpus(cfg);
+}
+
+/* Takes the job's cores and GPUs on the host; 0, or EX_BUSY when they are not free. */
+static int take_resources(ex_job *j) {
+    local_host *h = host_of(j);
+    local_job *lj = j->impl;
+    lj->cores = job_cores(&j->cfg);
+    int gpus = job_gpus(&j->cfg);
+    if (!local_has_room(j->x, &j->cfg)) return EX_BUSY;
+    h->cores_used += lj->cores;
+    lj->gpus_taken = tn_xcalloc((size_t)gpus + 1, sizeof *lj->gpus_taken);
+    int g = 0;
+    for (size_t i = 0; i < j->nreps; i++) {
+        local_replica *lr = &lj->reps[i];
+        char list[256] = "";
+        for (int k = 0; k < j->cfg.gpus[lr->r->type]; k++) {
+            while (g < h->ngpus && h->gpu_used[g]) g++;
+            if (g >= h->ngpus) break; /* oversubscribed: share */
+            h->gpu_used[g] = 1;
+            lj->gpus_taken[lj->ngpus_taken++] = g;
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%s", used ? "," : "", h->gpu_ids[g]);
+        }
+        lr->gpus = tn_xstrdup(list);
+    }
+    return 0;
+}
+
+static void local_release(ex_job *j) {
+    local_job *lj = j->impl;
+    if (!lj) return;
+    if (live_replicas(j) > 0) {
+        signal_all(j, SIGKILL);
+        for (size_t i = 0; i < j->nreps; i++) {
+            local_replica *lr = &lj->reps[i];
+            if (lr->pid <= 0) continue;
+            ex__unwatch(j->x, lr->pid);
+            while (waitpid(lr->pid, NULL, 0) < 0 && errno == EINTR) {
+            }
+            lr->pid = 0;
+        }
+    }
+    local_host *h = host_of(j);
+    h->cores_used -= lj->cores;
+    for (int i = 0; i < lj->ngpus_taken; i++) h->gpu_used[lj->gpus_taken[i]] = 0;
+    for (size_t i = 0; i < j->nreps; i++) free(lj->reps[i].gpus);
+    for (int i = 0; i < lj->ncluster; i++) free(lj->addrs[i]);
+    free(lj->addrs);
+    free(lj->reps);
+    free(lj->gpus_taken);
+    if (lj->grace_ev) event_free(lj->grace_ev);
+    free(lj);
+    j->impl = NULL;
+}
+
+static int local_start(ex_job *j, char *err, size_t errlen) {
+    ex_executor *x = j->x;
+    if (!x->impl) x->impl = host_new(&x->o);
+    local_job *lj = tn_xcalloc(1, sizeof *lj);
+    j->impl = lj;
+    lj->reps = tn_xcalloc(j->nreps + 1, sizeof *lj->reps);
+    for (size_t i = 0; i < j->nreps; i++) lj->reps[i] = (local_replica){.job = j, .r = &j->reps[i]};
+    lj->ncluster = j->cfg.count[EX_CHIEF] + j->cfg.count[EX_WORKER] + j->cfg.count[EX_PS];
+    lj->addrs = tn_xcalloc((size_t)lj->ncluster + 1, sizeof *lj->addrs);
+    if (take_resources(j) == EX_BUSY) {
+        free(lj->reps);
+        free(lj->addrs);
+        free(lj);
+        j->impl = NULL;
+        return EX_BUSY;
+    }
+    lj->grace_ev = evtimer_new(x->base, on_grace, j);
+    return start_attempt(j, err, errlen);
+}
+
+const ex_backend_ops ex_local_ops = {
+    .name = "local",
+    .start = local_start,
+    .has_room = local_has_room,
+    .attach = NULL,
+    .stop = local_stop,
+    .release = local_release,
+    .free = local_free,
+    .recover = NULL,
+    .cancel_handle = NULL,
+};

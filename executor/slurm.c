@@ -1,0 +1,1054 @@
+/*
+ * slurm.c — the Slurm backend of the executor: one trial job is one Slurm job (see
+ * executor.h; the whole design, with the files below, is in docs/slurm.md).
+ *
+ * Submitting: the job's description goes to JOB_DIR/slurm/job.json and a two-line
+ * batch script to JOB_DIR/slurm/job.sh, which runs `tuner-launch job` inside the
+ * allocation; sbatch gets the resources, one job component per distinct replica shape
+ * (cores, memory, GPUs), so replica types that ask for different resources become
+ * the components of a heterogeneous job. The launcher starts one srun step per
+ * replica type, and each task of a step (`tuner-launch replica`) becomes one replica:
+ * it publishes its host and port, waits for its peers, and runs the program under the
+ * contract's rules (restart in place, give up, succeed), writing its events and,
+ * once, the run's outcome into JOB_DIR/slurm/JOBID-RESTART/. The tuner reads those
+ * files through the shared file system, as it reads the metric files.
+ *
+ * Watching: one `squeue -t all -j ID,...` per poll interval for all the jobs of the
+ * executor, whatever their number, on the loop (never blocking it). A job that left
+ * the queue ends with the outcome its launcher wrote; one that Slurm ended without
+ * an outcome (cancelled or preempted from outside, node failure) is re-run, and a
+ * time limit or out-of-memory fails the trial, each reported as such. Stopping is
+ * scancel. The Slurm job id goes to the caller (ex_callbacks.handle) as soon as
+ * sbatch prints it, so a tuner killed at any moment re-attaches on resume.
+ */
+#include "executor/executor_internal.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/status.h"
+
+#define CMD_TIMEOUT 60.0        /* seconds a Slurm command may take */
+#define MAX_SUBMIT_TRIES 10     /* sbatch failing for a passing reason */
+
+static const char *const TERMINAL[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                       "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+                                       "DEADLINE", "SPECIAL_EXIT", "REVOKED"};
+
+static int is_terminal(const char *state) {
+    for (size_t i = 0; i < sizeof TERMINAL / sizeof TERMINAL[0]; i++)
+        if (!strcmp(state, TERMINAL[i])) return 1;
+    return 0;
+}
+
+/* One events file a launcher writes, read from where we left it. */
+typedef struct ev_file {
+    char *path;
+    const char *who;          /* the replica's name, or NULL for the job */
+    off_t offset;
+} ev_file;
+
+typedef struct slurm_job {
+    char jobid[32];           /* "" until sbatch has answered */
+    int restart;              /* SLURM_RESTART_COUNT of the run whose files we read */
+    char state[32];           /* as squeue last said; "" before */
+    char reason[128];
+    int told_running;         /* "running" said for this run */
+    int missing;              /* squeue listings in a row without the job */
+    int stop_requested;       /* scancel was (or is to be) sent */
+    int submit_tries;         /* failed sbatch calls in a row (passing reasons) */
+    double events_after;      /* events up to this time were told before (attach) */
+    ex_cmd *sbatch, *scancel;
+    struct event *resubmit_ev;
+    ev_file *ev;              /* the replicas' and the job's events files */
+    size_t nev;
+} slurm_job;
+
+typedef struct slurm_exec {
+    struct event *tick;       /* squeue every poll interval */
+    ex_cmd *squeue;           /* in flight, or NULL */
+    char **queried;           /* the ids that squeue was asked about */
+    size_t nqueried;
+    int failing;              /* squeue has been failing: said so once */
+} slurm_exec;
+
+static char *job_file(const ex_job *j, const char *name) {
+    return ex__asprintf("%s/slurm/%s", j->job_dir, name);
+}
+
+static char *attempt_dir(const ex_job *j, const char *jobid, int restart) {
+    return ex__asprintf("%s/slurm/%s-%d", j->job_dir, jobid, restart);
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ---- events files ---- */
+
+static void reset_events(ex_job *j) {
+    slurm_job *sj = j->impl;
+    for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
+    free(sj->ev);
+    sj->ev = NULL;
+    sj->nev = 0;
+    if (!sj->jobid[0]) return;
+    char *dir = attempt_dir(j, sj->jobid, sj->restart);
+    sj->ev = tn_xcalloc(j->nreps + 1, sizeof *sj->ev);
+    for (size_t i = 0; i < j->nreps; i++) {
+        const ex_replica *r = &j->reps[i];
+        sj->ev[i].path = ex__asprintf("%s/events/%s-%d.jsonl", dir,
+                                      ex_type_name(r->type, j->cfg.use_chief_name), r->index);
+        sj->ev[i].who = r->name;
+    }
+    sj->ev[j->nreps].path = ex__asprintf("%s/events/job.jsonl", dir);
+    sj->nev = j->nreps + 1;
+    free(dir);
+}
+
+/* Tells the events the launchers wrote since the last read (complete lines only). */
+static void read_events(ex_job *j) {
+    slurm_job *sj = j->impl;
+    for (size_t i = 0; i < sj->nev; i++) {
+        ev_file *f = &sj->ev[i];
+        int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) continue;
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= f->offset) {
+            close(fd);
+            continue;
+        }
+        size_t len = (size_t)(st.st_size - f->offset);
+        if (len > (1u << 20)) len = 1u << 20; /* the rest next time */
+        char *buf = tn_xmalloc(len + 1);
+        ssize_t got = pread(fd, buf, len, f->offset);
+        close(fd);
+        if (got <= 0) {
+            free(buf);
+            continue;
+        }
+        buf[got] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = '\0';
+            f->offset += (off_t)(nl - line + 1);
+            json_t *o = json_loads(line, 0, NULL);
+            const char *kind = json_string_value(json_object_get(o, "kind"));
+            const char *detail = json_string_value(json_object_get(o, "detail"));
+            double t = json_number_value(json_object_get(o, "time"));
+            if (kind && t > sj->events_after) {
+                if (!strcmp(kind, "restarted")) j->restarts++;
+                ex__emit(j, f->who, kind, "%s", detail ? detail : "");
+            }
+            json_decref(o);
+            line = nl + 1;
+        }
+        free(buf);
+    }
+}
+
+/* A newer run of the same Slurm job (Slurm requeued it: SLURM_RESTART_COUNT grew):
+ * read its files from now on. Returns 1 when there is one. */
+static int follow_requeue(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (!sj->jobid[0]) return 0;
+    int found = 0;
+    for (;;) {
+        char *next = attempt_dir(j, sj->jobid, sj->restart + 1);
+        int there = is_dir(next);
+        free(next);
+        if (!there) break;
+        read_events(j); /* the end of the run before */
+        sj->restart++;
+        found = 1;
+        reset_events(j);
+    }
+    return found;
+}
+
+/* ---- outcome ---- */
+
+/* The outcome the launchers wrote for the current run: 0 with *outcome and *error
+ * (yours, or NULL), *retry; 1 when there is none. */
+static int read_outcome(ex_job *j, int *outcome, char **error, int *retry) {
+    slurm_job *sj = j->impl;
+    char *dir = attempt_dir(j, sj->jobid, sj->restart);
+    char *path = ex__asprintf("%s/outcome", dir);
+    free(dir);
+    json_t *o = json_load_file(path, 0, NULL);
+    free(path);
+    if (!o) return 1;
+    const char *what = json_string_value(json_object_get(o, "outcome"));
+    const char *err = json_string_value(json_object_get(o, "error"));
+    *outcome = what && !strcmp(what, "succeeded") ? EX_SUCCEEDED : EX_FAILED;
+    *retry = json_is_true(json_object_get(o, "retry"));
+    *error = err ? tn_xstrdup(err) : NULL;
+    json_decref(o);
+    return 0;
+}
+
+/* The last lines of the batch output of the job, for messages ("" when none). */
+static void batch_tail(const ex_job *j, char *buf, size_t len) {
+    const slurm_job *sj = j->impl;
+    buf[0] = '\0';
+    char *path = ex__asprintf("%s/slurm/slurm-%s.out", j->job_dir, sj->jobid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    free(path);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        off_t from = st.st_size > 400 ? st.st_size - 400 : 0;
+        char tail[401];
+        ssize_t got = pread(fd, tail, sizeof tail - 1, from);
+        if (got > 0) {
+            tail[got] = '\0';
+            while (got > 0 && (tail[got - 1] == '\n' || tail[got - 1] == ' ')) tail[--got] = '\0';
+            const char *start = tail;
+            for (int lines = 0; got > 0; got--) { /* the last three lines */
+                if (tail[got - 1] == '\n' && ++lines == 3) {
+                    start = tail + got;
+                    break;
+                }
+            }
+            snprintf(buf, len, "%s", start);
+            for (char *p = buf; *p; p++)
+                if (*p == '\n') *p = ' ';
+        }
+    }
+    close(fd);
+}
+
+/* ---- submitting ---- */
+
+static int submit(ex_job *j, char *err, size_t errlen);
+
+/* The job ended without success and may run again: re-run it while retries are
+ * left, else it fails with why. */
+static void retry_or_fail(ex_job *j, const char *why) {
+    char msg[2048];
+    if (j->attempts <= j->cfg.max_job_retries) {
+        ex__emit(j, NULL, "retrying", "%s; re-running the job (attempt %d of %d)", why,
+                 j->attempts + 1, j->cfg.max_job_retries + 1);
+        char err[1024];
+        if (submit(j, err, sizeof err) == 0) return;
+        snprintf(msg, sizeof msg, "%s", err);
+    } else {
+        snprintf(msg, sizeof msg, "%s; the job was run %d time%s", why, j->attempts,
+                 j->attempts == 1 ? "" : "s");
+    }
+    j->stop_outcome = EX_FAILED;
+    free(j->stop_error);
+    j->stop_error = tn_xstrdup(msg);
+    ex__finish(j);
+}
+
+/* The Slurm job left the queue in state `state` ("" when Slurm no longer knows it):
+ * the trial's job is over, or runs again. */
+static void job_ended(ex_job *j, const char *state) {
+    slurm_job *sj = j->impl;
+    follow_requeue(j);
+    read_events(j);
+    char why[1024], tail[512];
+    if (j->phase == EX_PH_STOPPING) { /* we stopped it: what the stop said */
+        ex__finish(j);
+        return;
+    }
+    int outcome, retry;
+    char *error = NULL;
+    if (read_outcome(j, &outcome, &error, &retry) == 0) {
+        if (outcome == EX_SUCCEEDED || !retry) {
+            j->stop_outcome = outcome;
+            free(j->stop_error);
+            j->stop_error = error;
+            ex__finish(j);
+        } else {
+            retry_or_fail(j, error ? error : "the job failed");
+            free(error);
+        }
+        return;
+    }
+    const char *id = sj->jobid;
+    if (!strcmp(state, "TIMEOUT") || !strcmp(state, "DEADLINE")) {
+        snprintf(why, sizeof why,
+                 "Slurm job %s reached its time limit%s%s (state %s)\nhint: raise the spec's "
+                 "executor.timeLimit",
+                 id, j->x->o.slurm.time_limit ? " of " : "",
+                 j->x->o.slurm.time_limit ? j->x->o.slurm.time_limit : "", state);
+        j->stop_outcome = EX_FAILED;
+        free(j->stop_error);
+        j->stop_error = tn_xstrdup(why);
+        ex__finish(j);
+        return;
+    }
+    if (!strcmp(state, "OUT_OF_MEMORY")) {
+        snprintf(why, sizeof why,
+                 "Slurm job %s ran out of memory (state OUT_OF_MEMORY)\nhint: raise the "
+                 "replicas' trainingInput.resources memory",
+                 id);
+        j->stop_outcome = EX_FAILED;
+        free(j->stop_error);
+        j->stop_error = tn_xstrdup(why);
+        ex__finish(j);
+        return;
+    }
+    if (!strcmp(state, "CANCELLED"))
+        snprintf(why, sizeof why, "Slurm job %s was cancelled outside the tuner", id);
+    else if (!strcmp(state, "PREEMPTED"))
+        snprintf(why, sizeof why, "Slurm preempted job %s", id);
+    else if (!strcmp(state, "NODE_FAIL") || !strcmp(state, "BOOT_FAIL"))
+        snprintf(why, sizeof why, "a node of Slurm job %s failed (state %s)", id, state);
+    else if (!state[0])
+        snprintf(why, sizeof why, "Slurm no longer knows job %s and it left no outcome", id);
+    else {
+        batch_tail(j, tail, sizeof tail);
+        snprintf(why, sizeof why, "Slurm job %s ended %s before its replicas decided%s%s", id,
+                 state, tail[0] ? ": " : "", tail);
+    }
+    retry_or_fail(j, why);
+}
+
+/* Whether sbatch's complaint is a passing one (the controller busy or away), worth
+ * trying again, rather than a refusal of the job as configured. */
+static int passing_failure(const char *msg) {
+    static const char *const passing[] = {"Unable to contact", "Socket timed out",
+                                           "temporarily unable", "temporarily unavailable",
+                                           "Connection refused", "timed out",
+                                           "Zero Bytes were transmitted",
+                                           "Job violates accounting/QOS policy (job submit limit"};
+    for (size_t i = 0; i < sizeof passing / sizeof passing[0]; i++)
+        if (strstr(msg, passing[i])) return 1;
+    return 0;
+}
+
+static void on_resubmit(evutil_socket_t fd, short what, void *arg) {
+    ex_job *j = arg;
+    char err[1024];
+    if (submit(j, err, sizeof err) != 0) {
+        j->stop_outcome = EX_FAILED;
+        free(j->stop_error);
+        j->stop_error = tn_xstrdup(err);
+        ex__finish(j);
+    }
+}
+
+static void on_scancel(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->scancel = NULL;
+    if (status != 0 && errtext[0]) ex__emit(j, NULL, "stopping", "scancel: %s", errtext);
+}
+
+static void send_scancel(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (sj->scancel || !sj->jobid[0]) return;
+    char *argv[] = {"scancel", sj->jobid, NULL};
+    sj->scancel = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel, j);
+}
+
+static void on_sbatch(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->sbatch = NULL;
+    char msg[1024];
+    if (status == 0) {
+        long id = strtol(out, NULL, 10); /* --parsable: "ID" or "ID;CLUSTER" */
+        if (id > 0) {
+            snprintf(sj->jobid, sizeof sj->jobid, "%ld", id);
+            sj->restart = 0;
+            sj->state[0] = '\0';
+            sj->reason[0] = '\0';
+            sj->told_running = 0;
+            sj->missing = 0;
+            sj->submit_tries = 0;
+            sj->events_after = 0;
+            j->attempts++;
+            reset_events(j);
+            if (j->cb.handle) {
+                char handle[48];
+                snprintf(handle, sizeof handle, "slurm:%s", sj->jobid);
+                j->cb.handle(j->ctx, handle);
+            }
+            ex__emit(j, NULL, "submitted", "Slurm job %s (attempt %d)", sj->jobid, j->attempts);
+            if (sj->stop_requested) send_scancel(j);
+            return;
+        }
+        snprintf(msg, sizeof msg, "sbatch printed no job id: '%.200s'", out);
+    } else {
+        snprintf(msg, sizeof msg, "%s", errtext[0] ? errtext : "sbatch failed");
+        char *nl = strrchr(msg, '\n');
+        while (nl && nl[1] == '\0') { /* trailing newlines */
+            *nl = '\0';
+            nl = strrchr(msg, '\n');
+        }
+    }
+    if (sj->stop_requested) { /* nothing runs: the stop is done */
+        ex__finish(j);
+        return;
+    }
+    if (passing_failure(msg) && ++sj->submit_tries < MAX_SUBMIT_TRIES) {
+        double wait = (double)(1 << (sj->submit_tries < 6 ? sj->submit_tries - 1 : 5));
+        ex__emit(j, NULL, "queued", "sbatch failed (%s); trying again in %gs", msg, wait);
+        struct timeval tv = ex__timeval(wait);
+        evtimer_add(sj->resubmit_ev, &tv);
+        return;
+    }
+    char why[1400];
+    snprintf(why, sizeof why, "Slurm refused the job of trial %s: %s\nhint: check the spec's "
+             "executor fields (partition, account, qos, timeLimit, extraArgs) and the "
+             "replicas' resources",
+             j->trial, msg);
+    j->stop_outcome = passing_failure(msg) ? EX_FAILED : EX_REFUSED;
+    free(j->stop_error);
+    j->stop_error = tn_xstrdup(why);
+    ex__finish(j);
+}
+
+/* The job components: replica types with the same cores, memory and GPUs share one.
+ * group[t] gets the component of type t (-1: no replicas); returns how many. */
+static int components(const ex_job_config *c, int group[EX_NTYPES]) {
+    int rep[EX_NTYPES], n = 0; /* a type standing for each component */
+    for (int t = 0; t < EX_NTYPES; t++) {
+        group[t] = -1;
+        if (c->count[t] == 0) continue;
+        for (int g = 0; g < n && group[t] < 0; g++) {
+            int o = rep[g];
+            if (c->cores[o] == c->cores[t] && c->memory_mb[o] == c->memory_mb[t] &&
+                c->gpus[o] == c->gpus[t])
+                group[t] = g;
+        }
+        if (group[t] < 0) {
+            rep[n] = t;
+            group[t] = n++;
+        }
+    }
+    return n;
+}
+
+static int write_text(const char *path, const char *text, mode_t mode, char *err, size_t errlen) {
+    char *tmp = ex__asprintf("%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    int rc = 0;
+    if (fd < 0) {
+        rc = tn_error(err, errlen, TN_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    } else {
+        size_t len = strlen(text), off = 0;
+        while (off < len && rc == 0) {
+            ssize_t w = write(fd, text + off, len - off);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) rc = tn_error(err, errlen, TN_EIO, "cannot write %s: %s", tmp, strerror(errno));
+            else off += (size_t)w;
+        }
+        if (close(fd) != 0 && rc == 0)
+            rc = tn_error(err, errlen, TN_EIO, "cannot write %s: %s", tmp, strerror(errno));
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = tn_error(err, errlen, TN_EIO, "cannot rename %s: %s", tmp, strerror(errno));
+        if (rc) unlink(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Quotes s for sh: 'it'\''s'. Yours to free. */
+static char *sh_quote(const char *s) {
+    size_t n = 3;
+    for (const char *p = s; *p; p++) n += *p == '\'' ? 4 : 1;
+    char *q = tn_xmalloc(n), *o = q;
+    *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
+}
+
+/* Writes JOB_DIR/slurm/job.json (what the launchers need) and job.sh. */
+static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, size_t errlen) {
+    const ex_job_config *c = &j->cfg;
+    char *dir = ex__asprintf("%s/slurm", j->job_dir);
+    int rc = ex_make_dirs(dir, err, errlen);
+    free(dir);
+    if (rc) return rc;
+    json_t *argv = json_array();
+    for (size_t i = 0; j->argv[i]; i++) json_array_append_new(argv, json_string(j->argv[i]));
+    json_t *count = json_array(), *cores = json_array(), *gpus = json_array(),
+           *mem = json_array(), *het = json_array();
+    int ncomp = 0;
+    for (int t = 0; t < EX_NTYPES; t++) ncomp = group[t] + 1 > ncomp ? group[t] + 1 : ncomp;
+    for (int t = 0; t < EX_NTYPES; t++) {
+        json_array_append_new(count, json_integer(c->count[t]));
+        json_array_append_new(cores, json_integer(c->cores[t] > 0 ? c->cores[t] : 1));
+        json_array_append_new(gpus, json_integer(c->gpus[t]));
+        json_array_append_new(mem, json_integer(c->memory_mb[t]));
+        json_array_append_new(het, json_integer(ncomp > 1 ? group[t] : -1));
+    }
+    json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:O?, s:b, s:o, s:o, s:o, s:o, s:o, "
+                            "s:i, s:f, s:f}",
+                            "version", 1, "study", j->study, "trial", j->trial, "metric_tag",
+                            j->metric_tag, "job_dir", j->job_dir, "argv", argv, "job", j->job,
+                            "use_chief_name", c->use_chief_name, "count", count, "cores", cores,
+                            "gpus", gpus, "memory_mb", mem, "het_group", het,
+                            "max_replica_restarts", c->max_replica_restarts, "grace_seconds",
+                            c->grace_seconds, "rendezvous_seconds", 600.0);
+    if (!doc) return tn_error(err, errlen, TN_EIO, "cannot describe the job (out of memory)");
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    json_decref(doc);
+    if (!text) return tn_error(err, errlen, TN_EIO, "cannot describe the job (out of memory)");
+    char *json_path = job_file(j, "job.json");
+    rc = write_text(json_path, text, 0644, err, errlen);
+    free(text);
+    if (rc == 0) {
+        char *launcher = sh_quote(j->x->o.slurm.launcher), *qjson = sh_quote(json_path);
+        char *script = ex__asprintf("#!/bin/sh\n# trial %s of study %s, written by tuner\n"
+                                    "exec %s job %s\n",
+                                    j->trial, j->study, launcher, qjson);
+        char *sh_path = job_file(j, "job.sh");
+        rc = write_text(sh_path, script, 0755, err, errlen);
+        free(sh_path);
+        free(script);
+        free(launcher);
+        free(qjson);
+    }
+    free(json_path);
+    return rc;
+}
+
+/* The sbatch command line of the job: yours to ex_strv_free. */
+static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp) {
+    const ex_job_config *c = &j->cfg;
+    const ex_slurm_options *o = &j->x->o.slurm;
+    size_t cap = 8 + (size_t)ncomp * (12 + o->nextra), n = 0;
+    char **argv = tn_xcalloc(cap, sizeof *argv);
+    argv[n++] = tn_xstrdup("sbatch");
+    argv[n++] = tn_xstrdup("--parsable");
+    argv[n++] = ex__asprintf("--job-name=%s.%s", o->job_prefix, j->trial);
+    argv[n++] = ex__asprintf("--output=%s/slurm/slurm-%%j.out", j->job_dir);
+    argv[n++] = tn_xstrdup("--open-mode=append");
+    for (int g = 0; g < ncomp; g++) {
+        if (g > 0) argv[n++] = tn_xstrdup(":");
+        int tasks = 0, t0 = -1;
+        for (int t = 0; t < EX_NTYPES; t++) {
+            if (group[t] != g) continue;
+            tasks += c->count[t];
+            if (t0 < 0) t0 = t;
+        }
+        int cores = c->cores[t0] > 0 ? c->cores[t0] : 1;
+        argv[n++] = ex__asprintf("--ntasks=%d", tasks);
+        argv[n++] = ex__asprintf("--cpus-per-task=%d", cores);
+        if (c->memory_mb[t0] > 0)
+            argv[n++] = ex__asprintf("--mem-per-cpu=%dM", (c->memory_mb[t0] + cores - 1) / cores);
+        if (c->gpus[t0] > 0) argv[n++] = ex__asprintf("--gpus-per-task=%d", c->gpus[t0]);
+        if (o->partition) argv[n++] = ex__asprintf("--partition=%s", o->partition);
+        if (o->account) argv[n++] = ex__asprintf("--account=%s", o->account);
+        if (o->qos) argv[n++] = ex__asprintf("--qos=%s", o->qos);
+        if (o->time_limit) argv[n++] = ex__asprintf("--time=%s", o->time_limit);
+        for (size_t i = 0; i < o->nextra; i++) argv[n++] = tn_xstrdup(o->extra_args[i]);
+    }
+    argv[n++] = job_file(j, "job.sh");
+    argv[n] = NULL;
+    return argv;
+}
+
+/* Writes the job's files and runs sbatch (answered in on_sbatch). 0, or a negative
+ * code with a message. */
+static int submit(ex_job *j, char *err, size_t errlen) {
+    slurm_job *sj = j->impl;
+    int group[EX_NTYPES];
+    int ncomp = components(&j->cfg, group);
+    int rc = write_job_files(j, group, err, errlen);
+    if (rc) return rc;
+    sj->jobid[0] = '\0';
+    reset_events(j);
+    char **argv = sbatch_argv(j, group, ncomp);
+    sj->sbatch = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_sbatch, j);
+    ex_strv_free(argv);
+    return 0;
+}
+
+/* ---- watching ---- */
+
+/* What squeue says of one job. A heterogeneous job has a line per component
+ * ("ID+K"): while any component is active, the job is, with that component's state;
+ * once all are over, the leader's (+0) state speaks for it. */
+typedef struct job_state {
+    char id[32];
+    char state[32];
+    char reason[128];
+    char nodes[256];
+    int active;
+} job_state;
+
+static void on_squeue(void *ctx, int status, const char *out, const char *errtext);
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    ex_executor *x = arg;
+    slurm_exec *se = x->impl;
+    if (se->squeue) return; /* the last one is still running: never two at once */
+    size_t n = 0, len = 0;
+    for (size_t i = 0; i < x->njobs; i++) {
+        slurm_job *sj = x->jobs[i]->impl;
+        if (sj && sj->jobid[0] && x->jobs[i]->phase != EX_PH_DONE) {
+            n++;
+            len += strlen(sj->jobid) + 1;
+        }
+    }
+    if (n == 0) return;
+    ex_strv_free(se->queried);
+    se->queried = tn_xcalloc(n + 1, sizeof *se->queried);
+    se->nqueried = 0;
+    char *ids = tn_xcalloc(len + 1, 1);
+    for (size_t i = 0; i < x->njobs; i++) {
+        slurm_job *sj = x->jobs[i]->impl;
+        if (!sj || !sj->jobid[0] || x->jobs[i]->phase == EX_PH_DONE) continue;
+        if (ids[0]) strcat(ids, ",");
+        strcat(ids, sj->jobid);
+        se->queried[se->nqueried++] = tn_xstrdup(sj->jobid);
+    }
+    char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N", "--jobs", ids,
+                    NULL};
+    se->squeue = ex__cmd_run(x, argv, CMD_TIMEOUT, on_squeue, x);
+    free(ids);
+}
+
+/* Parses squeue's "ID|STATE|REASON|NODES" lines into one state per job (an array
+ * that is yours to free). */
+static job_state *parse_squeue(const char *out, size_t *n) {
+    size_t cap = 16;
+    job_state *v = tn_xcalloc(cap, sizeof *v);
+    *n = 0;
+    const char *line = out;
+    while (*line) {
+        size_t len = strcspn(line, "\n");
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        line += len + (line[len] == '\n');
+        char *f[4] = {buf, NULL, NULL, NULL};
+        for (int k = 1; k < 4; k++) {
+            char *bar = strchr(f[k - 1], '|');
+            if (!bar) break;
+            *bar = '\0';
+            f[k] = bar + 1;
+        }
+        if (!f[3]) continue;
+        char id[32];
+        snprintf(id, sizeof id, "%.*s", (int)strspn(f[0], "0123456789"), f[0]);
+        if (!id[0]) continue;
+        const char *plus = strchr(f[0], '+');
+        int leader = !plus || atoi(plus + 1) == 0, active = !is_terminal(f[1]);
+        job_state *s = NULL;
+        for (size_t i = 0; i < *n && !s; i++)
+            if (!strcmp(v[i].id, id)) s = &v[i];
+        if (!s) {
+            if (*n == cap) v = tn_xrealloc(v, (cap *= 2) * sizeof *v);
+            s = &v[(*n)++];
+            memset(s, 0, sizeof *s);
+            snprintf(s->id, sizeof s->id, "%s", id);
+        } else if (s->active && !(active && leader)) {
+            continue; /* an active component already speaks for it */
+        } else if (!s->active && !active && !leader) {
+            continue; /* over: the leader speaks */
+        }
+        snprintf(s->state, sizeof s->state, "%s", f[1]);
+        snprintf(s->reason, sizeof s->reason, "%s", f[2]);
+        snprintf(s->nodes, sizeof s->nodes, "%s", f[3]);
+        s->active = active;
+    }
+    return v;
+}
+
+static void job_seen(ex_job *j, const job_state *s) {
+    slurm_job *sj = j->impl;
+    sj->missing = 0;
+    if (follow_requeue(j)) {
+        j->attempts++;
+        sj->told_running = 0;
+        if (j->phase == EX_PH_RUNNING && j->attempts > j->cfg.max_job_retries + 1) {
+            char why[256];
+            snprintf(why, sizeof why, "Slurm requeued job %s %d time%s; the job was run %d times",
+                     sj->jobid, sj->restart, sj->restart == 1 ? "" : "s", j->attempts);
+            ex__begin_stop(j, EX_FAILED, why);
+        } else {
+            ex__emit(j, NULL, "retrying", "Slurm requeued job %s (run %d)", sj->jobid,
+                     sj->restart + 1);
+        }
+    }
+    if (!s->active) {
+        snprintf(sj->state, sizeof sj->state, "%s", s->state);
+        job_ended(j, s->state);
+        return;
+    }
+    int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
+    if (running && !sj->told_running) {
+        sj->told_running = 1;
+        ex__emit(j, NULL, "running", "Slurm job %s running on %s", sj->jobid, s->nodes);
+    } else if (!running && (strcmp(sj->state, s->state) != 0 || strcmp(sj->reason, s->reason) != 0)) {
+        if (!strcmp(s->state, "PENDING") || !strcmp(s->state, "REQUEUED")) sj->told_running = 0;
+        ex__emit(j, NULL, "queued", "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
+    }
+    snprintf(sj->state, sizeof sj->state, "%s", s->state);
+    snprintf(sj->reason, sizeof sj->reason, "%s", s->reason);
+}
+
+static void on_squeue(void *ctx, int status, const char *out, const char *errtext) {
+    ex_executor *x = ctx;
+    slurm_exec *se = x->impl;
+    se->squeue = NULL;
+    /* "Invalid job id specified": squeue knows none of them (all purged) */
+    int none_known = status != 0 && strstr(errtext, "Invalid job id");
+    if (status != 0 && !none_known) {
+        if (!se->failing) { /* say it once per outage, on every job */
+            se->failing = 1;
+            for (size_t i = 0; i < x->njobs; i++)
+                ex__emit(x->jobs[i], NULL, "queued",
+                         "squeue failed, will keep asking: %.300s", errtext);
+        }
+        return;
+    }
+    se->failing = 0;
+    size_t n;
+    job_state *states = parse_squeue(none_known ? "" : out, &n);
+    /* jobs may end (and be freed) as we go: walk a copy of the list */
+    size_t njobs = x->njobs;
+    ex_job **jobs = tn_xcalloc(njobs + 1, sizeof *jobs);
+    memcpy(jobs, x->jobs, njobs * sizeof *jobs);
+    for (size_t i = 0; i < njobs; i++) {
+        ex_job *j = jobs[i];
+        int still = 0;
+        for (size_t k = 0; k < x->njobs && !still; k++) still = x->jobs[k] == j;
+        if (!still || j->phase == EX_PH_DONE) continue;
+        slurm_job *sj = j->impl;
+        int asked = 0;
+        for (size_t q = 0; q < se->nqueried && !asked; q++) asked = !strcmp(se->queried[q], sj->jobid);
+        if (!asked) continue; /* submitted since the call began */
+        const job_state *s = NULL;
+        for (size_t k = 0; k < n && !s; k++)
+            if (!strcmp(states[k].id, sj->jobid)) s = &states[k];
+        if (s) {
+            job_seen(j, s);
+        } else if (++sj->missing >= 2) { /* gone from Slurm's memory */
+            job_ended(j, "");
+        }
+    }
+    free(jobs);
+    free(states);
+}
+
+/* ---- backend operations ---- */
+
+static slurm_job *job_impl_new(ex_job *j) {
+    slurm_job *sj = tn_xcalloc(1, sizeof *sj);
+    j->impl = sj;
+    sj->resubmit_ev = evtimer_new(j->x->base, on_resubmit, j);
+    return sj;
+}
+
+static int slurm_start(ex_job *j, char *err, size_t errlen) {
+    job_impl_new(j);
+    return submit(j, err, errlen);
+}
+
+static int slurm_attach(ex_job *j, const char *handle, double events_after) {
+    if (strncmp(handle, "slurm:", 6) != 0) return 1;
+    const char *id = handle + 6;
+    if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 32) return 1;
+    slurm_job *sj = job_impl_new(j);
+    snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
+    sj->restart = 0;
+    reset_events(j);
+    follow_requeue(j); /* the newest run's files */
+    sj->events_after = events_after;
+    ex__emit(j, NULL, "submitted", "Slurm job %s (re-attached)", sj->jobid);
+    return 0;
+}
+
+static void slurm_poll(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (sj && sj->jobid[0]) {
+        follow_requeue(j);
+        read_events(j);
+    }
+}
+
+static void slurm_stop(ex_job *j) {
+    slurm_job *sj = j->impl;
+    sj->stop_requested = 1;
+    if (evtimer_pending(sj->resubmit_ev, NULL)) { /* between two sbatch tries: nothing runs */
+        evtimer_del(sj->resubmit_ev);
+        ex__finish(j);
+        return;
+    }
+    ex__emit(j, NULL, "stopping", "%s%s%s", j->stop_error ? j->stop_error : "the job is over",
+             sj->jobid[0] ? ": scancel " : "", sj->jobid);
+    send_scancel(j); /* without an id yet, on_sbatch sends it */
+}
+
+static void slurm_release(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (!sj) return;
+    int live = j->phase != EX_PH_DONE;
+    if (sj->sbatch) { /* a job may exist that we never heard of: cancel it by name */
+        ex__cmd_abandon(sj->sbatch);
+        char *name = ex__asprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+        char *argv[] = {"scancel", name, NULL};
+        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+        free(name);
+    } else if (live && sj->jobid[0] && !is_terminal(sj->state)) {
+        char *argv[] = {"scancel", sj->jobid, NULL};
+        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+    }
+    ex__cmd_abandon(sj->scancel);
+    event_free(sj->resubmit_ev);
+    for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
+    free(sj->ev);
+    free(sj);
+    j->impl = NULL;
+}
+
+static void slurm_free(ex_executor *x) {
+    slurm_exec *se = x->impl;
+    if (!se) return;
+    ex__cmd_abandon(se->squeue);
+    event_free(se->tick);
+    ex_strv_free(se->queried);
+    free(se);
+    x->impl = NULL;
+}
+
+/* Whether prog is an executable on PATH (or a path that is executable). */
+static int on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
+        if (access(buf, X_OK) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int check_commands(const ex_slurm_options *o, char *err, size_t errlen) {
+    static const char *const cmds[] = {"sbatch", "squeue", "scancel", "sinfo"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!on_path(cmds[i]))
+            return tn_error(err, errlen, TN_EINVAL,
+                            "the Slurm executor needs %s, which is not on PATH\nhint: install "
+                            "Slurm's client commands (Debian: slurm-client) and set SLURM_CONF if "
+                            "the cluster needs it, or use the local executor",
+                            cmds[i]);
+    if (!o->launcher || access(o->launcher, X_OK) != 0)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "the Slurm executor needs tuner-launch beside tuner, but %s is %s\n"
+                        "hint: build the project (cmake --build), which puts it beside tuner",
+                        o->launcher ? o->launcher : "(none)",
+                        o->launcher ? "not an executable" : "not given");
+    if (!o->job_prefix) return tn_error(err, errlen, TN_EINVAL, "no Slurm job name prefix");
+    return 0;
+}
+
+int ex__slurm_init(ex_executor *x, char *err, size_t errlen) {
+    int rc = check_commands(&x->o.slurm, err, errlen);
+    if (rc) return rc;
+    slurm_exec *se = tn_xcalloc(1, sizeof *se);
+    x->impl = se;
+    se->tick = event_new(x->base, -1, EV_PERSIST, on_tick, x);
+    struct timeval tv = ex__timeval(x->o.slurm.poll_seconds);
+    evtimer_add(se->tick, &tv);
+    return 0;
+}
+
+/* Largest "gpu" count of a gres string ("gpu:4", "gpu:a100:2(S:0-1),shard:8"). */
+static int gres_gpus(const char *gres) {
+    int best = 0;
+    for (const char *p = strstr(gres, "gpu:"); p; p = strstr(p + 1, "gpu:")) {
+        const char *q = p + 4;
+        const char *colon = strchr(q, ':'), *end = q + strcspn(q, ",(");
+        if (colon && colon < end) q = colon + 1; /* gpu:TYPE:N */
+        int n = atoi(q);
+        if (n > best) best = n;
+    }
+    return best;
+}
+
+int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen) {
+    int rc = check_commands(&o->slurm, err, errlen);
+    if (rc) return rc;
+    char *out = NULL, *errtext = NULL;
+    char *argv[] = {"sinfo", "--noheader", "--format=%P|%c|%m|%G|%D", NULL};
+    int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
+    if (status != 0) {
+        char *nl = errtext + strlen(errtext);
+        while (nl > errtext && nl[-1] == '\n') *--nl = '\0';
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "cannot reach the Slurm controller: sinfo failed: %s\nhint: check that "
+                      "slurmctld runs (`scontrol ping`) and that SLURM_CONF points to the "
+                      "cluster's slurm.conf",
+                      errtext[0] ? errtext : "no message");
+        free(out);
+        free(errtext);
+        return rc;
+    }
+    /* the partition: the one given, else the default (marked '*') */
+    char part[128] = "";
+    int found = 0, nodes = 0, max_cores = 0, max_mem = 0, max_gpus = 0;
+    char known[1024] = "";
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        char *f[5] = {line, NULL, NULL, NULL, NULL};
+        for (int k = 1; k < 5; k++) {
+            char *bar = f[k - 1] ? strchr(f[k - 1], '|') : NULL;
+            if (!bar) break;
+            *bar = '\0';
+            f[k] = bar + 1;
+        }
+        if (!f[4]) continue;
+        size_t len = strlen(f[0]);
+        int is_default = len > 0 && f[0][len - 1] == '*';
+        if (is_default) f[0][len - 1] = '\0';
+        if (!strstr(known, f[0]) && strlen(known) + strlen(f[0]) + 3 < sizeof known)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                     known[0] ? ", " : "", f[0]);
+        int match = o->slurm.partition ? !strcmp(f[0], o->slurm.partition) : is_default;
+        if (!match) continue;
+        found = 1;
+        snprintf(part, sizeof part, "%s", f[0]);
+        int c = atoi(f[1]), m = atoi(f[2]), g = gres_gpus(f[3]);
+        nodes += atoi(f[4]);
+        if (c > max_cores) max_cores = c;
+        if (m > max_mem) max_mem = m;
+        if (g > max_gpus) max_gpus = g;
+    }
+    free(out);
+    free(errtext);
+    if (!found && o->slurm.partition)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "executor.partition: Slurm has no partition '%s' (it has: %s)\nhint: "
+                        "pick one of them, or leave the field out for the default",
+                        o->slurm.partition, known[0] ? known : "none");
+    if (!found)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "the Slurm cluster has no default partition (it has: %s)\nhint: set "
+                        "executor.partition in the spec",
+                        known[0] ? known : "none");
+    for (int t = 0; t < EX_NTYPES; t++) {
+        if (cfg->count[t] == 0) continue;
+        const char *who = ex_type_name(t, cfg->use_chief_name);
+        int cores = cfg->cores[t] > 0 ? cfg->cores[t] : 1;
+        if (cores > max_cores)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "a %s replica asks for %d cores, but the largest node of Slurm "
+                            "partition %s has %d\nhint: lower its trainingInput.resources cores, "
+                            "or pick another executor.partition",
+                            who, cores, part, max_cores);
+        if (cfg->memory_mb[t] > max_mem)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "a %s replica asks for %d MiB of memory, but the largest node of "
+                            "Slurm partition %s has %d MiB\nhint: lower its resources memory, "
+                            "or pick another executor.partition",
+                            who, cfg->memory_mb[t], part, max_mem);
+        if (cfg->gpus[t] > max_gpus)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "a %s replica asks for %d GPU%s, but %s of Slurm partition %s has "
+                            "%s%d\nhint: lower its acceleratorConfig count, or pick a partition "
+                            "with GPUs",
+                            who, cfg->gpus[t], cfg->gpus[t] == 1 ? "" : "s",
+                            max_gpus ? "the largest node" : "no node", part,
+                            max_gpus ? "" : "GPUs: ", max_gpus);
+    }
+    int group[EX_NTYPES];
+    int ncomp = components(cfg, group);
+    if (ncomp > 1 && nodes < ncomp)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "the replica types ask for %d different sets of resources, so a trial "
+                        "is a heterogeneous Slurm job of %d components, which Slurm places on "
+                        "distinct nodes, but partition %s has %d node%s\nhint: give the replica "
+                        "types the same resources, or pick a larger executor.partition",
+                        ncomp, ncomp, part, nodes, nodes == 1 ? "" : "s");
+    return 0;
+}
+
+static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
+                         size_t errlen) {
+    const char *prefix = x->o.slurm.job_prefix;
+    char *out = NULL, *errtext = NULL;
+    char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", NULL};
+    int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
+    int rc = 0;
+    if (status != 0) {
+        rc = tn_error(err, errlen, TN_EIO,
+                      "cannot list the study's Slurm jobs: squeue failed: %s\nhint: check that "
+                      "slurmctld runs (`scontrol ping`); the jobs go on meanwhile, and `tuner "
+                      "resume` re-attaches to them",
+                      errtext);
+        goto done;
+    }
+    size_t plen = strlen(prefix), cap = 8;
+    *handles = tn_xcalloc(cap + 1, sizeof **handles);
+    *trials = tn_xcalloc(cap + 1, sizeof **trials);
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        char *name = strchr(line, '|');
+        char *state = name ? strchr(name + 1, '|') : NULL;
+        if (!state) continue;
+        *name++ = '\0';
+        *state++ = '\0';
+        if (strncmp(name, prefix, plen) != 0 || name[plen] != '.' || is_terminal(state)) continue;
+        if (strchr(line, '+') && !strstr(line, "+0")) continue; /* one line per het job */
+        char *end;
+        long trial = strtol(name + plen + 1, &end, 10);
+        if (*end || trial < 1) continue;
+        if (*n == cap) {
+            cap *= 2;
+            *handles = tn_xrealloc(*handles, (cap + 1) * sizeof **handles);
+            *trials = tn_xrealloc(*trials, (cap + 1) * sizeof **trials);
+        }
+        (*handles)[*n] = ex__asprintf("slurm:%.*s", (int)strspn(line, "0123456789"), line);
+        (*trials)[*n] = trial;
+        (*n)++;
+        (*handles)[*n] = NULL;
+    }
+done:
+    free(out);
+    free(errtext);
+    return rc;
+}
+
+static int slurm_cancel_handle(ex_executor *x, const char *handle, char *err, size_t errlen) {
+    if (strncmp(handle, "slurm:", 6) != 0)
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a Slurm job", handle);
+    char *errtext = NULL;
+    char *argv[] = {"scancel", (char *)handle + 6, NULL};
+    int status = ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext);
+    int rc = status == 0 ? 0
+                         : tn_error(err, errlen, TN_EIO, "scancel %s failed: %s", handle + 6,
+                                    errtext);
+    free(errtext);
+    return rc;
+}
+
+const ex_backend_ops ex_slurm_ops = {
+    .name = "slurm",
+    .start = slurm_start,
+    .attach = slurm_attach,
+    .poll = slurm_poll,
+    .stop = slurm_stop,
+    .release = slurm_release,
+    .free = slurm_free,
+    .recover = slurm_recover,
+    .cancel_handle = slurm_cancel_handle,
+};

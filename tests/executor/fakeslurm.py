@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""A stand-in for Slurm's client commands (sbatch, squeue, scancel, sinfo, srun), for the
+Slurm executor's unit tests on machines without a cluster or root.
+
+Installed as links named after the commands in a folder put first on PATH; the name it
+is called by picks the command. All state is in $FAKE_SLURM_DIR:
+
+  calls                one line per call: "TIME COMMAND ARGS..." (tests check rates, argv)
+  next_id              the next job id
+  jobs/ID              "STATE|REASON|NODES|NAME" of job ID (tests may rewrite it)
+  pids/ID              the process group of a job that runs
+  run                  when present, sbatch runs the batch script for real: in the
+                       background with SLURM_JOB_ID etc., RUNNING then COMPLETED or FAILED
+  state                when present, the state sbatch gives new jobs (default PENDING)
+  sbatch_fail          when present: sbatch prints its first line to stderr and exits 1,
+                       and the line is removed (an empty file is removed)
+  squeue_fail          when present: squeue prints it to stderr and exits 1
+  sinfo                what sinfo prints (sinfo_fail: printed to stderr, exit 1)
+
+srun runs --ntasks copies of its command here with SLURM_PROCID and SLURM_LOCALID set
+and exits with the worst status. Options it does not know are ignored, as the tests
+check argv through `calls`.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+D = os.environ.get("FAKE_SLURM_DIR")
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+            "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+
+
+def path(*parts):
+    return os.path.join(D, *parts)
+
+
+def log_call(name, args):
+    with open(path("calls"), "a") as f:
+        f.write("%.3f %s %s\n" % (time.time(), name, " ".join(args)))
+
+
+def read(p, default=""):
+    try:
+        with open(p) as f:
+            return f.read()
+    except OSError:
+        return default
+
+
+def write(p, text):
+    tmp = p + ".tmp%d" % os.getpid()
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, p)
+
+
+def job_state(jid):
+    parts = read(path("jobs", jid)).strip().split("|")
+    return parts if len(parts) == 4 else None
+
+
+def set_state(jid, state, reason="None", nodes=None):
+    old = job_state(jid) or ["", "None", "(null)", ""]
+    write(path("jobs", jid), "%s|%s|%s|%s" % (state, reason, nodes or old[2], old[3]))
+
+
+def opt(args, name, default=None):
+    for a in args:
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return default
+
+
+def sbatch(args):
+    fail = read(path("sbatch_fail"), None)
+    if fail is not None:
+        lines = fail.splitlines()
+        rest = lines[1:]
+        if rest:
+            write(path("sbatch_fail"), "\n".join(rest) + "\n")
+        else:
+            os.remove(path("sbatch_fail"))
+        sys.stderr.write((lines[0] if lines else "sbatch: error: failure") + "\n")
+        return 1
+    jid = read(path("next_id"), "1").strip() or "1"
+    write(path("next_id"), str(int(jid) + 1))
+    name = opt(args, "--job-name", "job")
+    state = read(path("state"), "PENDING").strip() or "PENDING"
+    os.makedirs(path("jobs"), exist_ok=True)
+    write(path("jobs", jid), "%s|None|(null)|%s" % (state, name))
+    script = args[-1]
+    if os.path.exists(path("run")):
+        out = opt(args, "--output", "slurm-%j.out").replace("%j", jid)
+        pid = os.fork()
+        if pid == 0:  # the job: its own session, so scancel can kill it whole
+            os.setsid()
+            nul = os.open(os.devnull, os.O_RDWR)  # let go of sbatch's pipes
+            for fd in (0, 1, 2):
+                os.dup2(nul, fd)
+            os.makedirs(path("pids"), exist_ok=True)
+            write(path("pids", jid), str(os.getpid()))
+            set_state(jid, "RUNNING", "None", "fake1")
+            env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOB_NODELIST="fake1",
+                       SLURM_RESTART_COUNT="0")
+            with open(out, "a") as o, open(os.devnull) as nul:
+                rc = subprocess.call([script], stdin=nul, stdout=o, stderr=o, env=env)
+            cur = job_state(jid)
+            if cur and cur[0] not in TERMINAL:
+                set_state(jid, "COMPLETED" if rc == 0 else "FAILED")
+            os._exit(0)
+    sys.stdout.write(jid + "\n")
+    return 0
+
+
+def squeue(args):
+    fail = read(path("squeue_fail"), None)
+    if fail is not None:
+        sys.stderr.write(fail)
+        return 1
+    ids = None
+    for i, a in enumerate(args):
+        if a in ("--jobs", "-j") and i + 1 < len(args):
+            ids = args[i + 1].split(",")
+        elif a.startswith("--jobs="):
+            ids = a[7:].split(",")
+    fmt = opt(args, "--format", "%i|%T|%r|%N")
+    listed = 0
+    known = sorted(os.listdir(path("jobs")), key=int) if os.path.isdir(path("jobs")) else []
+    for jid in known:
+        if ids is not None and jid not in ids:
+            continue
+        st = job_state(jid)
+        if not st:
+            continue
+        if "--states=all" not in args and st[0] in TERMINAL:
+            continue
+        line = fmt.replace("%i", jid).replace("%T", st[0]).replace("%r", st[1])
+        line = line.replace("%N", st[2]).replace("%j", st[3])
+        sys.stdout.write(line + "\n")
+        listed += 1
+    if ids is not None and listed == 0:
+        sys.stderr.write("slurm_load_jobs error: Invalid job id specified\n")
+        return 1
+    return 0
+
+
+def kill_job(jid):
+    pid = read(path("pids", jid)).strip()
+    if pid:
+        try:
+            os.killpg(int(pid), signal.SIGTERM)
+        except (ProcessLookupError, PermissionError, ValueError):
+            pass
+
+
+def scancel(args):
+    name = opt(args, "--name")
+    targets = []
+    if name:
+        for jid in os.listdir(path("jobs")) if os.path.isdir(path("jobs")) else []:
+            st = job_state(jid)
+            if st and st[3] == name:
+                targets.append(jid)
+    targets += [a for a in args if a.isdigit()]
+    for jid in targets:
+        st = job_state(jid)
+        if st and st[0] not in TERMINAL:
+            set_state(jid, "CANCELLED")
+            kill_job(jid)
+    return 0
+
+
+def sinfo(args):
+    fail = read(path("sinfo_fail"), None)
+    if fail is not None:
+        sys.stderr.write(fail)
+        return 1
+    sys.stdout.write(read(path("sinfo"), "debug*|4|4000|(null)|3\n"))
+    return 0
+
+
+def srun(args):
+    n = int(opt(args, "--ntasks", "1"))
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 1
+    cmd = args[i:]
+    procs = []
+    for k in range(n):
+        env = dict(os.environ, SLURM_PROCID=str(k), SLURM_LOCALID=str(k), SLURM_STEP_ID="0")
+        procs.append(subprocess.Popen(cmd, env=env))
+    worst = 0
+    for p in procs:
+        rc = p.wait()
+        worst = worst or rc
+    return 1 if worst else 0
+
+
+def main():
+    if not D:
+        sys.stderr.write("fakeslurm: FAKE_SLURM_DIR is not set\n")
+        return 2
+    name = os.path.basename(sys.argv[0])
+    args = sys.argv[1:]
+    log_call(name, args)
+    commands = {"sbatch": sbatch, "squeue": squeue, "scancel": scancel, "sinfo": sinfo,
+                "srun": srun}
+    if name not in commands:
+        sys.stderr.write("fakeslurm: unknown command %s\n" % name)
+        return 2
+    return commands[name](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

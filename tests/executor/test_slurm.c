@@ -1,0 +1,826 @@
+/*
+ * test_slurm.c — the Slurm backend of the executor and its launcher, against a stand-in
+ * for Slurm's commands (tests/executor/fakeslurm.py: sbatch, squeue, scancel, sinfo and
+ * srun, with the queue in files), so that every path runs on any machine: submission,
+ * the job components, watching at a bounded rate, the launcher's rendezvous and
+ * lifecycle (restart in place, give up, permanent errors, success), re-runs after a
+ * cancel, preemption or node failure from outside, a time limit or out-of-memory
+ * failing the trial, sbatch refusing the job or failing for a while, squeue failing,
+ * a job Slurm forgot, stopping, the trial timeout, re-attaching after a crash,
+ * recovering and cancelling strays, and the checks against sinfo. The same backend
+ * against a real cluster: tests/tuner/tuner_slurm.sh.
+ *
+ *   test_slurm TUNER_LAUNCH FAKESLURM_PY
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "executor/executor.h"
+#include "tests/check.h"
+
+static char g_root[512], g_fake[600], g_launcher[PATH_MAX];
+
+/* ---- the fake cluster ---- */
+
+static void fake_write(const char *name, const char *text) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", g_fake, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void fake_remove(const char *name) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", g_fake, name);
+    unlink(p);
+}
+
+/* The whole of a fake state file into buf ("" when missing). */
+static void fake_read(const char *name, char *buf, size_t len) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", g_fake, name);
+    buf[0] = '\0';
+    FILE *f = fopen(p, "r");
+    if (!f) return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* A clean fake cluster: no jobs, no failures; run: sbatch runs the jobs. */
+static void fake_reset(int run) {
+    char cmd[5000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/jobs' '%s/pids' '%s'/calls '%s'/*_fail '%s'/state "
+             "'%s'/run '%s'/sinfo", g_fake, g_fake, g_fake, g_fake, g_fake, g_fake, g_fake);
+    if (system(cmd) != 0) fprintf(stderr, "cannot reset %s\n", g_fake);
+    if (run) fake_write("run", "");
+}
+
+/* How many calls of command were made, and the smallest gap between two of them. */
+static int fake_calls(const char *command, double *min_gap) {
+    char buf[1 << 16];
+    fake_read("calls", buf, sizeof buf);
+    int n = 0;
+    double last = -1;
+    if (min_gap) *min_gap = 1e9;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        double t;
+        char name[32];
+        if (sscanf(line, "%lf %31s", &t, name) != 2 || strcmp(name, command) != 0) continue;
+        if (last >= 0 && min_gap && t - last < *min_gap) *min_gap = t - last;
+        last = t;
+        n++;
+    }
+    return n;
+}
+
+/* Whether some call of the log contains text. */
+static int fake_called_with(const char *text) {
+    char buf[1 << 16];
+    fake_read("calls", buf, sizeof buf);
+    return strstr(buf, text) != NULL;
+}
+
+/* ---- running one job ---- */
+
+typedef struct outcome {
+    int finished, outcome;
+    char error[2048];
+    char events[16384];      /* "replica kind: detail; " ... */
+    char handle[64];         /* the last handle */
+    int handles;
+    int measurements;
+    struct event_base *base;
+    ex_job *job;
+    double t0;
+    void (*hook)(struct outcome *o, double elapsed); /* every 100 ms */
+    int hook_state;
+} outcome;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
+    outcome *o = ctx;
+    size_t len = strlen(o->events);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s; ", replica ? replica : "job",
+             kind, detail);
+}
+
+static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
+    ((outcome *)ctx)->measurements++;
+}
+
+static void on_finished(void *ctx, int result, const char *error) {
+    outcome *o = ctx;
+    o->finished++;
+    o->outcome = result;
+    snprintf(o->error, sizeof o->error, "%s", error ? error : "");
+    event_base_loopbreak(o->base);
+}
+
+static void on_handle(void *ctx, const char *handle) {
+    outcome *o = ctx;
+    o->handles++;
+    snprintf(o->handle, sizeof o->handle, "%s", handle);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    outcome *o = arg;
+    if (o->hook && !o->finished) o->hook(o, now_s() - o->t0);
+}
+
+static void on_safety(evutil_socket_t fd, short what, void *arg) {
+    outcome *o = arg;
+    snprintf(o->error, sizeof o->error, "safety timeout: the job never finished");
+    event_base_loopbreak(o->base);
+}
+
+/* The job's id as sbatch gave it ("" before). */
+static const char *job_id(const outcome *o) { return o->handle[0] ? o->handle + 6 : ""; }
+
+typedef struct job_case {
+    const char *script;      /* /bin/sh -c SCRIPT; $1 is --job-dir=DIR */
+    int workers, ps;
+    int chief_cores, worker_cores, worker_gpus;
+    int restarts, retries;
+    double timeout;
+    const char *attach;      /* attach to this handle instead of starting */
+    void (*hook)(outcome *o, double elapsed);
+} job_case;
+
+/* squeue every 0.25 s keeps the tests short; the happy path checks the tuner's 1 s. */
+static double g_squeue_every = 0.25;
+
+static ex_slurm_options slurm_options(void) {
+    ex_slurm_options s = {.partition = "debug", .time_limit = "10", .launcher = g_launcher,
+                          .job_prefix = "tuner.test.s", .poll_seconds = g_squeue_every};
+    return s;
+}
+
+static outcome run_job(const char *name, const job_case *jc, int *attempts, int *restarts) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = event_base_new();
+    o.hook = jc->hook;
+    o.t0 = now_s();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[1024] = "", dir[700];
+    CHECK_MSG(ex_executor_new(o.base, &opts, &x, err, sizeof err) == 0, "%s", err);
+    snprintf(dir, sizeof dir, "%s/%s", g_root, name);
+    const char *argv[] = {"/bin/sh", "-c", jc->script, "sh"};
+    ex_job_config cfg = {.study = "s", .trial = "3", .argv = argv, .argc = 4, .job_dir = dir,
+                         .metric_tag = "acc", .use_chief_name = 1,
+                         .count = {1, jc->workers, jc->ps, 0},
+                         .cores = {jc->chief_cores ? jc->chief_cores : 1,
+                                   jc->worker_cores ? jc->worker_cores : 1, 1, 1},
+                         .gpus = {0, jc->worker_gpus, 0, 0},
+                         .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
+                         .timeout_seconds = jc->timeout, .grace_seconds = 1,
+                         .poll_seconds = 0.1};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    int rc = jc->attach ? ex_job_attach(x, &cfg, &cb, &o, jc->attach, 1, 0, &o.job)
+                        : ex_job_start(x, &cfg, &cb, &o, &o.job, err, sizeof err);
+    CHECK_MSG(rc == 0 && o.job, "%s: %s", name, err);
+    struct event *safety = evtimer_new(o.base, on_safety, &o);
+    struct timeval tv = {40, 0};
+    evtimer_add(safety, &tv);
+    struct event *tick = event_new(o.base, -1, EV_PERSIST, on_tick, &o);
+    struct timeval t100 = {0, 100000};
+    evtimer_add(tick, &t100);
+    if (o.job && !o.finished) event_base_dispatch(o.base);
+    if (o.job) {
+        *attempts = ex_job_attempts(o.job);
+        *restarts = ex_job_restarts(o.job);
+        ex_job_free(o.job);
+    }
+    event_free(tick);
+    event_free(safety);
+    ex_executor_free(x);
+    event_base_free(o.base);
+    return o;
+}
+
+/* The chief reports and exits 0; the others report and wait to be stopped. */
+#define SERVE                                                                          \
+    "printf '{\"global_step\": \"1\", \"acc\": \"0.5\", \"timestamp\": 1.5}\\n' "        \
+    "> \"$CLOUD_ML_HP_METRIC_FILE\"; "                                                 \
+    "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) exit 0;; esac; sleep 30"
+
+/* ---- cases ---- */
+
+static void test_happy_path(void) {
+    fake_reset(1);
+    g_squeue_every = 1;
+    job_case jc = {.script = "echo \"$TF_CONFIG\" > \"${1#--job-dir=}/tf-$SLURM_PROCID-$$\"; " SERVE,
+                   .workers = 2, .ps = 1, .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("happy", &jc, &attempts, &restarts);
+    g_squeue_every = 0.25;
+    CHECK_INT_EQ(o.finished, 1);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "outcome %d: %s; events: %s", o.outcome, o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 0);
+    CHECK_INT_EQ(o.handles, 1);
+    CHECK_STR_CONTAINS(o.handle, "slurm:");
+    CHECK(o.measurements >= 1);
+    CHECK_STR_CONTAINS(o.events, "job submitted: Slurm job");
+    CHECK_STR_CONTAINS(o.events, "chief:0 started: pid");
+    CHECK_STR_CONTAINS(o.events, "worker:1 started");
+    CHECK_STR_CONTAINS(o.events, "ps:0 exited");
+    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0");
+    /* one job component: all four replicas alike */
+    CHECK(fake_called_with("sbatch --parsable --job-name=tuner.test.s.3"));
+    CHECK(fake_called_with("--ntasks=4 --cpus-per-task=1 --partition=debug --time=10"));
+    CHECK(!fake_called_with(" : "));
+    /* one srun step per replica type */
+    CHECK_INT_EQ(fake_calls("srun", NULL), 3);
+    CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --exact"));
+    /* squeue: one call at a time, at most one a second */
+    double gap;
+    int n = fake_calls("squeue", &gap);
+    CHECK(n >= 1);
+    if (n >= 2) CHECK_MSG(gap >= 0.9, "two squeue calls %.3fs apart", gap);
+}
+
+static void test_heterogeneous_components(void) {
+    fake_reset(1);
+    job_case jc = {.script = SERVE, .workers = 2, .chief_cores = 2, .worker_cores = 1,
+                   .worker_gpus = 2, .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("het", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK(fake_called_with("--ntasks=1 --cpus-per-task=2 --partition=debug --time=10 : "
+                           "--ntasks=2 --cpus-per-task=1 --gpus-per-task=2"));
+    CHECK(fake_called_with("--het-group=1"));
+    CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --gpus-per-task=2"));
+}
+
+static void test_restart_in_place(void) {
+    fake_reset(1);
+    /* the chief fails twice (a counter in the job dir), then succeeds */
+    job_case jc = {.script = "d=${1#--job-dir=}; case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) "
+                             "n=$(cat $d/count 2>/dev/null || echo 0); echo $((n+1)) > $d/count; "
+                             "[ $n -ge 2 ] || exit 1;; esac; " SERVE,
+                   .workers = 1, .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("twice", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_STR_CONTAINS(o.events, "chief:0 restarted: restart 1 of 5 after exit status 1");
+}
+
+static void test_gives_up_then_fails(void) {
+    fake_reset(1);
+    job_case jc = {.script = "exit 1", .restarts = 1, .retries = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("always", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_STR_CONTAINS(o.error, "replica chief:0 failed 2 times (last: exit status 1)");
+    CHECK_STR_CONTAINS(o.error, "the job was run 2 times");
+    CHECK_STR_CONTAINS(o.events, "job retrying");
+    CHECK_INT_EQ(o.handles, 2); /* each submission's id was handed out */
+}
+
+static void test_permanent_error(void) {
+    fake_reset(1);
+    job_case jc = {.script = "echo bad flag >&2; exit 2", .workers = 1, .restarts = 5,
+                   .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("usage", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_STR_CONTAINS(o.error, "exited with status 2 (a usage error");
+    CHECK_STR_CONTAINS(o.error, "-0.log");
+}
+
+static void test_program_not_found(void) {
+    fake_reset(1);
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[512], dir[700];
+    CHECK(ex_executor_new(o.base, &opts, &x, err, sizeof err) == 0);
+    snprintf(dir, sizeof dir, "%s/notfound", g_root);
+    const char *argv[] = {"/no/such/program"};
+    ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir,
+                         .use_chief_name = 1, .count = {1, 0, 0, 0}, .max_replica_restarts = 5,
+                         .max_job_retries = 3, .grace_seconds = 1, .poll_seconds = 0.1};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &o.job, err, sizeof err) == 0);
+    struct event *safety = evtimer_new(o.base, on_safety, &o);
+    struct timeval tv = {30, 0};
+    evtimer_add(safety, &tv);
+    if (!o.finished) event_base_dispatch(o.base);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_STR_CONTAINS(o.error, "cannot run /no/such/program");
+    CHECK_INT_EQ(ex_job_attempts(o.job), 1);
+    ex_job_free(o.job);
+    event_free(safety);
+    ex_executor_free(x);
+    event_base_free(o.base);
+}
+
+/* Cancels the first job from outside once it runs; the second run succeeds. */
+static void cancel_outside(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && strstr(o->events, "chief:0 started")) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "scancel %s", job_id(o));
+        if (system(cmd) != 0) fprintf(stderr, "scancel failed\n");
+        o->hook_state = 1;
+    }
+}
+
+static void test_cancelled_outside_is_rerun(void) {
+    fake_reset(1);
+    job_case jc = {.script = "d=${1#--job-dir=}; [ -e $d/ran ] && exit 0; touch $d/ran; sleep 30",
+                   .restarts = 5, .retries = 3, .hook = cancel_outside};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("cancelled", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_STR_CONTAINS(o.events, "was cancelled outside the tuner; re-running the job (attempt 2");
+}
+
+/* Sets the (not running) job's state once it was submitted; the next job runs. */
+static const char *g_end_state;
+static void end_job(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && o->handle[0] && elapsed > 0.6) {
+        char name[64], text[128];
+        snprintf(name, sizeof name, "jobs/%s", job_id(o));
+        snprintf(text, sizeof text, "%s|None|fake1|tuner.test.s.3", g_end_state);
+        fake_write("run", "");
+        fake_write(name, text);
+        o->hook_state = 1;
+    }
+}
+
+static void test_slurm_ends_job(void) {
+    static const struct {
+        const char *state;
+        int outcome;
+        const char *says;
+    } cases[] = {
+        {"TIMEOUT", EX_FAILED, "reached its time limit of 10 (state TIMEOUT)"},
+        {"OUT_OF_MEMORY", EX_FAILED, "ran out of memory"},
+        {"NODE_FAIL", EX_FAILED, "a node of Slurm job"},
+        {"PREEMPTED", EX_FAILED, "Slurm preempted job"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fake_reset(0); /* jobs stay PENDING until the hook ends them */
+        g_end_state = cases[i].state;
+        job_case jc = {.script = "exit 0", .restarts = 5, .retries = 0, .hook = end_job};
+        int attempts = 0, restarts = 0;
+        char name[64];
+        snprintf(name, sizeof name, "ended-%zu", i);
+        outcome o = run_job(name, &jc, &attempts, &restarts);
+        CHECK_MSG(o.outcome == cases[i].outcome, "%s: outcome %d", cases[i].state, o.outcome);
+        CHECK_MSG(strstr(o.error, cases[i].says), "%s: %s", cases[i].state, o.error);
+        CHECK_STR_CONTAINS(o.events, "job queued: Slurm job");
+    }
+    /* node failure and preemption are re-runs, while retries last */
+    fake_reset(0);
+    g_end_state = "NODE_FAIL";
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 1, .hook = end_job};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("nodefail", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_STR_CONTAINS(o.events, "failed (state NODE_FAIL); re-running the job (attempt 2 of 2)");
+}
+
+static void test_sbatch_refuses(void) {
+    fake_reset(1);
+    fake_write("sbatch_fail", "sbatch: error: Batch job submission failed: Invalid partition "
+                              "name specified\n");
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("refused", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_REFUSED);
+    CHECK_STR_CONTAINS(o.error, "Slurm refused the job of trial 3");
+    CHECK_STR_CONTAINS(o.error, "Invalid partition name specified");
+    CHECK_STR_CONTAINS(o.error, "hint:");
+    CHECK_INT_EQ(attempts, 0);
+}
+
+static void test_sbatch_fails_for_a_while(void) {
+    fake_reset(1);
+    fake_write("sbatch_fail", "sbatch: error: Batch job submission failed: Unable to contact "
+                              "slurm controller (connect failure)\n"
+                              "sbatch: error: Socket timed out on send/recv operation\n");
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("passing", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_STR_CONTAINS(o.events, "sbatch failed (sbatch: error: Batch job submission failed: "
+                                 "Unable to contact slurm controller");
+    CHECK_STR_CONTAINS(o.events, "trying again in 1s");
+    CHECK_STR_CONTAINS(o.events, "trying again in 2s");
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 3);
+}
+
+/* squeue fails for a while, then answers. */
+static void squeue_outage(outcome *o, double elapsed) {
+    if (o->hook_state == 0) {
+        fake_write("squeue_fail", "slurm_load_jobs error: Unable to contact slurm controller\n");
+        o->hook_state = 1;
+    } else if (o->hook_state == 1 && elapsed > 1.5) {
+        fake_remove("squeue_fail");
+        o->hook_state = 2;
+    }
+}
+
+static void test_squeue_outage(void) {
+    fake_reset(1);
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = squeue_outage};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("outage", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_STR_CONTAINS(o.events, "squeue failed, will keep asking: slurm_load_jobs error");
+    /* said once, not at every failed call */
+    const char *first = strstr(o.events, "squeue failed");
+    CHECK(first && !strstr(first + 1, "squeue failed"));
+}
+
+/* Slurm forgets the job (purged) before it ran: the job runs again. */
+static void forget_job(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && o->handle[0] && elapsed > 0.6) {
+        char name[64];
+        snprintf(name, sizeof name, "jobs/%s", job_id(o));
+        fake_remove(name);
+        fake_write("run", ""); /* the next one runs */
+        o->hook_state = 1;
+    }
+}
+
+static void test_forgotten_job_is_rerun(void) {
+    fake_reset(0);
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = forget_job};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("forgotten", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_STR_CONTAINS(o.events, "no longer knows job");
+    CHECK_INT_EQ(attempts, 2);
+}
+
+static void stop_when_running(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && strstr(o->events, "worker:0 started") &&
+        strstr(o->events, "job running")) {
+        ex_job_stop(o->job, EX_STOPPED, "stopped early");
+        o->hook_state = 1;
+    }
+}
+
+static void test_stop_cancels(void) {
+    fake_reset(1);
+    job_case jc = {.script = "sleep 30", .workers = 1, .restarts = 5, .retries = 3,
+                   .hook = stop_when_running};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("stop", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_STOPPED);
+    CHECK_STR_CONTAINS(o.error, "stopped early");
+    CHECK_STR_CONTAINS(o.events, "job running: Slurm job");
+    CHECK_STR_CONTAINS(o.events, "job stopping: stopped early: scancel");
+    char buf[128];
+    snprintf(buf, sizeof buf, "scancel %s", job_id(&o));
+    CHECK(fake_called_with(buf));
+}
+
+static void test_trial_timeout(void) {
+    fake_reset(1);
+    job_case jc = {.script = "sleep 30", .restarts = 5, .retries = 3, .timeout = 1.5};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("timeout", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_STR_CONTAINS(o.error, "timed out after 1.5s");
+    CHECK(fake_called_with("scancel"));
+}
+
+static void test_attach_to_finished_job(void) {
+    fake_reset(0);
+    /* job 7 ran while no tuner watched: it is COMPLETED, its outcome on disk */
+    char dir[1400];
+    snprintf(dir, sizeof dir, "mkdir -p '%s/attach/slurm/7-0/events' '%s/jobs'", g_root, g_fake);
+    CHECK(system(dir) == 0);
+    fake_write("jobs/7", "COMPLETED|None|fake1|tuner.test.s.3");
+    snprintf(dir, sizeof dir, "%s/attach/slurm/7-0/outcome", g_root);
+    FILE *f = fopen(dir, "w");
+    if (f) {
+        fputs("{\"outcome\": \"succeeded\", \"retry\": false, \"time\": 1}\n", f);
+        fclose(f);
+    }
+    snprintf(dir, sizeof dir, "%s/attach/slurm/7-0/events/chief-0.jsonl", g_root);
+    f = fopen(dir, "w");
+    if (f) {
+        fputs("{\"time\": 100.0, \"kind\": \"started\", \"detail\": \"pid 1 on n1\"}\n"
+              "{\"time\": 200.0, \"kind\": \"exited\", \"detail\": \"exit status 0\"}\n", f);
+        fclose(f);
+    }
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .attach = "slurm:7"};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("attach", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 0); /* nothing ran twice */
+    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0");
+    CHECK_STR_CONTAINS(o.events, "re-attached");
+    /* handles of other backends are not ours */
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[256];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    const char *argv[] = {"/bin/true"};
+    ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir, .count = {1}};
+    ex_callbacks cb = {0};
+    ex_job *j = NULL;
+    CHECK_INT_EQ(ex_job_attach(x, &cfg, &cb, NULL, "local:1", 1, 0, &j), 1);
+    CHECK_INT_EQ(ex_job_attach(x, &cfg, &cb, NULL, "slurm:12x", 1, 0, &j), 1);
+    CHECK(j == NULL);
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+static void test_recover_and_cancel_strays(void) {
+    fake_reset(0);
+    CHECK(system("true") == 0);
+    char mk[700];
+    snprintf(mk, sizeof mk, "mkdir -p '%s/jobs'", g_fake);
+    CHECK(system(mk) == 0);
+    fake_write("jobs/20", "RUNNING|None|n1|tuner.test.s.4");
+    fake_write("jobs/21", "PENDING|Resources|(null)|tuner.test.s.5");
+    fake_write("jobs/22", "COMPLETED|None|n1|tuner.test.s.6");  /* over: not live */
+    fake_write("jobs/23", "RUNNING|None|n1|tuner.other.s.4");   /* another study */
+    fake_write("jobs/24", "RUNNING|None|n1|tuner.test.s.x");    /* not a trial */
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[512];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    char **handles = NULL;
+    long *trials = NULL;
+    size_t n = 0;
+    CHECK_MSG(ex_recover(x, &handles, &trials, &n, err, sizeof err) == 0, "%s", err);
+    CHECK_INT_EQ(n, 2);
+    if (n == 2) {
+        CHECK(!strcmp(handles[0], "slurm:20") && trials[0] == 4);
+        CHECK(!strcmp(handles[1], "slurm:21") && trials[1] == 5);
+    }
+    CHECK_INT_EQ(ex_cancel_handle(x, "slurm:21", err, sizeof err), 0);
+    char state[128];
+    fake_read("jobs/21", state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED");
+    CHECK(ex_cancel_handle(x, "local:1", err, sizeof err) != 0);
+    ex_strv_free(handles);
+    free(trials);
+    /* squeue failing: an error that says what to do */
+    fake_write("squeue_fail", "slurm_load_jobs error: Unable to contact slurm controller\n");
+    CHECK(ex_recover(x, &handles, &trials, &n, err, sizeof err) != 0);
+    CHECK_STR_CONTAINS(err, "cannot list the study's Slurm jobs");
+    CHECK_STR_CONTAINS(err, "scontrol ping");
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+static void test_free_live_job_cancels_it(void) {
+    fake_reset(1);
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[512], dir[700];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    snprintf(dir, sizeof dir, "%s/freelive", g_root);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
+    ex_job_config cfg = {.trial = "9", .argv = argv, .argc = 4, .job_dir = dir,
+                         .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
+                         .poll_seconds = 0.1};
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = base;
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    ex_job *j = NULL;
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
+    struct timeval two = {2, 500000};
+    event_base_loopexit(base, &two);
+    event_base_dispatch(base);
+    CHECK(o.handle[0]);
+    ex_job_free(j); /* still running: cancelled, no orphan left */
+    char name[64], state[128];
+    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
+    fake_read(name, state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED");
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+static void test_check_against_sinfo(void) {
+    fake_reset(0);
+    const char *argv[] = {"/bin/true"};
+    ex_job_config cfg = {.argv = argv, .argc = 1, .use_chief_name = 1, .count = {1, 2, 1, 0},
+                         .cores = {1, 1, 1, 1}};
+    ex_options o = {.backend = EX_SLURM, .slurm = slurm_options()};
+    char err[1024];
+    fake_write("sinfo", "debug*|4|4000|(null)|3\nbig|64|512000|gpu:a100:4(S:0-1)|2\n");
+    CHECK_MSG(ex_check(&o, &cfg, err, sizeof err) == 0, "%s", err);
+    o.slurm.partition = "nope";
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "Slurm has no partition 'nope' (it has: debug, big)");
+    o.slurm.partition = NULL; /* the default */
+    cfg.cores[EX_WORKER] = 8;
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "a worker replica asks for 8 cores, but the largest node of Slurm "
+                            "partition debug has 4");
+    o.slurm.partition = "big";
+    CHECK_MSG(ex_check(&o, &cfg, err, sizeof err) == 0, "%s", err);
+    cfg.gpus[EX_CHIEF] = 8;
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "a chief replica asks for 8 GPUs, but the largest node");
+    cfg.gpus[EX_CHIEF] = 4;
+    cfg.memory_mb[EX_PS] = 600000;
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "a ps replica asks for 600000 MiB");
+    cfg.memory_mb[EX_PS] = 0;
+    /* three different shapes: a heterogeneous job of 3 components on 2 nodes */
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "3 components");
+    cfg.gpus[EX_CHIEF] = 0;
+    cfg.cores[EX_WORKER] = 1;
+    o.slurm.partition = "debug";
+    cfg.gpus[EX_WORKER] = 1;
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "no node of Slurm partition debug has GPUs");
+    cfg.gpus[EX_WORKER] = 0;
+    fake_write("sinfo", "debug|4|4000|(null)|3\n");
+    o.slurm.partition = NULL;
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "no default partition");
+    fake_write("sinfo_fail", "slurm_load_partitions: Unable to contact slurm controller "
+                             "(connect failure)\n");
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "cannot reach the Slurm controller");
+    CHECK_STR_CONTAINS(err, "Unable to contact slurm controller");
+    CHECK_STR_CONTAINS(err, "scontrol ping");
+    fake_remove("sinfo_fail");
+    /* the launcher must be there */
+    o.slurm.launcher = "/no/such/tuner-launch";
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "tuner-launch");
+    /* no Slurm commands on PATH */
+    o.slurm = slurm_options();
+    const char *path = getenv("PATH");
+    char *saved = path ? strdup(path) : NULL;
+    setenv("PATH", "/nonexistent", 1);
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "needs sbatch, which is not on PATH");
+    struct event_base *base = event_base_new();
+    ex_executor *x = NULL;
+    CHECK(ex_executor_new(base, &o, &x, err, sizeof err) == TN_EINVAL && x == NULL);
+    event_base_free(base);
+    if (saved) setenv("PATH", saved, 1);
+    free(saved);
+}
+
+/* The launcher on its own: usage, a broken description, a rendezvous that never
+ * completes. */
+static void test_launcher_errors(void) {
+    char cmd[8192], out[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --help", g_launcher);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && pclose(p) == 0);
+    CHECK_STR_CONTAINS(out, "usage: tuner-launch job");
+    snprintf(cmd, sizeof cmd, "'%s' bogus 2>&1", g_launcher);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && WEXITSTATUS(pclose(p)) == 2);
+    /* a job description that is not JSON */
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/bad.json", g_root);
+    FILE *f = fopen(bad, "w");
+    if (f) {
+        fputs("{not json", f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "SLURM_JOB_ID=1 '%s' job '%s' 2>&1", g_launcher, bad);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && WEXITSTATUS(pclose(p)) == 2);
+    CHECK_STR_CONTAINS(out, "cannot read the job description");
+    CHECK_STR_CONTAINS(out, "bad.json");
+    /* replica mode outside srun */
+    snprintf(cmd, sizeof cmd, "env -u SLURM_PROCID '%s' replica '%s' /tmp chief 2>&1", g_launcher,
+             bad);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    CHECK(p && WEXITSTATUS(pclose(p)) == 2);
+}
+
+static void test_rendezvous_timeout(void) {
+    /* a worker whose peers never come: it gives up and decides the run */
+    char dir[700], json[800], run[800], cmd[8192];
+    snprintf(dir, sizeof dir, "%s/lonely", g_root);
+    snprintf(json, sizeof json, "%s/job.json", dir);
+    snprintf(run, sizeof run, "%s/slurm/1-0", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", run);
+    CHECK(system(cmd) == 0);
+    FILE *f = fopen(json, "w");
+    if (f) {
+        fprintf(f, "{\"version\": 1, \"study\": \"s\", \"trial\": \"1\", \"metric_tag\": \"acc\", "
+                   "\"job_dir\": \"%s\", \"argv\": [\"/bin/true\"], \"job\": null, "
+                   "\"use_chief_name\": true, \"count\": [1, 1, 0, 0], \"cores\": [1, 1, 1, 1], "
+                   "\"gpus\": [0, 0, 0, 0], \"memory_mb\": [0, 0, 0, 0], "
+                   "\"het_group\": [-1, -1, -1, -1], \"max_replica_restarts\": 1, "
+                   "\"grace_seconds\": 1, \"rendezvous_seconds\": 0.5}\n", dir);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "SLURM_PROCID=0 SLURM_JOB_ID=1 '%s' replica '%s' '%s' worker",
+             g_launcher, json, run);
+    CHECK(system(cmd) == 0);
+    char path[1400], buf[1024] = "";
+    snprintf(path, sizeof path, "%s/outcome", run);
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    CHECK_STR_CONTAINS(buf, "\"outcome\":\"failed\"");
+    CHECK_STR_CONTAINS(buf, "\"retry\":true");
+    CHECK_STR_CONTAINS(buf, "worker:0 waited 0.5s for its peers");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_slurm TUNER_LAUNCH FAKESLURM_PY\n");
+        return 2;
+    }
+    char fake_py[PATH_MAX];
+    if (!realpath(argv[1], g_launcher) || !realpath(argv[2], fake_py)) {
+        fprintf(stderr, "test_slurm: cannot find %s or %s\n", argv[1], argv[2]);
+        return 2;
+    }
+    const char *base = getenv("TN_TEST_TMP");
+    snprintf(g_root, sizeof g_root, "%s/test_slurm.%ld", base && *base ? base : "/tmp",
+             (long)getpid());
+    snprintf(g_fake, sizeof g_fake, "%s/fake", g_root);
+    char bin[700], cmd[12288];
+    snprintf(bin, sizeof bin, "%s/bin", g_root);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s' && for c in sbatch squeue scancel sinfo srun; "
+             "do ln -sf '%s' '%s'/$c; done", g_fake, bin, fake_py, bin);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot set up %s\n", g_root);
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    snprintf(cmd, sizeof cmd, "%s:%s", bin, path ? path : "/usr/bin:/bin");
+    setenv("PATH", cmd, 1);
+    setenv("FAKE_SLURM_DIR", g_fake, 1);
+    RUN(test_happy_path);
+    RUN(test_heterogeneous_components);
+    RUN(test_restart_in_place);
+    RUN(test_gives_up_then_fails);
+    RUN(test_permanent_error);
+    RUN(test_program_not_found);
+    RUN(test_cancelled_outside_is_rerun);
+    RUN(test_slurm_ends_job);
+    RUN(test_sbatch_refuses);
+    RUN(test_sbatch_fails_for_a_while);
+    RUN(test_squeue_outage);
+    RUN(test_forgotten_job_is_rerun);
+    RUN(test_stop_cancels);
+    RUN(test_trial_timeout);
+    RUN(test_attach_to_finished_job);
+    RUN(test_recover_and_cancel_strays);
+    RUN(test_free_live_job_cancels_it);
+    RUN(test_check_against_sinfo);
+    RUN(test_launcher_errors);
+    RUN(test_rendezvous_timeout);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+    if (!check_failures_ && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
+    return check_summary();
+}
