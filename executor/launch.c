@@ -404,7 +404,9 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
         }
         ex_describe_status(status, how, sizeof how);
         event(ev, "exited", "%s", how);
-        if (stopped || decided(run_dir)) break; /* the run is over already */
+        /* the run is over already, or Slurm is ending the job (scancel, time limit): an
+         * exit now is no decision, whatever its status */
+        if (stopped || g_signal || decided(run_dir)) break;
         int action = ex_exit_action(type, status, restarts, d->max_restarts);
         if (action == EX_EXIT_JOB_SUCCEEDED) {
             decide(run_dir, "succeeded", 0, NULL);

@@ -4,21 +4,28 @@
 # privileges) when everything is already present.
 #
 #   scripts/install-deps.sh          build, test and example dependencies
+#   scripts/install-deps.sh --test   also Slurm's daemons and client (slurmctld, slurmd,
+#                                    slurm-client, munge) for the tests that bring up a
+#                                    throw-away cluster (scripts/slurm-cluster.sh); the
+#                                    tests start and stop the daemons themselves
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
 #                                    (Debian's python3-torch, -numpy, -optuna, -scipy;
-#                                    python3-venv for bench/bo.py's newer Optuna;
-#                                    wrk for bench/dashboard_load.sh)
+#                                    python3-venv for bench/bo.py's newer Optuna and
+#                                    bench/slurm_overhead.py's submitit; wrk for
+#                                    bench/dashboard_load.sh), and Slurm as --test
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
 libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3
 chromium chromium-driver python3-selenium"
+SLURM_PACKAGES="slurmctld slurmd slurm-client munge"
 BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv wrk"
 
 case "${1:-}" in
-  --bench) PACKAGES="$PACKAGES $BENCH_PACKAGES" ;;
+  --test) PACKAGES="$PACKAGES $SLURM_PACKAGES" ;;
+  --bench) PACKAGES="$PACKAGES $SLURM_PACKAGES $BENCH_PACKAGES" ;;
   "") ;;
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: error: unknown option '$1'" >&2
      echo "hint: run 'scripts/install-deps.sh --help'" >&2; exit 2 ;;
 esac

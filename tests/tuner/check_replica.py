@@ -7,11 +7,15 @@ and exit 2 (a permanent error, so the trial fails at once and the test sees it).
 
 Flags it expects, besides the hyperparameters --x (DOUBLE) and --n (INTEGER) and
 --job-dir: --expect_workers=N --expect_ps=N --expect_evaluators=N --expect_study=S
---expect_master (legacy chief name) --expect_cores=N.
+--expect_master (legacy chief name) --expect_cores=N, and --expect_slurm when the
+trial runs as a Slurm job: addresses are then real host names (this replica's own is
+its host's name) instead of 127.0.0.1, CUDA_VISIBLE_DEVICES is Slurm's, and the replica
+records the Slurm node it ran on in JOB_DIR/nodes/TYPE-INDEX.
 """
 import json
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -74,11 +78,23 @@ for key, count in expected.items():
 addrs = [a for k in cluster for a in cluster[k]]
 if len(set(addrs)) != len(addrs):
     fail("cluster addresses are not distinct: %s" % addrs)
+slurm = "expect_slurm" in f
 for a in addrs:
     host, port = a.rsplit(":", 1)
-    if host != "127.0.0.1" or not (0 < int(port) < 65536):
+    if not (0 < int(port) < 65536):
+        fail("bad address %r" % a)
+    if slurm:
+        try:
+            socket.getaddrinfo(host, int(port))
+        except OSError as e:
+            fail("address %r does not resolve: %s" % (a, e))
+    elif host != "127.0.0.1":
         fail("bad address %r" % a)
 ttype, index = task["type"], task["index"]
+if slurm and ttype in cluster:
+    own = cluster[ttype][index].rsplit(":", 1)[0]
+    if own != socket.gethostname():
+        fail("own address %r is not this host (%s)" % (cluster[ttype][index], socket.gethostname()))
 counts = dict(expected, evaluator=evaluators)
 if ttype not in counts or not (0 <= index < counts[ttype]):
     fail("task %r index %r" % (ttype, index))
@@ -99,7 +115,15 @@ if "%s:%s" % (env.get("MASTER_ADDR"), env.get("MASTER_PORT")) != cluster[chief_n
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     if env.get(var) != f["expect_cores"]:
         fail("%s=%r" % (var, env.get(var)))
-if env.get("CUDA_VISIBLE_DEVICES") != "":
+if slurm:
+    if not env.get("SLURM_JOB_ID") or not env.get("SLURMD_NODENAME"):
+        fail("not a Slurm task: SLURM_JOB_ID=%r" % env.get("SLURM_JOB_ID"))
+    if env.get("CUDA_VISIBLE_DEVICES", "") not in ("", "NoDevFiles"):
+        fail("CUDA_VISIBLE_DEVICES=%r without GPUs" % env.get("CUDA_VISIBLE_DEVICES"))
+    os.makedirs(os.path.join(f["job-dir"], "nodes"), exist_ok=True)
+    with open(os.path.join(f["job-dir"], "nodes", "%s-%d" % (ttype, index)), "w") as out:
+        out.write(env["SLURMD_NODENAME"] + "\n")
+elif env.get("CUDA_VISIBLE_DEVICES") != "":
     fail("CUDA_VISIBLE_DEVICES=%r" % env.get("CUDA_VISIBLE_DEVICES"))
 
 score = -(x - 0.5) ** 2 + n  # the objective, maximised at x = 0.5, n = 4
@@ -108,6 +132,13 @@ with open(metric_file, "a") as m:  # appending, as some programs do
     m.write(json.dumps({"global_step": "1", "score": str(score), "timestamp": time.time(),
                         "trial": trial}) + "\n")
 if ttype == chief_name:
+    if slurm:  # the others must get to record their node before the job ends
+        want = 1 + workers + ps + evaluators
+        deadline = time.time() + 60
+        while len(os.listdir(os.path.join(f["job-dir"], "nodes"))) < want:
+            if time.time() > deadline:
+                fail("the other replicas never recorded their nodes")
+            time.sleep(0.05)
     sys.exit(0)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 time.sleep(60)

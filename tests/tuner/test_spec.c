@@ -379,6 +379,68 @@ static const bad_case BAD[] = {
             "\"maxValue\": 2, \"goal\": \"MAXIMIZE\"}"), NULL,
      "trainingInput.hyperparameters.params[0].goal",
      "belongs in trainingInput.hyperparameters", 0, 0},
+    /* the executor (extension) */
+    {"{\"executor\": \"slurm\"}", NULL, "executor", "expected an object", 0, 0},
+    {"{\"executor\": {}}", NULL, "executor.type", "required field is missing", 0, 0},
+    {"{\"executor\": {\"type\": \"kubernetes\"}}", NULL, "executor.type",
+     "expected one of local, slurm", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"partiton\": \"gpu\"}}", NULL,
+     "executor.partiton", "did you mean \"partition\"?", 0, 0},
+    {"{\"executor\": {\"type\": \"local\", \"partition\": \"gpu\"}}", NULL,
+     "executor.partition", "applies to the slurm executor only", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"partition\": \"\"}}", NULL,
+     "executor.partition", "must not be empty", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"timeLimit\": \"1h\"}}", NULL,
+     "executor.timeLimit", "expected Slurm's time format", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"timeLimit\": \"1:2:3:4\"}}", NULL,
+     "executor.timeLimit", "expected Slurm's time format", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"account\": \"a b\"}}", NULL,
+     "executor.account", "must not contain spaces", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": \"--exclusive\"}}", NULL,
+     "executor.extraArgs", "expected an array of strings", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"exclusive\"]}}", NULL,
+     "executor.extraArgs[0]", "expected an sbatch option", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
+     "\"--partition=gpu\"]}}", NULL, "executor.extraArgs[1]",
+     "--partition is set by executor.partition; give it there", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-pgpu\"]}}", NULL,
+     "executor.extraArgs[0]", "-p is set by executor.partition", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--job-name=x\"]}}", NULL,
+     "executor.extraArgs[0]", "--job-name is set by the tuner itself", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--cpus-per-task=4\"]}}", NULL,
+     "executor.extraArgs[0]", "set by trainingInput.resources cores", 0, 0},
+    {TI("{\"partition\": \"gpu\"}"), NULL, "trainingInput.partition",
+     "belongs in executor (at the top level)", 0, 0},
+    /* GPUs by AI Platform's acceleratorConfig, memory */
+    {TI("{\"workerConfig\": []}"), NULL, "trainingInput.workerConfig",
+     "expected an object (AI Platform's ReplicaConfig)", 0, 0},
+    {TI("{\"workerConfig\": {\"acceleratorConfg\": {}}}"), NULL,
+     "trainingInput.workerConfig.acceleratorConfg", "did you mean \"acceleratorConfig\"?", 0, 0},
+    {TI("{\"workerConfig\": {\"acceleratorConfig\": {\"type\": \"NVIDIA_TESLA_T4\"}}}"), NULL,
+     "trainingInput.workerConfig.acceleratorConfig.count", "required field is missing", 0, 0},
+    {TI("{\"workerConfig\": {\"acceleratorConfig\": {\"count\": \"two\"}}}"), NULL,
+     "trainingInput.workerConfig.acceleratorConfig.count", "expected an integer", 0, 0},
+    {TI("{\"workerConfig\": {\"acceleratorConfig\": {\"count\": 65}}}"), NULL,
+     "trainingInput.workerConfig.acceleratorConfig.count", "must be <= 64", 0, 0},
+    {TI("{\"masterConfig\": {\"acceleratorConfig\": {\"count\": 1, \"type\": "
+        "\"TPU_V3\"}}}"), NULL, "trainingInput.masterConfig.acceleratorConfig.type",
+     "TPUs are not supported", 0, 0},
+    {TI("{\"masterConfig\": {\"acceleratorConfig\": {\"count\": 1, \"type\": "
+        "\"NVIDIA_TESLA_T5\"}}}"), NULL, "trainingInput.masterConfig.acceleratorConfig.type",
+     "did you mean \"NVIDIA_TESLA_T4\"?", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"gpus\": 1}}, \"workerConfig\": "
+        "{\"acceleratorConfig\": {\"count\": 2}}}"), NULL,
+     "trainingInput.workerConfig.acceleratorConfig.count",
+     "says 2 GPUs but trainingInput.resources.worker.gpus says 1; give one", 0, 0},
+    {TI("{\"masterConfig\": {\"imageUri\": 5}}"), NULL, "trainingInput.masterConfig.imageUri",
+     "expected a string", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": \"4 GB\"}}}"), NULL,
+     "trainingInput.resources.worker.memory", "expected an amount of memory such as \"4G\"", 0,
+     0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": 0}}}"), NULL,
+     "trainingInput.resources.worker.memory", "must be from 1 MiB", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": true}}}"), NULL,
+     "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
 };
 
 static void test_bad_specs(void) {
@@ -760,6 +822,85 @@ static void test_compat_fields(void) {
     free(text);
 }
 
+static void test_executor_gpus_memory(void) {
+    tn_spec s;
+    /* the local executor by default */
+    if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
+        CHECK_INT_EQ(s.executor.type, SPEC_EXECUTOR_LOCAL);
+        CHECK(!s.executor.given);
+        CHECK(strcmp(spec_executor_name(s.executor.type), "local") == 0);
+        spec_clear(&s);
+    }
+    char *text = patched("{\"executor\": {\"type\": \"slurm\", \"partition\": \"gpu\", "
+                         "\"account\": \"proj1\", \"qos\": \"high\", \"timeLimit\": "
+                         "\"1-02:00:00\", \"extraArgs\": [\"--exclusive\", "
+                         "\"--constraint=a100\"]}}");
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.executor.type, SPEC_EXECUTOR_SLURM);
+        CHECK(strcmp(spec_executor_name(s.executor.type), "slurm") == 0);
+        CHECK(strcmp(s.executor.partition, "gpu") == 0);
+        CHECK(strcmp(s.executor.account, "proj1") == 0);
+        CHECK(strcmp(s.executor.qos, "high") == 0);
+        CHECK(strcmp(s.executor.time_limit, "1-02:00:00") == 0);
+        CHECK(s.executor.nextra == 2 && strcmp(s.executor.extra_args[1], "--constraint=a100") == 0);
+        spec_clear(&s);
+    }
+    free(text);
+    /* every Slurm time format, and whole minutes as a number */
+    static const char *const times[] = {"30", "30:00", "2:30:00", "1-0", "1-2:30",
+                                        "1-2:30:00", "UNLIMITED", "INFINITE"};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        char patch[160];
+        snprintf(patch, sizeof patch,
+                 "{\"executor\": {\"type\": \"slurm\", \"timeLimit\": \"%s\"}}", times[i]);
+        text = patched(patch);
+        if (parse_ok(text, 0, &s) == 0) {
+            CHECK_MSG(s.executor.time_limit && !strcmp(s.executor.time_limit, times[i]), "%s",
+                      times[i]);
+            spec_clear(&s);
+        }
+        free(text);
+    }
+    text = patched("{\"executor\": {\"type\": \"slurm\", \"timeLimit\": 90}}");
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK(s.executor.time_limit && strcmp(s.executor.time_limit, "90") == 0);
+        spec_clear(&s);
+    }
+    free(text);
+    /* acceleratorConfig gives GPUs per replica type; resources.memory, with units */
+    text = patched(TI("{\"scaleTier\": \"CUSTOM\", \"workerCount\": 2, \"masterConfig\": "
+                      "{\"acceleratorConfig\": {\"count\": \"2\", \"type\": "
+                      "\"NVIDIA_TESLA_A100\"}, \"imageUri\": \"gcr.io/x\"}, \"workerConfig\": "
+                      "{\"acceleratorConfig\": {\"count\": 1}}, \"resources\": {\"worker\": "
+                      "{\"gpus\": 1, \"memory\": \"1.5G\"}, \"chief\": {\"memory\": 512}, "
+                      "\"ps\": {\"memory\": \"64K\"}}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 2);
+        CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 1);
+        CHECK_INT_EQ(s.resources[SPEC_PS].gpus, 0);
+        CHECK_INT_EQ(s.resources[SPEC_WORKER].memory_mb, 1536);
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].memory_mb, 512);
+        CHECK_INT_EQ(s.resources[SPEC_PS].memory_mb, 1); /* rounded up to whole MiB */
+        CHECK_INT_EQ(s.resources[SPEC_EVALUATOR].memory_mb, 0);
+        spec_clear(&s);
+    }
+    free(text);
+    /* BASIC_GPU's chief GPU, and acceleratorConfig overriding it */
+    text = patched(TI("{\"scaleTier\": \"BASIC_GPU\", \"workerCount\": null, \"parameterServerCount\": null, \"evaluatorCount\": null}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 1);
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(TI("{\"scaleTier\": \"BASIC_GPU\", \"workerCount\": null, \"parameterServerCount\": null, \"evaluatorCount\": null, \"masterConfig\": "
+                      "{\"acceleratorConfig\": {\"count\": 4, \"type\": \"NVIDIA_H100_80GB\"}}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 4);
+        spec_clear(&s);
+    }
+    free(text);
+}
+
 /* ---- spec_load ---- */
 
 static void tmp_path(char *buf, size_t len, const char *name) {
@@ -829,6 +970,7 @@ int main(void) {
     RUN(test_program);
     RUN(test_search_fields);
     RUN(test_compat_fields);
+    RUN(test_executor_gpus_memory);
     RUN(test_load);
     return check_summary();
 }

@@ -241,6 +241,41 @@ for a, b in zip(t, t[1:]):
 ' <<<"$("$TUNER" trials gpu --format=json)"
 err=$("$TUNER" run gpu.json --gpus=1 2>&1); rc=$?
 check gpu_never_fits grep -q "needs 2 GPUs but the machine has 1" <<<"$err"
+# AI Platform's acceleratorConfig asks the same; the ids come from CUDA_VISIBLE_DEVICES
+spec accel CUSTOM '"workerCount": 1, "masterConfig": {"acceleratorConfig": {"count": "1", "type": "NVIDIA_TESLA_T4"}},
+  "workerConfig": {"acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},' 2 2 "$gpu_script"
+CUDA_VISIBLE_DEVICES=5,7 "$TUNER" run accel.json --gpus=2 --cores=8 --quiet --grace=1 >accel.out 2>&1; rc=$?
+check accel_exit0 test $rc -eq 0
+check accel_devices_from_visible python3 -c '
+import collections, sys
+per = collections.defaultdict(list)
+for line in open("runs/accel/gpus.log"):
+    trial, dev = line.split()
+    per[trial].append(dev)
+if len(per) != 2 or any(sorted(d) != ["5", "7"] for d in per.values()): sys.exit(str(dict(per)))
+'
+# without --gpus the tuner counts the GPUs through NVML: none here (no driver)
+if ! ls /dev/nvidia0 >/dev/null 2>&1; then
+  err=$("$TUNER" run accel.json 2>&1); rc=$?
+  check gpu_detected_none_exit2 test $rc -eq 2
+  check gpu_detected_none_message grep -q "needs 2 GPUs but the machine has 0" <<<"$err"
+fi
+err=$("$TUNER" validate accel.json 2>&1)
+check validate_names_executor grep -q "executor local" <<<"$err"
+
+# --- the executor flag -------------------------------------------------------------
+err=$("$TUNER" run good.json --executor=kubernetes 2>&1); rc=$?
+check executor_bad_exit2 test $rc -eq 2
+check executor_bad_message grep -q -- "--executor must be local or slurm" <<<"$err"
+err=$(PATH=/nonexistent "$TUNER" run good.json --executor=slurm 2>&1); rc=$?
+check executor_slurm_no_sbatch_exit2 test $rc -eq 2
+check executor_slurm_no_sbatch grep -q "needs sbatch, which is not on PATH" <<<"$err"
+check executor_slurm_hint grep -q "hint: install Slurm's client commands" <<<"$err"
+err=$(PATH=/nonexistent "$TUNER" validate good.json --executor=slurm 2>&1); rc=$?
+check executor_validate_slurm_exit2 test $rc -eq 2
+err=$("$TUNER" resume gpu --executor=slurm 2>&1); rc=$?
+check executor_resume_cannot_change test $rc -eq 2
+check executor_resume_message grep -q "runs on the local executor; --executor=slurm cannot change" <<<"$err"
 
 # --- the example specs in studies/ stay valid; the script one runs ------------------
 for f in "$HERE"/../../studies/*.json; do
