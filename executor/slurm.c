@@ -53,6 +53,7 @@ typedef struct ev_file {
     char *path;
     const char *who;          /* the replica's name, or NULL for the job */
     off_t offset;
+    int exited;               /* the last event read is "exited": nothing of it runs */
 } ev_file;
 
 typedef struct slurm_job {
@@ -144,6 +145,7 @@ static void read_events(ex_job *j) {
             const char *kind = json_string_value(json_object_get(o, "kind"));
             const char *detail = json_string_value(json_object_get(o, "detail"));
             double t = json_number_value(json_object_get(o, "time"));
+            if (kind) f->exited = !strcmp(kind, "exited");
             if (kind && t > sj->events_after) {
                 if (!strcmp(kind, "restarted")) j->restarts++;
                 ex__emit(j, f->who, kind, "%s", detail ? detail : "");
@@ -593,8 +595,19 @@ typedef struct job_state {
 
 static void on_squeue(void *ctx, int status, const char *out, const char *errtext);
 
+static void squeue_all(ex_executor *x);
+
+/* One squeue a poll interval: the timer is armed again only as this one starts, so two
+ * calls are never closer than the interval, however late a tick comes. */
 static void on_tick(evutil_socket_t fd, short what, void *arg) {
     ex_executor *x = arg;
+    slurm_exec *se = x->impl;
+    struct timeval tv = ex__timeval(x->o.slurm.poll_seconds);
+    evtimer_add(se->tick, &tv);
+    squeue_all(x);
+}
+
+static void squeue_all(ex_executor *x) {
     slurm_exec *se = x->impl;
     if (se->squeue) return; /* the last one is still running: never two at once */
     size_t n = 0, len = 0;
@@ -774,12 +787,29 @@ static int slurm_attach(ex_job *j, const char *handle, double events_after) {
     return 0;
 }
 
+/* Whether the current run is over as far as the trial goes: its outcome is written
+ * and every replica has exited (the job itself may still be leaving the queue). */
+static int run_over(ex_job *j) {
+    slurm_job *sj = j->impl;
+    for (size_t i = 0; i < j->nreps; i++) /* the replicas; the job's own file aside */
+        if (!sj->ev[i].exited) return 0;
+    char *dir = attempt_dir(j, sj->jobid, sj->restart);
+    char *path = ex__asprintf("%s/outcome", dir);
+    int decided = access(path, F_OK) == 0;
+    free(path);
+    free(dir);
+    return decided;
+}
+
 static void slurm_poll(ex_job *j) {
     slurm_job *sj = j->impl;
-    if (sj && sj->jobid[0]) {
-        follow_requeue(j);
-        read_events(j);
-    }
+    if (!sj || !sj->jobid[0]) return;
+    follow_requeue(j);
+    read_events(j);
+    /* Learn of the end from the job's files, as soon as the launchers wrote it, rather
+     * than at the next squeue: the trial's outcome does not wait for Slurm to clean the
+     * job up. A job we are stopping waits for Slurm, so nothing is left in the queue. */
+    if (j->phase == EX_PH_RUNNING && sj->nev > 0 && run_over(j)) job_ended(j, "");
 }
 
 static void slurm_stop(ex_job *j) {
@@ -868,7 +898,7 @@ int ex__slurm_init(ex_executor *x, char *err, size_t errlen) {
     if (rc) return rc;
     slurm_exec *se = tn_xcalloc(1, sizeof *se);
     x->impl = se;
-    se->tick = event_new(x->base, -1, EV_PERSIST, on_tick, x);
+    se->tick = evtimer_new(x->base, on_tick, x);
     struct timeval tv = ex__timeval(x->o.slurm.poll_seconds);
     evtimer_add(se->tick, &tv);
     return 0;

@@ -86,6 +86,21 @@ static int fake_calls(const char *command, double *min_gap) {
     return n;
 }
 
+/* The most job ids one squeue call asked about (its --jobs list). */
+static int most_jobs_per_squeue(void) {
+    char buf[1 << 16];
+    fake_read("calls", buf, sizeof buf);
+    int most = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char *jobs = strstr(line, " squeue ") ? strstr(line, "--jobs ") : NULL;
+        if (!jobs) continue;
+        int n = 1;
+        for (const char *p = jobs + 7; *p && *p != ' '; p++) n += *p == ',';
+        if (n > most) most = n;
+    }
+    return most;
+}
+
 /* Whether some call of the log contains text. */
 static int fake_called_with(const char *text) {
     char buf[1 << 16];
@@ -164,8 +179,8 @@ typedef struct job_case {
     void (*hook)(outcome *o, double elapsed);
 } job_case;
 
-/* squeue every 0.25 s keeps the tests short; the happy path checks the tuner's 1 s. */
-static double g_squeue_every = 0.25;
+/* squeue every 0.25 s keeps the tests short; test_squeue_rate checks the tuner's 1 s. */
+static const double g_squeue_every = 0.25;
 
 static ex_slurm_options slurm_options(void) {
     ex_slurm_options s = {.partition = "debug", .time_limit = "10", .launcher = g_launcher,
@@ -227,12 +242,10 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
 
 static void test_happy_path(void) {
     fake_reset(1);
-    g_squeue_every = 1;
     job_case jc = {.script = "echo \"$TF_CONFIG\" > \"${1#--job-dir=}/tf-$SLURM_PROCID-$$\"; " SERVE,
                    .workers = 2, .ps = 1, .restarts = 5, .retries = 3};
     int attempts = 0, restarts = 0;
     outcome o = run_job("happy", &jc, &attempts, &restarts);
-    g_squeue_every = 0.25;
     CHECK_INT_EQ(o.finished, 1);
     CHECK_MSG(o.outcome == EX_SUCCEEDED, "outcome %d: %s; events: %s", o.outcome, o.error, o.events);
     CHECK_INT_EQ(attempts, 1);
@@ -252,11 +265,51 @@ static void test_happy_path(void) {
     /* one srun step per replica type */
     CHECK_INT_EQ(fake_calls("srun", NULL), 3);
     CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --exact"));
-    /* squeue: one call at a time, at most one a second */
-    double gap;
+}
+
+/* Three jobs at once, watched for three seconds: one squeue a second for all of them. */
+static void test_squeue_rate(void) {
+    fake_reset(1);
+    struct event_base *base = event_base_new();
+    ex_slurm_options so = slurm_options();
+    so.poll_seconds = 1; /* as the tuner runs it */
+    ex_options opts = {.backend = EX_SLURM, .slurm = so};
+    ex_executor *x = NULL;
+    char err[512], dir[700];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    outcome o[3];
+    ex_job *jobs[3] = {NULL, NULL, NULL};
+    const char *argv[] = {"/bin/sh", "-c", "sleep 3", "sh"};
+    for (int i = 0; i < 3; i++) {
+        memset(&o[i], 0, sizeof o[i]);
+        o[i].base = base;
+        snprintf(dir, sizeof dir, "%s/rate%d", g_root, i);
+        char trial[8];
+        snprintf(trial, sizeof trial, "%d", i + 1);
+        ex_job_config cfg = {.trial = trial, .argv = argv, .argc = 4, .job_dir = dir,
+                             .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
+                             .poll_seconds = 0.1};
+        ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+        CHECK(ex_job_start(x, &cfg, &cb, &o[i], &jobs[i], err, sizeof err) == 0);
+    }
+    double t0 = now_s();
+    while (now_s() - t0 < 15 && !(o[0].finished && o[1].finished && o[2].finished)) {
+        struct timeval tick = {0, 200000};
+        event_base_loopexit(base, &tick);
+        event_base_dispatch(base);
+    }
+    double elapsed = now_s() - t0, gap;
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(o[i].outcome == EX_SUCCEEDED, "job %d: %s", i, o[i].error);
+        ex_job_free(jobs[i]);
+    }
     int n = fake_calls("squeue", &gap);
-    CHECK(n >= 1);
-    if (n >= 2) CHECK_MSG(gap >= 0.9, "two squeue calls %.3fs apart", gap);
+    CHECK_MSG(n >= 2 && n <= (int)elapsed + 1, "%d squeue calls in %.1f s", n, elapsed);
+    CHECK_MSG(gap >= 0.9, "two squeue calls %.3f s apart", gap);
+    CHECK(fake_called_with("squeue --noheader --states=all --format=%i|%T|%r|%N --jobs "));
+    CHECK_INT_EQ(most_jobs_per_squeue(), 3); /* one call asks about all of them */
+    ex_executor_free(x);
+    event_base_free(base);
 }
 
 static void test_heterogeneous_components(void) {
@@ -453,7 +506,7 @@ static void squeue_outage(outcome *o, double elapsed) {
 
 static void test_squeue_outage(void) {
     fake_reset(1);
-    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = squeue_outage};
+    job_case jc = {.script = "sleep 2.5", .restarts = 5, .retries = 3, .hook = squeue_outage};
     int attempts = 0, restarts = 0;
     outcome o = run_job("outage", &jc, &attempts, &restarts);
     CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
@@ -801,6 +854,7 @@ int main(int argc, char **argv) {
     setenv("PATH", cmd, 1);
     setenv("FAKE_SLURM_DIR", g_fake, 1);
     RUN(test_happy_path);
+    RUN(test_squeue_rate);
     RUN(test_heterogeneous_components);
     RUN(test_restart_in_place);
     RUN(test_gives_up_then_fails);
