@@ -6,7 +6,9 @@
  *
  * Builds the model as trainer would (its layer shapes), then times the sequence of
  * gemm calls one step makes (forward, then backward: weight and input gradients), on
- * scratch buffers. Prints one JSON object.
+ * scratch buffers; in tf32 and bf16 each call includes the rounding of its operands that
+ * the backend does first. Prints one JSON object ("graph": false when the recording
+ * failed and the calls were timed as they were made).
  *
  *   bench_gemm_gpu [--model=mlp|cnn] [--batch_size=N] [--precision=fp32|tf32|bf16]
  *                  [--steps=N] [--hidden_units=256,256] [--conv_filters=32,64]
@@ -25,15 +27,6 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int parse_list(const char *s, int32_t *out, int max) {
-    int n = 0;
-    while (*s && n < max) {
-        out[n++] = (int32_t)strtol(s, (char **)&s, 10);
-        if (*s == ',') s++;
-    }
-    return n;
 }
 
 /* The gemm calls of one training step of m at batch b, in model.c's order and shapes. */
@@ -88,24 +81,44 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_gemm_gpu: error: %s\n", err);
         return 2;
     }
-    int prec = !strcmp(precision, "bf16")   ? KN_BF16
-               : !strcmp(precision, "tf32") ? KN_TF32
-                                            : KN_FP32;
+    int prec = -1;
+    for (int p = KN_FP32; p <= KN_BF16; p++)
+        if (!strcmp(precision, kn_precision_name(p))) prec = p;
+    int cnn = !strcmp(model, "cnn");
+    mdl_config cfg = {.kind = cnn ? MDL_CNN : MDL_MLP, .activation = MDL_RELU, .in_c = 1,
+                      .in_h = 28, .in_w = 28, .classes = 10};
+    if (prec < 0)
+        rc = tn_error(err, sizeof err, TN_EINVAL,
+                      "--precision must be fp32, tf32 or bf16, not '%s'", precision);
+    else if (batch < 1 || batch > 65536 || steps < 1)
+        rc = tn_error(err, sizeof err, TN_EINVAL,
+                      "--batch_size must be 1 to 65536 and --steps at least 1");
+    else if (!cnn && strcmp(model, "mlp"))
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--model must be mlp or cnn, not '%s'", model);
+    if (!rc) {
+        rc = mdl_parse_widths("hidden_units", hidden ? hidden : (cnn ? "128" : "256,256"),
+                              cfg.hidden, MDL_MAX_HIDDEN, err, sizeof err);
+        if (rc >= 0) cfg.nhidden = rc, rc = 0;
+    }
+    if (!rc && cnn) {
+        rc = mdl_parse_widths("conv_filters", filters, cfg.filters, MDL_MAX_CONV, err,
+                              sizeof err);
+        if (rc >= 0) cfg.nconv = rc, rc = 0;
+    }
+    if (!rc) rc = mdl_config_check(&cfg, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "bench_gemm_gpu: error: %s\n", err);
+        return 2;
+    }
     const kn_backend *k = kn_cuda(0, err, sizeof err);
     if (!k) {
         fprintf(stderr, "bench_gemm_gpu: error: %s\n", err);
         return 1;
     }
-    k->set_precision(prec);
-    int cnn = !strcmp(model, "cnn");
-    mdl_config cfg = {.kind = cnn ? MDL_CNN : MDL_MLP, .activation = MDL_RELU, .in_c = 1,
-                      .in_h = 28, .in_w = 28, .classes = 10};
-    cfg.nhidden =
-        parse_list(hidden ? hidden : (cnn ? "128" : "256,256"), cfg.hidden, MDL_MAX_HIDDEN);
-    if (cnn) cfg.nconv = parse_list(filters, cfg.filters, MDL_MAX_CONV);
-    if (mdl_config_check(&cfg, err, sizeof err)) {
-        fprintf(stderr, "bench_gemm_gpu: error: %s\n", err);
-        return 2;
+    if (k->set_precision(prec) != 0) {
+        fprintf(stderr, "bench_gemm_gpu: error: the CUDA backend refused --precision=%s\n",
+                precision);
+        return 1;
     }
     mdl_model *m = mdl_new(&cfg, k, batch);
     size_t big = m->nparams;
@@ -119,23 +132,31 @@ int main(int argc, char **argv) {
     float *A = k->alloc(big * sizeof(float)), *B = k->alloc(big * sizeof(float)),
           *C = k->alloc(big * sizeof(float));
     for (int s = 0; s < 10; s++) step_gemms(k, m, batch, A, B, C); /* warm-up, sizes */
+    double t0 = 0;
     void *graph = NULL;
     if (k->graph_begin()) {
         step_gemms(k, m, batch, A, B, C);
-        graph = k->graph_end();
+        graph = k->graph_end(); /* NULL: the recording failed, and the backend said so */
     }
-    for (int s = 0; s < 10; s++) k->graph_launch(graph);
-    k->sync();
-    double t0 = now();
-    for (int s = 0; s < steps; s++) k->graph_launch(graph);
+    for (int s = 0; s < 10 + steps; s++) {
+        if (s == 10) {
+            k->sync();
+            t0 = now();
+        }
+        if (graph)
+            k->graph_launch(graph);
+        else
+            step_gemms(k, m, batch, A, B, C);
+    }
     k->sync();
     double step_s = (now() - t0) / steps;
     char gpu[256];
     kn_cuda_describe(0, gpu, sizeof gpu);
     printf("{\"framework\": \"cublas-floor\", \"model\": \"%s\", \"batch_size\": %d, "
            "\"precision\": \"%s\", \"steps\": %d, \"step_us\": %.2f, "
-           "\"gemm_floor_examples_per_sec\": %.1f, \"gpu\": \"%s\"}\n",
-           model, batch, precision, steps, step_s * 1e6, batch / step_s, gpu);
+           "\"gemm_floor_examples_per_sec\": %.1f, \"graph\": %s, \"gpu\": \"%s\"}\n",
+           model, batch, precision, steps, step_s * 1e6, batch / step_s,
+           graph ? "true" : "false", gpu);
     k->graph_free(graph);
     k->free(A);
     k->free(B);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # gpu_run.sh — on a GPU machine: unpacks bench/package_gpu.sh's package, finds CUDA's
-# libraries (cuBLAS, NCCL: system folders, or PyTorch's nvidia-* wheels), and runs
+# libraries (cuBLAS, NCCL: system folders, or PyTorch's nvidia-* wheels) and puts them
+# on LD_LIBRARY_PATH for our programs only (never for PyTorch's baseline), and runs
 #
 #   bench/gpu_run.sh tests [PACKAGE_DIR]   the GPU tests: test_kernels --backend=cuda,
 #                                          test_gpu_model, tests/trainer/trainer_gpu.sh
@@ -32,13 +33,15 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_6
          $(python3 -c 'import glob, site; [print(p) for s in site.getsitepackages() for p in glob.glob(s + "/nvidia/*/lib")]' 2>/dev/null); do
   [ -d "$d" ] && libs=$libs:$d
 done
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Our programs' library path, given to them alone: PyTorch (the benchmark's baseline)
+# keeps the environment as it is and loads its own CUDA libraries.
+ourlibs=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 {
   echo "package $(cat "$pkg/COMMIT" 2>/dev/null)"
   nvidia-smi -L 2>&1
   nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1 | head -n 1
   for l in libcublas.so.13 libnccl.so.2; do
-    found=$(echo "$LD_LIBRARY_PATH" | tr ':' '\n' | while read -r d; do
+    found=$(echo "$ourlibs" | tr ':' '\n' | while read -r d; do
       [ -e "$d/$l" ] && echo "$d/$l" && break; done)
     echo "$l: ${found:-not found}"
   done
@@ -48,17 +51,19 @@ data=$pkg/data
 rc=0
 case "$what" in
   tests)
-    "$pkg/bin/test_kernels" --backend=cuda >"$out/test_kernels_cuda.log" 2>&1 || rc=1
+    LD_LIBRARY_PATH=$ourlibs "$pkg/bin/test_kernels" --backend=cuda \
+      >"$out/test_kernels_cuda.log" 2>&1 || rc=1
     tail -n 1 "$out/test_kernels_cuda.log"
-    "$pkg/bin/test_gpu_model" >"$out/test_gpu_model.log" 2>&1 || rc=1
+    LD_LIBRARY_PATH=$ourlibs "$pkg/bin/test_gpu_model" >"$out/test_gpu_model.log" 2>&1 || rc=1
     tail -n 1 "$out/test_gpu_model.log"
-    TRAINER_TEST_DATA=$data tests/trainer/trainer_gpu.sh "$pkg/bin/trainer" "$root/tgpu" \
-      >"$out/trainer_gpu.log" 2>&1 || rc=1
+    LD_LIBRARY_PATH=$ourlibs TRAINER_TEST_DATA=$data tests/trainer/trainer_gpu.sh \
+      "$pkg/bin/trainer" "$root/tgpu" >"$out/trainer_gpu.log" 2>&1 || rc=1
     grep -v '^ok ' "$out/trainer_gpu.log" | tail -n 20
     ;;
   bench)
     python3 bench/gpu_speed.py --bin "$pkg/bin" --data_dir "$data" --models "$models" \
-      --out "$out/gpu-speed-$models.md" 2>"$out/gpu-speed-$models.log" || rc=1
+      --lib_path "$libs" --out "$out/gpu-speed-$models.md" \
+      2>"$out/gpu-speed-$models.log" || rc=1
     ;;
   *) echo "gpu_run.sh: error: tests or bench, not '$what'" >&2; exit 2 ;;
 esac

@@ -14,6 +14,12 @@ Prints a Markdown table with the GPU and CPU it ran on; --out writes it to a fil
 
     python3 bench/gpu_speed.py --bin build-cuda/bin [--models mlp,cnn] [--out results.md]
                                [--torch_modes none,default,reduce-overhead] [--quick]
+                               [--lib_path DIR:DIR]
+
+--lib_path (bench/gpu_run.sh gives it: the package's libraries, cuBLAS's and NCCL's
+folders) goes in front of LD_LIBRARY_PATH for our programs only, trainer and
+bench_gemm_gpu; PyTorch runs with the environment as it is, so that it loads its own
+CUDA libraries.
 """
 import argparse
 import datetime
@@ -30,6 +36,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOALS = """Goals (issue 12): MLP at batch 128 at least 2x PyTorch eager (the step is
 launch-bound; graphs win); the CNN at least 1.3x; at batch 1024 at least 70% of the
 cuBLAS floor (ours / floor >= 0.70)."""
+
+
+def ours_env(lib_path, **extra):
+    """The environment of our programs: LD_LIBRARY_PATH with lib_path in front."""
+    env = dict(os.environ, **extra)
+    if lib_path:
+        old = env.get("LD_LIBRARY_PATH")
+        env["LD_LIBRARY_PATH"] = lib_path + (":" + old if old else "")
+    return env
 
 
 def run_json(cmd, env=None):
@@ -56,11 +71,11 @@ def synthetic_idx(folder):
             f.write(bytes(rnd.randrange(10) for _ in range(n)))
 
 
-def ours(trainer, data_dir, model, batch, precision, epochs, work):
+def ours(trainer, data_dir, model, batch, precision, epochs, work, lib_path):
     metrics = os.path.join(work, "m-%s-%d-%s.metrics" % (model, batch, precision))
     if os.path.exists(metrics):
         os.remove(metrics)
-    env = dict(os.environ, CLOUD_ML_HP_METRIC_FILE=metrics)
+    env = ours_env(lib_path, CLOUD_ML_HP_METRIC_FILE=metrics)
     cmd = [trainer, "--device=gpu", "--model=" + model, "--batch_size=%d" % batch,
            "--precision=" + precision, "--epochs=%d" % epochs, "--data_dir=" + data_dir,
            "--max_eval_examples=1000", "--learning_rate=0.05", "--momentum=0.9",
@@ -102,6 +117,9 @@ def main():
     p.add_argument("--models", default="mlp,cnn", help="comma list of mlp, cnn")
     p.add_argument("--torch_modes", default="none,default,reduce-overhead",
                    help="PyTorch runs: none (eager), default and reduce-overhead (compile)")
+    p.add_argument("--lib_path", default="",
+                   help="folders (a:b) put in front of LD_LIBRARY_PATH for trainer and "
+                        "bench_gemm_gpu only")
     args = p.parse_args()
     trainer = os.path.join(args.bin, "trainer")
     floor_bin = os.path.join(args.bin, "bench_gemm_gpu")
@@ -122,9 +140,11 @@ def main():
         for batch in (128, 1024):
             for precision in ("fp32", "bf16"):
                 r = {"model": model, "batch": batch, "precision": precision}
-                r["ours"] = ours(trainer, data_dir, model, batch, precision, epochs, work)
+                r["ours"] = ours(trainer, data_dir, model, batch, precision, epochs, work,
+                                 args.lib_path)
                 f = run_json([floor_bin, "--model=" + model, "--batch_size=%d" % batch,
-                              "--precision=" + precision, "--steps=%d" % (steps * 2)])
+                              "--precision=" + precision, "--steps=%d" % (steps * 2)],
+                             env=ours_env(args.lib_path))
                 r["floor"] = f and f["gemm_floor_examples_per_sec"]
                 if f:
                     gpu_name = f["gpu"]

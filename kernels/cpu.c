@@ -10,7 +10,10 @@
  * (staging, the step without the host) run and are tested on any machine. The
  * additions for those paths (gather_rows, dropout_mask, softmax_xent_acc, the *_dev
  * optimisers, the batched im2col) are thin wrappers over the kernels above, so both
- * paths compute the same numbers.
+ * paths compute the same numbers. Where a GPU behaves visibly otherwise, that table
+ * behaves like the GPU, so that tests see it: its tf32 and bf16 products round their
+ * inputs as cuda.cu does, and its graphs can be made to fail as a failed CUDA stream
+ * capture does (kn_cpu_device_fail_graphs). The CPU table's numbers never change.
  */
 #include "kernels/kernels.h"
 
@@ -35,6 +38,7 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,40 +443,249 @@ static void cpu_from_bf16(float *dst, const uint16_t *src, size_t n) {
     }
 }
 
-/* The functions both tables share. */
-#define CPU_FUNCTIONS                                                                    \
-    .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_copy, .download = cpu_copy,       \
-    .copy = cpu_copy, .fill = cpu_fill, .scale = cpu_scale,                               \
-    .set_threads = cpu_set_threads, .gemm = cpu_gemm,                                     \
-    .broadcast_rows = cpu_broadcast_rows, .sum_rows = cpu_sum_rows,                       \
-    .sum_channels = cpu_sum_channels, .add_channel_bias = cpu_add_channel_bias,           \
-    .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,                 \
-    .tanh_forward = cpu_tanh_forward, .tanh_backward = cpu_tanh_backward,                 \
-    .gelu_forward = cpu_gelu_forward, .gelu_backward = cpu_gelu_backward, .mul = cpu_mul, \
-    .softmax_xent = cpu_softmax_xent, .im2col = cpu_im2col, .col2im = cpu_col2im,         \
-    .swap01 = cpu_swap01, .maxpool2_forward = cpu_maxpool2_forward,                       \
-    .maxpool2_backward = cpu_maxpool2_backward, .sgd_momentum = cpu_sgd_momentum,         \
-    .adam = cpu_adam, .set_precision = cpu_set_precision,                                 \
-    .upload_small = cpu_upload_small, .sync = cpu_sync, .graph_begin = cpu_graph_begin,   \
-    .graph_end = cpu_graph_end, .graph_launch = cpu_graph_launch,                         \
-    .graph_free = cpu_graph_free, .gather_rows = cpu_gather_rows,                         \
-    .dropout_mask = cpu_dropout_mask, .softmax_xent_acc = cpu_softmax_xent_acc,           \
-    .im2col_batch = cpu_im2col_batch, .col2im_batch = cpu_col2im_batch,                   \
-    .sgd_momentum_dev = cpu_sgd_momentum_dev, .adam_dev = cpu_adam_dev,                   \
-    .to_bf16 = cpu_to_bf16, .from_bf16 = cpu_from_bf16
-
 static const kn_backend cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
-    CPU_FUNCTIONS,
+    .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_copy, .download = cpu_copy,
+    .copy = cpu_copy, .fill = cpu_fill, .scale = cpu_scale,
+    .set_threads = cpu_set_threads, .gemm = cpu_gemm,
+    .broadcast_rows = cpu_broadcast_rows, .sum_rows = cpu_sum_rows,
+    .sum_channels = cpu_sum_channels, .add_channel_bias = cpu_add_channel_bias,
+    .relu_forward = cpu_relu_forward, .relu_backward = cpu_relu_backward,
+    .tanh_forward = cpu_tanh_forward, .tanh_backward = cpu_tanh_backward,
+    .gelu_forward = cpu_gelu_forward, .gelu_backward = cpu_gelu_backward, .mul = cpu_mul,
+    .softmax_xent = cpu_softmax_xent, .im2col = cpu_im2col, .col2im = cpu_col2im,
+    .swap01 = cpu_swap01, .maxpool2_forward = cpu_maxpool2_forward,
+    .maxpool2_backward = cpu_maxpool2_backward, .sgd_momentum = cpu_sgd_momentum,
+    .adam = cpu_adam, .set_precision = cpu_set_precision,
+    .upload_small = cpu_upload_small, .sync = cpu_sync, .graph_begin = cpu_graph_begin,
+    .graph_end = cpu_graph_end, .graph_launch = cpu_graph_launch,
+    .graph_free = cpu_graph_free, .gather_rows = cpu_gather_rows,
+    .dropout_mask = cpu_dropout_mask, .softmax_xent_acc = cpu_softmax_xent_acc,
+    .im2col_batch = cpu_im2col_batch, .col2im_batch = cpu_col2im_batch,
+    .sgd_momentum_dev = cpu_sgd_momentum_dev, .adam_dev = cpu_adam_dev,
+    .to_bf16 = cpu_to_bf16, .from_bf16 = cpu_from_bf16,
 };
+
+const kn_backend *kn_cpu(void) { return &cpu_backend; }
+
+const char *kn_precision_name(int precision) {
+    switch (precision) {
+    case KN_FP32: return "fp32";
+    case KN_TF32: return "tf32";
+    case KN_BF16: return "bf16";
+    default: return "?";
+    }
+}
+
+/* ---------------------------------------------------------------------------------
+ * kn_cpu_device: the same kernels behind a table that behaves as a GPU's where tests
+ * need to see it (kernels.h): set_precision takes tf32 and bf16 and rounds the
+ * products' inputs as the CUDA backend does, and kn_cpu_device_fail_graphs makes its
+ * graphs fail as a failed CUDA stream capture does. cpu_backend's numbers never change.
+ * --------------------------------------------------------------------------------- */
+
+static _Atomic int dev_precision = KN_FP32; /* of dev_gemm */
+static _Atomic int dev_fail_graphs;         /* kn_cpu_device_fail_graphs */
+static _Atomic int dev_graphs_off;          /* a recording failed: no more graphs */
+static _Thread_local int dev_recording;     /* this thread is "recording": calls do nothing */
+
+void kn_cpu_device_fail_graphs(int on) {
+    dev_fail_graphs = on;
+    dev_graphs_off = 0;
+}
+
+static int dev_set_precision(int precision) {
+    if (precision != KN_FP32 && precision != KN_TF32 && precision != KN_BF16)
+        return tn_error(NULL, 0, TN_EINVAL, "unknown precision %d", precision);
+    dev_precision = precision;
+    return 0;
+}
+
+/* x rounded to the precision, to nearest even, as cuda.cu's bf16_bits and tf32_round:
+ * bf16 keeps 7 mantissa bits, tf32 10; infinities and NaNs stay what they are. */
+static float round_to(float x, int precision) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;
+    int drop = precision == KN_BF16 ? 16 : 13;
+    uint32_t half = (1u << (drop - 1)) - 1, keep = ~((1u << drop) - 1);
+    u = (u + half + ((u >> drop) & 1u)) & keep;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The stored rows x cols operand (row stride ld), rounded, packed (row stride cols). */
+static float *rounded_copy(const float *src, int rows, int cols, int ld, int precision) {
+    float *dst = cpu_alloc((size_t)rows * cols * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++)
+            dst[(size_t)r * cols + j] = round_to(src[(size_t)r * ld + j], precision);
+    return dst;
+}
+
+static void dev_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc) {
+    int precision = dev_precision;
+    if (dev_recording) return;
+    if (precision == KN_FP32 || m <= 0 || n <= 0 || k <= 0) {
+        cpu_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    float *a2 = rounded_copy(a, ar, ac, lda, precision);
+    float *b2 = rounded_copy(b, br, bc, ldb, precision);
+    cpu_gemm(ta, tb, m, n, k, alpha, a2, ac, b2, bc, beta, c, ldc);
+    free(a2);
+    free(b2);
+}
+
+/* Graphs: none, unless kn_cpu_device_fail_graphs asked for failing ones. Then
+ * graph_begin "records" (the calls that follow do nothing, as on a stream under
+ * capture) and graph_end finds the recording failed: it says so once and returns NULL,
+ * and graph_begin refuses from then on, as the CUDA backend does (cuda.cu). */
+static int dev_graph_begin(void) {
+    if (!dev_fail_graphs || dev_graphs_off) return 0;
+    dev_recording = 1;
+    return 1;
+}
+
+static void *dev_graph_end(void) {
+    assert(dev_recording);
+    dev_recording = 0;
+    if (!atomic_exchange(&dev_graphs_off, 1)) {
+        fflush(stdout);
+        fprintf(stderr, "warning: cpu-device: recording a graph failed (simulated: "
+                        "kn_cpu_device_fail_graphs); graphs are off for this run: each step's "
+                        "calls are made directly\n");
+    }
+    return NULL;
+}
+
+/* Calls that may not be recorded (kernels.h, "Graphs"), as the CUDA backend treats them. */
+static void dev_not_recording(const char *what) {
+    if (!dev_recording) return;
+    fprintf(stderr, "fatal: cpu-device: %s called while a graph is recorded\n", what);
+    abort();
+}
+
+static void *dev_alloc(size_t bytes) {
+    dev_not_recording("alloc");
+    return cpu_alloc(bytes);
+}
+static void dev_free(void *p) {
+    dev_not_recording("free");
+    cpu_free(p);
+}
+static void dev_upload(void *dst, const void *src, size_t bytes) {
+    dev_not_recording("upload");
+    cpu_copy(dst, src, bytes);
+}
+static void dev_download(void *dst, const void *src, size_t bytes) {
+    dev_not_recording("download");
+    cpu_copy(dst, src, bytes);
+}
+static void dev_sync(void) { dev_not_recording("sync"); }
+
+/* The rest run unless this thread records. */
+#define DEV_CALL(name, params, args)                                                     \
+    static void dev_##name params {                                                      \
+        if (!dev_recording) cpu_##name args;                                             \
+    }
+DEV_CALL(copy, (void *d, const void *s, size_t n), (d, s, n))
+DEV_CALL(fill, (float *x, float v, size_t n), (x, v, n))
+DEV_CALL(scale, (float *x, float a, size_t n), (x, a, n))
+DEV_CALL(broadcast_rows, (float *y, const float *bias, int rows, int cols), (y, bias, rows, cols))
+DEV_CALL(sum_rows, (float *db, const float *dy, int rows, int cols), (db, dy, rows, cols))
+DEV_CALL(sum_channels, (float *db, const float *dy, int b, int c, int s), (db, dy, b, c, s))
+DEV_CALL(add_channel_bias, (float *y, const float *bias, int b, int c, int s), (y, bias, b, c, s))
+DEV_CALL(relu_forward, (float *y, const float *x, size_t n), (y, x, n))
+DEV_CALL(relu_backward, (float *dx, const float *dy, const float *x, const float *y, size_t n),
+         (dx, dy, x, y, n))
+DEV_CALL(tanh_forward, (float *y, const float *x, size_t n), (y, x, n))
+DEV_CALL(tanh_backward, (float *dx, const float *dy, const float *x, const float *y, size_t n),
+         (dx, dy, x, y, n))
+DEV_CALL(gelu_forward, (float *y, const float *x, size_t n), (y, x, n))
+DEV_CALL(gelu_backward, (float *dx, const float *dy, const float *x, const float *y, size_t n),
+         (dx, dy, x, y, n))
+DEV_CALL(mul, (float *y, const float *x, const float *m, size_t n), (y, x, m, n))
+DEV_CALL(softmax_xent,
+         (const float *z, const int32_t *l, int b, int k, float *dz, double *loss,
+          int64_t *correct),
+         (z, l, b, k, dz, loss, correct))
+DEV_CALL(im2col,
+         (float *col, int ldcol, const float *x, size_t cs, int c, int h, int w, int kh, int kw,
+          int pad),
+         (col, ldcol, x, cs, c, h, w, kh, kw, pad))
+DEV_CALL(col2im,
+         (float *dx, size_t cs, const float *col, int ldcol, int c, int h, int w, int kh, int kw,
+          int pad),
+         (dx, cs, col, ldcol, c, h, w, kh, kw, pad))
+DEV_CALL(swap01, (float *y, const float *x, int p, int q, int s), (y, x, p, q, s))
+DEV_CALL(maxpool2_forward, (float *y, int32_t *arg, const float *x, int n, int h, int w),
+         (y, arg, x, n, h, w))
+DEV_CALL(maxpool2_backward, (float *dx, const float *dy, const int32_t *arg, int n, int h, int w),
+         (dx, dy, arg, n, h, w))
+DEV_CALL(sgd_momentum,
+         (float *p, const float *g, float *v, size_t n, float lr, float mu, float wd, int nest),
+         (p, g, v, n, lr, mu, wd, nest))
+DEV_CALL(adam,
+         (float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2,
+          float eps, float wd, int dec, float bc1, float bc2),
+         (p, g, m, v, n, lr, b1, b2, eps, wd, dec, bc1, bc2))
+DEV_CALL(upload_small, (void *d, const void *s, size_t n), (d, s, n))
+DEV_CALL(gather_rows,
+         (float *x, int32_t *y, const float *X, const int32_t *Y, int d, const int32_t *idx,
+          const int64_t *pos, int b),
+         (x, y, X, Y, d, idx, pos, b))
+DEV_CALL(dropout_mask, (float *mask, size_t n, float keep, const uint64_t *seed, uint64_t salt),
+         (mask, n, keep, seed, salt))
+DEV_CALL(softmax_xent_acc,
+         (const float *z, const int32_t *l, int b, int k, float *dz, kn_loss_acc *acc,
+          const int64_t *tag),
+         (z, l, b, k, dz, acc, tag))
+DEV_CALL(im2col_batch,
+         (float *col, const float *x, int b, size_t is, size_t cs, int c, int h, int w, int kh,
+          int kw, int pad),
+         (col, x, b, is, cs, c, h, w, kh, kw, pad))
+DEV_CALL(col2im_batch,
+         (float *dx, int b, size_t is, size_t cs, const float *col, int c, int h, int w, int kh,
+          int kw, int pad),
+         (dx, b, is, cs, col, c, h, w, kh, kw, pad))
+DEV_CALL(sgd_momentum_dev,
+         (float *p, const float *g, float *v, size_t n, const float *lr, float mu, float wd,
+          int nest),
+         (p, g, v, n, lr, mu, wd, nest))
+DEV_CALL(adam_dev,
+         (float *p, const float *g, float *m, float *v, size_t n, const float *hyper, float b1,
+          float b2, float eps, float wd, int dec),
+         (p, g, m, v, n, hyper, b1, b2, eps, wd, dec))
+DEV_CALL(to_bf16, (uint16_t *d, const float *s, size_t n), (d, s, n))
+DEV_CALL(from_bf16, (float *d, const uint16_t *s, size_t n), (d, s, n))
+#undef DEV_CALL
 
 static const kn_backend cpu_device_backend = {
     .name = "cpu-device",
     .host_memory = 0,
-    CPU_FUNCTIONS,
+    .alloc = dev_alloc, .free = dev_free, .upload = dev_upload, .download = dev_download,
+    .copy = dev_copy, .fill = dev_fill, .scale = dev_scale,
+    .set_threads = cpu_set_threads, .gemm = dev_gemm,
+    .broadcast_rows = dev_broadcast_rows, .sum_rows = dev_sum_rows,
+    .sum_channels = dev_sum_channels, .add_channel_bias = dev_add_channel_bias,
+    .relu_forward = dev_relu_forward, .relu_backward = dev_relu_backward,
+    .tanh_forward = dev_tanh_forward, .tanh_backward = dev_tanh_backward,
+    .gelu_forward = dev_gelu_forward, .gelu_backward = dev_gelu_backward, .mul = dev_mul,
+    .softmax_xent = dev_softmax_xent, .im2col = dev_im2col, .col2im = dev_col2im,
+    .swap01 = dev_swap01, .maxpool2_forward = dev_maxpool2_forward,
+    .maxpool2_backward = dev_maxpool2_backward, .sgd_momentum = dev_sgd_momentum,
+    .adam = dev_adam, .set_precision = dev_set_precision,
+    .upload_small = dev_upload_small, .sync = dev_sync, .graph_begin = dev_graph_begin,
+    .graph_end = dev_graph_end, .graph_launch = cpu_graph_launch,
+    .graph_free = cpu_graph_free, .gather_rows = dev_gather_rows,
+    .dropout_mask = dev_dropout_mask, .softmax_xent_acc = dev_softmax_xent_acc,
+    .im2col_batch = dev_im2col_batch, .col2im_batch = dev_col2im_batch,
+    .sgd_momentum_dev = dev_sgd_momentum_dev, .adam_dev = dev_adam_dev,
+    .to_bf16 = dev_to_bf16, .from_bf16 = dev_from_bf16,
 };
-
-const kn_backend *kn_cpu(void) { return &cpu_backend; }
 
 const kn_backend *kn_cpu_device(void) { return &cpu_device_backend; }

@@ -13,12 +13,32 @@
  * classes. cuBLAS is column-major: a row-major C (m, n) = op(A) op(B) is the
  * column-major C^T = op(B)^T op(A)^T, so gemm passes B before A, and n before m.
  *
- * Numbers: the element-wise kernels follow cpu.c's formulas (IEEE division and square
- * root, no fast-math), and the kernels that sum (sum_rows, sum_channels, the loss)
- * use fixed reduction trees, so a run is reproducible bit for bit on the same GPU;
- * results match the CPU within rounding (tests/kernels/test_kernels.c checks every
- * entry against a double-precision reference). col2im and max-pool backward gather
- * instead of scattering: no atomics anywhere.
+ * Numbers: the element-wise kernels use cpu.c's formulas (IEEE division and square
+ * root, no fast-math), but they agree with the CPU to rounding, not bit for bit: nvcc
+ * contracts a*b + c into fused multiply-adds (one rounding instead of two; we keep that
+ * default, -fmad=true, because the products (cuBLAS) and libm's counterparts (tanhf,
+ * erff, expf) differ from the CPU's in the last bits anyway, so turning it off would buy
+ * no bit-identity and cost speed), and the kernels that sum (sum_rows, sum_channels,
+ * the loss) add in other orders than the CPU's loops. Those sums use fixed reduction
+ * trees whose shape depends only on the call's sizes, so a run is reproducible bit for
+ * bit on the same GPU and software (tests/kernels/test_kernels.c checks every entry
+ * against a double-precision reference). col2im and max-pool backward gather instead
+ * of scattering: no atomics anywhere.
+ *
+ * Precision (set_precision): fp32 products are cublasGemmEx in float32. For tf32 and
+ * bf16 the operands are first rounded (to nearest even) into scratch by our own
+ * kernel, as TensorFloat-32 values in float32 storage or as bfloat16; cuBLAS then
+ * multiplies those with float32 sums (CUBLAS_COMPUTE_32F_FAST_TF32 for tf32,
+ * CUDA_R_16BF operands with CUBLAS_COMPUTE_32F for bf16) into a float32 result. So the
+ * inputs are exactly tf32 or bf16 values whatever kernel cuBLAS picks, and
+ * kn_cpu_device (cpu.c) rounds the same way.
+ *
+ * Graphs: a step is recorded with stream capture. A call that fails while recording
+ * (CUDA refusing to capture something, an instantiation that fails) does not end the
+ * process: the recording is abandoned, graph_end returns NULL, one line says that
+ * graphs are off for this run, and the caller makes the calls directly, where any fault
+ * that was not about recording recurs and is fatal as usual. Scratch buffers that a
+ * recorded graph points to are never freed while a graph lives (grow).
  *
  * Errors: every CUDA and cuBLAS status is checked; a failure exits with file:line,
  * the library's message and a hint (out of memory: the device's free memory and the
@@ -34,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <type_traits>
+#include <unistd.h>
 
 #include "kernels/cuda.h"
 #include "kernels/kernels.h"
@@ -46,6 +67,8 @@ extern "C" {
 #define MAX_BLOCKS (1u << 20)    /* grid-stride loops cover the rest */
 #define WORKSPACE (32u << 20)    /* cuBLAS workspace: 32 MiB, as cuBLAS advises on Hopper */
 #define CHANNEL_SPLITS 64        /* sum_channels: partial sums per channel, at most */
+#define ROW_CHUNK 256            /* sum_rows: rows per block of the first pass, at least */
+#define ROW_SPLITS 64            /* sum_rows: chunks of rows, at most */
 
 /* ---------------------------------------------------------------------------------
  * Errors
@@ -77,11 +100,19 @@ static void fatal(const char *file, int line, int device, const char *call, cons
     exit(1);
 }
 
+/* While GPU `device` records a graph, notes a failed call there and returns 1 (the
+ * recording is abandoned at graph_end; see the header); else returns 0. */
+static int recording_failed(int device, const char *call, const char *why);
+
 static void check_cuda(cudaError_t e, const char *call, const char *file, int line,
                        int device) {
     if (e == cudaSuccess) return;
     char why[256];
     snprintf(why, sizeof why, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    if (recording_failed(device, call, why)) {
+        cudaGetLastError(); /* a launch's error is not sticky: clear it */
+        return;
+    }
     fatal(file, line, device, call, why, e == cudaErrorMemoryAllocation);
 }
 
@@ -94,6 +125,7 @@ static void check_cuda(cudaError_t e, const char *call, const char *file, int li
  * --------------------------------------------------------------------------------- */
 
 typedef cublasStatus_t (*fn_create)(cublasHandle_t *);
+typedef cublasStatus_t (*fn_destroy)(cublasHandle_t);
 typedef cublasStatus_t (*fn_set_stream)(cublasHandle_t, cudaStream_t);
 typedef cublasStatus_t (*fn_set_workspace)(cublasHandle_t, void *, size_t);
 typedef cublasStatus_t (*fn_set_math)(cublasHandle_t, cublasMath_t);
@@ -105,6 +137,7 @@ typedef const char *(*fn_status_string)(cublasStatus_t);
 
 /* The pointer types must be those of the header's declarations. */
 static_assert(std::is_same<decltype(&cublasCreate_v2), fn_create>::value, "cublasCreate");
+static_assert(std::is_same<decltype(&cublasDestroy_v2), fn_destroy>::value, "cublasDestroy");
 static_assert(std::is_same<decltype(&cublasSetStream_v2), fn_set_stream>::value, "SetStream");
 static_assert(std::is_same<decltype(&cublasSetWorkspace_v2), fn_set_workspace>::value,
               "SetWorkspace");
@@ -120,6 +153,7 @@ static_assert(sizeof(static_cast<fn_gemm_ex>(&cublasGemmEx)) > 0, "cublasGemmEx"
 static struct {
     void *lib;
     fn_create create;
+    fn_destroy destroy;
     fn_set_stream set_stream;
     fn_set_workspace set_workspace;
     fn_set_math set_math;
@@ -141,6 +175,7 @@ static int load_cublas(char *err, size_t errlen) {
         void **slot;
     } syms[] = {
         {"cublasCreate_v2", (void **)&g_blas.create},
+        {"cublasDestroy_v2", (void **)&g_blas.destroy},
         {"cublasSetStream_v2", (void **)&g_blas.set_stream},
         {"cublasSetWorkspace_v2", (void **)&g_blas.set_workspace},
         {"cublasSetMathMode", (void **)&g_blas.set_math},
@@ -165,6 +200,10 @@ static void check_blas(cublasStatus_t s, const char *call, const char *file, int
     char why[256];
     snprintf(why, sizeof why, "%s (cuBLAS status %d)",
              g_blas.status_string ? g_blas.status_string(s) : "cuBLAS error", (int)s);
+    if (recording_failed(device, call, why)) {
+        cudaGetLastError();
+        return;
+    }
     fatal(file, line, device, call, why, s == CUBLAS_STATUS_ALLOC_FAILED);
 }
 
@@ -181,19 +220,36 @@ typedef struct cuda_ctx {
     cudaStream_t stream;         /* every call of the table is queued here */
     cublasHandle_t blas;
     void *workspace;             /* (WORKSPACE bytes) cuBLAS's, fixed before any capture */
-    cublasComputeType_t compute; /* of gemm, from the precision */
+    int precision;               /* enum kn_precision of gemm */
     int capturing;               /* a graph is being recorded */
+    char capture_error[320];     /* the first call that failed while recording, or "" */
+    int graphs_off;              /* a recording failed: graph_begin says no from then on */
+    int live_graphs;             /* graphs graph_end returned and graph_free has not freed */
+    void **retired;              /* (nretired) scratch replaced while graphs lived: kept
+                                    until the last graph is freed, as they may use it */
+    int nretired;
     void *rows;                  /* softmax: per-row loss (rows_cap doubles), then per-row
                                     hit (rows_cap ints) */
     size_t rows_cap;
-    float *partials;             /* sum_channels: (partials_cap) partial sums */
+    float *partials;             /* sum_rows, sum_channels: (partials_cap) partial sums */
     size_t partials_cap;
+    unsigned char *operands;     /* gemm in tf32 or bf16: the rounded operands
+                                    (operands_cap bytes) */
+    size_t operands_cap;
     kn_loss_acc *own_acc;        /* softmax_xent's sums on the device, and ... */
     int64_t *own_tag;            /* ... a tag of 1 for them */
 } cuda_ctx;
 
-static cuda_ctx g_ctx[KN_CUDA_MAX_DEVICES];
+static cuda_ctx g_ctx[KN_CUDA_MAX_DEVICES]; /* slot d drives CUDA device d */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int recording_failed(int device, const char *call, const char *why) {
+    if (device < 0 || device >= KN_CUDA_MAX_DEVICES || !g_ctx[device].capturing) return 0;
+    cuda_ctx *c = &g_ctx[device];
+    if (!c->capture_error[0])
+        snprintf(c->capture_error, sizeof c->capture_error, "%s: %s", call, why);
+    return 1;
+}
 
 /* Makes c's device current on the calling thread (each thread has its own). */
 static void bind(const cuda_ctx *c) {
@@ -202,19 +258,44 @@ static void bind(const cuda_ctx *c) {
     if (cur != c->device) CK(c->device, cudaSetDevice(c->device));
 }
 
-/* Scratch that grows as calls need it: never while a graph is recorded (the calls
- * of a step run once before they are recorded, which sizes it). */
+/* The calls that may not be recorded (kernels.h, "Graphs") end the process if they
+ * are: they would wait for, or copy to, the host while nothing runs. */
+static void not_while_recording(const cuda_ctx *c, const char *what) {
+    if (c->capturing)
+        fatal(__FILE__, __LINE__, c->device, what, "called while a graph is recorded", 0);
+}
+
+/* Scratch that grows as calls need it, and never shrinks. It cannot grow while a graph
+ * is recorded (the calls of a step run once before they are recorded, which sizes it;
+ * should one not have, the recording is abandoned: see the header). A buffer it
+ * replaces while graphs live is not freed but retired, because a recorded graph may
+ * point to it; the last graph_free frees the retired ones. */
 static void *grow(cuda_ctx *c, void *p, size_t *cap, size_t need, size_t elem, const char *what) {
     if (need <= *cap) return p;
     if (c->capturing) {
         char why[160];
-        snprintf(why, sizeof why, "%s scratch must grow to %zu elements while a graph is "
-                 "recorded (run the step once before recording it)", what, need);
-        fatal(__FILE__, __LINE__, c->device, "scratch", why, 0);
+        snprintf(why, sizeof why, "scratch must grow to %zu elements while a graph is recorded",
+                 need);
+        recording_failed(c->device, what, why);
+        return p; /* the recording will be discarded, never run */
     }
-    if (p) CK(c->device, cudaFree(p));
+    if (p && c->live_graphs > 0) {
+        void **r = (void **)realloc(c->retired, (size_t)(c->nretired + 1) * sizeof *r);
+        if (!r) fatal(__FILE__, __LINE__, c->device, "realloc", "out of host memory", 0);
+        c->retired = r;
+        c->retired[c->nretired++] = p;
+    } else if (p) {
+        CK(c->device, cudaStreamSynchronize(c->stream)); /* calls queued may still use p */
+        CK(c->device, cudaFree(p));
+    }
     p = NULL;
-    CK(c->device, cudaMalloc(&p, need * elem));
+    cudaError_t e = cudaMalloc(&p, need * elem);
+    if (e != cudaSuccess) {
+        char why[256];
+        snprintf(why, sizeof why, "%s: cannot allocate %.1f MiB of %s scratch",
+                 cudaGetErrorString(e), (double)(need * elem) / (1 << 20), what);
+        fatal(__FILE__, __LINE__, c->device, "cudaMalloc", why, e == cudaErrorMemoryAllocation);
+    }
     *cap = need;
     return p;
 }
@@ -249,19 +330,35 @@ template <typename I> __global__ void k_broadcast_rows(float *y, const float *bi
     FOR_EACH(I, i, n) y[i] = bias[i % cols];
 }
 
-/* db[j] += sum over rows of dy[r][j]: blocks of 32 columns x 16 row lanes; each lane
- * sums every 16th row, then lane sums are added in lane order. */
-__global__ void k_sum_rows(float *db, const float *dy, int rows, int cols) {
-    __shared__ float part[16][33];
+/* sum_rows, first pass: blocks of 32 columns x 16 row lanes, grid x over the columns
+ * and y over chunks of `chunk` rows. Each lane sums every 16th row of its chunk, then
+ * the lane sums are added in lane order; the chunk's sum goes to part[chunk * cols + j],
+ * or with one chunk (part NULL) straight into db[j]. */
+__global__ void k_sum_rows(float *db, float *part, const float *dy, int rows, int cols,
+                           int chunk) {
+    __shared__ float lanes[16][33];
     int j = blockIdx.x * 32 + threadIdx.x;
+    int lo = blockIdx.y * chunk, hi = lo + chunk < rows ? lo + chunk : rows;
     float s = 0.0f;
     if (j < cols)
-        for (int r = threadIdx.y; r < rows; r += 16) s += dy[(size_t)r * cols + j];
-    part[threadIdx.y][threadIdx.x] = s;
+        for (int r = lo + threadIdx.y; r < hi; r += 16) s += dy[(size_t)r * cols + j];
+    lanes[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && j < cols) {
         float t = 0.0f;
-        for (int y = 0; y < 16; y++) t += part[y][threadIdx.x];
+        for (int y = 0; y < 16; y++) t += lanes[y][threadIdx.x];
+        if (part)
+            part[(size_t)blockIdx.y * cols + j] = t;
+        else
+            db[j] += t;
+    }
+}
+
+/* sum_rows, second pass: db[j] += the chunks' sums, in chunk order. */
+__global__ void k_sum_row_parts(float *db, const float *part, int cols, int chunks) {
+    FOR_EACH(int, j, cols) {
+        float t = 0.0f;
+        for (int q = 0; q < chunks; q++) t += part[(size_t)q * cols + j];
         db[j] += t;
     }
 }
@@ -587,12 +684,35 @@ __global__ void k_dropout(float *mask, size_t n, float keep, const uint64_t *see
     }
 }
 
+/* float32 -> bfloat16 bits, rounded to nearest even; a NaN stays a (quiet) NaN. */
+__device__ uint16_t bf16_bits(float f) {
+    uint32_t u = __float_as_uint(f);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
+}
+
+/* float32 rounded to TensorFloat-32 (10 mantissa bits), to nearest even; infinities
+ * and NaNs as they are. */
+__device__ float tf32_round(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7f800000u) == 0x7f800000u) return f;
+    return __uint_as_float((u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u);
+}
+
 __global__ void k_to_bf16(uint16_t *dst, const float *src, size_t n) {
-    FOR_EACH(size_t, i, n) {
-        uint32_t u = __float_as_uint(src[i]);
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);
-    }
+    FOR_EACH(size_t, i, n) dst[i] = bf16_bits(src[i]);
+}
+
+/* gemm's operands in tf32 or bf16: the rows x cols matrix src (row stride ld), rounded,
+ * into dst packed (row stride cols); n = rows * cols. */
+template <typename I>
+__global__ void k_pack_bf16(uint16_t *dst, const float *src, I cols, size_t ld, I n) {
+    FOR_EACH(I, e, n) dst[e] = bf16_bits(src[(size_t)(e / cols) * ld + e % cols]);
+}
+
+template <typename I>
+__global__ void k_pack_tf32(float *dst, const float *src, I cols, size_t ld, I n) {
+    FOR_EACH(I, e, n) dst[e] = tf32_round(src[(size_t)(e / cols) * ld + e % cols]);
 }
 
 __global__ void k_from_bf16(float *dst, const uint16_t *src, size_t n) {
@@ -629,8 +749,7 @@ __global__ void k_poke(unsigned char *dst, small_blob blob, int n) {
     } while (0)
 
 static void *c_alloc(cuda_ctx *c, size_t bytes) {
-    if (c->capturing)
-        fatal(__FILE__, __LINE__, c->device, "alloc", "called while a graph is recorded", 0);
+    not_while_recording(c, "alloc");
     bind(c);
     size_t rounded = bytes < 256 ? 256 : bytes;
     void *p = NULL;
@@ -648,14 +767,14 @@ static void *c_alloc(cuda_ctx *c, size_t bytes) {
 
 static void c_free(cuda_ctx *c, void *p) {
     if (!p) return;
-    if (c->capturing)
-        fatal(__FILE__, __LINE__, c->device, "free", "called while a graph is recorded", 0);
+    not_while_recording(c, "free");
     bind(c);
     CK(c->device, cudaFree(p));
 }
 
 static void c_upload(cuda_ctx *c, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
+    not_while_recording(c, "upload");
     bind(c);
     CK(c->device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
     CK(c->device, cudaStreamSynchronize(c->stream)); /* src may be freed on return */
@@ -663,6 +782,7 @@ static void c_upload(cuda_ctx *c, void *dst, const void *src, size_t bytes) {
 
 static void c_download(cuda_ctx *c, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
+    not_while_recording(c, "download");
     bind(c);
     CK(c->device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     CK(c->device, cudaStreamSynchronize(c->stream));
@@ -689,15 +809,45 @@ static void c_scale(cuda_ctx *c, float *x, float a, size_t n) {
     LAUNCH(c, n, k_scale, x, a, n);
 }
 
+/* Rounds the rows x cols matrix src (row stride ld) to the precision into dst, packed
+ * (row stride cols). */
+static void pack_operand(cuda_ctx *c, void *dst, const float *src, int rows, int cols, int ld) {
+    size_t n = (size_t)rows * cols;
+    if (!n) return;
+    if (c->precision == KN_BF16)
+        LAUNCH_I(c, n, k_pack_bf16, blocks_for(n), (uint16_t *)dst, src, cols, (size_t)ld, n);
+    else
+        LAUNCH_I(c, n, k_pack_tf32, blocks_for(n), (float *)dst, src, cols, (size_t)ld, n);
+}
+
 static void c_gemm(cuda_ctx *c, int ta, int tb, int m, int n, int k, float alpha, const float *a,
                    int lda, const float *b, int ldb, float beta, float *cm, int ldc) {
     if (m <= 0 || n <= 0) return;
     bind(c);
     /* Row-major C (m, n) is column-major C^T (n, m) = op(B)^T op(A)^T; the stored B is
      * column-major B^T, so op(B)^T is B_cm untransposed when tb == 0. */
-    CKB(c->device, g_blas.gemm_ex(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
-                                  ldb, a, CUDA_R_32F, lda, &beta, cm, CUDA_R_32F, ldc, c->compute,
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (c->precision == KN_FP32) {
+        CKB(c->device, g_blas.gemm_ex(c->blas, opb, opa, n, m, k, &alpha, b, CUDA_R_32F, ldb, a,
+                                      CUDA_R_32F, lda, &beta, cm, CUDA_R_32F, ldc,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    /* tf32, bf16: the stored operands, rounded and packed into scratch (B's copy 256
+     * bytes in, so both stay aligned for the tensor cores), then multiplied */
+    int bf16 = c->precision == KN_BF16;
+    size_t esz = bf16 ? sizeof(uint16_t) : sizeof(float);
+    int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    size_t abytes = ((size_t)ar * ac * esz + 255) / 256 * 256, bbytes = (size_t)br * bc * esz;
+    c->operands = (unsigned char *)grow(c, c->operands, &c->operands_cap, abytes + bbytes, 1,
+                                        bf16 ? "bf16 operand" : "tf32 operand");
+    void *a2 = c->operands, *b2 = c->operands + abytes;
+    pack_operand(c, a2, a, ar, ac, lda);
+    pack_operand(c, b2, b, br, bc, ldb);
+    cudaDataType t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    CKB(c->device, g_blas.gemm_ex(c->blas, opb, opa, n, m, k, &alpha, b2, t, bc > 1 ? bc : 1, a2,
+                                  t, ac > 1 ? ac : 1, &beta, cm, CUDA_R_32F, ldc,
+                                  bf16 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
                                   CUBLAS_GEMM_DEFAULT));
 }
 
@@ -711,8 +861,25 @@ static void c_broadcast_rows(cuda_ctx *c, float *y, const float *bias, int rows,
 static void c_sum_rows(cuda_ctx *c, float *db, const float *dy, int rows, int cols) {
     if (rows <= 0 || cols <= 0) return;
     bind(c);
-    k_sum_rows<<<(unsigned)((cols + 31) / 32), dim3(32, 16), 0, c->stream>>>(db, dy, rows, cols);
+    /* chunks of ROW_CHUNK rows (at most ROW_SPLITS), summed side by side, then added in
+     * chunk order: the same tree for the same sizes, so the same bits */
+    int chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    if (chunks > ROW_SPLITS) chunks = ROW_SPLITS;
+    int chunk = (rows + chunks - 1) / chunks;
+    float *part = NULL;
+    if (chunks > 1) {
+        c->partials = (float *)grow(c, c->partials, &c->partials_cap, (size_t)chunks * cols,
+                                    sizeof(float), "sum_rows");
+        part = c->partials;
+    }
+    dim3 grid((unsigned)((cols + 31) / 32), (unsigned)chunks);
+    k_sum_rows<<<grid, dim3(32, 16), 0, c->stream>>>(db, part, dy, rows, cols, chunk);
     CK_LAUNCH(c->device);
+    if (chunks > 1) {
+        k_sum_row_parts<<<blocks_for((size_t)cols), BLOCK, 0, c->stream>>>(db, part, cols,
+                                                                           chunks);
+        CK_LAUNCH(c->device);
+    }
 }
 
 static void c_sum_channels(cuda_ctx *c, float *db, const float *dy, int b, int ch, int s) {
@@ -891,12 +1058,10 @@ static void c_adam(cuda_ctx *c, float *p, const float *g, float *m, float *v, si
 }
 
 static int c_set_precision(cuda_ctx *c, int precision) {
-    switch (precision) {
-    case KN_FP32: c->compute = CUBLAS_COMPUTE_32F; return 0;
-    case KN_TF32: c->compute = CUBLAS_COMPUTE_32F_FAST_TF32; return 0;
-    case KN_BF16: c->compute = CUBLAS_COMPUTE_32F_FAST_16BF; return 0;
-    default: return tn_error(NULL, 0, TN_EINVAL, "unknown precision %d", precision);
-    }
+    if (precision != KN_FP32 && precision != KN_TF32 && precision != KN_BF16)
+        return tn_error(NULL, 0, TN_EINVAL, "unknown precision %d", precision);
+    c->precision = precision;
+    return 0;
 }
 
 static void c_upload_small(cuda_ctx *c, void *dst, const void *src, size_t bytes) {
@@ -911,13 +1076,34 @@ static void c_upload_small(cuda_ctx *c, void *dst, const void *src, size_t bytes
 }
 
 static void c_sync(cuda_ctx *c) {
+    not_while_recording(c, "sync");
     bind(c);
     CK(c->device, cudaStreamSynchronize(c->stream));
 }
 
+/* Turns graphs off for the rest of the run after a failed recording, saying why. */
+static void graphs_off(cuda_ctx *c) {
+    cudaGetLastError(); /* the failure's error, when it is not sticky */
+    c->graphs_off = 1;
+    fflush(stdout);
+    fprintf(stderr, "warning: GPU %d: recording a CUDA graph failed (%s); graphs are off for this "
+                    "run: each step's calls are made directly\n",
+            c->device, c->capture_error);
+    c->capture_error[0] = '\0';
+}
+
 static int c_graph_begin(cuda_ctx *c) {
+    if (c->graphs_off) return 0;
+    not_while_recording(c, "graph_begin");
     bind(c);
-    CK(c->device, cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        snprintf(c->capture_error, sizeof c->capture_error, "cudaStreamBeginCapture: %s (%s)",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+        graphs_off(c);
+        return 0;
+    }
+    c->capture_error[0] = '\0';
     c->capturing = 1;
     return 1;
 }
@@ -925,11 +1111,26 @@ static int c_graph_begin(cuda_ctx *c) {
 static void *c_graph_end(cuda_ctx *c) {
     bind(c);
     cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
     c->capturing = 0;
-    CK(c->device, cudaStreamEndCapture(c->stream, &graph));
+    if (e != cudaSuccess && !c->capture_error[0])
+        snprintf(c->capture_error, sizeof c->capture_error, "cudaStreamEndCapture: %s (%s)",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
     cudaGraphExec_t exec = NULL;
-    CK(c->device, cudaGraphInstantiate(&exec, graph, 0));
-    CK(c->device, cudaGraphDestroy(graph));
+    if (!c->capture_error[0]) {
+        e = cudaGraphInstantiate(&exec, graph, 0);
+        if (e != cudaSuccess) {
+            exec = NULL;
+            snprintf(c->capture_error, sizeof c->capture_error, "cudaGraphInstantiate: %s (%s)",
+                     cudaGetErrorString(e), cudaGetErrorName(e));
+        }
+    }
+    if (graph) cudaGraphDestroy(graph); /* the executable graph is a copy */
+    if (c->capture_error[0]) { /* nothing was recorded: the caller makes the calls */
+        graphs_off(c);
+        return NULL;
+    }
+    c->live_graphs++;
     return (void *)exec;
 }
 
@@ -938,10 +1139,18 @@ static void c_graph_launch(cuda_ctx *c, void *graph) {
     CK(c->device, cudaGraphLaunch((cudaGraphExec_t)graph, c->stream));
 }
 
+/* Frees a graph; with the last one, the scratch it may have used (grow). */
 static void c_graph_free(cuda_ctx *c, void *graph) {
     if (!graph) return;
+    not_while_recording(c, "graph_free");
     bind(c);
     CK(c->device, cudaGraphExecDestroy((cudaGraphExec_t)graph));
+    if (--c->live_graphs > 0 || !c->nretired) return;
+    CK(c->device, cudaStreamSynchronize(c->stream)); /* launches may still use them */
+    for (int i = 0; i < c->nretired; i++) CK(c->device, cudaFree(c->retired[i]));
+    free(c->retired);
+    c->retired = NULL;
+    c->nretired = 0;
 }
 
 static void c_gather_rows(cuda_ctx *c, float *x, int32_t *y, const float *X, const int32_t *Y,
@@ -1168,33 +1377,108 @@ extern "C" int kn_cuda_count(char *err, size_t errlen) {
     return n;
 }
 
-/* Creates slot `device`'s stream, cuBLAS handle and workspace (under g_lock). */
-static int create(cuda_ctx *c, int device, char *err, size_t errlen) {
-    cudaError_t e = cudaSetDevice(device);
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-    if (e == cudaSuccess) e = cudaMalloc(&c->workspace, WORKSPACE);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&c->own_acc, sizeof *c->own_acc);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&c->own_tag, sizeof *c->own_tag);
+extern "C" int kn_cuda_absent(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    if (e == cudaSuccess) return n == 0;
+    if (e == cudaErrorNoDevice) return 1;
+    /* no driver at all, rather than one too old for this build */
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary)
+        return access("/proc/driver/nvidia", F_OK) != 0;
+    return 0;
+}
+
+#ifndef KN_CUDA_ARCHS /* set by kernels/CMakeLists.txt from TUNER_CUDA_ARCHITECTURES */
+#define KN_CUDA_ARCHS "sm_80, sm_90, compute_90 (PTX)"
+#define KN_CUDA_MIN_SM 80
+#endif
+
+/* Whether this build has code that GPU `device` (current) runs: a capability below the
+ * oldest architecture built, or a kernel that cannot be loaded, is an error that names
+ * the GPU, its capability and what the build has, rather than "no kernel image" at the
+ * first launch. 0 or TN_EINVAL. */
+static int check_arch(int device, char *err, size_t errlen) {
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return tn_error(err, errlen, TN_EIO, "cannot set up CUDA device %d: %s (%s)", device,
-                        cudaGetErrorString(e), cudaGetErrorName(e));
+        return tn_error(err, errlen, TN_EIO, "cannot read CUDA device %d's properties: %s (%s)",
+                        device, cudaGetErrorString(e), cudaGetErrorName(e));
     }
+    int sm = p.major * 10 + p.minor;
+    cudaFuncAttributes fa;
+    e = sm < KN_CUDA_MIN_SM ? cudaErrorNoKernelImageForDevice
+                            : cudaFuncGetAttributes(&fa, (const void *)k_fill);
+    if (e == cudaSuccess) return 0;
+    cudaGetLastError();
+    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
+        e == cudaErrorUnsupportedPtxVersion || e == cudaErrorInvalidPtx)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "GPU %d (%s) has compute capability %d.%d (sm_%d), and this build has "
+                        "code for %s only; hint: %sconfigure with "
+                        "-DTUNER_CUDA_ARCHITECTURES=\"%d-real;...\" to build for it",
+                        device, p.name, p.major, p.minor, sm, KN_CUDA_ARCHS,
+                        sm < KN_CUDA_MIN_SM ? "use a newer GPU, or " : "", sm);
+    return tn_error(err, errlen, TN_EIO, "cannot run kernels on GPU %d (%s): %s (%s)", device,
+                    p.name, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Creates slot `device`'s stream, cuBLAS handle and workspace (under g_lock); on
+ * failure releases what it made. 0, or TN_EINVAL / TN_EIO with the reason. */
+static int create(cuda_ctx *c, int device, char *err, size_t errlen) {
     const int64_t one = 1;
-    CK(device, cudaMemcpy(c->own_tag, &one, sizeof one, cudaMemcpyHostToDevice));
-    cublasStatus_t s = g_blas.create(&c->blas);
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    const char *call = "cudaSetDevice";
+    cudaError_t e = cudaSetDevice(device);
+    int rc = e == cudaSuccess ? check_arch(device, err, errlen) : 0;
+    if (rc) return rc;
+    if (e == cudaSuccess) {
+        call = "cudaStreamCreateWithFlags";
+        e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    }
+    if (e == cudaSuccess) call = "cudaMalloc", e = cudaMalloc(&c->workspace, WORKSPACE);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&c->own_acc, sizeof *c->own_acc);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&c->own_tag, sizeof *c->own_tag);
+    if (e == cudaSuccess) {
+        call = "cudaMemcpyAsync";
+        e = cudaMemcpyAsync(c->own_tag, &one, sizeof one, cudaMemcpyHostToDevice, c->stream);
+    }
+    if (e == cudaSuccess) call = "cudaStreamSynchronize", e = cudaStreamSynchronize(c->stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        rc = tn_error(err, errlen, TN_EIO, "cannot set up CUDA device %d: %s: %s (%s)", device,
+                      call, cudaGetErrorString(e), cudaGetErrorName(e));
+        goto err;
+    }
+    s = g_blas.create(&c->blas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        c->blas = NULL;
+        goto blas_err;
+    }
     /* the stream first: cublasSetStream resets the workspace to cuBLAS's own pool */
-    if (s == CUBLAS_STATUS_SUCCESS) s = g_blas.set_stream(c->blas, c->stream);
+    s = g_blas.set_stream(c->blas, c->stream);
     if (s == CUBLAS_STATUS_SUCCESS) s = g_blas.set_workspace(c->blas, c->workspace, WORKSPACE);
     if (s == CUBLAS_STATUS_SUCCESS) s = g_blas.set_math(c->blas, CUBLAS_DEFAULT_MATH);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        return tn_error(err, errlen, TN_EIO, "cannot set up cuBLAS on CUDA device %d: %s",
-                        device, g_blas.status_string(s));
+    if (s != CUBLAS_STATUS_SUCCESS) goto blas_err;
     c->device = device;
-    c->compute = CUBLAS_COMPUTE_32F;
+    c->precision = KN_FP32;
     g_fill[device](&c->table);
     c->ready = 1;
     return 0;
+
+blas_err:
+    rc = tn_error(err, errlen, TN_EIO, "cannot set up cuBLAS on CUDA device %d: %s", device,
+                  g_blas.status_string(s));
+err:
+    if (c->blas) g_blas.destroy(c->blas);
+    cudaFree(c->own_tag);
+    cudaFree(c->own_acc);
+    cudaFree(c->workspace);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    cudaGetLastError();
+    memset(c, 0, sizeof *c);
+    return rc;
 }
 
 extern "C" const kn_backend *kn_cuda(int device, char *err, size_t errlen) {

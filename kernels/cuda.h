@@ -36,10 +36,19 @@ int kn_cuda_built(void);
  * on the first call (a fraction of a second), so call it only when a GPU may be used. */
 int kn_cuda_count(char *err, size_t errlen);
 
+/* 1 when this machine has no GPU for this build to use at all: the build has no CUDA,
+ * no NVIDIA driver is installed (CUDA finds no usable driver library and there is no
+ * /proc/driver/nvidia), or no device is there or visible. 0 when a GPU is there, and
+ * also when CUDA fails for another reason (a driver too old for this build, a broken
+ * installation): GPU tests skip on 1 and fail on 0 when kn_cuda fails. */
+int kn_cuda_absent(void);
+
 /* The backend of CUDA device `device` (0 <= device < kn_cuda_count()), created on
  * the first call and the same table on later ones; it lives until the process ends.
- * NULL with the reason in err when there is no such device, or its stream, cuBLAS
- * handle or workspace cannot be created. The table's functions may be called from any
+ * NULL with the reason in err when there is no such device, this build has no code for
+ * it (its compute capability is older than the architectures built: TN_EINVAL, naming
+ * the GPU, its capability and what the build has), or its stream, cuBLAS handle or
+ * workspace cannot be created. The table's functions may be called from any
  * thread (each makes its device current first), but not from two threads at once. */
 const kn_backend *kn_cuda(int device, char *err, size_t errlen);
 

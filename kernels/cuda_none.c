@@ -13,6 +13,8 @@
 
 int kn_cuda_built(void) { return 0; }
 
+int kn_cuda_absent(void) { return 1; }
+
 int kn_cuda_count(char *err, size_t errlen) {
     tn_error(err, errlen, TN_EINVAL, NO_CUDA);
     return 0;

@@ -43,12 +43,19 @@ extern "C" {
 #endif
 
 /* Precision of the matrix products (set_precision). The parameters, gradients,
- * optimiser state and every element-wise kernel stay float32 whatever the setting. */
+ * optimiser state, every product's result and every element-wise kernel stay float32
+ * whatever the setting; only the products' two inputs are rounded (to nearest even)
+ * before they are multiplied, and the sums are float32. */
 enum kn_precision {
     KN_FP32 = 0, /* float32 products (the default; the only one the CPU backend has) */
-    KN_TF32 = 1, /* inputs rounded to TensorFloat-32 on tensor cores, float32 sums */
-    KN_BF16 = 2  /* inputs rounded to bfloat16 on tensor cores, float32 sums */
+    KN_TF32 = 1, /* inputs rounded to TensorFloat-32 (10 mantissa bits); CUDA: cuBLAS on
+                    tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32) */
+    KN_BF16 = 2  /* inputs rounded to bfloat16 (7 mantissa bits); CUDA: bfloat16 operands
+                    (CUDA_R_16BF) on tensor cores, float32 result, CUBLAS_COMPUTE_32F */
 };
+
+/* "fp32", "tf32", "bf16" (for flags and logs); "?" for anything else. Static. */
+const char *kn_precision_name(int precision);
 
 /* The running sums of a training run's loss, kept in device memory by
  * softmax_xent_acc, so that a step needs no device-to-host copy: the host reads the
@@ -159,8 +166,9 @@ typedef struct kn_backend {
     /* ---- for steps that run without the host (see the header) ---- */
 
     /* Sets the precision of the matrix products (enum kn_precision) for every later
-     * gemm. Returns 0, or TN_EINVAL when the backend has no such mode (the CPU
-     * backend computes in float32 only). */
+     * gemm call (graphs recorded before keep theirs). Returns 0, or TN_EINVAL when the
+     * backend has no such mode (the CPU backend computes in float32 only; kn_cpu_device
+     * takes all three and rounds the inputs as the CUDA backend does). */
     int (*set_precision)(int precision);
 
     /* Copies bytes (<= KN_SMALL_MAX) from src_host to dst_dev in the backend's order
@@ -173,14 +181,20 @@ typedef struct kn_backend {
     void (*sync)(void);
 
     /* Graphs. graph_begin starts recording the calls that follow instead of running
-     * them, and returns 1; a backend without graphs (the CPU) returns 0, runs the
-     * calls as usual, and graph_end is then not called. graph_end stops recording and
-     * returns the graph (yours: graph_free); graph_launch runs it once, as if its calls
-     * were made again with the same arguments (pointer arguments are read again, so
-     * per-step values go through device memory and upload_small). While recording,
-     * nothing may be allocated, freed, uploaded, downloaded or waited for, and every
-     * call must have been made once with the same shapes before (so that each scratch
-     * buffer a call needs already has its size). */
+     * them, and returns 1; a backend without graphs (the CPU), or one whose recordings
+     * have failed before, returns 0, runs the calls as usual, and graph_end is then not
+     * called. graph_end stops recording and returns the graph (yours: graph_free), or
+     * NULL when the recording failed: then nothing was recorded and none of the calls
+     * since graph_begin has run, so the caller makes them again directly; the backend
+     * has said so in one line and refuses graphs for the rest of the run. graph_launch
+     * runs a graph once, as if its calls were made again with the same arguments
+     * (pointer arguments are read again, so per-step values go through device memory
+     * and upload_small). While recording, nothing may be allocated, freed, uploaded,
+     * downloaded or waited for (the process exits if it is), and every call must have
+     * been made once with the same shapes before, so that each scratch buffer a call
+     * needs already has its size (else the recording fails). Scratch the backend
+     * grows later is new memory: a buffer a live graph may use is freed only after
+     * the last graph is freed, so a graph stays valid whatever runs between launches. */
     int (*graph_begin)(void);
     void *(*graph_end)(void);
     void (*graph_launch)(void *graph);
@@ -236,8 +250,19 @@ const kn_backend *kn_cpu(void);
 /* The CPU backend presented as a device with memory of its own: the same functions and
  * results, but host_memory is 0, so callers go through upload, download and the
  * step-without-the-host path as they do for a GPU. It lets the code written for GPUs
- * run, and be tested, on any machine (trainer: TRAINER_EMULATE_DEVICE=1). */
+ * run, and be tested, on any machine (trainer: TRAINER_EMULATE_DEVICE=1). Where a GPU
+ * differs visibly it behaves like the GPU: set_precision(KN_TF32 or KN_BF16) rounds
+ * every product's inputs as the CUDA backend does (so fp32's results change), and see
+ * kn_cpu_device_fail_graphs. One table for the process: its precision is shared. */
 const kn_backend *kn_cpu_device(void);
+
+/* For tests of the fallback from a failed graph recording: with on, kn_cpu_device's
+ * graph_begin returns 1 and the calls that follow do nothing (as nothing runs on a
+ * stream under capture) until graph_end, which returns NULL, says in one line that
+ * graphs are off, and makes graph_begin return 0 from then on, as the CUDA backend
+ * does when a capture fails. 0 (the default) gives no graphs at all. Call it before
+ * the table is used from other threads. */
+void kn_cpu_device_fail_graphs(int on);
 
 #ifdef __cplusplus
 }

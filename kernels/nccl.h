@@ -28,6 +28,10 @@
 typedef struct kc_group kc_group; /* one communicator per GPU of this process */
 typedef struct kc_comm kc_comm;   /* this process's GPU in a communicator of processes */
 
+/* 1 when this build has the NCCL collectives (kernels/nccl.c), 0 when it was built
+ * without NCCL (kernels/nccl_none.c). Whether NCCL loads is kc_available's question. */
+int kc_built(void);
+
 /* 1 when NCCL can be used (built with it, and libnccl.so.2 loads), else 0 with the
  * reason in why. */
 int kc_available(char *why, size_t whylen);

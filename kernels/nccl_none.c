@@ -14,6 +14,8 @@
     "this build has no NCCL; hint: install NCCL's header and library (nccl.h, "          \
     "libnccl.so) beside the CUDA toolkit and configure again"
 
+int kc_built(void) { return 0; }
+
 int kc_available(char *why, size_t whylen) {
     tn_error(why, whylen, TN_EINVAL, NO_NCCL);
     return 0;

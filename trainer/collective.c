@@ -31,7 +31,7 @@
 #include "trainer/net.h"
 #include "trainer/shm.h"
 
-#define HELLO_MAGIC "TNRING01"
+#define HELLO_MAGIC "TNRING02"
 #define COLL_MAGIC 0x4c43544eu /* "TNCL" */
 
 enum { OP_ALLREDUCE = 1, OP_ALLREDUCE_BF16, OP_ALLREDUCE_F64, OP_BROADCAST };
@@ -61,7 +61,7 @@ struct cl_ring {
 typedef struct hello {
     char magic[8];
     uint32_t rank, n;
-    uint64_t hash;
+    uint64_t part[CL_CONFIG_PARTS]; /* cl_config's */
 } hello;
 
 uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
@@ -133,7 +133,7 @@ static int write_full(int fd, const void *buf, size_t len) {
     return 0;
 }
 
-static int check_hello(const hello *h, const cl_ring *r, int want_rank, uint64_t hash,
+static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl_config *config,
                        const char *who, char *err, size_t errlen) {
     if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
     if ((int)h->n != r->n || (int)h->rank != want_rank)
@@ -141,12 +141,15 @@ static int check_hello(const hello *h, const cl_ring *r, int want_rank, uint64_t
                         "%s says it is rank %u of %u, but this replica expects rank %d of "
                         "%d; hint: every replica must get the same TF_CONFIG cluster",
                         who, h->rank, h->n, want_rank, r->n);
-    if (h->hash != hash)
-        return tn_error(err, errlen, TN_EMISMATCH,
-                        "%s runs with a different configuration (model, batch, data, seed, "
-                        "optimizer, strategy, device or precision flags differ); hint: give "
-                        "every replica the same flags",
-                        who);
+    for (int i = 0; i < CL_CONFIG_PARTS; i++)
+        if (h->part[i] != config->part[i])
+            return tn_error(err, errlen, TN_EMISMATCH,
+                            "%s runs with a different configuration: %s differs from this "
+                            "replica's; hint: %s",
+                            who, config->name[i] ? config->name[i] : "an unnamed part",
+                            config->hint[i] ? config->hint[i]
+                                            : "give every replica of a job the same flags "
+                                              "and data");
     return 0;
 }
 
@@ -154,6 +157,13 @@ static int open_shm(cl_ring *r, int transport, char *err, size_t errlen);
 
 int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
             int transport, cl_ring **out, char *err, size_t errlen) {
+    cl_config config = {.part = {config_hash}, .name = {"its flags or data"}};
+    return cl_open_config(peers, n, rank, timeout, &config, transport, out, err, errlen);
+}
+
+int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
+                   const cl_config *config, int transport, cl_ring **out, char *err,
+                   size_t errlen) {
     if (n < 1 || rank < 0 || rank >= n)
         return tn_error(err, errlen, TN_EINVAL, "rank %d of %d is out of range", rank, n);
     cl_ring *r = tn_xmalloc(sizeof *r);
@@ -174,8 +184,9 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
     snprintf(r->prev_name, sizeof r->prev_name, "%s", r->names[prev]);
     double deadline = nt_now() + r->timeout;
     int lfd = -1;
-    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .hash = config_hash};
+    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n};
     memcpy(mine.magic, HELLO_MAGIC, 8);
+    memcpy(mine.part, config->part, sizeof mine.part);
     hello h;
 
     /* 1. listen; 2. connect to next (the kernel completes it as soon as next listens,
@@ -204,7 +215,7 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
         int got = read_full(fd, &h, sizeof h, deadline);
-        int bad = got ? 1 : check_hello(&h, r, prev, config_hash, r->prev_name, err, errlen);
+        int bad = got ? 1 : check_hello(&h, r, prev, config, r->prev_name, err, errlen);
         if (bad < 0) {
             close(fd);
             rc = bad;
@@ -227,7 +238,7 @@ int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t conf
             rc = tn_error(err, errlen, TN_EPEER, "%s did not answer while connecting (%s)",
                           r->next_name, got > 0 ? "connection closed" : "timed out");
         else {
-            rc = check_hello(&h, r, next, config_hash, r->next_name, err, errlen);
+            rc = check_hello(&h, r, next, config, r->next_name, err, errlen);
             if (rc > 0)
                 rc = tn_error(err, errlen, TN_EPEER, "%s is not a trainer replica",
                               r->next_name);

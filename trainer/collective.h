@@ -52,11 +52,29 @@ typedef struct cl_peer {
  * the next rank and accepts the previous one, all within timeout seconds (refused
  * connections are retried), then picks the all-reduce's transport (`transport`; with
  * CL_SHM, replicas not all on one host are an error). Peers must agree on n and on
- * config_hash. On success *out is yours to close with cl_close. Errors (TN_EIO,
- * TN_EINVAL, TN_EMISMATCH, TN_EPEER) name the peer: "timed out after 30 s waiting
- * for worker 1 at localhost:41234". */
+ * config_hash (see cl_open_config). On success *out is yours to close with cl_close.
+ * Errors (TN_EIO, TN_EINVAL, TN_EMISMATCH, TN_EPEER) name the peer: "timed out after
+ * 30 s waiting for worker 1 at localhost:41234". */
 int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
             int transport, cl_ring **out, char *err, size_t errlen);
+
+/* What the peers of a ring must agree on, in parts, so that a mismatch names what
+ * differs: part[i] is a hash (cl_hash) of one aspect of the configuration and name[i]
+ * says what it is, for "worker 0 (HOST:PORT) runs with a different configuration:
+ * NAME differs from this replica's; hint: HINT"; parts after the last named one are
+ * unused (0). cl_open's config_hash is one part named "its flags or data". */
+#define CL_CONFIG_PARTS 8
+typedef struct cl_config {
+    uint64_t part[CL_CONFIG_PARTS];
+    const char *name[CL_CONFIG_PARTS]; /* static strings, or NULL for an unused part */
+    const char *hint[CL_CONFIG_PARTS]; /* what to do; NULL: give every replica the same
+                                          flags and data */
+} cl_config;
+
+/* cl_open with the configuration in parts (the peers compare every part). */
+int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
+                   const cl_config *config, int transport, cl_ring **out, char *err,
+                   size_t errlen);
 void cl_close(cl_ring *r);
 
 int cl_rank(const cl_ring *r);

@@ -77,26 +77,6 @@ static int lookup(const char *flag, const char *s, const name_value *t, int *out
     return tn_error(err, errlen, TN_EINVAL, "--%s must be one of %s, got '%s'", flag, choices, s);
 }
 
-/* Parses "256,256" into out[0..max); returns the count or TN_EINVAL. */
-static int parse_list(const char *flag, const char *s, int32_t *out, int max, char *err,
-                      size_t errlen) {
-    int n = 0;
-    const char *p = s;
-    if (!*p) return 0;
-    for (;;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ','))
-            return tn_error(err, errlen, TN_EINVAL,
-                            "--%s expects positive integers separated by commas, got '%s'", flag, s);
-        if (n == max)
-            return tn_error(err, errlen, TN_EINVAL, "--%s: at most %d values", flag, max);
-        out[n++] = (int32_t)v;
-        if (!*end) return n;
-        p = end + 1;
-    }
-}
-
 /* rm -rf of a folder the trainer made itself (its private checkpoints). */
 static void remove_tree(const char *path) {
     DIR *d = opendir(path);
@@ -128,33 +108,31 @@ static int gpu_named(void) {
 
 /* --device: auto is the GPU when CUDA_VISIBLE_DEVICES names one, the build has CUDA
  * and a GPU is there, as TensorFlow places its work; else the CPU. An explicit gpu
- * without CUDA or without a GPU is an error. Also checks --precision and --devices
- * against the device. 0 or TN_EINVAL with the message. */
-static int resolve_device(tr_config *c, int device, int precision, int devices, char *err,
-                          size_t errlen) {
+ * without CUDA or without a GPU is an error, as is --precision other than fp32 on the
+ * CPU, except that the CPU presented as a device (TRAINER_EMULATE_DEVICE=1, for tests)
+ * takes every precision; TRAINER_EMULATE_GRAPH_FAILURE=1 there makes its graph
+ * recordings fail (kn_cpu_device_fail_graphs). --devices against the GPUs there is
+ * checked where the GPUs are opened (train.c). 0 or TN_EINVAL with the message. */
+static int resolve_device(tr_config *c, int device, int precision, char *err, size_t errlen) {
     char why[512] = "";
     if (device < 0) {
         device = gpu_named() && kn_cuda_built() && kn_cuda_count(why, sizeof why) > 0 ? TR_GPU
                                                                                     : TR_CPU;
-    } else if (device == TR_GPU) {
-        int n = kn_cuda_count(why, sizeof why);
-        if (n == 0) return tn_error(err, errlen, TN_EINVAL, "--device=gpu: %s", why);
-        if (devices > n)
-            return tn_error(err, errlen, TN_EINVAL,
-                            "--devices=%d, but %d GPU%s visible; hint: use --devices=%d or "
-                            "fewer, or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
-                            devices, n, n == 1 ? " is" : "s are", n);
+    } else if (device == TR_GPU && kn_cuda_count(why, sizeof why) == 0) {
+        return tn_error(err, errlen, TN_EINVAL, "--device=gpu: %s", why);
     }
-    if (device == TR_CPU && precision != KN_FP32)
-        return tn_error(err, errlen, TN_EINVAL,
-                        "--precision=%s needs --device=gpu: the CPU computes in fp32%s",
-                        precision == KN_BF16 ? "bf16" : "tf32",
-                        kn_cuda_built() ? "" : " (and this build has no CUDA)");
-    c->device = device;
-    c->precision = precision;
     /* tests run the GPU code paths on the CPU (kernels.h, kn_cpu_device) */
     const char *emulate = getenv("TRAINER_EMULATE_DEVICE");
     c->emulate_device = device == TR_CPU && emulate && strcmp(emulate, "1") == 0;
+    if (device == TR_CPU && precision != KN_FP32 && !c->emulate_device)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--precision=%s needs --device=gpu: the CPU computes in fp32%s",
+                        kn_precision_name(precision),
+                        kn_cuda_built() ? "" : " (and this build has no CUDA)");
+    const char *fail = getenv("TRAINER_EMULATE_GRAPH_FAILURE");
+    if (c->emulate_device && fail && strcmp(fail, "1") == 0) kn_cpu_device_fail_graphs(1);
+    c->device = device;
+    c->precision = precision;
     return 0;
 }
 
@@ -415,11 +393,13 @@ int main(int argc, char **argv) {
         c.model.activation = act;
         c.model.dropout = (float)dropout;
         if (!hidden) hidden = kind == MDL_CNN ? "128" : "256,256";
-        rc = parse_list("hidden_units", hidden, c.model.hidden, MDL_MAX_HIDDEN, err, sizeof err);
+        rc = mdl_parse_widths("hidden_units", hidden, c.model.hidden, MDL_MAX_HIDDEN, err,
+                              sizeof err);
         if (rc >= 0) c.model.nhidden = rc, rc = 0;
     }
     if (!rc && kind == MDL_CNN) {
-        rc = parse_list("conv_filters", filters, c.model.filters, MDL_MAX_CONV, err, sizeof err);
+        rc = mdl_parse_widths("conv_filters", filters, c.model.filters, MDL_MAX_CONV, err,
+                              sizeof err);
         if (rc >= 0) c.model.nconv = rc, rc = 0;
     } else if (!rc && tn_flags_given(flags, nflags, "conv_filters")) {
         rc = tn_error(err, sizeof err, TN_EINVAL, "--conv_filters applies to --model=cnn only");
@@ -469,7 +449,7 @@ int main(int argc, char **argv) {
                           global_batch, peer_timeout, tn_flags_given(flags, nflags, "batch_size"),
                           err, sizeof err);
     if (!rc && !(clustered && tf.type == TF_PS)) /* a ps task computes nothing */
-        rc = resolve_device(&c, dev, mprec, c.devices, err, sizeof err);
+        rc = resolve_device(&c, dev, mprec, err, sizeof err);
     if (rc) {
         fprintf(stderr, "trainer: error: %s\n", err);
         tf_config_clear(&tf);

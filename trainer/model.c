@@ -116,6 +116,26 @@ static size_t plan_layers(const mdl_config *cfg, mdl_model *m) {
 
 size_t mdl_param_count(const mdl_config *cfg) { return plan_layers(cfg, NULL); }
 
+int mdl_parse_widths(const char *flag, const char *s, int32_t *out, int max, char *err,
+                     size_t errlen) {
+    int n = 0;
+    const char *p = s;
+    if (!*p) return 0;
+    for (;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ','))
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--%s expects positive integers separated by commas, got '%s'",
+                            flag, s);
+        if (n == max)
+            return tn_error(err, errlen, TN_EINVAL, "--%s: at most %d values", flag, max);
+        out[n++] = (int32_t)v;
+        if (!*end) return n;
+        p = end + 1;
+    }
+}
+
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     assert(mdl_config_check(cfg, NULL, 0) == 0 && max_batch > 0);
     mdl_model *m = tn_xcalloc(1, sizeof *m);

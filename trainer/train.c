@@ -357,10 +357,11 @@ static void make_local(run *r) {
 /* The local batch of rank `rank` at step k of the epoch: its rows go into idx and its size is
  * returned (0 when this replica has nothing left this epoch); *global gets the
  * examples of the step over all replicas, which every replica can work out, and *pos
- * where the rows start in the device's index list (resident.index). */
+ * (pos may be NULL) where the rows start in the device's index list (resident.index). */
 static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *global,
                        int64_t *pos) {
-    int64_t n = r->train.n, B = r->c->batch_size, W = r->world, b;
+    int64_t n = r->train.n, B = r->c->batch_size, W = r->world, b, unused;
+    if (!pos) pos = &unused;
     switch (r->shard) {
     case TR_SHARD_FILE:
         *global = 0;
@@ -530,28 +531,65 @@ static int restore(run *r, char *err, size_t errlen) {
 
 /* ---- multi-worker: one configuration, one starting state ---- */
 
-/* What every replica of a multi-worker job must agree on: the model, the data, the
- * batch, the optimiser, the strategy and the device and precision (replicas that
- * round differently would drift apart). The ring's handshake compares it. */
-static uint64_t config_hash(const run *r, const opt_config *oc) {
+/* What the replicas of a multi-worker or parameter-server job must agree on, in named
+ * parts so that a mismatch says what differs (cl_config). The device is not among
+ * them: a replica without a GPU may run on the CPU beside replicas on GPUs. Two parts
+ * matter to the synchronous ring only (ring_config): the precision of the products,
+ * which changes the gradients every replica's update uses, and whether the steps run
+ * on a device or on the host, since the two paths exchange different collectives (a
+ * CPU replica can join GPU ones under parameter_server, not multi_worker_mirrored). */
+enum { CFG_MODEL, CFG_DATA, CFG_LOOP, CFG_OPTIMISER, CFG_DISTRIBUTION, CFG_PRECISION, CFG_PATH };
+
+static void config_parts(const run *r, const opt_config *oc, cl_config *out) {
     const tr_config *c = r->c;
+    memset(out, 0, sizeof *out);
     uint32_t cfg[CONFIG_WORDS];
     config_encode(&r->model->cfg, cfg);
-    uint64_t h = cl_hash(CL_HASH_INIT, cfg, sizeof cfg);
-    int64_t v[] = {r->train.n, r->eval.n, c->batch_size, c->epochs, (int64_t)c->seed,
-                   r->shard, c->strategy, c->allreduce_precision, c->allreduce_transport,
-                   r->world, oc->kind,
-                   oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps,
-                   c->device, c->precision};
-    double d[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
-                  oc->beta2, oc->epsilon, oc->decay_rate, c->bucket_mb};
-    h = cl_hash(h, v, sizeof v);
-    h = cl_hash(h, d, sizeof d);
-    return cl_hash(h, r->train.y, (size_t)r->train.n * sizeof(int32_t));
+    out->name[CFG_MODEL] = "the model (--model, --hidden_units, --conv_filters, --activation, "
+                           "--dropout)";
+    out->part[CFG_MODEL] = cl_hash(CL_HASH_INIT, cfg, sizeof cfg);
+    int64_t data[] = {r->train.n, r->eval.n};
+    out->name[CFG_DATA] = "the data (examples or labels)";
+    out->part[CFG_DATA] = cl_hash(cl_hash(CL_HASH_INIT, data, sizeof data), r->train.y,
+                                  (size_t)r->train.n * sizeof(int32_t));
+    int64_t loop[] = {c->batch_size, c->epochs, (int64_t)c->seed};
+    out->name[CFG_LOOP] = "--batch_size, --epochs or --seed";
+    out->part[CFG_LOOP] = cl_hash(CL_HASH_INIT, loop, sizeof loop);
+    int64_t ov[] = {oc->kind, oc->schedule, oc->warmup_steps, oc->total_steps, oc->decay_steps};
+    double od[] = {oc->learning_rate, oc->momentum, oc->weight_decay, oc->beta1,
+                   oc->beta2, oc->epsilon, oc->decay_rate};
+    out->name[CFG_OPTIMISER] = "the optimiser or its learning-rate schedule";
+    out->part[CFG_OPTIMISER] = cl_hash(cl_hash(CL_HASH_INIT, ov, sizeof ov), od, sizeof od);
+    int64_t dv[] = {r->shard, c->strategy, c->allreduce_precision, c->allreduce_transport,
+                    r->world};
+    out->name[CFG_DISTRIBUTION] = "the strategy, sharding or all-reduce flags";
+    out->part[CFG_DISTRIBUTION] = cl_hash(cl_hash(CL_HASH_INIT, dv, sizeof dv), &c->bucket_mb,
+                                          sizeof c->bucket_mb);
+}
+
+/* The ring's configuration: config_parts, the products' precision and the path. */
+static void ring_config(const run *r, const opt_config *oc, cl_config *out) {
+    config_parts(r, oc, out);
+    int64_t precision = r->c->precision, path = r->dev_path;
+    out->name[CFG_PRECISION] = "--precision (of the matrix products)";
+    out->part[CFG_PRECISION] = cl_hash(CL_HASH_INIT, &precision, sizeof precision);
+    out->name[CFG_PATH] = "where the steps run (on a GPU or the CPU presented as a device, "
+                          "or on the CPU)";
+    out->hint[CFG_PATH] = "multi_worker_mirrored cannot mix the two: run every replica on "
+                          "GPUs or every one on the CPU (--device), or use "
+                          "--strategy=parameter_server, whose replicas may differ";
+    out->part[CFG_PATH] = cl_hash(CL_HASH_INIT, &path, sizeof path);
+}
+
+/* The parameter servers' single hash of config_parts (ps.h): a ps names no part. */
+static uint64_t ps_config_hash(const run *r, const opt_config *oc) {
+    cl_config cfg;
+    config_parts(r, oc, &cfg);
+    return cl_hash(CL_HASH_INIT, cfg.part, sizeof cfg.part);
 }
 
 /* The ring's peers in rank order: the chief (or, without one, worker 0) first. */
-static int open_ring(run *r, uint64_t hash, char *err, size_t errlen) {
+static int open_ring(run *r, const cl_config *config, char *err, size_t errlen) {
     const tf_config *tf = r->c->cluster;
     int has_chief = tf->cluster[TF_CHIEF].n > 0;
     cl_peer *peers = tn_xmalloc((size_t)r->world * sizeof *peers);
@@ -570,8 +608,8 @@ static int open_ring(run *r, uint64_t hash, char *err, size_t errlen) {
     fprintf(r->out, "multi-worker: replica %d of %d (%s), waiting for the others\n", r->rank,
             r->world, names[r->rank]);
     fflush(r->out);
-    int rc = cl_open(peers, r->world, r->rank, r->c->peer_timeout, hash,
-                     r->c->allreduce_transport, &r->ring, err, errlen);
+    int rc = cl_open_config(peers, r->world, r->rank, r->c->peer_timeout, config,
+                            r->c->allreduce_transport, &r->ring, err, errlen);
     if (!rc)
         fprintf(r->out, "multi-worker: all %d replicas connected; all-reduce over %s\n",
                 r->world, cl_transport_note(r->ring));
@@ -993,9 +1031,10 @@ static void dev_run(run *r, int d, int b, int64_t global, int update) {
         if (k->graph_begin()) {
             dev_body(r, d, b, global, update);
             g->graph = k->graph_end();
-        } else {
-            s->no_graphs = 1;
         }
+        /* no graphs on this backend, or the recording failed (nothing ran: the calls
+         * are made below); the backend said so, and no other shape tries again */
+        if (!g->graph) s->no_graphs = 1;
     }
     if (g->graph)
         k->graph_launch(g->graph);
@@ -1203,7 +1242,7 @@ static int train_loop(run *r, char *err, size_t errlen) {
             if (r->dev_path) dev_index(r);
         }
         double t0 = now_seconds(CLOCK_MONOTONIC);
-        int64_t global, pos;
+        int64_t global;
         double loss = 0.0;
         int64_t correct = 0;
         int b = 0;
@@ -1213,7 +1252,7 @@ static int train_loop(run *r, char *err, size_t errlen) {
         } else if (r->ndev > 1) {
             dev_step ds = {.r = r};
             for (int d = 0; d < r->ndev; d++)
-                ds.b[d] = local_batch(r, r->st.step_in_epoch, d, r->didx[d], &ds.global, &pos);
+                ds.b[d] = local_batch(r, r->st.step_in_epoch, d, r->didx[d], &ds.global, NULL);
             dv_parallel(&r->group, device_step, &ds);
             for (int d = 0; d < r->ndev; d++) {
                 loss += ds.loss[d];
@@ -1221,7 +1260,7 @@ static int train_loop(run *r, char *err, size_t errlen) {
                 b += ds.b[d];
             }
         } else {
-            b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global, &pos);
+            b = local_batch(r, r->st.step_in_epoch, r->rank, r->idx, &global, NULL);
             if (!r->ring) replica_step(r, m, r->rank, r->idx, b, global, &loss, &correct);
         }
         int diverged = 0, peer_diverged = 0;
@@ -1290,26 +1329,28 @@ static int train_loop(run *r, char *err, size_t errlen) {
 
 /* ---- devices ---- */
 
-static const char *precision_name(int precision) {
-    return precision == KN_BF16 ? "bf16" : precision == KN_TF32 ? "tf32" : "fp32";
-}
-
 /* The backends of n replicas in this process, into ks[0..n): CUDA devices first,
  * first + 1, ... (modulo the GPUs visible) with --device=gpu, else the CPU (presented
- * as a device with emulate_device). Returns 0, or TN_EINVAL with the reason (no GPU,
- * too few GPUs, no cuBLAS, a precision the CPU lacks: re-running cannot help). */
+ * as a device with emulate_device, which also takes --precision). Returns 0, or
+ * TN_EINVAL with the reason (no GPU, too few GPUs for --devices, no cuBLAS, a GPU this
+ * build has no code for, a precision the CPU lacks: re-running cannot help). */
 static int open_backends(const tr_config *c, int first, int n, const kn_backend **ks, FILE *out,
                          char *err, size_t errlen) {
     if (c->device != TR_GPU) {
-        if (c->precision != KN_FP32)
+        if (c->precision != KN_FP32 && !c->emulate_device)
             return tn_error(err, errlen, TN_EINVAL,
                             "--precision=%s needs --device=gpu (the CPU computes in fp32)",
-                            precision_name(c->precision));
+                            kn_precision_name(c->precision));
         const kn_backend *k = c->emulate_device ? kn_cpu_device() : kn_cpu();
         for (int d = 0; d < n; d++) ks[d] = k;
-        if (c->emulate_device)
+        if (c->emulate_device) {
+            if (k->set_precision(c->precision) != 0)
+                return tn_error(err, errlen, TN_EINVAL, "%s has no %s products", k->name,
+                                kn_precision_name(c->precision));
             fprintf(out, "device: the CPU presented as a device (%s: GPU code paths, CPU "
-                         "kernels)\n", k->name);
+                         "kernels); %s matrix products\n",
+                    k->name, kn_precision_name(c->precision));
+        }
         return 0;
     }
     char why[512];
@@ -1327,11 +1368,11 @@ static int open_backends(const tr_config *c, int first, int n, const kn_backend 
             return tn_error(err, errlen, TN_EINVAL, "GPU %d: %s", gpu, why);
         if (ks[d]->set_precision(c->precision) != 0)
             return tn_error(err, errlen, TN_EINVAL, "GPU %d has no %s products", gpu,
-                            precision_name(c->precision));
+                            kn_precision_name(c->precision));
         char desc[256];
         kn_cuda_describe(gpu, desc, sizeof desc);
         fprintf(out, "device: GPU %d: %s; %s matrix products\n", gpu, desc,
-                precision_name(c->precision));
+                kn_precision_name(c->precision));
     }
     char hint[128];
     snprintf(hint, sizeof hint, "lower --batch_size (this run: %d per replica)", c->batch_size);
@@ -1819,14 +1860,16 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
             (long long)r.eval.n, (long long)oc.total_steps, c->batch_size,
             r.world > 1 ? " per replica" : "", c->threads, c->threads == 1 ? "" : "s");
     if (ps_mode) {
-        rc = ps_setup(&r, config_hash(&r, &oc), oc.total_steps, err, errlen);
+        rc = ps_setup(&r, ps_config_hash(&r, &oc), oc.total_steps, err, errlen);
         if (!rc) rc = ps_loop(&r, err, errlen);
         if (rc == 0 && r.chief) rc = save_model(&r, err, errlen);
         if (rc == 0 && r.chief) print_fingerprint(&r);
         goto done;
     }
     if (r.world > 1 && r.ndev == 1) {
-        rc = open_ring(&r, config_hash(&r, &oc), err, errlen);
+        cl_config ring;
+        ring_config(&r, &oc, &ring);
+        rc = open_ring(&r, &ring, err, errlen);
         if (!rc && r.dev_path) rc = open_nccl(&r, err, errlen);
         if (rc) goto done;
         start_reducer(&r);

@@ -57,8 +57,8 @@ typedef struct tr_config {
     const tf_config *cluster;   /* the parsed TF_CONFIG, or NULL: a single replica */
     /* devices (docs/trainer.md, "Devices") */
     int device;                 /* enum tr_device */
-    int precision;              /* enum kn_precision of the matrix products (GPU only
-                                   beyond KN_FP32) */
+    int precision;              /* enum kn_precision of the matrix products (beyond
+                                   KN_FP32: a GPU, or the emulated device) */
     int emulate_device;         /* TR_CPU: run the GPU code paths on the CPU backend
                                    presented as a device (kn_cpu_device), for tests */
 } tr_config;

@@ -7,7 +7,8 @@
  * The tests reach the backend only through its table (alloc, upload, call, download),
  * so the same file runs against the CPU backend (kernels/cpu.c, the default), the CPU
  * presented as a device (kn_cpu_device) and the CUDA backend (kernels/cuda.cu, GPU 0;
- * without a GPU it prints why and exits 77, which ctest reports as skipped): K is the
+ * without a GPU or driver at all, or without CUDA in the build, it prints why and exits
+ * 77, which ctest reports as skipped; a GPU it cannot use is a failure): K is the
  * backend under test. Inputs come from a fixed-seed tn_rng. Outputs are compared element by element
  * with |got - want| <= atol + rtol*|want| (want in double); padding and one element
  * past the end of outputs hold sentinels that must survive, and outputs the kernel
@@ -280,7 +281,10 @@ static void test_broadcast_rows(void) {
 }
 
 static void test_sum_rows(void) {
-    static const int shapes[][2] = {{1, 1}, {3, 7}, {5, 33}, {2, 1000}, {100, 3}};
+    /* (CUDA: one chunk of rows up to 256, then 2, 4 and the most, 64, chunks of rows
+     * summed side by side and added in a second pass) */
+    static const int shapes[][2] = {{1, 1},     {3, 7},   {5, 33},   {2, 1000},
+                                    {100, 3},   {257, 40}, {1000, 37}, {20000, 5}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int rows = shapes[s][0], cols = shapes[s][1];
         size_t n = (size_t)rows * cols;
@@ -298,6 +302,19 @@ static void test_sum_rows(void) {
         char label[64];
         snprintf(label, sizeof label, "sum_rows %dx%d", rows, cols);
         CHECK_ALL_NEAR(label, db, want, cols + 1, 1e-6 * (rows + 1), 1e-6);
+        /* the same sums again, bit for bit (a fixed order, whatever the sizes) */
+        float *again = host_floats(cols + 1);
+        float *ddb2 = K->alloc((size_t)(cols + 1) * sizeof(float));
+        K->fill(ddb2, 0.0f, (size_t)cols + 1);
+        K->sum_rows(ddb2, ddy, rows, cols);
+        K->fill(ddb, 0.0f, (size_t)cols + 1);
+        K->sum_rows(ddb, ddy, rows, cols);
+        dev_get(again, ddb2, cols + 1);
+        dev_get(db, ddb, cols + 1);
+        CHECK_MSG(memcmp(again, db, (size_t)cols * sizeof(float)) == 0,
+                  "%s: two calls summed differently", label);
+        free(again);
+        K->free(ddb2);
         K->free(ddy);
         K->free(ddb);
         free(dy);
@@ -1158,23 +1175,36 @@ static void test_adam_first_step(void) {
 
 static int g_cuda; /* K is the CUDA backend */
 
-/* FP32 is every backend's; the CPU has nothing else. On a GPU, TF32 and BF16 products
- * are within their input rounding (8 and 11 bits of mantissa dropped). */
+/* FP32 is every backend's; the CPU has nothing else. The CUDA backend and the CPU
+ * presented as a device (which rounds as cuda.cu does: kernels.h) also take TF32 and
+ * BF16: their products are within the inputs' rounding (13 and 16 of float32's 23
+ * mantissa bits dropped, to nearest: 2^-11 and 2^-8 relative) of the exact ones, and
+ * differ from fp32's, so a set_precision that changed nothing would fail here. Also with
+ * transposed operands whose rows are longer than they hold (lda > columns), which the
+ * rounding copies must follow. */
 static void test_set_precision(void) {
     CHECK(K->set_precision(KN_FP32) == 0);
-    if (!g_cuda) {
+    CHECK(K->set_precision(99) == TN_EINVAL);
+    if (K == kn_cpu()) {
         CHECK(K->set_precision(KN_TF32) == TN_EINVAL);
         CHECK(K->set_precision(KN_BF16) == TN_EINVAL);
-        CHECK(K->set_precision(99) == TN_EINVAL);
         return;
     }
-    CHECK(K->set_precision(99) == TN_EINVAL);
-    const int m = 64, n = 48, k = 256;
+    const int m = 64, n = 48, k = 256, pad = 3;
+    /* case 0: a (m, k), b (k, n); case 1: the same values stored transposed, a as
+     * (k, m) with row stride m + pad and b as (n, k) with row stride k + pad */
     float *a = host_floats((size_t)m * k), *b = host_floats((size_t)k * n);
-    float *c = host_floats((size_t)m * n);
+    float *at = host_floats((size_t)k * (m + pad)), *bt = host_floats((size_t)n * (k + pad));
+    float *c = host_floats((size_t)m * n), *c32 = host_floats((size_t)m * n);
     double *want = host_doubles((size_t)m * n);
     rand_fill(a, (size_t)m * k, -1, 1);
     rand_fill(b, (size_t)k * n, -1, 1);
+    rand_fill(at, (size_t)k * (m + pad), -9, 9); /* the padding: never read */
+    rand_fill(bt, (size_t)n * (k + pad), -9, 9);
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) at[(size_t)p * (m + pad) + i] = a[(size_t)i * k + p];
+    for (int p = 0; p < k; p++)
+        for (int j = 0; j < n; j++) bt[(size_t)j * (k + pad) + p] = b[(size_t)p * n + j];
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
             double acc = 0;
@@ -1182,31 +1212,53 @@ static void test_set_precision(void) {
             want[i * n + j] = acc;
         }
     float *da = dev_dup(a, (size_t)m * k), *db = dev_dup(b, (size_t)k * n);
+    float *dat = dev_dup(at, (size_t)k * (m + pad)), *dbt = dev_dup(bt, (size_t)n * (k + pad));
     float *dc = K->alloc((size_t)m * n * sizeof(float));
     static const struct {
         int precision;
         double unit; /* the inputs' relative rounding */
-    } modes[] = {{KN_TF32, 0x1.0p-11}, {KN_BF16, 0x1.0p-8}};
+    } modes[] = {{KN_FP32, 0x1.0p-24}, {KN_TF32, 0x1.0p-11}, {KN_BF16, 0x1.0p-8}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        CHECK(K->set_precision(modes[i].precision) == 0);
-        K->gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n);
-        dev_get(c, dc, (size_t)m * n);
-        char label[64];
-        snprintf(label, sizeof label, "gemm with precision %d", modes[i].precision);
-        /* |a|, |b| < 1: each of the k products is off by up to a unit relative, with
-         * random signs: about unit * sqrt(k) / 3 typically; allow 6 times that */
-        CHECK_ALL_NEAR(label, c, want, (size_t)m * n, 2.0 * modes[i].unit * sqrt((double)k), 0);
+        for (int t = 0; t < 2; t++) {
+            CHECK(K->set_precision(modes[i].precision) == 0);
+            if (t == 0)
+                K->gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n);
+            else
+                K->gemm(1, 1, m, n, k, 1.0f, dat, m + pad, dbt, k + pad, 0.0f, dc, n);
+            dev_get(c, dc, (size_t)m * n);
+            char label[64];
+            snprintf(label, sizeof label, "gemm in %s%s", kn_precision_name(modes[i].precision),
+                     t ? ", transposed" : "");
+            /* each of the k terms a*b (|a*b| < 1, about 1/3 typically) is off by up to 2
+             * units relative from its rounded inputs, with random signs: the sum is off
+             * by about unit * sqrt(k) / 4 typically; 2 * unit * sqrt(k) is 8 times that
+             * (fp32: the float32 sums' rounding, up to k units) */
+            double atol = modes[i].precision == KN_FP32 ? 2e-6 * (k + 2)
+                                                        : 2.0 * modes[i].unit * sqrt((double)k);
+            CHECK_ALL_NEAR(label, c, want, (size_t)m * n, atol, 0);
+            if (modes[i].precision == KN_FP32) {
+                if (t == 0) memcpy(c32, c, (size_t)m * n * sizeof(float));
+                continue;
+            }
+            size_t same = 0;
+            for (size_t e = 0; e < (size_t)m * n; e++) same += c[e] == c32[e];
+            CHECK_MSG(2 * same < (size_t)m * n,
+                      "%s: %zu of %d results are fp32's: were the inputs rounded?", label, same,
+                      m * n);
+        }
     }
     CHECK(K->set_precision(KN_FP32) == 0);
     K->gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n);
     dev_get(c, dc, (size_t)m * n);
-    CHECK_ALL_NEAR("gemm back in fp32", c, want, (size_t)m * n, 2e-6 * (k + 2), 1e-5);
-    K->free(da);
-    K->free(db);
-    K->free(dc);
+    CHECK_MSG(memcmp(c, c32, (size_t)m * n * sizeof(float)) == 0, "gemm back in fp32 differs");
+    void *bufs[] = {da, db, dat, dbt, dc};
+    for (int i = 0; i < 5; i++) K->free(bufs[i]);
     free(a);
     free(b);
+    free(at);
+    free(bt);
     free(c);
+    free(c32);
     free(want);
 }
 
@@ -1463,7 +1515,78 @@ static void test_graph(void) {
     for (int i = 0; i < 7; i++) K->free(bufs[i]);
 }
 
-/* Picks the backend from --backend=NAME. 0, or 77 (skip) when CUDA has no GPU. */
+/* A failed recording (kernels.h, "Graphs"): graph_end returns NULL, none of the calls
+ * made since graph_begin has run, the caller makes them again, and graph_begin says no
+ * from then on. The CPU presented as a device fails its recordings on request
+ * (kn_cpu_device_fail_graphs); a GPU cannot be made to, so this runs on cpu-device. */
+static void test_graph_failure(void) {
+    if (K != kn_cpu_device()) return;
+    float s[3] = {1, 2, 3};
+    float *ds = dev_dup(s, 3);
+    kn_cpu_device_fail_graphs(1);
+    CHECK(K->graph_begin() == 1);
+    K->scale(ds, 10.0f, 3);
+    K->fill(ds + 1, 7.0f, 1);
+    void *g = K->graph_end();
+    CHECK(g == NULL);
+    dev_get(s, ds, 3);
+    CHECK_MSG(s[0] == 1 && s[1] == 2 && s[2] == 3, "calls ran while recording: %g %g %g",
+              (double)s[0], (double)s[1], (double)s[2]);
+    K->scale(ds, 10.0f, 3); /* the caller's fallback: the calls made directly */
+    dev_get(s, ds, 3);
+    CHECK(s[0] == 10 && s[2] == 30);
+    CHECK(K->graph_begin() == 0); /* never again in this run */
+    kn_cpu_device_fail_graphs(0);
+    CHECK(K->graph_begin() == 0); /* the default: no graphs */
+    K->graph_free(g);
+    K->free(ds);
+}
+
+/* A graph stays valid when the scratch its calls use is grown (and replaced) by later
+ * calls made directly: sum_rows over 512 rows recorded, then over 20000 rows (more
+ * chunks of partial sums than the graph's), then the graph replayed. Without graphs
+ * (the CPU) the calls are made each time instead. */
+static void test_graph_outlives_scratch(void) {
+    enum { R1 = 512, R2 = 20000, COLS = 64 };
+    float *dy = host_floats((size_t)R2 * COLS), *db = host_floats(COLS);
+    double *want = host_doubles(COLS);
+    rand_fill(dy, (size_t)R2 * COLS, -1, 1);
+    float *ddy = dev_dup(dy, (size_t)R2 * COLS), *ddb = K->alloc(COLS * sizeof(float));
+    float *dbig = K->alloc(COLS * sizeof(float));
+    K->sum_rows(ddb, ddy, R1, COLS); /* sizes the scratch for R1 */
+    void *g = NULL;
+    if (K->graph_begin()) {
+        K->sum_rows(ddb, ddy, R1, COLS);
+        g = K->graph_end();
+        CHECK(g != NULL);
+    }
+    K->sum_rows(dbig, ddy, R2, COLS); /* grows the scratch while g lives */
+    K->fill(ddb, 0.0f, COLS);
+    for (int rep = 0; rep < 2; rep++) {
+        if (g)
+            K->graph_launch(g);
+        else
+            K->sum_rows(ddb, ddy, R1, COLS);
+    }
+    dev_get(db, ddb, COLS);
+    for (int j = 0; j < COLS; j++) {
+        want[j] = 0;
+        for (int r = 0; r < R1; r++) want[j] += 2.0 * dy[(size_t)r * COLS + j];
+    }
+    CHECK_ALL_NEAR("sum_rows replayed after the scratch grew", db, want, COLS, 1e-6 * R1, 1e-6);
+    K->graph_free(g);
+    K->free(ddy);
+    K->free(ddb);
+    K->free(dbig);
+    free(dy);
+    free(db);
+    free(want);
+}
+
+/* Picks the backend from --backend=NAME. 0; 77 (skip) when there is no GPU or driver
+ * at all, or no CUDA in the build; 1 when a GPU seems to be there but cannot be used
+ * (a driver too old for the build, a broken installation: that must not pass as a
+ * skip). */
 static int pick_backend(int argc, char **argv) {
     const char *name = "cpu";
     for (int i = 1; i < argc; i++)
@@ -1475,9 +1598,14 @@ static int pick_backend(int argc, char **argv) {
     } else if (!strcmp(name, "cuda")) {
         char why[512];
         K = kn_cuda(0, why, sizeof why);
-        if (!K) {
-            printf("skipped: no CUDA backend to test: %s\n", why);
+        if (!K && kn_cuda_absent()) {
+            printf("skipped: no GPU to test the CUDA backend on: %s\n", why);
             return 77;
+        }
+        if (!K) {
+            fprintf(stderr, "test_kernels: error: CUDA is there but the backend cannot be "
+                            "created: %s\n", why);
+            return 1;
         }
         kn_cuda_describe(0, why, sizeof why);
         printf("testing the CUDA backend on %s\n", why);
@@ -1524,5 +1652,7 @@ int main(int argc, char **argv) {
     RUN(test_optim_dev);
     RUN(test_bf16);
     RUN(test_graph);
+    RUN(test_graph_failure);
+    RUN(test_graph_outlives_scratch);
     return check_summary();
 }

@@ -35,6 +35,7 @@ typedef struct rank_job {
     int n, rank;
     cl_peer *peers;
     uint64_t hash;
+    const cl_config *config; /* when set, cl_open_config instead of hash */
     double timeout;
     int scenario;     /* what the rank does after opening */
     size_t count;     /* elements */
@@ -56,8 +57,12 @@ static void *run_rank(void *arg) {
     rank_job *j = arg;
     double t0 = nt_now();
     cl_ring *r = NULL;
-    j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, g_transport, &r, j->err,
-                    sizeof j->err);
+    if (j->config)
+        j->rc = cl_open_config(j->peers, j->n, j->rank, j->timeout, j->config, g_transport, &r,
+                               j->err, sizeof j->err);
+    else
+        j->rc = cl_open(j->peers, j->n, j->rank, j->timeout, j->hash, g_transport, &r, j->err,
+                        sizeof j->err);
     if (j->rc) {
         j->failed_after = nt_now() - t0;
         return NULL;
@@ -328,6 +333,43 @@ static void test_config_mismatch(void) {
     teardown(&t);
 }
 
+/* A configuration in parts: the mismatch names the part that differs, with its hint
+ * (or the default one); configurations that agree open the ring. */
+static void test_config_parts_named(void) {
+    static const cl_config mine = {.part = {1, 2, 3},
+                                   .name = {"the model", "--precision", "where the steps run"},
+                                   .hint = {NULL, NULL, "run them alike"}};
+    cl_config other = mine;
+    other.part[1] = 5;
+    ring_test t;
+    setup(&t, 2, SC_ALLREDUCE, 10, 2);
+    t.job[0].config = &mine;
+    t.job[1].config = &other;
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK(t.job[0].rc == TN_EMISMATCH && t.job[1].rc == TN_EMISMATCH);
+    CHECK_STR_CONTAINS(t.job[0].err, "worker 0 (localhost:");
+    CHECK_STR_CONTAINS(t.job[0].err, "runs with a different configuration: --precision "
+                                     "differs from this replica's; hint: give every replica");
+    teardown(&t);
+    other = mine;
+    other.part[2] = 9;
+    setup(&t, 2, SC_ALLREDUCE, 10, 2);
+    t.job[0].config = &mine;
+    t.job[1].config = &other;
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK_STR_CONTAINS(t.job[1].err, "where the steps run differs from this replica's; hint: "
+                                     "run them alike");
+    teardown(&t);
+    setup(&t, 2, SC_ALLREDUCE, 10, 2);
+    t.job[0].config = t.job[1].config = &mine;
+    start(&t, 2);
+    finish(&t, 2);
+    CHECK_MSG(t.job[0].rc == 0 && t.job[1].rc == 0, "'%s' / '%s'", t.job[0].err, t.job[1].err);
+    teardown(&t);
+}
+
 static void test_out_of_step(void) {
     ring_test t;
     setup(&t, 2, SC_OUT_OF_STEP, 10, 2);
@@ -470,6 +512,7 @@ static void run_ring_tests(int transport) {
     RUN(test_dead_peer_noticed_at_once);
     RUN(test_silent_peer_given_up);
     RUN(test_config_mismatch);
+    RUN(test_config_parts_named);
     RUN(test_out_of_step);
     RUN(test_buckets_sum_every_bucket);
     RUN(test_buckets_lost_peer);

@@ -9,7 +9,11 @@
 # presented as a device (kernels.h, kn_cpu_device). Without dropout that path must give
 # the host path's parameters bit for bit, in every strategy; checkpoints move between
 # the two paths; resuming is bit-identical on both; divergence is reported at the same
-# step. Also the --device and --precision usage errors (exit 2). Uses the first
+# step; a failed graph recording falls back to direct calls with the same result
+# (TRAINER_EMULATE_GRAPH_FAILURE=1); tf32 and bf16 products round as on a GPU; a
+# parameter-server job mixes CPU and device replicas (and precisions), while a
+# multi-worker job that mixes them is refused, naming what differs. Also the --device
+# and --precision usage errors (exit 2). Uses the first
 # 2000/500 examples of Fashion-MNIST (Debian's dataset-fashion-mnist). Each case prints
 # "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
 set -u
@@ -18,7 +22,7 @@ WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
-unset TRAINER_EMULATE_DEVICE CUDA_VISIBLE_DEVICES
+unset TRAINER_EMULATE_DEVICE TRAINER_EMULATE_GRAPH_FAILURE CUDA_VISIBLE_DEVICES
 passed=0
 failed=0
 ok() { echo "ok $1"; passed=$((passed + 1)); }
@@ -148,6 +152,64 @@ check multi_worker_emulated_ring grep -q "all-reduced through the host, not with
   mw.chief.log
 check multi_worker_emulated_same_parameters same_fingerprint mw.chief.log mirrored.host.log
 check multi_worker_emulated_replicas_agree same_fingerprint mw.chief.log mw.worker.log
+
+# A failed graph recording: said once, then every step's calls made directly -----------
+TRAINER_EMULATE_GRAPH_FAILURE=1 emu "${SMALL[@]}" --job-dir=gfail >gfail.log 2>&1
+check graph_failure_exit0 test $? -eq 0
+check graph_failure_said_once test "$(grep -c 'graphs are off for this run' gfail.log)" -eq 1
+check graph_failure_same_model cmp -s host/model.ckpt gfail/model.ckpt
+
+# tf32 and bf16 on the emulated device: its products' inputs are rounded ---------------
+for p in tf32 bf16; do
+  emu "${SMALL[@]}" --precision=$p --job-dir=prec_$p >prec_$p.log 2>&1
+  check precision_${p}_emulated_exit0 test $? -eq 0
+  check precision_${p}_emulated_said grep -q "$p matrix products" prec_$p.log
+  check precision_${p}_emulated_rounds sh -c "! cmp -s host/model.ckpt prec_$p/model.ckpt"
+  acc=$(sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' prec_$p.log | tail -n 1)
+  check precision_${p}_emulated_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }'
+done
+
+# Replicas on other devices: a parameter-server job takes them (its chief on the CPU,
+# its worker on the device with bf16 products); multi_worker_mirrored does not, and says
+# what differs ------------------------------------------------------------------------
+ports=$(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(5)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))')
+read -r q0 q1 q2 q3 q4 <<<"$ports"
+P="{\"chief\": [\"localhost:$q0\"], \"worker\": [\"localhost:$q1\"], \"ps\": [\"localhost:$q2\"]}"
+tfp() { echo "{\"cluster\": $P, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
+TF_CONFIG="$(tfp ps)" "$TRAINER" "${DIST[@]}" >ps.log 2>&1 &
+ps=$!
+TF_CONFIG="$(tfp worker)" emu "${DIST[@]}" --precision=bf16 >ps.worker.log 2>&1 &
+psw=$!
+TF_CONFIG="$(tfp chief)" "$TRAINER" "${DIST[@]}" --job-dir=psj >ps.chief.log 2>&1
+prc=$?
+wait $psw
+pwrc=$?
+wait $ps
+check ps_mixed_devices_exit0 test $prc -eq 0 -a $pwrc -eq 0
+check ps_mixed_devices_worker_on_device grep -q "presented as a device.*bf16" ps.worker.log
+acc=$(sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' ps.chief.log | tail -n 1)
+check ps_mixed_devices_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.4) }'
+M="{\"chief\": [\"localhost:$q3\"], \"worker\": [\"localhost:$q4\"]}"
+tfm() { echo "{\"cluster\": $M, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
+mixed_ring() { # NAME CHIEF-RUNNER WORKER-RUNNER WORKER-FLAGS... : both refuse
+  local name=$1 first=$2 second=$3; shift 3
+  TF_CONFIG="$(tfm chief)" $first "${DIST[@]}" --peer_timeout=10 >$name.chief.log 2>&1 &
+  local c=$!
+  TF_CONFIG="$(tfm worker)" $second "${DIST[@]}" --peer_timeout=10 "$@" >$name.worker.log 2>&1
+  local w=$?
+  wait $c
+  check ${name}_refused test $? -ne 0 -a $w -ne 0
+}
+mixed_ring mw_cpu_and_device "$TRAINER" emu
+check mw_cpu_and_device_says_what grep -q "different configuration: where the steps run" \
+  mw_cpu_and_device.chief.log
+mixed_ring mw_precisions emu emu --precision=tf32
+check mw_precisions_says_what grep -q "different configuration: --precision" \
+  mw_precisions.worker.log
 
 # Divergence: found on the device, reported at the step it happened ----------------------
 err_host=$("$TRAINER" "${SMALL[@]}" --learning_rate=1e30 2>&1 >/dev/null); rc_host=$?
