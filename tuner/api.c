@@ -686,6 +686,8 @@ static json_t *trial_json(const st_trial *t, double now) {
     json_object_set_new(o, "attempts", json_integer(t->attempts));
     json_object_set_new(o, "restarts", json_integer(t->restarts));
     json_object_set_new(o, "error", t->error ? json_string(t->error) : json_null());
+    json_object_set_new(o, "executor_job",
+                        t->executor_job ? json_string(t->executor_job) : json_null());
     json_object_set_new(o, "last_step", t->has_last_step ? json_integer(t->last_step) : json_null());
     return o;
 }

@@ -595,6 +595,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
     out_column(t, "started", NULL, OUT_DATA_ONLY);
     out_column(t, "finished", NULL, OUT_DATA_ONLY);
     out_column(t, "error", "ERROR", 0);
+    out_column(t, "executor_job", NULL, OUT_DATA_ONLY);
 
     double now = wall_clock();
     for (size_t i = 0; i < r.n; i++) {
@@ -623,6 +624,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
         out_time(t, tr->started);
         out_time(t, tr->finished);
         out_str(t, tr->error && tr->error[0] ? tr->error : NULL);
+        out_str(t, tr->executor_job);
     }
     if (only)
         snprintf(empty, sizeof empty, "study %s has no %s trials", r.study.name, only);

@@ -319,7 +319,8 @@ check("trials_default_page", status == 200 and page["total"] == 8 and page["offs
       page["limit"] == 100 and [t["number"] for t in page["trials"]] == list(range(1, 9)))
 check("trial_shape", set(t0) == {"number", "state", "params", "value", "created", "started",
                                  "finished", "duration", "attempts", "restarts", "error",
-                                 "last_step"} and t0["last_step"] == 6 and t0["attempts"] == 1
+                                 "executor_job", "last_step"} and t0["last_step"] == 6
+      and t0["attempts"] == 1 and t0["executor_job"] is None
       and t0["duration"] > 0 and set(t0["params"]) == {"x", "opt"}, str(t0))
 got = []
 for off in range(0, 8, 3):

@@ -40,6 +40,10 @@ fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
 count_state() { "$TUNER" trials "$1" --format=csv | awk -F, -v s="$2" 'NR > 1 && $2 == s' | wc -l; }
 study_state() { "$TUNER" show "$1" --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+# trial_field STUDY FIELD: the field of each trial, one a line
+trial_field() { "$TUNER" trials "$1" --format=json | python3 -c '
+import json, sys
+for t in json.load(sys.stdin): print(t[sys.argv[1]])' "$2"; }
 # The jobs Slurm still has queued or running (none should be left behind).
 queue_empty() { [ -z "$(squeue --noheader --format=%i)" ]; }
 wait_queue_empty() { for _ in $(seq 1 100); do queue_empty && return 0; sleep 0.1; done; return 1; }
@@ -86,6 +90,7 @@ for trial in range(1, 5):
     if len(glob.glob("runs/grid/%d/nodes/*" % trial)) != 4: sys.exit("trial %d: not 4 replicas" % trial)
     if len(nodes) < 2: sys.exit("trial %d ran on %s only" % (trial, nodes))
 '
+check grid_job_id_shown grep -q "^slurm:[0-9]*$" <<<"$(trial_field grid executor_job | head -1)"
 check grid_job_ids_stored python3 -c '
 import sqlite3, sys
 rows = sqlite3.connect(sys.argv[1]).execute("select executor_job from trials t join studies s on s.id = t.study_id where s.name = ?", ("grid",)).fetchall()
@@ -116,10 +121,6 @@ spec flaky "" 1 1 "$flaky"
 "$TUNER" run flaky.json --quiet >flaky.out 2>&1
 check flaky_exit0 test $? -eq 0
 check flaky_succeeded test "$(count_state flaky SUCCEEDED)" -eq 1
-# trial_field STUDY FIELD: the field of each trial, one a line
-trial_field() { "$TUNER" trials "$1" --format=json | python3 -c '
-import json, sys
-for t in json.load(sys.stdin): print(t[sys.argv[1]])' "$2"; }
 check flaky_restarts_in_place test "$(trial_field flaky restarts)" = 2
 check flaky_one_job test "$(trial_field flaky attempts)" = 1
 
