@@ -64,6 +64,7 @@ typedef struct slurm_job {
     int told_running;         /* "running" said for this run */
     int missing;              /* squeue listings in a row without the job */
     int stop_requested;       /* scancel was (or is to be) sent */
+    int scancel_failed;       /* the last scancel failed: send it again */
     int submit_tries;         /* failed sbatch calls in a row (passing reasons) */
     double events_after;      /* events up to this time were told before (attach) */
     ex_cmd *sbatch, *scancel;
@@ -345,7 +346,10 @@ static void on_scancel(void *ctx, int status, const char *out, const char *errte
     ex_job *j = ctx;
     slurm_job *sj = j->impl;
     sj->scancel = NULL;
-    if (status != 0 && errtext[0]) ex__emit(j, NULL, "stopping", "scancel: %s", errtext);
+    sj->scancel_failed = status != 0;
+    if (status != 0) /* tried again while squeue still shows the job (job_seen) */
+        ex__emit(j, NULL, "stopping", "scancel %s failed, will try again: %s", sj->jobid,
+                 errtext[0] ? errtext : "no message");
 }
 
 static void send_scancel(ex_job *j) {
@@ -702,6 +706,10 @@ static void job_seen(ex_job *j, const job_state *s) {
         snprintf(sj->state, sizeof sj->state, "%s", s->state);
         job_ended(j, s->state);
         return;
+    }
+    if (j->phase == EX_PH_STOPPING && sj->scancel_failed) { /* still there: again */
+        sj->scancel_failed = 0;
+        send_scancel(j);
     }
     int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
     if (running && !sj->told_running) {

@@ -15,6 +15,7 @@ is called by picks the command. All state is in $FAKE_SLURM_DIR:
   sbatch_fail          when present: sbatch prints its first line to stderr and exits 1,
                        and the line is removed (an empty file is removed)
   squeue_fail          when present: squeue prints it to stderr and exits 1
+  scancel_fail         when present: scancel prints it to stderr, exits 1 and removes it
   sinfo                what sinfo prints (sinfo_fail: printed to stderr, exit 1)
 
 srun runs --ntasks copies of its command here with SLURM_PROCID and SLURM_LOCALID set
@@ -156,6 +157,11 @@ def kill_job(jid):
 
 
 def scancel(args):
+    fail = read(path("scancel_fail"), None)
+    if fail is not None:  # fails once
+        os.remove(path("scancel_fail"))
+        sys.stderr.write(fail)
+        return 1
     name = opt(args, "--name")
     targets = []
     if name:

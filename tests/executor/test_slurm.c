@@ -560,6 +560,27 @@ static void test_stop_cancels(void) {
     CHECK(fake_called_with(buf));
 }
 
+/* The first scancel fails (the controller away): it is sent again while the job is
+ * still listed, and the stop completes. */
+static void stop_with_failing_scancel(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && strstr(o->events, "chief:0 started")) {
+        fake_write("scancel_fail", "scancel: error: Unable to contact slurm controller\n");
+        ex_job_stop(o->job, EX_STOPPED, "stopped early");
+        o->hook_state = 1;
+    }
+}
+
+static void test_scancel_failing_is_retried(void) {
+    fake_reset(1);
+    job_case jc = {.script = "sleep 30", .restarts = 5, .retries = 3,
+                   .hook = stop_with_failing_scancel};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("scancelfail", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_STOPPED);
+    CHECK_STR_CONTAINS(o.events, "failed, will try again: scancel: error: Unable to contact");
+    CHECK_INT_EQ(fake_calls("scancel", NULL), 2);
+}
+
 static void test_trial_timeout(void) {
     fake_reset(1);
     job_case jc = {.script = "sleep 30", .restarts = 5, .retries = 3, .timeout = 1.5};
@@ -867,6 +888,7 @@ int main(int argc, char **argv) {
     RUN(test_squeue_outage);
     RUN(test_forgotten_job_is_rerun);
     RUN(test_stop_cancels);
+    RUN(test_scancel_failing_is_retried);
     RUN(test_trial_timeout);
     RUN(test_attach_to_finished_job);
     RUN(test_recover_and_cancel_strays);
