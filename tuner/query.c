@@ -494,6 +494,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     out_column(t, "updated", "updated", 0);
     out_column(t, "elapsed", "elapsed", 0);
     out_column(t, "job_dir", "job dir", 0);
+    out_column(t, "executor", "executor", 0);
     out_column(t, "store", "store", 0);
 
     out_row(t);
@@ -525,6 +526,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     format_elapsed(elapsed, text, sizeof text);
     out_cell(t, text, json_real(round_ms(elapsed)));
     out_str(t, r.spec.job_dir);
+    out_str(t, spec_executor_name(r.spec.executor.type));
     out_str(t, db_path(env));
     rc = print_rows(t, format, NULL, 1);
 

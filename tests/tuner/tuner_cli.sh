@@ -262,6 +262,8 @@ if ! ls /dev/nvidia0 >/dev/null 2>&1; then
 fi
 err=$("$TUNER" validate accel.json 2>&1)
 check validate_names_executor grep -q "executor local" <<<"$err"
+check show_executor_local test "$("$TUNER" show accel --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["executor"])')" = local
+check trials_no_executor_job test "$("$TUNER" trials accel --format=json | python3 -c 'import json,sys; print({t["executor_job"] for t in json.load(sys.stdin)})')" = "{None}"
 
 # --- the executor flag -------------------------------------------------------------
 err=$("$TUNER" run good.json --executor=kubernetes 2>&1); rc=$?

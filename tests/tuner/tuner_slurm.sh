@@ -90,6 +90,7 @@ for trial in range(1, 5):
     if len(glob.glob("runs/grid/%d/nodes/*" % trial)) != 4: sys.exit("trial %d: not 4 replicas" % trial)
     if len(nodes) < 2: sys.exit("trial %d ran on %s only" % (trial, nodes))
 '
+check grid_show_executor test "$("$TUNER" show grid --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["executor"])')" = slurm
 check grid_job_id_shown grep -q "^slurm:[0-9]*$" <<<"$(trial_field grid executor_job | head -1)"
 check grid_job_ids_stored python3 -c '
 import sqlite3, sys
