@@ -11,7 +11,7 @@
  * exact double) together with its full line text. A last line without its newline is
  * being written and waits for the next poll; lines that are not JSON objects are
  * skipped and counted. The rules are written down in docs/metrics.md; contract:
- * ../shared/DESIGN.md, "Metrics".
+ * docs/design.md, "Metrics"; docs/metrics.md.
  */
 #ifndef TN_HTREADER_H
 #define TN_HTREADER_H

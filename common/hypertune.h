@@ -10,7 +10,7 @@
  * library does, the writer keeps the last HT_MAX_RECORDS records and rewrites the
  * whole file on every report; it does so atomically (temporary file + rename), so a
  * reader never sees a half-written line. Records already in the file when the writer
- * opens it (a restarted replica) are kept. Contract: ../shared/DESIGN.md, "Metrics";
+ * opens it (a restarted replica) are kept. Contract: docs/design.md, "Metrics";
  * docs/metrics.md.
  */
 #ifndef TN_HYPERTUNE_H

@@ -10,7 +10,7 @@
  * The evaluator is never listed in the cluster. With useChiefInTfConfig false the
  * chief is called "master" (cluster key and task type), as legacy AI Platform did.
  * Parse errors name the field ("TF_CONFIG: cluster.worker[1]: ..."). Contract:
- * ../shared/DESIGN.md, "The trial-job contract"; what we accept and emit, and the
+ * docs/design.md, "The trial-job contract"; what we accept and emit, and the
  * PyTorch-style WORLD_SIZE / RANK derived from it: docs/metrics.md.
  */
 #ifndef TN_TFCONFIG_H

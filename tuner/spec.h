@@ -5,8 +5,8 @@
  * ParameterSpec), so a spec written for AI Platform reads the same here; the few
  * extensions are documented in docs/spec.md. Validation reports every problem at
  * once, each with the JSON path of the field and what was expected, before anything
- * runs; unknown fields are errors with a did-you-mean. Contract: ../shared/DESIGN.md,
- * "Study spec".
+ * runs; unknown fields are errors with a did-you-mean. Contract: docs/design.md,
+ * "The study spec".
  */
 #ifndef TN_TUNER_SPEC_H
 #define TN_TUNER_SPEC_H

@@ -6,7 +6,7 @@
  * address checks and splitting, $TF_CONFIG unset / empty / set, and the table of
  * world size, rank and chief-ness that PyTorch programs get.
  *
- * Contract: common/tfconfig.h; ../shared/DESIGN.md, "The trial-job contract".
+ * Contract: common/tfconfig.h; docs/design.md, "The trial-job contract".
  */
 #include "common/tfconfig.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The example spec of ../shared/DESIGN.md, "Study spec", verbatim. */
+/* The example spec of docs/spec.md, verbatim. */
 static const char *const DESIGN_SPEC =
     "{\n"
     "  \"jobId\": \"fashion_mlp\",\n"
