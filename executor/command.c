@@ -67,6 +67,9 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         return -1;
     }
     if (child == 0) {
+        /* a process group of its own: a Ctrl-C at the terminal is the tuner's to handle,
+         * and must not kill an sbatch half way (the job might be queued unseen) */
+        setpgid(0, 0);
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
         close(out[0]);

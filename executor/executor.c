@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common/status.h"
 
@@ -34,14 +35,42 @@ struct timeval ex__timeval(double s) {
     return tv;
 }
 
-void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...) {
+static double wall_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 5, 0)));
+static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
+                   va_list ap) {
     if (!j->cb.event) return;
     char detail[1024];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    j->cb.event(j->ctx, time, who, kind, detail);
+}
+
+void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    emit_v(j, wall_clock(), who, kind, fmt, ap);
     va_end(ap);
-    j->cb.event(j->ctx, who, kind, detail);
+}
+
+void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
+                 ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit_v(j, time, who, kind, fmt, ap);
+    va_end(ap);
+}
+
+void ex__arm_timeout(ex_job *j, double elapsed) {
+    if (j->cfg.timeout_seconds <= 0 || j->timer_armed || j->phase == EX_PH_DONE) return;
+    j->timer_armed = 1;
+    struct timeval tv = ex__timeval(j->cfg.timeout_seconds - elapsed);
+    evtimer_add(j->timeout_ev, &tv);
 }
 
 void ex__poll_metrics(ex_job *j, int final) {
@@ -67,7 +96,7 @@ void ex__begin_stop(ex_job *j, int outcome, const char *error) {
     j->stop_outcome = outcome;
     free(j->stop_error);
     j->stop_error = error ? tn_xstrdup(error) : NULL;
-    evtimer_del(j->timeout_ev);
+    /* the timeout keeps running: a stop may lead to another attempt (local re-runs) */
     j->x->ops->stop(j);
 }
 
@@ -206,7 +235,14 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg) {
     ex_job *j = arg;
     char msg[128];
     snprintf(msg, sizeof msg, "the trial timed out after %gs", j->cfg.timeout_seconds);
-    ex__begin_stop(j, EX_FAILED, msg);
+    if (j->phase == EX_PH_RUNNING) {
+        ex__begin_stop(j, EX_FAILED, msg);
+    } else if (j->phase == EX_PH_STOPPING) { /* stopping to run again: it fails instead */
+        j->timed_out = 1;
+        j->stop_outcome = EX_FAILED;
+        free(j->stop_error);
+        j->stop_error = tn_xstrdup(msg);
+    }
 }
 
 static void on_done(evutil_socket_t fd, short what, void *arg) {
@@ -303,10 +339,7 @@ static void job_begin(ex_job *j) {
     x->jobs[x->njobs++] = j;
     struct timeval poll = ex__timeval(j->cfg.poll_seconds);
     evtimer_add(j->poll_ev, &poll);
-    if (j->cfg.timeout_seconds > 0) {
-        struct timeval tv = ex__timeval(j->cfg.timeout_seconds);
-        evtimer_add(j->timeout_ev, &tv);
-    }
+    if (!x->ops->timeout_from_start) ex__arm_timeout(j, 0);
 }
 
 int ex_has_room(ex_executor *x, const ex_job_config *cfg) {
@@ -335,14 +368,15 @@ int ex_job_start(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *c
 }
 
 int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
-                  const char *handle, int attempts, double events_after, ex_job **out) {
+                  const char *handle, int attempts, const ex_seen *seen, size_t nseen,
+                  ex_job **out) {
     *out = NULL;
     if (!x->ops->attach || !handle) return 1;
     char err[512];
     ex_job *j = job_new(x, cfg, cb, ctx, err, sizeof err);
     if (!j) return 1;
     j->attempts = attempts > 0 ? attempts : 1;
-    if (x->ops->attach(j, handle, events_after) != 0) {
+    if (x->ops->attach(j, handle, seen, nseen) != 0) {
         job_destroy(j);
         return 1;
     }
@@ -359,6 +393,10 @@ int ex_job_is_running(const ex_job *j) { return j->phase == EX_PH_RUNNING; }
 
 int ex_job_attempts(const ex_job *j) { return j->attempts; }
 int ex_job_restarts(const ex_job *j) { return j->restarts; }
+
+void ex_abort_all(ex_executor *x) {
+    if (x && x->ops->abort) x->ops->abort(x);
+}
 
 void ex_job_free(ex_job *j) {
     if (!j) return;

@@ -94,11 +94,13 @@ typedef struct ex_job_config {
 } ex_job_config;
 
 typedef struct ex_callbacks {
-    /* Something happened: replica is "chief:0", "worker:1", ... or NULL for the job;
-     * kind is "started", "running", "exited", "restarted", "retrying", "stopping",
-     * "queued", "submitted", "metrics"; detail is a sentence (pid, exit status,
-     * reason). */
-    void (*event)(void *ctx, const char *replica, const char *kind, const char *detail);
+    /* Something happened at `time` (seconds since the epoch: now for what the executor
+     * sees itself, the launcher's clock for what a Slurm replica's launcher wrote):
+     * replica is "chief:0", "worker:1", ... or NULL for the job; kind is "started",
+     * "running", "exited", "restarted", "retrying", "stopping", "queued", "submitted",
+     * "metrics"; detail is a sentence (pid, exit status, reason). */
+    void (*event)(void *ctx, double time, const char *replica, const char *kind,
+                  const char *detail);
     /* A new metric record of a replica (each record once). */
     void (*measurement)(void *ctx, const char *replica, const htr_record *rec);
     /* The job is over: every replica has exited. error is NULL on success. After this
@@ -141,14 +143,22 @@ int ex_has_room(ex_executor *x, const ex_job_config *cfg);
 int ex_job_start(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
                  ex_job **out, char *err, size_t errlen);
 
+/* The newest event the caller stored of a replica ("chief:0", or NULL for the job's
+ * own): what re-attaching must not tell again. */
+typedef struct ex_seen {
+    const char *replica;
+    double time;
+} ex_seen;
+
 /* Re-attaches to a job an earlier tuner started, by the handle it stored: the job goes
  * on where it is (still queued, running, or already over: its outcome is read), as if
- * this process had started it. attempts is how many times it was started so far;
- * events_after skips the events of the job's files up to that time (those the caller
- * has stored). Returns 0 with *out, or 1 when the handle is not this backend's (the
- * caller runs the trial again). */
+ * this process had started it. attempts is how many times it was started so far (the
+ * retry budget goes on from there); seen[0..nseen) are the events already stored, per
+ * replica, so that events up to those times are not told again. Returns 0 with *out,
+ * or 1 when the handle is not this backend's (the caller runs the trial again). */
 int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
-                  const char *handle, int attempts, double events_after, ex_job **out);
+                  const char *handle, int attempts, const ex_seen *seen, size_t nseen,
+                  ex_job **out);
 
 /* The live jobs of a study that an earlier tuner left (slurm: queued or running jobs
  * named PREFIX.TRIAL; synchronous, one squeue), so that a resumed tuner re-attaches
@@ -176,6 +186,11 @@ int ex_job_restarts(const ex_job *j);
 /* Frees a finished job, or stops one that is not (local: SIGKILL to its replicas;
  * slurm: scancel) without callbacks, and frees it. */
 void ex_job_free(ex_job *j);
+
+/* Stops what every job of the executor still runs, at once and without callbacks
+ * (slurm: one scancel for all of them; local: nothing, freeing kills), before the jobs
+ * are freed: a second Ctrl-C, a fatal error. Synchronous. */
+void ex_abort_all(ex_executor *x);
 
 /* The Slurm job name prefix of a study: "tuner.HASH.STUDY", HASH a digest of the
  * study's job dir, so studies of the same name in other stores never meet. Yours to

@@ -30,13 +30,16 @@ typedef struct ex_replica {
 
 typedef struct ex_backend_ops {
     const char *name;                                      /* "local", "slurm" */
+    int timeout_from_start;     /* 1: the trial timeout runs from when the backend says
+                                   the job started (ex__arm_timeout), not from submission
+                                   (Slurm: time in the queue does not count) */
     /* Sets up the backend's state of a new job (j->impl) and starts it. 0, EX_BUSY
      * (nothing done, nothing to free), or a negative code with a message. */
     int (*start)(ex_job *j, char *err, size_t errlen);
     /* Whether a job of this shape would start now (NULL: always). */
     int (*has_room)(ex_executor *x, const ex_job_config *cfg);
     /* Re-attaches to the job a handle names (slurm). 0, or 1 when it is not ours. */
-    int (*attach)(ex_job *j, const char *handle, double events_after);
+    int (*attach)(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen);
     /* Called with every metric poll of a running job, before the metric files are
      * read (slurm: the replicas' event files). NULL: nothing to do. */
     void (*poll)(ex_job *j);
@@ -45,6 +48,9 @@ typedef struct ex_backend_ops {
     void (*stop)(ex_job *j);
     /* Frees j->impl, first killing or cancelling what is still alive. */
     void (*release)(ex_job *j);
+    /* Cancels what every job of the executor still runs, at once (ex_abort_all;
+     * NULL: each release does it). */
+    void (*abort)(ex_executor *x);
     /* Frees the backend's part of the executor (x->impl). */
     void (*free)(ex_executor *x);
     /* ex_recover and ex_cancel_handle (NULL: the backend has nothing to recover). */
@@ -87,6 +93,9 @@ struct ex_job {
     size_t nreps;
     int attempts, restarts;     /* attempts started; replica restarts in all */
     int phase;                  /* enum ex_phase */
+    int timed_out;              /* the trial timeout fired while the job was stopping
+                                   (for a retry): no retry then */
+    int timer_armed;            /* the trial timeout is running */
     int stop_outcome;           /* what finishing reports ... */
     char *stop_error;           /* ... and why (NULL: success) */
     struct event *poll_ev, *timeout_ev, *done_ev;
@@ -101,9 +110,16 @@ int ex__slurm_init(ex_executor *x, char *err, size_t errlen);
 int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen);
 int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen);
 
-/* Tells j's event callback what happened (detail formatted as printf). */
+/* Tells j's event callback what happened now (detail formatted as printf); ex__emit_at
+ * what happened at `time` (seconds since the epoch). */
 void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
+
+/* Starts the trial timeout (if the job has one and it is not running yet), `elapsed`
+ * seconds of it already used. For backends with timeout_from_start. */
+void ex__arm_timeout(ex_job *j, double elapsed);
 
 /* Reads every replica's metric file and hands new records to the caller; final: also
  * a last line without its newline (nobody writes any more). */

@@ -155,9 +155,18 @@ static void load_job(const char *path, job_desc *d) {
 
 /* ---- files of a run ---- */
 
+/* A name for a temporary file beside path that no other launcher uses: several nodes
+ * write into one shared folder, and process ids repeat across hosts. Yours to free. */
+static char *temp_name(const char *path) {
+    char host[256] = "host";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
+    host[sizeof host - 1] = '\0';
+    return xasprintf("%s.%s.%ld.tmp", path, host, (long)getpid());
+}
+
 /* Writes text to path atomically (a temporary file renamed over it). */
 static int write_atomic(const char *path, const char *text) {
-    char *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
+    char *tmp = temp_name(path);
     FILE *f = fopen(tmp, "w");
     int ok = f && fputs(text, f) >= 0;
     if (f && fclose(f) != 0) ok = 0;
@@ -176,16 +185,20 @@ static int exists(const char *path) {
  * atomic, on NFS too). Returns 1 when ours was written. */
 static int decide(const char *run_dir, const char *outcome, int retry, const char *error) {
     char *path = xasprintf("%s/outcome", run_dir);
-    char *tmp = xasprintf("%s/outcome.%ld.tmp", run_dir, (long)getpid());
+    char *tmp = temp_name(path);
     json_t *o = json_pack("{s:s, s:b, s:f}", "outcome", outcome, "retry", retry, "time", now());
     if (error) json_object_set_new(o, "error", json_string(error));
     int ours = 0;
     if (json_dump_file(o, tmp, JSON_COMPACT) == 0) {
-        ours = link(tmp, path) == 0;
-        unlink(tmp);
+        if (link(tmp, path) == 0) {
+            ours = 1;
+        } else if (errno != EEXIST && !exists(path)) {
+            /* a file system without hard links: rename, which may replace a decision
+             * made at the same moment (second best) */
+            ours = rename(tmp, path) == 0;
+        }
+        unlink(tmp); /* gone already after a rename */
     }
-    if (!ours && !exists(path)) /* a file system without hard links: second best */
-        ours = rename(tmp, path) == 0;
     json_decref(o);
     free(tmp);
     free(path);
@@ -363,6 +376,11 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
         close(ev);
         return 0;
     }
+    if (decided(run_dir)) { /* the run was decided while we waited: nothing to start */
+        tf_config_clear(&c);
+        close(ev);
+        return 0;
+    }
     tf_config_set_task(&c, type, index, d->trial);
     tf_config_set_job(&c, d->job);
     char *log = ex_log_path(d->job_dir, tname, index);
@@ -402,6 +420,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             }
             nap(POLL_US);
         }
+        kill(-pid, SIGKILL); /* what the program left in its process group goes with it */
         ex_describe_status(status, how, sizeof how);
         event(ev, "exited", "%s", how);
         /* the run is over already, or Slurm is ending the job (scancel, time limit): an

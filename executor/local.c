@@ -145,12 +145,13 @@ static local_host *host_new(const ex_options *o) {
     local_host *h = tn_xcalloc(1, sizeof *h);
     h->cores_total = o->cores > 0 ? o->cores : online_cores();
     h->ngpus = o->gpus > 0 ? o->gpus : 0;
-    h->gpu_ids = tn_xcalloc((size_t)h->ngpus + 1, sizeof *h->gpu_ids);
-    h->gpu_used = tn_xcalloc((size_t)h->ngpus + 1, 1);
     size_t nvis;
     char **vis = visible_devices(&nvis);
+    if (vis && (size_t)h->ngpus > nvis) h->ngpus = (int)nvis; /* only those listed */
+    h->gpu_ids = tn_xcalloc((size_t)h->ngpus + 1, sizeof *h->gpu_ids);
+    h->gpu_used = tn_xcalloc((size_t)h->ngpus + 1, 1);
     for (int g = 0; g < h->ngpus; g++)
-        h->gpu_ids[g] = vis && (size_t)g < nvis ? tn_xstrdup(vis[g]) : ex__asprintf("%d", g);
+        h->gpu_ids[g] = vis ? tn_xstrdup(vis[g]) : ex__asprintf("%d", g);
     ex_strv_free(vis);
     return h;
 }
@@ -165,6 +166,14 @@ static void local_free(ex_executor *x) {
 }
 
 int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen) {
+    size_t nvis;
+    char **vis = visible_devices(&nvis);
+    ex_strv_free(vis);
+    if (vis && (size_t)o->gpus > nvis)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--gpus=%d, but CUDA_VISIBLE_DEVICES lists %zu device%s (%s)\nhint: "
+                        "list them all in CUDA_VISIBLE_DEVICES, or lower --gpus",
+                        o->gpus, nvis, nvis == 1 ? "" : "s", getenv("CUDA_VISIBLE_DEVICES"));
     if (o->oversubscribe) return 0;
     int have_cores = o->cores > 0 ? o->cores : online_cores();
     int cores = job_cores(cfg), gpus = job_gpus(cfg);
@@ -284,7 +293,7 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
 static void stopped(ex_job *j) {
     local_job *lj = j->impl;
     evtimer_del(lj->grace_ev);
-    if (lj->retry) {
+    if (lj->retry && !j->timed_out) {
         char err[1024];
         lj->retry = 0;
         ex__poll_metrics(j, 1); /* the last attempt's last records */
@@ -330,6 +339,7 @@ static void on_replica_exit(void *ctx, int status) {
     const ex_replica *r = lr->r;
     char how[128], msg[2048];
     ex_describe_status(status, how, sizeof how);
+    kill(-lr->pid, SIGKILL); /* what the replica left in its process group goes with it */
     lr->pid = 0;
     ex__emit(j, r->name, "exited", "%s", how);
     if (j->phase == EX_PH_STOPPING) {

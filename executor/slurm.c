@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ typedef struct ev_file {
     const char *who;          /* the replica's name, or NULL for the job */
     off_t offset;
     int exited;               /* the last event read is "exited": nothing of it runs */
+    double told_until;        /* events up to this time were told before (re-attach) */
 } ev_file;
 
 typedef struct slurm_job {
@@ -66,8 +68,13 @@ typedef struct slurm_job {
     int stop_requested;       /* scancel was (or is to be) sent */
     int scancel_failed;       /* the last scancel failed: send it again */
     int submit_tries;         /* failed sbatch calls in a row (passing reasons) */
-    double events_after;      /* events up to this time were told before (attach) */
-    ex_cmd *sbatch, *scancel;
+    int quiet_requeues;       /* follow_requeue does not count runs (re-attaching) */
+    double start_time;        /* when the current run started, as squeue says (0: not) */
+    int aborted;              /* cancelled by slurm_abort: nothing to cancel when freed */
+    long last_jobid;          /* the newest Slurm job id the trial had (0: none) */
+    ex_seen *seen;            /* what re-attaching must not tell again (owned) */
+    size_t nseen;
+    ex_cmd *sbatch, *scancel, *lookup;
     struct event *resubmit_ev;
     ev_file *ev;              /* the replicas' and the job's events files */
     size_t nev;
@@ -94,6 +101,12 @@ static int is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- events files ---- */
 
 static void reset_events(ex_job *j) {
@@ -114,6 +127,11 @@ static void reset_events(ex_job *j) {
     sj->ev[j->nreps].path = ex__asprintf("%s/events/job.jsonl", dir);
     sj->nev = j->nreps + 1;
     free(dir);
+    for (size_t i = 0; i < sj->nev; i++) /* what an earlier tuner stored of them */
+        for (size_t k = 0; k < sj->nseen; k++)
+            if ((!sj->seen[k].replica && !sj->ev[i].who) ||
+                (sj->seen[k].replica && sj->ev[i].who && !strcmp(sj->seen[k].replica, sj->ev[i].who)))
+                sj->ev[i].told_until = sj->seen[k].time;
 }
 
 /* Tells the events the launchers wrote since the last read (complete lines only). */
@@ -147,9 +165,11 @@ static void read_events(ex_job *j) {
             const char *detail = json_string_value(json_object_get(o, "detail"));
             double t = json_number_value(json_object_get(o, "time"));
             if (kind) f->exited = !strcmp(kind, "exited");
-            if (kind && t > sj->events_after) {
+            if (kind && !strcmp(kind, "started") && t > 0) /* the run started by then */
+                ex__arm_timeout(j, wall_now() - t);
+            if (kind && t > f->told_until) {
                 if (!strcmp(kind, "restarted")) j->restarts++;
-                ex__emit(j, f->who, kind, "%s", detail ? detail : "");
+                ex__emit_at(j, t, f->who, kind, "%s", detail ? detail : "");
             }
             json_decref(o);
             line = nl + 1;
@@ -158,12 +178,14 @@ static void read_events(ex_job *j) {
     }
 }
 
+static void store_handle(ex_job *j);
+
 /* A newer run of the same Slurm job (Slurm requeued it: SLURM_RESTART_COUNT grew):
- * read its files from now on. Returns 1 when there is one. */
-static int follow_requeue(ex_job *j) {
+ * read its files from now on, and count it as a re-run of the job (stored, and
+ * against the retry limit), unless re-attaching (quiet_requeues). */
+static void follow_requeue(ex_job *j) {
     slurm_job *sj = j->impl;
-    if (!sj->jobid[0]) return 0;
-    int found = 0;
+    if (!sj->jobid[0]) return;
     for (;;) {
         char *next = attempt_dir(j, sj->jobid, sj->restart + 1);
         int there = is_dir(next);
@@ -171,10 +193,21 @@ static int follow_requeue(ex_job *j) {
         if (!there) break;
         read_events(j); /* the end of the run before */
         sj->restart++;
-        found = 1;
         reset_events(j);
+        sj->told_running = 0;
+        if (sj->quiet_requeues) continue;
+        j->attempts++;
+        store_handle(j);
+        if (j->phase == EX_PH_RUNNING && j->attempts > j->cfg.max_job_retries + 1) {
+            char why[256];
+            snprintf(why, sizeof why, "Slurm requeued job %s %d time%s; the job was run %d times",
+                     sj->jobid, sj->restart, sj->restart == 1 ? "" : "s", j->attempts);
+            ex__begin_stop(j, EX_FAILED, why);
+        } else {
+            ex__emit(j, NULL, "retrying", "Slurm requeued job %s (run %d of the job, attempt %d)",
+                     sj->jobid, sj->restart + 1, j->attempts);
+        }
     }
-    return found;
 }
 
 /* ---- outcome ---- */
@@ -232,6 +265,9 @@ static void batch_tail(const ex_job *j, char *buf, size_t len) {
 /* ---- submitting ---- */
 
 static int submit(ex_job *j, char *err, size_t errlen);
+static void send_scancel(ex_job *j);
+static void lookup_then(ex_job *j);
+static void take_job(ex_job *j, const char *id, const char *how);
 
 /* The job ended without success and may run again: re-run it while retries are
  * left, else it fails with why. */
@@ -259,6 +295,7 @@ static void job_ended(ex_job *j, const char *state) {
     slurm_job *sj = j->impl;
     follow_requeue(j);
     read_events(j);
+    if (j->phase == EX_PH_DONE) return; /* the requeue limit ended it */
     char why[1024], tail[512];
     if (j->phase == EX_PH_STOPPING) { /* we stopped it: what the stop said */
         ex__finish(j);
@@ -324,16 +361,60 @@ static int passing_failure(const char *msg) {
     static const char *const passing[] = {"Unable to contact", "Socket timed out",
                                            "temporarily unable", "temporarily unavailable",
                                            "Connection refused", "timed out",
-                                           "Zero Bytes were transmitted",
-                                           "Job violates accounting/QOS policy (job submit limit"};
+                                           "Zero Bytes were transmitted"};
     for (size_t i = 0; i < sizeof passing / sizeof passing[0]; i++)
         if (strstr(msg, passing[i])) return 1;
     return 0;
 }
 
-static void on_resubmit(evutil_socket_t fd, short what, void *arg) {
-    ex_job *j = arg;
+/* After an sbatch failure that may not be one (a timed-out socket: the controller may
+ * have queued the job before the answer was lost), look for the job by its name
+ * before submitting again, so that a trial never runs twice: adopt the newest live
+ * one (cancelling any other), else submit (or, stopping, finish). */
+static void on_lookup(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->lookup = NULL;
+    /* The trial's jobs newer than any it had are the lost submission's, whatever their
+     * state (a quick job may be over already: its outcome is read as usual). */
+    long newest = 0, extra[16];
+    size_t nextra = 0;
+    for (const char *line = out; status == 0 && *line;) {
+        size_t len = strcspn(line, "\n");
+        char buf[128];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        line += len + (line[len] == '\n');
+        char *bar = strchr(buf, '|');
+        if (!bar) continue;
+        *bar = '\0';
+        long id = strtol(buf, NULL, 10);
+        if (id <= sj->last_jobid || id == newest) continue; /* older; a het job's parts */
+        if (newest && nextra < sizeof extra / sizeof extra[0] && !is_terminal(bar + 1))
+            extra[nextra++] = id < newest ? id : newest; /* not the newest: cancelled */
+        if (id > newest) newest = id;
+    }
+    for (size_t i = 0; i < nextra; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%ld", extra[i]);
+        char *argv[] = {"scancel", id, NULL};
+        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+        ex__emit(j, NULL, "stopping", "cancelled Slurm job %s, a second submission of the trial",
+                 id);
+    }
+    if (newest > 0) {
+        char idbuf[32];
+        snprintf(idbuf, sizeof idbuf, "%ld", newest);
+        take_job(j, idbuf, ", found by its name after sbatch's answer was lost");
+        return;
+    }
+    if (sj->stop_requested) {
+        ex__finish(j);
+        return;
+    }
     char err[1024];
+    if (status != 0) /* cannot tell: better wait than risk running the trial twice */
+        ex__emit(j, NULL, "queued", "cannot look for the job before submitting it again "
+                 "(squeue: %.200s)", errtext);
     if (submit(j, err, sizeof err) != 0) {
         j->stop_outcome = EX_FAILED;
         free(j->stop_error);
@@ -341,6 +422,16 @@ static void on_resubmit(evutil_socket_t fd, short what, void *arg) {
         ex__finish(j);
     }
 }
+
+static void lookup_then(ex_job *j) {
+    slurm_job *sj = j->impl;
+    char *name = ex__asprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+    char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T", name, NULL};
+    sj->lookup = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_lookup, j);
+    free(name);
+}
+
+static void on_resubmit(evutil_socket_t fd, short what, void *arg) { lookup_then(arg); }
 
 static void on_scancel(void *ctx, int status, const char *out, const char *errtext) {
     ex_job *j = ctx;
@@ -359,6 +450,36 @@ static void send_scancel(ex_job *j) {
     sj->scancel = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel, j);
 }
 
+/* Hands the job's handle (and so, through the caller, the attempts so far) to be
+ * stored. */
+static void store_handle(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (!j->cb.handle || !sj->jobid[0]) return;
+    char handle[48];
+    snprintf(handle, sizeof handle, "slurm:%s", sj->jobid);
+    j->cb.handle(j->ctx, handle);
+}
+
+/* A Slurm job id becomes the job's (a submission, or one adopted after an ambiguous
+ * sbatch failure). */
+static void take_job(ex_job *j, const char *id, const char *how) {
+    slurm_job *sj = j->impl;
+    snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
+    if (atol(id) > sj->last_jobid) sj->last_jobid = atol(id);
+    sj->restart = 0;
+    sj->state[0] = '\0';
+    sj->reason[0] = '\0';
+    sj->told_running = 0;
+    sj->missing = 0;
+    sj->submit_tries = 0;
+    sj->start_time = 0;
+    j->attempts++;
+    reset_events(j);
+    store_handle(j);
+    ex__emit(j, NULL, "submitted", "Slurm job %s (attempt %d%s)", sj->jobid, j->attempts, how);
+    if (sj->stop_requested) send_scancel(j);
+}
+
 static void on_sbatch(void *ctx, int status, const char *out, const char *errtext) {
     ex_job *j = ctx;
     slurm_job *sj = j->impl;
@@ -367,23 +488,9 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
     if (status == 0) {
         long id = strtol(out, NULL, 10); /* --parsable: "ID" or "ID;CLUSTER" */
         if (id > 0) {
-            snprintf(sj->jobid, sizeof sj->jobid, "%ld", id);
-            sj->restart = 0;
-            sj->state[0] = '\0';
-            sj->reason[0] = '\0';
-            sj->told_running = 0;
-            sj->missing = 0;
-            sj->submit_tries = 0;
-            sj->events_after = 0;
-            j->attempts++;
-            reset_events(j);
-            if (j->cb.handle) {
-                char handle[48];
-                snprintf(handle, sizeof handle, "slurm:%s", sj->jobid);
-                j->cb.handle(j->ctx, handle);
-            }
-            ex__emit(j, NULL, "submitted", "Slurm job %s (attempt %d)", sj->jobid, j->attempts);
-            if (sj->stop_requested) send_scancel(j);
+            char idbuf[32];
+            snprintf(idbuf, sizeof idbuf, "%ld", id);
+            take_job(j, idbuf, "");
             return;
         }
         snprintf(msg, sizeof msg, "sbatch printed no job id: '%.200s'", out);
@@ -395,11 +502,14 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
             nl = strrchr(msg, '\n');
         }
     }
-    if (sj->stop_requested) { /* nothing runs: the stop is done */
-        ex__finish(j);
+    if (WIFSIGNALED(status)) /* killed (our timeout): the job may exist all the same */
+        snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (sbatch %s)",
+                 strstr(msg, "timed out") ? "timed out" : "was killed");
+    if (sj->stop_requested) { /* nothing was submitted, or the lookup finds and cancels it */
+        lookup_then(j);
         return;
     }
-    if (passing_failure(msg) && ++sj->submit_tries < MAX_SUBMIT_TRIES) {
+    if ((WIFSIGNALED(status) || passing_failure(msg)) && ++sj->submit_tries < MAX_SUBMIT_TRIES) {
         double wait = (double)(1 << (sj->submit_tries < 6 ? sj->submit_tries - 1 : 5));
         ex__emit(j, NULL, "queued", "sbatch failed (%s); trying again in %gs", msg, wait);
         struct timeval tv = ex__timeval(wait);
@@ -532,6 +642,19 @@ static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, siz
     return rc;
 }
 
+/* s with every '%' doubled (yours to free). */
+static char *percent_escaped(const char *s) {
+    size_t n = strlen(s) + 1;
+    for (const char *p = s; *p; p++) n += *p == '%';
+    char *out = tn_xmalloc(n), *o = out;
+    for (const char *p = s; *p; p++) {
+        *o++ = *p;
+        if (*p == '%') *o++ = '%';
+    }
+    *o = '\0';
+    return out;
+}
+
 /* The sbatch command line of the job: yours to ex_strv_free. */
 static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp) {
     const ex_job_config *c = &j->cfg;
@@ -541,7 +664,9 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
     argv[n++] = tn_xstrdup("sbatch");
     argv[n++] = tn_xstrdup("--parsable");
     argv[n++] = ex__asprintf("--job-name=%s.%s", o->job_prefix, j->trial);
-    argv[n++] = ex__asprintf("--output=%s/slurm/slurm-%%j.out", j->job_dir);
+    char *dir = percent_escaped(j->job_dir); /* sbatch expands % in --output */
+    argv[n++] = ex__asprintf("--output=%s/slurm/slurm-%%j.out", dir);
+    free(dir);
     argv[n++] = tn_xstrdup("--open-mode=append");
     for (int g = 0; g < ncomp; g++) {
         if (g > 0) argv[n++] = tn_xstrdup(":");
@@ -594,8 +719,21 @@ typedef struct job_state {
     char state[32];
     char reason[128];
     char nodes[256];
+    double start;     /* when it started (seconds since the epoch), 0: not (yet) known */
     int active;
 } job_state;
+
+/* squeue's start time ("2026-11-24T00:43:50", local time; "N/A" before it is known) as
+ * seconds since the epoch, or 0. */
+static double start_seconds(const char *text) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || *end) return 0;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    return t == (time_t)-1 ? 0 : (double)t;
+}
 
 static void on_squeue(void *ctx, int status, const char *out, const char *errtext);
 
@@ -634,14 +772,14 @@ static void squeue_all(ex_executor *x) {
         strcat(ids, sj->jobid);
         se->queried[se->nqueried++] = tn_xstrdup(sj->jobid);
     }
-    char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N", "--jobs", ids,
-                    NULL};
+    char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N|%S", "--jobs",
+                    ids, NULL};
     se->squeue = ex__cmd_run(x, argv, CMD_TIMEOUT, on_squeue, x);
     free(ids);
 }
 
-/* Parses squeue's "ID|STATE|REASON|NODES" lines into one state per job (an array
- * that is yours to free). */
+/* Parses squeue's "ID|STATE|REASON|NODES|START" lines into one state per job (an
+ * array that is yours to free). */
 static job_state *parse_squeue(const char *out, size_t *n) {
     size_t cap = 16;
     job_state *v = tn_xcalloc(cap, sizeof *v);
@@ -652,14 +790,14 @@ static job_state *parse_squeue(const char *out, size_t *n) {
         char buf[1024];
         snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
         line += len + (line[len] == '\n');
-        char *f[4] = {buf, NULL, NULL, NULL};
-        for (int k = 1; k < 4; k++) {
+        char *f[5] = {buf, NULL, NULL, NULL, NULL};
+        for (int k = 1; k < 5; k++) {
             char *bar = strchr(f[k - 1], '|');
             if (!bar) break;
             *bar = '\0';
             f[k] = bar + 1;
         }
-        if (!f[3]) continue;
+        if (!f[4]) continue;
         char id[32];
         snprintf(id, sizeof id, "%.*s", (int)strspn(f[0], "0123456789"), f[0]);
         if (!id[0]) continue;
@@ -681,6 +819,7 @@ static job_state *parse_squeue(const char *out, size_t *n) {
         snprintf(s->state, sizeof s->state, "%s", f[1]);
         snprintf(s->reason, sizeof s->reason, "%s", f[2]);
         snprintf(s->nodes, sizeof s->nodes, "%s", f[3]);
+        s->start = start_seconds(f[4]);
         s->active = active;
     }
     return v;
@@ -689,19 +828,8 @@ static job_state *parse_squeue(const char *out, size_t *n) {
 static void job_seen(ex_job *j, const job_state *s) {
     slurm_job *sj = j->impl;
     sj->missing = 0;
-    if (follow_requeue(j)) {
-        j->attempts++;
-        sj->told_running = 0;
-        if (j->phase == EX_PH_RUNNING && j->attempts > j->cfg.max_job_retries + 1) {
-            char why[256];
-            snprintf(why, sizeof why, "Slurm requeued job %s %d time%s; the job was run %d times",
-                     sj->jobid, sj->restart, sj->restart == 1 ? "" : "s", j->attempts);
-            ex__begin_stop(j, EX_FAILED, why);
-        } else {
-            ex__emit(j, NULL, "retrying", "Slurm requeued job %s (run %d)", sj->jobid,
-                     sj->restart + 1);
-        }
-    }
+    follow_requeue(j);
+    if (j->phase == EX_PH_DONE) return;
     if (!s->active) {
         snprintf(sj->state, sizeof sj->state, "%s", s->state);
         job_ended(j, s->state);
@@ -712,6 +840,8 @@ static void job_seen(ex_job *j, const job_state *s) {
         send_scancel(j);
     }
     int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
+    if (running) /* the trial timeout counts from the start, not the time queued */
+        ex__arm_timeout(j, s->start > 0 ? wall_now() - s->start : 0);
     if (running && !sj->told_running) {
         sj->told_running = 1;
         ex__emit(j, NULL, "running", "Slurm job %s running on %s", sj->jobid, s->nodes);
@@ -781,16 +911,21 @@ static int slurm_start(ex_job *j, char *err, size_t errlen) {
     return submit(j, err, errlen);
 }
 
-static int slurm_attach(ex_job *j, const char *handle, double events_after) {
+static int slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen) {
     if (strncmp(handle, "slurm:", 6) != 0) return 1;
     const char *id = handle + 6;
     if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 32) return 1;
     slurm_job *sj = job_impl_new(j);
+    sj->seen = tn_xcalloc(nseen + 1, sizeof *sj->seen);
+    for (size_t i = 0; i < nseen; i++)
+        sj->seen[i] = (ex_seen){seen[i].replica ? tn_xstrdup(seen[i].replica) : NULL, seen[i].time};
+    sj->nseen = nseen;
     snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
     sj->restart = 0;
     reset_events(j);
-    follow_requeue(j); /* the newest run's files */
-    sj->events_after = events_after;
+    sj->quiet_requeues = 1; /* runs before now were counted (or cannot be told apart) */
+    follow_requeue(j);      /* the newest run's files */
+    sj->quiet_requeues = 0;
     ex__emit(j, NULL, "submitted", "Slurm job %s (re-attached)", sj->jobid);
     return 0;
 }
@@ -833,26 +968,64 @@ static void slurm_stop(ex_job *j) {
     send_scancel(j); /* without an id yet, on_sbatch sends it */
 }
 
+/* Whether a job of this trial may exist that we have no id for: sbatch in flight, or
+ * failed in a way that does not say (waiting to try again, or looking). */
+static int unknown_job(const ex_job *j) {
+    const slurm_job *sj = j->impl;
+    return sj->sbatch || sj->lookup || evtimer_pending(sj->resubmit_ev, NULL);
+}
+
+/* Whether the trial's Slurm job (known or not) must still be cancelled when the job
+ * is freed now. */
+static int needs_cancel(const ex_job *j) {
+    const slurm_job *sj = j->impl;
+    return !sj->aborted && (unknown_job(j) ||
+                            (j->phase != EX_PH_DONE && sj->jobid[0] && !is_terminal(sj->state)));
+}
+
 static void slurm_release(ex_job *j) {
     slurm_job *sj = j->impl;
     if (!sj) return;
-    int live = j->phase != EX_PH_DONE;
-    if (sj->sbatch) { /* a job may exist that we never heard of: cancel it by name */
-        ex__cmd_abandon(sj->sbatch);
+    if (needs_cancel(j)) {
         char *name = ex__asprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
-        char *argv[] = {"scancel", name, NULL};
-        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+        char *by_name[] = {"scancel", name, NULL}, *by_id[] = {"scancel", sj->jobid, NULL};
+        ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL);
         free(name);
-    } else if (live && sj->jobid[0] && !is_terminal(sj->state)) {
-        char *argv[] = {"scancel", sj->jobid, NULL};
-        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
     }
+    ex__cmd_abandon(sj->sbatch);
+    ex__cmd_abandon(sj->lookup);
     ex__cmd_abandon(sj->scancel);
     event_free(sj->resubmit_ev);
     for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
     free(sj->ev);
+    for (size_t i = 0; i < sj->nseen; i++) free((char *)sj->seen[i].replica);
+    free(sj->seen);
     free(sj);
     j->impl = NULL;
+}
+
+/* Cancels every job of the executor that is still queued or running, in one scancel
+ * (a second Ctrl-C, a fatal error): freeing them then cancels nothing more. */
+static void slurm_abort(ex_executor *x) {
+    size_t n = 0;
+    char **argv = tn_xcalloc(x->njobs + 2, sizeof *argv);
+    argv[n++] = "scancel";
+    for (size_t i = 0; i < x->njobs; i++) {
+        ex_job *j = x->jobs[i];
+        slurm_job *sj = j->impl;
+        if (!sj || !needs_cancel(j)) continue;
+        if (unknown_job(j)) { /* by name: rare, one call each */
+            char *name = ex__asprintf("--name=%s.%s", x->o.slurm.job_prefix, j->trial);
+            char *by_name[] = {"scancel", name, NULL};
+            ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, NULL);
+            free(name);
+        } else {
+            argv[n++] = sj->jobid;
+        }
+        sj->aborted = 1;
+    }
+    if (n > 1) ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+    free(argv);
 }
 
 static void slurm_free(ex_executor *x) {
@@ -1025,7 +1198,9 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
                          size_t errlen) {
     const char *prefix = x->o.slurm.job_prefix;
     char *out = NULL, *errtext = NULL;
-    char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", NULL};
+    struct passwd *pw = getpwuid(getuid());
+    char *user = ex__asprintf("--user=%s", pw ? pw->pw_name : "root");
+    char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", user, NULL};
     int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
     int rc = 0;
     if (status != 0) {
@@ -1045,7 +1220,9 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
         if (!state) continue;
         *name++ = '\0';
         *state++ = '\0';
-        if (strncmp(name, prefix, plen) != 0 || name[plen] != '.' || is_terminal(state)) continue;
+        if (strncmp(name, prefix, plen) != 0 || name[plen] != '.' || is_terminal(state) ||
+            !strcmp(state, "COMPLETING")) /* ending anyway */
+            continue;
         if (strchr(line, '+') && !strstr(line, "+0")) continue; /* one line per het job */
         char *end;
         long trial = strtol(name + plen + 1, &end, 10);
@@ -1063,6 +1240,7 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
 done:
     free(out);
     free(errtext);
+    free(user);
     return rc;
 }
 
@@ -1081,11 +1259,13 @@ static int slurm_cancel_handle(ex_executor *x, const char *handle, char *err, si
 
 const ex_backend_ops ex_slurm_ops = {
     .name = "slurm",
+    .timeout_from_start = 1,
     .start = slurm_start,
     .attach = slurm_attach,
     .poll = slurm_poll,
     .stop = slurm_stop,
     .release = slurm_release,
+    .abort = slurm_abort,
     .free = slurm_free,
     .recover = slurm_recover,
     .cancel_handle = slurm_cancel_handle,

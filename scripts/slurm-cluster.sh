@@ -98,8 +98,14 @@ if [ -d "$dir/run" ]; then
       die "a cluster is already running in $dir (pid $pid)" "stop it with 'scripts/slurm-cluster.sh stop $dir'"
   done
 fi
+# DIR is wiped and made anew: only a folder this script made (it has the marker), an
+# empty one, or none; never, say, a home directory given by mistake.
+if [ -e "$dir" ] && [ ! -e "$dir/.tuner-slurm-cluster" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+  EXIT=2 die "$dir is not empty and is not a cluster folder of this script" "give a new or empty folder"
+fi
 rm -rf "$dir"
 mkdir -p "$dir/run" "$dir/log" "$dir/state" "$dir/spool"
+: >"$dir/.tuner-slurm-cluster"
 chmod 755 "$dir"
 
 # nodes+1 consecutive free TCP ports (slurmctld, then one per slurmd) and a range of 200

@@ -535,6 +535,23 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
         spec_clear(&spec);
         return rc;
     }
+    int gpus = 0;
+    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++)
+        gpus += spec_replica_count(&spec, t) * spec.resources[t].gpus;
+    if (spec.executor.type == SPEC_EXECUTOR_LOCAL && gpus > 0) { /* this host's GPUs */
+        char why[256] = "";
+        int have = ex_host_gpus(why, sizeof why);
+        if (gpus > have) {
+            fprintf(stderr,
+                    "%s: a trial needs %d GPU%s but this machine has %d%s%s%s\n"
+                    "hint: validate on the machine that will run the study, or run it with "
+                    "--executor=slurm on a cluster with GPUs\ntuner: error: %s cannot run here\n",
+                    path, gpus, gpus == 1 ? "" : "s", have, have ? "" : " (", have ? "" : why,
+                    have ? "" : ")", path);
+            spec_clear(&spec);
+            return TUNER_EXIT_USAGE;
+        }
+    }
     if (spec.executor.type == SPEC_EXECUTOR_SLURM && !ask_tell) {
         char err[1024];
         study_opts pre = {.self_dir = env->self_dir};

@@ -982,17 +982,22 @@ static int read_memory(ctx *c, const json_t *v, int *out_mb) {
     if (json_is_integer(v)) {
         mb = (double)json_integer_value(v);
     } else if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        char *end;
-        errno = 0;
-        double x = isdigit((unsigned char)s[0]) ? strtod(s, &end) : -1;
-        double unit = -1;
-        if (x >= 0 && !errno) {
-            if (!*end) unit = 1;
-            else if (!strcmp(end, "K") || !strcmp(end, "KB") || !strcmp(end, "Ki")) unit = 1.0 / 1024;
-            else if (!strcmp(end, "M") || !strcmp(end, "MB") || !strcmp(end, "Mi")) unit = 1;
-            else if (!strcmp(end, "G") || !strcmp(end, "GB") || !strcmp(end, "Gi")) unit = 1024;
-            else if (!strcmp(end, "T") || !strcmp(end, "TB") || !strcmp(end, "Ti")) unit = 1024.0 * 1024;
+        /* digits, an optional fraction, an optional unit: K, M, G, T in either case,
+         * alone or with B or i ("4G", "4g", "4GB", "4Gi"); nothing else (no signs,
+         * exponents, hex) */
+        const char *s = json_string_value(v), *p = s;
+        double x = -1, unit = -1;
+        while (isdigit((unsigned char)*p)) p++;
+        if (p > s && *p == '.' && isdigit((unsigned char)p[1]))
+            for (p++; isdigit((unsigned char)*p);) p++;
+        if (p > s) {
+            x = strtod(s, NULL); /* the digits just checked */
+            static const char units[] = "KMGT";
+            const char *u = *p ? strchr(units, toupper((unsigned char)*p)) : NULL;
+            if (!*p)
+                unit = 1;
+            else if (u && (!p[1] || (!p[2] && strchr("BbIi", p[1]))))
+                unit = pow(1024.0, (double)(u - units) - 1);
         }
         if (unit < 0) {
             char got[CLIP + 32];
@@ -1336,20 +1341,31 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                 const char *a = e->extra_args[i];
                 push_index(c, i);
                 size_t name_len = strcspn(a, "=");
+                /* every element an option with its value attached: a lone value would be
+                 * taken by sbatch for the batch script when its option takes none */
                 if (a[0] != '-') {
-                    fail(c, "expected an sbatch option such as \"--constraint=a100\", got \"%.*s\"",
+                    fail(c, "expected an sbatch option with its value attached, such as "
+                            "\"--constraint=a100\" or \"-Ca100\", got \"%.*s\"",
                          CLIP, a);
                 }
                 for (size_t o = 0; o < NELEM(SBATCH_OWNED) && a[0] == '-'; o++) {
                     const char *opt = SBATCH_OWNED[o].opt;
                     size_t ol = strlen(opt);
-                    int same = ol == name_len && !strncmp(a, opt, ol);
-                    if (ol == 2 && !strncmp(a, opt, 2)) same = 1; /* "-pgpu" */
+                    int same;
+                    if (ol == 2) /* a short option, its value maybe attached: "-pgpu" */
+                        same = a[1] != '-' && !strncmp(a, opt, 2);
+                    else /* sbatch takes any unambiguous prefix of a long option too */
+                        same = name_len > 2 && name_len <= ol && !strncmp(a, opt, name_len);
                     if (!same) continue;
-                    if (SBATCH_OWNED[o].instead)
+                    int exact = ol == 2 || name_len == ol;
+                    if (exact && SBATCH_OWNED[o].instead)
                         fail(c, "%s is set by %s; give it there", opt, SBATCH_OWNED[o].instead);
-                    else
+                    else if (exact)
                         fail(c, "%s is set by the tuner itself", opt);
+                    else /* an abbreviation, or an option that clashes with ours */
+                        fail(c, "%.*s would stand for (or clash with) %s, which %s sets",
+                             (int)name_len, a, opt,
+                             SBATCH_OWNED[o].instead ? SBATCH_OWNED[o].instead : "the tuner");
                     break;
                 }
                 pop(c);

@@ -454,17 +454,34 @@ static void decide_early_stop(loop *L, trial_run *t) {
     ex_job_stop(t->job, EX_STOPPED, detail);
 }
 
-static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
+/* Stores the trial's attempts and restarts so far, so that a tuner killed now does
+ * not lose them (a Slurm job goes on, and a resume carries on counting). */
+static void store_counts(trial_run *t) {
+    loop *L = t->L;
+    st_trial row;
+    char err[512];
+    if (!t->job || st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err) != 0)
+        return;
+    row.attempts = t->attempts_before + ex_job_attempts(t->job);
+    row.restarts = t->restarts_before + ex_job_restarts(t->job);
+    if (st_trial_update(L->st, &row, err, sizeof err) != 0) fail_loop(L, TN_EIO, err);
+    st_trial_clear(&row);
+}
+
+static void on_event(void *ctx, double time, const char *replica, const char *kind,
+                     const char *detail) {
     trial_run *t = ctx;
     loop *L = t->L;
-    st_event e = {.time = wall_clock(), .replica = (char *)replica, .kind = (char *)kind,
+    st_event e = {.time = time, .replica = (char *)replica, .kind = (char *)kind,
                   .detail = (char *)detail};
     char err[512];
     if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
         fail_loop(L, TN_EIO, err);
-    if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying"))
+    if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying")) {
         log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
+        store_counts(t);
+    }
 }
 
 static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
@@ -699,26 +716,57 @@ static int start_trial(loop *L, int64_t number, const double *values, const char
     return 0;
 }
 
+/* The newest stored event of each replica (and of the job) that a replica's launcher
+ * wrote (started, exited, restarted): what re-attaching must not tell again. The
+ * array and its strings are yours (seen_free). */
+static ex_seen *seen_events(loop *L, int64_t trial, size_t *n) {
+    st_event *ev = NULL;
+    size_t nev = 0;
+    *n = 0;
+    if (st_event_list(L->st, L->study->id, trial, &ev, &nev, NULL, 0) != 0) return NULL;
+    ex_seen *seen = tn_xcalloc(nev + 1, sizeof *seen);
+    for (size_t i = 0; i < nev; i++) {
+        const char *k = ev[i].kind;
+        if (strcmp(k, "started") && strcmp(k, "exited") && strcmp(k, "restarted")) continue;
+        size_t s = 0;
+        while (s < *n && !((!seen[s].replica && !ev[i].replica) ||
+                           (seen[s].replica && ev[i].replica &&
+                            !strcmp(seen[s].replica, ev[i].replica))))
+            s++;
+        if (s == *n) {
+            seen[s].replica = ev[i].replica ? tn_xstrdup(ev[i].replica) : NULL;
+            seen[s].time = ev[i].time;
+            (*n)++;
+        } else if (ev[i].time > seen[s].time) {
+            seen[s].time = ev[i].time;
+        }
+    }
+    st_events_free(ev, nev);
+    return seen;
+}
+
+static void seen_free(ex_seen *seen, size_t n) {
+    for (size_t i = 0; i < n; i++) free((char *)seen[i].replica);
+    free(seen);
+}
+
 /* Re-attaches trial `row` to the job `handle` an earlier tuner left. Returns 0, or 1
  * when the executor cannot attach to it (the trial then runs again). */
 static int attach_trial(loop *L, const st_trial *row, const double *values, const char *handle) {
-    st_event *ev = NULL;
-    size_t nev = 0;
-    double last_event = 0;
-    if (st_event_list(L->st, L->study->id, row->number, &ev, &nev, NULL, 0) == 0)
-        for (size_t i = 0; i < nev; i++)
-            if (ev[i].time > last_event) last_event = ev[i].time;
-    st_events_free(ev, nev);
+    size_t nseen;
+    ex_seen *seen = seen_events(L, row->number, &nseen);
     trial_run *t = trial_run_new(L, row->number, values, row->params, row);
-    /* the stored attempts include the submission being attached */
-    t->attempts_before = row->attempts > 0 ? row->attempts - 1 : 0;
+    /* the stored attempts (the attached submission's included) go on counting there */
+    t->attempts_before = 0;
     size_t argc;
     char **argv = trial_argv(L, values, &argc);
     char trial_id[32], dir[4096];
     ex_job_config cfg;
     trial_job_config(L, row->number, argv, argc, trial_id, sizeof trial_id, dir, sizeof dir, &cfg);
     add_running(L, t);
-    int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle, 1, last_event, &t->job);
+    int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle,
+                           row->attempts > 0 ? row->attempts : 1, seen, nseen, &t->job);
+    seen_free(seen, nseen);
     ex_strv_free(argv);
     if (rc != 0) {
         release(L, t);
@@ -796,6 +844,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     if (L->interrupted) { /* second signal: no more grace */
         log_line(L, "second signal: killing every replica now");
         for (size_t i = 0; i < L->nrunning; i++) ex_job_stop(L->running[i]->job, EX_STOPPED, NULL);
+        ex_abort_all(L->x); /* Slurm: one scancel for all the jobs */
         while (L->nrunning > 0) {
             trial_run *t = L->running[0];
             st_trial row;
@@ -1088,6 +1137,7 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
 done:
     st_trials_free(trials, n);
     executor_options_clear(&xo);
+    if (L.nrunning > 0) ex_abort_all(L.x);
     while (L.nrunning > 0) { /* only after a fatal error */
         trial_run *t = L.running[0];
         release(&L, t);

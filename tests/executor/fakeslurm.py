@@ -14,12 +14,15 @@ is called by picks the command. All state is in $FAKE_SLURM_DIR:
   state                when present, the state sbatch gives new jobs (default PENDING)
   sbatch_fail          when present: sbatch prints its first line to stderr and exits 1,
                        and the line is removed (an empty file is removed)
+  sbatch_lie           when present (and removed): sbatch queues the job all the same
+                       before it fails, as when the controller's answer is lost
   squeue_fail          when present: squeue prints it to stderr and exits 1
   scancel_fail         when present: scancel prints it to stderr, exits 1 and removes it
   sinfo                what sinfo prints (sinfo_fail: printed to stderr, exit 1)
 
 srun runs --ntasks copies of its command here with SLURM_PROCID and SLURM_LOCALID set
-and exits with the worst status. Options it does not know are ignored, as the tests
+and exits with the worst status. `scontrol requeue ID` kills a running job and runs it
+again with SLURM_RESTART_COUNT one higher, as Slurm's requeue does. Options it does not know are ignored, as the tests
 check argv through `calls`.
 """
 import os
@@ -74,8 +77,34 @@ def opt(args, name, default=None):
     return default
 
 
+def run_job(jid, script, out, restart):
+    """Runs the batch script in the background, in a session of its own, as the job."""
+    pid = os.fork()
+    if pid != 0:
+        return
+    os.setsid()
+    nul = os.open(os.devnull, os.O_RDWR)  # let go of the caller's pipes
+    for fd in (0, 1, 2):
+        os.dup2(nul, fd)
+    os.makedirs(path("pids"), exist_ok=True)
+    write(path("pids", jid), str(os.getpid()))
+    write(path("scripts", jid), "%s\n%s\n" % (script, out))
+    set_state(jid, "RUNNING", "None", "fake1")
+    env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOB_NODELIST="fake1",
+               SLURM_RESTART_COUNT=str(restart))
+    with open(out, "a") as o, open(os.devnull) as n:
+        rc = subprocess.call([script], stdin=n, stdout=o, stderr=o, env=env)
+    cur = job_state(jid)
+    if cur and cur[0] == "RUNNING" and read(path("pids", jid)).strip() == str(os.getpid()):
+        set_state(jid, "COMPLETED" if rc == 0 else "FAILED")
+    os._exit(0)
+
+
 def sbatch(args):
-    fail = read(path("sbatch_fail"), None)
+    lie = os.path.exists(path("sbatch_lie"))
+    if lie:
+        os.remove(path("sbatch_lie"))
+    fail = read(path("sbatch_fail"), None) if not lie else None
     if fail is not None:
         lines = fail.splitlines()
         rest = lines[1:]
@@ -92,26 +121,35 @@ def sbatch(args):
     os.makedirs(path("jobs"), exist_ok=True)
     write(path("jobs", jid), "%s|None|(null)|%s" % (state, name))
     script = args[-1]
+    os.makedirs(path("scripts"), exist_ok=True)
     if os.path.exists(path("run")):
-        out = opt(args, "--output", "slurm-%j.out").replace("%j", jid)
-        pid = os.fork()
-        if pid == 0:  # the job: its own session, so scancel can kill it whole
-            os.setsid()
-            nul = os.open(os.devnull, os.O_RDWR)  # let go of sbatch's pipes
-            for fd in (0, 1, 2):
-                os.dup2(nul, fd)
-            os.makedirs(path("pids"), exist_ok=True)
-            write(path("pids", jid), str(os.getpid()))
-            set_state(jid, "RUNNING", "None", "fake1")
-            env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOB_NODELIST="fake1",
-                       SLURM_RESTART_COUNT="0")
-            with open(out, "a") as o, open(os.devnull) as nul:
-                rc = subprocess.call([script], stdin=nul, stdout=o, stderr=o, env=env)
-            cur = job_state(jid)
-            if cur and cur[0] not in TERMINAL:
-                set_state(jid, "COMPLETED" if rc == 0 else "FAILED")
-            os._exit(0)
+        out = opt(args, "--output", "slurm-%j.out").replace("%j", jid).replace("%%", "%")
+        run_job(jid, script, out, 0)
+    if lie:
+        sys.stderr.write("sbatch: error: Batch job submission failed: Socket timed out on "
+                         "send/recv operation\n")
+        return 1
     sys.stdout.write(jid + "\n")
+    return 0
+
+
+def scontrol(args):
+    if len(args) != 2 or args[0] != "requeue":
+        sys.stderr.write("fakeslurm: scontrol only knows requeue ID\n")
+        return 2
+    jid = args[1]
+    lines = read(path("scripts", jid)).splitlines()
+    if len(lines) != 2:
+        sys.stderr.write("scontrol: error: job %s is not running\n" % jid)
+        return 1
+    restart = int(read(path("restarts", jid), "0") or 0) + 1
+    os.makedirs(path("restarts"), exist_ok=True)
+    write(path("restarts", jid), str(restart))
+    kill_job(jid)
+    write(path("pids", jid), "")
+    set_state(jid, "PENDING", "BeginTime")
+    time.sleep(0.3)
+    run_job(jid, lines[0], lines[1], restart)
     return 0
 
 
@@ -126,7 +164,8 @@ def squeue(args):
             ids = args[i + 1].split(",")
         elif a.startswith("--jobs="):
             ids = a[7:].split(",")
-    fmt = opt(args, "--format", "%i|%T|%r|%N")
+    fmt = opt(args, "--format", "%i|%T|%r|%N|%S")
+    name = opt(args, "--name")
     listed = 0
     known = sorted(os.listdir(path("jobs")), key=int) if os.path.isdir(path("jobs")) else []
     for jid in known:
@@ -137,8 +176,10 @@ def squeue(args):
             continue
         if "--states=all" not in args and st[0] in TERMINAL:
             continue
+        if name is not None and st[3] != name:
+            continue
         line = fmt.replace("%i", jid).replace("%T", st[0]).replace("%r", st[1])
-        line = line.replace("%N", st[2]).replace("%j", st[3])
+        line = line.replace("%N", st[2]).replace("%j", st[3]).replace("%S", "N/A")
         sys.stdout.write(line + "\n")
         listed += 1
     if ids is not None and listed == 0:
@@ -212,7 +253,7 @@ def main():
     args = sys.argv[1:]
     log_call(name, args)
     commands = {"sbatch": sbatch, "squeue": squeue, "scancel": scancel, "sinfo": sinfo,
-                "srun": srun}
+                "srun": srun, "scontrol": scontrol}
     if name not in commands:
         sys.stderr.write("fakeslurm: unknown command %s\n" % name)
         return 2

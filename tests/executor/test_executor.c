@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,11 +35,14 @@ typedef struct outcome {
     int measurements;
     double last_accuracy;
     char events[8192];      /* "replica kind; " ... */
+    int bad_times;          /* events whose time was not a plausible wall-clock time */
     struct event_base *base;
 } outcome;
 
-static void on_event(void *ctx, const char *replica, const char *kind, const char *detail) {
+static void on_event(void *ctx, double time, const char *replica, const char *kind,
+                     const char *detail) {
     outcome *o = ctx;
+    if (time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
     size_t len = strlen(o->events);
     snprintf(o->events + len, sizeof o->events - len, "%s %s; ", replica ? replica : "job", kind);
 }
@@ -247,6 +251,58 @@ static void test_timeout(void) {
     CHECK_STR_CONTAINS(o.error, "timed out after 0.4s");
 }
 
+/* The trial timeout still applies to the job's later attempts. */
+static void test_timeout_after_retry(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; [ -e $d/ran ] || { touch $d/ran; exit 1; }; sleep 30",
+                   .restarts = 0, .retries = 1, .timeout = 1.5};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("timeout_retry", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_STR_CONTAINS(o.error, "timed out after 1.5s");
+    CHECK_INT_EQ(o.bad_times, 0);
+}
+
+/* Whether process pid runs (a zombie waiting for its reaper does not). */
+static int alive(pid_t pid) {
+    char path[64], buf[256] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* "pid (comm) STATE ..." */
+    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/* What a replica leaves behind in its process group (a data loader, `sleep &`) is gone
+ * when the replica is: the chief exits 0 leaving a child that would write on. */
+static void test_leftover_children_killed(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; (sleep 2; echo late > $d/late) & echo $! > $d/child; "
+                             "exit 0",
+                   .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("leftover", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    char path[700], buf[32] = "";
+    snprintf(path, sizeof path, "%s/leftover/child", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    long child = atol(buf);
+    CHECK(child > 0);
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the chief's child %ld still runs", child);
+    ts.tv_sec = 2;
+    nanosleep(&ts, NULL);
+    snprintf(path, sizeof path, "%s/leftover/late", g_root);
+    CHECK_MSG(access(path, F_OK) != 0, "a leftover child wrote into the trial's folder");
+}
+
 static void test_stop(void) {
     job_case jc = {.script = "sleep 60", .workers = 1, .restarts = 5, .retries = 3,
                    .stop_after_ms = 300};
@@ -291,6 +347,8 @@ int main(void) {
     RUN(test_chief_done_workers_stopped);
     RUN(test_sigkill_after_grace);
     RUN(test_timeout);
+    RUN(test_timeout_after_retry);
+    RUN(test_leftover_children_killed);
     RUN(test_stop);
     RUN(test_unwritable_job_dir);
     char cmd[600];

@@ -7,7 +7,8 @@ and exit 2 (a permanent error, so the trial fails at once and the test sees it).
 
 Flags it expects, besides the hyperparameters --x (DOUBLE) and --n (INTEGER) and
 --job-dir: --expect_workers=N --expect_ps=N --expect_evaluators=N --expect_study=S
---expect_master (legacy chief name) --expect_cores=N, and --expect_slurm when the
+--expect_master (legacy chief name) --expect_cores=N (or N,N,N,N: chief, worker, ps,
+evaluator), and --expect_slurm when the
 trial runs as a Slurm job: addresses are then real host names (this replica's own is
 its host's name) instead of 127.0.0.1, CUDA_VISIBLE_DEVICES is Slurm's, and the replica
 records the Slurm node it ran on in JOB_DIR/nodes/TYPE-INDEX.
@@ -112,8 +113,13 @@ if (str(rank) if rank is not None else None) != env.get("RANK"):
     fail("RANK=%r for %s %d" % (env.get("RANK"), ttype, index))
 if "%s:%s" % (env.get("MASTER_ADDR"), env.get("MASTER_PORT")) != cluster[chief_name][0]:
     fail("MASTER_ADDR:MASTER_PORT is not the chief's address")
+cores = f["expect_cores"].split(",")  # one for all, or chief,worker,ps,evaluator
+if len(cores) == 4:
+    cores = cores[[chief_name, "worker", "ps", "evaluator"].index(ttype)]
+else:
+    cores = cores[0]
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    if env.get(var) != f["expect_cores"]:
+    if env.get(var) != cores:
         fail("%s=%r" % (var, env.get(var)))
 if slurm:
     if not env.get("SLURM_JOB_ID") or not env.get("SLURMD_NODENAME"):

@@ -400,6 +400,8 @@ static const bad_case BAD[] = {
      "executor.extraArgs", "expected an array of strings", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"exclusive\"]}}", NULL,
      "executor.extraArgs[0]", "expected an sbatch option", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--constraint\", \"a100\"]}}",
+     NULL, "executor.extraArgs[1]", "with its value attached", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
      "\"--partition=gpu\"]}}", NULL, "executor.extraArgs[1]",
      "--partition is set by executor.partition; give it there", 0, 0},
@@ -409,6 +411,20 @@ static const bad_case BAD[] = {
      "executor.extraArgs[0]", "--job-name is set by the tuner itself", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--cpus-per-task=4\"]}}", NULL,
      "executor.extraArgs[0]", "set by trainingInput.resources cores", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--part=gpu\"]}}", NULL,
+     "executor.extraArgs[0]", "--part would stand for (or clash with) --partition, which "
+     "executor.partition sets", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--mem=4G\"]}}", NULL,
+     "executor.extraArgs[0]", "--mem would stand for (or clash with) --mem-per-cpu", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--out=x\"]}}", NULL,
+     "executor.extraArgs[0]", "--out would stand for (or clash with) --output, which the tuner "
+     "sets", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": \"0x10\"}}}"), NULL,
+     "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": \"4Gx\"}}}"), NULL,
+     "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
+    {TI("{\"resources\": {\"worker\": {\"memory\": \"1e3\"}}}"), NULL,
+     "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
     {TI("{\"partition\": \"gpu\"}"), NULL, "trainingInput.partition",
      "belongs in executor (at the top level)", 0, 0},
     /* GPUs by AI Platform's acceleratorConfig, memory */
@@ -861,6 +877,13 @@ static void test_executor_gpus_memory(void) {
         }
         free(text);
     }
+    text = patched("{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
+                   "\"--time-min=10\", \"--nodes=2\", \"--gres=gpu:a100:1\", \"-Ca100\"]}}");
+    if (parse_ok(text, 0, &s) == 0) { /* options of their own, not prefixes of ours */
+        CHECK_INT_EQ(s.executor.nextra, 5);
+        spec_clear(&s);
+    }
+    free(text);
     text = patched("{\"executor\": {\"type\": \"slurm\", \"timeLimit\": 90}}");
     if (parse_ok(text, 0, &s) == 0) {
         CHECK(s.executor.time_limit && strcmp(s.executor.time_limit, "90") == 0);
@@ -873,7 +896,7 @@ static void test_executor_gpus_memory(void) {
                       "\"NVIDIA_TESLA_A100\"}, \"imageUri\": \"gcr.io/x\"}, \"workerConfig\": "
                       "{\"acceleratorConfig\": {\"count\": 1}}, \"resources\": {\"worker\": "
                       "{\"gpus\": 1, \"memory\": \"1.5G\"}, \"chief\": {\"memory\": 512}, "
-                      "\"ps\": {\"memory\": \"64K\"}}}"));
+                      "\"ps\": {\"memory\": \"64K\"}, \"evaluator\": {\"memory\": \"2gb\"}}}"));
     if (parse_ok(text, 0, &s) == 0) {
         CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 2);
         CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 1);
@@ -881,7 +904,7 @@ static void test_executor_gpus_memory(void) {
         CHECK_INT_EQ(s.resources[SPEC_WORKER].memory_mb, 1536);
         CHECK_INT_EQ(s.resources[SPEC_CHIEF].memory_mb, 512);
         CHECK_INT_EQ(s.resources[SPEC_PS].memory_mb, 1); /* rounded up to whole MiB */
-        CHECK_INT_EQ(s.resources[SPEC_EVALUATOR].memory_mb, 0);
+        CHECK_INT_EQ(s.resources[SPEC_EVALUATOR].memory_mb, 2048); /* units in any case */
         spec_clear(&s);
     }
     free(text);

@@ -259,8 +259,14 @@ if ! ls /dev/nvidia0 >/dev/null 2>&1; then
   err=$("$TUNER" run accel.json 2>&1); rc=$?
   check gpu_detected_none_exit2 test $rc -eq 2
   check gpu_detected_none_message grep -q "needs 2 GPUs but the machine has 0" <<<"$err"
+  err=$("$TUNER" validate accel.json 2>&1); rc=$?
+  check gpu_validate_exit2 test $rc -eq 2
+  check gpu_validate_message grep -q "a trial needs 2 GPUs but this machine has 0 (no NVIDIA driver" <<<"$err"
 fi
-err=$("$TUNER" validate accel.json 2>&1)
+err=$(CUDA_VISIBLE_DEVICES=2,3 "$TUNER" run accel.json --gpus=4 2>&1); rc=$?
+check gpu_more_than_visible_exit2 test $rc -eq 2
+check gpu_more_than_visible grep -q -- "--gpus=4, but CUDA_VISIBLE_DEVICES lists 2 devices (2,3)" <<<"$err"
+err=$("$TUNER" validate good.json 2>&1)
 check validate_names_executor grep -q "executor local" <<<"$err"
 check show_executor_local test "$("$TUNER" show accel --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["executor"])')" = local
 check trials_no_executor_job test "$("$TUNER" trials accel --format=json | python3 -c 'import json,sys; print({t["executor_job"] for t in json.load(sys.stdin)})')" = "{None}"

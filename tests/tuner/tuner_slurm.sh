@@ -101,6 +101,21 @@ if len({r[0] for r in rows}) != 4: sys.exit("job ids repeat: %s" % rows)
 check grid_replica_logs test -s runs/grid/1/logs/ps-0.log -o -f runs/grid/1/logs/ps-0.log
 check grid_queue_empty wait_queue_empty
 
+# --- replica types with different resources: a heterogeneous job -------------------
+spec het '"workerCount": 2, "parameterServerCount": 1,
+  "resources": {"chief": {"cores": 2}, "worker": {"cores": 1}, "ps": {"cores": 1}},' 2 1 \
+  "[\"python3\", \"$CHECK\", \"--expect_workers=2\", \"--expect_ps=1\", \"--expect_evaluators=0\",
+    \"--expect_study=het\", \"--expect_cores=2,1,1,1\", \"--expect_slurm=1\"]"
+"$TUNER" run het.json --quiet --grace=2 >het.out 2>&1; rc=$?
+check het_exit0 test $rc -eq 0
+check het_2_succeeded test "$(count_state het SUCCEEDED)" -eq 2
+check het_two_components python3 -c '
+import json, sys
+d = json.load(open("runs/het/1/slurm/job.json"))
+if d["het_group"] != [0, 1, 1, -1]: sys.exit("het_group %s" % d["het_group"])
+'
+check het_queue_empty wait_queue_empty
+
 # --- the real trainer, multi-worker mirrored across two nodes ----------------------
 spec real '"workerCount": 1, "resources": {"chief": {"cores": 3}, "worker": {"cores": 3}},' 1 1 \
   "[\"$BIN/trainer\", \"--max_train_examples=1000\", \"--max_eval_examples=300\", \"--epochs=2\",
@@ -180,6 +195,14 @@ check killed_6_trials test "$(wc -l <<<"$rows")" -eq 6
 check killed_numbers_1_to_6 test "$(cut -d, -f1 <<<"$rows" | sort -n | uniq | tr '\n' ' ')" = "1 2 3 4 5 6 "
 check killed_all_succeeded test "$(count_state killed SUCCEEDED)" -eq 6
 check killed_none_run_twice test "$(trial_field killed attempts | sort -u | tr '\n' ' ')" = "1 "
+check killed_no_event_twice python3 -c '
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "select e.trial, e.replica, e.kind, e.detail, count(*) from events e join studies s on "
+    "s.id = e.study_id where s.name = ? and e.kind in (?, ?, ?) group by 1, 2, 3, 4 having count(*) > 1",
+    ("killed", "started", "exited", "restarted")).fetchall()
+if rows: sys.exit("stored twice: %s" % rows)
+' "$TUNER_DB"
 check killed_no_orphans wait_queue_empty
 
 # A job submitted just before the kill, whose id was never stored, is adopted; a
