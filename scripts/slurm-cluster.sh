@@ -4,7 +4,9 @@
 # its own (n1, n2, ...), from Debian 12's packages (scripts/install-deps.sh installs
 # them). Every file it makes (config, state, spool, logs, PIDs) is under DIR; the
 # daemons run in the foreground of background shells (no systemd) and are stopped by
-# the PIDs recorded there. Needs root (slurmd launches jobs as their users).
+# the PIDs recorded there, after the cluster's jobs are cancelled (job steps left
+# behind by a failed run are killed too). Needs root (slurmd launches jobs as their
+# users).
 #
 #   scripts/slurm-cluster.sh start [DIR] [--nodes=N] [--cpus=N] [--auth=none|munge]
 #   scripts/slurm-cluster.sh stop [DIR]
@@ -22,10 +24,10 @@ set -eu
 die() { echo "slurm-cluster.sh: error: $1" >&2; [ $# -gt 1 ] && echo "hint: $2" >&2; exit "${EXIT:-1}"; }
 
 cmd=${1:-}
-[ -n "$cmd" ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ -n "$cmd" ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 shift
 case "$cmd" in
-  -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   start|stop|status) ;;
   *) EXIT=2 die "unknown command '$cmd' (start, stop or status)" "run 'scripts/slurm-cluster.sh --help'" ;;
 esac
@@ -60,10 +62,36 @@ stop_pid() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# The job steps of this cluster's jobs (slurmstepd and what it runs), found by the
+# SLURM_CONF in their environment: they outlive slurmd when it is stopped first.
+cluster_steps() {
+  for e in /proc/[0-9]*/environ; do
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "SLURM_CONF=$dir/slurm.conf" || continue
+    p=${e#/proc/}
+    p=${p%/environ}
+    [ "$p" != "$$" ] && echo "$p"
+  done
+}
+
 stop_all() {
+  # Jobs first, while the daemons can still end them cleanly (at most 5 s).
+  if [ -f "$dir/slurm.conf" ] && [ -f "$dir/run/slurmctld.pid" ]; then
+    ids=$(SLURM_CONF="$dir/slurm.conf" squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ')
+    if [ -n "$ids" ]; then
+      # shellcheck disable=SC2086
+      SLURM_CONF="$dir/slurm.conf" scancel $ids 2>/dev/null || true
+      i=0
+      while [ -n "$(SLURM_CONF="$dir/slurm.conf" squeue -h -o %A 2>/dev/null)" ] && [ $i -lt 50 ]; do
+        sleep 0.1
+        i=$((i + 1))
+      done
+    fi
+  fi
   for f in "$dir"/run/slurmd-*.pid; do [ -e "$f" ] && stop_pid "$f"; done
   stop_pid "$dir/run/slurmctld.pid"
   stop_pid "$dir/run/munged.pid"
+  left=$(cluster_steps)
+  [ -n "$left" ] && kill -KILL $left 2>/dev/null
   return 0
 }
 
