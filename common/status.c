@@ -63,3 +63,25 @@ char *tn_xstrdup(const char *s) {
     memcpy(p, s, n);
     return p;
 }
+
+char *tn_xvasprintf(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n < 0) { /* a format error: the format itself, rather than nothing */
+        va_end(again);
+        return tn_xstrdup(fmt);
+    }
+    char *s = tn_xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
+char *tn_xasprintf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = tn_xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}

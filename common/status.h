@@ -11,6 +11,7 @@
 #ifndef TN_STATUS_H
 #define TN_STATUS_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 enum {
@@ -40,5 +41,9 @@ void *tn_xmalloc(size_t size);
 void *tn_xcalloc(size_t count, size_t size);
 void *tn_xrealloc(void *ptr, size_t size);
 char *tn_xstrdup(const char *s);
+
+/* printf into a new string, aborting on out-of-memory: yours to free. */
+char *tn_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *tn_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

@@ -39,25 +39,27 @@ int ex_type_parse(const char *name) {
     return -1;
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = tn_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 char *ex_log_path(const char *job_dir, const char *type_name, int index) {
-    return xasprintf("%s/logs/%s-%d.log", job_dir, type_name, index);
+    return tn_xasprintf("%s/logs/%s-%d.log", job_dir, type_name, index);
 }
 
 char *ex_metric_path(const char *job_dir, const char *type_name, int index) {
-    return xasprintf("%s/metrics/%s-%d.metrics", job_dir, type_name, index);
+    return tn_xasprintf("%s/metrics/%s-%d.metrics", job_dir, type_name, index);
+}
+
+int ex_on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path;;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
+        if (access(buf, X_OK) == 0) return 1;
+        if (!end) return 0;
+        p = end + 1;
+    }
 }
 
 int ex_make_dirs(const char *path, char *err, size_t errlen) {
@@ -106,19 +108,19 @@ char **ex_contract_env(char *const *base, const ex_contract *c) {
     const char *chief = tf_chief_address(c->tf);
     if (chief) tf_split_address(chief, host, sizeof host, &port, NULL, 0);
     int cores = c->cores > 0 ? c->cores : 1;
-    env[k++] = xasprintf("TF_CONFIG=%s", tf);
-    env[k++] = xasprintf("CLOUD_ML_TRIAL_ID=%s", c->trial);
-    env[k++] = xasprintf("CLOUD_ML_HP_METRIC_TAG=%s", c->metric_tag);
-    env[k++] = xasprintf("CLOUD_ML_HP_METRIC_FILE=%s", c->metric_file);
-    env[k++] = xasprintf("CLOUD_ML_JOB_ID=%s", c->study);
-    env[k++] = xasprintf("WORLD_SIZE=%d", tf_world_size(c->tf));
-    if (tf_rank(c->tf) >= 0) env[k++] = xasprintf("RANK=%d", tf_rank(c->tf));
-    env[k++] = xasprintf("MASTER_ADDR=%s", host);
-    env[k++] = xasprintf("MASTER_PORT=%d", port);
-    env[k++] = xasprintf("OMP_NUM_THREADS=%d", cores);
-    env[k++] = xasprintf("OPENBLAS_NUM_THREADS=%d", cores);
-    env[k++] = xasprintf("MKL_NUM_THREADS=%d", cores);
-    if (c->gpus) env[k++] = xasprintf("CUDA_VISIBLE_DEVICES=%s", c->gpus);
+    env[k++] = tn_xasprintf("TF_CONFIG=%s", tf);
+    env[k++] = tn_xasprintf("CLOUD_ML_TRIAL_ID=%s", c->trial);
+    env[k++] = tn_xasprintf("CLOUD_ML_HP_METRIC_TAG=%s", c->metric_tag);
+    env[k++] = tn_xasprintf("CLOUD_ML_HP_METRIC_FILE=%s", c->metric_file);
+    env[k++] = tn_xasprintf("CLOUD_ML_JOB_ID=%s", c->study);
+    env[k++] = tn_xasprintf("WORLD_SIZE=%d", tf_world_size(c->tf));
+    if (tf_rank(c->tf) >= 0) env[k++] = tn_xasprintf("RANK=%d", tf_rank(c->tf));
+    env[k++] = tn_xasprintf("MASTER_ADDR=%s", host);
+    env[k++] = tn_xasprintf("MASTER_PORT=%d", port);
+    env[k++] = tn_xasprintf("OMP_NUM_THREADS=%d", cores);
+    env[k++] = tn_xasprintf("OPENBLAS_NUM_THREADS=%d", cores);
+    env[k++] = tn_xasprintf("MKL_NUM_THREADS=%d", cores);
+    if (c->gpus) env[k++] = tn_xasprintf("CUDA_VISIBLE_DEVICES=%s", c->gpus);
     env[k] = NULL;
     free(tf);
     return env;

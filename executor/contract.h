@@ -34,6 +34,10 @@ int ex_type_parse(const char *name);
 char *ex_log_path(const char *job_dir, const char *type_name, int index);
 char *ex_metric_path(const char *job_dir, const char *type_name, int index);
 
+/* Whether prog can be executed: a path (with a '/') that is executable, or a name
+ * found executable on $PATH (/usr/bin:/bin when unset), as execvp would look it up. */
+int ex_on_path(const char *prog);
+
 /* mkdir -p path. Returns 0 or TN_EIO with a message naming the folder. */
 int ex_make_dirs(const char *path, char *err, size_t errlen);
 

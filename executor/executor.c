@@ -17,18 +17,6 @@
 
 #include "common/status.h"
 
-char *ex__asprintf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = tn_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 struct timeval ex__timeval(double s) {
     if (s < 0) s = 0;
     struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
@@ -259,8 +247,8 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
         tn_error(err, errlen, TN_EINVAL, "a job needs a program and exactly one chief");
         return NULL;
     }
-    char *logs = ex__asprintf("%s/logs", cfg->job_dir);
-    char *metrics = ex__asprintf("%s/metrics", cfg->job_dir);
+    char *logs = tn_xasprintf("%s/logs", cfg->job_dir);
+    char *metrics = tn_xasprintf("%s/metrics", cfg->job_dir);
     int rc = ex_make_dirs(logs, err, errlen);
     if (!rc) rc = ex_make_dirs(metrics, err, errlen);
     free(logs);
@@ -285,7 +273,7 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
     if (j->cfg.poll_seconds <= 0) j->cfg.poll_seconds = 0.5;
     j->argv = tn_xcalloc(cfg->argc + 2, sizeof *j->argv);
     for (size_t i = 0; i < cfg->argc; i++) j->argv[i] = tn_xstrdup(cfg->argv[i]);
-    j->argv[cfg->argc] = ex__asprintf("--job-dir=%s", cfg->job_dir);
+    j->argv[cfg->argc] = tn_xasprintf("--job-dir=%s", cfg->job_dir);
     j->cfg.argv = (const char *const *)j->argv;
     for (int t = 0; t < EX_NTYPES; t++) j->nreps += (size_t)cfg->count[t];
     j->reps = tn_xcalloc(j->nreps, sizeof *j->reps);
@@ -417,5 +405,5 @@ char *ex_job_prefix(const char *study, const char *job_dir) {
         h ^= *p;
         h *= 1099511628211ULL;
     }
-    return ex__asprintf("tuner.%08x.%s", (unsigned)(h ^ (h >> 32)), study);
+    return tn_xasprintf("tuner.%08x.%s", (unsigned)(h ^ (h >> 32)), study);
 }

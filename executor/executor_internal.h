@@ -156,9 +156,6 @@ void ex__cmd_abandon(ex_cmd *c);
  * where waiting is the point (checks before a run, freeing a live job). */
 int ex__cmd_sync(char *const *argv, double timeout, char **out, char **errtext);
 
-/* printf into a new string (yours to free). */
-char *ex__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* A timeval of s seconds. */
 struct timeval ex__timeval(double s);
 

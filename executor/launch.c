@@ -70,19 +70,6 @@ static void nap(long us) {
     nanosleep(&ts, NULL);
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = tn_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 /* ---- the job description (job.json, written by the tuner's slurm.c) ---- */
 
 typedef struct job_desc {
@@ -161,7 +148,7 @@ static char *temp_name(const char *path) {
     char host[256] = "host";
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "host");
     host[sizeof host - 1] = '\0';
-    return xasprintf("%s.%s.%ld.tmp", path, host, (long)getpid());
+    return tn_xasprintf("%s.%s.%ld.tmp", path, host, (long)getpid());
 }
 
 /* Writes text to path atomically (a temporary file renamed over it). */
@@ -184,7 +171,7 @@ static int exists(const char *path) {
 /* Writes the run's outcome unless one is there: the first decision wins (link(2) is
  * atomic, on NFS too). Returns 1 when ours was written. */
 static int decide(const char *run_dir, const char *outcome, int retry, const char *error) {
-    char *path = xasprintf("%s/outcome", run_dir);
+    char *path = tn_xasprintf("%s/outcome", run_dir);
     char *tmp = temp_name(path);
     json_t *o = json_pack("{s:s, s:b, s:f}", "outcome", outcome, "retry", retry, "time", now());
     if (error) json_object_set_new(o, "error", json_string(error));
@@ -206,7 +193,7 @@ static int decide(const char *run_dir, const char *outcome, int retry, const cha
 }
 
 static int decided(const char *run_dir) {
-    char *path = xasprintf("%s/outcome", run_dir);
+    char *path = tn_xasprintf("%s/outcome", run_dir);
     int there = exists(path);
     free(path);
     return there;
@@ -275,7 +262,7 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
         int missing = 0;
         for (int t = 0; t < TF_NCLUSTER && !missing; t++)
             for (int i = 0; i < d->count[t] && !missing; i++) {
-                char *p = xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
+                char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
                 missing = !exists(p);
                 free(p);
             }
@@ -289,7 +276,7 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
     }
     for (int t = 0; t < TF_NCLUSTER; t++)
         for (int i = 0; i < d->count[t]; i++) {
-            char *p = xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
+            char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
             char addr[512] = "";
             FILE *f = fopen(p, "r");
             if (!f || !fgets(addr, sizeof addr, f)) die("cannot read %s: %s", p, strerror(errno));
@@ -338,10 +325,10 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     snprintf(name, sizeof name, "%s:%d", tname, index);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
-    char *dir = xasprintf("%s/events", run_dir);
+    char *dir = tn_xasprintf("%s/events", run_dir);
     if (ex_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
     free(dir);
-    char *events_path = xasprintf("%s/events/%s-%d.jsonl", run_dir, tname, index);
+    char *events_path = tn_xasprintf("%s/events/%s-%d.jsonl", run_dir, tname, index);
     int ev = open(events_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (ev < 0) die("cannot open %s: %s", events_path, strerror(errno));
     free(events_path);
@@ -351,11 +338,11 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     c.master = !d->use_chief_name;
     int port_fd = -1;
     if (type < TF_NCLUSTER) { /* publish our address */
-        dir = xasprintf("%s/rv", run_dir);
+        dir = tn_xasprintf("%s/rv", run_dir);
         if (ex_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
         free(dir);
-        char *rv = xasprintf("%s/rv/%s-%d", run_dir, tname, index);
-        char *addr = xasprintf("%s:%d\n", host, hold_port(&port_fd));
+        char *rv = tn_xasprintf("%s/rv/%s-%d", run_dir, tname, index);
+        char *addr = tn_xasprintf("%s:%d\n", host, hold_port(&port_fd));
         if (write_atomic(rv, addr) != 0) die("cannot write %s: %s", rv, strerror(errno));
         free(addr);
         free(rv);
@@ -466,12 +453,12 @@ static int run_job(const job_desc *d, const char *self) {
     const char *jobid = getenv("SLURM_JOB_ID");
     if (!jobid) die("SLURM_JOB_ID is not set: `tuner-launch job` runs as a Slurm batch script");
     const char *restart = getenv("SLURM_RESTART_COUNT");
-    char *run_dir = xasprintf("%s/slurm/%s-%s", d->job_dir, jobid, restart && *restart ? restart : "0");
+    char *run_dir = tn_xasprintf("%s/slurm/%s-%s", d->job_dir, jobid, restart && *restart ? restart : "0");
     char err[1024];
-    char *events = xasprintf("%s/events", run_dir);
+    char *events = tn_xasprintf("%s/events", run_dir);
     if (ex_make_dirs(events, err, sizeof err) != 0) die("%s", err);
     free(events);
-    char *job_events = xasprintf("%s/events/job.jsonl", run_dir);
+    char *job_events = tn_xasprintf("%s/events/job.jsonl", run_dir);
     int ev = open(job_events, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (ev < 0) die("cannot open %s: %s", job_events, strerror(errno));
     free(job_events);
@@ -486,14 +473,14 @@ static int run_job(const job_desc *d, const char *self) {
         int n = 0, nowned = 0;
         int cores = d->cores[t] > 0 ? d->cores[t] : 1;
         args[n++] = "srun";
-        args[n++] = owned[nowned++] = xasprintf("--ntasks=%d", d->count[t]);
-        args[n++] = owned[nowned++] = xasprintf("--nodes=1-%d", d->count[t]);
-        args[n++] = owned[nowned++] = xasprintf("--cpus-per-task=%d", cores);
-        if (d->gpus[t] > 0) args[n++] = owned[nowned++] = xasprintf("--gpus-per-task=%d", d->gpus[t]);
+        args[n++] = owned[nowned++] = tn_xasprintf("--ntasks=%d", d->count[t]);
+        args[n++] = owned[nowned++] = tn_xasprintf("--nodes=1-%d", d->count[t]);
+        args[n++] = owned[nowned++] = tn_xasprintf("--cpus-per-task=%d", cores);
+        if (d->gpus[t] > 0) args[n++] = owned[nowned++] = tn_xasprintf("--gpus-per-task=%d", d->gpus[t]);
         if (d->memory_mb[t] > 0)
             args[n++] = owned[nowned++] =
-                xasprintf("--mem-per-cpu=%dM", (d->memory_mb[t] + cores - 1) / cores);
-        if (d->het_group[t] >= 0) args[n++] = owned[nowned++] = xasprintf("--het-group=%d", d->het_group[t]);
+                tn_xasprintf("--mem-per-cpu=%dM", (d->memory_mb[t] + cores - 1) / cores);
+        if (d->het_group[t] >= 0) args[n++] = owned[nowned++] = tn_xasprintf("--het-group=%d", d->het_group[t]);
         args[n++] = "--exact";
         args[n++] = "--kill-on-bad-exit=0";
         args[n++] = (char *)self;

@@ -151,7 +151,7 @@ static local_host *host_new(const ex_options *o) {
     h->gpu_ids = tn_xcalloc((size_t)h->ngpus + 1, sizeof *h->gpu_ids);
     h->gpu_used = tn_xcalloc((size_t)h->ngpus + 1, 1);
     for (int g = 0; g < h->ngpus; g++)
-        h->gpu_ids[g] = vis ? tn_xstrdup(vis[g]) : ex__asprintf("%d", g);
+        h->gpu_ids[g] = vis ? tn_xstrdup(vis[g]) : tn_xasprintf("%d", g);
     ex_strv_free(vis);
     return h;
 }
@@ -273,7 +273,7 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
     if (rc == 0) {
         for (int i = 0; i < lj->ncluster; i++) {
             free(lj->addrs[i]);
-            lj->addrs[i] = ex__asprintf("127.0.0.1:%d", ports[i]);
+            lj->addrs[i] = tn_xasprintf("127.0.0.1:%d", ports[i]);
         }
     }
     free(ports);

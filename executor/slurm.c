@@ -89,11 +89,11 @@ typedef struct slurm_exec {
 } slurm_exec;
 
 static char *job_file(const ex_job *j, const char *name) {
-    return ex__asprintf("%s/slurm/%s", j->job_dir, name);
+    return tn_xasprintf("%s/slurm/%s", j->job_dir, name);
 }
 
 static char *attempt_dir(const ex_job *j, const char *jobid, int restart) {
-    return ex__asprintf("%s/slurm/%s-%d", j->job_dir, jobid, restart);
+    return tn_xasprintf("%s/slurm/%s-%d", j->job_dir, jobid, restart);
 }
 
 static int is_dir(const char *path) {
@@ -120,11 +120,11 @@ static void reset_events(ex_job *j) {
     sj->ev = tn_xcalloc(j->nreps + 1, sizeof *sj->ev);
     for (size_t i = 0; i < j->nreps; i++) {
         const ex_replica *r = &j->reps[i];
-        sj->ev[i].path = ex__asprintf("%s/events/%s-%d.jsonl", dir,
+        sj->ev[i].path = tn_xasprintf("%s/events/%s-%d.jsonl", dir,
                                       ex_type_name(r->type, j->cfg.use_chief_name), r->index);
         sj->ev[i].who = r->name;
     }
-    sj->ev[j->nreps].path = ex__asprintf("%s/events/job.jsonl", dir);
+    sj->ev[j->nreps].path = tn_xasprintf("%s/events/job.jsonl", dir);
     sj->nev = j->nreps + 1;
     free(dir);
     for (size_t i = 0; i < sj->nev; i++) /* what an earlier tuner stored of them */
@@ -217,7 +217,7 @@ static void follow_requeue(ex_job *j) {
 static int read_outcome(ex_job *j, int *outcome, char **error, int *retry) {
     slurm_job *sj = j->impl;
     char *dir = attempt_dir(j, sj->jobid, sj->restart);
-    char *path = ex__asprintf("%s/outcome", dir);
+    char *path = tn_xasprintf("%s/outcome", dir);
     free(dir);
     json_t *o = json_load_file(path, 0, NULL);
     free(path);
@@ -235,7 +235,7 @@ static int read_outcome(ex_job *j, int *outcome, char **error, int *retry) {
 static void batch_tail(const ex_job *j, char *buf, size_t len) {
     const slurm_job *sj = j->impl;
     buf[0] = '\0';
-    char *path = ex__asprintf("%s/slurm/slurm-%s.out", j->job_dir, sj->jobid);
+    char *path = tn_xasprintf("%s/slurm/slurm-%s.out", j->job_dir, sj->jobid);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     free(path);
     if (fd < 0) return;
@@ -425,7 +425,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
 
 static void lookup_then(ex_job *j) {
     slurm_job *sj = j->impl;
-    char *name = ex__asprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+    char *name = tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
     char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T", name, NULL};
     sj->lookup = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_lookup, j);
     free(name);
@@ -549,7 +549,7 @@ static int components(const ex_job_config *c, int group[EX_NTYPES]) {
 }
 
 static int write_text(const char *path, const char *text, mode_t mode, char *err, size_t errlen) {
-    char *tmp = ex__asprintf("%s.tmp", path);
+    char *tmp = tn_xasprintf("%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     int rc = 0;
     if (fd < 0) {
@@ -594,7 +594,7 @@ static char *sh_quote(const char *s) {
 /* Writes JOB_DIR/slurm/job.json (what the launchers need) and job.sh. */
 static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, size_t errlen) {
     const ex_job_config *c = &j->cfg;
-    char *dir = ex__asprintf("%s/slurm", j->job_dir);
+    char *dir = tn_xasprintf("%s/slurm", j->job_dir);
     int rc = ex_make_dirs(dir, err, errlen);
     free(dir);
     if (rc) return rc;
@@ -628,7 +628,7 @@ static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, siz
     free(text);
     if (rc == 0) {
         char *launcher = sh_quote(j->x->o.slurm.launcher), *qjson = sh_quote(json_path);
-        char *script = ex__asprintf("#!/bin/sh\n# trial %s of study %s, written by tuner\n"
+        char *script = tn_xasprintf("#!/bin/sh\n# trial %s of study %s, written by tuner\n"
                                     "exec %s job %s\n",
                                     j->trial, j->study, launcher, qjson);
         char *sh_path = job_file(j, "job.sh");
@@ -663,9 +663,9 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
     char **argv = tn_xcalloc(cap, sizeof *argv);
     argv[n++] = tn_xstrdup("sbatch");
     argv[n++] = tn_xstrdup("--parsable");
-    argv[n++] = ex__asprintf("--job-name=%s.%s", o->job_prefix, j->trial);
+    argv[n++] = tn_xasprintf("--job-name=%s.%s", o->job_prefix, j->trial);
     char *dir = percent_escaped(j->job_dir); /* sbatch expands % in --output */
-    argv[n++] = ex__asprintf("--output=%s/slurm/slurm-%%j.out", dir);
+    argv[n++] = tn_xasprintf("--output=%s/slurm/slurm-%%j.out", dir);
     free(dir);
     argv[n++] = tn_xstrdup("--open-mode=append");
     for (int g = 0; g < ncomp; g++) {
@@ -677,15 +677,15 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
             if (t0 < 0) t0 = t;
         }
         int cores = c->cores[t0] > 0 ? c->cores[t0] : 1;
-        argv[n++] = ex__asprintf("--ntasks=%d", tasks);
-        argv[n++] = ex__asprintf("--cpus-per-task=%d", cores);
+        argv[n++] = tn_xasprintf("--ntasks=%d", tasks);
+        argv[n++] = tn_xasprintf("--cpus-per-task=%d", cores);
         if (c->memory_mb[t0] > 0)
-            argv[n++] = ex__asprintf("--mem-per-cpu=%dM", (c->memory_mb[t0] + cores - 1) / cores);
-        if (c->gpus[t0] > 0) argv[n++] = ex__asprintf("--gpus-per-task=%d", c->gpus[t0]);
-        if (o->partition) argv[n++] = ex__asprintf("--partition=%s", o->partition);
-        if (o->account) argv[n++] = ex__asprintf("--account=%s", o->account);
-        if (o->qos) argv[n++] = ex__asprintf("--qos=%s", o->qos);
-        if (o->time_limit) argv[n++] = ex__asprintf("--time=%s", o->time_limit);
+            argv[n++] = tn_xasprintf("--mem-per-cpu=%dM", (c->memory_mb[t0] + cores - 1) / cores);
+        if (c->gpus[t0] > 0) argv[n++] = tn_xasprintf("--gpus-per-task=%d", c->gpus[t0]);
+        if (o->partition) argv[n++] = tn_xasprintf("--partition=%s", o->partition);
+        if (o->account) argv[n++] = tn_xasprintf("--account=%s", o->account);
+        if (o->qos) argv[n++] = tn_xasprintf("--qos=%s", o->qos);
+        if (o->time_limit) argv[n++] = tn_xasprintf("--time=%s", o->time_limit);
         for (size_t i = 0; i < o->nextra; i++) argv[n++] = tn_xstrdup(o->extra_args[i]);
     }
     argv[n++] = job_file(j, "job.sh");
@@ -937,7 +937,7 @@ static int run_over(ex_job *j) {
     for (size_t i = 0; i < j->nreps; i++) /* the replicas; the job's own file aside */
         if (!sj->ev[i].exited) return 0;
     char *dir = attempt_dir(j, sj->jobid, sj->restart);
-    char *path = ex__asprintf("%s/outcome", dir);
+    char *path = tn_xasprintf("%s/outcome", dir);
     int decided = access(path, F_OK) == 0;
     free(path);
     free(dir);
@@ -987,7 +987,7 @@ static void slurm_release(ex_job *j) {
     slurm_job *sj = j->impl;
     if (!sj) return;
     if (needs_cancel(j)) {
-        char *name = ex__asprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+        char *name = tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
         char *by_name[] = {"scancel", name, NULL}, *by_id[] = {"scancel", sj->jobid, NULL};
         ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL);
         free(name);
@@ -1015,7 +1015,7 @@ static void slurm_abort(ex_executor *x) {
         slurm_job *sj = j->impl;
         if (!sj || !needs_cancel(j)) continue;
         if (unknown_job(j)) { /* by name: rare, one call each */
-            char *name = ex__asprintf("--name=%s.%s", x->o.slurm.job_prefix, j->trial);
+            char *name = tn_xasprintf("--name=%s.%s", x->o.slurm.job_prefix, j->trial);
             char *by_name[] = {"scancel", name, NULL};
             ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, NULL);
             free(name);
@@ -1038,27 +1038,10 @@ static void slurm_free(ex_executor *x) {
     x->impl = NULL;
 }
 
-/* Whether prog is an executable on PATH (or a path that is executable). */
-static int on_path(const char *prog) {
-    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
-    const char *path = getenv("PATH");
-    if (!path) path = "/usr/bin:/bin";
-    char buf[4096];
-    for (const char *p = path; *p;) {
-        const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
-        if (access(buf, X_OK) == 0) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
-}
-
 static int check_commands(const ex_slurm_options *o, char *err, size_t errlen) {
     static const char *const cmds[] = {"sbatch", "squeue", "scancel", "sinfo"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!on_path(cmds[i]))
+        if (!ex_on_path(cmds[i]))
             return tn_error(err, errlen, TN_EINVAL,
                             "the Slurm executor needs %s, which is not on PATH\nhint: install "
                             "Slurm's client commands (Debian: slurm-client) and set SLURM_CONF if "
@@ -1199,7 +1182,7 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
     const char *prefix = x->o.slurm.job_prefix;
     char *out = NULL, *errtext = NULL;
     struct passwd *pw = getpwuid(getuid());
-    char *user = ex__asprintf("--user=%s", pw ? pw->pw_name : "root");
+    char *user = tn_xasprintf("--user=%s", pw ? pw->pw_name : "root");
     char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", user, NULL};
     int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
     int rc = 0;
@@ -1232,7 +1215,7 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
             *handles = tn_xrealloc(*handles, (cap + 1) * sizeof **handles);
             *trials = tn_xrealloc(*trials, (cap + 1) * sizeof **trials);
         }
-        (*handles)[*n] = ex__asprintf("slurm:%.*s", (int)strspn(line, "0123456789"), line);
+        (*handles)[*n] = tn_xasprintf("slurm:%.*s", (int)strspn(line, "0123456789"), line);
         (*trials)[*n] = trial;
         (*n)++;
         (*handles)[*n] = NULL;

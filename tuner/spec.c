@@ -169,18 +169,6 @@ typedef struct ctx {
     int depth;
 } ctx;
 
-static char *vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-static char *vformat(const char *fmt, va_list ap) {
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    assert(n >= 0);
-    char *s = tn_xmalloc((size_t)n + 1);
-    vsnprintf(s, (size_t)n + 1, fmt, ap2);
-    va_end(ap2);
-    return s;
-}
-
 static void add_error(spec_errors *e, const char *path, char *message) {
     e->items = tn_xrealloc(e->items, (e->n + 1) * sizeof *e->items);
     e->items[e->n].path = tn_xstrdup(path);
@@ -193,7 +181,7 @@ static void fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 
 static void fail(ctx *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    add_error(&c->errs, c->path ? c->path : "", vformat(fmt, ap));
+    add_error(&c->errs, c->path ? c->path : "", tn_xvasprintf(fmt, ap));
     va_end(ap);
 }
 
@@ -237,7 +225,7 @@ static void fail_at(ctx *c, const char *key, const char *fmt, ...) {
     va_list ap;
     push_key(c, key);
     va_start(ap, fmt);
-    add_error(&c->errs, c->path, vformat(fmt, ap));
+    add_error(&c->errs, c->path, tn_xvasprintf(fmt, ap));
     va_end(ap);
     pop(c);
 }

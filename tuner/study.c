@@ -229,24 +229,6 @@ char *study_resolve_program(const char *name, const char *self_dir) {
     return tn_xstrdup(name);
 }
 
-/* Whether a program can be executed: a path must be executable, a bare name must be
- * found on PATH. */
-static int program_exists(const char *prog) {
-    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
-    const char *path = getenv("PATH");
-    if (!path) path = "/usr/bin:/bin";
-    char buf[4096];
-    for (const char *p = path; *p;) {
-        const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
-        if (access(buf, X_OK) == 0) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
-}
-
 /* ---- the loop ---- */
 
 typedef struct loop loop;
@@ -928,7 +910,7 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
     char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                                   : tn_xstrdup("python3");
     int rc = 0;
-    if (!program_exists(program))
+    if (!ex_on_path(program))
         rc = tn_error(err, errlen, TN_EINVAL,
                       "cannot run '%s': not found or not executable\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "

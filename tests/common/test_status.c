@@ -90,6 +90,21 @@ static void test_error_truncates(void) {
  * rng.h
  * --------------------------------------------------------------------------------- */
 
+static void test_xasprintf(void) {
+    char *s = tn_xasprintf("%s-%d.%s", "worker", 12, "log");
+    CHECK(s && strcmp(s, "worker-12.log") == 0);
+    free(s);
+    s = tn_xasprintf("%s", ""); /* empty */
+    CHECK(s && s[0] == '\0');
+    free(s);
+    char big[5000]; /* longer than any first guess */
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    s = tn_xasprintf("[%s]", big);
+    CHECK(s && strlen(s) == sizeof big + 1 && s[0] == '[' && s[sizeof big] == ']');
+    free(s);
+}
+
 static void test_rng_same_seed_same_sequence(void) {
     tn_rng a, b;
     tn_rng_seed(&a, 12345);
@@ -372,6 +387,7 @@ int main(void) {
     RUN(test_error_formats_and_returns_code);
     RUN(test_error_null_buffer_and_zero_length);
     RUN(test_error_truncates);
+    RUN(test_xasprintf);
     RUN(test_rng_same_seed_same_sequence);
     RUN(test_rng_different_seeds_differ);
     RUN(test_rng_uniform_range);

@@ -15,15 +15,11 @@
 # evaluator reports eval metrics for the chief's checkpoints and exits after the last.
 # Bad cluster and flag combinations fail with exit 2 and a message naming the cause.
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 TRAINER=$1
 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
 
 SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
        --epochs=2 --report_every=5 --lr_schedule=constant)
@@ -344,5 +340,4 @@ expect_usage bad_tf_config "task.index" env TF_CONFIG='{"cluster": {"worker": ["
 expect_usage index_out_of_range "TF_CONFIG" env TF_CONFIG="$(tfconfig "$two" worker 3)" "$TRAINER" "${SMALL[@]}"
 expect_usage evaluator_needs_job_dir "needs --job-dir" env TF_CONFIG="$(tfconfig "$two" evaluator 0)" "$TRAINER" "${SMALL[@]}"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary

@@ -8,19 +8,15 @@
 # "FAIL NAME: why"; the last line is "N passed, N failed"; the exit status is non-zero
 # when anything failed.
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 TRAINER=$1
 WORK=$2
 DATA=/usr/share/datasets/fashion-mnist
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
-passed=0
-failed=0
 
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 # check NAME CONDITION-COMMAND... : ok when the command succeeds.
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
 # The metric records without the fields that depend on the clock.
 stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
 
@@ -207,5 +203,4 @@ err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/div.metrics "$TRAINER" "${SMALL[@]}" \
 check diverged_exit2 test $rc -eq 2
 check diverged_message grep -q "training diverged" <<<"$err"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_summary

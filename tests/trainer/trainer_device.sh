@@ -17,17 +17,13 @@
 # 2000/500 examples of Fashion-MNIST (Debian's dataset-fashion-mnist). Each case prints
 # "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 TRAINER=$(realpath "$1")
 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 unset TRAINER_EMULATE_DEVICE TRAINER_EMULATE_GRAPH_FAILURE CUDA_VISIBLE_DEVICES
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
 stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
 fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
 # same_fingerprint LOG-A LOG-B: both printed one, and the same
@@ -226,5 +222,4 @@ b=$(emu --eval_only --model_file=host/model.ckpt --max_eval_examples=500 --threa
     | tail -n 1)
 check eval_only_emulated_same test -n "$a" -a "$a" = "$b"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_summary

@@ -21,6 +21,7 @@
 # the CPU presented as a device in the GPU's place (a test of the script itself, run by
 # ctest in every build as trainer_gpu_emulated; the cases that need CUDA are left out).
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 TRAINER=$(realpath "$1")
 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
@@ -28,11 +29,6 @@ cd "$WORK" || exit 1
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 unset TRAINER_EMULATE_DEVICE TRAINER_CUDA_GRAPHS
 EMULATE=${TRAINER_GPU_TEST_EMULATE:-0}
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
 fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
 same_fingerprint() { local a; a=$(fingerprint "$1"); [ -n "$a" ] && [ "$a" = "$(fingerprint "$2")" ]; }
 # other_fingerprint LOG-A LOG-B: both printed one, and they differ
@@ -273,5 +269,4 @@ if [ "$EMULATE" != 1 ]; then
   check oom_hint grep -q "hint: the GPU has .* MiB free .*lower --batch_size" <<<"$err"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_summary

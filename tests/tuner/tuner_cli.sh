@@ -6,6 +6,7 @@
 # Each case prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N
 # failed"; the exit status is non-zero when anything failed.
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 BIN=$1
 WORK=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,14 +15,6 @@ CHECK="$HERE/check_replica.py"
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
 export TUNER_DB="$WORK/tuner.db"
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
-# Field of `tuner trials STUDY --format=csv` rows: count of trials in a state.
-count_state() { "$TUNER" trials "$1" --format=csv | awk -F, -v s="$2" 'NR > 1 && $2 == s' | wc -l; }
-study_state() { "$TUNER" show "$1" --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
 
 # spec NAME TIER EXTRA_TRAINING_INPUT MAX_TRIALS PARALLEL COMMAND_JSON [HP_EXTRA] [PARAMS]
 spec() {
@@ -414,5 +407,4 @@ err=$("$TUNER" show nosuch 2>&1); rc=$?
 check show_missing_exit4 test $rc -eq 4
 check db_flag_anywhere grep -q "asktell" <<<"$(cd / && "$TUNER" list --db "$TUNER_DB")"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_summary

@@ -9,6 +9,7 @@
 # says why and exits 77, which ctest reports as skipped (never as passed).
 # Each case prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
 set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 BIN=$1
 WORK=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,17 +34,6 @@ fi
 trap '"$ROOT/scripts/slurm-cluster.sh" stop "$CLUSTER" >/dev/null 2>&1' EXIT
 eval "$out"  # export SLURM_CONF=...
 
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$*"; fi; }
-count_state() { "$TUNER" trials "$1" --format=csv | awk -F, -v s="$2" 'NR > 1 && $2 == s' | wc -l; }
-study_state() { "$TUNER" show "$1" --format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
-# trial_field STUDY FIELD: the field of each trial, one a line
-trial_field() { "$TUNER" trials "$1" --format=json | python3 -c '
-import json, sys
-for t in json.load(sys.stdin): print(t[sys.argv[1]])' "$2"; }
 # The jobs Slurm still has queued or running (none should be left behind).
 queue_empty() { [ -z "$(squeue --noheader --format=%i)" ]; }
 wait_queue_empty() { for _ in $(seq 1 100); do queue_empty && return 0; sleep 0.1; done; return 1; }
@@ -263,5 +253,4 @@ check refused_message grep -q "Slurm refused the job of trial 1" <<<"$err"
 check refused_trial_pending test "$(count_state badacct PENDING)" -eq 1
 check refused_queue_empty wait_queue_empty
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_summary
