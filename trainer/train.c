@@ -1043,6 +1043,21 @@ static void dev_run(run *r, int d, int b, int64_t global, int update) {
     g->runs++;
 }
 
+/* The error of a run whose loss went non-finite: here (at `step`, with `loss`) or on
+ * another replica (which stops this one at `step` too). Returns TR_DIVERGED. */
+static int diverged_error(char *err, size_t errlen, int here, double loss, long long step) {
+    if (here)
+        tn_error(err, errlen, TN_EINVAL,
+                 "training diverged: the loss is %g at step %lld; hint: lower --learning_rate",
+                 loss, step);
+    else
+        tn_error(err, errlen, TN_EINVAL,
+                 "training diverged on another replica at step %lld; hint: lower "
+                 "--learning_rate",
+                 step);
+    return TR_DIVERGED;
+}
+
 /* Multi-worker on the device: the all-reduce (NCCL, or the ring through the host) with
  * the stop and divergence votes after the gradients, then the update. */
 static int dev_ring(run *r, char *err, size_t errlen) {
@@ -1064,19 +1079,9 @@ static int dev_ring(run *r, char *err, size_t errlen) {
     if (rc) return rc;
     /* a stop asked of any replica stops all of them after this step */
     if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
-    if (a.bad_tag || ctl[1] > 0) {
-        if (a.bad_tag)
-            tn_error(err, errlen, TN_EINVAL,
-                     "training diverged: the loss is %g at step %lld; hint: lower "
-                     "--learning_rate",
-                     a.bad_loss, (long long)a.bad_tag);
-        else
-            tn_error(err, errlen, TN_EINVAL,
-                     "training diverged on another replica at step %lld; hint: lower "
-                     "--learning_rate",
-                     (long long)r->st.global_step + 1);
-        return TR_DIVERGED;
-    }
+    if (a.bad_tag || ctl[1] > 0)
+        return diverged_error(err, errlen, a.bad_tag != 0, a.bad_loss,
+                        a.bad_tag ? (long long)a.bad_tag : (long long)r->st.global_step + 1);
     opt_apply_device(r->opt, m->params, m->grads, r->res[0].args->hyper);
     r->opt->t++;
     return 0;
@@ -1278,19 +1283,8 @@ static int train_loop(run *r, char *err, size_t errlen) {
         } else {
             diverged = !isfinite(loss);
         }
-        if (diverged || peer_diverged) {
-            if (diverged)
-                tn_error(err, errlen, TN_EINVAL,
-                         "training diverged: the loss is %g at step %lld; hint: lower "
-                         "--learning_rate",
-                         loss, (long long)r->st.global_step + 1);
-            else
-                tn_error(err, errlen, TN_EINVAL,
-                         "training diverged on another replica at step %lld; hint: lower "
-                         "--learning_rate",
-                         (long long)r->st.global_step + 1);
-            return TR_DIVERGED;
-        }
+        if (diverged || peer_diverged)
+            return diverged_error(err, errlen, diverged, loss, (long long)r->st.global_step + 1);
         if (!r->dev_path) { /* (dev_step updates on the device) */
             if (r->ndev > 1)
                 devices_update(r);
