@@ -88,12 +88,22 @@ int main(int argc, char **argv) {
     st_study study = {0};
     tn_spec spec;
     spec_errors errs = {0};
-    char err[1024];
+    char err[1024] = ""; /* the store's functions write it only when they fail */
     int code = 1;
     fill f = {.trials = atol(argv[3]), .steps = atol(argv[4])};
-    if (st_open(argv[1], &st, err, sizeof err) != 0 ||
-        st_study_get(st, argv[2], &study, err, sizeof err) != 0) {
-        fprintf(stderr, "bench_dashfill: %s\n", err[0] ? err : "no such study");
+    if (st_open(argv[1], &st, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_dashfill: %s\n", err);
+        goto done;
+    }
+    int rc = st_study_get(st, argv[2], &study, err, sizeof err);
+    if (rc == 1) {
+        fprintf(stderr, "bench_dashfill: no such study '%s' in %s\nhint: create it first "
+                        "(tuner create SPEC.json --db=THIS_STORE)\n",
+                argv[2], argv[1]);
+        goto done;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "bench_dashfill: %s\n", err);
         goto done;
     }
     if (spec_parse(study.spec, study.name, 1, &spec, &errs) != 0) {

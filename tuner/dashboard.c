@@ -9,7 +9,15 @@
  *  - a connection cap: evhttp_set_bevcb tells us of each new connection; an event made
  *    active there runs right after the accept, finds the connection behind the new
  *    bufferevent (its callback argument), and either adopts it (a close callback keeps
- *    the count) or answers 503 and closes it;
+ *    the count) or answers 503 and closes it at once (a refused connection is never
+ *    counted);
+ *  - a deadline for each request: evhttp 2.1's only timeouts are the bufferevent's idle
+ *    ones, which every byte received restarts, so a client sending a header line every
+ *    few seconds (Slowloris) would hold its connection for ever. Each adopted connection
+ *    has a timer, armed when it opens and again when a reply is done (the connection
+ *    then waits for its next request), stopped when the request is complete (on_request:
+ *    line, headers and body read); when it fires the connection is closed. An event
+ *    stream, once started, has no deadline;
  *  - Server-Sent Events: a chunked reply per client, fed by one 250 ms poll of the store
  *    for every study that has clients (api_watch_poll, api_sse_changes), with a comment
  *    every 15 s to keep proxies and dead peers honest. A client that goes away is freed
@@ -28,6 +36,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h> /* the request's HTTP version: 2.1 has no accessor */
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <fcntl.h>
@@ -55,7 +64,13 @@
 #define DASH_MAX_BODY 4096          /* bytes of request body */
 #define DASH_MAX_CONNS 64           /* open connections */
 #define DASH_MAX_CLIENTS 32         /* event streams */
-#define DASH_TIMEOUT_S 30           /* a connection silent this long is closed */
+#define DASH_TIMEOUT_S 30           /* evhttp's idle timeouts: a connection that neither
+                                       sends nor takes a byte this long is closed (a
+                                       client that stops reading a reply) */
+#define DASH_REQUEST_S 10           /* a request (line, headers, body) must arrive whole
+                                       within this long of the connection's opening or
+                                       of its previous reply; TUNER_DASHBOARD_REQUEST_TIMEOUT
+                                       (seconds, 0.1 to 3600) overrides it */
 #define DASH_POLL_MS 250            /* how often the store is looked at for the streams */
 #define DASH_HEARTBEAT_S 15         /* a comment to every stream this often */
 #define DASH_BATCH 1000             /* trial changes and measurements per stream per poll */
@@ -72,6 +87,8 @@ typedef struct dash_client dash_client;
 typedef struct dash_conn {
     dash_server *d;
     struct evhttp_connection *evcon;
+    struct event *deadline;          /* closes it when a request is not whole in time;
+                                        pending only while a request is awaited */
     dash_client *client;             /* the event stream on it, or NULL */
     struct dash_conn *prev, *next;   /* d->conns */
 } dash_conn;
@@ -100,6 +117,7 @@ struct dash_server {
     struct evhttp *http;
     st_store *st;                    /* its own connection to the store */
     int public_access;               /* every /api/ request needs the token */
+    struct timeval request_tv;       /* the request deadline (DASH_REQUEST_S) */
     char host[64];                   /* the address bound, as in URLs ("127.0.0.1", "[::1]") */
     int port;                        /* the port bound */
     char token[33];                  /* 32 hex digits */
@@ -282,8 +300,37 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
     else d->conns = conn->next;
     if (conn->next) conn->next->prev = conn->prev;
     d->nconns--;
+    event_free(conn->deadline); /* this may be its own callback's doing: allowed */
     free(conn);
     (void)evcon;
+}
+
+/* The connection now waits for a request: it has d->request_tv to send all of it. */
+static void conn_await_request(dash_conn *conn) {
+    evtimer_add(conn->deadline, &conn->d->request_tv);
+}
+
+/* A request was not whole in time (or no request came): close the connection. Nothing
+ * is sent: the peer may be an idle keep-alive connection, to which a 408 would be an
+ * unsolicited reply. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg) {
+    dash_conn *conn = arg;
+    evhttp_connection_free(conn->evcon); /* on_conn_close frees conn */
+    (void)fd, (void)what;
+}
+
+static dash_conn *find_conn(dash_server *d, struct evhttp_connection *evcon) {
+    for (dash_conn *c = d->conns; c; c = c->next)
+        if (c->evcon == evcon) return c;
+    return NULL;
+}
+
+/* A reply is done (evhttp_send_done) and the connection, unless it is closed next,
+ * waits for another request: its deadline starts again. */
+static void on_reply_done(struct evhttp_request *req, void *arg) {
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    dash_conn *conn = evcon ? find_conn(arg, evcon) : NULL;
+    if (conn) conn_await_request(conn);
 }
 
 /* evhttp makes the bufferevent of each new connection here: note it for on_adopt,
@@ -316,10 +363,14 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
                 "charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n"
                 "Content-Length: 83\r\n\r\n{\"error\":\"too many connections\",\"hint\":\"close "
                 "other tabs or clients and retry\"}";
-            ssize_t sent = send(bufferevent_getfd(bev), busy, sizeof busy - 1,
-                                MSG_NOSIGNAL | MSG_DONTWAIT);
+            int sock = bufferevent_getfd(bev);
+            ssize_t sent = send(sock, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
             (void)sent; /* best effort: the connection is closed either way */
-            evhttp_connection_free(evcon);
+            /* what the client sent already is read and dropped, so that the close is a
+             * FIN after the 503 rather than a reset that could discard it */
+            char sink[4096];
+            for (int k = 0; k < 4 && recv(sock, sink, sizeof sink, MSG_DONTWAIT) > 0; k++) {}
+            evhttp_connection_free(evcon); /* never adopted: not counted */
             continue;
         }
         /* Replies go out as soon as they are written: with Nagle's algorithm, the end of
@@ -329,6 +380,9 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
         dash_conn *conn = tn_xcalloc(1, sizeof *conn);
         conn->d = d;
         conn->evcon = evcon;
+        conn->deadline = evtimer_new(d->base, on_deadline, conn);
+        if (!conn->deadline) abort(); /* out of memory */
+        conn_await_request(conn);
         conn->next = d->conns;
         if (d->conns) d->conns->prev = conn;
         d->conns = conn;
@@ -337,12 +391,6 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
     }
     d->npending = 0;
     (void)fd, (void)what;
-}
-
-static dash_conn *find_conn(dash_server *d, struct evhttp_connection *evcon) {
-    for (dash_conn *c = d->conns; c; c = c->next)
-        if (c->evcon == evcon) return c;
-    return NULL;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -377,14 +425,15 @@ static void client_free(dash_client *c) {
 static void on_stream_complete(struct evhttp_request *req, void *arg) {
     dash_client *c = arg;
     c->req = NULL;
+    on_reply_done(req, c->d);
     client_free(c);
-    (void)req;
 }
 
-/* Ends a stream politely (the final chunk) and frees the client. */
+/* Ends a stream politely (the final chunk) and frees the client; once the chunk is
+ * sent, the connection awaits a request again, with a deadline. */
 static void client_end(dash_client *c) {
     if (c->req) {
-        evhttp_request_set_on_complete_cb(c->req, NULL, NULL);
+        evhttp_request_set_on_complete_cb(c->req, on_reply_done, c->d);
         evhttp_send_reply_end(c->req);
         c->req = NULL;
     }
@@ -545,10 +594,27 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
  * Requests
  * --------------------------------------------------------------------------------- */
 
+/* The request's Host headers, as HTTP wants them (RFC 7230 5.4): 0 with *host the one
+ * given, or NULL when an HTTP/1.0 request has none; -1 when an HTTP/1.1 request has
+ * none or any request has several (the server must answer 400). */
+static int host_header(struct evhttp_request *req, const char **host) {
+    *host = NULL;
+    int n = 0;
+    const struct evkeyval *h;
+    TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next) {
+        if (strcasecmp(h->key, "Host") != 0) continue;
+        *host = h->value;
+        n++;
+    }
+    int http11 = req->major > 1 || (req->major == 1 && req->minor >= 1);
+    return n > 1 || (n == 0 && http11) ? -1 : 0;
+}
+
 /* Whether the Host header names this server by a loopback name (DNS rebinding: a page
  * of another site whose name resolves to 127.0.0.1 sends its own name). */
 static int host_ok(const dash_server *d, const char *host) {
-    if (!host) return 1; /* HTTP/1.0 without Host: no browser */
+    if (!host) return 1; /* HTTP/1.0 without Host: no browser sends that, and no page
+                            can make it send one (Host is not for scripts to set) */
     char name[128];
     snprintf(name, sizeof name, "%s", host);
     char *end = name[0] == '[' ? strchr(name, ']') : strrchr(name, ':');
@@ -646,9 +712,22 @@ static void on_request(struct evhttp_request *req, void *arg) {
     int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
     double now = wall_clock();
     api_reply r = {0};
+    const char *host;
 
-    if (!d->public_access &&
-        !host_ok(d, evhttp_find_header(evhttp_request_get_input_headers(req), "Host"))) {
+    /* The request is whole: its connection's deadline stops until the reply is done. */
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
+    if (conn) evtimer_del(conn->deadline);
+    evhttp_request_set_on_complete_cb(req, on_reply_done, d); /* a stream sets its own */
+
+    if (host_header(req, &host) != 0) { /* malformed: answered, then the connection closed */
+        send_error(req, 400, "Connection", "close",
+                   "send one 'Host: ADDR:PORT' header with the address the tuner printed "
+                   "(HTTP/1.1 requires it; every HTTP/1.1 client sends it)",
+                   host ? "more than one Host header" : "an HTTP/1.1 request needs a Host header");
+        goto done;
+    }
+    if (!d->public_access && !host_ok(d, host)) {
         send_error(req, 403, NULL, NULL,
                    "open the dashboard at http://127.0.0.1:PORT/ (the address the tuner printed)",
                    "this dashboard answers only to a loopback Host name");
@@ -755,6 +834,25 @@ static int make_token(char out[33], char *err, size_t errlen) {
     return 0;
 }
 
+/* The request deadline: DASH_REQUEST_S, or TUNER_DASHBOARD_REQUEST_TIMEOUT's seconds
+ * (a knob for tests; a bad value is said on log and the default kept). */
+static struct timeval request_deadline(FILE *log) {
+    double s = DASH_REQUEST_S;
+    const char *v = getenv("TUNER_DASHBOARD_REQUEST_TIMEOUT");
+    if (v && *v) {
+        char *end;
+        double x = strtod(v, &end);
+        if (*end == '\0' && x >= 0.1 && x <= 3600)
+            s = x;
+        else if (log)
+            fprintf(log, "dashboard: TUNER_DASHBOARD_REQUEST_TIMEOUT=%s is not a number of "
+                         "seconds from 0.1 to 3600; using %d\n", v, DASH_REQUEST_S);
+    }
+    struct timeval tv = {(time_t)s, 0};
+    tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+    return tv;
+}
+
 /* Binds a listener to a; errno is kept for the caller. */
 static struct evconnlistener *bind_listener(struct event_base *base, const dash_addr *a) {
     return evconnlistener_new_bind(base, NULL, NULL,
@@ -785,6 +883,7 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     dash_server *d = tn_xcalloc(1, sizeof *d);
     d->stop_fd = -1;
     d->public_access = c->public_access;
+    d->request_tv = request_deadline(c->log);
     d->base = event_base_new();
     d->http = d->base ? evhttp_new(d->base) : NULL;
     if (!d->http) {

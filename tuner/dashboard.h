@@ -11,8 +11,10 @@
  * Loopback by default; another address needs `public`, and then every /api/ request
  * needs the token. The token (128 random bits, hex) is made per server, written to a
  * 0600 file, and needed always to cancel a study. Limits: request headers 8 KiB, bodies
- * 4 KiB, 64 connections, 32 event streams, 30 s of silence per connection. Design and
- * contract: docs/dashboard.md.
+ * 4 KiB, 64 connections (refused ones get 503 and are closed at once), 32 event
+ * streams, 10 s to send a whole request (TUNER_DASHBOARD_REQUEST_TIMEOUT overrides it;
+ * streams have no deadline once started), 30 s for a client that stops reading. HTTP/1.1
+ * requests need one Host header. Design and contract: docs/dashboard.md.
  */
 #ifndef TN_TUNER_DASHBOARD_H
 #define TN_TUNER_DASHBOARD_H

@@ -11,8 +11,10 @@ shape, paging, sorting and filters, errors (400, 401, 403, 404, 405, 409, 413),
 path traversal, the token (its file and mode, header and query forms, constant-time
 compare aside), the live event stream (trial, measurement and study events within a
 second of the store, Last-Event-ID), cancelling, ports in use, non-loopback addresses,
-`tuner serve`, response headers, escaping of planted markup, SIGPIPE and the
-connection cap. Python standard library only.
+`tuner serve`, response headers, the Host rules, escaping of planted markup, SIGPIPE,
+the connection cap, slow clients (Slowloris, against a 2 s request deadline set with
+TUNER_DASHBOARD_REQUEST_TIMEOUT) and bench_dashfill's message for a missing study.
+Python standard library only.
 
 Each check prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N
 failed"; the exit status is non-zero when anything failed.
@@ -452,6 +454,15 @@ check("huge_headers_rejected", status_of(resp) in (400, 413, 431) or resp == b""
 check("server_alive_after_bad_requests", get_json(sport, "/api/studies")[0] == 200)
 s_, _, d_ = request(sport, "GET", "/api/studies", headers={"Host": "evil.example:%d" % sport})
 check("foreign_host_refused", s_ == 403, s_)
+# Host (RFC 7230 5.4): HTTP/1.1 needs exactly one; HTTP/1.0 may omit it (no browser does)
+resp = raw(sport, b"GET /api/studies HTTP/1.1\r\n\r\n")
+body = resp.partition(b"\r\n\r\n")[2]
+check("http11_without_host_400", status_of(resp) == 400 and b'"error"' in body and
+      b"Host" in body, resp[:300])
+resp = raw(sport, b"GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n")
+check("two_host_headers_400", status_of(resp) == 400 and b"Host" in resp, resp[:300])
+resp = raw(sport, b"GET /api/studies HTTP/1.0\r\n\r\n")
+check("http10_without_host_200", status_of(resp) == 200 and b'"studies"' in resp, resp[:300])
 
 # cancel a finished study: 409 (with the token); without: 401
 s_, _, d_ = request(sport, "POST", "/api/studies/dash/cancel")
@@ -598,6 +609,10 @@ if m:
     check("public_stream_needs_token", request(pport, "GET", "/api/events?study=dash")[0] == 401)
     check("public_unknown_route_needs_token", request(pport, "GET", "/api/nothing")[0] == 401)
     check("public_page_loads_without_token", request(pport, "GET", "/")[0] == 200)
+    resp = raw(pport, b"GET /api/studies HTTP/1.1\r\nAuthorization: Bearer " +
+               ptoken.encode() + b"\r\n\r\n")
+    check("public_http11_without_host_400", status_of(resp) == 400 and b"Host" in resp,
+          resp[:300])
 pub.send_signal(signal.SIGTERM)
 pub.wait(timeout=10)
 
@@ -618,6 +633,135 @@ check("default_port_fallback",
       re.search(r"port 8470 is in use; serving on port 84[789]\d instead", errs) is not None and
       re.search(r"http://127\.0\.0\.1:84[789]\d/", line) is not None, errs + line)
 holder.close()
+
+# --- E. slow clients (Slowloris): a deadline for the whole request ---------------------
+# A server whose deadline is DEADLINE s (the TUNER_DASHBOARD_REQUEST_TIMEOUT knob; 10 s
+# by default). The cap's 64 connections: one event stream, then 63 slow clients that
+# never finish a request, of four kinds. Every slow one must be closed within the
+# deadline and a margin; a normal client, refused (503, closed at once) while the cap is
+# full, gets its 200 by then; the refused connections hold no place; the stream stays.
+DEADLINE, MARGIN = 2.0, 2.0
+
+
+class Slow(threading.Thread):
+    """Sends `first`, then one piece of `trickle` every `every` s (after a reply to
+    `first`, when it is a whole request), until the server closes or `limit` s pass."""
+
+    def __init__(self, port, first, trickle, every=0.5, limit=DEADLINE + MARGIN + 3):
+        super().__init__(daemon=True)
+        self.port, self.first, self.trickle, self.every, self.limit = \
+            port, first, trickle, every, limit
+        self.got, self.closed_at, self.t0 = b"", None, None
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    def run(self):
+        import select
+        s, self.t0 = self.sock, time.time()
+        try:
+            s.sendall(self.first)
+            i = 0
+            while time.time() - self.t0 < self.limit:
+                ready, _, _ = select.select([s], [], [], self.every)
+                if ready:
+                    data = s.recv(65536)
+                    if not data:
+                        self.closed_at = time.time()
+                        break
+                    self.got += data
+                    continue
+                s.sendall(self.trickle(i))
+                i += 1
+        except OSError:  # reset by the server: closed all the same
+            self.closed_at = time.time()
+        s.close()
+
+
+def refused_at_once(port):
+    """A normal request while the cap is full: (status, seconds to the close)."""
+    t = time.time()
+    resp = raw(port, b"GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", timeout=3)
+    return status_of(resp), time.time() - t
+
+
+slow_env = dict(env, TUNER_DASHBOARD_REQUEST_TIMEOUT="%g" % DEADLINE)
+slow_srv = subprocess.Popen([TUNER, "serve", "--listen=127.0.0.1:0"], env=slow_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+m = re.search(r"http://127\.0\.0\.1:(\d+)/", slow_srv.stdout.readline())
+wport = int(m.group(1)) if m else 0
+sse = Stream(wport, "dash")
+sse.start()
+t_sse = time.time()
+wait_for(lambda: sse.of("study"), 5)
+GET = b"GET /api/studies HTTP/1.1\r\n"
+slow = [Slow(wport, GET + b"Host: 127.0.0.1\r\n", lambda i: b"X-Slow-%d: 1\r\n" % i)
+        for _ in range(30)]                                  # one header line at a time
+slow += [Slow(wport, GET[:1], lambda i: GET[1 + i:2 + i] or b"X") for _ in range(30)]  # a byte
+slow += [Slow(wport, b"POST /api/studies/dash/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              b"Content-Length: 100\r\n\r\n", lambda i: b"x") for _ in range(2)]  # the body
+slow += [Slow(wport, GET + b"Host: 127.0.0.1\r\n\r\n", lambda i: (GET + b"X: 1\r\n")[i:i + 1])]
+for t in slow:  # the last: a whole request, answered, then a second one byte by byte
+    t.start()
+t_slow = time.time()
+time.sleep(0.3)
+busy, took = refused_at_once(wport)
+check("slowloris_cap_full_503_at_once", busy == 503 and took < 1.0, "%s after %.2f s" % (busy, took))
+refused = [refused_at_once(wport) for _ in range(40)]
+check("slowloris_refused_closed_at_once", all(st == 503 and dt < 1.0 for st, dt in refused),
+      str([r for r in refused if r[0] != 503 or r[1] >= 1.0][:5]))
+t_ok = None
+while time.time() - t_slow < DEADLINE + MARGIN:
+    try:
+        if request(wport, "GET", "/api/studies", timeout=2)[0] == 200:
+            t_ok = time.time() - t_slow
+            break
+    except (OSError, http.client.HTTPException):
+        pass  # the 503 closes the connection: http.client may see a reset
+    time.sleep(0.1)
+check("slowloris_normal_client_served_by_deadline", t_ok is not None,
+      "no 200 within %.1f s of %d slow clients" % (DEADLINE + MARGIN, len(slow)))
+for t in slow:
+    t.join(DEADLINE + MARGIN + 4)
+late = [t.closed_at - t.t0 if t.closed_at else None for t in slow]
+check("slowloris_slow_clients_closed",
+      all(x is not None and DEADLINE - 0.5 <= x <= DEADLINE + MARGIN for x in late),
+      "seconds to the close: %s" % late)
+check("slowloris_keepalive_first_answered", slow[-1].got.startswith(b"HTTP/1.1 200"),
+      slow[-1].got[:80])
+held = []  # the 40 refused connections hold no place: 63 new ones are served at once
+for i in range(63):
+    c = http.client.HTTPConnection("127.0.0.1", wport, timeout=5)
+    try:
+        c.request("GET", "/api/studies")
+        r = c.getresponse()
+        r.read()
+        held.append(r.status)
+    except (OSError, http.client.HTTPException) as e:
+        held.append(str(e))
+    slow.append(c)  # kept open until the end of the check
+check("slowloris_refused_hold_no_place", held == [200] * 63,
+      "%d of 63 served: %s" % (held.count(200), [h for h in held if h != 200][:3]))
+for c in slow[-63:]:
+    c.close()
+time.sleep(max(0.0, t_sse + DEADLINE + 1 - time.time()))
+check("slowloris_stream_survives_the_deadline", not sse.ended and sse.status == 200,
+      "status %s, ended %s" % (sse.status, sse.ended))
+slow_srv.send_signal(signal.SIGINT)
+try:
+    _, slow_err = slow_srv.communicate(timeout=10)
+except subprocess.TimeoutExpired:
+    slow_srv.kill()
+    _, slow_err = slow_srv.communicate()
+check("slowloris_no_sanitizer_reports", not SANITIZER.search(slow_err), slow_err[-2000:])
+sse.join(2)
+
+# --- F. bench_dashfill on a study that does not exist ---------------------------------
+fill = os.path.join(BIN, "bench_dashfill")
+if os.path.exists(fill):
+    r = subprocess.run([fill, DB, "nosuch", "1", "1"], capture_output=True, text=True)
+    check("dashfill_missing_study", r.returncode == 1 and
+          r.stderr.startswith("bench_dashfill: no such study 'nosuch' in %s\n" % DB) and
+          "hint: " in r.stderr, "%d %r" % (r.returncode, r.stderr))
+    check("dashfill_no_sanitizer_reports", not SANITIZER.search(r.stderr), r.stderr[-2000:])
 
 for name in ("dash.err", "long.err"):
     text = open(name).read()
