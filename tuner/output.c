@@ -185,6 +185,10 @@ static char *sb_take(sbuf *b) {
 
 /* v in %g style with the fewest significant digits (at most 17) that read back as v. */
 static void format_shortest(double v, char *buf, size_t len) {
+    if (v == floor(v) && fabs(v) < 1e15) { /* 100, not the shorter 1e+02 */
+        snprintf(buf, len, "%.0f", v);
+        return;
+    }
     for (int p = 1; p <= 17; p++) {
         snprintf(buf, len, "%.*g", p, v);
         if (strtod(buf, NULL) == v) return;

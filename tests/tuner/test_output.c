@@ -137,6 +137,30 @@ static void test_csv_quoting(void) {
     out_free(t);
 }
 
+/* Whole numbers print as such (100, not the equally short 1e+02); others in the
+ * fewest digits that read back exactly. */
+static void test_numbers_read_naturally(void) {
+    const double v[] = {100, -3000, 0, 1e20, 2.5e-7, 1.0 / 3};
+    const char *want[] = {"100", "-3000", "0", "1e+20", "2.5e-07", "0.3333333333333333"};
+    out_table *t = out_new();
+    out_column(t, "v", NULL, 0);
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        out_row(t);
+        out_num(t, v[i]);
+    }
+    char *s = render(t, CLI_CSV, NULL, 0);
+    const char *p = s + strlen("v\n");
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        size_t n = strcspn(p, "\n");
+        CHECK_MSG(strlen(want[i]) == n && !strncmp(p, want[i], n), "row %zu: want %s in %s",
+                  i, want[i], s);
+        CHECK(strtod(p, NULL) == v[i]);
+        p += n + (p[n] == '\n');
+    }
+    free(s);
+    out_free(t);
+}
+
 static void test_json_escaping_reads_back(void) {
     const char *nasty = "quote\" backslash\\ newline\n tab\t bell\x07 \xc3\xa9";
     out_table *t = out_new();
@@ -405,6 +429,7 @@ int main(void) {
     RUN(test_table_last_column_left_has_no_trailing_spaces);
     RUN(test_table_utf8_and_control_characters);
     RUN(test_csv_quoting);
+    RUN(test_numbers_read_naturally);
     RUN(test_json_escaping_reads_back);
     RUN(test_json_invalid_utf8_is_replaced);
     RUN(test_json_layout_and_nested_values);
