@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -373,12 +374,10 @@ static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *
 static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t errlen) {
     *buf = NULL;
     *len = 0;
-    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return 0;
-        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
-                        strerror(errno));
-    }
+    /* never blocks: a trial may have made its metric file a FIFO */
+    int fd = tn_open_regular(r->path, "metric file", err, errlen);
+    if (fd == TN_ENOENT) return 0;
+    if (fd < 0) return fd;
     int rc = 1;
     for (int attempt = 0; attempt < 5 && rc == 1; attempt++)
         rc = read_tail_once(r, fd, buf, len, err, errlen);

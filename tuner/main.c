@@ -68,21 +68,6 @@ static void print_spec_errors(const char *path, const spec_errors *e) {
             e->n == 1 ? "" : "s");
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = tn_xmalloc(cap);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (cap - len < 2) buf = tn_xrealloc(buf, cap *= 2);
-    }
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
-}
-
 /* The spec text to store: the file's JSON with trainingInput.jobDir made absolute
  * (relative to the current folder), so that the trials' folders are found whatever
  * folder later commands run in; spec->job_dir is updated to match. Yours to free. */
@@ -225,10 +210,9 @@ static int machine_gpus(const run_flags *rf, const tn_spec *spec) {
     return ex_host_gpus(why, sizeof why);
 }
 
+/* Runs a study under its run lock (`lock`, from lock_study; closed here). */
 static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
-                     const run_flags *rf, const cli_env *env, dash_server *dash) {
-    int lock = lock_study(spec);
-    if (lock < 0) return TUNER_EXIT_ERROR;
+                     const run_flags *rf, const cli_env *env, dash_server *dash, int lock) {
     study_opts o = {.cores = rf->cores, .gpus = machine_gpus(rf, spec),
                     .oversubscribe = rf->oversubscribe,
                     .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
@@ -319,13 +303,15 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     const char *path = argv[pos[0]];
     tn_spec spec;
     spec_errors errs = {0};
-    if (spec_load(path, 0, &spec, &errs) != 0) {
+    char *raw = NULL; /* the text validated is the text stored */
+    if (spec_read(path, 0, &spec, &errs, &raw) != 0) {
         print_spec_errors(path, &errs);
         spec_errors_clear(&errs);
         return TUNER_EXIT_USAGE;
     }
     if ((rc = apply_executor_flag(&rf, &spec, "run")) >= 0) {
         spec_clear(&spec);
+        free(raw);
         return rc;
     }
     char err[1024];
@@ -334,13 +320,13 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (study_preflight(&spec, &pre, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         spec_clear(&spec);
+        free(raw);
         return TUNER_EXIT_USAGE;
     }
     st_store *st = NULL;
     st_study study = {0};
     dash_server *dash = NULL;
-    char *raw = read_file(path);
-    char *text = stored_spec_text(raw ? raw : "", &spec);
+    char *text = stored_spec_text(raw, &spec);
     free(raw);
     int exit_code = TUNER_EXIT_ERROR;
     if ((rc = open_dashboard(&rf, env, &dash)) >= 0) {
@@ -375,17 +361,22 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         }
         st_study_clear(&prev);
     }
+    /* The run lock before anything is stored: a job dir another tuner runs (of this
+     * store or another) refuses the run, and leaves no study behind. */
+    int lock = lock_study(&spec);
+    if (lock < 0) goto done;
     int64_t seed = rf.seed >= 0 ? rf.seed : (int64_t)random_seed();
     int64_t id;
     if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
         st_study_get(st, spec.job_id, &study, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
+        close(lock);
         goto done;
     }
     if (!rf.quiet)
         fprintf(stderr, "%s: study created in %s (seed %lld); trials in %s/\n", spec.job_id,
                 env->db, (long long)seed, spec.job_dir);
-    exit_code = run_study(st, &spec, &study, &rf, env, dash);
+    exit_code = run_study(st, &spec, &study, &rf, env, dash, lock);
 done:
     dash_free(dash);
     st_study_clear(&study);
@@ -457,7 +448,9 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
             printf("study %s is already complete\n", study.name);
             exit_code = TUNER_EXIT_OK;
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
-            exit_code = run_study(st, &spec, &study, &rf, env, dash);
+            int lock = lock_study(&spec);
+            exit_code = lock < 0 ? TUNER_EXIT_ERROR
+                                 : run_study(st, &spec, &study, &rf, env, dash, lock);
         }
     }
     dash_free(dash);
@@ -481,13 +474,13 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     const char *path = argv[pos[0]];
     tn_spec spec;
     spec_errors errs = {0};
-    if (spec_load(path, 1, &spec, &errs) != 0) {
+    char err[1024], *raw = NULL;
+    if (spec_read(path, 1, &spec, &errs, &raw) != 0) {
         print_spec_errors(path, &errs);
         spec_errors_clear(&errs);
         return TUNER_EXIT_USAGE;
     }
-    char err[1024], *raw = read_file(path);
-    char *text = stored_spec_text(raw ? raw : "", &spec);
+    char *text = stored_spec_text(raw, &spec);
     free(raw);
     st_store *st = NULL;
     int64_t id;

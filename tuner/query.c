@@ -23,7 +23,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/flags.h"
 #include "common/status.h"
 #include "common/text.h"
@@ -876,10 +878,11 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
     int asktell = spec->ncommand == 0 && !spec->python_module; /* no logs will come */
     for (;;) {
         int active = trial_active(trial->state);
-        if (!in) {
-            in = fopen(path, "rb");
-            if (!in && errno != ENOENT) {
-                rc = fail(TUNER_EXIT_ERROR, NULL, "cannot open %s: %s", path, strerror(errno));
+        if (!in) { /* never blocks: a replica may have made its log a FIFO */
+            int fd = tn_open_regular(path, "log", err, sizeof err);
+            if (fd >= 0 && !(in = fdopen(fd, "rb"))) close(fd);
+            if (fd < 0 && fd != TN_ENOENT) {
+                rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
                 break;
             }
         }

@@ -110,8 +110,18 @@ typedef struct spec_errors {
 int spec_parse(const char *text, const char *name, int for_ask_tell, tn_spec *out,
                spec_errors *errs);
 
-/* Reads the file at path and parses it (a missing file is one error naming it). */
+/* The largest spec file read, in bytes: a bigger one (or /dev/zero) is one error. */
+#define SPEC_MAX_BYTES (16u << 20)
+
+/* Reads the file at path and parses it. A missing file, one that is not a regular file
+ * (a FIFO, a device: never opened in a way that blocks), or one larger than
+ * SPEC_MAX_BYTES is one error naming it. */
 int spec_load(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs);
+
+/* spec_load that also hands back the text it parsed (*text, yours to free; NULL on
+ * failure), so that what is stored is what was validated. */
+int spec_read(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs,
+              char **text);
 
 void spec_clear(tn_spec *s);
 void spec_errors_clear(spec_errors *e);

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The example spec of docs/spec.md, verbatim. */
@@ -924,6 +926,42 @@ static void test_executor_gpus_memory(void) {
     free(text);
 }
 
+/* Five categorical parameters of 40,000 values each are checked for duplicates by
+ * sorting, not pair by pair (which took seconds): well under the generous bound here
+ * even under the sanitizers, and every duplicate is still found. */
+static void test_many_categorical_values(void) {
+    const size_t nvals = 40000, nparams = 5;
+    size_t cap = nparams * nvals * 12 + 4096, len = 0;
+    char *text = tn_xmalloc(cap);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"jobId\": \"big\", \"trainingInput\": {\"command\": [\"t\"], "
+                            "\"hyperparameters\": {\"algorithm\": \"RANDOM_SEARCH\", \"params\": [");
+    for (size_t p = 0; p < nparams; p++) {
+        len += (size_t)snprintf(text + len, cap - len,
+                                "%s{\"parameterName\": \"p%zu\", \"type\": \"CATEGORICAL\", "
+                                "\"categoricalValues\": [", p ? ", " : "", p);
+        for (size_t i = 0; i < nvals; i++) /* the last parameter repeats value 7 last */
+            len += (size_t)snprintf(text + len, cap - len, "%s\"v%zu\"", i ? ", " : "",
+                                    p == nparams - 1 && i == nvals - 1 ? (size_t)7 : i);
+        len += (size_t)snprintf(text + len, cap - len, "]}");
+    }
+    snprintf(text + len, cap - len, "]}}}");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tn_spec s;
+    spec_errors errs;
+    int rc = spec_parse(text, "big.json", 0, &s, &errs);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK_INT_EQ(rc, TN_EINVAL);
+    CHECK(errs.n == 1 && has_error(&errs, "trainingInput.hyperparameters.params[4]."
+                                          "categoricalValues[39999]",
+                                   "duplicate value \"v7\" (also categoricalValues[7])"));
+    CHECK_MSG(secs < 5, "validating 200,000 categorical values took %.2f s", secs);
+    spec_errors_clear(&errs);
+    free(text);
+}
+
 /* ---- spec_load ---- */
 
 static void tmp_path(char *buf, size_t len, const char *name) {
@@ -974,11 +1012,36 @@ static void test_load(void) {
     if (errs.n == 1) {
         CHECK(strcmp(errs.items[0].path, "") == 0);
         CHECK_STR_CONTAINS(errs.items[0].message, path);
-        CHECK_STR_CONTAINS(errs.items[0].message, "No such file");
+        CHECK_STR_CONTAINS(errs.items[0].message, "does not exist");
     }
     CHECK(spec_is_zero(&s));
     spec_errors_clear(&errs);
     CHECK_INT_EQ(spec_load(path, 0, &s, NULL), TN_ENOENT);
+
+    /* What is not a regular file is refused at once, never read (a FIFO would block,
+     * /dev/zero would never end) */
+    tmp_path(path, sizeof path, "fifo.json");
+    remove(path);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EIO);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "is a FIFO, not a regular file"));
+    spec_errors_clear(&errs);
+    remove(path);
+    CHECK_INT_EQ(spec_load("/dev/zero", 0, &s, &errs), TN_EIO);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "/dev/zero is a character device"));
+    spec_errors_clear(&errs);
+    CHECK_INT_EQ(spec_load("/tmp", 0, &s, &errs), TN_EIO);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "is a folder"));
+    spec_errors_clear(&errs);
+    /* ... and a file larger than the cap is one error that says the limit */
+    tmp_path(path, sizeof path, "huge.json");
+    FILE *f = fopen(path, "w");
+    CHECK(f && ftruncate(fileno(f), (off_t)SPEC_MAX_BYTES + 1) == 0);
+    if (f) fclose(f);
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EINVAL);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "is larger than 16777216 bytes"));
+    spec_errors_clear(&errs);
+    remove(path);
 }
 
 int main(void) {
@@ -994,6 +1057,7 @@ int main(void) {
     RUN(test_search_fields);
     RUN(test_compat_fields);
     RUN(test_executor_gpus_memory);
+    RUN(test_many_categorical_values);
     RUN(test_load);
     return check_summary();
 }
