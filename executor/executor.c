@@ -69,12 +69,31 @@ void ex__poll_metrics(ex_job *j, int final) {
         char err[512];
         int rc = final ? htr_poll_final(r->reader, &recs, &n, err, sizeof err)
                        : htr_poll(r->reader, &recs, &n, err, sizeof err);
-        if (rc != 0) {
-            ex__emit(j, r->name, "metrics", "cannot read %s: %s", r->metric_path, err);
+        if (rc != 0) { /* told once until it changes: not at every poll */
+            if (!r->read_error || strcmp(r->read_error, err) != 0) {
+                ex__emit(j, r->name, "metrics", "%s", err);
+                free(r->read_error);
+                r->read_error = tn_xstrdup(err);
+            }
             continue;
         }
+        free(r->read_error);
+        r->read_error = NULL;
         for (size_t k = 0; k < n && j->cb.measurement; k++) j->cb.measurement(j->ctx, r->name, &recs[k]);
         htr_records_free(recs, n);
+        /* Lines that are not JSON objects are skipped; told at the first, and at the
+         * end if more came, not at every poll. */
+        htr_stats st;
+        htr_get_stats(r->reader, &st);
+        if (st.bad_lines > r->bad_told && (r->bad_told == 0 || final)) {
+            ex__emit(j, r->name, "metrics",
+                     "%zu line%s of %s %s not a JSON object and %s skipped (write one "
+                     "JSON object a line, e.g. {\"%s\": 0.5, \"global_step\": 10})",
+                     st.bad_lines, st.bad_lines == 1 ? "" : "s", r->metric_path,
+                     st.bad_lines == 1 ? "is" : "are", st.bad_lines == 1 ? "was" : "were",
+                     j->cfg.metric_tag[0] ? j->cfg.metric_tag : "accuracy");
+            r->bad_told = st.bad_lines;
+        }
     }
 }
 
@@ -156,6 +175,7 @@ int ex_executor_new(struct event_base *base, const ex_options *o, ex_executor **
     s->time_limit = s->time_limit ? tn_xstrdup(s->time_limit) : NULL;
     s->launcher = s->launcher ? tn_xstrdup(s->launcher) : NULL;
     s->job_prefix = s->job_prefix ? tn_xstrdup(s->job_prefix) : NULL;
+    x->o.job_dir = o->job_dir ? tn_xstrdup(o->job_dir) : NULL;
     x->slurm_extra = tn_xcalloc(s->nextra + 1, sizeof *x->slurm_extra);
     for (size_t i = 0; i < s->nextra; i++) x->slurm_extra[i] = tn_xstrdup(s->extra_args[i]);
     s->extra_args = (const char *const *)x->slurm_extra;
@@ -184,6 +204,7 @@ void ex_executor_free(ex_executor *x) {
     free((char *)x->o.slurm.time_limit);
     free((char *)x->o.slurm.launcher);
     free((char *)x->o.slurm.job_prefix);
+    free((char *)x->o.job_dir);
     ex_strv_free(x->slurm_extra);
     free(x->watches);
     free(x->jobs);
@@ -196,12 +217,13 @@ int ex_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t er
     return tn_error(err, errlen, TN_EINVAL, "unknown executor backend %d", o->backend);
 }
 
-int ex_recover(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
-               size_t errlen) {
+int ex_recover(ex_executor *x, char ***handles, long **trials, size_t *n, int *killed,
+               char *err, size_t errlen) {
     *handles = NULL;
     *trials = NULL;
     *n = 0;
-    return x->ops->recover ? x->ops->recover(x, handles, trials, n, err, errlen) : 0;
+    *killed = 0;
+    return x->ops->recover ? x->ops->recover(x, handles, trials, n, killed, err, errlen) : 0;
 }
 
 int ex_cancel_handle(ex_executor *x, const char *handle, char *err, size_t errlen) {
@@ -304,6 +326,7 @@ static void job_destroy(ex_job *j) {
     for (size_t i = 0; i < j->nreps; i++) {
         free(j->reps[i].log_path);
         free(j->reps[i].metric_path);
+        free(j->reps[i].read_error);
         htr_free(j->reps[i].reader);
     }
     free(j->reps);

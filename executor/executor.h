@@ -67,6 +67,8 @@ typedef struct ex_options {
     int gpus;                     /* GPUs to schedule on; their ids are those of
                                      $CUDA_VISIBLE_DEVICES when set, else 0..gpus-1 */
     int oversubscribe;            /* start jobs even when they do not fit */
+    const char *job_dir;          /* the study's jobDir: where ex_recover finds what an
+                                     earlier tuner's replicas left running */
     /* slurm */
     ex_slurm_options slurm;
 } ex_options;
@@ -160,12 +162,16 @@ int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *
                   const char *handle, int attempts, const ex_seen *seen, size_t nseen,
                   ex_job **out);
 
-/* The live jobs of a study that an earlier tuner left (slurm: queued or running jobs
- * named PREFIX.TRIAL; synchronous, one squeue), so that a resumed tuner re-attaches
+/* What an earlier tuner of the study left (synchronous). Slurm: the live jobs, queued
+ * or running jobs named PREFIX.TRIAL (one squeue), so that a resumed tuner re-attaches
  * to them or cancels the strays: trials[i] is the trial of handles[i] (yours to free
- * with ex_strv_free). Local: none. Returns 0 or a negative code with a message. */
-int ex_recover(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
-               size_t errlen);
+ * with ex_strv_free). Local: no jobs (a dead tuner's replicas died with it), but the
+ * processes they left behind (a child of a replica: only direct children get the
+ * parent-death signal) are killed, found by the metric file in their environment
+ * being under the study's job dir; *killed gets how many. Returns 0 or a negative
+ * code with a message. */
+int ex_recover(ex_executor *x, char ***handles, long **trials, size_t *n, int *killed,
+               char *err, size_t errlen);
 
 /* Cancels a job by its handle without attaching (a stray of ex_recover); synchronous. */
 int ex_cancel_handle(ex_executor *x, const char *handle, char *err, size_t errlen);

@@ -26,6 +26,8 @@ typedef struct ex_replica {
     char *log_path;       /* JOB_DIR/logs/worker-1.log */
     char *metric_path;    /* JOB_DIR/metrics/worker-1.metrics */
     htr_reader *reader;
+    char *read_error;     /* the last error reading the metric file, told once */
+    size_t bad_told;      /* the metric file's lines that are not JSON, as last told */
 } ex_replica;
 
 typedef struct ex_backend_ops {
@@ -54,8 +56,8 @@ typedef struct ex_backend_ops {
     /* Frees the backend's part of the executor (x->impl). */
     void (*free)(ex_executor *x);
     /* ex_recover and ex_cancel_handle (NULL: the backend has nothing to recover). */
-    int (*recover)(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
-                   size_t errlen);
+    int (*recover)(ex_executor *x, char ***handles, long **trials, size_t *n, int *killed,
+                   char *err, size_t errlen);
     int (*cancel_handle)(ex_executor *x, const char *handle, char *err, size_t errlen);
 } ex_backend_ops;
 

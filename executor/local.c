@@ -16,7 +16,9 @@
 #include "executor/executor_internal.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <netinet/in.h>
@@ -45,6 +47,7 @@ typedef struct local_replica {
     ex_replica *r;          /* the front's replica (name, files, reader) */
     char *gpus;             /* CUDA_VISIBLE_DEVICES */
     pid_t pid;              /* > 0 while running */
+    pid_t group;            /* its latest process group (killed when it exited) */
     int restarts;           /* restarts in place during this attempt */
 } local_replica;
 
@@ -248,6 +251,7 @@ static int spawn(local_replica *lr, char *err, size_t errlen) {
     ex_strv_free(env);
     if (rc) return rc;
     lr->pid = pid;
+    lr->group = pid;
     ex__watch(j->x, pid, on_replica_exit, lr);
     ex__emit(j, lr->r->name, "started", "pid %ld", (long)pid);
     return 0;
@@ -289,10 +293,20 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
     return 0;
 }
 
-/* Every replica is gone: start the next attempt, or the job is over. */
+static int kill_under(const char *dir, const pid_t *groups, size_t ngroups);
+
+/* Every replica is gone: start the next attempt, or the job is over. Either way
+ * nothing of this attempt lives on, not even what left the process groups. */
 static void stopped(ex_job *j) {
     local_job *lj = j->impl;
     evtimer_del(lj->grace_ev);
+    pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
+    for (size_t i = 0; i < j->nreps; i++) groups[i] = lj->reps[i].group;
+    int strays = kill_under(j->job_dir, groups, j->nreps);
+    free(groups);
+    if (strays > 0)
+        ex__emit(j, NULL, "stopping", "killed %d process%s the job left behind outside its "
+                 "replicas' process groups", strays, strays == 1 ? "" : "es");
     if (lj->retry && !j->timed_out) {
         char err[1024];
         lj->retry = 0;
@@ -471,6 +485,56 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
     return start_attempt(j, err, errlen);
 }
 
+/* Kills every process (but this one) whose CLOUD_ML_HP_METRIC_FILE, which each process
+ * of a trial inherits, lies under dir: what a trial left behind outside its replicas'
+ * process groups (a child that called setsid, say), or what an earlier tuner's
+ * replicas left running. Returns how many it killed, not counting members of the
+ * ngroups process groups in groups (already killed, perhaps not yet gone). */
+static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
+    char *want = tn_xasprintf("CLOUD_ML_HP_METRIC_FILE=%s/", dir);
+    size_t wlen = strlen(want);
+    int killed = 0;
+    DIR *proc = opendir("/proc");
+    struct dirent *e;
+    pid_t self = getpid();
+    enum { ENV_MAX = 1 << 17 };
+    char *buf = tn_xmalloc(ENV_MAX);
+    while (proc && (e = readdir(proc))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 1 || pid == self) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue; /* gone, or not ours to read */
+        ssize_t got = read(fd, buf, ENV_MAX - 1);
+        close(fd);
+        if (got <= 0) continue;
+        buf[got] = '\0';
+        for (char *v = buf; v < buf + got; v += strlen(v) + 1) {
+            if (strncmp(v, want, wlen) != 0) continue;
+            pid_t group = getpgid((pid_t)pid);
+            int known = 0;
+            for (size_t g = 0; g < ngroups && !known; g++) known = groups[g] == group;
+            if (kill((pid_t)pid, SIGKILL) == 0 && !known) killed++;
+            break;
+        }
+    }
+    if (proc) closedir(proc);
+    free(buf);
+    free(want);
+    return killed;
+}
+
+/* A resumed tuner kills what an earlier one's trials left running in the study's job
+ * dir (only a tuner's direct children get the parent-death signal). */
+static int local_recover(ex_executor *x, char ***handles, long **trials, size_t *n,
+                         int *killed, char *err, size_t errlen) {
+    if (x->o.job_dir && x->o.job_dir[0]) *killed = kill_under(x->o.job_dir, NULL, 0);
+    (void)handles, (void)trials, (void)n, (void)err, (void)errlen;
+    return 0;
+}
+
 const ex_backend_ops ex_local_ops = {
     .name = "local",
     .start = local_start,
@@ -479,6 +543,6 @@ const ex_backend_ops ex_local_ops = {
     .stop = local_stop,
     .release = local_release,
     .free = local_free,
-    .recover = NULL,
+    .recover = local_recover,
     .cancel_handle = NULL,
 };

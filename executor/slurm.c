@@ -1177,8 +1177,9 @@ int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, si
     return 0;
 }
 
-static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t *n, char *err,
-                         size_t errlen) {
+static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t *n,
+                         int *killed, char *err, size_t errlen) {
+    (void)killed; /* the jobs go on: they are re-attached, not killed */
     const char *prefix = x->o.slurm.job_prefix;
     char *out = NULL, *errtext = NULL;
     struct passwd *pw = getpwuid(getuid());

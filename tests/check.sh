@@ -20,3 +20,11 @@ study_state() { "$TUNER" show "$1" --format=json | python3 -c 'import json,sys; 
 trial_field() { "$TUNER" trials "$1" --format=json | python3 -c '
 import json, sys
 for t in json.load(sys.stdin): print(t[sys.argv[1]])' "$2"; }
+# event_details STUDY KIND: the detail of each of the study's events of that kind, one
+# a line (read from the store at $TUNER_DB).
+event_details() { python3 -c '
+import sqlite3, sys
+for (d,) in sqlite3.connect(sys.argv[1]).execute(
+        "select e.detail from events e join studies s on s.id = e.study_id"
+        " where s.name = ? and e.kind = ? order by e.id", sys.argv[2:4]):
+    print(d)' "$TUNER_DB" "$1" "$2"; }

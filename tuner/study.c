@@ -239,10 +239,15 @@ typedef struct trial_run {
     double *values;        /* the trial's point */
     char *params;          /* as JSON */
     ex_job *job;
-    int has_objective;     /* the metric tag was reported */
+    int has_last;          /* the metric tag was reported, finite or not */
+    double last;           /* its last value, from the preferred replica: the objective */
+    int last_rank;         /* 1: from the chief, 0: from another replica */
+    int64_t last_step;     /* the step of that record */
+    char last_replica[32]; /* and its replica */
+    int has_objective;     /* the last finite value of the metric (a stopped trial's) */
     double objective;
-    int objective_rank;    /* 1: from the chief, 0: from another replica */
-    double objective_time; /* timestamp of the record it came from */
+    int lost_record; /* a measurement or event could not be stored: never SUCCEEDED */
+    char *metric_problem;  /* the last trouble reading a metric file, for messages */
     double started;
     int attempts_before;   /* attempts of earlier runs (a resumed trial) */
     int restarts_before;
@@ -254,6 +259,7 @@ static void trial_run_free(trial_run *t) {
     free(t->values);
     free(t->params);
     free(t->stop_reason);
+    free(t->metric_problem);
     free(t);
 }
 
@@ -427,8 +433,10 @@ static void decide_early_stop(loop *L, trial_run *t) {
              d.stop ? "stop" : "continue", d.reason);
     st_event e = {.time = wall_clock(), .kind = "early_stopping", .detail = detail};
     char err[512];
-    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
+    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0) {
+        t->lost_record = 1; /* its history is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
+    }
     if (!d.stop) return;
     t->early_stopped = 1;
     t->stop_reason = tn_xstrdup(detail);
@@ -446,7 +454,10 @@ static void store_counts(trial_run *t) {
         return;
     row.attempts = t->attempts_before + ex_job_attempts(t->job);
     row.restarts = t->restarts_before + ex_job_restarts(t->job);
-    if (st_trial_update(L->st, &row, err, sizeof err) != 0) fail_loop(L, TN_EIO, err);
+    if (st_trial_update(L->st, &row, err, sizeof err) != 0) {
+        t->lost_record = 1;
+        fail_loop(L, TN_EIO, err);
+    }
     st_trial_clear(&row);
 }
 
@@ -457,12 +468,17 @@ static void on_event(void *ctx, double time, const char *replica, const char *ki
     st_event e = {.time = time, .replica = (char *)replica, .kind = (char *)kind,
                   .detail = (char *)detail};
     char err[512];
-    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0)
+    if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0) {
+        t->lost_record = 1; /* its history is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
+    }
     if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying")) {
         log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
         store_counts(t);
+    } else if (!strcmp(kind, "metrics")) { /* a metric file that cannot be read */
+        free(t->metric_problem);
+        t->metric_problem = tn_xasprintf("%s: %s", replica ? replica : "job", detail);
     }
 }
 
@@ -473,19 +489,28 @@ static void on_measurement(void *ctx, const char *replica, const htr_record *rec
                         .metrics = rec->metrics_json, .timestamp = rec->timestamp};
     char err[512];
     if (st_measurement_add(L->st, L->study->id, t->number, &m, err, sizeof err) != 0) {
+        t->lost_record = 1; /* its result is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
         return;
     }
     double v;
-    if (!htr_record_metric(rec, L->spec->metric_tag, &v) || !isfinite(v)) return;
+    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) return;
+    /* The objective is the last value reported, by arrival (the reader hands records
+     * over once, in the order written), the chief's records before any other's: never
+     * ordered by a timestamp the trial controls. */
     int rank = is_chief(replica);
-    if (!t->has_objective || rank > t->objective_rank ||
-        (rank == t->objective_rank && rec->timestamp >= t->objective_time)) {
-        t->has_objective = 1;
-        t->objective = v;
-        t->objective_rank = rank;
-        t->objective_time = rec->timestamp;
+    if (!t->has_last || rank >= t->last_rank) {
+        t->has_last = 1;
+        t->last = v;
+        t->last_rank = rank;
+        t->last_step = rec->step;
+        snprintf(t->last_replica, sizeof t->last_replica, "%s", replica);
+        if (isfinite(v)) {
+            t->has_objective = 1;
+            t->objective = v;
+        }
     }
+    if (!isfinite(v)) return;
     curve_add(curve_of(L, t->number), replica, rec->step, v);
     decide_early_stop(L, t);
 }
@@ -508,16 +533,28 @@ static void on_finished(void *ctx, int outcome, const char *error) {
     if (rc == 0) {
         const char *state;
         const char *why = error;
-        if (outcome == EX_STOPPED && t->early_stopped) {
-            state = ST_TRIAL_STOPPED; /* keeps its last measurement as its value */
+        if (t->lost_record && outcome != EX_REFUSED) {
+            state = ST_TRIAL_PENDING; /* not all of it is stored: resume runs it again */
+        } else if (outcome == EX_STOPPED && t->early_stopped) {
+            state = ST_TRIAL_STOPPED; /* keeps its last finite measurement as its value */
             why = t->stop_reason;
-        } else if (outcome == EX_SUCCEEDED && t->has_objective) {
+        } else if (outcome == EX_SUCCEEDED && t->has_last && isfinite(t->last)) {
             state = ST_TRIAL_SUCCEEDED;
+        } else if (outcome == EX_SUCCEEDED && t->has_last) {
+            state = ST_TRIAL_FAILED; /* a non-finite result is no result */
+            snprintf(msg, sizeof msg,
+                     "the last value of the metric '%s' is %g (%s at step %lld): the run "
+                     "diverged or reported no number; an earlier value does not count",
+                     L->spec->metric_tag, t->last, t->last_replica, (long long)t->last_step);
+            why = msg;
         } else if (outcome == EX_SUCCEEDED) {
             state = ST_TRIAL_FAILED;
             snprintf(msg, sizeof msg,
-                     "the job succeeded but no replica reported the metric '%s' (see %s/%lld/logs)",
-                     L->spec->metric_tag, L->spec->job_dir, (long long)t->number);
+                     "the job succeeded but no replica reported the metric '%s'%s%s%s (see "
+                     "%s/%lld/logs)",
+                     L->spec->metric_tag, t->metric_problem ? " (" : "",
+                     t->metric_problem ? t->metric_problem : "", t->metric_problem ? ")" : "",
+                     L->spec->job_dir, (long long)t->number);
             why = msg;
         } else if (outcome == EX_REFUSED) { /* nothing ran; no trial can until it is fixed */
             state = ST_TRIAL_PENDING;
@@ -885,6 +922,7 @@ static void executor_options(const tn_spec *spec, const study_opts *o, ex_option
     xo->cores = o->cores;
     xo->gpus = o->gpus;
     xo->oversubscribe = o->oversubscribe;
+    xo->job_dir = spec->job_dir;
     xo->slurm.partition = e->partition;
     xo->slurm.account = e->account;
     xo->slurm.qos = e->qos;
@@ -935,8 +973,12 @@ static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, s
     char **live = NULL;
     long *live_trial = NULL;
     size_t nlive = 0;
-    int rc = ex_recover(L->x, &live, &live_trial, &nlive, err, errlen);
+    int killed = 0;
+    int rc = ex_recover(L->x, &live, &live_trial, &nlive, &killed, err, errlen);
     if (rc) return rc;
+    if (killed)
+        log_line(L, "killed %d process%s an earlier run of the study left behind", killed,
+                 killed == 1 ? "" : "es");
     unsigned char *claimed = tn_xcalloc(nlive + 1, 1);
     double *v = tn_xcalloc(L->spec->space.n + 1, sizeof *v);
     for (size_t i = 0; i < n && rc == 0; i++) {

@@ -729,7 +729,8 @@ static void test_recover_and_cancel_strays(void) {
     char **handles = NULL;
     long *trials = NULL;
     size_t n = 0;
-    CHECK_MSG(ex_recover(x, &handles, &trials, &n, err, sizeof err) == 0, "%s", err);
+    int killed = 0;
+    CHECK_MSG(ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err) == 0, "%s", err);
     CHECK_INT_EQ(n, 2);
     if (n == 2) {
         CHECK(!strcmp(handles[0], "slurm:20") && trials[0] == 4);
@@ -744,7 +745,7 @@ static void test_recover_and_cancel_strays(void) {
     free(trials);
     /* squeue failing: an error that says what to do */
     fake_write("squeue_fail", "slurm_load_jobs error: Unable to contact slurm controller\n");
-    CHECK(ex_recover(x, &handles, &trials, &n, err, sizeof err) != 0);
+    CHECK(ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err) != 0);
     CHECK_STR_CONTAINS(err, "cannot list the study's Slurm jobs");
     CHECK_STR_CONTAINS(err, "scontrol ping");
     ex_executor_free(x);

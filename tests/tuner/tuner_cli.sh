@@ -356,6 +356,115 @@ check sigint_study_stopped test "$(study_state intr)" = STOPPED
 check sigint_trials_pending test "$(count_state intr PENDING)" -eq 2
 check sigint_no_orphans sh -c "! pgrep -f '[s]leep 30' >/dev/null"
 
+# --- hostile trials and files: nothing blocks, nothing wrong is recorded ---------------
+# A replica that makes its metric file a FIFO: the loop never blocks on it, the trial
+# fails saying why, and Ctrl-C / timeouts still work meanwhile.
+fifo_metric='["/bin/sh", "-c", "rm -f $CLOUD_ML_HP_METRIC_FILE; mkfifo $CLOUD_ML_HP_METRIC_FILE; sleep 1", "sh"]'
+spec fifo BASIC "" 1 1 "$fifo_metric"
+timeout 60 "$TUNER" run fifo.json --quiet --poll=0.1 >fifo.out 2>&1; rc=$?
+check fifo_metric_not_hung test $rc -ne 124
+check fifo_metric_failed test "$(count_state fifo FAILED)" -eq 1
+check fifo_metric_says_why grep -q "metric file .* is a FIFO, not a regular file" <<<"$(trial_field fifo error)"
+spec fifo_slow BASIC "" 1 1 '["/bin/sh", "-c", "rm -f $CLOUD_ML_HP_METRIC_FILE; mkfifo $CLOUD_ML_HP_METRIC_FILE; sleep 30", "sh"]'
+"$TUNER" run fifo_slow.json --quiet --poll=0.1 --grace=1 >/dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -TERM $pid
+for _ in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+check fifo_metric_sigterm_works sh -c "! kill -0 $pid 2>/dev/null"
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+check fifo_metric_one_event test "$(event_details fifo_slow metrics | wc -l)" -eq 1
+# `tuner logs` on a log a replica made a FIFO, `tuner validate` on a FIFO or a device
+spec fifolog BASIC "" 1 1 '["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; rm -f $d/logs/chief-0.log; mkfifo $d/logs/chief-0.log; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run fifolog.json --quiet >/dev/null 2>&1
+err=$(timeout 10 "$TUNER" logs fifolog 1 2>&1); rc=$?
+check fifo_log_not_hung test $rc -ne 124 -a $rc -ne 0
+check fifo_log_says_why grep -q "log .*chief-0.log is a FIFO, not a regular file" <<<"$err"
+mkfifo spec.fifo
+err=$(timeout 10 "$TUNER" validate spec.fifo 2>&1); rc=$?
+check validate_fifo_exit2 test $rc -eq 2
+check validate_fifo_says_why grep -q "spec spec.fifo is a FIFO, not a regular file" <<<"$err"
+err=$(timeout 10 "$TUNER" validate /dev/zero 2>&1); rc=$?
+check validate_dev_zero_exit2 test $rc -eq 2
+check validate_dev_zero_says_why grep -q "/dev/zero is a character device" <<<"$err"
+
+# Metric values: only NaN reported, a NaN last after finite ones, a timestamp from far
+# in the future: the objective is the last value by arrival, and it must be a number.
+metric_lines() { # the script that writes these JSON lines (one per argument) and exits 0
+  local body=""
+  for l in "$@"; do body="$body echo '$l' >> \$CLOUD_ML_HP_METRIC_FILE;"; done
+  printf '["/bin/sh", "-c", "%s", "sh"]' "$(sed 's/"/\\"/g' <<<"$body")"
+}
+spec onlynan BASIC "" 1 1 "$(metric_lines '{"score": "nan", "global_step": "3"}')"
+"$TUNER" run onlynan.json --quiet >/dev/null 2>&1
+check nan_only_failed test "$(count_state onlynan FAILED)" -eq 1
+check nan_only_says_what grep -q "the last value of the metric 'score' is nan (chief:0 at step 3)" <<<"$(trial_field onlynan error)"
+spec lastnan BASIC "" 1 1 "$(metric_lines '{"score": "0.5", "global_step": "1"}' '{"score": "inf", "global_step": "2"}')"
+"$TUNER" run lastnan.json --quiet >/dev/null 2>&1
+check nan_last_failed test "$(count_state lastnan FAILED)" -eq 1
+spec farstamp BASIC "" 1 1 "$(metric_lines '{"score": "9", "timestamp": 1e308, "global_step": "1"}' '{"score": "0.25", "timestamp": 5, "global_step": "2"}')"
+"$TUNER" run farstamp.json --quiet >/dev/null 2>&1
+check timestamp_does_not_pin test "$(trial_field farstamp objective)" = 0.25
+spec garbage BASIC "" 1 1 '["/bin/sh", "-c", "echo score=1 >> $CLOUD_ML_HP_METRIC_FILE; echo {score: 2} >> $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run garbage.json --quiet >/dev/null 2>&1
+check garbage_failed test "$(count_state garbage FAILED)" -eq 1
+check garbage_says_why grep -q "2 lines of .*chief-0.metrics are not a JSON object" <<<"$(trial_field garbage error)"
+
+# A store that fills up mid-trial: the trial is not recorded SUCCEEDED with part of its
+# measurements; once there is room, resume runs it again and gets it right.
+cat >full.sh <<'SH'
+sleep 0.3
+i=1; while [ $i -le 100 ]; do echo "{\"score\": \"$i\", \"global_step\": \"$i\"}" >>"$CLOUD_ML_HP_METRIC_FILE"; i=$((i + 1)); done
+sleep 0.3
+SH
+spec full BASIC "" 1 1 "[\"/bin/sh\", \"$PWD/full.sh\"]"
+"$TUNER" create full.json --db=full.db >/dev/null
+size=$(( $(stat -c %s full.db) / 1024 + 48 ))
+(ulimit -f $size; trap '' XFSZ; "$TUNER" resume full --db=full.db --quiet --poll=0.05 >full.out 2>&1); rc=$?
+check full_store_stops test $rc -ne 0
+check full_store_says grep -qi "disk\|full\|file too large\|I/O" full.out
+check full_trial_not_succeeded test "$(TUNER_DB=full.db count_state full SUCCEEDED)" -eq 0
+"$TUNER" resume full --db=full.db --quiet >full2.out 2>&1; rc=$?
+check full_resume_exit0 test $rc -eq 0
+check full_resume_right_objective test "$(TUNER_DB=full.db trial_field full objective)" = 100
+
+# A replica's own child outlives a SIGKILLed tuner (only direct children get the
+# parent-death signal): the resumed tuner kills it before it writes on.
+orphan="[\"/bin/sh\", \"-c\", \"if [ -e $PWD/orphan.ran ]; then echo '{\\\"score\\\": \\\"1\\\"}' > \$CLOUD_ML_HP_METRIC_FILE; exit 0; fi; touch $PWD/orphan.ran; (sleep 313; echo late > $PWD/orphan.late) & sleep 30\", \"sh\"]"
+spec orphan BASIC "" 1 1 "$orphan"
+"$TUNER" run orphan.json --quiet >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 50); do pgrep -f "sleep 313" >/dev/null && break; sleep 0.1; done
+kill -9 $pid; wait $pid 2>/dev/null
+sleep 0.3
+check orphan_left_behind pgrep -f "sleep 313"
+"$TUNER" resume orphan 2>orphan.err >/dev/null
+check orphan_killed_on_resume sh -c "! pgrep -f '[s]leep 313' >/dev/null"
+check orphan_said grep -Eq "killed [0-9]+ process(es)? an earlier run of the study left behind" orphan.err
+check orphan_trial_ran_again test "$(count_state orphan SUCCEEDED)" -eq 1
+# What a chief leaves behind when it succeeds, in its process group or out of it
+# (setsid), is gone when the trial is over.
+spec strays BASIC "" 1 1 '["/bin/sh", "-c", "sleep 314 & setsid sleep 315 & sleep 0.5; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run strays.json --quiet >/dev/null 2>&1
+check strays_trial_succeeded test "$(count_state strays SUCCEEDED)" -eq 1
+check strays_group_killed sh -c "! pgrep -f '[s]leep 314' >/dev/null"
+check strays_setsid_killed sh -c "! pgrep -f '[s]leep 315' >/dev/null"
+check strays_told grep -q "killed 1 process the job left behind outside" <<<"$(event_details strays stopping)"
+
+# A run that another tuner's lock refuses stores nothing: it can be run later.
+spec holder BASIC "" 1 1 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run holder.json --quiet --db=holder.db >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+sed 's/"jobId": "holder"/"jobId": "second"/; s|runs/holder|runs/holder|' holder.json >second.json
+err=$("$TUNER" run second.json --quiet --db=other.db 2>&1); rc=$?
+check lock_refused test $rc -ne 0
+check lock_refused_says grep -q "being run by another tuner process" <<<"$err"
+check lock_refused_stores_nothing test -z "$("$TUNER" list --db=other.db --format=csv | tail -n +2)"
+wait $pid
+"$TUNER" run second.json --quiet --db=other.db >/dev/null 2>&1; rc=$?
+check lock_then_runs test $rc -eq 0
+
 # --- cancel a running study -----------------------------------------------------------
 spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
 "$TUNER" run canc.json --quiet --grace=1 >/dev/null 2>&1 &
