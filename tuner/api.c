@@ -1307,6 +1307,13 @@ void api_cancel(st_store *st, const char *id, api_reply *r) {
         study_error(r, rc, id, err);
         return;
     }
+    if (st_readonly(st)) {
+        api_error(r, 409, "cancel with `tuner cancel` where the store can be written",
+                  "the dashboard has the store read-only (it cannot be written here): study "
+                  "%s cannot be cancelled from it", s.row.name);
+        study_ref_clear(&s);
+        return;
+    }
     rc = st_study_cancel(st, s.row.id, was, sizeof was, err, sizeof err);
     if (rc) {
         study_error(r, rc, id, err);

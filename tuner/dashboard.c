@@ -951,7 +951,12 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     evhttp_set_gencb(d->http, on_request, d);
     evhttp_set_bevcb(d->http, on_new_bev, d);
 
-    if ((rc = st_open(c->db, &d->st, err, errlen))) goto fail;
+    /* read-only when the store cannot be written: everything but cancel works */
+    if ((rc = st_open_read(c->db, &d->st, err, errlen))) goto fail;
+    if (st_readonly(d->st) && c->log)
+        fprintf(c->log, "dashboard: the store is read-only here: cancelling from the page "
+                        "is off%s%s\n",
+                st_note(d->st) ? "; " : "", st_note(d->st) ? st_note(d->st) : "");
     if ((rc = make_token(d->token, err, errlen))) goto fail;
     snprintf(d->url, sizeof d->url, "http://%s:%d/#token=%s", d->host, d->port, d->token);
 

@@ -122,11 +122,13 @@ static int store_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-/* Opens the store. Returns CONTINUE with *st open, or an exit code. */
+/* Opens the store to read it (read-only when it cannot be written; a warning on
+ * stderr if that loses anything). Returns CONTINUE with *st open, or an exit code. */
 static int open_store(const char *path, st_store **st) {
-    char err[512];
-    if (st_open(path, st, err, sizeof err) != 0)
+    char err[1024];
+    if (st_open_read(path, st, err, sizeof err) != 0)
         return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    if (st_note(*st)) fprintf(stderr, "tuner: warning: %s\n", st_note(*st));
     return CONTINUE;
 }
 

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ST_SCHEMA_VERSION 3      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
@@ -250,8 +252,30 @@ struct st_store {
     sqlite3 *db;                  /* the one connection; NOMUTEX, so one thread at a time */
     char *path;                   /* as given to st_open, for messages */
     int depth;                    /* open transactions: 0 none, 1 BEGIN, n > 1 savepoints */
+    int readonly;                 /* opened by st_open_read's fallback: nothing is written */
+    char *note;                   /* a warning for the user (st_note), or NULL */
     sqlite3_stmt *stmt[Q_COUNT];  /* prepared on first use; reset after each use */
 };
+
+/* Why the store at path cannot be written, into buf ("" when nothing says so): a
+ * read-only file system, or no write access to the file or to its folder (SQLite
+ * creates its -wal and -shm files there). */
+static const char *why_unwritable(const char *path, char *buf, size_t len) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? tn_xasprintf("%.*s", (int)(slash == path ? 1 : slash - path), path)
+                      : tn_xstrdup(".");
+    struct statvfs fs;
+    buf[0] = '\0';
+    if (statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY))
+        snprintf(buf, len, "it is on a read-only file system");
+    else if (access(path, W_OK) != 0 && errno != ENOENT)
+        snprintf(buf, len, "you cannot write it: %s", strerror(errno));
+    else if (access(dir, W_OK) != 0)
+        snprintf(buf, len, "you cannot write its folder %s (for SQLite's -wal and -shm "
+                 "files): %s", dir, strerror(errno));
+    free(dir);
+    return buf;
+}
 
 static const char *const study_states[] = {ST_STUDY_CREATED,   ST_STUDY_RUNNING,
                                            ST_STUDY_STOPPED,   ST_STUDY_SUCCEEDED,
@@ -301,6 +325,14 @@ static int fail(st_store *s, int rc, const char *op, char *err, size_t errlen) {
         return tn_error(err, errlen, TN_ECORRUPT, "%s: %s: %s", s->path, op, msg);
     case SQLITE_CONSTRAINT:
         return tn_error(err, errlen, TN_EINVAL, "%s: %s: %s", s->path, op, msg);
+    case SQLITE_READONLY: {
+        char why[512];
+        why_unwritable(s->path, why, sizeof why);
+        return tn_error(err, errlen, TN_EIO,
+                        "%s: %s needs to write the store, which is read-only here (%s); run "
+                        "it where the store can be written",
+                        s->path, op, why[0] ? why : msg);
+    }
     default:
         return tn_error(err, errlen, TN_EIO, "%s: %s: %s", s->path, op, msg);
     }
@@ -716,8 +748,108 @@ int st_open(const char *path, st_store **out, char *err, size_t errlen) {
 
 fail:
     st_close(s);
+    char why[512];
+    struct stat sb;
+    if (stat(path, &sb) != 0 && why_unwritable(path, why, sizeof why)[0]) {
+        char *was = tn_xstrdup(err);
+        rc = tn_error(err, errlen, TN_EIO,
+                      "cannot create the store %s: %s (%s); pass --db=PATH (or set TUNER_DB) "
+                      "to a store where you can write",
+                      path, why, was);
+        free(was);
+    } else if (why_unwritable(path, why, sizeof why)[0]) { /* what to do, not only SQLite's word */
+        char *was = tn_xstrdup(err);
+        rc = tn_error(err, errlen, TN_EIO,
+                      "cannot write the store %s: %s (%s); commands that change it (run, "
+                      "resume, create, cancel, ask, tell) need write access, while list, "
+                      "show, trials, best, logs and serve can read it as it is",
+                      path, why, was);
+        free(was);
+    }
     return rc < 0 ? rc : TN_EIO;
 }
+
+/* The URI that opens path immutable (SQLite then takes no locks and needs no -shm
+ * file): "file:" and the path with %, ? and # escaped. */
+static char *immutable_uri(const char *path) {
+    size_t n = strlen(path);
+    char *uri = tn_xmalloc(3 * n + 32), *o = uri;
+    o += sprintf(o, "file:");
+    for (const char *p = path; *p; p++)
+        o += strchr("%?#", *p) ? sprintf(o, "%%%02X", (unsigned char)*p) : sprintf(o, "%c", *p);
+    sprintf(o, "?immutable=1");
+    return uri;
+}
+
+/* Opens path read-only: with SQLite's locks and the -wal and -shm files when they
+ * exist (a tuner elsewhere may be writing), else immutable (a read-only file system
+ * after a clean close). */
+static int open_readonly(const char *path, const char *why, st_store **out, char *err,
+                         size_t errlen) {
+    st_store *s = tn_xcalloc(1, sizeof *s);
+    s->path = tn_xstrdup(path);
+    s->readonly = 1;
+    int64_t version = 0;
+    int rc = 0;
+    for (int immutable = 0; immutable < 2; immutable++) {
+        char *uri = immutable ? immutable_uri(path) : NULL;
+        int src = sqlite3_open_v2(immutable ? uri : path, &s->db,
+                                  SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX |
+                                      (immutable ? SQLITE_OPEN_URI : 0),
+                                  NULL);
+        free(uri);
+        if (!s->db) out_of_memory();
+        if (src == SQLITE_OK) src = sqlite3_extended_result_codes(s->db, 1);
+        if (src == SQLITE_OK) src = sqlite3_busy_timeout(s->db, ST_BUSY_TIMEOUT_MS);
+        rc = src == SQLITE_OK ? read_version(s, &version, err, errlen)
+                              : fail(s, src, "opening read-only", err, errlen);
+        if (rc == 0) break;
+        int code = sqlite3_extended_errcode(s->db) & 0xff;
+        (void)sqlite3_close(s->db);
+        s->db = NULL;
+        if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY) break; /* not a wal/shm issue */
+    }
+    if (rc == 0 && version == 0)
+        rc = tn_error(err, errlen, TN_EFORMAT, "%s holds no tuner store yet", path);
+    if (rc == 0 && version < ST_SCHEMA_VERSION)
+        rc = tn_error(err, errlen, TN_EVERSION,
+                      "%s is at schema version %lld and this tuner reads %d; it is upgraded "
+                      "by any command run where it can be written (here %s)",
+                      path, (long long)version, ST_SCHEMA_VERSION, why);
+    if (rc == 0) rc = check_version(s, version, err, errlen);
+    if (rc) {
+        st_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int st_open_read(const char *path, st_store **out, char *err, size_t errlen) {
+    assert(path && out);
+    *out = NULL;
+    int rc = st_open(path, out, err, errlen);
+    char why[512];
+    if (rc == 0 || !why_unwritable(path, why, sizeof why)[0]) return rc;
+    rc = open_readonly(path, why, out, err, errlen);
+    if (rc) return rc;
+    st_store *s = *out;
+    struct stat sb;
+    char *wal = tn_xasprintf("%s-wal", path);
+    char *shm = tn_xasprintf("%s-shm", path);
+    if (stat(wal, &sb) == 0 && sb.st_size > 0 && stat(shm, &sb) != 0)
+        s->note = tn_xasprintf("%s is read-only here (%s) and its write-ahead log %s cannot "
+                               "be read without its -shm file: what was written since the "
+                               "last checkpoint may be missing",
+                               path, why, wal);
+    free(wal);
+    free(shm);
+    return 0;
+}
+
+int st_readonly(const st_store *s) { return s->readonly; }
+
+const char *st_note(const st_store *s) { return s->note; }
 
 void st_close(st_store *s) {
     if (!s) return;
@@ -725,6 +857,7 @@ void st_close(st_store *s) {
         (void)sqlite3_finalize(s->stmt[q]); /* repeats an error already handled */
     if (s->db && sqlite3_close(s->db) != SQLITE_OK)
         fprintf(stderr, "tuner: warning: closing %s: %s\n", s->path, sqlite3_errmsg(s->db));
+    free(s->note);
     free(s->path);
     free(s);
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tuner_readonly.sh — a store the tuner cannot write: on a read-only file system (a
+# read-only bind mount, as root), or one the user has no write access to (as another
+# user when root, else by taking write permission away). The commands that only read
+# (list, show, trials, best, logs, serve) work; those that write say why they cannot;
+# the store is never changed.
+#
+#   tuner_readonly.sh BIN_DIR WORKDIR
+#
+# Each case prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
+set -u
+. "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary, count_state, ...
+BIN=$1
+WORK=$2
+TUNER="$BIN/tuner"
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+
+MOUNT=""
+SERVER=""
+ROOT_TMP=""
+cleanup() {
+  [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+  [ -n "$MOUNT" ] && umount "$MOUNT" 2>/dev/null
+  [ -n "$ROOT_TMP" ] && rm -rf "$ROOT_TMP"
+  chmod -R u+w "$WORK" 2>/dev/null
+}
+trap cleanup EXIT
+
+# A store with a finished study (two trials) and one only created.
+mkdir -p store
+spec() { # spec NAME MAX_TRIALS
+  cat >"$1.json" <<JSON
+{"jobId": "$1", "trainingInput": {"jobDir": "$WORK/runs/$1",
+  "command": ["/bin/sh", "-c", "echo chatter; echo '{\"score\": \"0.5\"}' > \$CLOUD_ML_HP_METRIC_FILE"],
+  "hyperparameters": {"goal": "MAXIMIZE", "hyperparameterMetricTag": "score", "maxTrials": $2,
+    "maxParallelTrials": 1, "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
+JSON
+}
+spec done 2
+spec waiting 2
+"$TUNER" run done.json --db=store/t.db --quiet --dashboard=off >/dev/null 2>&1
+"$TUNER" create waiting.json --db=store/t.db >/dev/null
+sum_before=$(sha256sum store/t.db | cut -d' ' -f1)
+
+# read_only_checks LABEL DB [RUNAS...]: every command against DB as RUNAS.
+read_only_checks() {
+  local label=$1 db=$2
+  shift 2
+  local T=("$@" "$TUNER")
+  local out
+  out=$("${T[@]}" list --db="$db" 2>&1)
+  check "${label}_list" grep -q "^done .*SUCCEEDED" <<<"$out"
+  out=$("${T[@]}" show done --db="$db" 2>&1)
+  check "${label}_show" grep -q "state: *SUCCEEDED" <<<"$out"
+  check "${label}_trials" test "$("${T[@]}" trials done --db="$db" --format=csv | grep -c SUCCEEDED)" -eq 2
+  check "${label}_best" grep -q "\"objective\": 0.5" <<<"$("${T[@]}" best done --db="$db" --format=json)"
+  if "$@" test -r "$WORK/runs/done/1/logs/chief-0.log"; then
+    check "${label}_logs" grep -q chatter <<<"$("${T[@]}" logs done 1 --db="$db" 2>&1)"
+  fi
+  out=$("${T[@]}" cancel waiting --db="$db" 2>&1); local rc=$?
+  check "${label}_cancel_refused" test $rc -ne 0
+  check "${label}_cancel_says_why" grep -q "read-only here.*run it where the store can be written" <<<"$out"
+  out=$("${T[@]}" create waiting.json --db="$db" 2>&1); rc=$?
+  check "${label}_create_refused" test $rc -ne 0
+  check "${label}_create_says_why" grep -q "cannot write the store .*list, show, trials, best, logs and serve can read it" <<<"$out"
+  out=$("${T[@]}" ask waiting --db="$db" 2>&1); rc=$?
+  check "${label}_ask_refused" test $rc -ne 0
+  check "${label}_ask_says_why" grep -q "cannot write the store" <<<"$out"
+}
+
+if [ "$(id -u)" = 0 ] && mkdir -p ro && mount --bind store ro 2>/dev/null; then
+  MOUNT="$WORK/ro"
+  if mount -o remount,ro,bind ro 2>/dev/null; then
+    read_only_checks rofs ro/t.db
+    out=$("$TUNER" create waiting.json --db=ro/new.db 2>&1)
+    check rofs_new_store_says_where grep -q "cannot create the store ro/new.db: it is on a read-only file system.*--db=PATH" <<<"$out"
+
+    # serve: everything but cancel works, and cancel says why
+    "$TUNER" serve --db=ro/t.db --listen=127.0.0.1:0 >serve.out 2>serve.err &
+    SERVER=$!
+    for _ in $(seq 1 50); do grep -q "http://" serve.out serve.err 2>/dev/null && break; sleep 0.1; done
+    url=$(grep -ho "http://[^ ]*" serve.out serve.err | head -1)
+    check rofs_serve_says_readonly grep -q "the store is read-only here: cancelling from the page is off" serve.err
+    python3 - "$url" >serve.check 2>&1 <<'PY'
+import json, sys, urllib.request, urllib.error
+url = sys.argv[1]
+base, token = url.split("/#token=")
+def req(method, path):
+    r = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None,
+                               headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(r, timeout=10) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+s, body = req("GET", "/api/studies")
+print("list", s, sorted(x["name"] for x in body["studies"]) if s == 200 else body)
+s, body = req("POST", "/api/studies/waiting/cancel")
+print("cancel", s, body.get("error", ""), body.get("hint", ""))
+PY
+    check rofs_serve_lists grep -q "list 200 \['done', 'waiting'\]" serve.check
+    check rofs_serve_cancel_409 grep -q "cancel 409 .*read-only" serve.check
+    kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
+
+    # a write-ahead log left by a killed tuner, without its -shm file: read as of the
+    # last checkpoint, with a warning
+    umount ro; MOUNT=""
+    # (a name SQLite's URIs must escape: immutable mode opens it by URI)
+    wal='w?a#l%20.db'
+    cp store/t.db "$wal"
+    python3 - "$wal" <<'PY'
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA wal_autocheckpoint = 0")
+db.execute("UPDATE studies SET state = 'RUNNING' WHERE name = 'waiting'")
+db.commit()
+os._exit(0)  # no close: the -wal stays, not checkpointed
+PY
+    rm -f "$wal-shm"
+    mkdir -p walro && cp "$wal" "$wal-wal" walro/ && mount --bind walro walro && MOUNT="$WORK/walro" &&
+      mount -o remount,ro,bind walro
+    out=$("$TUNER" list --db="walro/$wal" 2>&1); rc=$?
+    check rofs_wal_without_shm_lists test $rc -eq 0
+    check rofs_wal_without_shm_reads grep -q "^done .*SUCCEEDED" <<<"$out"
+    check rofs_wal_without_shm_warns grep -q "warning: .*write-ahead log .* cannot be read without its -shm file" <<<"$out"
+    umount walro; MOUNT=""
+  else
+    umount ro; MOUNT=""
+    ok rofs_skipped_no_remount
+  fi
+fi
+
+# No write access for this user: another user when root, else permission taken away.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  ROOT_TMP=$(mktemp -d /tmp/tuner_readonly.XXXXXX)
+  chmod 755 "$ROOT_TMP"
+  cp store/t.db "$ROOT_TMP/t.db" && chmod 644 "$ROOT_TMP/t.db"
+  chmod -R a+rX "$WORK/runs"
+  read_only_checks noperm "$ROOT_TMP/t.db" setpriv --reuid=nobody --regid=nogroup --clear-groups
+  check noperm_store_unchanged test "$(sha256sum "$ROOT_TMP/t.db" | cut -d' ' -f1)" = "$sum_before"
+else
+  cp store/t.db np.db
+  mkdir -p np && mv np.db np/t.db && chmod a-w np/t.db np
+  read_only_checks noperm np/t.db
+  chmod u+w np np/t.db
+  check noperm_store_unchanged test "$(sha256sum np/t.db | cut -d' ' -f1)" = "$sum_before"
+fi
+check store_unchanged test "$(sha256sum store/t.db | cut -d' ' -f1)" = "$sum_before"
+
+check_summary
