@@ -8,9 +8,10 @@
  * every section's bounds and CRC are checked before a single section is handed out.
  * Writes go to "<path>.tmp.<pid>", are fsync'ed and renamed over path, and then the
  * folder is fsync'ed. The folder holds "ckpt-<12-digit step>.ckpt" files, newest
- * last in name order; ckpt_save prunes old ones and ckpt_load_newest falls back past
- * damaged ones. The on-disk format (as tables), the write protocol, naming, pruning
- * and corruption handling: docs/checkpoint-format.md, "Checkpoint format".
+ * last in name order; ckpt_save prunes old ones (and leftovers above the step it
+ * writes), and ckpt_load_newest falls back past damaged ones and past ones that the
+ * caller's check refuses. The on-disk format (as tables), the write protocol, naming,
+ * pruning and corruption handling: docs/checkpoint-format.md, "Checkpoint format".
  */
 #include "trainer/checkpoint.h"
 
@@ -517,21 +518,24 @@ static int remove_stale(const char *dir, char *err, size_t errlen) {
     return rc;
 }
 
-/* Deletes the oldest checkpoints in dir until at most keep remain, never `newest`
- * (the file just written: a higher step may be a damaged leftover that the trainer
- * resumed around, and the new file must not be the one to go). */
+/* Deletes the checkpoints in dir with a higher step than `newest` (the file just
+ * written), then the oldest until at most keep remain, never `newest` itself. A higher
+ * step is a leftover that the trainer resumed around because it was damaged or did
+ * not fit the run; counting it would cost a good checkpoint its place, and the run's
+ * own history replaces it. Names sort in step order (fixed width). */
 static int prune(const char *dir, const char *newest, int keep, char *err, size_t errlen) {
     char **names;
     size_t n;
     int rc = list_dir(dir, is_ckpt_name, &names, &n, err, errlen);
-    size_t others = 0; /* checkpoints other than newest */
-    for (size_t i = 0; i < n; i++) others += strcmp(names[i], newest) != 0;
-    size_t excess = others > (size_t)keep - 1 ? others - ((size_t)keep - 1) : 0;
-    for (size_t i = 0; i < n && excess > 0 && rc == 0; i++) {
-        if (strcmp(names[i], newest) == 0) continue;
-        rc = remove_in(dir, names[i], err, errlen);
-        excess--;
+    size_t older = 0; /* checkpoints below newest */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int c = strcmp(names[i], newest);
+        if (c > 0) rc = remove_in(dir, names[i], err, errlen);
+        older += c < 0;
     }
+    size_t excess = older > (size_t)keep - 1 ? older - ((size_t)keep - 1) : 0;
+    for (size_t i = 0; i < n && excess > 0 && rc == 0; i++, excess--)
+        rc = remove_in(dir, names[i], err, errlen); /* names[0 .. older) are below newest */
     free_names(names, n);
     return rc;
 }
@@ -586,6 +590,26 @@ int ckpt_save(const char *dir, int64_t step, const ckpt_section *sections, size_
 
 int ckpt_load_newest(const char *dir, ckpt_file **out, char *path_out, size_t path_len,
                      FILE *log, char *err, size_t errlen) {
+    return ckpt_load_newest_checked(dir, NULL, NULL, out, path_out, path_len, log, err, errlen);
+}
+
+/* read_verified, then the caller's check (when there is one) with the step in name. */
+static int read_usable(const char *path, const char *name, ckpt_check_fn check, void *ctx,
+                       ckpt_file **out, char *why, size_t whylen) {
+    int rc = read_verified(path, out, why, whylen);
+    if (rc || !check) return rc;
+    int64_t step = strtoll(name + 5, NULL, 10); /* is_ckpt_name: 12 digits */
+    rc = check(*out, step, ctx, why, whylen);
+    if (rc == 0) return 0;
+    if (rc > 0) rc = tn_error(why, whylen, TN_EFORMAT, "refused by its check");
+    ckpt_file_free(*out);
+    *out = NULL;
+    return rc;
+}
+
+int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
+                             ckpt_file **out, char *path_out, size_t path_len, FILE *log,
+                             char *err, size_t errlen) {
     *out = NULL;
     if (path_out && path_len > 0) path_out[0] = '\0';
     if (!dir || !*dir) return tn_error(err, errlen, TN_EINVAL, "ckpt_load_newest: no folder");
@@ -602,7 +626,7 @@ int ckpt_load_newest(const char *dir, ckpt_file **out, char *path_out, size_t pa
     for (size_t i = n; i-- > 0 && rc == 0 && !*out;) {
         char *p = path_join(dir, names[i]);
         rc = copy_out(path_out, path_len, p, err, errlen);
-        int bad = rc == 0 ? read_verified(p, out, why, sizeof(why)) : 0;
+        int bad = rc == 0 ? read_usable(p, names[i], check, ctx, out, why, sizeof(why)) : 0;
         if (bad && log)
             fprintf(log, "warning: checkpoint %s is unusable (%s)%s\n", p, why,
                     i > 0 ? "; trying the previous one" : "");

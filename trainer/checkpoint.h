@@ -51,9 +51,10 @@ void ckpt_file_free(ckpt_file *f);
 /* ---- The checkpoint folder: DIR/ckpt-<step, 12 digits>.ckpt ---- */
 
 /* Writes DIR/ckpt-<step>.ckpt (creating DIR and its parents if needed), then
- * deletes the oldest checkpoints so that at most `keep` (>= 1) remain. Temporary
- * files left in DIR by an earlier crash are removed. The path written is copied into
- * path_out when it is not NULL. */
+ * prunes: checkpoints with a higher step than this one go first (the run resumed
+ * below them, so they were unusable), then the oldest, so that at most `keep` (>= 1)
+ * remain; the file just written never goes. Temporary files left in DIR by an earlier
+ * crash are removed. The path written is copied into path_out when it is not NULL. */
 int ckpt_save(const char *dir, int64_t step, const ckpt_section *sections, size_t n,
               int keep, char *path_out, size_t path_len, char *err, size_t errlen);
 
@@ -65,5 +66,19 @@ int ckpt_save(const char *dir, int64_t step, const ckpt_section *sections, size_
  * checkpoint files but none verifies. */
 int ckpt_load_newest(const char *dir, ckpt_file **out, char *path_out, size_t path_len,
                      FILE *log, char *err, size_t errlen);
+
+/* What a caller checks in a checkpoint that verified, before trusting it: f is the
+ * file, step the step in its name, ctx the caller's. Returns 0 when f is usable, or a
+ * negative TN_E* code with the reason, without the path, in why (which names the field,
+ * e.g. "state: step_in_epoch 1000000 is outside the epoch's 120 steps"). */
+typedef int (*ckpt_check_fn)(const ckpt_file *f, int64_t step, void *ctx, char *why,
+                             size_t whylen);
+
+/* ckpt_load_newest, with a check of each file that verifies (check may be NULL): a
+ * file that check refuses is reported and skipped just as a damaged one, with the
+ * check's reason, and when none is usable the result is the newest one's code. */
+int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
+                             ckpt_file **out, char *path_out, size_t path_len, FILE *log,
+                             char *err, size_t errlen);
 
 #endif

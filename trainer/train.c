@@ -465,37 +465,178 @@ static int take_section(const ckpt_file *f, uint32_t tag, void *dst, uint64_t si
     return 0;
 }
 
-/* Restores the run from the newest valid checkpoint, if any. Returns 0 (restored),
- * 1 (fresh start) or a negative code. */
+/* ---- resuming: what a checkpoint must hold before the run trusts it ---- */
+
+#define STATE_RESERVED 11 /* the state word that this version writes as 0 */
+
+/* Whether a checkpoint's model is the run's (restore says so when not). */
+static int same_model(const run *r, const mdl_config *saved) {
+    uint32_t a[CONFIG_WORDS], b[CONFIG_WORDS];
+    config_encode(saved, a);
+    config_encode(&r->model->cfg, b);
+    return memcmp(a, b, sizeof a) == 0;
+}
+
+/* Whether a checkpoint's state was written by a run with the run's settings. */
+static int same_settings(const run *r, const run_state *st) {
+    return st->ntrain == r->st.ntrain && st->batch_size == r->st.batch_size &&
+           st->opt_kind == r->st.opt_kind && st->seed == r->st.seed;
+}
+
+/* Section `tag` (called name) holds n floats, every one finite (and not negative with
+ * nonneg). */
+static int check_floats(const ckpt_file *f, uint32_t tag, const char *name, size_t n,
+                        int nonneg, char *why, size_t whylen) {
+    uint64_t size;
+    const float *v = ckpt_find(f, tag, &size);
+    if (!v || size != n * sizeof(float))
+        return tn_error(why, whylen, TN_EFORMAT, "%s: %s (expected %zu floats)", name,
+                        v ? "the wrong size" : "missing", n);
+    for (size_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, v + i, sizeof x); /* the section's bytes, not a float array */
+        if (!isfinite(x) || (nonneg && x < 0))
+            return tn_error(why, whylen, TN_EFORMAT, "%s: value %zu is %g", name, i, (double)x);
+    }
+    return 0;
+}
+
+/* The state's counters against the run: step, epoch, position in the epoch, the
+ * optimiser's step, the report period's sums. */
+static int check_state(const run *r, const run_state *st, int64_t opt_t, uint64_t reserved,
+                       int64_t step, char *why, size_t whylen) {
+    int64_t spe = r->steps_per_epoch, gs = st->global_step;
+    int ps = r->ps != NULL; /* asynchronous: global_step counts every worker's updates */
+    if (gs != step)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: global_step %lld differs from the step in the file's name (%lld)",
+                        (long long)gs, (long long)step);
+    if (st->epoch < 0)
+        return tn_error(why, whylen, TN_EFORMAT, "state: epoch %lld is negative",
+                        (long long)st->epoch);
+    if (st->step_in_epoch < 0 || st->step_in_epoch >= spe)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: step_in_epoch %lld is outside the epoch's %lld steps",
+                        (long long)st->step_in_epoch, (long long)spe);
+    /* synchronous: every step is one of global_step's (overflow-safe) */
+    if (!ps && (st->epoch > (gs - st->step_in_epoch) / spe ||
+                st->epoch * spe + st->step_in_epoch != gs))
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: global_step %lld does not fit epoch %lld and step_in_epoch "
+                        "%lld of %lld-step epochs",
+                        (long long)gs, (long long)st->epoch, (long long)st->step_in_epoch,
+                        (long long)spe);
+    if (ps ? opt_t < 0 : opt_t != gs)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: the optimiser's step %lld %s", (long long)opt_t,
+                        ps ? "is negative" : "differs from global_step");
+    int64_t most = r->st.batch_size * r->world; /* examples in one step */
+    if (st->period_count < 0 || st->period_count / most > gs)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: period_count %lld is outside [0, %lld steps of %lld examples]",
+                        (long long)st->period_count, (long long)gs, (long long)most);
+    if (st->period_correct < 0 || st->period_correct > st->period_count)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: period_correct %lld is outside [0, period_count %lld]",
+                        (long long)st->period_correct, (long long)st->period_count);
+    if (!isfinite(st->period_loss))
+        return tn_error(why, whylen, TN_EFORMAT, "state: period_loss %g is not finite",
+                        st->period_loss);
+    if (reserved != 0)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: word %d is %llu; this version writes 0", STATE_RESERVED,
+                        (unsigned long long)reserved);
+    return 0;
+}
+
+/* The data order: a permutation of the n training examples. */
+static int check_order(const ckpt_file *f, int64_t n, char *why, size_t whylen) {
+    uint64_t size;
+    const uint8_t *data = ckpt_find(f, TAG_ORDER, &size);
+    if (!data || size != (uint64_t)n * sizeof(int32_t))
+        return tn_error(why, whylen, TN_EFORMAT, "order: %s (expected %lld entries)",
+                        data ? "the wrong size" : "missing", (long long)n);
+    uint8_t *seen = tn_xcalloc((size_t)n, 1);
+    int rc = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        int32_t e;
+        memcpy(&e, data + i * (int64_t)sizeof e, sizeof e);
+        if (e < 0 || e >= n)
+            rc = tn_error(why, whylen, TN_EFORMAT, "order: entry %lld is %d, outside [0, %lld)",
+                          (long long)i, e, (long long)n);
+        else if (seen[e]++)
+            rc = tn_error(why, whylen, TN_EFORMAT, "order: example %d appears twice", e);
+    }
+    free(seen);
+    return rc;
+}
+
+/* ckpt_check_fn of restore: every section and field of a checkpoint that verified,
+ * against the run (docs/trainer.md, "Checkpoints and resuming"). One of another model or
+ * other settings passes, for restore to report the difference as an error. */
+static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
+                        size_t whylen) {
+    const run *r = ctx;
+    uint64_t size;
+    const void *data = ckpt_find(f, TAG_CONFIG, &size);
+    mdl_config saved;
+    char e[256];
+    if (!data) return tn_error(why, whylen, TN_EFORMAT, "config: missing");
+    if (config_decode(data, size, &saved, e, sizeof e) != 0)
+        return tn_error(why, whylen, TN_EFORMAT, "config: %s", e);
+    uint64_t w[STATE_WORDS];
+    data = ckpt_find(f, TAG_STATE, &size);
+    if (!data || size != sizeof w)
+        return tn_error(why, whylen, TN_EFORMAT, "state: %s (expected %zu bytes)",
+                        data ? "the wrong size" : "missing", sizeof w);
+    memcpy(w, data, sizeof w);
+    run_state st;
+    state_decode(w, &st);
+    if (!same_model(r, &saved) || !same_settings(r, &st)) return 0;
+    int rc = check_state(r, &st, (int64_t)w[10], w[STATE_RESERVED], step, why, whylen);
+    if (rc) return rc;
+    uint64_t rng[4];
+    data = ckpt_find(f, TAG_RNG, &size);
+    if (!data || size != sizeof rng)
+        return tn_error(why, whylen, TN_EFORMAT, "rng: %s (expected %zu bytes)",
+                        data ? "the wrong size" : "missing", sizeof rng);
+    memcpy(rng, data, sizeof rng);
+    if ((rng[0] | rng[1] | rng[2] | rng[3]) == 0)
+        return tn_error(why, whylen, TN_EFORMAT, "rng: the generator's state is all zeros");
+    rc = check_order(f, r->train.n, why, whylen);
+    size_t p = r->model->nparams;
+    if (!rc) rc = check_floats(f, TAG_PARAMS, "params", p, 0, why, whylen);
+    if (!rc) rc = check_floats(f, TAG_OPT_M, "opt_m", p, 0, why, whylen);
+    if (!rc && r->opt->v) rc = check_floats(f, TAG_OPT_V, "opt_v", p, 1, why, whylen);
+    return rc;
+}
+
+/* Restores the run from the newest checkpoint that verifies and fits the run
+ * (check_resume), if any. Returns 0 (restored), 1 (fresh start) or a negative code. */
 static int restore(run *r, char *err, size_t errlen) {
     if (!r->ckpt_dir) return 1;
     ckpt_file *f = NULL;
     char path[4096];
-    int rc = ckpt_load_newest(r->ckpt_dir, &f, path, sizeof path, stderr, err, errlen);
+    int rc = ckpt_load_newest_checked(r->ckpt_dir, check_resume, r, &f, path, sizeof path,
+                                      stderr, err, errlen);
     if (rc != 0) return rc;
     mdl_config saved;
     uint64_t size;
     const void *cfg = ckpt_find(f, TAG_CONFIG, &size);
     rc = cfg ? config_decode(cfg, size, &saved, err, errlen)
              : tn_error(err, errlen, TN_EFORMAT, "no model configuration");
-    uint32_t a[CONFIG_WORDS], b[CONFIG_WORDS];
-    if (!rc) {
-        config_encode(&saved, a);
-        config_encode(&r->model->cfg, b);
-        if (memcmp(a, b, sizeof a) != 0)
-            rc = tn_error(err, errlen, TN_EMISMATCH,
-                          "the checkpoints in %s are of a different model (other --model, "
-                          "--hidden_units, --conv_filters, --activation, --dropout or data); "
-                          "hint: use a fresh --job-dir or the flags of that run",
-                          r->ckpt_dir);
-    }
+    if (!rc && !same_model(r, &saved))
+        rc = tn_error(err, errlen, TN_EMISMATCH,
+                      "the checkpoints in %s are of a different model (other --model, "
+                      "--hidden_units, --conv_filters, --activation, --dropout or data); "
+                      "hint: use a fresh --job-dir or the flags of that run",
+                      r->ckpt_dir);
     uint64_t state[STATE_WORDS];
     if (!rc) rc = take_section(f, TAG_STATE, state, sizeof state, path, err, errlen);
     run_state st = r->st;
     if (!rc) {
         state_decode(state, &st);
-        if (st.ntrain != r->st.ntrain || st.batch_size != r->st.batch_size ||
-            st.opt_kind != r->st.opt_kind || st.seed != r->st.seed)
+        if (!same_settings(r, &st))
             rc = tn_error(err, errlen, TN_EMISMATCH,
                           "the checkpoints in %s were written by a run with other settings "
                           "(%lld examples, batch %lld, optimizer %lld, seed %llu); hint: use "
@@ -503,6 +644,7 @@ static int restore(run *r, char *err, size_t errlen) {
                           r->ckpt_dir, (long long)st.ntrain, (long long)st.batch_size,
                           (long long)st.opt_kind, (unsigned long long)st.seed);
     }
+    /* from here on check_resume has vouched for every section */
     size_t p = r->model->nparams;
     float *buf = tn_xmalloc(p * sizeof(float));
     if (!rc) rc = take_section(f, TAG_RNG, st.rng.s, sizeof st.rng.s, path, err, errlen);
@@ -516,9 +658,6 @@ static int restore(run *r, char *err, size_t errlen) {
         rc = take_section(f, TAG_OPT_V, buf, p * sizeof(float), path, err, errlen);
         if (!rc) r->opt->k->upload(r->opt->v, buf, p * sizeof(float));
     }
-    for (int64_t i = 0; !rc && i < r->train.n; i++)
-        if (r->order[i] < 0 || r->order[i] >= r->train.n)
-            rc = tn_error(err, errlen, TN_EFORMAT, "%s: data order out of range", path);
     free(buf);
     ckpt_file_free(f);
     if (rc) return rc;

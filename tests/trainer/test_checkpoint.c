@@ -3,7 +3,8 @@
  * kind of damage (a flipped byte in each part of the file, truncation at many
  * lengths, hostile offsets), failed writes that must leave no temporary file and an
  * existing checkpoint untouched, pruning in ckpt_save, and the fall-back of
- * ckpt_load_newest past damaged checkpoints with its warning text.
+ * ckpt_load_newest past damaged checkpoints with its warning text, and past ones that
+ * the caller's check refuses (ckpt_load_newest_checked).
  *
  * Files go under $TN_TEST_TMP (or /tmp) in a folder named after the pid, removed at
  * the end. A failed write is provoked with RLIMIT_FSIZE (write() fails with EFBIG),
@@ -538,21 +539,24 @@ static void test_save_arguments(void) {
     CHECK_INT_EQ(count_names(dir, "ckpt-999999999999.ckpt"), 1);
 }
 
-/* The file just written is never pruned, even when higher steps exist. */
-static void test_save_never_prunes_new_file(void) {
+/* The file just written is never pruned. Checkpoints above its step are what the run
+ * resumed around (unusable) and go first, so they never cost a good one its place. */
+static void test_save_prunes_abandoned_steps(void) {
     char dir[PATH_LEN], p[PATH_LEN], err[512] = "";
     fresh_dir(dir, "save_lower");
     int64_t v = 1;
     ckpt_section s = {.tag = 1, .data = &v, .size = sizeof(v)};
     CHECK_INT_EQ(ckpt_save(dir, 100, &s, 1, 5, NULL, 0, err, sizeof(err)), 0);
     CHECK_INT_EQ(ckpt_save(dir, 300, &s, 1, 5, NULL, 0, err, sizeof(err)), 0);
+    CHECK_INT_EQ(ckpt_save(dir, 400, &s, 1, 5, NULL, 0, err, sizeof(err)), 0);
     CHECK_INT_EQ(ckpt_save(dir, 200, &s, 1, 2, NULL, 0, err, sizeof(err)), 0);
+    CHECK_INT_EQ(count_names(dir, ".ckpt"), 2);
+    fmt_path(p, "%s/ckpt-000000000100.ckpt", dir); /* the good one before it stays */
+    CHECK(file_exists(p));
     fmt_path(p, "%s/ckpt-000000000200.ckpt", dir);
     CHECK(file_exists(p));
-    fmt_path(p, "%s/ckpt-000000000300.ckpt", dir);
-    CHECK(file_exists(p));
-    fmt_path(p, "%s/ckpt-000000000100.ckpt", dir);
-    CHECK(!file_exists(p));
+    /* keep = 1 leaves only the file just written. */
+    CHECK_INT_EQ(ckpt_save(dir, 500, &s, 1, 5, NULL, 0, err, sizeof(err)), 0);
     CHECK_INT_EQ(ckpt_save(dir, 150, &s, 1, 1, NULL, 0, err, sizeof(err)), 0);
     CHECK_INT_EQ(count_names(dir, ".ckpt"), 1);
     fmt_path(p, "%s/ckpt-000000000150.ckpt", dir);
@@ -670,6 +674,62 @@ static void test_load_newest_all_damaged(void) {
     fclose(log);
 }
 
+/* A check that refuses steps at or above ctx's limit, the way the trainer refuses a
+ * checkpoint whose fields do not fit the run; it also sees the step in the name. */
+static int refuse_from(const ckpt_file *f, int64_t step, void *ctx, char *why, size_t whylen) {
+    int64_t limit = *(const int64_t *)ctx;
+    if (step != step_of(f))
+        return tn_error(why, whylen, TN_EINVAL, "name says step %lld, section says %lld",
+                        (long long)step, (long long)step_of(f));
+    if (step_of(f) >= limit)
+        return tn_error(why, whylen, TN_EFORMAT, "state: step_in_epoch %lld is past the epoch",
+                        (long long)step_of(f));
+    return 0;
+}
+
+static void test_load_newest_checked(void) {
+    char dir[PATH_LEN], p[PATH_LEN], got[PATH_LEN], err[512] = "";
+    fresh_dir(dir, "load_checked");
+    save_three(dir);
+    int64_t limit = 30;
+    ckpt_file *f = NULL;
+    FILE *log = tmpfile();
+    int rc = ckpt_load_newest_checked(dir, refuse_from, &limit, &f, got, sizeof(got), log, err,
+                                      sizeof(err));
+    CHECK_MSG(rc == 0, "ckpt_load_newest_checked: %s", err);
+    CHECK_INT_EQ(step_of(f), 20);
+    CHECK_STR_CONTAINS(got, "ckpt-000000000020.ckpt");
+    ckpt_file_free(f);
+    fmt_path(p, "%s/ckpt-000000000030.ckpt", dir);
+    char want[2 * PATH_LEN];
+    snprintf(want, sizeof(want),
+             "warning: checkpoint %s is unusable (state: step_in_epoch 30 is past the epoch); "
+             "trying the previous one\n",
+             p);
+    char *text = slurp_log(log);
+    CHECK_MSG(strcmp(text, want) == 0, "log is \"%s\"", text);
+    free(text);
+    fclose(log);
+
+    /* None passes: the check's code and reason, as for damaged files; nothing deleted. */
+    limit = 0;
+    f = NULL;
+    rc = ckpt_load_newest_checked(dir, refuse_from, &limit, &f, got, sizeof(got), NULL, err,
+                                  sizeof(err));
+    CHECK_INT_EQ(rc, TN_EFORMAT);
+    CHECK(f == NULL);
+    CHECK(got[0] == '\0');
+    CHECK_STR_CONTAINS(err, "holds 3 checkpoints and none is usable (newest: state: "
+                            "step_in_epoch 30 is past the epoch)");
+    CHECK_INT_EQ(count_names(dir, ".ckpt"), 3);
+
+    /* Without a check it is ckpt_load_newest. */
+    CHECK_INT_EQ(ckpt_load_newest_checked(dir, NULL, NULL, &f, NULL, 0, NULL, err, sizeof(err)),
+                 0);
+    CHECK_INT_EQ(step_of(f), 30);
+    ckpt_file_free(f);
+}
+
 int main(void) {
     const char *base = getenv("TN_TEST_TMP");
     if (!base || !*base) base = "/tmp";
@@ -690,10 +750,11 @@ int main(void) {
     RUN(test_failed_write_keeps_old_file);
     RUN(test_save_prunes_and_cleans);
     RUN(test_save_arguments);
-    RUN(test_save_never_prunes_new_file);
+    RUN(test_save_prunes_abandoned_steps);
     RUN(test_load_newest);
     RUN(test_load_newest_nothing);
     RUN(test_load_newest_all_damaged);
+    RUN(test_load_newest_checked);
     int rc = check_summary();
     if (rc == 0) rm_rf(g_root); /* keep the files of a failed run to look at */
     return rc;

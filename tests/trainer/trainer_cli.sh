@@ -125,6 +125,85 @@ check corrupt_exit0 test $? -eq 0
 check corrupt_warned grep -q "warning: checkpoint .*$(basename "$newest") is unusable" corrupt.log
 check corrupt_same_model cmp -s ref/model.ckpt corrupt/model.ckpt
 
+# Checkpoints with valid CRCs whose fields do not fit the run (issue 18, item 8) ------
+# ckpt_patch FILE TAG FORMAT INDEX VALUE [INDEX VALUE]...: sets element INDEX of section
+# TAG (a struct format letter: q i64, Q u64, i i32, I u32) to VALUE ("@J": element J's
+# value) and reseals the section's and the header's CRCs (docs/checkpoint-format.md).
+ckpt_patch() {
+  python3 - "$@" <<'EOF'
+import struct, sys, zlib
+path, tag, fmt, rest = sys.argv[1], int(sys.argv[2]), '<' + sys.argv[3], sys.argv[4:]
+b = bytearray(open(path, 'rb').read())
+n = struct.unpack_from('<I', b, 12)[0]
+w = struct.calcsize(fmt)
+for i in range(n):
+    e = 24 + 24 * i
+    t, _, off, size = struct.unpack_from('<IIQQ', b, e)
+    if t != tag:
+        continue
+    for k in range(0, len(rest), 2):
+        at, v = int(rest[k]), rest[k + 1]
+        v = struct.unpack_from(fmt, b, off + int(v[1:]) * w)[0] if v[0] == '@' else int(v, 0)
+        struct.pack_into(fmt, b, off + at * w, v)
+    struct.pack_into('<I', b, e + 4, zlib.crc32(bytes(b[off:off + size])))
+h = 24 + 24 * n
+struct.pack_into('<I', b, h, zlib.crc32(bytes(b[:h])))
+open(path, 'wb').write(b)
+EOF
+}
+# ref's last checkpoints are steps 469, 476 and 480 (epochs of 120 steps, every 7th step).
+# Each case damages 476 (with 480 gone): the run must name the file and the field, go
+# back to 469, and end bit-identical to ref, rather than train from the bad state (an
+# out-of-range step_in_epoch ran empty steps forever and pruned the good checkpoints).
+# state words: 0 global_step, 1 epoch, 2 step_in_epoch, 9 period_count, 10 optimiser step.
+bad_cases=(
+  "sie_past_epoch step_in_epoch 5 q 2 1000000"
+  "sie_negative step_in_epoch 5 q 2 -1"
+  "epoch_negative epoch 5 q 1 -1"
+  "global_step_not_name global_step 5 q 0 475"
+  "epoch_inconsistent global_step 5 q 1 2"
+  "opt_step optimiser 5 q 10 3"
+  "period_count period_count 5 q 9 -5"
+  "rng_zero rng 6 Q 0 0 1 0 2 0 3 0"
+  "order_duplicate order 7 i 0 @1"
+  "params_nan params 2 I 0 0x7fc00000"
+)
+for c in "${bad_cases[@]}"; do
+  read -r name field tag fmt vals <<<"$c"
+  rm -rf "$name" && cp -r ref "$name" && rm "$name/model.ckpt" \
+    "$name/checkpoints/ckpt-000000000480.ckpt"
+  # shellcheck disable=SC2086
+  ckpt_patch "$name/checkpoints/ckpt-000000000476.ckpt" "$tag" "$fmt" $vals
+  CLOUD_ML_HP_METRIC_FILE=$WORK/$name/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+    --job-dir="$WORK/$name" >"$name.log" 2>&1
+  check ${name}_exit0 test $? -eq 0
+  check ${name}_names_file_and_field \
+    grep -q "warning: checkpoint .*ckpt-000000000476.ckpt is unusable (.*$field" "$name.log"
+  check ${name}_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" "$name.log"
+  check ${name}_same_model cmp -s ref/model.ckpt "$name/model.ckpt"
+done
+# A bad checkpoint beyond the run's last step is removed at the next save, not the good
+# ones before it.
+rm -rf future && cp -r ref future && rm future/model.ckpt future/checkpoints/ckpt-000000000480.ckpt
+cp future/checkpoints/ckpt-000000000476.ckpt future/checkpoints/ckpt-000000999999.ckpt
+ckpt_patch future/checkpoints/ckpt-000000999999.ckpt 5 q 0 999999 10 999999
+CLOUD_ML_HP_METRIC_FILE=$WORK/future/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+  --job-dir="$WORK/future" >future.log 2>&1
+check future_exit0 test $? -eq 0
+check future_warned grep -q "ckpt-000000999999.ckpt is unusable (.*global_step" future.log
+check future_same_model cmp -s ref/model.ckpt future/model.ckpt
+check future_good_kept test "$(cd future/checkpoints && echo ckpt-*)" = \
+  "ckpt-000000000469.ckpt ckpt-000000000476.ckpt ckpt-000000000480.ckpt"
+# Every checkpoint unusable: an error that names the field, and nothing deleted.
+rm -rf allbad && cp -r ref allbad && rm allbad/model.ckpt
+for f in allbad/checkpoints/ckpt-*.ckpt; do ckpt_patch "$f" 5 q 2 1000000; done
+err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/allbad/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+      --job-dir="$WORK/allbad" 2>&1); rc=$?
+check allbad_exit1 test $rc -eq 1
+check allbad_message grep -q "holds 3 checkpoints and none is usable (newest: .*step_in_epoch" \
+  <<<"$err"
+check allbad_nothing_deleted test "$(ls allbad/checkpoints | wc -l)" -eq 3
+
 # A run that is already complete exits at once -------------------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/ref/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$WORK/ref" \
   >done.log 2>&1
