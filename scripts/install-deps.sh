@@ -22,7 +22,7 @@ SLURM_PACKAGES="slurmctld slurmd slurm-client munge"
 BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv wrk"
 
 case "${1:-}" in
-  --test) PACKAGES="$PACKAGES $SLURM_PACKAGES" ;;
+  --test) PACKAGES="$PACKAGES $SLURM_PACKAGES clang libclang-rt-14-dev" ;;
   --bench) PACKAGES="$PACKAGES $SLURM_PACKAGES $BENCH_PACKAGES" ;;
   "") ;;
   -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;

@@ -23,3 +23,12 @@ echo "== CPU-only build under ASan/UBSan"
 TUNER_CUDA=OFF scripts/build.sh asan
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$jobs")
+echo "== fuzz smoke run: each libFuzzer harness for a few seconds (docs/fuzzing.md)"
+fuzz=0
+scripts/fuzz.sh --smoke || fuzz=$?
+if [ "$fuzz" -eq 77 ]; then
+  echo "fuzz smoke run: skipped (clang or libFuzzer is missing)"
+elif [ "$fuzz" -ne 0 ]; then
+  echo "fuzz smoke run: failed (exit $fuzz)" >&2
+  exit "$fuzz"
+fi
