@@ -3,6 +3,11 @@
  * backend-independent part of every job (configuration, replicas and their metric
  * files, timeout, the deferred outcome) and the process-wide SIGCHLD watcher that
  * local replicas and Slurm commands share.
+ *
+ * The front also counts each replica's runs from the `started` events the backends
+ * emit, and reads a replica's metric file when one of its runs ends, so that every
+ * record is handed over with the run that wrote it (docs/metrics.md, "Attempts: which
+ * run wrote a record").
  */
 #include "executor/executor_internal.h"
 
@@ -17,6 +22,11 @@
 
 #include "common/status.h"
 
+/* How far ahead of the tuner's clock a record's timestamp may be and still place the
+ * record after a run's end (a node's clock, a little ahead, is fine; a timestamp in
+ * milliseconds, or 1e308, is not a time and places nothing). */
+#define EX_CLOCK_SLACK 300.0
+
 struct timeval ex__timeval(double s) {
     if (s < 0) s = 0;
     struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
@@ -29,10 +39,53 @@ static double wall_clock(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static ex_replica *replica_named(ex_job *j, const char *name) {
+    for (size_t i = 0; i < j->nreps; i++)
+        if (!strcmp(j->reps[i].name, name)) return &j->reps[i];
+    return NULL;
+}
+
+/* A run of replica r ended at `at` (its `exited` event, told now): reads its metric
+ * file at once and holds what is new for the next poll, each record given to the run
+ * that wrote it: the run that ended (r->runs), or the next one when the record's
+ * timestamp is at or after `at` (and not beyond EX_CLOCK_SLACK ahead of the clock).
+ * Locally a run's `exited` comes when it is dead and before its restart is started, so
+ * what is new is the run's own, even a last line without its newline, which the
+ * restarted program may overwrite. Slurm's events are read late, when the next run may
+ * have written already; only the timestamps (the replica's clock on the node where the
+ * launcher timed its events) tell the runs apart then. A failed read is left to the
+ * next poll, which reports it. */
+static void run_ended(ex_job *j, ex_replica *r, double at) {
+    htr_record *recs = NULL;
+    size_t n = 0;
+    char err[512];
+    if (j->phase == EX_PH_DONE) return; /* the last read is done: nothing comes after it */
+    if (htr_poll_final(r->reader, &recs, &n, err, sizeof err) != 0 || n == 0) return;
+    double limit = wall_clock() + EX_CLOCK_SLACK;
+    if (r->nheld + n > r->capheld) {
+        r->capheld = r->nheld + n + 8;
+        r->held = tn_xrealloc(r->held, r->capheld * sizeof *r->held);
+        r->held_run = tn_xrealloc(r->held_run, r->capheld * sizeof *r->held_run);
+    }
+    for (size_t k = 0; k < n; k++) {
+        const htr_record *rec = &recs[k];
+        int next = rec->timestamp_given && rec->timestamp >= at && rec->timestamp <= limit;
+        r->held[r->nheld] = *rec; /* the record's strings move with it */
+        r->held_run[r->nheld++] = r->runs + next;
+    }
+    free(recs);
+}
+
+/* Tells the caller an event. Every event of every backend passes here: a replica's
+ * `started` counts its runs, its `exited` reads what the run left (run_ended). */
 static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
                    va_list ap) __attribute__((format(printf, 5, 0)));
 static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
                    va_list ap) {
+    int started = who && !strcmp(kind, "started"), exited = who && !strcmp(kind, "exited");
+    ex_replica *r = started || exited ? replica_named(j, who) : NULL;
+    if (r && started) r->runs++;
+    if (r && exited) run_ended(j, r, time);
     if (!j->cb.event) return;
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
@@ -64,6 +117,18 @@ void ex__arm_timeout(ex_job *j, double elapsed) {
 void ex__poll_metrics(ex_job *j, int final) {
     for (size_t i = 0; i < j->nreps; i++) {
         ex_replica *r = &j->reps[i];
+        if (r->nheld > 0) { /* read when a run ended: before what is newer */
+            htr_record *held = r->held;
+            int *runs = r->held_run;
+            size_t nheld = r->nheld;
+            r->held = NULL; /* detached: a callback that stops the job may poll again */
+            r->held_run = NULL;
+            r->nheld = r->capheld = 0;
+            for (size_t k = 0; k < nheld && j->cb.measurement; k++)
+                j->cb.measurement(j->ctx, r->name, runs[k], &held[k]);
+            htr_records_free(held, nheld);
+            free(runs);
+        }
         htr_record *recs = NULL;
         size_t n = 0;
         char err[512];
@@ -79,7 +144,8 @@ void ex__poll_metrics(ex_job *j, int final) {
         }
         free(r->read_error);
         r->read_error = NULL;
-        for (size_t k = 0; k < n && j->cb.measurement; k++) j->cb.measurement(j->ctx, r->name, &recs[k]);
+        for (size_t k = 0; k < n && j->cb.measurement; k++)
+            j->cb.measurement(j->ctx, r->name, r->runs, &recs[k]);
         htr_records_free(recs, n);
         /* Lines that are not JSON objects are skipped; told at the first, and at the
          * end if more came, not at every poll. */
@@ -328,6 +394,8 @@ static void job_destroy(ex_job *j) {
         free(j->reps[i].metric_path);
         free(j->reps[i].read_error);
         htr_free(j->reps[i].reader);
+        htr_records_free(j->reps[i].held, j->reps[i].nheld);
+        free(j->reps[i].held_run);
     }
     free(j->reps);
     ex_strv_free(j->argv);

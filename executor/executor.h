@@ -103,8 +103,18 @@ typedef struct ex_callbacks {
      * "metrics"; detail is a sentence (pid, exit status, reason). */
     void (*event)(void *ctx, double time, const char *replica, const char *kind,
                   const char *detail);
-    /* A new metric record of a replica (each record once). */
-    void (*measurement)(void *ctx, const char *replica, const htr_record *rec);
+    /* A new metric record of a replica (each record once, in the order read). run is
+     * the run of the replica that wrote it, as this job counts them: its `started`
+     * events told through event() so far (1 for its first start, 2 after an in-place
+     * restart or a re-run of the job, ...), or 0 when the job has told no start of it
+     * (a re-attached job whose starts an earlier tuner was told). So that a record is
+     * given to the run that wrote it, the replica's metric file is also read at each
+     * of its `exited` events (the records are handed over at the next poll); a record
+     * then found whose timestamp is at or after the exit's time (and at most 5 minutes
+     * ahead of the clock) belongs to the next run: Slurm's events arrive late, when a
+     * restarted run may have written already. docs/metrics.md, "Attempts: which run
+     * wrote a record". */
+    void (*measurement)(void *ctx, const char *replica, int run, const htr_record *rec);
     /* The job is over: every replica has exited. error is NULL on success. After this
      * call the job may be freed (from inside the callback too). */
     void (*finished)(void *ctx, int outcome, const char *error);

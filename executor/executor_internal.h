@@ -28,6 +28,10 @@ typedef struct ex_replica {
     htr_reader *reader;
     char *read_error;     /* the last error reading the metric file, told once */
     size_t bad_told;      /* the metric file's lines that are not JSON, as last told */
+    int runs;             /* its `started` events told so far: the run now going on */
+    htr_record *held;     /* (nheld) records read when a run of it ended, handed over */
+    int *held_run;        /*   at the next poll, and the run each came from */
+    size_t nheld, capheld;
 } ex_replica;
 
 typedef struct ex_backend_ops {
@@ -123,8 +127,9 @@ void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, cons
  * seconds of it already used. For backends with timeout_from_start. */
 void ex__arm_timeout(ex_job *j, double elapsed);
 
-/* Reads every replica's metric file and hands new records to the caller; final: also
- * a last line without its newline (nobody writes any more). */
+/* Reads every replica's metric file and hands new records to the caller (first those
+ * held since a run of the replica ended); final: also a last line without its newline
+ * (nobody writes any more). */
 void ex__poll_metrics(ex_job *j, int final);
 
 /* Begins stopping a running job: records outcome and error (copied; NULL: none), then

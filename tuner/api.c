@@ -958,9 +958,11 @@ void api_trial(st_store *st, const char *id, const char *number, double now, api
                 json_decref(metrics);
                 metrics = json_object();
             }
-            json_array_append_new(ms, json_pack("{sIsssosf}", "step", (json_int_t)c.ms[i].step,
-                                                "replica", c.ms[i].replica, "metrics", metrics,
-                                                "timestamp", c.ms[i].timestamp));
+            json_array_append_new(
+                ms, json_pack("{sIsssososf}", "step", (json_int_t)c.ms[i].step, "replica",
+                              c.ms[i].replica, "attempt",
+                              c.ms[i].attempt > 0 ? json_integer(c.ms[i].attempt) : json_null(),
+                              "metrics", metrics, "timestamp", c.ms[i].timestamp));
         }
         json_object_set_new(o, "measurements", ms);
         json_t *ev = json_array();
@@ -1149,6 +1151,8 @@ void api_log(st_store *st, const char *id, const char *number, const char *repli
 /* One measurement kept for the curve of the trial being read. */
 typedef struct curve_pt {
     int64_t step;
+    int attempt;      /* the run of its replica that wrote it (0: not known) */
+    int64_t seq;      /* its arrival in the study's measurement sequence */
     double timestamp;
     double value;
     int rep;          /* its replica: an index into the trial's replicas */
@@ -1158,7 +1162,9 @@ typedef struct curve_pt {
  * and no index lookups. Per trial the curve is then chosen as the study loop chooses
  * the curve it stops trials by (study.c, curve_add): the chief's (or master's) points,
  * else those of the replica that reported first; a step reported twice (a restarted
- * replica) keeps the newer value. */
+ * replica) keeps the value of the newest attempt, of two of the same attempt the later
+ * arrival's (rows of a store older than schema version 4, with no attempt and, from
+ * version 1, no sequence, by their timestamps). */
 typedef struct curves_ctx {
     const char *id;
     study_ref s;
@@ -1191,9 +1197,13 @@ static void curves_state(void *arg, int64_t number, const char *state) {
     c->tstates[c->ntrials++] = tn_xstrdup(state);
 }
 
+/* By step, then from the point that counts least to the one that counts: attempt,
+ * arrival, timestamp. */
 static int cmp_points(const void *a, const void *b) {
     const curve_pt *x = a, *y = b;
     if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    if (x->attempt != y->attempt) return x->attempt < y->attempt ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
     return x->timestamp < y->timestamp ? -1 : x->timestamp > y->timestamp;
 }
 
@@ -1252,8 +1262,9 @@ static void curves_point(void *arg, const st_point *p) {
         c->ptcap = c->ptcap ? 2 * c->ptcap : 64;
         c->pts = tn_xrealloc(c->pts, c->ptcap * sizeof *c->pts);
     }
-    c->pts[c->npts++] = (curve_pt){.step = p->step, .timestamp = p->timestamp,
-                                   .value = p->value, .rep = c->nreps - 1};
+    c->pts[c->npts++] = (curve_pt){.step = p->step, .attempt = p->attempt, .seq = p->seq,
+                                   .timestamp = p->timestamp, .value = p->value,
+                                   .rep = c->nreps - 1};
 }
 
 static int curves_read(st_store *st, void *arg) {

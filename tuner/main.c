@@ -733,7 +733,7 @@ static const command commands[] = {
     {"validate", cmd_validate, "check a spec and report every problem"},
     {"list", cmd_list, "list the studies in the store"},
     {"show", cmd_show, "one study: state, counts, best trial"},
-    {"trials", cmd_trials, "a study's trials with parameters and results"},
+    {"trials", cmd_trials, "a study's trials, or one trial's measurements"},
     {"best", cmd_best, "a study's best trial"},
     {"logs", cmd_logs, "a trial replica's log (-f to follow)"},
     {"cancel", cmd_cancel, "cancel a study (a running tuner stops its trials)"},

@@ -73,6 +73,7 @@ typedef struct cmd_def {
     const char *about;                /* a paragraph, ending in '\n' */
     const char *pos[MAX_POSITIONAL];  /* names of the positional arguments, in order */
     int npos;                         /* how many there must be */
+    int more;                         /* how many more may follow */
 } cmd_def;
 
 /* The same layout as main.c's commands: usage, the paragraph, the flags and --db. */
@@ -83,13 +84,15 @@ static void print_help(const cmd_def *d, const tn_flag *flags, size_t n) {
 }
 
 /* Parses argv by the flag table and checks the positional count. Returns CONTINUE
- * with pos[i] the index in argv of positional argument i, or the exit code (0 after
- * --help). */
+ * with pos[i] the index in argv of positional argument i (-1 for an optional one not
+ * given), or the exit code (0 after --help). */
 static int parse_args(const cmd_def *d, const tn_flag *flags, size_t n, int argc, char **argv,
                       int pos[MAX_POSITIONAL]) {
     char err[512];
     int npos = 0;
-    int rc = tn_flags_parse(flags, n, argc, argv, pos, d->npos, &npos, err, sizeof err);
+    for (int i = 0; i < MAX_POSITIONAL; i++) pos[i] = -1;
+    int rc = tn_flags_parse(flags, n, argc, argv, pos, d->npos + d->more, &npos, err,
+                            sizeof err);
     if (rc == 1) {
         print_help(d, flags, n);
         return TUNER_EXIT_OK;
@@ -335,6 +338,7 @@ static const cmd_def list_def = {
     "by the spec's goal and the trial that reached it, and when it was created and last\n"
     "updated.\n",
     {NULL},
+    0,
     0};
 
 /* One row of `tuner list` for a study. */
@@ -436,7 +440,8 @@ static const cmd_def show_def = {
     "trials by state, the best trial with its parameters, when it was created and last\n"
     "updated, and where its jobs write (jobDir) and the store it lives in.\n",
     {"STUDY"},
-    1};
+    1,
+    0};
 
 /* "6 of 20: 3 succeeded, 1 failed, 2 running" (states with no trials left out). */
 static void trials_summary(const int64_t c[6], int max_trials, char *buf, size_t len) {
@@ -542,12 +547,86 @@ done:
 
 /* ---- trials ---- */
 
+/* Parses TRIAL: a positive decimal integer (trials and logs). */
+static int parse_trial_number(const char *s, int64_t *out) {
+    if (!s[0] || s[0] == '-' || s[0] == '+') return TN_EINVAL;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno == ERANGE || v <= 0) return TN_EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Parses --replica=TYPE[:INDEX] against the spec into *type and *index (trials and
+ * logs). Returns CONTINUE or an exit code. */
+static int parse_replica(const char *value, const tn_spec *spec, const char *study, int *type,
+                         int *index) {
+    static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
+    static const int types[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+    const char *colon = strchr(value, ':');
+    size_t len = colon ? (size_t)(colon - value) : strlen(value);
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), value);
+    *type = -1;
+    for (int i = 0; i < 5; i++)
+        if (len == strlen(names[i]) && !strncmp(value, names[i], len)) *type = types[i];
+    if (*type < 0) {
+        const char *near = tn_closest(name, names, 5);
+        return fail(TUNER_EXIT_USAGE,
+                    "write --replica=TYPE:INDEX; TYPE is chief, master, worker, ps or evaluator",
+                    "--replica: unknown replica type '%s'%s%s%s", name,
+                    near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    }
+    *index = 0;
+    if (colon) {
+        char *end;
+        errno = 0;
+        long v = strtol(colon + 1, &end, 10);
+        if (!colon[1] || *end || errno == ERANGE || v < 0 || v > 1000000)
+            return fail(TUNER_EXIT_USAGE, "write it as TYPE:INDEX, e.g. --replica=worker:1",
+                        "--replica: bad index '%s'", colon + 1);
+        *index = (int)v;
+    }
+    int count = spec_replica_count(spec, *type);
+    if (*index >= count) {
+        char list[256] = "";
+        size_t used = 0;
+        for (int ty = 0; ty < SPEC_NREPLICA_TYPES && used < sizeof list; ty++) {
+            int k = spec_replica_count(spec, ty);
+            if (k <= 0) continue;
+            const char *nm = spec_replica_name(spec, ty);
+            if (k == 1)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0",
+                                         used ? ", " : "", nm);
+            else
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0..%d",
+                                         used ? ", " : "", nm, k - 1);
+        }
+        char hint[300];
+        snprintf(hint, sizeof hint, "its replicas are %s", list);
+        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no replica %s:%d", study,
+                    spec_replica_name(spec, *type), *index);
+    }
+    return CONTINUE;
+}
+
 static const cmd_def trials_def = {
-    "trials", "trials STUDY [--state=STATE] [--format=table|json|csv]",
+    "trials", "trials STUDY [TRIAL] [--state=STATE] [--replica=TYPE:INDEX] "
+              "[--format=table|json|csv]",
     "Lists the trials of a study in number order: state, objective, one column per\n"
     "parameter (in the spec's order), duration in seconds (so far, while running),\n"
-    "attempts, replica restarts and the error of a failed trial.\n",
-    {"STUDY"},
+    "attempts, replica restarts and the error of a failed trial.\n"
+    "\n"
+    "With a trial number, prints that trial's measurements instead, one row per stored\n"
+    "record, by step, then replica, then arrival: the step, the replica, the attempt\n"
+    "(which run of the replica wrote it: 1 for its first start in the trial, 2 after a\n"
+    "restart in place or a re-run of the job, ...), one column per metric (the study's\n"
+    "metric first) and the record's timestamp. A step a restarted replica reported\n"
+    "again shows once per attempt; the newest attempt's value is the one the learning\n"
+    "curves and early stopping use.\n",
+    {"STUDY", "TRIAL"},
+    1,
     1};
 
 /* Checks a --state value (any case) and writes its canonical form to *state. Returns
@@ -571,22 +650,155 @@ static int parse_state(const char *value, const char **state) {
                 near ? near : "", near ? "?)" : "");
 }
 
+/* The table's text of a record's timestamp: ISO 8601 UTC with milliseconds when it is
+ * a time of this century, else the number (a record without a timestamp has its
+ * position, 1, 2, ...; a program may write anything). */
+static void format_stamp(double ts, char *buf, size_t len) {
+    if (ts >= 946684800.0 && ts < 4102444800.0) { /* 2000 to 2100 */
+        time_t whole = (time_t)floor(ts);
+        int ms = (int)floor((ts - (double)whole) * 1000.0);
+        struct tm tm;
+        char day[32];
+        if (gmtime_r(&whole, &tm) && strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm) > 0) {
+            snprintf(buf, len, "%s.%03dZ", day, ms > 999 ? 999 : ms);
+            return;
+        }
+    }
+    snprintf(buf, len, "%.6g", ts);
+}
+
+/* Adds name to names[0..*n) unless it is there. */
+static void add_name(char ***names, size_t *n, const char *name) {
+    for (size_t i = 0; i < *n; i++)
+        if (!strcmp((*names)[i], name)) return;
+    *names = tn_xrealloc(*names, (*n + 1) * sizeof **names);
+    (*names)[(*n)++] = tn_xstrdup(name);
+}
+
+/* `tuner trials STUDY TRIAL`: one row per stored measurement of the trial (of the
+ * replica --replica names, when given), by step, then replica, then arrival. Returns
+ * the exit code. */
+static int print_measurements(const report *r, const char *trial_s, const char *replica_s,
+                              int format) {
+    int64_t number = 0;
+    if (parse_trial_number(trial_s, &number) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "TRIAL must be a positive integer (a trial number), got '%s'",
+                 trial_s);
+        return usage_fail(trials_def.name, msg);
+    }
+    int found = 0;
+    for (size_t i = 0; i < r->n && !found; i++) found = r->trials[i].number == number;
+    if (!found) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", r->study.name);
+        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", r->study.name,
+                    (long long)number);
+    }
+    char only[48] = "";
+    if (replica_s[0]) {
+        int type, index, rc = parse_replica(replica_s, &r->spec, r->study.name, &type, &index);
+        if (rc != CONTINUE) return rc;
+        snprintf(only, sizeof only, "%s:%d", spec_replica_name(&r->spec, type), index);
+    }
+    st_measurement *ms = NULL;
+    size_t n = 0;
+    char err[1024];
+    if (st_measurement_list(r->st, r->study.id, number, &ms, &n, err, sizeof err) != 0)
+        return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    /* The metrics, parsed once: the study's metric first, then the others in the order
+     * the records first name them. */
+    json_t **metrics = tn_xcalloc(n + 1, sizeof *metrics);
+    char **names = NULL;
+    size_t nnames = 0;
+    if (r->spec.metric_tag && r->spec.metric_tag[0])
+        add_name(&names, &nnames, r->spec.metric_tag);
+    for (size_t i = 0; i < n; i++) {
+        if (only[0] && strcmp(ms[i].replica, only) != 0) continue;
+        metrics[i] = json_loads(ms[i].metrics, 0, NULL);
+        if (!json_is_object(metrics[i])) {
+            json_decref(metrics[i]);
+            metrics[i] = json_object();
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(metrics[i], key, v) add_name(&names, &nnames, key);
+    }
+
+    out_table *t = out_new();
+    out_column(t, "step", "STEP", OUT_RIGHT);
+    out_column(t, "replica", "REPLICA", 0);
+    out_column(t, "attempt", "ATTEMPT", OUT_RIGHT);
+    out_column(t, "metrics", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+    for (size_t k = 0; k < nnames; k++) out_column(t, names[k], names[k], OUT_NO_JSON | OUT_RIGHT);
+    out_column(t, "timestamp", "TIMESTAMP", OUT_RIGHT);
+    for (size_t i = 0; i < n; i++) {
+        if (!metrics[i]) continue; /* another replica's */
+        out_row(t);
+        out_int(t, ms[i].step);
+        out_str(t, ms[i].replica);
+        if (ms[i].attempt > 0)
+            out_int(t, ms[i].attempt);
+        else
+            out_null(t); /* written before the store kept attempts */
+        out_json(t, json_incref(metrics[i]));
+        for (size_t k = 0; k < nnames; k++) {
+            json_t *v = json_object_get(metrics[i], names[k]);
+            if (json_is_integer(v))
+                out_int(t, json_integer_value(v));
+            else if (json_is_number(v))
+                out_num(t, json_number_value(v));
+            else
+                out_null(t);
+        }
+        char stamp[64];
+        format_stamp(ms[i].timestamp, stamp, sizeof stamp);
+        out_cell(t, stamp, json_real(ms[i].timestamp));
+    }
+    char empty[400];
+    snprintf(empty, sizeof empty, "trial %lld of study %s has no measurements%s%s yet",
+             (long long)number, r->study.name, only[0] ? " of " : "", only);
+    int rc = print_rows(t, format, empty, 0);
+    out_free(t);
+    for (size_t i = 0; i < n; i++) json_decref(metrics[i]);
+    free(metrics);
+    for (size_t k = 0; k < nnames; k++) free(names[k]);
+    free(names);
+    st_measurements_free(ms, n);
+    return rc;
+}
+
 int cmd_trials(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table", *state_s = "";
+    const char *format_s = "table", *state_s = "", *replica_s = "";
     const tn_flag flags[] = {
         {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
         {"state", TN_FLAG_STRING, &state_s, "STATE",
          "only the trials in this state (RUNNING, FAILED, ...)"},
+        {"replica", TN_FLAG_STRING, &replica_s, "TYPE:INDEX",
+         "with TRIAL: only this replica's measurements (chief, worker:1, ...)"},
     };
     int pos[MAX_POSITIONAL], format = CLI_TABLE;
     const char *only = NULL;
     int rc = parse_args(&trials_def, flags, NFLAGS(flags), argc, argv, pos);
     if (rc != CONTINUE) return rc;
     if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    int one = pos[1] >= 0; /* a trial's measurements */
+    if (one && state_s[0])
+        return usage_fail(trials_def.name, "--state chooses trials to list; it does not go "
+                                           "with a trial number");
+    if (!one && replica_s[0])
+        return usage_fail(trials_def.name, "--replica chooses a replica's measurements: give "
+                                           "a trial number too (tuner trials STUDY TRIAL "
+                                           "--replica=TYPE:INDEX)");
     if (state_s[0] && (rc = parse_state(state_s, &only)) != CONTINUE) return rc;
 
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
+    if (one) {
+        rc = print_measurements(&r, argv[pos[1]], replica_s, format);
+        report_clear(&r);
+        return rc;
+    }
     char empty[300];
     out_table *t = out_new();
     out_column(t, "number", "TRIAL", OUT_RIGHT);
@@ -649,7 +861,8 @@ static const cmd_def best_def = {
     "Shows the best succeeded trial of a study by the spec's goal (MAXIMIZE or MINIMIZE;\n"
     "ties go to the lowest trial number): its number, objective and parameters.\n",
     {"STUDY"},
-    1};
+    1,
+    0};
 
 int cmd_best(int argc, char **argv, const cli_env *env) {
     const char *format_s = "table";
@@ -710,71 +923,8 @@ static const cmd_def logs_def = {
     "--follow (-f) it keeps printing what is appended until the trial is no longer\n"
     "PENDING or RUNNING, then exits 0.\n",
     {"STUDY", "TRIAL"},
-    2};
-
-/* Parses TRIAL: a positive decimal integer. */
-static int parse_trial_number(const char *s, int64_t *out) {
-    if (!s[0] || s[0] == '-' || s[0] == '+') return TN_EINVAL;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || errno == ERANGE || v <= 0) return TN_EINVAL;
-    *out = v;
-    return 0;
-}
-
-/* Parses --replica=TYPE[:INDEX] against the spec into *type and *index. Returns
- * CONTINUE or an exit code. */
-static int parse_replica(const char *value, const tn_spec *spec, const char *study, int *type,
-                         int *index) {
-    static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
-    static const int types[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
-    const char *colon = strchr(value, ':');
-    size_t len = colon ? (size_t)(colon - value) : strlen(value);
-    char name[32];
-    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), value);
-    *type = -1;
-    for (int i = 0; i < 5; i++)
-        if (len == strlen(names[i]) && !strncmp(value, names[i], len)) *type = types[i];
-    if (*type < 0) {
-        const char *near = tn_closest(name, names, 5);
-        return fail(TUNER_EXIT_USAGE,
-                    "write --replica=TYPE:INDEX; TYPE is chief, master, worker, ps or evaluator",
-                    "--replica: unknown replica type '%s'%s%s%s", name,
-                    near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
-    }
-    *index = 0;
-    if (colon) {
-        char *end;
-        errno = 0;
-        long v = strtol(colon + 1, &end, 10);
-        if (!colon[1] || *end || errno == ERANGE || v < 0 || v > 1000000)
-            return fail(TUNER_EXIT_USAGE, "write it as TYPE:INDEX, e.g. --replica=worker:1",
-                        "--replica: bad index '%s'", colon + 1);
-        *index = (int)v;
-    }
-    int count = spec_replica_count(spec, *type);
-    if (*index >= count) {
-        char list[256] = "";
-        size_t used = 0;
-        for (int ty = 0; ty < SPEC_NREPLICA_TYPES && used < sizeof list; ty++) {
-            int k = spec_replica_count(spec, ty);
-            if (k <= 0) continue;
-            const char *nm = spec_replica_name(spec, ty);
-            if (k == 1)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0",
-                                         used ? ", " : "", nm);
-            else
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s:0..%d",
-                                         used ? ", " : "", nm, k - 1);
-        }
-        char hint[300];
-        snprintf(hint, sizeof hint, "its replicas are %s", list);
-        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no replica %s:%d", study,
-                    spec_replica_name(spec, *type), *index);
-    }
-    return CONTINUE;
-}
+    2,
+    0};
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -998,7 +1148,8 @@ static const cmd_def cancel_def = {
     "does nothing and succeeds; a study that already SUCCEEDED or FAILED cannot be\n"
     "cancelled (exit 2).\n",
     {"STUDY"},
-    1};
+    1,
+    0};
 
 int cmd_cancel(int argc, char **argv, const cli_env *env) {
     int pos[MAX_POSITIONAL];

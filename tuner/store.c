@@ -27,13 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ST_SCHEMA_VERSION 3      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 4      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 3 (docs/store.md describes every column; version 2 added the
+/* The schema, version 4 (docs/store.md describes every column; version 2 added the
  * change sequences the dashboard follows: docs/dashboard.md, "Change detection";
  * version 3 the executor's handle of a trial's job, so that a resumed tuner
- * re-attaches to its Slurm jobs). A new file gets this directly; an older file gets
+ * re-attaches to its Slurm jobs; version 4 the attempt of each measurement, which run
+ * of its replica wrote it). A new file gets this directly; an older file gets
  * the migrations from its version on, and the result is the same schema
  * (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
@@ -74,6 +75,7 @@ static const char schema_sql[] =
     "  timestamp REAL NOT NULL,\n"
     "  metrics TEXT NOT NULL,\n"
     "  seq INTEGER NOT NULL DEFAULT 0,\n"
+    "  attempt INTEGER,\n"
     "  PRIMARY KEY (study_id, trial, replica, timestamp),\n"
     "  FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;\n"
     "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
@@ -87,7 +89,7 @@ static const char schema_sql[] =
     "  kind TEXT NOT NULL,\n"
     "  detail TEXT);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '3');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '4');\n";
 
 /* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
  * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
@@ -101,6 +103,9 @@ static const char *const migrations[ST_SCHEMA_VERSION] = {
     "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n",
     [2] = /* 2 -> 3: the executor's handle of a trial's job (a Slurm job id) */
     "ALTER TABLE trials ADD COLUMN executor_job TEXT;\n",
+    [3] = /* 3 -> 4: the attempt of a measurement. Rows written before get NULL: no
+           * version 3 file says which run of a replica wrote a row (docs/store.md). */
+    "ALTER TABLE measurements ADD COLUMN attempt INTEGER;\n",
 };
 
 /* The cached statements, one per query the store runs. */
@@ -200,13 +205,15 @@ static const char *const query_sql[Q_COUNT] = {
     /* ON CONFLICT names the key, so only a duplicate record is skipped; a missing trial
      * (foreign key) is still an error, which INSERT OR IGNORE would not promise. */
     [Q_MEASUREMENT_INSERT] = "INSERT INTO measurements (study_id, trial, replica, step, "
-                             "timestamp, metrics, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM measurements "
+                             "timestamp, metrics, attempt, seq) VALUES (?1, ?2, ?3, ?4, ?5, "
+                             "?6, ?7, (SELECT COALESCE(MAX(seq), 0) + 1 FROM measurements "
                              "WHERE study_id = ?1)) "
                              "ON CONFLICT (study_id, trial, replica, timestamp) DO NOTHING",
-    [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp FROM measurements "
-                           "WHERE study_id = ?1 AND trial = ?2 "
-                           "ORDER BY step, timestamp, replica",
+    /* by arrival (seq) within a step and replica; rows a version 1 store wrote all have
+     * seq 0 and fall back to their timestamps */
+    [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp, attempt FROM "
+                           "measurements WHERE study_id = ?1 AND trial = ?2 "
+                           "ORDER BY step, replica, seq, timestamp",
     [Q_EVENT_INSERT] = "INSERT INTO events (study_id, trial, time, replica, kind, detail) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [Q_EVENT_LIST_TRIAL] = "SELECT time, replica, kind, detail FROM events "
@@ -241,10 +248,10 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_TRIAL_PAGE + ST_SORT_STATE] = PAGE_SQL(STATE_RANK ", number"),
     [Q_TRIAL_PAGE + ST_SORT_STATE_DESC] = PAGE_SQL(STATE_RANK " DESC, number"),
     [Q_POINTS_SINCE] = "SELECT m.trial, m.step, m.replica, m.timestamp, m.seq, " POINT_VALUE
-                       " FROM measurements m WHERE m.study_id = ?1 AND m.seq > ?3 "
+                       ", m.attempt FROM measurements m WHERE m.study_id = ?1 AND m.seq > ?3 "
                        "ORDER BY m.seq LIMIT ?4",
     [Q_POINTS_ALL] = "SELECT m.trial, m.step, m.replica, m.timestamp, m.seq, " POINT_VALUE
-                     " FROM measurements m WHERE m.study_id = ?1 "
+                     ", m.attempt FROM measurements m WHERE m.study_id = ?1 "
                      "ORDER BY m.trial, m.replica, m.timestamp",
 };
 
@@ -375,6 +382,11 @@ static int bind(sqlite3_stmt *st, const char *types, ...) {
             break;
         }
         case 'r': rc = sqlite3_bind_double(st, idx, va_arg(ap, double)); break;
+        case 'p': { /* a positive integer, or NULL for 0 and below (not known) */
+            int64_t v = va_arg(ap, int64_t);
+            rc = v > 0 ? sqlite3_bind_int64(st, idx, v) : sqlite3_bind_null(st, idx);
+            break;
+        }
         case 'z': {
             double v = va_arg(ap, double);
             rc = v != 0 ? sqlite3_bind_double(st, idx, v) : sqlite3_bind_null(st, idx);
@@ -1190,8 +1202,8 @@ int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_me
     if ((rc = prep(s, Q_MEASUREMENT_INSERT, &st, op, err, errlen))) goto fail;
     int xrc = SQLITE_OK;
     rc = step_done(s, st,
-                   bind(st, "iitirt", study_id, trial, m->replica, m->step, m->timestamp,
-                        m->metrics),
+                   bind(st, "iitirtp", study_id, trial, m->replica, m->step, m->timestamp,
+                        m->metrics, (int64_t)m->attempt),
                    op, err, errlen, &xrc);
     if (rc) {
         if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
@@ -1210,6 +1222,7 @@ static void read_measurement(sqlite3_stmt *st, void *row) {
     m->replica = col_text_nn(st, 1);
     m->metrics = col_text_nn(st, 2);
     m->timestamp = sqlite3_column_double(st, 3);
+    m->attempt = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 4);
 }
 
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
@@ -1530,7 +1543,10 @@ static int read_points(st_store *s, sqlite3_stmt *st, int brc, const char *op,
                           .replica = replica ? (const char *)replica : "",
                           .timestamp = sqlite3_column_double(st, 3),
                           .seq = sqlite3_column_int64(st, 4),
-                          .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL};
+                          .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL,
+                          .attempt = sqlite3_column_type(st, 6) == SQLITE_NULL
+                                         ? 0
+                                         : sqlite3_column_int(st, 6)};
             p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
             fn(ctx, &p);
         }

@@ -69,6 +69,10 @@ typedef struct st_measurement {
     char *replica;      /* "chief:0", "worker:1", ... */
     char *metrics;      /* JSON object of the record's metrics as numbers */
     double timestamp;   /* the record's timestamp */
+    int attempt;        /* which run of the replica wrote it: 1 for its first start in
+                           the trial, 2 for the next (an in-place restart or a re-run of
+                           the job), ...; 0 when not known (stored as NULL: rows of a
+                           store older than schema version 4). docs/store.md */
 } st_measurement;
 
 typedef struct st_event {
@@ -128,9 +132,12 @@ void st_trial_clear(st_trial *t);
 void st_trials_free(st_trial *list, size_t n);
 
 /* Stores a measurement of a trial; a record already stored (same replica and
- * timestamp) is ignored, so re-reading a metric file never duplicates. */
+ * timestamp) is ignored, so re-reading a metric file never duplicates (the stored
+ * row, its attempt included, stays as it was). */
 int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_measurement *m,
                        char *err, size_t errlen);
+/* A trial's measurements by step, then replica, then arrival (the order they were
+ * stored in); *out is yours (st_measurements_free). */
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
                         size_t *n, char *err, size_t errlen);
 void st_measurements_free(st_measurement *list, size_t n);
@@ -158,6 +165,7 @@ typedef struct st_point {
     int64_t seq;          /* the measurement's place in the study's sequence */
     int has_value;        /* whether the record holds the metric as a number */
     double value;
+    int attempt;          /* the run of the replica that wrote it (0: not known) */
 } st_point;
 
 /* Orders of st_trial_page. Values and durations that are missing sort last either way;
@@ -215,7 +223,8 @@ int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t a
                     char *err, size_t errlen);
 /* Calls fn for each measurement of the study, with the value of `metric` when the
  * record has it, in trial, replica, timestamp order (the table's own, so nothing is
- * sorted): every learning curve in one query. */
+ * sorted): every learning curve in one query. The caller orders a curve's points (by
+ * step, then attempt, then seq: the newest attempt of a step wins). */
 int st_points_all(st_store *s, int64_t study_id, const char *metric,
                   void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
                   size_t errlen);

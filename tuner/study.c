@@ -233,6 +233,13 @@ char *study_resolve_program(const char *name, const char *self_dir) {
 
 typedef struct loop loop;
 
+/* How many times a replica was started in a trial before this run of it (the stored
+ * `started` events): the attempts of a resumed trial go on from there. */
+typedef struct replica_starts {
+    char replica[32];      /* "chief:0", ... */
+    int starts;
+} replica_starts;
+
 typedef struct trial_run {
     loop *L;
     int64_t number;
@@ -253,9 +260,12 @@ typedef struct trial_run {
     int restarts_before;
     int early_stopped;     /* the early-stopping rule stopped it */
     char *stop_reason;     /* why */
+    replica_starts *prior; /* (nprior) starts stored before this run (a resumed trial) */
+    size_t nprior;
 } trial_run;
 
 static void trial_run_free(trial_run *t) {
+    free(t->prior);
     free(t->values);
     free(t->params);
     free(t->stop_reason);
@@ -267,6 +277,8 @@ static void trial_run_free(trial_run *t) {
 typedef struct curve {
     int state;             /* enum sp_trial_state */
     es_point *pts;         /* steps strictly increasing */
+    int *attempt;          /* (cap) the attempt of the record behind each point (0: not
+                              known, a store older than schema version 4) */
     size_t n, cap;
     char *replica;         /* whose records these are; the chief's win */
 } curve;
@@ -392,9 +404,12 @@ static int is_chief(const char *replica) {
 }
 
 /* Adds a measurement of replica to the curve: the chief's records replace any other
- * replica's, another replica's are ignored once a replica is chosen; a repeated step
- * (a restarted replica) takes the newest value. */
-static void curve_add(curve *c, const char *replica, int64_t step, double v) {
+ * replica's, another replica's are ignored once a replica is chosen. A repeated step
+ * (a restarted replica reporting it again) keeps one value, the newest attempt's;
+ * between records of the same attempt, the later one's (records come in the order
+ * they arrived, live and from st_measurement_list alike), so the rule sees one value
+ * per step. */
+static void curve_add(curve *c, const char *replica, int64_t step, int attempt, double v) {
     if (!c->replica || (is_chief(replica) && !is_chief(c->replica))) {
         if (c->replica && strcmp(c->replica, replica) != 0) c->n = 0;
         free(c->replica);
@@ -405,15 +420,21 @@ static void curve_add(curve *c, const char *replica, int64_t step, double v) {
     size_t i = c->n;
     while (i > 0 && c->pts[i - 1].step > step) i--;
     if (i > 0 && c->pts[i - 1].step == step) {
-        c->pts[i - 1].value = v;
+        if (attempt >= c->attempt[i - 1]) { /* an older attempt's record changes nothing */
+            c->pts[i - 1].value = v;
+            c->attempt[i - 1] = attempt;
+        }
         return;
     }
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 16;
         c->pts = tn_xrealloc(c->pts, c->cap * sizeof *c->pts);
+        c->attempt = tn_xrealloc(c->attempt, c->cap * sizeof *c->attempt);
     }
     memmove(c->pts + i + 1, c->pts + i, (c->n - i) * sizeof *c->pts);
+    memmove(c->attempt + i + 1, c->attempt + i, (c->n - i) * sizeof *c->attempt);
     c->pts[i] = (es_point){step, v};
+    c->attempt[i] = attempt;
     c->n++;
 }
 
@@ -482,11 +503,24 @@ static void on_event(void *ctx, double time, const char *replica, const char *ki
     }
 }
 
-static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
+/* The attempt of a record that run `run` of replica wrote, as the executor counts the
+ * runs of this job: every start of the replica in the trial, those an earlier run of
+ * the trial stored included, 1 for the first. A job that has told no start yet (run 0:
+ * re-attached to a Slurm job whose starts are stored) is at the last stored one. */
+static int attempt_of(const trial_run *t, const char *replica, int run) {
+    int before = 0;
+    for (size_t i = 0; i < t->nprior; i++)
+        if (!strcmp(t->prior[i].replica, replica)) before = t->prior[i].starts;
+    return before + run > 0 ? before + run : 1;
+}
+
+static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
     trial_run *t = ctx;
     loop *L = t->L;
+    int attempt = attempt_of(t, replica, run);
     st_measurement m = {.step = rec->step, .replica = (char *)replica,
-                        .metrics = rec->metrics_json, .timestamp = rec->timestamp};
+                        .metrics = rec->metrics_json, .timestamp = rec->timestamp,
+                        .attempt = attempt};
     char err[512];
     if (st_measurement_add(L->st, L->study->id, t->number, &m, err, sizeof err) != 0) {
         t->lost_record = 1; /* its result is incomplete: run it again on resume */
@@ -511,7 +545,7 @@ static void on_measurement(void *ctx, const char *replica, const htr_record *rec
         }
     }
     if (!isfinite(v)) return;
-    curve_add(curve_of(L, t->number), replica, rec->step, v);
+    curve_add(curve_of(L, t->number), replica, rec->step, attempt, v);
     decide_early_stop(L, t);
 }
 
@@ -652,6 +686,28 @@ static char **trial_argv(const loop *L, const double *values, size_t *argc) {
 
 static const ex_callbacks trial_callbacks = {on_event, on_measurement, on_finished, on_handle};
 
+/* Counts the stored starts of each replica of trial t (its `started` events), for a
+ * trial that ran before (resumed, re-attached). On an error the counts stay 0: the
+ * attempts then start over at 1, and a repeated step still goes to the later record. */
+static void count_prior_starts(loop *L, trial_run *t) {
+    st_event *ev = NULL;
+    size_t nev = 0;
+    if (st_event_list(L->st, L->study->id, t->number, &ev, &nev, NULL, 0) != 0) return;
+    for (size_t i = 0; i < nev; i++) {
+        if (!ev[i].replica || strcmp(ev[i].kind, "started") != 0) continue;
+        size_t k = 0;
+        while (k < t->nprior && strcmp(t->prior[k].replica, ev[i].replica) != 0) k++;
+        if (k == t->nprior) {
+            t->prior = tn_xrealloc(t->prior, (t->nprior + 1) * sizeof *t->prior);
+            snprintf(t->prior[k].replica, sizeof t->prior[k].replica, "%s", ev[i].replica);
+            t->prior[k].starts = 0;
+            t->nprior++;
+        }
+        t->prior[k].starts++;
+    }
+    st_events_free(ev, nev);
+}
+
 /* A new trial_run of trial `number` (not yet in the running list). */
 static trial_run *trial_run_new(loop *L, int64_t number, const double *values, const char *params,
                                 const st_trial *row) {
@@ -666,6 +722,7 @@ static trial_run *trial_run_new(loop *L, int64_t number, const double *values, c
     if (row) {
         t->attempts_before = row->attempts;
         t->restarts_before = row->restarts;
+        count_prior_starts(L, t);
     }
     return t;
 }
@@ -1068,7 +1125,8 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
                 json_t *obj = json_loads(ms[k].metrics, 0, NULL);
                 json_t *v = json_object_get(obj, spec->metric_tag);
                 if (json_is_number(v) && isfinite(json_number_value(v)))
-                    curve_add(c, ms[k].replica, ms[k].step, json_number_value(v));
+                    curve_add(c, ms[k].replica, ms[k].step, ms[k].attempt,
+                              json_number_value(v));
                 json_decref(obj);
             }
             st_measurements_free(ms, nm);
@@ -1175,6 +1233,7 @@ done:
     if (L.base) event_base_free(L.base);
     for (size_t i = 0; i < L.ncurves; i++) {
         free(L.curves[i].pts);
+        free(L.curves[i].attempt);
         free(L.curves[i].replica);
     }
     free(L.curves);

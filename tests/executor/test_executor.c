@@ -1,7 +1,8 @@
 /*
  * test_executor.c — the executor against real processes: small /bin/sh replicas that
  * succeed, fail n times, fail always, cannot be executed, exit 2, ignore SIGTERM,
- * outlive the chief, hang past the timeout, and report metrics. Each case runs an
+ * outlive the chief, hang past the timeout, and report metrics (each record with the
+ * run of its replica that wrote it, across restarts and re-runs). Each case runs an
  * event loop until the job reports its outcome (or a safety timeout fails the test).
  */
 #include <event2/event.h>
@@ -34,6 +35,7 @@ typedef struct outcome {
     char error[2048];
     int measurements;
     double last_accuracy;
+    char runs[1024];        /* "STEP/RUN=ACCURACY " per record, in the order handed over */
     char events[8192];      /* "replica kind; " ... */
     int bad_times;          /* events whose time was not a plausible wall-clock time */
     struct event_base *base;
@@ -47,11 +49,14 @@ static void on_event(void *ctx, double time, const char *replica, const char *ki
     snprintf(o->events + len, sizeof o->events - len, "%s %s; ", replica ? replica : "job", kind);
 }
 
-static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
+static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
     outcome *o = ctx;
     o->measurements++;
     double v;
     if (htr_record_metric(rec, "accuracy", &v)) o->last_accuracy = v;
+    size_t len = strlen(o->runs);
+    snprintf(o->runs + len, sizeof o->runs - len, "%lld/%d=%g ", (long long)rec->step, run,
+             htr_record_metric(rec, "accuracy", &v) ? v : -1);
 }
 
 static void on_finished(void *ctx, int result, const char *error) {
@@ -157,6 +162,36 @@ static void test_fails_twice_then_succeeds(void) {
     CHECK_INT_EQ(restarts, 2);
     CHECK_INT_EQ(attempts, 1);
     CHECK_STR_CONTAINS(o.events, "chief:0 restarted");
+}
+
+/* Each record comes with the run that wrote it. The first run reports step 5, then
+ * step 6 without a newline (as the Python library leaves its last line), and fails;
+ * the restarted run overwrites the file (as the library does) with its own step 5 and
+ * succeeds. Read at the first run's exit, the file still holds both of its records,
+ * the unfinished line included, which no later read could see. */
+static void test_records_carry_their_run(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; f=$CLOUD_ML_HP_METRIC_FILE;"
+                             " if [ ! -e $d/ran ]; then touch $d/ran;"
+                             "  printf '{\"global_step\": \"5\", \"accuracy\": \"0.2\"}\\n"
+                             "{\"global_step\": \"6\", \"accuracy\": \"0.3\"}' > $f; exit 1; fi;"
+                             " sleep 0.2;"
+                             " printf '{\"global_step\": \"5\", \"accuracy\": \"0.7\"}\\n' > $f",
+                   .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("runs", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_MSG(!strcmp(o.runs, "5/1=0.2 6/1=0.3 5/2=0.7 "), "records: %s", o.runs);
+    /* a re-run of the job counts on: runs 1 and 2 fail (restarts 1), run 3 reports */
+    job_case rerun = {.script = "d=${1#--job-dir=}; n=$(cat $d/count 2>/dev/null || echo 0);"
+                                " echo $((n+1)) > $d/count;"
+                                " printf '{\"global_step\": \"%s\", \"accuracy\": \"0.5\"}\\n' $n"
+                                " >> $CLOUD_ML_HP_METRIC_FILE; [ $n -ge 2 ]",
+                      .restarts = 1, .retries = 1};
+    o = run_job("rerun_runs", &rerun, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_MSG(!strcmp(o.runs, "0/1=0.5 1/2=0.5 2/3=0.5 "), "records: %s", o.runs);
 }
 
 static void test_always_fails(void) {
@@ -341,6 +376,7 @@ int main(void) {
     mkdir(g_root, 0755);
     RUN(test_chief_succeeds_and_reports);
     RUN(test_fails_twice_then_succeeds);
+    RUN(test_records_carry_their_run);
     RUN(test_always_fails);
     RUN(test_permanent_errors);
     RUN(test_program_not_found);

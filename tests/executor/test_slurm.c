@@ -118,6 +118,7 @@ typedef struct outcome {
     char handle[64];         /* the last handle */
     int handles;
     int measurements;
+    char runs[512];          /* "STEP/RUN=ACC " per record, in the order handed over */
     double chief_exit_time;  /* the time the chief's "exited" event came with */
     struct event_base *base;
     ex_job *job;
@@ -142,8 +143,13 @@ static void on_event(void *ctx, double time, const char *replica, const char *ki
         o->chief_exit_time = time;
 }
 
-static void on_measurement(void *ctx, const char *replica, const htr_record *rec) {
-    ((outcome *)ctx)->measurements++;
+static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
+    outcome *o = ctx;
+    o->measurements++;
+    double v;
+    size_t len = strlen(o->runs);
+    snprintf(o->runs + len, sizeof o->runs - len, "%lld/%d=%g ", (long long)rec->step, run,
+             htr_record_metric(rec, "acc", &v) ? v : -1);
 }
 
 static void on_finished(void *ctx, int result, const char *error) {
@@ -185,6 +191,7 @@ typedef struct job_case {
     size_t nseen;
     int attempts_before;     /* ... started this many times so far (0: 1) */
     void (*hook)(outcome *o, double elapsed);
+    double poll;             /* how often metric and event files are read (0: 0.1 s) */
 } job_case;
 
 /* squeue every 0.25 s keeps the tests short; test_squeue_rate checks the tuner's 1 s. */
@@ -216,7 +223,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .gpus = {0, jc->worker_gpus, 0, 0},
                          .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
                          .timeout_seconds = jc->timeout, .grace_seconds = 1,
-                         .poll_seconds = 0.1};
+                         .poll_seconds = jc->poll > 0 ? jc->poll : 0.1};
     ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
     int rc = jc->attach ? ex_job_attach(x, &cfg, &cb, &o, jc->attach,
                                         jc->attempts_before ? jc->attempts_before : 1, jc->seen,
@@ -349,6 +356,24 @@ static void test_restart_in_place(void) {
     CHECK_INT_EQ(attempts, 1);
     CHECK_INT_EQ(restarts, 2);
     CHECK_STR_CONTAINS(o.events, "chief:0 restarted: restart 1 of 5 after exit status 1");
+}
+
+/* The launchers' events are read late (here every 1.5 s): when the tuner reads that
+ * the chief's first run exited, the restarted run has reported too. The records'
+ * timestamps, against the exit's (both the node's clock), give each its run. */
+static void test_records_carry_their_run(void) {
+    fake_reset(1);
+    job_case jc = {.script = "d=${1#--job-dir=}; a=0.7; [ -e $d/ran ] || { touch $d/ran; a=0.2; }; "
+                             "printf '{\"global_step\": \"5\", \"acc\": \"%s\", "
+                             "\"timestamp\": %s}\\n' $a $(date +%s.%N)"
+                             " >> $CLOUD_ML_HP_METRIC_FILE; "
+                             "[ $a = 0.7 ] && sleep 2",
+                   .restarts = 5, .retries = 3, .poll = 1.5};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("runs", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_MSG(!strcmp(o.runs, "5/1=0.2 5/2=0.7 "), "records: %s; events: %s", o.runs, o.events);
 }
 
 static void test_gives_up_then_fails(void) {
@@ -955,6 +980,7 @@ int main(int argc, char **argv) {
     RUN(test_squeue_rate);
     RUN(test_heterogeneous_components);
     RUN(test_restart_in_place);
+    RUN(test_records_carry_their_run);
     RUN(test_gives_up_then_fails);
     RUN(test_permanent_error);
     RUN(test_program_not_found);

@@ -367,8 +367,8 @@ check("trial_detail_200", status == 200 and tr and set(tr) >= set(t0) |
 if tr:
     ms = tr["measurements"]
     check("trial_measurements", len(ms) == 6 and ms[0]["replica"] == "chief:0" and
-          set(ms[0]) == {"step", "replica", "metrics", "timestamp"} and
-          "score" in ms[0]["metrics"], str(ms[:1]))
+          set(ms[0]) == {"step", "replica", "attempt", "metrics", "timestamp"} and
+          ms[0]["attempt"] == 1 and "score" in ms[0]["metrics"], str(ms[:1]))
     kinds = [e["kind"] for e in tr["events"]]
     check("trial_events", "started" in kinds and "exited" in kinds and
           set(tr["events"][0]) == {"time", "replica", "kind", "detail"}, kinds)
@@ -376,6 +376,30 @@ if tr:
                                                 "exit_code": 0, "restarts": 0, "signal": None}],
           str(tr["replicas"]))
     check("trial_logs", tr["logs"] == ["chief-0"], tr["logs"])
+# A replica that reports steps 5 and 6, crashes and is restarted, and reports them
+# again with earlier timestamps (a clock set back): every record is kept with its
+# attempt, and the curve has the newest attempt's values, not the latest timestamps'.
+RESTARTER = os.path.join(WORK, "restarter.sh")
+with open(RESTARTER, "w") as f:
+    f.write("""for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done
+if [ ! -e "$d/ran" ]; then
+  touch "$d/ran"
+  printf '{"score": "0.2", "global_step": "5", "timestamp": 2000}\\n{"score": "0.3", "global_step": "6", "timestamp": 2001}\\n' >>"$CLOUD_ML_HP_METRIC_FILE"
+  exit 1
+fi
+printf '{"score": "0.7", "global_step": "5", "timestamp": 1000}\\n{"score": "0.8", "global_step": "6", "timestamp": 1001}\\n' >>"$CLOUD_ML_HP_METRIC_FILE"
+""")
+spec("restarted", 1, 1, ["/bin/sh", RESTARTER])
+r_ = run_tuner(["run", "restarted.json", "--quiet", "--poll=0.05", "--dashboard=off"], timeout=60)
+check("restarted_run_exit0", r_.returncode == 0, r_.stderr[-300:])
+s_, _, d_, _ = get_json(sport, "/api/studies/restarted/curves")
+pts = d_["curves"][0]["points"] if s_ == 200 and d_["curves"] else None
+check("curves_newest_attempt", pts == [[5, 0.7], [6, 0.8]], str(d_)[:300])
+s_, _, d_, _ = get_json(sport, "/api/studies/restarted/trials/1")
+got = [(m["step"], m.get("attempt"), m["metrics"].get("score"), m["timestamp"])
+       for m in d_.get("measurements", [])] if s_ == 200 else None
+check("trial_measurements_attempts", got == [(5, 1, 0.2, 2000), (5, 2, 0.7, 1000),
+                                             (6, 1, 0.3, 2001), (6, 2, 0.8, 1001)], str(got))
 check("trial_404", get_json(sport, "/api/studies/dash/trials/99")[0] == 404)
 check("trial_404_not_a_number", get_json(sport, "/api/studies/dash/trials/abc")[0] == 404)
 check("study_404", get_json(sport, "/api/studies/nosuch")[0] == 404)

@@ -429,7 +429,7 @@ static void test_migration_from_v1(void) {
     if (rc) return;
     char buf[4096], want[4096];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "3"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "4"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
           !strcmp(study.state, ST_STUDY_SUCCEEDED));

@@ -3,8 +3,9 @@
  *
  * Each test works on its own file in a folder made fresh for this run under
  * $TN_TEST_TMP (or /tmp) and removed at the end. Covered: studies, trials (numbering,
- * every field round trip, counts), measurements (duplicates, order), events,
- * st_transaction (commit, rollback, nesting), persistence across reopen, refusal of a
+ * every field round trip, counts), measurements (duplicates, order, attempts), events,
+ * st_transaction (commit, rollback, nesting), persistence across reopen, the migration
+ * of a version 3 file (measurements get their attempt column), refusal of a
  * newer schema, of a file that is not a database and of a missing folder, trial
  * numbers handed out by 4 processes at once, several processes opening a new file at
  * once, and 10,000 trials in one transaction.
@@ -84,7 +85,7 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "3") == 0);
+    CHECK(strcmp(buf, "4") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
@@ -132,7 +133,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 3");
+    CHECK_STR_CONTAINS(err, "reads up to 4");
     st_close(s);
 }
 
@@ -518,21 +519,23 @@ static void test_measurements(void) {
     CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
     CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
     /* Out of order on purpose; two replicas share timestamp 10.5; step 150 comes last in
-     * time (a restarted replica resumed from an older checkpoint). */
+     * time (a restarted replica resumed from an older checkpoint); the chief's second
+     * attempt reports step 100 again with an earlier timestamp (a clock set back); one
+     * record's attempt is not known (0, stored as NULL). */
     st_measurement in[] = {
-        {300, "chief:0", "{\"accuracy\": 0.9}", 30.0},
-        {150, "chief:0", "{\"accuracy\": 0.6}", 40.0},
-        {100, "chief:0", "{\"accuracy\": 0.5}", 10.5},
-        {100, "worker:0", "{\"accuracy\": 0.51}", 10.5},
-        {200, "chief:0", "{\"accuracy\": 0.7}", 20.25},
-        {100, "chief:0", "{\"accuracy\": 0.4}", 9.0},
-        {100, "worker:0", "{\"accuracy\": 0.45}", 9.5},
+        {300, "chief:0", "{\"accuracy\": 0.9}", 30.0, 1},
+        {150, "chief:0", "{\"accuracy\": 0.6}", 40.0, 1},
+        {100, "chief:0", "{\"accuracy\": 0.5}", 10.5, 1},
+        {100, "worker:0", "{\"accuracy\": 0.51}", 10.5, 1},
+        {200, "chief:0", "{\"accuracy\": 0.7}", 20.25, 1},
+        {100, "chief:0", "{\"accuracy\": 0.4}", 9.0, 2},
+        {100, "worker:0", "{\"accuracy\": 0.45}", 9.5, 0},
     };
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
         CHECK_INT_EQ(st_measurement_add(s, id, 1, &in[i], err, sizeof err), 0);
     /* The same record read again (same replica and timestamp) is ignored, even if its
-     * other fields differ; it is not an error. */
-    st_measurement again = {999, "chief:0", "{\"accuracy\": 0.0}", 20.25};
+     * other fields differ (its attempt too); it is not an error. */
+    st_measurement again = {999, "chief:0", "{\"accuracy\": 0.0}", 20.25, 7};
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &again, err, sizeof err), 0);
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &in[0], err, sizeof err), 0);
     /* Trial 2 gets one with the same key: a different trial, so it is stored. */
@@ -542,23 +545,33 @@ static void test_measurements(void) {
     size_t n = 0;
     CHECK_INT_EQ(st_measurement_list(s, id, 1, &list, &n, err, sizeof err), 0);
     CHECK_INT_EQ(n, 7);
-    /* by step, then timestamp (then replica) */
-    static const struct { int64_t step; double ts; const char *replica, *metrics; } want[] = {
-        {100, 9.0, "chief:0", "{\"accuracy\": 0.4}"},
-        {100, 9.5, "worker:0", "{\"accuracy\": 0.45}"},
-        {100, 10.5, "chief:0", "{\"accuracy\": 0.5}"},
-        {100, 10.5, "worker:0", "{\"accuracy\": 0.51}"},
-        {150, 40.0, "chief:0", "{\"accuracy\": 0.6}"},
-        {200, 20.25, "chief:0", "{\"accuracy\": 0.7}"},
-        {300, 30.0, "chief:0", "{\"accuracy\": 0.9}"},
+    /* by step, then replica, then arrival (not by timestamp); attempts as stored */
+    static const struct {
+        int64_t step;
+        double ts;
+        const char *replica, *metrics;
+        int attempt;
+    } want[] = {
+        {100, 10.5, "chief:0", "{\"accuracy\": 0.5}", 1},
+        {100, 9.0, "chief:0", "{\"accuracy\": 0.4}", 2},
+        {100, 10.5, "worker:0", "{\"accuracy\": 0.51}", 1},
+        {100, 9.5, "worker:0", "{\"accuracy\": 0.45}", 0},
+        {150, 40.0, "chief:0", "{\"accuracy\": 0.6}", 1},
+        {200, 20.25, "chief:0", "{\"accuracy\": 0.7}", 1},
+        {300, 30.0, "chief:0", "{\"accuracy\": 0.9}", 1},
     };
     for (size_t i = 0; i < n && i < 7; i++) {
         CHECK_MSG(list[i].step == want[i].step && list[i].timestamp == want[i].ts &&
                       strcmp(list[i].replica, want[i].replica) == 0 &&
-                      strcmp(list[i].metrics, want[i].metrics) == 0,
-                  "measurement %zu: step %lld ts %g %s %s", i, (long long)list[i].step,
-                  list[i].timestamp, list[i].replica, list[i].metrics);
+                      strcmp(list[i].metrics, want[i].metrics) == 0 &&
+                      list[i].attempt == want[i].attempt,
+                  "measurement %zu: step %lld ts %g %s %s attempt %d", i,
+                  (long long)list[i].step, list[i].timestamp, list[i].replica, list[i].metrics,
+                  list[i].attempt);
     }
+    char buf[64];
+    raw_text(path, "SELECT count(*) FROM measurements WHERE attempt IS NULL", buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, "1") == 0, "%s rows without an attempt, want 1", buf);
     st_measurements_free(list, n);
     CHECK_INT_EQ(st_measurement_list(s, id, 2, &list, &n, err, sizeof err), 0);
     CHECK_INT_EQ(n, 1);
@@ -569,7 +582,7 @@ static void test_measurements(void) {
 
     /* A measurement of a trial that does not exist is an error, not silently dropped. */
     CHECK_INT_EQ(st_measurement_add(s, id, 3, &in[0], err, sizeof err), TN_ENOENT);
-    st_measurement bad = {1, NULL, "{}", 1.0};
+    st_measurement bad = {1, NULL, "{}", 1.0, 1};
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &bad, err, sizeof err), TN_EINVAL);
     st_close(s);
 }
@@ -761,7 +774,7 @@ static void test_reopen_keeps_everything(void) {
     t.attempts = 1;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
-    st_measurement m = {10, "chief:0", "{\"accuracy\": 0.875}", 1234.5};
+    st_measurement m = {10, "chief:0", "{\"accuracy\": 0.875}", 1234.5, 3};
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &m, err, sizeof err), 0);
     st_event e = {1234.0, "chief:0", "exited", "status 0"};
     CHECK_INT_EQ(st_event_add(s, id, 1, &e, err, sizeof err), 0);
@@ -783,7 +796,7 @@ static void test_reopen_keeps_everything(void) {
     st_measurement *ml = NULL;
     size_t n = 0;
     CHECK_INT_EQ(st_measurement_list(s, id, 1, &ml, &n, err, sizeof err), 0);
-    CHECK(n == 1 && ml[0].step == 10 && ml[0].timestamp == 1234.5);
+    CHECK(n == 1 && ml[0].step == 10 && ml[0].timestamp == 1234.5 && ml[0].attempt == 3);
     st_measurements_free(ml, n);
     st_event *el = NULL;
     CHECK_INT_EQ(st_event_list(s, id, 1, &el, &n, err, sizeof err), 0);
@@ -793,6 +806,109 @@ static void test_reopen_keeps_everything(void) {
     CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_PENDING, &num, err, sizeof err), 0);
     CHECK_INT_EQ(num, 2);
     st_close(s);
+}
+
+/* The schema of version 3, as the tuner before measurements had attempts wrote it. */
+static const char schema_v3[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE studies (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, spec TEXT NOT "
+    "NULL, state TEXT NOT NULL, seed INTEGER NOT NULL, created REAL, updated REAL, error TEXT);"
+    "CREATE TABLE trials (study_id INTEGER NOT NULL REFERENCES studies(id), number INTEGER NOT "
+    "NULL, params TEXT NOT NULL, state TEXT NOT NULL, objective REAL, created REAL, started "
+    "REAL, finished REAL, attempts INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL "
+    "DEFAULT 0, error TEXT, changed INTEGER NOT NULL DEFAULT 0, executor_job TEXT, "
+    "PRIMARY KEY (study_id, number)) WITHOUT ROWID;"
+    "CREATE INDEX trials_by_state ON trials(study_id, state);"
+    "CREATE INDEX trials_by_change ON trials(study_id, changed);"
+    "CREATE TABLE measurements (study_id INTEGER NOT NULL, trial INTEGER NOT NULL, replica "
+    "TEXT NOT NULL, step INTEGER NOT NULL, timestamp REAL NOT NULL, metrics TEXT NOT NULL, "
+    "seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (study_id, trial, replica, timestamp), "
+    "FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;"
+    "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);"
+    "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);"
+    "CREATE TABLE events (id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES "
+    "studies(id), trial INTEGER NOT NULL, time REAL NOT NULL, replica TEXT, kind TEXT NOT NULL, "
+    "detail TEXT);"
+    "CREATE INDEX events_by_trial ON events(study_id, trial, time);"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '3');";
+
+/* The columns of table `table` of the file (name, type, not null, default, key). */
+static void table_columns(const char *path, const char *table, char *buf, size_t len) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT group_concat(name || ':' || type || ':' || \"notnull\" || ':' || "
+             "coalesce(dflt_value, '') || ':' || pk, ';') FROM pragma_table_info('%s')",
+             table);
+    raw_text(path, sql, buf, len);
+}
+
+/* A version 3 file, written with the raw API, is migrated when opened: its rows are
+ * all there, old measurements have no attempt (NULL: version 3 never knew which run
+ * wrote them), new ones store theirs, and the table is a new file's. */
+static void test_migration_from_v3(void) {
+    char path[600], fresh[600], err[512] = "";
+    tmp_path(path, sizeof path, "v3.db");
+    tmp_path(fresh, sizeof fresh, "v4.db");
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, schema_v3, NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO studies VALUES (1, 'old', '{}', 'SUCCEEDED', 5, 1.0, 2.0, NULL);"
+                       "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
+                       "2, 1, 1, NULL, 3, 'slurm:17');"
+                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
+                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
+                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    st_store *s = NULL;
+    int rc = st_open(path, &s, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s", err);
+    if (rc) return;
+    char buf[1024], want[1024];
+    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "4"), "schema_version %s", buf);
+    st_study study;
+    CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5);
+    st_study_clear(&study);
+    st_trial t;
+    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.objective == 0.75 &&
+          t.restarts == 1 && t.changed == 3 && t.executor_job &&
+          !strcmp(t.executor_job, "slurm:17"));
+    st_trial_clear(&t);
+    st_event *ev = NULL;
+    size_t n = 0;
+    CHECK(st_event_list(s, 1, 1, &ev, &n, err, sizeof err) == 0 && n == 1 &&
+          !strcmp(ev[0].kind, "started"));
+    st_events_free(ev, n);
+    /* a new record of the trial, from its second attempt */
+    st_measurement m = {.step = 6, .replica = "chief:0", .metrics = "{\"acc\": 0.8}",
+                        .timestamp = 3.5, .attempt = 2};
+    CHECK(st_measurement_add(s, 1, 1, &m, err, sizeof err) == 0);
+    st_measurement *ms = NULL;
+    CHECK(st_measurement_list(s, 1, 1, &ms, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 3);
+    if (n == 3) {
+        CHECK(ms[0].step == 5 && ms[0].attempt == 0 && !strcmp(ms[0].metrics, "{\"acc\": 0.2}"));
+        CHECK(ms[1].step == 5 && ms[1].attempt == 0 && !strcmp(ms[1].metrics, "{\"acc\": 0.7}"));
+        CHECK(ms[2].step == 6 && ms[2].attempt == 2 && ms[2].timestamp == 3.5);
+    }
+    st_measurements_free(ms, n);
+    raw_text(path, "SELECT count(*) FROM measurements WHERE attempt IS NULL", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "2"), "%s old rows without an attempt, want 2", buf);
+    raw_text(path, "SELECT max(seq) FROM measurements", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "3"), "the new row's seq is %s, want 3", buf);
+    st_close(s);
+    /* opening again changes nothing; the table is a new file's */
+    CHECK(st_open(path, &s, err, sizeof err) == 0);
+    st_close(s);
+    s = open_fresh("v4.db", fresh, sizeof fresh);
+    st_close(s);
+    table_columns(path, "measurements", buf, sizeof buf);
+    table_columns(fresh, "measurements", want, sizeof want);
+    CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated: %s\nnew: %s", buf, want);
+    CHECK_STR_CONTAINS(want, "attempt:INTEGER:0::0");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -1025,6 +1141,7 @@ int main(void) {
     RUN(test_events);
     RUN(test_transaction_commit_and_rollback);
     RUN(test_reopen_keeps_everything);
+    RUN(test_migration_from_v3);
     RUN(test_concurrent_trial_numbers);
     RUN(test_concurrent_first_open);
     RUN(test_ten_thousand_trials);

@@ -161,6 +161,68 @@ sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' median.json
 check median_one_stopped test "$(count_state median STOPPED)" -eq 1
 check median_c_stopped grep -q '^3,STOPPED' <<<"$("$TUNER" trials median --format=csv)"
 
+# --- a trial's measurements, by attempt: a replica that crashed after reporting ------
+# Trial 1 (config a) reports steps 5 and 6 (the last line without its newline, as the
+# Python library leaves it; timestamps 2000, 2001) and crashes; its restart overwrites
+# the file with its own steps 5 and 6 (timestamps 1000, 1001: a clock set back). Both
+# attempts are stored; the newest attempt's values are the curve. Trial 2 (config b)
+# is interrupted, so `resume` rebuilds the curves from the store: by attempt, not by
+# timestamp, trial 1 is at 0.7 at step 5, and trial 2's 0.5 there is below that median.
+cat >attempts.sh <<'SH'
+for a; do case $a in --job-dir=*) d=${a#--job-dir=};; --config=*) c=${a#--config=};; esac; done
+f=$CLOUD_ML_HP_METRIC_FILE
+if [ "$c" = a ]; then
+  if [ ! -e "$d/ran" ]; then
+    touch "$d/ran"
+    printf '{"score": "0.2", "global_step": "5", "timestamp": 2000}\n{"score": "0.3", "global_step": "6", "timestamp": 2001}' >"$f"
+    exit 1
+  fi
+  sleep 0.2
+  printf '{"score": "0.7", "global_step": "5", "timestamp": 1000}\n{"score": "0.8", "global_step": "6", "timestamp": 1001}\n' >"$f"
+  exit 0
+fi
+if [ ! -e "$d/ran" ]; then touch "$d/ran"; exec sleep 30; fi
+printf '{"score": "0.5", "global_step": "5"}\n' >"$f"
+exec sleep 3
+SH
+spec attempts BASIC "" 2 1 "[\"/bin/sh\", \"$PWD/attempts.sh\"]" \
+  ', "enableTrialEarlyStopping": true, "earlyStopping": {"minTrials": 1}' \
+  '{"parameterName": "config", "type": "CATEGORICAL", "categoricalValues": ["a", "b"]}'
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' attempts.json
+"$TUNER" run attempts.json --quiet --poll=0.05 --grace=1 >attempts.out 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ -e runs/attempts/2/ran ] && break; sleep 0.05; done
+kill -INT $pid; wait $pid
+"$TUNER" resume attempts --quiet --poll=0.05 --grace=1 >>attempts.out 2>&1
+check attempts_csv test "$("$TUNER" trials attempts 1 --format=csv)" = "step,replica,attempt,score,timestamp
+5,chief:0,1,0.2,2000
+5,chief:0,2,0.7,1000
+6,chief:0,1,0.3,2001
+6,chief:0,2,0.8,1001"
+check attempts_json python3 -c '
+import json, sys
+rows = [(r["step"], r["replica"], r["attempt"], r["metrics"], r["timestamp"]) for r in json.load(sys.stdin)]
+want = [(5, "chief:0", 1, {"score": 0.2}, 2000), (5, "chief:0", 2, {"score": 0.7}, 1000),
+        (6, "chief:0", 1, {"score": 0.3}, 2001), (6, "chief:0", 2, {"score": 0.8}, 1001)]
+sys.exit(0 if rows == want else "rows %s" % rows)' <<<"$("$TUNER" trials attempts 1 --format=json)"
+check attempts_table grep -q "^STEP  REPLICA  ATTEMPT  score  TIMESTAMP$" <<<"$("$TUNER" trials attempts 1)"
+check attempts_replica_filter test "$("$TUNER" trials attempts 1 --replica=chief --format=csv | wc -l)" -eq 5
+# the resumed trial's run is its replica's second start
+check attempts_go_on_after_resume grep -q "^5,chief:0,2,0.5," <<<"$("$TUNER" trials attempts 2 --format=csv)"
+check attempts_curve_newest_attempt grep -q "step 5: best 0.5 is worse than the median 0.7 of 1 completed trial" <<<"$(trial_field attempts error)"
+check attempts_stopped test "$(count_state attempts STOPPED)" -eq 1
+err=$("$TUNER" trials attempts 9 2>&1); rc=$?
+check attempts_missing_trial_exit4 test $rc -eq 4
+check attempts_missing_trial_says grep -q "study attempts has no trial 9" <<<"$err"
+err=$("$TUNER" trials attempts 1 --replica=worker:0 2>&1); rc=$?
+check attempts_missing_replica_exit4 test $rc -eq 4
+err=$("$TUNER" trials attempts 0 2>&1); rc=$?
+check attempts_bad_trial_exit2 test $rc -eq 2
+check attempts_bad_trial_says grep -q "TRIAL must be a positive integer (a trial number), got '0'" <<<"$err"
+check measurements_none_table test "$("$TUNER" trials nometric 1)" = "trial 1 of study nometric has no measurements yet"
+check measurements_none_json test "$("$TUNER" trials nometric 1 --format=json)" = "[]"
+check measurements_none_csv test "$("$TUNER" trials nometric 1 --format=csv)" = "step,replica,attempt,score,timestamp"
+
 cat >es_bad.json <<'JSON'
 {"jobId": "es_bad", "trainingInput": {"command": ["x"], "hyperparameters": {"maxTrials": 2,
  "earlyStopping": {"policy": "hyperbolic", "reductionFactor": 1, "minTrial": 3},
