@@ -157,14 +157,7 @@ void tn_flags_help(FILE *out, const tn_flag *flags, size_t n) {
         case TN_FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->value ? "true" : "false"); break;
         case TN_FLAG_INT: snprintf(def, sizeof def, "%d", *(int *)f->value); break;
         case TN_FLAG_INT64: snprintf(def, sizeof def, "%lld", (long long)*(int64_t *)f->value); break;
-        case TN_FLAG_DOUBLE: { /* whole numbers as such: "60", not "6e+01" */
-            double v = *(double *)f->value;
-            if (v == floor(v) && fabs(v) < 1e15)
-                snprintf(def, sizeof def, "%.0f", v);
-            else
-                tn_format_double(v, def, sizeof def);
-            break;
-        }
+        case TN_FLAG_DOUBLE: tn_format_double(*(double *)f->value, def, sizeof def); break;
         default: {
             const char *s = *(const char **)f->value;
             snprintf(def, sizeof def, "%s", s ? s : "");

@@ -294,10 +294,7 @@ static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t l
         if (js.len > 1) sb_puts(&js, ",");
         sb_puts(&js, quoted);
         sb_puts(&js, ":");
-        if (x == floor(x) && fabs(x) < 1e15)
-            snprintf(num, sizeof num, "%.0f", x); /* 2500, not 2.5e+03 */
-        else
-            tn_format_double(x, num, sizeof num);
+        tn_format_double(x, num, sizeof num); /* 2500, not 2.5e+03 */
         sb_puts(&js, num);
         free(quoted);
     }

@@ -60,6 +60,10 @@ char *tn_format_double(double v, char *buf, size_t len) {
         snprintf(buf, len, v > 0 ? "inf" : "-inf");
         return buf;
     }
+    if (v == floor(v) && fabs(v) < 1e15) { /* 2500, not the equally short 2.5e+03 */
+        snprintf(buf, len, "%.0f", v);
+        return buf;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, len, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) break;

@@ -16,9 +16,10 @@ size_t tn_edit_distance(const char *a, const char *b);
  * edits; NULL when none is that near. candidates is an array of n strings. */
 const char *tn_closest(const char *word, const char *const *candidates, size_t n);
 
-/* Formats v with the fewest significant digits (at most 17) that read back as the
- * same double, in printf's %g style ("0.1", "1e-05", "1e+02", "nan", "inf").
- * Returns buf. */
+/* Formats v so that it reads back as the same double: a whole number below 1e15 as
+ * one ("100", "-3000", "0"), anything else with the fewest significant digits (at
+ * most 17) in printf's %g style ("0.1", "1e-05", "1e+20", "nan", "inf"). Returns
+ * buf. */
 char *tn_format_double(double v, char *buf, size_t len);
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 enum cell_kind { CELL_NULL = 0, CELL_STR, CELL_INT, CELL_NUM, CELL_TIME, CELL_JSON, CELL_CUSTOM };
 
@@ -183,18 +184,6 @@ static char *sb_take(sbuf *b) {
     return s;
 }
 
-/* v in %g style with the fewest significant digits (at most 17) that read back as v. */
-static void format_shortest(double v, char *buf, size_t len) {
-    if (v == floor(v) && fabs(v) < 1e15) { /* 100, not the shorter 1e+02 */
-        snprintf(buf, len, "%.0f", v);
-        return;
-    }
-    for (int p = 1; p <= 17; p++) {
-        snprintf(buf, len, "%.*g", p, v);
-        if (strtod(buf, NULL) == v) return;
-    }
-}
-
 static void format_iso8601(double seconds, char *buf, size_t len) {
     time_t tt = (time_t)floor(seconds);
     struct tm tm;
@@ -221,7 +210,7 @@ static char *cell_text(const cell *c, int format) {
         if (format == CLI_TABLE)
             snprintf(buf, sizeof buf, "%.6g", c->num);
         else
-            format_shortest(c->num, buf, sizeof buf);
+            tn_format_double(c->num, buf, sizeof buf);
         break;
     case CELL_TIME: format_iso8601(c->num, buf, sizeof buf); break;
     case CELL_JSON: emit_json(&b, c->json, -1, 0); return sb_take(&b);
@@ -264,7 +253,7 @@ static void emit_number(sbuf *b, double v) {
         sb_puts(b, "null");
         return;
     }
-    format_shortest(v, buf, sizeof buf);
+    tn_format_double(v, buf, sizeof buf);
     sb_puts(b, buf);
 }
 
