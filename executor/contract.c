@@ -83,25 +83,59 @@ int ex_make_dirs(const char *path, char *err, size_t errlen) {
     return rc;
 }
 
+/* The contract's variables, and what sets each (for the spec's messages). */
+static const struct {
+    const char *name, *what;
+} contract_vars[] = {
+    {"TF_CONFIG", "the replica's cluster, task and trial"},
+    {"CLOUD_ML_TRIAL_ID", "the trial number"},
+    {"CLOUD_ML_HP_METRIC_TAG", "hyperparameterMetricTag"},
+    {"CLOUD_ML_HP_METRIC_FILE", "the replica's metric file"},
+    {"CLOUD_ML_JOB_ID", "the study's jobId"},
+    {"WORLD_SIZE", "the cluster's size"},
+    {"RANK", "the replica's rank"},
+    {"MASTER_ADDR", "the chief's address"},
+    {"MASTER_PORT", "the chief's port"},
+    {"OMP_NUM_THREADS", "resources.TYPE.cores"},
+    {"OPENBLAS_NUM_THREADS", "resources.TYPE.cores"},
+    {"MKL_NUM_THREADS", "resources.TYPE.cores"},
+    {"CUDA_VISIBLE_DEVICES", "resources.TYPE.gpus (the devices a replica is given)"},
+};
+#define NCONTRACT_VARS (sizeof contract_vars / sizeof contract_vars[0])
+
+int ex_contract_var(const char *name, const char **what) {
+    for (size_t i = 0; i < NCONTRACT_VARS; i++) {
+        if (strcmp(name, contract_vars[i].name) != 0) continue;
+        if (what) *what = contract_vars[i].what;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether entry ("NAME=VALUE") sets the variable name (of length len). */
+static int sets(const char *entry, const char *name, size_t len) {
+    return !strncmp(entry, name, len) && entry[len] == '=';
+}
+
 char **ex_contract_env(char *const *base, const ex_contract *c) {
-    static const char *const keys[] = {
-        "TF_CONFIG", "CLOUD_ML_TRIAL_ID", "CLOUD_ML_HP_METRIC_TAG", "CLOUD_ML_HP_METRIC_FILE",
-        "CLOUD_ML_JOB_ID", "WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT",
-        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES"};
-    size_t nkeys = sizeof keys / sizeof keys[0], n = 0;
+    size_t n = 0, nuser = 0;
     /* CUDA_VISIBLE_DEVICES is ours only when we assign the devices */
-    size_t owned = c->gpus ? nkeys : nkeys - 1;
+    size_t owned = c->gpus ? NCONTRACT_VARS : NCONTRACT_VARS - 1;
     while (base && base[n]) n++;
-    char **env = tn_xcalloc(n + nkeys + 1, sizeof *env);
+    while (c->user_env && c->user_env[nuser]) nuser++;
+    char **env = tn_xcalloc(n + nuser + NCONTRACT_VARS + 1, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        int ours = 0;
-        for (size_t q = 0; q < owned && !ours; q++) {
-            size_t len = strlen(keys[q]);
-            ours = !strncmp(base[i], keys[q], len) && base[i][len] == '=';
+        int replaced = 0;
+        for (size_t q = 0; q < owned && !replaced; q++)
+            replaced = sets(base[i], contract_vars[q].name, strlen(contract_vars[q].name));
+        for (size_t u = 0; u < nuser && !replaced; u++) {
+            const char *eq = strchr(c->user_env[u], '=');
+            replaced = eq && sets(base[i], c->user_env[u], (size_t)(eq - c->user_env[u]));
         }
-        if (!ours) env[k++] = tn_xstrdup(base[i]);
+        if (!replaced) env[k++] = tn_xstrdup(base[i]);
     }
+    for (size_t u = 0; u < nuser; u++) env[k++] = tn_xstrdup(c->user_env[u]);
     char *tf = tf_config_emit(c->tf);
     char host[256] = "127.0.0.1";
     int port = 0;
@@ -208,4 +242,103 @@ int ex_exit_action(int type, int status, int restarts, int max_restarts) {
         return type == EX_CHIEF ? EX_EXIT_JOB_SUCCEEDED : EX_EXIT_DONE;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return EX_EXIT_PERMANENT;
     return restarts < max_restarts ? EX_EXIT_RESTART : EX_EXIT_GIVE_UP;
+}
+
+/* ---- What a failed run of a replica leaves to tell ---- */
+
+void ex_run_mark_take(const char *log_path, const char *metric_path, ex_run_mark *m) {
+    struct stat sb;
+    memset(m, 0, sizeof *m);
+    if (log_path && stat(log_path, &sb) == 0) m->log_size = sb.st_size;
+    if (metric_path && stat(metric_path, &sb) == 0) {
+        m->metric_exists = 1;
+        m->metric_size = sb.st_size;
+        m->metric_mtime_ns = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+    }
+}
+
+int ex_run_reported(const char *metric_path, const ex_run_mark *m) {
+    struct stat sb;
+    if (!metric_path || stat(metric_path, &sb) != 0) return 0;
+    long long mtime = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+    return !m->metric_exists || sb.st_size != m->metric_size || mtime != m->metric_mtime_ns;
+}
+
+char *ex_log_tail(const char *log_path, const ex_run_mark *m, int max_lines, size_t max_bytes) {
+    /* read at most the last 64 KiB the run wrote, non-blocking: a log is whatever the
+     * program made of it */
+    enum { WINDOW = 1 << 16 };
+    int fd = open(log_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0) return tn_xstrdup("");
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= m->log_size) {
+        close(fd);
+        return tn_xstrdup("");
+    }
+    off_t from = sb.st_size - m->log_size > WINDOW ? sb.st_size - WINDOW : m->log_size;
+    size_t want = (size_t)(sb.st_size - from);
+    char *buf = tn_xmalloc(want + 1);
+    ssize_t got = pread(fd, buf, want, from);
+    close(fd);
+    if (got <= 0) {
+        free(buf);
+        return tn_xstrdup("");
+    }
+    size_t len = (size_t)got;
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+    buf[len] = '\0';
+    /* the start of the last max_lines lines, within max_bytes of the end */
+    size_t start = len;
+    int lines = 0;
+    while (start > 0 && len - start < max_bytes) {
+        if (buf[start - 1] == '\n' && ++lines == max_lines) break;
+        start--;
+    }
+    if (len - start > max_bytes) start = len - max_bytes;
+    char *out = tn_xmalloc(len - start + 1), *o = out;
+    for (size_t i = start; i < len; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+        if (ch == '\r') continue;
+        *o++ = ch < 0x20 && ch != '\n' && ch != '\t' ? '?' : (char)(ch == 0x7f ? '?' : ch);
+    }
+    *o = '\0';
+    free(buf);
+    return out;
+}
+
+int ex_failure_repeats(ex_failure *last, int status, const char *tail, int reported) {
+    int repeats = last->set && !last->reported && !reported && last->status == status &&
+                  tail && tail[0] && !strcmp(last->tail ? last->tail : "", tail);
+    free(last->tail);
+    last->set = 1;
+    last->status = status;
+    last->reported = reported;
+    last->tail = tn_xstrdup(tail ? tail : "");
+    return repeats;
+}
+
+void ex_failure_clear(ex_failure *f) {
+    free(f->tail);
+    memset(f, 0, sizeof *f);
+}
+
+double ex_backoff(double base, double cap, int n) {
+    if (base <= 0 || n < 1) return 0;
+    double d = base;
+    for (int i = 1; i < n && d < cap; i++) d *= 2;
+    return d < cap ? d : cap;
+}
+
+char *ex_failure_message(const char *what, const char *log_path, const char *tail) {
+    if (!tail || !tail[0]) return tn_xasprintf("%s; see %s", what, log_path);
+    size_t n = 0;
+    for (const char *p = tail; *p; p++) n += *p == '\n';
+    char *out = tn_xmalloc(strlen(what) + strlen(log_path) + strlen(tail) + 5 * (n + 1) + 64);
+    char *o = out + sprintf(out, "%s; its log (%s) ends:\n    ", what, log_path);
+    for (const char *p = tail; *p; p++) {
+        *o++ = *p;
+        if (*p == '\n') o += sprintf(o, "    ");
+    }
+    *o = '\0';
+    return out;
 }

@@ -51,13 +51,20 @@ typedef struct ex_contract {
     int cores;                /* OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS */
     const char *gpus;         /* CUDA_VISIBLE_DEVICES; NULL: left as the environment has
                                  it (Slurm sets it for the GPUs it allocated) */
+    char *const *user_env;    /* the spec's env for this replica type: "NAME=VALUE"
+                                 strings, NULL-terminated, or NULL */
 } ex_contract;
 
-/* The environment of a replica: a copy of base (NULL-terminated, e.g. environ) with
- * the contract's variables (TF_CONFIG, CLOUD_ML_*, WORLD_SIZE, RANK, MASTER_ADDR,
- * MASTER_PORT, the thread counts, CUDA_VISIBLE_DEVICES) set as c says; RANK is left
- * out for ps and evaluator. A NULL-terminated array that is yours to ex_strv_free. */
+/* The environment of a replica: a copy of base (NULL-terminated, e.g. environ), then
+ * c->user_env over it, then the contract's variables (TF_CONFIG, CLOUD_ML_*,
+ * WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT, the thread counts, CUDA_VISIBLE_DEVICES)
+ * set as c says; RANK is left out for ps and evaluator. A NULL-terminated array that
+ * is yours to ex_strv_free. */
 char **ex_contract_env(char *const *base, const ex_contract *c);
+
+/* Whether name is one of the contract's variables, which the spec's env may not set
+ * (the tuner sets them for every replica); *what gets what sets it, for messages. */
+int ex_contract_var(const char *name, const char **what);
 
 void ex_strv_free(char **v);
 
@@ -89,5 +96,55 @@ enum ex_exit_action {
 /* The action for a replica of `type` that exited with wait status `status` after
  * `restarts` restarts in place during this attempt, of at most max_restarts. */
 int ex_exit_action(int type, int status, int restarts, int max_restarts);
+
+/* ---- What a failed run of a replica leaves to tell ---- */
+
+/* A run's starting point in its replica's files, taken just before it starts, so its
+ * end can tell what this run wrote: its own log lines, and whether it reported. */
+typedef struct ex_run_mark {
+    off_t log_size;
+    off_t metric_size;
+    long long metric_mtime_ns;
+    int metric_exists;
+} ex_run_mark;
+
+void ex_run_mark_take(const char *log_path, const char *metric_path, ex_run_mark *m);
+
+/* Whether the run reported anything: its metric file changed since m. */
+int ex_run_reported(const char *metric_path, const ex_run_mark *m);
+
+/* The last lines of what the run wrote to its log since m (at most max_lines lines
+ * and max_bytes bytes, from the end; control characters other than newline and tab
+ * shown as '?'), without a trailing newline: yours to free, "" when it wrote none. */
+char *ex_log_tail(const char *log_path, const ex_run_mark *m, int max_lines, size_t max_bytes);
+
+/* A replica's last failure in its trial, to tell a repeat. Zeroed: none yet. */
+typedef struct ex_failure {
+    int set;
+    int status;     /* wait status */
+    int reported;   /* the run reported a metric before it failed */
+    char *tail;     /* its log tail (ex_log_tail) */
+} ex_failure;
+
+/* Records a failure of the replica (wait status, the run's log tail, whether it
+ * reported) in *last and returns 1 when it repeats the previous one: the same status
+ * and the same log tail, not empty, neither run having reported anything. Such a
+ * replica fails before doing any work, the same way each time, and says why (a syntax
+ * error, a missing module, a bad flag): running it again cannot help. A silent failure
+ * is no evidence of that, so it is never a repeat. */
+int ex_failure_repeats(ex_failure *last, int status, const char *tail, int reported);
+void ex_failure_clear(ex_failure *f);
+
+/* The pause before the n-th restart or re-run (n >= 1): base * 2^(n-1) seconds, at
+ * most cap; 0 when base is 0. */
+double ex_backoff(double base, double cap, int n);
+
+/* "WHAT; its log (LOG_PATH) ends:\n    LINE\n    LINE..." when tail is not empty, else
+ * "WHAT; see LOG_PATH": the message of a failure that ends a trial. Yours to free. */
+char *ex_failure_message(const char *what, const char *log_path, const char *tail);
+
+/* The lines of the log tail that go into a trial's error, and their bytes at most. */
+#define EX_TAIL_LINES 12
+#define EX_TAIL_BYTES 2000
 
 #endif

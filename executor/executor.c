@@ -363,6 +363,15 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
     for (size_t i = 0; i < cfg->argc; i++) j->argv[i] = tn_xstrdup(cfg->argv[i]);
     j->argv[cfg->argc] = tn_xasprintf("--job-dir=%s", cfg->job_dir);
     j->cfg.argv = (const char *const *)j->argv;
+    for (int t = 0; t < EX_NTYPES; t++) {
+        size_t n = 0;
+        while (cfg->env[t] && cfg->env[t][n]) n++;
+        j->env[t] = cfg->env[t] ? tn_xcalloc(n + 1, sizeof *j->env[t]) : NULL;
+        for (size_t i = 0; i < n; i++) j->env[t][i] = tn_xstrdup(cfg->env[t][i]);
+        j->cfg.env[t] = (const char *const *)j->env[t];
+    }
+    if (j->cfg.restart_backoff_max < j->cfg.restart_backoff)
+        j->cfg.restart_backoff_max = j->cfg.restart_backoff;
     for (int t = 0; t < EX_NTYPES; t++) j->nreps += (size_t)cfg->count[t];
     j->reps = tn_xcalloc(j->nreps, sizeof *j->reps);
     size_t k = 0;
@@ -399,6 +408,7 @@ static void job_destroy(ex_job *j) {
     }
     free(j->reps);
     ex_strv_free(j->argv);
+    for (int t = 0; t < EX_NTYPES; t++) ex_strv_free(j->env[t]);
     free(j->job_dir);
     free(j->study);
     free(j->trial);

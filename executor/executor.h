@@ -90,6 +90,15 @@ typedef struct ex_job_config {
                                      Slurm: --mem-per-cpu) */
     int max_replica_restarts;     /* restarts in place per replica per attempt */
     int max_job_retries;          /* re-runs of the whole job */
+    double restart_backoff;       /* seconds before a replica's first restart in place,
+                                     and before the job's first re-run, doubling each
+                                     time after (ex_backoff); 0: at once */
+    double restart_backoff_max;   /* the most that pause grows to */
+    int fail_on_repeat;           /* 1: a replica that fails twice the same way before
+                                     reporting anything fails the trial at once
+                                     (ex_failure_repeats) */
+    const char *const *env[EX_NTYPES]; /* the spec's env of each replica type: "NAME=VALUE"
+                                          strings, NULL-terminated, or NULL (copied) */
     double timeout_seconds;       /* > 0: the job fails when it runs longer */
     double grace_seconds;         /* SIGTERM to SIGKILL, > 0 */
     double poll_seconds;          /* how often metric files are read, > 0 */

@@ -82,6 +82,9 @@ typedef struct job_desc {
     int count[EX_NTYPES], cores[EX_NTYPES], gpus[EX_NTYPES], memory_mb[EX_NTYPES];
     int het_group[EX_NTYPES];        /* -1: not a heterogeneous job */
     int max_restarts;
+    double backoff, backoff_max;     /* restart backoff (ex_backoff) */
+    int fail_on_repeat;              /* a repeated identical failure fails the trial */
+    char **env[EX_NTYPES];           /* the spec's env per type ("NAME=VALUE"), or NULL */
     double grace, rendezvous;
 } job_desc;
 
@@ -134,6 +137,21 @@ static void load_job(const char *path, job_desc *d) {
     int_array(d->doc, "het_group", d->het_group, path);
     if (d->count[EX_CHIEF] != 1) die("%s: a job has exactly one chief", path);
     d->max_restarts = (int)json_integer_value(json_object_get(d->doc, "max_replica_restarts"));
+    /* absent in the job.json of an older tuner: no backoff, no repeat rule, no env */
+    d->backoff = json_number_value(json_object_get(d->doc, "restart_backoff"));
+    d->backoff_max = json_number_value(json_object_get(d->doc, "restart_backoff_max"));
+    d->fail_on_repeat = json_is_true(json_object_get(d->doc, "fail_on_repeat"));
+    json_t *env = json_object_get(d->doc, "env");
+    for (int t = 0; t < EX_NTYPES && env; t++) {
+        json_t *list = json_array_get(env, (size_t)t);
+        if (!json_is_array(list)) continue;
+        d->env[t] = tn_xcalloc(json_array_size(list) + 1, sizeof *d->env[t]);
+        for (size_t i = 0; i < json_array_size(list); i++) {
+            const char *e = json_string_value(json_array_get(list, i));
+            if (!e || !strchr(e, '=')) die("%s: env[%d][%zu] is not a NAME=VALUE string", path, t, i);
+            d->env[t][i] = (char *)e;
+        }
+    }
     d->grace = json_number_value(json_object_get(d->doc, "grace_seconds"));
     d->rendezvous = json_number_value(json_object_get(d->doc, "rendezvous_seconds"));
     if (d->grace <= 0) d->grace = 10;
@@ -311,6 +329,33 @@ static int stop_child(pid_t pid, double grace) {
     return status;
 }
 
+/* A replica's last failure, as one JSON object in path: {"status": N, "reported": B,
+ * "tail": "..."}. A missing or unreadable file is no failure yet. */
+static void load_failure(const char *path, ex_failure *f) {
+    json_t *o = json_load_file(path, 0, NULL);
+    const char *tail = json_string_value(json_object_get(o, "tail"));
+    if (json_is_integer(json_object_get(o, "status")) && tail) {
+        f->set = 1;
+        f->status = (int)json_integer_value(json_object_get(o, "status"));
+        f->reported = json_is_true(json_object_get(o, "reported"));
+        f->tail = tn_xstrdup(tail);
+    }
+    json_decref(o);
+}
+
+static void save_failure(const char *path, const ex_failure *f) {
+    char *dir = tn_xstrdup(path), err[512];
+    *strrchr(dir, '/') = '\0';
+    json_t *o = json_pack("{sisbss}", "status", f->status, "reported", f->reported, "tail",
+                          f->tail ? f->tail : "");
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text && ex_make_dirs(dir, err, sizeof err) == 0 && write_atomic(path, text) != 0)
+        fprintf(stderr, "tuner-launch: warning: cannot write %s: %s\n", path, strerror(errno));
+    free(text);
+    json_decref(o);
+    free(dir);
+}
+
 static int run_replica(const job_desc *d, const char *run_dir, const char *type_name) {
     int type = ex_type_parse(type_name);
     if (type < 0) die("unknown replica type '%s' (chief, master, worker, ps, evaluator)", type_name);
@@ -373,13 +418,21 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     char *log = ex_log_path(d->job_dir, tname, index);
     char *metric = ex_metric_path(d->job_dir, tname, index);
     ex_contract ct = {.study = d->study, .trial = d->trial, .metric_tag = d->metric_tag,
-                      .metric_file = metric, .tf = &c, .cores = d->cores[type], .gpus = NULL};
+                      .metric_file = metric, .tf = &c, .cores = d->cores[type], .gpus = NULL,
+                      .user_env = d->env[type]};
     char **env = ex_contract_env(environ, &ct);
     tf_config_clear(&c);
     int restarts = 0, rc = 0;
     char msg[2048], how[128];
+    /* the replica's last failure in this trial, kept in the job dir across the Slurm
+     * job's re-runs, so a repeat is told whichever run it comes in */
+    char *failure_path = tn_xasprintf("%s/slurm/failures/%s-%d", d->job_dir, tname, index);
+    ex_failure last = {0};
+    load_failure(failure_path, &last);
     for (;;) {
         pid_t pid;
+        ex_run_mark mark;
+        ex_run_mark_take(log, metric, &mark);
         int s = ex_spawn(d->argv, env, log, &pid, err, sizeof err);
         if (s == EX_ENOEXEC) {
             event(ev, "exited", "%s", err);
@@ -419,27 +472,60 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             break;
         }
         if (action == EX_EXIT_DONE) break;
+        char *tail = ex_log_tail(log, &mark, EX_TAIL_LINES, EX_TAIL_BYTES);
+        int repeats = ex_failure_repeats(&last, status, tail, ex_run_reported(metric, &mark));
+        save_failure(failure_path, &last);
+        char *final = NULL;
+        int retry = 0;
         if (action == EX_EXIT_PERMANENT) {
             snprintf(msg, sizeof msg,
-                     "replica %s exited with status 2 (a usage error: re-running cannot help); "
-                     "see %s", name, log);
-            decide(run_dir, "failed", 0, msg);
-            break;
+                     "replica %s exited with status 2 (a usage error: re-running cannot help)",
+                     name);
+            final = ex_failure_message(msg, log, tail);
+        } else if (repeats && d->fail_on_repeat) {
+            snprintf(msg, sizeof msg,
+                     "replica %s failed twice the same way (%s, the same last lines) before "
+                     "reporting anything: re-running cannot help, so the trial fails "
+                     "(restartPolicy.failOnRepeatedError)",
+                     name, how);
+            final = ex_failure_message(msg, log, tail);
+        } else if (action == EX_EXIT_GIVE_UP) {
+            snprintf(msg, sizeof msg, "replica %s failed %d time%s (last: %s)", name,
+                     restarts + 1, restarts ? "s" : "", how);
+            final = ex_failure_message(msg, log, tail);
+            retry = 1;
         }
-        if (action == EX_EXIT_GIVE_UP) {
-            snprintf(msg, sizeof msg, "replica %s failed %d time%s (last: %s); see %s", name,
-                     restarts + 1, restarts ? "s" : "", how, log);
-            decide(run_dir, "failed", 1, msg);
+        free(tail);
+        if (final) {
+            decide(run_dir, "failed", retry, final);
+            free(final);
             break;
         }
         restarts++;
-        event(ev, "restarted", "restart %d of %d after %s", restarts, d->max_restarts, how);
+        double pause = ex_backoff(d->backoff, d->backoff_max, restarts);
+        if (pause > 0) {
+            event(ev, "restarted", "restart %d of %d after %s, in %.3g s", restarts,
+                  d->max_restarts, how, pause);
+            double until = now() + pause;
+            while (now() < until && !g_signal && !decided(run_dir)) nap(POLL_US);
+            if (g_signal || decided(run_dir)) break;
+        } else {
+            event(ev, "restarted", "restart %d of %d after %s", restarts, d->max_restarts, how);
+        }
     }
+    ex_failure_clear(&last);
+    free(failure_path);
     ex_strv_free(env);
     free(log);
     free(metric);
     close(ev);
     return rc;
+}
+
+static void free_job(job_desc *d) {
+    free(d->argv);
+    for (int t = 0; t < EX_NTYPES; t++) free(d->env[t]); /* its strings are doc's */
+    json_decref(d->doc);
 }
 
 /* ---- job mode ---- */
@@ -573,15 +659,13 @@ int main(int argc, char **argv) {
         if (n <= 0) die("cannot find my own path: %s", strerror(errno));
         self[n] = '\0';
         int rc = run_job(&d, self);
-        free(d.argv);
-        json_decref(d.doc);
+        free_job(&d);
         return rc;
     }
     if (argc == 5 && !strcmp(argv[1], "replica")) {
         load_job(argv[2], &d);
         int rc = run_replica(&d, argv[3], argv[4]);
-        free(d.argv);
-        json_decref(d.doc);
+        free_job(&d);
         return rc;
     }
     usage(stderr);

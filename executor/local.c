@@ -49,6 +49,9 @@ typedef struct local_replica {
     pid_t pid;              /* > 0 while running */
     pid_t group;            /* its latest process group (killed when it exited) */
     int restarts;           /* restarts in place during this attempt */
+    ex_run_mark mark;       /* where its current run started in its files */
+    ex_failure last_failure; /* its last failure in this trial (a repeat fails it) */
+    struct event *restart_ev; /* pending while it waits out its restart backoff */
 } local_replica;
 
 typedef struct local_job {
@@ -60,6 +63,7 @@ typedef struct local_job {
     int ngpus_taken;
     int retry;              /* the stop in progress starts another attempt */
     struct event *grace_ev;
+    struct event *retry_ev; /* pending while the next attempt waits out its backoff */
 } local_job;
 
 static local_host *host_of(ex_job *j) { return j->x->impl; }
@@ -243,9 +247,11 @@ static int spawn(local_replica *lr, char *err, size_t errlen) {
     replica_tf_config(j, lr, &c);
     ex_contract ct = {.study = j->study, .trial = j->trial, .metric_tag = j->metric_tag,
                       .metric_file = lr->r->metric_path, .tf = &c,
-                      .cores = j->cfg.cores[lr->r->type], .gpus = lr->gpus};
+                      .cores = j->cfg.cores[lr->r->type], .gpus = lr->gpus,
+                      .user_env = (char *const *)j->cfg.env[lr->r->type]};
     char **env = ex_contract_env(environ, &ct);
     tf_config_clear(&c);
+    ex_run_mark_take(lr->r->log_path, lr->r->metric_path, &lr->mark);
     pid_t pid;
     int rc = ex_spawn(j->argv, env, lr->r->log_path, &pid, err, errlen);
     ex_strv_free(env);
@@ -295,11 +301,35 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
 
 static int kill_under(const char *dir, const pid_t *groups, size_t ngroups);
 
-/* Every replica is gone: start the next attempt, or the job is over. Either way
- * nothing of this attempt lives on, not even what left the process groups. */
+/* Starts the next attempt; when it cannot start, the job fails with why. */
+static void next_attempt(ex_job *j) {
+    char err[1024];
+    if (start_attempt(j, err, sizeof err) == 0) return;
+    j->phase = EX_PH_STOPPING;
+    j->stop_outcome = EX_FAILED;
+    free(j->stop_error);
+    j->stop_error = tn_xstrdup(err);
+    if (live_replicas(j) > 0) { /* a later replica failed to start: stop the rest */
+        signal_all(j, SIGKILL);
+        return;
+    }
+    ex__finish(j);
+}
+
+static void on_retry_due(evutil_socket_t fd, short what, void *arg) {
+    ex_job *j = arg;
+    if (j->phase == EX_PH_RUNNING) next_attempt(j);
+    (void)fd, (void)what;
+}
+
+/* Every replica is gone: start the next attempt (after its backoff), or the job is
+ * over. Either way nothing of this attempt lives on, not even what left the process
+ * groups, and no replica waits to restart. */
 static void stopped(ex_job *j) {
     local_job *lj = j->impl;
     evtimer_del(lj->grace_ev);
+    evtimer_del(lj->retry_ev);
+    for (size_t i = 0; i < j->nreps; i++) evtimer_del(lj->reps[i].restart_ev);
     pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
     for (size_t i = 0; i < j->nreps; i++) groups[i] = lj->reps[i].group;
     int strays = kill_under(j->job_dir, groups, j->nreps);
@@ -308,21 +338,22 @@ static void stopped(ex_job *j) {
         ex__emit(j, NULL, "stopping", "killed %d process%s the job left behind outside its "
                  "replicas' process groups", strays, strays == 1 ? "" : "es");
     if (lj->retry && !j->timed_out) {
-        char err[1024];
         lj->retry = 0;
         ex__poll_metrics(j, 1); /* the last attempt's last records */
         j->phase = EX_PH_RUNNING;
-        ex__emit(j, NULL, "retrying", "re-running the job (attempt %d of %d)", j->attempts + 1,
-                 j->cfg.max_job_retries + 1);
-        if (start_attempt(j, err, sizeof err) == 0) return;
-        j->phase = EX_PH_STOPPING;
-        j->stop_outcome = EX_FAILED;
-        free(j->stop_error);
-        j->stop_error = tn_xstrdup(err);
-        if (live_replicas(j) > 0) { /* a later replica failed to start: stop the rest */
-            signal_all(j, SIGKILL);
-            return;
+        double pause = ex_backoff(j->cfg.restart_backoff, j->cfg.restart_backoff_max,
+                                  j->attempts);
+        if (pause > 0) {
+            ex__emit(j, NULL, "retrying", "re-running the job in %.3g s (attempt %d of %d)",
+                     pause, j->attempts + 1, j->cfg.max_job_retries + 1);
+            struct timeval tv = ex__timeval(pause);
+            evtimer_add(lj->retry_ev, &tv);
+        } else {
+            ex__emit(j, NULL, "retrying", "re-running the job (attempt %d of %d)",
+                     j->attempts + 1, j->cfg.max_job_retries + 1);
+            next_attempt(j);
         }
+        return;
     }
     ex__finish(j);
 }
@@ -347,11 +378,20 @@ static void stop_for_retry(ex_job *j, const char *why) {
     ex__begin_stop(j, EX_FAILED, why);
 }
 
+static void on_restart_due(evutil_socket_t fd, short what, void *arg) {
+    local_replica *lr = arg;
+    ex_job *j = lr->job;
+    char err[1024];
+    if (j->phase == EX_PH_RUNNING && spawn(lr, err, sizeof err) != 0)
+        ex__begin_stop(j, EX_FAILED, err);
+    (void)fd, (void)what;
+}
+
 static void on_replica_exit(void *ctx, int status) {
     local_replica *lr = ctx;
     ex_job *j = lr->job;
     const ex_replica *r = lr->r;
-    char how[128], msg[2048];
+    char how[128], what[1024];
     ex_describe_status(status, how, sizeof how);
     kill(-lr->pid, SIGKILL); /* what the replica left in its process group goes with it */
     lr->pid = 0;
@@ -361,40 +401,61 @@ static void on_replica_exit(void *ctx, int status) {
         return;
     }
     if (j->phase != EX_PH_RUNNING) return;
-    switch (ex_exit_action(r->type, status, lr->restarts, j->cfg.max_replica_restarts)) {
-    case EX_EXIT_JOB_SUCCEEDED:
+    int action = ex_exit_action(r->type, status, lr->restarts, j->cfg.max_replica_restarts);
+    if (action == EX_EXIT_JOB_SUCCEEDED) {
         ex__begin_stop(j, EX_SUCCEEDED, NULL);
         return;
-    case EX_EXIT_DONE:
-        return;
-    case EX_EXIT_PERMANENT:
-        snprintf(msg, sizeof msg,
-                 "replica %s exited with status 2 (a usage error: re-running cannot help); "
-                 "see %s", r->name, r->log_path);
-        ex__begin_stop(j, EX_FAILED, msg);
-        return;
-    case EX_EXIT_RESTART: {
-        char err[1024];
+    }
+    if (action == EX_EXIT_DONE) return;
+
+    /* A failure. What its run reported is read now, before any restart, so each record
+     * is told with the run that wrote it; its log's last lines go with the message. */
+    ex__poll_metrics(j, 0);
+    char *tail = ex_log_tail(r->log_path, &lr->mark, EX_TAIL_LINES, EX_TAIL_BYTES);
+    int reported = ex_run_reported(r->metric_path, &lr->mark);
+    int repeats = ex_failure_repeats(&lr->last_failure, status, tail, reported);
+    char *msg = NULL;
+    if (action == EX_EXIT_PERMANENT) {
+        snprintf(what, sizeof what,
+                 "replica %s exited with status 2 (a usage error: re-running cannot help)",
+                 r->name);
+        msg = ex_failure_message(what, r->log_path, tail);
+    } else if (repeats && j->cfg.fail_on_repeat) {
+        snprintf(what, sizeof what,
+                 "replica %s failed twice the same way (%s, the same last lines) before "
+                 "reporting anything: re-running cannot help, so the trial fails "
+                 "(restartPolicy.failOnRepeatedError)",
+                 r->name, how);
+        msg = ex_failure_message(what, r->log_path, tail);
+    } else if (action == EX_EXIT_RESTART) {
         lr->restarts++;
         j->restarts++;
-        ex__emit(j, r->name, "restarted", "restart %d of %d after %s", lr->restarts,
-                 j->cfg.max_replica_restarts, how);
-        if (spawn(lr, err, sizeof err) != 0) ex__begin_stop(j, EX_FAILED, err);
-        return;
-    }
-    default: /* EX_EXIT_GIVE_UP */
-        if (j->attempts <= j->cfg.max_job_retries) {
-            snprintf(msg, sizeof msg, "replica %s failed %d time%s (%s)", r->name,
-                     lr->restarts + 1, lr->restarts ? "s" : "", how);
-            stop_for_retry(j, msg);
-            return;
+        double pause = ex_backoff(j->cfg.restart_backoff, j->cfg.restart_backoff_max,
+                                  lr->restarts);
+        if (pause > 0) {
+            ex__emit(j, r->name, "restarted", "restart %d of %d after %s, in %.3g s",
+                     lr->restarts, j->cfg.max_replica_restarts, how, pause);
+            struct timeval tv = ex__timeval(pause);
+            evtimer_add(lr->restart_ev, &tv);
+        } else {
+            ex__emit(j, r->name, "restarted", "restart %d of %d after %s", lr->restarts,
+                     j->cfg.max_replica_restarts, how);
+            on_restart_due(-1, 0, lr);
         }
-        snprintf(msg, sizeof msg,
-                 "replica %s failed %d time%s (last: %s) and the job was run %d time%s; see %s",
+    } else if (j->attempts <= j->cfg.max_job_retries) { /* EX_EXIT_GIVE_UP */
+        snprintf(what, sizeof what, "replica %s failed %d time%s (%s)", r->name,
+                 lr->restarts + 1, lr->restarts ? "s" : "", how);
+        stop_for_retry(j, what);
+    } else {
+        snprintf(what, sizeof what,
+                 "replica %s failed %d time%s (last: %s) and the job was run %d time%s",
                  r->name, lr->restarts + 1, lr->restarts ? "s" : "", how, j->attempts,
-                 j->attempts == 1 ? "" : "s", r->log_path);
-        ex__begin_stop(j, EX_FAILED, msg);
+                 j->attempts == 1 ? "" : "s");
+        msg = ex_failure_message(what, r->log_path, tail);
     }
+    if (msg) ex__begin_stop(j, EX_FAILED, msg);
+    free(msg);
+    free(tail);
 }
 
 static void on_grace(evutil_socket_t fd, short what, void *arg) {
@@ -455,12 +516,17 @@ static void local_release(ex_job *j) {
     local_host *h = host_of(j);
     h->cores_used -= lj->cores;
     for (int i = 0; i < lj->ngpus_taken; i++) h->gpu_used[lj->gpus_taken[i]] = 0;
-    for (size_t i = 0; i < j->nreps; i++) free(lj->reps[i].gpus);
+    for (size_t i = 0; i < j->nreps; i++) {
+        free(lj->reps[i].gpus);
+        ex_failure_clear(&lj->reps[i].last_failure);
+        if (lj->reps[i].restart_ev) event_free(lj->reps[i].restart_ev);
+    }
     for (int i = 0; i < lj->ncluster; i++) free(lj->addrs[i]);
     free(lj->addrs);
     free(lj->reps);
     free(lj->gpus_taken);
     if (lj->grace_ev) event_free(lj->grace_ev);
+    if (lj->retry_ev) event_free(lj->retry_ev);
     free(lj);
     j->impl = NULL;
 }
@@ -482,6 +548,10 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
         return EX_BUSY;
     }
     lj->grace_ev = evtimer_new(x->base, on_grace, j);
+    lj->retry_ev = evtimer_new(x->base, on_retry_due, j);
+    for (size_t i = 0; i < j->nreps; i++)
+        lj->reps[i].restart_ev = evtimer_new(x->base, on_restart_due, &lj->reps[i]);
+    if (!lj->grace_ev || !lj->retry_ev) abort(); /* out of memory */
     return start_attempt(j, err, errlen);
 }
 

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,16 +273,18 @@ static void take_job(ex_job *j, const char *id, const char *how);
 /* The job ended without success and may run again: re-run it while retries are
  * left, else it fails with why. */
 static void retry_or_fail(ex_job *j, const char *why) {
-    char msg[2048];
+    char msg[4096];
     if (j->attempts <= j->cfg.max_job_retries) {
         ex__emit(j, NULL, "retrying", "%s; re-running the job (attempt %d of %d)", why,
                  j->attempts + 1, j->cfg.max_job_retries + 1);
         char err[1024];
         if (submit(j, err, sizeof err) == 0) return;
         snprintf(msg, sizeof msg, "%s", err);
-    } else {
-        snprintf(msg, sizeof msg, "%s; the job was run %d time%s", why, j->attempts,
-                 j->attempts == 1 ? "" : "s");
+    } else { /* "WHY; the job was run N times", before the log lines WHY may end with */
+        const char *log = strstr(why, "; its log (");
+        int head = log ? (int)(log - why) : (int)strlen(why);
+        snprintf(msg, sizeof msg, "%.*s; the job was run %d time%s%s", head, why, j->attempts,
+                 j->attempts == 1 ? "" : "s", why + head);
     }
     j->stop_outcome = EX_FAILED;
     free(j->stop_error);
@@ -620,6 +623,17 @@ static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, siz
                             "max_replica_restarts", c->max_replica_restarts, "grace_seconds",
                             c->grace_seconds, "rendezvous_seconds", 600.0);
     if (!doc) return tn_error(err, errlen, TN_EIO, "cannot describe the job (out of memory)");
+    json_t *env = json_array();
+    for (int t = 0; t < EX_NTYPES; t++) {
+        json_t *list = json_array();
+        for (size_t i = 0; c->env[t] && c->env[t][i]; i++)
+            json_array_append_new(list, json_string(c->env[t][i]));
+        json_array_append_new(env, list);
+    }
+    json_object_set_new(doc, "env", env);
+    json_object_set_new(doc, "restart_backoff", json_real(c->restart_backoff));
+    json_object_set_new(doc, "restart_backoff_max", json_real(c->restart_backoff_max));
+    json_object_set_new(doc, "fail_on_repeat", json_boolean(c->fail_on_repeat));
     char *text = json_dumps(doc, JSON_INDENT(2));
     json_decref(doc);
     if (!text) return tn_error(err, errlen, TN_EIO, "cannot describe the job (out of memory)");
@@ -659,7 +673,7 @@ static char *percent_escaped(const char *s) {
 static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp) {
     const ex_job_config *c = &j->cfg;
     const ex_slurm_options *o = &j->x->o.slurm;
-    size_t cap = 8 + (size_t)ncomp * (12 + o->nextra), n = 0;
+    size_t cap = 9 + (size_t)ncomp * (12 + o->nextra), n = 0;
     char **argv = tn_xcalloc(cap, sizeof *argv);
     argv[n++] = tn_xstrdup("sbatch");
     argv[n++] = tn_xstrdup("--parsable");
@@ -668,6 +682,9 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
     argv[n++] = tn_xasprintf("--output=%s/slurm/slurm-%%j.out", dir);
     free(dir);
     argv[n++] = tn_xstrdup("--open-mode=append");
+    /* a re-run waits out its backoff in the queue (reason BeginTime) */
+    double pause = ex_backoff(c->restart_backoff, c->restart_backoff_max, j->attempts);
+    if (pause > 0) argv[n++] = tn_xasprintf("--begin=now+%d", (int)ceil(pause));
     for (int g = 0; g < ncomp; g++) {
         if (g > 0) argv[n++] = tn_xstrdup(":");
         int tasks = 0, t0 = -1;

@@ -217,7 +217,7 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
                     .oversubscribe = rf->oversubscribe,
                     .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
                     .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
-    char err[2048];
+    char err[5120];
     if (dash) start_dashboard(dash, spec, rf->quiet);
     int rc = study_run(st, spec, study, &o, err, sizeof err);
     dash_stop(dash); /* the event streams get the study's last state first */

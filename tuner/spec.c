@@ -30,6 +30,7 @@
 #include "search/stopping.h"
 #include "common/fileio.h"
 #include "common/text.h"
+#include "executor/contract.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_DEPTH 16        /* path pushes; the deepest spec path needs 6 */
@@ -47,7 +48,7 @@ static const char *const INPUT_FIELDS[] = {
     "scaleTier", "workerCount", "parameterServerCount", "evaluatorCount",
     "useChiefInTfConfig", "jobDir", "args", "pythonModule", "hyperparameters",
     /* extensions */
-    "command", "resources", "restartPolicy", "trialTimeout",
+    "command", "resources", "restartPolicy", "trialTimeout", "env",
     /* AI Platform's, accepted for compatibility and ignored (type-checked below) */
     "region", "runtimeVersion", "pythonVersion", "masterType", "workerType",
     "parameterServerType", "evaluatorType", "packageUris", "scheduling", "network",
@@ -82,7 +83,7 @@ static const char *const RESOURCE_FIELDS[] = {"cores", "gpus", "memory"};
 static const char *const CONFIG_KEYS[] = {"masterConfig", "workerConfig",
                                           "parameterServerConfig", "evaluatorConfig"};
 static const int CONFIG_TYPES[] = {SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
-static const char *const REPLICA_CONFIG_FIELDS[] = {"acceleratorConfig", "imageUri",
+static const char *const REPLICA_CONFIG_FIELDS[] = {"acceleratorConfig", "env", "imageUri",
                                                     "tpuTfVersion", "containerCommand",
                                                     "containerArgs", "diskConfig"};
 static const char *const ACCELERATOR_FIELDS[] = {"count", "type"};
@@ -112,7 +113,12 @@ static const struct {
     {"--gpus-per-task", "the acceleratorConfig counts"},
     {"--mem-per-cpu", "trainingInput.resources memory"},
     {"--wrap", NULL}, {"--array", NULL}, {"-a", NULL}, {"--het-job", NULL}};
-static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetries"};
+static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetries",
+                                             "backoffSeconds", "maxBackoffSeconds",
+                                             "failOnRepeatedError"};
+static const char *const ENV_ITEM_FIELDS[] = {"name", "value"};
+#define ENV_MAX_VARS 256          /* variables in one env */
+#define ENV_MAX_VALUE (32 * 1024) /* bytes of one value */
 
 /* Where a field that is unknown at one level belongs, for "it belongs in ..." hints. */
 static const struct {
@@ -1075,14 +1081,117 @@ static void read_resources(ctx *c, json_t *res, int *gpus_given, tn_spec *out) {
     }
 }
 
+/* Sets NAME=VALUE in the NULL-terminated list *env, replacing an earlier NAME. */
+static void env_set(char ***env, const char *name, const char *value) {
+    size_t n = 0, len = strlen(name);
+    for (; *env && (*env)[n]; n++) {
+        if (strncmp((*env)[n], name, len) == 0 && (*env)[n][len] == '=') {
+            free((*env)[n]);
+            (*env)[n] = tn_xasprintf("%s=%s", name, value);
+            return;
+        }
+    }
+    *env = tn_xrealloc(*env, (n + 2) * sizeof **env);
+    (*env)[n] = tn_xasprintf("%s=%s", name, value);
+    (*env)[n + 1] = NULL;
+}
+
+/* One variable of an env at the current path: a name a shell would take, not one of
+ * the contract's (which the tuner sets for every replica), and a string value. */
+static void read_env_var(ctx *c, const char *name, const json_t *value, char ***env) {
+    const char *what = NULL;
+    int ok = (isalpha((unsigned char)name[0]) || name[0] == '_') && strlen(name) <= 255;
+    for (const char *p = name; ok && *p; p++) ok = isalnum((unsigned char)*p) || *p == '_';
+    if (!ok) {
+        fail(c, "'%.*s' is not a variable name: letters, digits and '_', not starting with a "
+                "digit", CLIP, name);
+        return;
+    }
+    if (ex_contract_var(name, &what)) {
+        fail(c, "%s is the tuner's to set for every replica (%s, by the trial-job contract); "
+                "it cannot be set here%s",
+             name, what,
+             strstr(what, "cores") ? ": give the replicas' cores in trainingInput.resources"
+             : strstr(what, "gpus") ? ": give the replicas' GPUs in trainingInput.resources"
+                                    : "");
+        return;
+    }
+    if (!json_is_string(value)) {
+        char got[CLIP + 32];
+        fail(c, "the value of %s must be a string (quote numbers: \"1\"), got %s", name,
+             describe(value, got, sizeof got));
+        return;
+    }
+    if (json_string_length(value) > ENV_MAX_VALUE) {
+        fail(c, "the value of %s is %zu bytes, more than %d", name, json_string_length(value),
+             ENV_MAX_VALUE);
+        return;
+    }
+    env_set(env, name, json_string_value(value));
+}
+
+/* An env at the current path: {"NAME": "value", ...}, or Vertex AI's containerSpec form
+ * [{"name": "NAME", "value": "value"}, ...] (a name given twice is an error there),
+ * merged into *env. */
+static void read_env(ctx *c, json_t *v, char ***env) {
+    size_t n = json_is_object(v) ? json_object_size(v) : json_is_array(v) ? json_array_size(v) : 0;
+    if (!json_is_object(v) && !json_is_array(v)) {
+        fail_type(c, "an object such as {\"TF_USE_LEGACY_KERAS\": \"1\"} or a list such as "
+                     "[{\"name\": \"TF_USE_LEGACY_KERAS\", \"value\": \"1\"}]", v);
+        return;
+    }
+    if (n > ENV_MAX_VARS) {
+        fail(c, "%zu variables, more than %d", n, ENV_MAX_VARS);
+        return;
+    }
+    if (json_is_object(v)) {
+        const char *name;
+        json_t *value;
+        json_object_foreach(v, name, value) {
+            push_key(c, name);
+            read_env_var(c, name, value, env);
+            pop(c);
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(v, i), *name, *value;
+        push_index(c, i);
+        if (!json_is_object(item)) {
+            fail_type(c, "an object {\"name\": ..., \"value\": ...}", item);
+        } else {
+            check_fields(c, item, ENV_ITEM_FIELDS, NELEM(ENV_ITEM_FIELDS));
+            name = json_object_get(item, "name");
+            value = json_object_get(item, "value");
+            int twice = 0;
+            for (size_t k = 0; k < i && json_is_string(name); k++)
+                twice |= json_equal(json_object_get(json_array_get(v, k), "name"), name);
+            if (!json_is_string(name))
+                fail_at(c, "name", "required: the variable's name, a string");
+            else if (!value)
+                fail_at(c, "value", "required: the variable's value, a string");
+            else if (twice)
+                fail_at(c, "name", "%.*s is given twice", CLIP, json_string_value(name));
+            else
+                read_env_var(c, json_string_value(name), value, env);
+        }
+        pop(c);
+    }
+}
+
 /* AI Platform's ReplicaConfig of one type: acceleratorConfig {count, type} gives the
- * replica's GPUs (agreeing with resources.TYPE.gpus when both are given); the
- * container fields are accepted and ignored (trials run the spec's command). */
+ * replica's GPUs (agreeing with resources.TYPE.gpus when both are given), env (an
+ * extension, as Vertex AI's containerSpec has it) its variables over the spec's env;
+ * the container fields are accepted and ignored (trials run the spec's command). */
 static void read_replica_config(ctx *c, json_t *rc, int type, const int *gpus_given,
                                 tn_spec *out) {
     json_t *v, *a;
     check_fields(c, rc, REPLICA_CONFIG_FIELDS, NELEM(REPLICA_CONFIG_FIELDS));
-    for (size_t k = 1; k < NELEM(REPLICA_CONFIG_FIELDS); k++) { /* ignored: type-checked */
+    if ((v = enter(c, rc, "env"))) {
+        read_env(c, v, &out->env[type]);
+        pop(c);
+    }
+    for (size_t k = 2; k < NELEM(REPLICA_CONFIG_FIELDS); k++) { /* ignored: type-checked */
         if (!(v = enter(c, rc, REPLICA_CONFIG_FIELDS[k]))) continue;
         int want_array = !strcmp(REPLICA_CONFIG_FIELDS[k], "containerCommand") ||
                          !strcmp(REPLICA_CONFIG_FIELDS[k], "containerArgs");
@@ -1143,6 +1252,35 @@ static void read_restart_policy(ctx *c, json_t *rp, tn_spec *out) {
     }
     if ((v = enter(c, rp, "maxJobRetries"))) {
         read_int(c, v, 0, 0, INT_MAX, &out->max_job_retries);
+        pop(c);
+    }
+    int max_given = 0;
+    if ((v = enter(c, rp, "backoffSeconds"))) {
+        double d;
+        if (read_number(c, v, &d) == 0) {
+            if (!(d >= 0 && d <= 3600)) fail(c, "must be from 0 to 3600 seconds");
+            else out->restart_backoff = d;
+        }
+        pop(c);
+    }
+    if ((v = enter(c, rp, "maxBackoffSeconds"))) {
+        double d;
+        if (read_number(c, v, &d) == 0) {
+            if (!(d >= 0 && d <= 86400)) fail(c, "must be from 0 to 86400 seconds");
+            else out->restart_backoff_max = d, max_given = 1;
+        }
+        pop(c);
+    }
+    if (max_given && out->restart_backoff_max < out->restart_backoff) {
+        char a[32], b[32];
+        fail_at(c, "maxBackoffSeconds", "%s is less than backoffSeconds (%s)",
+                fmt_num(out->restart_backoff_max, a, sizeof a),
+                fmt_num(out->restart_backoff, b, sizeof b));
+    } else if (!max_given && out->restart_backoff_max < out->restart_backoff) {
+        out->restart_backoff_max = out->restart_backoff;
+    }
+    if ((v = enter(c, rp, "failOnRepeatedError"))) {
+        read_bool(c, v, &out->fail_on_repeat);
         pop(c);
     }
 }
@@ -1263,6 +1401,19 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
         pop(c);
     }
 
+    if ((v = enter(c, ti, "env"))) { /* first: each TYPEConfig's env goes over it */
+        char **all = NULL;
+        read_env(c, v, &all);
+        for (int t = 0; t < SPEC_NREPLICA_TYPES; t++)
+            for (size_t i = 0; all && all[i]; i++) {
+                char *eq = strchr(all[i], '=');
+                *eq = '\0';
+                env_set(&out->env[t], all[i], eq + 1);
+                *eq = '=';
+            }
+        ex_strv_free(all);
+        pop(c);
+    }
     int gpus_given[SPEC_NREPLICA_TYPES] = {0};
     if ((v = enter(c, ti, "resources"))) {
         if (json_is_object(v))
@@ -1412,6 +1563,9 @@ static void set_defaults(tn_spec *s) {
     s->executor.type = SPEC_EXECUTOR_LOCAL;
     s->max_replica_restarts = 5;
     s->max_job_retries = 3;
+    s->restart_backoff = 1;
+    s->restart_backoff_max = 30;
+    s->fail_on_repeat = 1;
     s->goal = SPEC_MAXIMIZE;
     s->metric_tag = tn_xstrdup(DEFAULT_METRIC_TAG);
     s->max_trials = 1;
@@ -1561,6 +1715,7 @@ void spec_clear(tn_spec *s) {
     free(s->executor.time_limit);
     for (size_t i = 0; i < s->executor.nextra; i++) free(s->executor.extra_args[i]);
     free(s->executor.extra_args);
+    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) ex_strv_free(s->env[t]);
     memset(s, 0, sizeof *s);
 }
 

@@ -63,6 +63,13 @@ typedef struct tn_spec {
     spec_resources resources[SPEC_NREPLICA_TYPES]; /* extension: "resources" */
     int max_replica_restarts;      /* extension "restartPolicy": default 5 */
     int max_job_retries;           /* default 3 */
+    double restart_backoff;        /* backoffSeconds: before the first restart or re-run,
+                                      doubling after; default 1, 0: none */
+    double restart_backoff_max;    /* maxBackoffSeconds: default 30 */
+    int fail_on_repeat;            /* failOnRepeatedError: default true */
+    char **env[SPEC_NREPLICA_TYPES]; /* extension "env" (all replicas) merged with each
+                                      TYPEConfig's "env": "NAME=VALUE" strings,
+                                      NULL-terminated; NULL when none */
     double trial_timeout_seconds;  /* extension "trialTimeout" ("600s" or 600); 0: none */
     /* trainingInput.hyperparameters */
     int goal;                      /* enum spec_goal; default MAXIMIZE */

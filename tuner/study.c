@@ -314,6 +314,7 @@ struct loop {
     char error[1024];        /* the error that stopped the loop */
     int error_rc;
     char note_logged[512];   /* the sampler's last note printed */
+    char *last_failure;      /* "trial N: ERROR" of the last trial that failed, or NULL */
 };
 
 static void log_line(loop *L, const char *fmt, ...) {
@@ -627,6 +628,9 @@ static void on_finished(void *ctx, int outcome, const char *error) {
                   L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
         } else if (!strcmp(state, ST_TRIAL_FAILED)) {
             log_line(L, "trial %lld failed: %s", (long long)t->number, why ? why : "unknown");
+            free(L->last_failure);
+            L->last_failure = tn_xasprintf("trial %lld: %s", (long long)t->number,
+                                           why ? why : "unknown");
             count_failure(L);
         } else if (!strcmp(state, ST_TRIAL_CANCELLED)) {
             L->cancelled++;
@@ -961,9 +965,13 @@ static void job_shape(const tn_spec *spec, const study_opts *o, ex_job_config *c
         cfg->cores[type] = spec->resources[type].cores;
         cfg->gpus[type] = spec->resources[type].gpus;
         cfg->memory_mb[type] = spec->resources[type].memory_mb;
+        cfg->env[type] = (const char *const *)spec->env[type];
     }
     cfg->max_replica_restarts = spec->max_replica_restarts;
     cfg->max_job_retries = spec->max_job_retries;
+    cfg->restart_backoff = spec->restart_backoff;
+    cfg->restart_backoff_max = spec->restart_backoff_max;
+    cfg->fail_on_repeat = spec->fail_on_repeat;
     cfg->timeout_seconds = spec->trial_timeout_seconds;
     cfg->grace_seconds = o->grace_seconds > 0 ? o->grace_seconds : 10;
     cfg->poll_seconds = o->poll_seconds > 0 ? o->poll_seconds : 0.5;
@@ -1185,7 +1193,7 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     }
 
     const char *state;
-    char why[1200] = "";
+    char why[4096] = "";
     if (L.fatal) {
         state = ST_STUDY_FAILED;
         snprintf(why, sizeof why, "%s", L.error);
@@ -1198,8 +1206,9 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
         rc = STUDY_INTERRUPTED;
     } else if (L.failing) {
         state = ST_STUDY_FAILED;
-        snprintf(why, sizeof why, "%lld trials failed (maxFailedTrials is %d)",
-                 (long long)L.failed, spec->max_failed_trials);
+        snprintf(why, sizeof why, "%lld trial%s failed (maxFailedTrials is %d)%s%s",
+                 (long long)L.failed, L.failed == 1 ? "" : "s", spec->max_failed_trials,
+                 L.last_failure ? "; the last, " : "", L.last_failure ? L.last_failure : "");
         tn_error(err, errlen, TN_EINVAL, "%s", why);
         rc = STUDY_FAILED;
     } else {
@@ -1239,6 +1248,7 @@ done:
     free(L.curves);
     free(L.running);
     free(L.rerun);
+    free(L.last_failure);
     free(L.program);
     return rc;
 }

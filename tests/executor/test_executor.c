@@ -36,7 +36,7 @@ typedef struct outcome {
     int measurements;
     double last_accuracy;
     char runs[1024];        /* "STEP/RUN=ACCURACY " per record, in the order handed over */
-    char events[8192];      /* "replica kind; " ... */
+    char events[32768];     /* "replica kind: detail; " ... */
     int bad_times;          /* events whose time was not a plausible wall-clock time */
     struct event_base *base;
 } outcome;
@@ -46,7 +46,8 @@ static void on_event(void *ctx, double time, const char *replica, const char *ki
     outcome *o = ctx;
     if (time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
     size_t len = strlen(o->events);
-    snprintf(o->events + len, sizeof o->events - len, "%s %s; ", replica ? replica : "job", kind);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s; ", replica ? replica : "job",
+             kind, detail ? detail : "");
 }
 
 static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
@@ -79,6 +80,9 @@ typedef struct job_case {
     int restarts, retries;
     double timeout, grace;
     int stop_after_ms;      /* > 0: ex_job_stop after this long */
+    double backoff;         /* restart_backoff (restart_backoff_max: 10 s) */
+    int fail_on_repeat;
+    const char *const *env; /* the chief's env */
 } job_case;
 
 /* Runs one job to its end; returns the attempts and restarts through the pointers. */
@@ -97,7 +101,9 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
                          .timeout_seconds = jc->timeout,
                          .grace_seconds = jc->grace > 0 ? jc->grace : 0.3,
-                         .poll_seconds = 0.05};
+                         .poll_seconds = 0.05, .restart_backoff = jc->backoff,
+                         .restart_backoff_max = 10, .fail_on_repeat = jc->fail_on_repeat,
+                         .env = {jc->env}};
     ex_callbacks cb = {on_event, on_measurement, on_finished, NULL};
     char err[512];
     ex_job *j = NULL;
@@ -369,6 +375,115 @@ static void test_unwritable_job_dir(void) {
     event_base_free(base);
 }
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int occurrences(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+/* A program that fails before doing anything, the same way each time (a traceback):
+ * the first repeat fails the job, with the log's last lines in the error. */
+#define TRACEBACK "echo 'Traceback (most recent call last):'; echo '  File \"train.py\", line 1'; " \
+                  "echo \"NameError: name 'x' is not defined\" >&2; exit 1"
+
+static void test_repeated_failure_fails_at_once(void) {
+    job_case jc = {.script = TRACEBACK, .restarts = 5, .retries = 3, .fail_on_repeat = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("repeat", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_STR_CONTAINS(o.error, "replica chief:0 failed twice the same way (exit status 1, the "
+                                "same last lines) before reporting anything");
+    CHECK_STR_CONTAINS(o.error, "/repeat/logs/chief-0.log) ends:\n    Traceback (most recent "
+                                "call last):\n      File \"train.py\", line 1\n    NameError: "
+                                "name 'x' is not defined");
+    /* without the rule: every restart and re-run, and the tail in the last message */
+    job_case off = {.script = TRACEBACK, .restarts = 1, .retries = 1};
+    o = run_job("repeat_off", &off, &attempts, &restarts);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_STR_CONTAINS(o.error, "failed 2 times (last: exit status 1) and the job was run 2 "
+                                "times; its log (");
+    CHECK_STR_CONTAINS(o.error, "NameError: name 'x' is not defined");
+}
+
+/* Not a repeat: a different last line each time, a run that reported before it failed,
+ * a failure that says nothing. */
+static void test_not_a_repeat(void) {
+    job_case differs = {.script = "d=${1#--job-dir=}; n=$(cat $d/n 2>/dev/null || echo 0); "
+                                  "echo $((n+1)) > $d/n; echo \"run $n failed\"; exit 1",
+                        .restarts = 3, .retries = 0, .fail_on_repeat = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("differs", &differs, &attempts, &restarts);
+    CHECK_INT_EQ(restarts, 3);
+    CHECK_STR_CONTAINS(o.error, "failed 4 times");
+    CHECK_STR_CONTAINS(o.error, "ends:\n    run 3 failed");
+    job_case reported = {.script = "printf '{\"accuracy\": \"0.5\"}\\n' >> "
+                                   "\"$CLOUD_ML_HP_METRIC_FILE\"; echo crashed; exit 1",
+                         .restarts = 2, .retries = 0, .fail_on_repeat = 1};
+    o = run_job("reported", &reported, &attempts, &restarts);
+    CHECK_INT_EQ(restarts, 2);
+    job_case silent = {.script = "exit 1", .restarts = 2, .retries = 0, .fail_on_repeat = 1};
+    o = run_job("silent", &silent, &attempts, &restarts);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_STR_CONTAINS(o.error, "failed 3 times (last: exit status 1) and the job was run 1 "
+                                "time; see ");
+}
+
+/* Restarts and re-runs wait, doubling: 0.2 s, then 0.4 s. */
+static void test_backoff(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; n=$(cat $d/count 2>/dev/null || echo 0);"
+                             " echo $((n+1)) > $d/count; [ $n -ge 2 ]",
+                   .restarts = 5, .retries = 0, .backoff = 0.2};
+    int attempts = 0, restarts = 0;
+    double t0 = now_seconds();
+    outcome o = run_job("backoff", &jc, &attempts, &restarts);
+    double took = now_seconds() - t0;
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_INT_EQ(restarts, 2);
+    CHECK_STR_CONTAINS(o.events, "restart 1 of 5 after exit status 1, in 0.2 s");
+    CHECK_STR_CONTAINS(o.events, "restart 2 of 5 after exit status 1, in 0.4 s");
+    CHECK_MSG(took >= 0.6, "the job took %.3f s, less than its backoff", took);
+    job_case retry = {.script = "exit 1", .restarts = 0, .retries = 1, .backoff = 0.3};
+    o = run_job("retry_backoff", &retry, &attempts, &restarts);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_STR_CONTAINS(o.events, "re-running the job in 0.3 s (attempt 2 of 2)");
+    /* a stop while a restart waits: nothing restarts after it */
+    job_case stop = {.script = "exit 1", .restarts = 5, .retries = 0, .backoff = 5,
+                     .stop_after_ms = 300};
+    t0 = now_seconds();
+    o = run_job("stop_in_backoff", &stop, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_STOPPED);
+    CHECK_MSG(now_seconds() - t0 < 4, "the stop waited for the backoff");
+    CHECK_INT_EQ(occurrences(o.events, "chief:0 started"), 1);
+}
+
+/* The spec's env reaches the replica, over the tuner's own environment. */
+static void test_env(void) {
+    const char *const env[] = {"MODE=chief only", "HOME=/nowhere", NULL};
+    job_case jc = {.script = "echo \"$MODE|$HOME\" > \"${1#--job-dir=}/env\"; printf "
+                             "'{\"accuracy\": \"1\"}\\n' > \"$CLOUD_ML_HP_METRIC_FILE\"",
+                   .restarts = 0, .env = env};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("env", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    char path[700], buf[128] = "";
+    snprintf(path, sizeof path, "%s/env/env", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    CHECK_MSG(!strcmp(buf, "chief only|/nowhere\n"), "the replica saw %s", buf);
+}
+
 int main(void) {
     const char *base = getenv("TN_TEST_TMP");
     snprintf(g_root, sizeof g_root, "%s/test_executor.%ld", base && *base ? base : "/tmp",
@@ -387,6 +502,10 @@ int main(void) {
     RUN(test_leftover_children_killed);
     RUN(test_stop);
     RUN(test_unwritable_job_dir);
+    RUN(test_repeated_failure_fails_at_once);
+    RUN(test_not_a_repeat);
+    RUN(test_backoff);
+    RUN(test_env);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
     if (!check_failures_ && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);

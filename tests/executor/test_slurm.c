@@ -192,6 +192,9 @@ typedef struct job_case {
     int attempts_before;     /* ... started this many times so far (0: 1) */
     void (*hook)(outcome *o, double elapsed);
     double poll;             /* how often metric and event files are read (0: 0.1 s) */
+    double backoff;          /* restart_backoff (restart_backoff_max: 10 s) */
+    int fail_on_repeat;
+    const char *const *env;  /* every replica's env */
 } job_case;
 
 /* squeue every 0.25 s keeps the tests short; test_squeue_rate checks the tuner's 1 s. */
@@ -223,7 +226,10 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .gpus = {0, jc->worker_gpus, 0, 0},
                          .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
                          .timeout_seconds = jc->timeout, .grace_seconds = 1,
-                         .poll_seconds = jc->poll > 0 ? jc->poll : 0.1};
+                         .poll_seconds = jc->poll > 0 ? jc->poll : 0.1,
+                         .restart_backoff = jc->backoff, .restart_backoff_max = 10,
+                         .fail_on_repeat = jc->fail_on_repeat,
+                         .env = {jc->env, jc->env, jc->env, jc->env}};
     ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
     int rc = jc->attach ? ex_job_attach(x, &cfg, &cb, &o, jc->attach,
                                         jc->attempts_before ? jc->attempts_before : 1, jc->seen,
@@ -949,6 +955,69 @@ static void test_rendezvous_timeout(void) {
     CHECK_STR_CONTAINS(buf, "worker:0 waited 0.5s for its peers");
 }
 
+/* The launcher fails a replica that repeats its failure (the same last lines, nothing
+ * reported) at once, with the traceback; it remembers the failure across the Slurm
+ * job's re-runs; restarts back off and re-runs wait in the queue (--begin). */
+#define TRACEBACK "echo 'Traceback (most recent call last):'; echo \"NameError: name 'x' is " \
+                  "not defined\" >&2; exit 1"
+
+static void test_repeated_failure_is_permanent(void) {
+    fake_reset(1);
+    job_case jc = {.script = TRACEBACK, .restarts = 5, .retries = 3, .fail_on_repeat = 1,
+                   .backoff = 0.2};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("repeat", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_STR_CONTAINS(o.error, "replica chief:0 failed twice the same way (exit status 1, the "
+                                "same last lines) before reporting anything");
+    CHECK_STR_CONTAINS(o.error, "ends:\n    Traceback (most recent call last):\n    NameError: "
+                                "name 'x' is not defined");
+    CHECK_STR_CONTAINS(o.events, "chief:0 restarted: restart 1 of 5 after exit status 1, in 0.2 s");
+
+    /* no restarts in place: the repeat comes in the job's second run */
+    fake_reset(1);
+    job_case rerun = {.script = TRACEBACK, .restarts = 0, .retries = 3, .fail_on_repeat = 1,
+                      .backoff = 1};
+    o = run_job("repeat_rerun", &rerun, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_STR_CONTAINS(o.error, "failed twice the same way");
+    char calls[1 << 16];
+    fake_read("calls", calls, sizeof calls);
+    CHECK_STR_CONTAINS(calls, "--begin=now+1 "); /* the re-run waits out its backoff */
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 2);
+
+    /* the rule off: every restart, and the tail in the message that ends it */
+    fake_reset(1);
+    job_case off = {.script = TRACEBACK, .restarts = 1, .retries = 0};
+    o = run_job("repeat_off", &off, &attempts, &restarts);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_STR_CONTAINS(o.error, "replica chief:0 failed 2 times (last: exit status 1); the job "
+                                "was run 1 time; its log (");
+    CHECK_STR_CONTAINS(o.error, "NameError: name 'x' is not defined");
+}
+
+/* The spec's env reaches every replica through job.json and the launcher. */
+static void test_env(void) {
+    fake_reset(1);
+    const char *const env[] = {"MODE=from the spec", NULL};
+    job_case jc = {.script = "echo \"$MODE\" > \"${1#--job-dir=}/env-$SLURM_PROCID\"; " SERVE,
+                   .workers = 1, .restarts = 0, .env = env};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("env", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    char path[1400], buf[128] = "";
+    snprintf(path, sizeof path, "%s/env/env-0", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    CHECK_MSG(!strcmp(buf, "from the spec\n"), "the replica saw '%s'", buf);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: test_slurm TUNER_LAUNCH FAKESLURM_PY\n");
@@ -1002,6 +1071,8 @@ int main(int argc, char **argv) {
     RUN(test_check_against_sinfo);
     RUN(test_launcher_errors);
     RUN(test_rendezvous_timeout);
+    RUN(test_repeated_failure_is_permanent);
+    RUN(test_env);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
     if (!check_failures_ && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
     return check_summary();

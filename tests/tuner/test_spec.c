@@ -217,7 +217,7 @@ static const bad_case BAD[] = {
     {TI("{\"restartPolicy\": {\"maxJobRetries\": true}}"), NULL,
      "trainingInput.restartPolicy.maxJobRetries", "expected an integer, got true", 0, 0},
     {TI("{\"restartPolicy\": {\"retries\": 1}}"), NULL, "trainingInput.restartPolicy.retries",
-     "unknown field (expected maxReplicaRestarts, maxJobRetries)", 0, 0},
+     "unknown field (expected maxReplicaRestarts, maxJobRetries, backoffSeconds, maxBackoffSeconds, failOnRepeatedError)", 0, 0},
     {TI("{\"trialTimeout\": \"10m\"}"), NULL, "trainingInput.trialTimeout",
      "expected a duration such as \"600s\"", 0, 0},
     {TI("{\"trialTimeout\": \"1.s\"}"), NULL, "trainingInput.trialTimeout",
@@ -459,6 +459,33 @@ static const bad_case BAD[] = {
      "trainingInput.resources.worker.memory", "must be from 1 MiB", 0, 0},
     {TI("{\"resources\": {\"worker\": {\"memory\": true}}}"), NULL,
      "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
+    /* env: names, contract variables, values, forms */
+    {TI("{\"env\": {\"1BAD\": \"x\"}}"), NULL, "trainingInput.env.1BAD",
+     "'1BAD' is not a variable name", 0, 0},
+    {TI("{\"env\": {\"A-B\": \"x\"}}"), NULL, "trainingInput.env.A-B",
+     "is not a variable name", 0, 0},
+    {TI("{\"env\": {\"TF_CONFIG\": \"{}\"}}"), NULL, "trainingInput.env.TF_CONFIG",
+     "TF_CONFIG is the tuner's to set for every replica", 0, 0},
+    {TI("{\"workerConfig\": {\"env\": {\"OMP_NUM_THREADS\": \"4\"}}}"), NULL,
+     "trainingInput.workerConfig.env.OMP_NUM_THREADS",
+     "give the replicas' cores in trainingInput.resources", 0, 0},
+    {TI("{\"env\": {\"SEED\": 1}}"), NULL, "trainingInput.env.SEED",
+     "the value of SEED must be a string (quote numbers: \"1\"), got 1", 0, 0},
+    {TI("{\"env\": \"A=1\"}"), NULL, "trainingInput.env", "expected an object such as", 0, 0},
+    {TI("{\"env\": [{\"name\": \"A\", \"value\": \"1\"}, {\"name\": \"A\", "
+        "\"value\": \"2\"}]}"), NULL, "trainingInput.env[1].name", "A is given twice", 0, 0},
+    {TI("{\"env\": [{\"name\": \"A\"}]}"), NULL, "trainingInput.env[0].value",
+     "required", 0, 0},
+    {TI("{\"env\": [{\"name\": \"A\", \"value\": \"1\", \"valu\": 2}]}"), NULL,
+     "trainingInput.env[0].valu", "did you mean \"value\"?", 0, 0},
+    /* the restart policy's backoff and repeat rule */
+    {TI("{\"restartPolicy\": {\"backoffSeconds\": -1}}"), NULL,
+     "trainingInput.restartPolicy.backoffSeconds", "must be from 0 to 3600 seconds", 0, 0},
+    {TI("{\"restartPolicy\": {\"backoffSeconds\": 10, \"maxBackoffSeconds\": 5}}"), NULL,
+     "trainingInput.restartPolicy.maxBackoffSeconds", "5 is less than backoffSeconds (10)", 0,
+     0},
+    {TI("{\"restartPolicy\": {\"failOnRepeatedError\": \"yes\"}}"), NULL,
+     "trainingInput.restartPolicy.failOnRepeatedError", "expected a boolean", 0, 0},
 };
 
 static void test_bad_specs(void) {
@@ -840,6 +867,41 @@ static void test_compat_fields(void) {
     free(text);
 }
 
+/* env for every replica, merged with each type's (Vertex AI's list form too), and the
+ * restart policy's backoff and repeat rule with their defaults. */
+static void test_env_and_restart_policy(void) {
+    tn_spec s;
+    if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
+        for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) CHECK(s.env[t] == NULL);
+        CHECK(s.restart_backoff == 1 && s.restart_backoff_max == 30 && s.fail_on_repeat == 1);
+        spec_clear(&s);
+    }
+    char *text = patched("{\"trainingInput\": {\"env\": {\"TF_USE_LEGACY_KERAS\": \"1\", "
+                         "\"MODE\": \"all\"}, \"workerConfig\": {\"env\": [{\"name\": "
+                         "\"MODE\", \"value\": \"worker\"}, {\"name\": \"EXTRA\", \"value\": "
+                         "\"a=b c\"}]}, \"restartPolicy\": {\"backoffSeconds\": 0.5, "
+                         "\"failOnRepeatedError\": false}}}");
+    if (parse_ok(text, 0, &s) == 0) {
+        char **chief = s.env[SPEC_CHIEF], **worker = s.env[SPEC_WORKER];
+        CHECK(chief && !strcmp(chief[0], "TF_USE_LEGACY_KERAS=1") &&
+              !strcmp(chief[1], "MODE=all") && !chief[2]);
+        CHECK(worker && !strcmp(worker[0], "TF_USE_LEGACY_KERAS=1") &&
+              !strcmp(worker[1], "MODE=worker") && !strcmp(worker[2], "EXTRA=a=b c") &&
+              !worker[3]);
+        CHECK(s.env[SPEC_PS] && !strcmp(s.env[SPEC_PS][1], "MODE=all"));
+        /* maxBackoffSeconds not given: at least backoffSeconds, the default 30 here */
+        CHECK(s.restart_backoff == 0.5 && s.restart_backoff_max == 30 && !s.fail_on_repeat);
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched("{\"trainingInput\": {\"restartPolicy\": {\"backoffSeconds\": 60}}}");
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK(s.restart_backoff == 60 && s.restart_backoff_max == 60);
+        spec_clear(&s);
+    }
+    free(text);
+}
+
 static void test_executor_gpus_memory(void) {
     tn_spec s;
     /* the local executor by default */
@@ -1057,6 +1119,7 @@ int main(void) {
     RUN(test_search_fields);
     RUN(test_compat_fields);
     RUN(test_executor_gpus_memory);
+    RUN(test_env_and_restart_policy);
     RUN(test_many_categorical_values);
     RUN(test_load);
     return check_summary();

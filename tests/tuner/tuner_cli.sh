@@ -77,13 +77,51 @@ check contract_logs_written test -s runs/standard/1/logs/ps-2.log -o -f runs/sta
 
 # --- restarts, retries, permanent errors ----------------------------------------------
 flaky='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; n=$(cat $d/count 2>/dev/null || echo 0); echo $((n+1)) > $d/count; [ $n -ge 2 ] || exit 1; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
-spec flaky BASIC "" 1 1 "$flaky"
+# (silent failures are never taken for a repeated error; restarts back off, doubling)
+spec flaky BASIC '"restartPolicy": {"backoffSeconds": 0.2},' 1 1 "$flaky"
 "$TUNER" run flaky.json --quiet >flaky.out 2>&1
 check flaky_exit0 test $? -eq 0
 check flaky_succeeded test "$(count_state flaky SUCCEEDED)" -eq 1
 check flaky_restarts grep -q '"restarts": 2' <<<"$("$TUNER" trials flaky --format=json)"
+check flaky_backoff_doubles test "$(event_details flaky restarted | sed 's/.*, in //' | tr '\n' ' ')" = "0.2 s 0.4 s "
 
-spec always BASIC '"restartPolicy": {"maxReplicaRestarts": 1, "maxJobRetries": 1},' 3 1 \
+# A program that cannot run fails the same way every time: the trial fails after the
+# first identical repeat (not 24 runs), with its traceback in the error.
+spec syntax BASIC '"restartPolicy": {"backoffSeconds": 0},' 1 1 \
+  '["python3", "-c", "import sys\nprint(\"starting\")\ndef broken(:\n    pass"]'
+"$TUNER" run syntax.json --quiet >syntax.out 2>&1
+check syntax_failed test "$(count_state syntax FAILED)" -eq 1
+check syntax_two_runs grep -q '"attempts": 1,' <<<"$("$TUNER" trials syntax --format=json)"
+check syntax_one_restart grep -q '"restarts": 1,' <<<"$("$TUNER" trials syntax --format=json)"
+check syntax_says_repeat grep -q "failed twice the same way (exit status 1, the same last lines) before reporting anything" <<<"$(trial_field syntax error)"
+check syntax_has_traceback grep -q "^    SyntaxError: " <<<"$(trial_field syntax error)"
+check syntax_log_named grep -q "its log (.*runs/syntax/1/logs/chief-0.log) ends:" <<<"$(trial_field syntax error)"
+spec syntax_off BASIC '"restartPolicy": {"backoffSeconds": 0, "maxReplicaRestarts": 2, "maxJobRetries": 0, "failOnRepeatedError": false},' 1 1 \
+  '["python3", "-c", "def broken(:"]'
+"$TUNER" run syntax_off.json --quiet >/dev/null 2>&1
+check syntax_off_runs_all test "$(event_details syntax_off started | wc -l)" -eq 3
+check syntax_off_tail_in_error grep -q "failed 3 times (last: exit status 1) and the job was run 1 time; its log (.*) ends:" <<<"$(trial_field syntax_off error)"
+
+# The spec's env reaches every replica, each type's env over it; the contract's own
+# variables stay the tuner's.
+cat >envcheck.sh <<'SH'
+for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done
+echo "$MODE $SHARED $OMP_NUM_THREADS" > "$d/env-$(echo "$TF_CONFIG" | python3 -c 'import json,sys; t=json.load(sys.stdin)["task"]; print("%s%d" % (t["type"], t["index"]))')"
+sleep 0.3
+echo '{"score": "1"}' > "$CLOUD_ML_HP_METRIC_FILE"
+SH
+spec envs CUSTOM '"workerCount": 1, "env": {"MODE": "all", "SHARED": "yes please"},
+    "workerConfig": {"env": [{"name": "MODE", "value": "worker"}]},' 1 1 "[\"/bin/sh\", \"$PWD/envcheck.sh\"]"
+"$TUNER" run envs.json --quiet >/dev/null 2>&1
+check env_trial_succeeded test "$(count_state envs SUCCEEDED)" -eq 1
+check env_chief_gets_all test "$(cat runs/envs/1/env-chief0 2>/dev/null)" = "all yes please 1"
+check env_worker_gets_its_own test "$(cat runs/envs/1/env-worker0 2>/dev/null)" = "worker yes please 1"
+spec envbad BASIC '"env": {"CLOUD_ML_HP_METRIC_FILE": "/tmp/x"},' 1 1 '["/bin/true"]'
+out=$("$TUNER" validate envbad.json 2>&1); rc=$?
+check env_contract_var_refused test $rc -eq 2
+check env_contract_var_says grep -q "trainingInput.env.CLOUD_ML_HP_METRIC_FILE: CLOUD_ML_HP_METRIC_FILE is the tuner's to set" <<<"$out"
+
+spec always BASIC '"restartPolicy": {"maxReplicaRestarts": 1, "maxJobRetries": 1, "backoffSeconds": 0},' 3 1 \
   '["/bin/sh", "-c", "exit 1"]' ', "maxFailedTrials": 2'
 "$TUNER" run always.json --quiet >always.out 2>&1; rc=$?
 check always_study_failed_exit3 test $rc -eq 3

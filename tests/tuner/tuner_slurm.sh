@@ -130,6 +130,18 @@ check flaky_succeeded test "$(count_state flaky SUCCEEDED)" -eq 1
 check flaky_restarts_in_place test "$(trial_field flaky restarts)" = 2
 check flaky_one_job test "$(trial_field flaky attempts)" = 1
 
+# --- a program that can never run: failed at the first identical repeat, with the end
+# of its log in the error; the spec's env reaches it on the node ----------------------
+spec broken '"env": {"GREETING": "hi from the spec"}, "restartPolicy": {"backoffSeconds": 0},' 1 1 \
+  '["python3", "-c", "import os\nraise SystemExit(\"fatal: \" + os.environ[\"GREETING\"])"]'
+"$TUNER" run broken.json --quiet >broken.out 2>&1
+check broken_failed test "$(count_state broken FAILED)" -eq 1
+check broken_one_job test "$(trial_field broken attempts)" = 1
+check broken_one_restart test "$(trial_field broken restarts)" = 1
+check broken_says_repeat grep -q "failed twice the same way (exit status 1, the same last lines)" <<<"$(trial_field broken error)"
+check broken_env_and_tail grep -q "^    fatal: hi from the spec$" <<<"$(trial_field broken error)"
+check broken_queue_empty wait_queue_empty
+
 # --- a job cancelled from outside runs again ---------------------------------------
 onceslow='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; if [ ! -e $d/ran ]; then touch $d/ran; sleep 60; fi; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 spec outside "" 1 1 "$onceslow"
