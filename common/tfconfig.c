@@ -156,6 +156,11 @@ int tf_config_check(const tf_config *c, char *err, size_t errlen) {
     if (c->type < 0 || c->type >= TF_NTYPES)
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.type %d is not a replica type",
                         c->type);
+    if (c->cluster[TF_PS].n > 0 && c->cluster[TF_CHIEF].n + c->cluster[TF_WORKER].n == 0)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "TF_CONFIG: the cluster has parameter servers but no %s or worker to "
+                        "train: add a \"%s\" or \"worker\" list",
+                        tf_type_name(c, TF_CHIEF), tf_type_name(c, TF_CHIEF));
     if (c->index < 0)
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task.index %d is negative",
                         c->index);

@@ -64,7 +64,8 @@ void tf_config_set_job(tf_config *c, json_t *job);
 const char *tf_type_name(const tf_config *c, int type);
 
 /* Checks what the JSON shape cannot: every address is host:port (host non-empty,
- * IPv6 in brackets, port 1..65535), at most one chief, the task index is within its
+ * IPv6 in brackets, port 1..65535), at most one chief, parameter servers only with a
+ * chief or a worker to serve (else no one trains), the task index is within its
  * type's list (the evaluator has none; a chief with an empty cluster is the single
  * replica, index 0). Returns 0 or TN_EINVAL with a message naming the field. */
 int tf_config_check(const tf_config *c, char *err, size_t errlen);

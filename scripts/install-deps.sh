@@ -6,8 +6,10 @@
 #   scripts/install-deps.sh          build, test and example dependencies
 #   scripts/install-deps.sh --test   also Slurm's daemons and client (slurmctld, slurmd,
 #                                    slurm-client, munge) for the tests that bring up a
-#                                    throw-away cluster (scripts/slurm-cluster.sh); the
-#                                    tests start and stop the daemons themselves
+#                                    throw-away cluster (scripts/slurm-cluster.sh; the
+#                                    tests start and stop the daemons themselves), and
+#                                    clang with libFuzzer (libclang-rt-14-dev) for the
+#                                    fuzz harnesses (scripts/fuzz.sh)
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
 #                                    (Debian's python3-torch, -numpy, -optuna, -scipy;
 #                                    python3-venv for bench/bo.py's newer Optuna and
@@ -25,7 +27,7 @@ case "${1:-}" in
   --test) PACKAGES="$PACKAGES $SLURM_PACKAGES clang libclang-rt-14-dev" ;;
   --bench) PACKAGES="$PACKAGES $SLURM_PACKAGES $BENCH_PACKAGES" ;;
   "") ;;
-  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: error: unknown option '$1'" >&2
      echo "hint: run 'scripts/install-deps.sh --help'" >&2; exit 2 ;;
 esac

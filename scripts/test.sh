@@ -4,8 +4,9 @@
 # an optimised build with warnings as errors and the CUDA backend where nvcc is found
 # (TUNER_CUDA=ON then; its GPU tests are skipped without a GPU), and a CPU-only build
 # (TUNER_CUDA=OFF) under AddressSanitizer and UndefinedBehaviorSanitizer. So both the
-# CUDA build and the CPU-only build are built and tested. Fails on the first failing
-# test or warning.
+# CUDA build and the CPU-only build are built and tested. Then a few seconds of each
+# libFuzzer harness (scripts/fuzz.sh --smoke; skipped without clang). Fails on the
+# first failing test or warning.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test

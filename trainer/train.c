@@ -1601,6 +1601,28 @@ static void nap(double seconds) {
     nanosleep(&ts, NULL);
 }
 
+/* ckpt_check_fn of the evaluator: the state's step is the file name's and its epoch
+ * within the run's, so a damaged-but-sealed file cannot make it skip the checkpoints
+ * after it or stop early (the model's sections are checked when it is built). */
+static int check_evaluated(const ckpt_file *f, int64_t step, void *ctx, char *why,
+                           size_t whylen) {
+    const tr_config *c = ctx;
+    uint64_t size, state[STATE_WORDS];
+    const void *data = ckpt_find(f, TAG_STATE, &size);
+    if (!data || size != sizeof state)
+        return tn_error(why, whylen, TN_EFORMAT, "state: %s (expected %zu bytes)",
+                        data ? "the wrong size" : "missing", sizeof state);
+    memcpy(state, data, sizeof state);
+    if ((int64_t)state[0] != step)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "state: global_step %lld differs from the step in the file's name (%lld)",
+                        (long long)(int64_t)state[0], (long long)step);
+    if ((int64_t)state[1] < 0 || (int64_t)state[1] > c->epochs)
+        return tn_error(why, whylen, TN_EFORMAT, "state: epoch %lld is outside [0, %d]",
+                        (long long)(int64_t)state[1], c->epochs);
+    return 0;
+}
+
 int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (!c->job_dir)
         return tn_error(err, errlen, TN_EINVAL,
@@ -1628,7 +1650,9 @@ int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
         }
         ckpt_file *f = NULL;
         char path[4096];
-        int got = ckpt_load_newest(dir, &f, path, sizeof path, out, err, errlen);
+        /* a file it skips is told when it looks after an evaluation, not every poll */
+        int got = ckpt_load_newest_checked(dir, check_evaluated, (void *)c, &f, path,
+                                           sizeof path, waited == 0 ? out : NULL, err, errlen);
         if (got < 0) {
             rc = got;
             break;

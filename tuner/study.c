@@ -317,6 +317,7 @@ struct loop {
     char *last_failure;      /* "trial N: ERROR" of the last trial that failed, or NULL */
 };
 
+static void log_line(loop *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(loop *L, const char *fmt, ...) {
     if (!L->o->log) return;
     if (L->o->progress && isatty(fileno(L->o->log))) fputs("\r\033[K", L->o->log);

@@ -324,6 +324,9 @@ static void test_malformed(void) {
         {"{\"cluster\":{\"worker\":[\"::1:80\"]}," T "}", "cluster.worker[0]", "brackets"},
         {"{\"cluster\":{\"ps\":[\"a b:80\"]},\"task\":{\"type\":\"ps\",\"index\":0}}",
          "cluster.ps[0]", "space"},
+        /* found by fuzz_tfconfig: no one to train, WORLD_SIZE would be 0 */
+        {"{\"cluster\":{\"ps\":[\"h:80\"]},\"task\":{\"type\":\"ps\",\"index\":0}}",
+         "parameter servers but no chief or worker", "add a \"chief\" or \"worker\" list"},
         {"{\"cluster\":{\"chief\":[\"c:1\"],\"master\":[\"m:2\"]},"
          "\"task\":{\"type\":\"chief\",\"index\":0}}", "both \"chief\" and \"master\"", ""},
         {"{\"cluster\":{\"chief\":[\"c:1\",\"c:2\"]},\"task\":{\"type\":\"chief\","
@@ -563,8 +566,7 @@ static void test_world_rank_chief_table(void) {
         {0, 3, 0, 0, TF_WORKER, 0, 3, 0, 1, "10.0.0.1:2222"},
         {0, 3, 0, 0, TF_WORKER, 2, 3, 2, 0, "10.0.0.1:2222"},
         {0, 3, 2, 0, TF_PS, 1, 3, -1, 0, "10.0.0.1:2222"},
-        /* only ps listed: nobody to train */
-        {0, 0, 2, 0, TF_PS, 0, 0, -1, 0, NULL},
+        /* (only ps listed, nobody to train: refused, test_malformed) */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tf_config c;

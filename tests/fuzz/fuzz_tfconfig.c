@@ -38,11 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(port >= 1 && port <= 65535 && host[0] != '\0');
         }
     /* tfconfig.h: chief + workers, or 1 for the empty cluster (a cluster of ps tasks
-     * only has a world of 0); rank -1 for ps and evaluator */
+     * only is refused: no one would train); rank -1 for ps and evaluator */
     size_t members = c.cluster[TF_CHIEF].n + c.cluster[TF_WORKER].n;
     int world = tf_world_size(&c), rank = tf_rank(&c);
-    int empty = members == 0 && c.cluster[TF_PS].n == 0;
-    FUZZ_CHECK(world == (empty ? 1 : (int)members));
+    FUZZ_CHECK(members > 0 || c.cluster[TF_PS].n == 0);
+    FUZZ_CHECK(world == (members ? (int)members : 1));
     FUZZ_CHECK(rank >= -1 && rank < world);
     FUZZ_CHECK((rank == -1) == (c.type == TF_PS || c.type == TF_EVALUATOR));
     (void)tf_chief_address(&c);

@@ -182,6 +182,17 @@ for c in "${bad_cases[@]}"; do
   check ${name}_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" "$name.log"
   check ${name}_same_model cmp -s ref/model.ckpt "$name/model.ckpt"
 done
+# The evaluator too: a sealed checkpoint whose epoch is past the run's is skipped (it
+# would have ended the evaluator early), and the previous one evaluated.
+rm -rf evbad && cp -r ref evbad && rm evbad/model.ckpt evbad/checkpoints/ckpt-000000000480.ckpt
+ckpt_patch evbad/checkpoints/ckpt-000000000476.ckpt 5 q 1 1000
+TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}' \
+  CLOUD_ML_HP_METRIC_FILE=$WORK/evbad/eval.metrics timeout 3 "$TRAINER" "${RESUME[@]}" \
+  --job-dir="$WORK/evbad" >evbad.log 2>&1; rc=$?
+check evaluator_bad_not_final test $rc -eq 124
+check evaluator_bad_named grep -q "ckpt-000000000476.ckpt is unusable (state: epoch 1000 is outside \[0, 4\])" evbad.log
+check evaluator_bad_warned_once test "$(grep -c "ckpt-000000000476.ckpt is unusable" evbad.log)" -eq 1
+check evaluator_previous_evaluated grep -q "evaluator: step 469 " evbad.log
 # A bad checkpoint beyond the run's last step is removed at the next save, not the good
 # ones before it.
 rm -rf future && cp -r ref future && rm future/model.ckpt future/checkpoints/ckpt-000000000480.ckpt
