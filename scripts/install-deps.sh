@@ -9,7 +9,8 @@
 #                                    throw-away cluster (scripts/slurm-cluster.sh; the
 #                                    tests start and stop the daemons themselves), and
 #                                    clang with libFuzzer (libclang-rt-14-dev) for the
-#                                    fuzz harnesses (scripts/fuzz.sh)
+#                                    fuzz harnesses (scripts/fuzz.sh), and python3-torch
+#                                    and python3-venv for the PyTorch example's test
 #   scripts/install-deps.sh --bench  also what the benchmarks compare against
 #                                    (Debian's python3-torch, -numpy, -optuna, -scipy;
 #                                    python3-venv for bench/bo.py's newer Optuna and
@@ -24,10 +25,10 @@ SLURM_PACKAGES="slurmctld slurmd slurm-client munge"
 BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv wrk"
 
 case "${1:-}" in
-  --test) PACKAGES="$PACKAGES $SLURM_PACKAGES clang libclang-rt-14-dev" ;;
+  --test) PACKAGES="$PACKAGES $SLURM_PACKAGES clang libclang-rt-14-dev python3-torch python3-venv" ;;
   --bench) PACKAGES="$PACKAGES $SLURM_PACKAGES $BENCH_PACKAGES" ;;
   "") ;;
-  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: error: unknown option '$1'" >&2
      echo "hint: run 'scripts/install-deps.sh --help'" >&2; exit 2 ;;
 esac
