@@ -408,8 +408,8 @@ static void on_replica_exit(void *ctx, int status) {
     }
     if (action == EX_EXIT_DONE) return;
 
-    /* A failure. What its run reported is read now, before any restart, so each record
-     * is told with the run that wrote it; its log's last lines go with the message. */
+    /* A failure. What its run reported (read at its `exited` event) is handed over now,
+     * before any restart; its log's last lines go with the message. */
     ex__poll_metrics(j, 0);
     char *tail = ex_log_tail(r->log_path, &lr->mark, EX_TAIL_LINES, EX_TAIL_BYTES);
     int reported = ex_run_reported(r->metric_path, &lr->mark);

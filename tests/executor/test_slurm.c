@@ -265,7 +265,11 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
 
 static void test_happy_path(void) {
     fake_reset(1);
-    job_case jc = {.script = "echo \"$TF_CONFIG\" > \"${1#--job-dir=}/tf-$SLURM_PROCID-$$\"; " SERVE,
+    /* the chief waits for all four replicas to have started (their tf-* files): a chief
+     * that succeeds at once may end the run before a slower peer starts, rightly */
+    job_case jc = {.script = "d=${1#--job-dir=}; echo \"$TF_CONFIG\" > \"$d/tf-$SLURM_PROCID-$$\"; "
+                             "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) for i in $(seq 100); do "
+                             "[ $(ls \"$d\"/tf-* | wc -l) -ge 4 ] && break; sleep 0.1; done;; esac; " SERVE,
                    .workers = 2, .ps = 1, .restarts = 5, .retries = 3};
     int attempts = 0, restarts = 0;
     outcome o = run_job("happy", &jc, &attempts, &restarts);
