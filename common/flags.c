@@ -3,6 +3,7 @@
  */
 #include "common/flags.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -90,6 +91,14 @@ static int unknown_flag(const tn_flag *flags, size_t n, const char *name, size_t
     return rc;
 }
 
+/* Whether a is a negative number ("-0.7", "-5", "-1e-3", "-.5"): a value, not a flag. */
+static int negative_number(const char *a) {
+    if (a[0] != '-' || !(isdigit((unsigned char)a[1]) || a[1] == '.')) return 0;
+    char *end;
+    (void)strtod(a, &end);
+    return end != a && *end == '\0';
+}
+
 int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *positional,
                    int max_positional, int *npositional, char *err, size_t errlen) {
     if (n > MAX_FLAGS) return tn_error(err, errlen, TN_EINVAL, "too many flags in table");
@@ -102,7 +111,7 @@ int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *p
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (only_positional || a[0] != '-' || !strcmp(a, "-")) {
+        if (only_positional || a[0] != '-' || !strcmp(a, "-") || negative_number(a)) {
             if (npos >= max_positional || !positional)
                 return tn_error(err, errlen, TN_EINVAL, "unexpected argument '%s'", a);
             positional[npos++] = i;

@@ -27,7 +27,8 @@ typedef struct tn_flag {
 } tn_flag;
 
 /* Parses argv[1..argc-1]. Arguments that are not flags (and everything after a bare
- * "--") are positional: their indices into argv are stored in positional[0..] (at
+ * "--") are positional, a negative number among them ("-0.7", "-1e-3": only --name is
+ * a flag): their indices into argv are stored in positional[0..] (at
  * most max_positional; more is an error) and their count in *npositional (which may
  * be NULL when none are allowed). Returns 0 on success, 1 when --help or -h appears
  * before any "--" (nothing else is checked then), or TN_EINVAL with a message such as

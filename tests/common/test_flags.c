@@ -306,6 +306,24 @@ static void test_positional(void) {
     CHECK_INT_EQ(tn_flags_parse(table, NFLAGS, 1, argv, NULL, 0, NULL, err, sizeof err), 0);
 }
 
+/* A negative number is a value wherever it stands (`tuner tell s 9 -0.7`); only --name
+ * is a flag, and "-1x" or "-e5" stay errors. */
+static void test_negative_numbers_are_values(void) {
+    const char *nums[] = {"-0.7", "-5", "-1e-3", "-.5", "-12.25e+2"};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        parsed p = PARSE("a", nums[i]);
+        CHECK_MSG(p.rc == 0 && p.npos == 2 && p.pos[1] == 2, "%s: rc %d npos %d (%s)", nums[i],
+                  p.rc, p.npos, p.err);
+    }
+    parsed p = PARSE("--learning_rate", "-0.25");
+    CHECK_MSG(p.rc == 0 && v_lr == -0.25, "rc %d lr %g (%s)", p.rc, v_lr, p.err);
+    const char *bad[] = {"-1x", "-e5", "-.", "--5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = PARSE(bad[i]);
+        CHECK_MSG(p.rc == TN_EINVAL, "%s: rc %d", bad[i], p.rc);
+    }
+}
+
 static void test_double_dash_ends_flags(void) {
     parsed p = PARSE("--batch_size=5", "--", "--batch_size=6", "-x");
     CHECK_MSG(p.rc == 0, "rc %d: %s", p.rc, p.err);
@@ -472,6 +490,7 @@ int main(void) {
     RUN(test_unknown_flag_without_suggestion);
     RUN(test_single_dash_rejected);
     RUN(test_positional);
+    RUN(test_negative_numbers_are_values);
     RUN(test_double_dash_ends_flags);
     RUN(test_help);
     RUN(test_given);

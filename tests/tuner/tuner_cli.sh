@@ -601,6 +601,10 @@ check tell_unknown_exit4 test $rc -eq 4
 "$TUNER" ask asktell >/dev/null && "$TUNER" ask asktell >/dev/null
 err=$("$TUNER" ask asktell 2>&1); rc=$?
 check ask_exhausted_exit5 test $rc -eq 5
+# a negative objective is a value, not an option (a loss below zero, a negated score)
+"$TUNER" tell asktell 9 -0.709 >/dev/null 2>tell_neg.err; rc=$?
+check tell_negative_value test $rc -eq 0
+check tell_negative_best test "$("$TUNER" best asktell --format=json | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["number"], b["objective"])')" = "9 -0.709"
 
 # --- read commands --------------------------------------------------------------
 out=$("$TUNER" list)
