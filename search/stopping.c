@@ -48,6 +48,12 @@ int es_policy_parse(const char *name) {
 
 /* ---- Configuration ---- */
 
+void es_config_default(es_config *c) {
+    *c = (es_config){.policy = ES_DEFAULT_POLICY, .maximize = 1, .min_trials = 5, .min_step = 1,
+                     .running_average = 0, .grace_period = 0, .reduction_factor = 3,
+                     .max_step = 0};
+}
+
 int es_config_check(const es_config *c, char *err, size_t errlen) {
     if (!c) return tn_error(err, errlen, TN_EINVAL, "no early-stopping configuration");
     switch (c->policy) {
@@ -67,9 +73,10 @@ int es_config_check(const es_config *c, char *err, size_t errlen) {
         return 0;
     case ES_ASHA:
     case ES_HYPERBAND:
-        if (c->grace_period < 1)
+        if (c->grace_period < 0)
             return tn_error(err, errlen, TN_EINVAL,
-                            FIELD "gracePeriod must be >= 1, got %lld",
+                            FIELD "gracePeriod must be >= 0 (0: an eighth of the trials' "
+                            "length), got %lld",
                             (long long)c->grace_period);
         if (c->reduction_factor < 2)
             return tn_error(err, errlen, TN_EINVAL,
@@ -79,7 +86,12 @@ int es_config_check(const es_config *c, char *err, size_t errlen) {
             return tn_error(err, errlen, TN_EINVAL,
                             FIELD "maxStep must be >= 0 (0: no limit), got %lld",
                             (long long)c->max_step);
-        if (c->policy == ES_HYPERBAND && c->max_step <= c->grace_period)
+        if (c->policy == ES_HYPERBAND && c->grace_period == 0 && c->max_step < 1)
+            return tn_error(err, errlen, TN_EINVAL,
+                            FIELD "maxStep (the step at which trials end) must be >= 1 "
+                            "with policy hyperband, got %lld",
+                            (long long)c->max_step);
+        if (c->policy == ES_HYPERBAND && c->grace_period > 0 && c->max_step <= c->grace_period)
             return tn_error(err, errlen, TN_EINVAL,
                             FIELD "maxStep must be > gracePeriod (%lld) with policy "
                             "hyperband, got %lld",
@@ -251,9 +263,12 @@ static int64_t bracket_of(int64_t k, int64_t nb) {
     return b < 0 ? b + nb : b;
 }
 
-/* ASHA with first rung `grace` over the trials in bracket `bracket` of nb (nb == 0:
- * every trial). prefix starts the reason ("" or the bracket). */
-static void asha_decide(const es_config *c, int64_t grace, int64_t bracket, int64_t nb,
+/* ASHA with first rung `grace` and no rung at or past `limit` (0: none), over the
+ * trials in bracket `bracket` of nb (nb == 0: every trial). prefix starts the reason
+ * ("" or the bracket); limit_name says what the limit is ("maxStep", "the trials'
+ * length"). */
+static void asha_decide(const es_config *c, int64_t grace, int64_t limit,
+                        const char *limit_name, int64_t bracket, int64_t nb,
                         const char *prefix, const es_trial *trials, size_t n, size_t t,
                         es_decision *out) {
     const es_trial *tr = &trials[t];
@@ -268,7 +283,7 @@ static void asha_decide(const es_config *c, int64_t grace, int64_t bracket, int6
     int64_t r = grace, k = 0, rung = -1, rung_step = 0, passed = -1, passed_step = 0;
     int next = 0;
     for (;;) {
-        if (c->max_step > 0 && r >= c->max_step) break;
+        if (limit > 0 && r >= limit) break;
         if (r > s) {
             next = 1;
             break;
@@ -293,8 +308,8 @@ static void asha_decide(const es_config *c, int64_t grace, int64_t bracket, int6
                      "%sstep %lld is before the first rung (step %lld)", prefix,
                      (long long)s, (long long)grace);
         else
-            snprintf(out->reason, sizeof out->reason, "%sno rung below maxStep %lld", prefix,
-                     (long long)c->max_step);
+            snprintf(out->reason, sizeof out->reason, "%sno rung below %s %lld", prefix,
+                     limit_name, (long long)limit);
         return;
     }
 
@@ -332,19 +347,57 @@ static void asha_decide(const es_config *c, int64_t grace, int64_t bracket, int6
                  bm, out->stop ? "not " : "", keep, m, bt);
 }
 
+/* The automatic grace period for trials of length len: an eighth of it, rounded up
+ * (at least 1). */
+static int64_t auto_grace(int64_t len) {
+    int64_t g = len / ES_AUTO_GRACE_DIVISOR + (len % ES_AUTO_GRACE_DIVISOR > 0);
+    return g < 1 ? 1 : g;
+}
+
+static void asha_auto_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
+                             es_decision *out) {
+    if (c->max_step > 0) { /* the user gave the trials' length */
+        asha_decide(c, auto_grace(c->max_step), c->max_step, "maxStep", 0, 0, "", trials, n,
+                    t, out);
+        return;
+    }
+    /* The trials' length: the last step of the longest completed trial (t excluded,
+     * as in the median rule). */
+    int64_t len = 0;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        const es_trial *r = &trials[i];
+        if (i == t || r->state != SP_COMPLETE || r->n == 0 || !r->curve) continue;
+        if (!any || r->curve[r->n - 1].step > len) len = r->curve[r->n - 1].step;
+        any = 1;
+    }
+    if (!any) {
+        snprintf(out->reason, sizeof out->reason,
+                 "no trial has completed yet (the rungs are set from the trials' length)");
+        return;
+    }
+    if (len < 2) { /* no rung can lie below it */
+        snprintf(out->reason, sizeof out->reason,
+                 "no rung below the trials' length %lld", (long long)len);
+        return;
+    }
+    asha_decide(c, auto_grace(len), len, "the trials' length", 0, 0, "", trials, n, t, out);
+}
+
 static void hyperband_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
                              es_decision *out) {
     int64_t eta = c->reduction_factor;
+    int64_t grace = c->grace_period > 0 ? c->grace_period : auto_grace(c->max_step);
     /* B = floor(log_eta(max_step / grace)): the largest b with grace * eta^b <= max_step. */
-    int64_t nb = 1, g = c->grace_period;
+    int64_t nb = 1, g = grace;
     while (g <= c->max_step / eta) g *= eta, nb++;
     int64_t b = bracket_of(trials[t].number, nb);
-    g = c->grace_period;
+    g = grace;
     for (int64_t i = 0; i < b; i++) g *= eta;
     char prefix[96];
     snprintf(prefix, sizeof prefix, "bracket %lld of %lld (gracePeriod %lld): ", (long long)b,
              (long long)nb, (long long)g);
-    asha_decide(c, g, b, nb, prefix, trials, n, t, out);
+    asha_decide(c, g, c->max_step, "maxStep", b, nb, prefix, trials, n, t, out);
 }
 
 /* ---- Decisions ---- */
@@ -376,7 +429,11 @@ void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
         median_decide(c, trials, n, t, out);
         break;
     case ES_ASHA:
-        asha_decide(c, c->grace_period, 0, 0, "", trials, n, t, out);
+        if (c->grace_period == 0)
+            asha_auto_decide(c, trials, n, t, out);
+        else
+            asha_decide(c, c->grace_period, c->max_step, "maxStep", 0, 0, "", trials, n, t,
+                        out);
         break;
     case ES_HYPERBAND:
         hyperband_decide(c, trials, n, t, out);

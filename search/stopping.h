@@ -16,10 +16,15 @@
  *              reports a step at or past a rung, its value there is compared with
  *              the values of every trial that reached the rung (itself included): it
  *              continues only if it is among the top floor(n / eta) of them, or the
- *              best of them while n < eta (as Optuna's pruner does).
+ *              best of them while n < eta (as Optuna's pruner does). With grace 0
+ *              (automatic), grace is an eighth of the trials' length, rounded up:
+ *              max_step when it is set, else the last step of the longest completed
+ *              trial (no rung until one has completed, none at or past that length).
+ *              The default rule: asha, eta 3, grace 0 (see es_config_default).
  *   hyperband  several ASHA brackets: bracket b = 0..B (B = floor(log_eta(max_step /
  *              grace))) has grace period grace * eta^b; trial number k belongs to
  *              bracket (k - 1) mod (B + 1) and is compared only with its bracket.
+ *              Grace 0: an eighth of max_step, rounded up.
  *
  * "Better" follows the goal (maximize or minimize); ties never stop a trial.
  * Design and measurements: docs/early-stopping.md.
@@ -32,6 +37,13 @@
 
 enum es_policy { ES_NONE = 0, ES_MEDIAN, ES_ASHA, ES_HYPERBAND };
 
+/* The rule that `enableTrialEarlyStopping: true` alone turns on, chosen from
+ * measurements (docs/benchmarks/early-stopping-synthetic.md). */
+#define ES_DEFAULT_POLICY ES_ASHA
+
+/* grace_period 0 (automatic) is the trials' length divided by this, rounded up. */
+#define ES_AUTO_GRACE_DIVISOR 8
+
 typedef struct es_config {
     int policy;              /* enum es_policy */
     int maximize;            /* 1: larger values are better */
@@ -39,10 +51,13 @@ typedef struct es_config {
     int64_t min_step;        /* median: first step at which it may act (>= 0) */
     int running_average;     /* median: judge the trial by its running average, not
                                 its best value so far */
-    int64_t grace_period;    /* asha, hyperband: the first rung's step (>= 1) */
+    int64_t grace_period;    /* asha, hyperband: the first rung's step (>= 1), or 0:
+                                an eighth of the trials' length (rounded up) */
     int reduction_factor;    /* asha, hyperband: eta (>= 2) */
-    int64_t max_step;        /* asha: no rung at or past it (0: unbounded); hyperband:
-                                required (> grace_period), sets the brackets */
+    int64_t max_step;        /* asha: no rung at or past it (0: unbounded, or with
+                                grace 0 the longest completed trial's last step);
+                                hyperband: required (> grace_period, or >= 1 with grace
+                                0), sets the brackets */
 } es_config;
 
 /* One measurement of the metric tag. */
@@ -68,6 +83,11 @@ typedef struct es_decision {
                                 6 completed trials", "rung 2 (step 9): 0.61 is not in
                                 the top 2 of 7 trials (threshold 0.70)" */
 } es_decision;
+
+/* Fills *c with the defaults: policy ES_DEFAULT_POLICY, maximize, and every option's
+ * default (minTrials 5, minStep 1, no running average; gracePeriod 0 (automatic),
+ * reductionFactor 3, maxStep 0). The spec starts from these. */
+void es_config_default(es_config *c);
 
 /* Returns 0 or TN_EINVAL with a message naming the option (as the spec field
  * trainingInput.hyperparameters.earlyStopping.FIELD). */

@@ -4,7 +4,9 @@
  * worked by hand, useRunningAverage, which trials are references, NaN and infinity),
  * ASHA (rungs 1, 3, 9 with eta 3, promotion while n < eta, keep = floor(n / eta),
  * jumps past several rungs, steps between rungs, maxStep, stopped and failed
- * competitors, ties, rungs near INT64_MAX), hyperband (brackets by trial number, B,
+ * competitors, ties, rungs near INT64_MAX), ASHA's automatic grace period (an eighth
+ * of the longest completed trial, or of maxStep; trials in parallel), the default rule
+ * on a study two trials at a time, hyperband (brackets by trial number, B,
  * comparison within the bracket only), es_config_check, policy names, and two
  * properties over random histories: the best trial is never stopped, and decisions
  * do not depend on the order of the trials array.
@@ -359,6 +361,148 @@ static const decide_case asha_cases[] = {
 
 static void test_asha(void) { RUN_CASES(asha_cases); }
 
+/* ---- ASHA with the automatic grace period (the default rule) ---- */
+
+/* Two completed trials of 27 steps: the trials' length is 27, the grace period
+ * ceil(27 / 8) = 4, the rungs 4 and 12 (36 is past 27). Their values at rung 0 are
+ * 0.6 and 0.5, at rung 1 0.7 and 0.6. */
+#define DONE27 {C, "1:0.5 4:0.6 12:0.7 27:0.8", 0}, {C, "1:0.4 4:0.5 12:0.6 27:0.7", 0}
+
+static const decide_case asha_auto_cases[] = {
+    {"no trial has completed: nothing is decided", ASHA(0, 3, 0), 0,
+     "no trial has completed yet (the rungs are set from the trials' length)",
+     {{R, "1:0.9 4:0.9 12:0.9", 0}, {S, "1:0.9 4:0.9", 0}, {R, "1:0 4:0 12:0", 0}}},
+    {"before the first rung, at ceil(27 / 8) = 4", ASHA(0, 3, 0), 0,
+     "step 3 is before the first rung (step 4)", {DONE27, {R, "1:0 2:0 3:0", 0}}},
+    {"a hopeless trial is stopped at step 4", ASHA(0, 3, 0), 1,
+     "rung 0 (step 4): 0.1 is not in the top 1 of 3 trials (threshold 0.6)",
+     {DONE27, {R, "1:0.1 2:0.1 3:0.1 4:0.1", 0}}},
+    {"a good trial continues at step 4", ASHA(0, 3, 0), 0,
+     "rung 0 (step 4): 0.65 is in the top 1 of 3 trials (threshold 0.65)",
+     {DONE27, {R, "1:0 2:0.2 3:0.3 4:0.65", 0}}},
+    {"the second rung is at step 12", ASHA(0, 3, 0), 1,
+     "rung 1 (step 12): 0.55 is not in the top 1 of 3 trials (threshold 0.7)",
+     {DONE27, {R, "4:0.7 8:0.7 12:0.55", 0}}},
+    {"no rung at or past the trials' length", ASHA(0, 3, 0), 0,
+     "step 26: no new rung (the last, rung 1, is at step 12)",
+     {DONE27, {R, "4:0.9 12:0.9 26:0", 0}}},
+    {"the longest completed trial sets the length", ASHA(0, 3, 0), 0,
+     "step 2 is before the first rung (step 4)",
+     {{C, "1:0.9 2:0.9 9:0.9", 0}, DONE27, {R, "1:0 2:0", 0}}},
+    /* The length is 9 (grace 2): stopped and running trials that went further do
+     * not count, but they compete at the rung. */
+    {"stopped and running trials do not set the length", ASHA(0, 3, 0), 1,
+     "rung 0 (step 2): 0 is not in the top 1 of 4 trials (threshold 0.9)",
+     {{C, "1:0.9 2:0.9 9:0.9", 0}, {S, "2:0.9 40:0.9", 0}, {R, "2:0.9 30:0.9", 0},
+      {R, "1:0 2:0", 0}}},
+    /* Were its own 27 the length, the rungs would be 4 and 12; with 9 they are 2, 6. */
+    {"the trial itself does not set the length", ASHA(0, 3, 0), 1,
+     "rung 1 (step 6, reached at step 27): 0 is not the best of 2 trials (threshold 0.9)",
+     {{C, "1:0.9 2:0.9 9:0.9", 0}, {C, "1:0 2:0 27:0", 0}}},
+    {"a length of 8 gives grace 1", ASHA(0, 3, 0), 1,
+     "rung 0 (step 1): 0 is not the best of 2 trials (threshold 0.9)",
+     {{C, "1:0.9 8:0.9", 0}, {R, "1:0", 0}}},
+    {"a length of 1 leaves no rung", ASHA(0, 3, 0), 0, "no rung below the trials' length 1",
+     {{C, "1:0.9", 0}, {R, "1:0", 0}}},
+    {"a length of 0 leaves no rung", ASHA(0, 3, 0), 0, "no rung below the trials' length 0",
+     {{C, "0:0.9", 0}, {R, "0:0", 0}}},
+    /* The real study's scale: 628 steps, reports every 52; grace 79, rungs 79, 237. */
+    {"628 steps: the first report is before the first rung", ASHA(0, 3, 0), 0,
+     "step 52 is before the first rung (step 79)",
+     {{C, "52:0.7 104:0.8 628:0.86", 0}, {C, "52:0.6 104:0.75 628:0.85", 0},
+      {R, "52:0.1", 0}}},
+    {"628 steps: decided at the report after the rung", ASHA(0, 3, 0), 1,
+     "rung 0 (step 79, reached at step 104): 0.2 is not in the top 1 of 3 trials "
+     "(threshold 0.8)",
+     {{C, "52:0.7 104:0.8 628:0.86", 0}, {C, "52:0.6 104:0.75 628:0.85", 0},
+      {R, "52:0.1 104:0.2", 0}}},
+    {"maxStep gives the length before any trial completes", ASHA(0, 3, 27), 1,
+     "rung 0 (step 4): 0 is not the best of 2 trials (threshold 0.9)",
+     {{R, "1:0.9 4:0.9", 0}, {R, "1:0 4:0", 0}}},
+    {"maxStep: no rung at or past it", ASHA(0, 3, 27), 0,
+     "step 26: no new rung (the last, rung 1, is at step 12)",
+     {{R, "1:0.9 4:0.9 12:0.9 26:0.9", 0}, {R, "4:0.9 12:0.9 26:0", 0}}},
+    /* Asynchronous: with trials in parallel, a rung is judged against the trials that
+     * have reached it so far, running ones included; a trial that has not reached it
+     * yet (the third, at step 2) is not a competitor, and nobody waits for it. */
+    {"parallel: a running trial past the rung competes", ASHA(0, 3, 0), 1,
+     "rung 0 (step 4): 0.55 is not in the top 1 of 3 trials (threshold 0.9)",
+     {{C, "1:0.5 4:0.6 12:0.7 27:0.8", 0}, {R, "1:0.3 4:0.9 5:0.9", 0},
+      {R, "1:0.95 2:0.95", 0}, {R, "1:0.5 4:0.55", 0}}},
+    {"parallel: a trial not yet at the rung does not compete", ASHA(0, 3, 0), 0,
+     "rung 0 (step 4): 0.92 is in the top 1 of 3 trials (threshold 0.92)",
+     {{C, "1:0.5 4:0.6 12:0.7 27:0.8", 0}, {R, "1:0.3 4:0.9 5:0.9", 0},
+      {R, "1:0.95 2:0.95", 0}, {R, "1:0.5 4:0.92", 0}}},
+    {"parallel: the first trial at a rung continues at once", ASHA(0, 3, 27), 0,
+     "rung 1 (step 12): 0.1 is the best of 1 trial (threshold 0.1)",
+     {{R, "1:0.9 4:0.9", 0}, {R, "4:0.1 12:0.1", 0}}},
+    {"hyperband: grace ceil(27 / 8) = 4, brackets 4 and 12", HYPERBAND(0, 3, 27), 1,
+     "bracket 0 of 2 (gracePeriod 4): rung 0 (step 4): 0 is not the best of 2 trials",
+     {{R, "4:0.9", 1}, {R, "4:0.9", 2}, {R, "4:0", 3}}},
+    {"hyperband: bracket 1 starts at 12", HYPERBAND(0, 3, 27), 0,
+     "bracket 1 of 2 (gracePeriod 12): step 4 is before the first rung (step 12)",
+     {{R, "4:0.9", 1}, {R, "4:0", 2}}},
+    {"hyperband: maxStep 1 leaves no rung", HYPERBAND(0, 3, 1), 0,
+     "bracket 0 of 1 (gracePeriod 1): no rung below maxStep 1", {{R, "1:0", 1}}},
+};
+
+static void test_asha_auto(void) { RUN_CASES(asha_auto_cases); }
+
+/* The default rule on a study run two trials at a time: six trials of 9 steps whose
+ * curves are final * step / 9 with finals 0.5, 0.9, 0.1, 0.75, 0.2, 0.95 (so they rank
+ * at every step as at the end). Trials 1 and 2 run side by side, then 3 and 4, then 5
+ * and 6; at each tick every running trial reports its next step, lower numbers first.
+ * Trials 1 and 2 run to the end: no trial had completed. From then on the length is 9,
+ * the grace period 2, the rungs 2 and 6. At step 2, trial 3 is not the top 1 of 3
+ * (trials 1, 2, 3), trial 4 not of 4, trial 5 not of 5; trial 6 is in the top 2 of 6
+ * there and the best of 3 at step 6 (trials 1, 2, 6), and completes. */
+static void test_default_two_at_a_time(void) {
+    static const double finals[] = {0.5, 0.9, 0.1, 0.75, 0.2, 0.95};
+    static const int want_steps[] = {9, 9, 2, 2, 2, 9};
+    enum { NT = 6, NS = 9 };
+    es_config cfg;
+    es_config_default(&cfg);
+    CHECK_INT_EQ(cfg.policy, ES_ASHA);
+    CHECK_INT_EQ(cfg.reduction_factor, 3);
+    CHECK(cfg.grace_period == 0 && cfg.max_step == 0 && cfg.maximize == 1);
+    CHECK_INT_EQ(es_config_check(&cfg, NULL, 0), 0);
+
+    es_point pts[NT][NS];
+    es_trial tr[NT];
+    memset(tr, 0, sizeof tr);
+    size_t started = 0;
+    for (size_t pair = 0; pair < NT / 2; pair++) {
+        size_t a = 2 * pair;
+        for (size_t i = a; i < a + 2; i++) tr[i] = (es_trial){(int64_t)i + 1, R, pts[i], 0};
+        started = a + 2;
+        for (int s = 1; s <= NS; s++) {
+            for (size_t i = a; i < a + 2; i++) {
+                if (tr[i].state != R) continue;
+                pts[i][s - 1] = (es_point){s, finals[i] * s / NS};
+                tr[i].n = (size_t)s;
+                if (s == NS) {
+                    tr[i].state = C;
+                    continue;
+                }
+                es_decision d;
+                es_decide(&cfg, tr, started, i, &d);
+                if (i < 2)
+                    CHECK_MSG(!d.stop && strstr(d.reason, "no trial has completed yet"),
+                              "trial %zu step %d: %s", i + 1, s, d.reason);
+                if (d.stop) tr[i].state = S;
+            }
+        }
+    }
+    int total = 0;
+    for (size_t i = 0; i < NT; i++) {
+        CHECK_MSG((int)tr[i].n == want_steps[i], "trial %zu ran %zu steps, want %d", i + 1,
+                  tr[i].n, want_steps[i]);
+        CHECK_INT_EQ(tr[i].state, want_steps[i] == NS ? C : S);
+        total += (int)tr[i].n;
+    }
+    CHECK_INT_EQ(total, 33); /* of 54 */
+}
+
 /* ---- Hyperband ---- */
 
 static const decide_case hyperband_cases[] = {
@@ -482,8 +626,12 @@ static void test_config_check(void) {
         {MEDIAN(1, 0, -1), F_ "useRunningAverage must be true or false, got -1"},
         {ASHA(1, 2, 0), NULL},
         {ASHA(1, 3, 1), NULL}, /* legal, though it leaves no rung */
-        {ASHA(0, 3, 0), F_ "gracePeriod must be >= 1, got 0"},
-        {ASHA(-4, 3, 0), F_ "gracePeriod must be >= 1, got -4"},
+        {ASHA(0, 3, 0), NULL}, /* automatic: an eighth of the trials' length */
+        {ASHA(0, 3, 27), NULL},
+        {ASHA(-1, 3, 0),
+         F_ "gracePeriod must be >= 0 (0: an eighth of the trials' length), got -1"},
+        {ASHA(-4, 3, 0),
+         F_ "gracePeriod must be >= 0 (0: an eighth of the trials' length), got -4"},
         {ASHA(1, 1, 0), F_ "reductionFactor must be >= 2, got 1"},
         {ASHA(1, 0, 0), F_ "reductionFactor must be >= 2, got 0"},
         {ASHA(1, 3, -1), F_ "maxStep must be >= 0 (0: no limit), got -1"},
@@ -493,7 +641,13 @@ static void test_config_check(void) {
          F_ "maxStep must be > gracePeriod (1) with policy hyperband, got 0"},
         {HYPERBAND(5, 3, 5),
          F_ "maxStep must be > gracePeriod (5) with policy hyperband, got 5"},
-        {HYPERBAND(0, 3, 9), F_ "gracePeriod must be >= 1, got 0"},
+        {HYPERBAND(0, 3, 9), NULL},
+        {HYPERBAND(0, 3, 1), NULL}, /* grace 1: one bracket, no rung */
+        {HYPERBAND(0, 3, 0),
+         F_ "maxStep (the step at which trials end) must be >= 1 with policy hyperband, "
+            "got 0"},
+        {HYPERBAND(-1, 3, 9),
+         F_ "gracePeriod must be >= 0 (0: an eighth of the trials' length), got -1"},
         {HYPERBAND(1, 1, 9), F_ "reductionFactor must be >= 2, got 1"},
         {HYPERBAND(1, 3, -9), F_ "maxStep must be >= 0 (0: no limit), got -9"},
     };
@@ -566,7 +720,7 @@ static es_config random_config(tn_rng *r, int policy) {
     c.min_trials = 1 + (int)tn_rng_below(r, 4);
     c.min_step = (int64_t)tn_rng_below(r, 4);
     c.running_average = (int)tn_rng_below(r, 2);
-    c.grace_period = 1 + (int64_t)tn_rng_below(r, 3);
+    c.grace_period = (int64_t)tn_rng_below(r, 4); /* 0: automatic */
     c.reduction_factor = 2 + (int)tn_rng_below(r, 3);
     if (policy == ES_HYPERBAND)
         c.max_step = c.grace_period + 1 + (int64_t)tn_rng_below(r, 30);
@@ -649,6 +803,8 @@ static void test_property_order_independent(void) {
 int main(void) {
     RUN(test_median);
     RUN(test_asha);
+    RUN(test_asha_auto);
+    RUN(test_default_two_at_a_time);
     RUN(test_hyperband);
     RUN(test_hyperband_brackets);
     RUN(test_trivial);
