@@ -20,9 +20,23 @@
  *   mixed       lr DOUBLE [1e-5, 1] log, units INTEGER [1, 128], cat CATEGORICAL
  *               {a, b, c}: f = (log10(lr) + 2)^2 + (units - 37)^2 / 1000
  *               + {0, 0.3, 0.7}[cat]                             f* = 0
+ * Conditional spaces, run only when named (bench/bo.py --conditional;
+ * docs/benchmarks/conditional.md):
+ *   conditional optimizer CATEGORICAL {sgd, adam}; momentum DOUBLE [0, 0.99] only
+ *               under sgd; beta1 DOUBLE [0.8, 0.999] only under adam; lr DOUBLE
+ *               [1e-4, 1] log; schedule CATEGORICAL {constant, step}; decay DOUBLE
+ *               [0.1, 0.9] only under step. A made-up validation loss:
+ *                 sgd   (log10 lr - log10(0.1 (1 - momentum)))^2 + 2 (momentum - 0.9)^2
+ *                 adam  0.1 + (log10 lr + 3)^2 + 20 (beta1 - 0.9)^2
+ *               plus 0.05 (constant) or 0.2 (decay - 0.3)^2 (step)   f* = 0 (sgd,
+ *               momentum 0.9, lr 0.01, step, decay 0.3)
+ *   conditional_flat  the same function on the same parameters, every one always
+ *               present (the function ignores those that do not apply): the space a
+ *               sampler without conditions searches.
  * Prints one JSON line per study: {"kind": "run", "function", "algo" ("bo" or
- * "random"), "seed", "x" (the points, %.17g), "y", "suggest_s" (seconds per
- * suggestion), "notes" (suggestions with a note), "note" (the first one)}.
+ * "random"), "seed", "x" (the points, %.17g; null for an inactive parameter), "y",
+ * "suggest_s" (seconds per suggestion), "notes" (suggestions with a note), "note"
+ * (the first one)}.
  * --timing=N instead feeds N random trials of hartmann6 (random search, seed
  * --first_seed, indices 0 .. N-1) to the sampler as history and times --reps
  * suggestions of trial N (seeds 1 .. reps) after one untimed one; one JSON line with
@@ -43,6 +57,7 @@
 
 typedef struct bench_fn {
     const char *name;
+    int named_only;                    /* left out of --function=all (the conditional ones) */
     int dims;                          /* DOUBLE parameters, for the plain functions */
     double lo, hi;                     /* their common range (branin, mixed: own ranges) */
     double fmin;                       /* the global minimum */
@@ -137,21 +152,54 @@ static double mixed(const double *x) { /* lr, units, cat (the category's index) 
     return l * l + u * u / 1000 + CAT[(int)x[2]];
 }
 
+/* optimizer (0 sgd, 1 adam), momentum, beta1, lr, schedule (0 constant, 1 step),
+ * decay; the parameters that do not apply are NaN (conditional) or ignored (flat). */
+static double conditional(const double *x) {
+    double l = log10(x[3]), f;
+    if (x[0] == 0) {
+        double t = l - log10(0.1 * (1 - x[1]));
+        f = t * t + 2 * (x[1] - 0.9) * (x[1] - 0.9);
+    } else {
+        f = 0.1 + (l + 3) * (l + 3) + 20 * (x[2] - 0.9) * (x[2] - 0.9);
+    }
+    return f + (x[4] == 0 ? 0.05 : 0.2 * (x[5] - 0.3) * (x[5] - 0.3));
+}
+
 static const bench_fn FUNCS[] = {
-    {"branin", 2, 0, 0, 0.39788735772973816, 50, branin},
-    {"hartmann3", 3, 0, 1, -3.862779787332663, 50, hartmann3},
-    {"hartmann6", 6, 0, 1, -3.322368011415515, 100, hartmann6},
-    {"rosenbrock", 4, -5, 10, 0, 50, rosenbrock},
-    {"ackley", 5, -32.768, 32.768, 0, 50, ackley},
-    {"levy", 4, -10, 10, 0, 50, levy},
-    {"styblinski", 5, -5, 5, -39.16616570377142 * 5, 50, styblinski},
-    {"mixed", 3, 0, 0, 0, 50, mixed},
+    {"branin", 0, 2, 0, 0, 0.39788735772973816, 50, branin},
+    {"hartmann3", 0, 3, 0, 1, -3.862779787332663, 50, hartmann3},
+    {"hartmann6", 0, 6, 0, 1, -3.322368011415515, 100, hartmann6},
+    {"rosenbrock", 0, 4, -5, 10, 0, 50, rosenbrock},
+    {"ackley", 0, 5, -32.768, 32.768, 0, 50, ackley},
+    {"levy", 0, 4, -10, 10, 0, 50, levy},
+    {"styblinski", 0, 5, -5, 5, -39.16616570377142 * 5, 50, styblinski},
+    {"mixed", 0, 3, 0, 0, 0, 50, mixed},
+    {"conditional", 1, 6, 0, 0, 0, 50, conditional},
+    {"conditional_flat", 1, 6, 0, 0, 0, 50, conditional},
 };
 #define NFUNCS (sizeof FUNCS / sizeof FUNCS[0])
 
 /* The function's search space, into a zeroed s. */
 static void make_space(const bench_fn *fn, sp_space *s) {
     char name[16];
+    if (strncmp(fn->name, "conditional", 11) == 0) {
+        int cond = strcmp(fn->name, "conditional") == 0;
+        char *opts[] = {"sgd", "adam"}, *scheds[] = {"constant", "step"};
+        double sgd = 0, adam = 1, step = 1;
+        sp_space_add(s, &(sp_param){.name = "optimizer", .type = SP_CATEGORICAL,
+                                    .categories = opts, .ncategories = 2});
+        sp_space_add(s, &(sp_param){.name = "momentum", .type = SP_DOUBLE, .min = 0, .max = 0.99,
+                                    .conditional = cond, .parent = 0, .when = &sgd, .nwhen = 1});
+        sp_space_add(s, &(sp_param){.name = "beta1", .type = SP_DOUBLE, .min = 0.8, .max = 0.999,
+                                    .conditional = cond, .parent = 0, .when = &adam, .nwhen = 1});
+        sp_space_add(s, &(sp_param){.name = "lr", .type = SP_DOUBLE, .scale = SP_LOG,
+                                    .min = 1e-4, .max = 1});
+        sp_space_add(s, &(sp_param){.name = "schedule", .type = SP_CATEGORICAL,
+                                    .categories = scheds, .ncategories = 2});
+        sp_space_add(s, &(sp_param){.name = "decay", .type = SP_DOUBLE, .min = 0.1, .max = 0.9,
+                                    .conditional = cond, .parent = 4, .when = &step, .nwhen = 1});
+        return;
+    }
     if (strcmp(fn->name, "mixed") == 0) {
         char *cats[] = {"a", "b", "c"};
         sp_space_add(s, &(sp_param){.name = "lr", .type = SP_DOUBLE, .scale = SP_LOG,
@@ -191,7 +239,13 @@ static void print_points(const char *key, const double *x, int trials, size_t n)
     printf("\"%s\": [", key);
     for (int i = 0; i < trials; i++) {
         printf("%s[", i ? ", " : "");
-        for (size_t j = 0; j < n; j++) printf("%s%.17g", j ? ", " : "", x[(size_t)i * n + j]);
+        for (size_t j = 0; j < n; j++) {
+            double v = x[(size_t)i * n + j];
+            if (isnan(v))
+                printf("%snull", j ? ", " : ""); /* inactive */
+            else
+                printf("%s%.17g", j ? ", " : "", v);
+        }
         printf("]");
     }
     printf("]");
@@ -330,6 +384,7 @@ int main(int argc, char **argv) {
     int algos = strcmp(algo, "bo") == 0 ? 1 : strcmp(algo, "random") == 0 ? 2
                 : strcmp(algo, "both") == 0 ? 3 : 0;
     int found = strcmp(function, "all") == 0;
+    /* --function=all: the standard functions; the conditional ones only by name */
     for (size_t k = 0; k < NFUNCS; k++) found |= strcmp(function, FUNCS[k].name) == 0;
     if (rc == 0 && (!algos || !found)) {
         snprintf(err, sizeof err, "unknown %s '%s'", algos ? "--function" : "--algo",
@@ -347,7 +402,8 @@ int main(int argc, char **argv) {
     if (list) {
         for (size_t k = 0; k < NFUNCS; k++)
             printf("{\"kind\": \"function\", \"function\": \"%s\", \"fmin\": %.17g, "
-                   "\"trials\": %d}\n", FUNCS[k].name, FUNCS[k].fmin, FUNCS[k].trials);
+                   "\"trials\": %d, \"named_only\": %s}\n", FUNCS[k].name, FUNCS[k].fmin,
+                   FUNCS[k].trials, FUNCS[k].named_only ? "true" : "false");
         return 0;
     }
     if (timing) {
@@ -357,7 +413,8 @@ int main(int argc, char **argv) {
     }
     for (size_t k = 0; k < NFUNCS; k++) {
         const bench_fn *fn = &FUNCS[k];
-        if (strcmp(function, "all") != 0 && strcmp(function, fn->name) != 0) continue;
+        if (strcmp(function, "all") == 0 ? fn->named_only : strcmp(function, fn->name) != 0)
+            continue;
         int t = trials ? trials : fn->trials;
         for (int seed = first_seed; seed < first_seed + seeds; seed++) {
             if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t)) return 1;

@@ -8,7 +8,7 @@
 #                                               suite does (scripts/test.sh)
 #   scripts/fuzz.sh --list                      the targets, one a line
 #
-# Targets: spec, tfconfig, htreader, checkpoint, api. Prints a table (target, runs,
+# Targets: spec, spec_yaml, tfconfig, htreader, checkpoint, api. Prints a table (target, runs,
 # seconds, coverage and corpus size at the start and the end, result). A crash, a leak,
 # a sanitizer report, a timeout or an out-of-memory stops that target; its input is
 # kept in build-fuzz/crashes/ and named, with the command that reproduces it. Exit
@@ -16,7 +16,7 @@
 # for a usage error, 77 when clang or libFuzzer is missing (the run is skipped).
 set -u
 cd "$(dirname "$0")/.."
-ALL="spec tfconfig htreader checkpoint api"
+ALL="spec spec_yaml tfconfig htreader checkpoint api"
 BUILD=build-fuzz
 CC_FUZZ=${FUZZ_CC:-clang}
 seconds=60

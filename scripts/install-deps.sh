@@ -19,8 +19,8 @@
 set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libgsl-dev
-libjansson-dev libevent-dev libsqlite3-dev dataset-fashion-mnist python3
-chromium chromium-driver python3-selenium"
+libjansson-dev libevent-dev libsqlite3-dev libyaml-dev dataset-fashion-mnist python3
+python3-pip chromium chromium-driver python3-selenium"
 SLURM_PACKAGES="slurmctld slurmd slurm-client munge"
 BENCH_PACKAGES="python3-torch python3-numpy python3-optuna python3-scipy python3-venv wrk"
 

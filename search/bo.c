@@ -4,11 +4,19 @@
  * trials believed at the mean), the fit, and the maximisation of the acquisition
  * (quasi-random and local candidates, then Nelder-Mead on the best few).
  *
- * Notation: P parameters, D encoded coordinates (P plus k - 1 per CATEGORICAL of k),
- * n measured trials. A "unit point" u in [0, 1]^P is what the sampler searches over
- * (one coordinate per parameter, a CATEGORICAL's coordinate picking its bucket, as
- * sp_from_unit does); x in [0, 1]^D is its encoding, which the GP sees. The model
- * always maximises: z = objective, or -objective when minimising.
+ * Notation: P parameters, D encoded coordinates (P plus k - 1 per CATEGORICAL of k,
+ * plus 1 per conditional INTEGER, DISCRETE or DOUBLE), n measured trials. A "unit
+ * point" u in [0, 1]^P is what the sampler searches over (one coordinate per
+ * parameter, a CATEGORICAL's coordinate picking its bucket, as sp_from_unit does; an
+ * inactive parameter of a trial's point is BO_INACTIVE_U); x in [0, 1]^D is its
+ * encoding, which the GP sees. The model always maximises: z = objective, or
+ * -objective when minimising.
+ *
+ * Conditional parameters: a point's values decide which parameters are active
+ * (sp_mask_inactive); an inactive one is encoded as a value it can never take, at the
+ * same distance from all its values: the centre of the arc its active values lie on
+ * (an ordinal one), all zeros (a CATEGORICAL's one-hot). See "Conditional
+ * parameters" in docs/bayesian-optimisation.md.
  *
  * Pure: no I/O, no clocks, no global state (GSL's error handler aside, which is
  * turned off); every random choice comes from a generator keyed by (seed, index, use).
@@ -51,6 +59,10 @@
 #define BO_SKEW_MAX 1.0         /* |skewness| above which z gets normal scores */
 #define BO_SD_FLOOR 1e-10       /* gp_log_ei needs sd > 0 */
 #define BO_TRIES 128            /* design / random draws before giving up on "new" */
+#define BO_INACTIVE_U (-1.0)    /* unit coordinate of an inactive parameter: outside
+                                   [0, 1], so never "the same" as an active value */
+#define BO_ARC_ANGLE (M_PI / 3) /* a conditional ordinal's values lie on this arc of the
+                                   unit circle: its ends 1 apart, the centre 1 from all */
 
 /* Uses of randomness, each keyed separately by (seed, index). */
 enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT };
@@ -83,47 +95,112 @@ typedef struct enc {
     size_t P;                /* parameters */
     size_t D;                /* encoded coordinates */
     size_t *off;             /* (P) each parameter's first coordinate */
+    int conditional;         /* the space has conditional parameters */
+    size_t *group;           /* (D) the GP lengthscale of each coordinate: its own, but
+                                a conditional ordinal's two share one */
+    size_t ngroups;
 } enc;
+
+/* Coordinates of parameter p: k for a CATEGORICAL of k (one-hot), 2 for a
+ * conditional ordinal (its arc), else 1. */
+static size_t enc_width(const sp_param *p) {
+    if (p->type == SP_CATEGORICAL) return p->ncategories;
+    return p->conditional ? 2 : 1;
+}
 
 static void enc_init(enc *e, const sp_space *s) {
     e->s = s;
     e->P = s->n;
-    e->off = tn_xmalloc(s->n * sizeof *e->off);
+    e->off = tn_xmalloc((s->n + 1) * sizeof *e->off);
+    e->conditional = sp_space_is_conditional(s);
     e->D = 0;
     for (size_t i = 0; i < s->n; i++) {
         e->off[i] = e->D;
-        e->D += s->params[i].type == SP_CATEGORICAL ? s->params[i].ncategories : 1;
+        e->D += enc_width(&s->params[i]);
     }
-}
-
-static void enc_clear(enc *e) { free(e->off); }
-
-/* x (D) of the unit point u (P). Snapped (relaxed = 0): each ordinal coordinate is
- * the one of the legal value u decodes to, so the model scores what would be
- * suggested; relaxed: u itself (for the local optimiser). A CATEGORICAL is always the
- * one-hot of its bucket. */
-static void enc_unit(const enc *e, const double *u, int relaxed, double *x) {
-    for (size_t i = 0; i < e->P; i++) {
-        const sp_param *p = &e->s->params[i];
-        double *xi = x + e->off[i];
-        if (p->type == SP_CATEGORICAL) {
-            size_t c = (size_t)sp_from_unit(p, u[i]);
-            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? 1.0 : 0.0;
-        } else if (relaxed) {
-            xi[0] = clamp01(u[i]);
+    e->group = tn_xmalloc((e->D + 1) * sizeof *e->group);
+    e->ngroups = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const sp_param *p = &s->params[i];
+        if (p->type != SP_CATEGORICAL && p->conditional) {
+            e->group[e->off[i]] = e->group[e->off[i] + 1] = e->ngroups++;
         } else {
-            xi[0] = sp_to_unit(p, sp_from_unit(p, u[i]));
+            for (size_t j = 0; j < enc_width(p); j++) e->group[e->off[i] + j] = e->ngroups++;
         }
     }
 }
 
-/* The unit point of a trial's values (a CATEGORICAL at its bucket's centre). */
-static void unit_of_values(const sp_space *s, const double *v, double *u) {
-    for (size_t i = 0; i < s->n; i++) u[i] = sp_to_unit(&s->params[i], v[i]);
+static void enc_clear(enc *e) {
+    free(e->off);
+    free(e->group);
 }
 
+/* x (D) of the unit point u (P); vs (P) receives the values u decodes to, inactive
+ * parameters NaN. Snapped (relaxed = 0): each ordinal coordinate is the one of the
+ * legal value u decodes to, so the model scores what would be suggested; relaxed: u
+ * itself (for the local optimiser). A CATEGORICAL is always the one-hot of its
+ * bucket. Which parameters are active follows from the decoded values of their
+ * parents, so u's coordinates of inactive parameters are never read. An inactive
+ * parameter is the origin of its coordinates: for a CATEGORICAL no category (one
+ * coordinate away from each category), for a conditional ordinal the centre of the
+ * arc (cos(A t), sin(A t)), t in [0, 1], that its unit values map to: the same
+ * distance 1 from every value, which is the distance between the range's two ends.
+ * The space's conditions must be well formed (sp_conditions_ok). */
+static void enc_unit(const enc *e, const double *u, int relaxed, double *x, double *vs) {
+    for (size_t i = 0; i < e->P; i++) {
+        const sp_param *p = &e->s->params[i];
+        double *xi = x + e->off[i];
+        int active = !p->conditional || sp_condition_holds(p, vs[p->parent]);
+        if (!active) {
+            vs[i] = NAN;
+            for (size_t j = 0; j < enc_width(p); j++) xi[j] = 0.0;
+            continue;
+        }
+        vs[i] = sp_from_unit(p, u[i]);
+        if (p->type == SP_CATEGORICAL) {
+            size_t c = (size_t)vs[i];
+            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? 1.0 : 0.0;
+            continue;
+        }
+        double t = relaxed ? clamp01(u[i]) : sp_to_unit(p, vs[i]);
+        if (p->conditional) {
+            xi[0] = cos(BO_ARC_ANGLE * t);
+            xi[1] = sin(BO_ARC_ANGLE * t);
+        } else {
+            xi[0] = t;
+        }
+    }
+}
+
+/* The unit point of a trial's values (a CATEGORICAL at its bucket's centre, an
+ * inactive parameter BO_INACTIVE_U). */
+static void unit_of_values(const sp_space *s, const double *v, double *u) {
+    for (size_t i = 0; i < s->n; i++) {
+        u[i] = isnan(v[i]) ? BO_INACTIVE_U : sp_to_unit(&s->params[i], v[i]);
+    }
+}
+
+/* The point u decodes to: every parameter's value, then the inactive ones NaN. */
 static void decode(const sp_space *s, const double *u, double *v) {
     for (size_t i = 0; i < s->n; i++) v[i] = sp_from_unit(&s->params[i], u[i]);
+    sp_mask_inactive(s, v);
+}
+
+size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group) {
+    if (!s || !sp_conditions_ok(s)) return 0;
+    enc e;
+    enc_init(&e, s);
+    size_t D = e.D;
+    if (group) memcpy(group, e.group, D * sizeof *group);
+    if (x && v) {
+        double *u = tn_xmalloc((e.P + 1) * sizeof *u), *vs = tn_xmalloc((e.P + 1) * sizeof *vs);
+        unit_of_values(s, v, u);
+        enc_unit(&e, u, 1, x, vs); /* as the measured trials are encoded */
+        free(vs);
+        free(u);
+    }
+    enc_clear(&e);
+    return D;
 }
 
 /* ---- Points already taken ---- */
@@ -147,7 +224,8 @@ static void taken_init(taken *t, const sp_space *s, const sp_history *h) {
 }
 
 /* Whether the legal values v equal a taken point: countable parameters equal, DOUBLE
- * parameters within BO_SAME_TOL in unit coordinates. */
+ * parameters within BO_SAME_TOL in unit coordinates, inactive parameters inactive in
+ * both (BO_INACTIVE_U is more than BO_SAME_TOL from every active coordinate). */
 static int taken_has(const taken *t, const sp_space *s, const double *v, double *scratch) {
     unit_of_values(s, v, scratch);
     for (size_t k = 0; k < t->m; k++) {
@@ -311,6 +389,7 @@ typedef struct acq {
     double beta;             /* UCB */
     double best;             /* EI's incumbent */
     double *x;               /* (D) scratch */
+    double *vs;              /* (P) scratch: the decoded values */
     double *u;               /* (P) the point being refined */
     const size_t *free_dims; /* the coordinates Nelder-Mead moves */
     size_t nfree;
@@ -319,7 +398,7 @@ typedef struct acq {
 /* The acquisition at the unit point u (larger is better); -HUGE_VAL when the model
  * returns something unusable. */
 static double acq_at(acq *a, const double *u, int relaxed) {
-    enc_unit(a->e, u, relaxed, a->x);
+    enc_unit(a->e, u, relaxed, a->x, a->vs);
     double mean, var;
     gp_predict(a->gp, a->x, &mean, &var);
     double sd = sqrt(var > 0.0 ? var : 0.0);
@@ -344,8 +423,9 @@ static double refine_f(const gsl_vector *t, void *params) {
 }
 
 /* Refines the unit point u (P) in place with Nelder-Mead over the free coordinates
- * (categorical ones stay). Returns 0, or a GSL status when it could not start (u is
- * then unchanged). */
+ * (categorical and inactive ones stay; a parent that moves may switch its children
+ * on or off, which the encoding follows). Returns 0, or a GSL status when it could
+ * not start (u is then unchanged). */
 static int refine(acq *a, double *u, int iters) {
     size_t m = a->nfree;
     if (m == 0) return 0;
@@ -379,6 +459,7 @@ done:
 /* ---- The sampler ---- */
 
 static int space_usable(const sp_space *s) {
+    if (!sp_conditions_ok(s)) return 0;
     for (size_t i = 0; i < s->n; i++) {
         const sp_param *p = &s->params[i];
         switch (p->type) {
@@ -435,7 +516,7 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
     double *z = tn_xmalloc((nt + 1) * sizeof *z);
     double *uobs = tn_xmalloc((nt * P + 1) * sizeof *uobs);
     double *u = tn_xmalloc(P * sizeof *u), *v = tn_xmalloc(P * sizeof *v);
-    double *w = tn_xmalloc(P * sizeof *w);
+    double *w = tn_xmalloc(P * sizeof *w), *vs = tn_xmalloc(P * sizeof *vs);
     double *cand = NULL;
     ranked *order = NULL;
     size_t *free_dims = tn_xmalloc(P * sizeof *free_dims);
@@ -452,7 +533,7 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
             continue;
         }
         unit_of_values(s, tr->values, uobs + n * P);
-        enc_unit(&e, uobs + n * P, 1, X + n * D); /* to_unit of legal values: exact */
+        enc_unit(&e, uobs + n * P, 1, X + n * D, vs); /* to_unit of legal values: exact */
         z[n] = h->maximize ? tr->objective : -tr->objective;
         n++;
     }
@@ -465,7 +546,8 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
     normal_scores_if_skewed(z, n);
 
     int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
-    gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT)};
+    gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT),
+                         e.conditional ? e.group : NULL, e.conditional ? e.ngroups : 0};
     int frc = gp_fit(X, z, n, D, &fo, &gp, log, sizeof log);
     if (frc != 0) {
         set_note(note, notelen, "the Gaussian process could not be fitted (%s): random "
@@ -484,7 +566,7 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         if (tr->state != SP_PENDING || !tr->values) continue;
         double *x = X + (n + np) * D, var;
         unit_of_values(s, tr->values, u);
-        enc_unit(&e, u, 1, x);
+        enc_unit(&e, u, 1, x, vs);
         gp_predict(gp, x, &z[n + np], &var);
         np++;
     }
@@ -527,18 +609,17 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
             double *q = cand + (nq + c * BO_LOCAL_PER_CENTRE + k) * P;
             double sd = k % 2 ? BO_LOCAL_SD_FAR : BO_LOCAL_SD_NEAR;
             for (size_t i = 0; i < P; i++) {
-                q[i] = clamp01(centre[i] + sd * tn_rng_normal(&g));
+                /* an inactive coordinate has no value to step from: a uniform one, in
+                 * case a step of its parent makes it active */
+                q[i] = centre[i] < 0.0 ? tn_rng_uniform(&g)
+                                       : clamp01(centre[i] + sd * tn_rng_normal(&g));
             }
         }
     }
 
-    size_t nfree = 0;
-    for (size_t i = 0; i < P; i++) {
-        if (s->params[i].type != SP_CATEGORICAL) free_dims[nfree++] = i;
-    }
     double *x = tn_xmalloc(D * sizeof *x), *ua = tn_xmalloc(P * sizeof *ua);
     acq a = {&e, gp, o->acquisition, o->ucb_beta > 0.0 ? o->ucb_beta : 2.0, best,
-             x, ua, free_dims, nfree};
+             x, vs, ua, free_dims, 0};
     for (size_t k = 0; k < nc; k++) order[k] = (ranked){acq_at(&a, cand + k * P, 0), k};
     qsort(order, nc, sizeof *order, ranked_cmp);
 
@@ -557,6 +638,11 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
             found = 1;
         }
         refined++;
+        /* Nelder-Mead moves the ordinal parameters active at the candidate. */
+        a.nfree = 0;
+        for (size_t i = 0; i < P; i++) {
+            if (s->params[i].type != SP_CATEGORICAL && !isnan(v[i])) free_dims[a.nfree++] = i;
+        }
         memcpy(u, q, P * sizeof *u);
         if (refine(&a, u, iters) != 0) continue;
         double sc = acq_at(&a, u, 0);
@@ -581,6 +667,7 @@ done:
     free(order);
     free(cand);
     free(free_dims);
+    free(vs);
     free(w);
     free(v);
     free(u);

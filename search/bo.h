@@ -2,7 +2,9 @@
  * bo.h — the Bayesian-optimisation sampler, which ALGORITHM_UNSPECIFIED means.
  *
  * Each parameter becomes unit coordinates (one for DOUBLE, INTEGER and DISCRETE via
- * sp_to_unit, k one-hot coordinates for a CATEGORICAL of k categories); a Gaussian
+ * sp_to_unit, k one-hot coordinates for a CATEGORICAL of k categories; a conditional
+ * parameter's inactive state is a point of its own, as far from each of its values as
+ * the two ends of its range are from each other); a Gaussian
  * process (search/gp.h) is fitted there to the finished trials, and the next point
  * maximises the log expected improvement (or an upper confidence bound). The first
  * trials come from a randomly shifted Sobol design; running trials are "believed" at
@@ -43,7 +45,8 @@ typedef struct bo_options {
 
 /* Suggests the point of the study's trial number `index` (the number of trials
  * created before it) from the history h (may be NULL or empty) and writes its n legal
- * values to out[0..s->n). The space must be valid as sp_suggest checks it; only
+ * values to out[0..s->n) (a point of the space: inactive conditional parameters NaN,
+ * sp_point_is_legal). The space must be valid as sp_suggest checks it; only
  * obviously unusable parameters are rejected again here. opt may be NULL (defaults).
  * note (may be NULL; notelen bytes, yours) receives one sentence when the suggestion
  * is worth a log line (a fallback to random or to the design, running trials left
@@ -53,5 +56,15 @@ typedef struct bo_options {
  * arguments give the same point, bit for bit, on one build. */
 int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t index,
                const bo_options *opt, double *out, char *note, size_t notelen);
+
+/* The Gaussian process's view of the point v of s (legal values as the samplers write
+ * them, inactive parameters NaN): its D coordinates into x (D values; may be NULL, and
+ * so may v), and into group (D values; may be NULL) the lengthscale of each, equal
+ * for coordinates that share one (the two of a conditional ordinal parameter).
+ * Returns D, which depends on s alone, or 0 (nothing written) when s is NULL or its
+ * conditions are malformed (sp_conditions_ok). For tests and for explaining the model:
+ * the encoding is in docs/bayesian-optimisation.md, "Encoding" and "Conditional
+ * parameters". */
+size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group);
 
 #endif

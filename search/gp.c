@@ -8,10 +8,11 @@
  * docs/bayesian-optimisation.md, "The Gaussian process".
  *
  * Notation (as in gp.h; shapes in comments as (n, d) etc.):
- *   n, d      observations, dimensions;  P = d + 2 hyperparameters
+ *   n, d      observations, dimensions;  L lengthscales;  P = L + 2 hyperparameters
+ *   g (d)     the lengthscale of each dimension: g_j = j (L = d), or a group map
  *   X (n, d)  points;  y (n) values;  z = (y - ybar) / sd  standardised values
- *   theta (P) (log l_1 .. log l_d, log s2, log s2n); s2 signal, s2n noise variance
- *   r         scaled distance, r^2 = sum_j ((x_j - x'_j) / l_j)^2;  q = sqrt(5) r
+ *   theta (P) (log l_1 .. log l_L, log s2, log s2n); s2 signal, s2n noise variance
+ *   r         scaled distance, r^2 = sum_j ((x_j - x'_j) / l_{g_j})^2;  q = sqrt(5) r
  *   k(r)      s2 (1 + q + q^2 / 3) exp(-q)            (Matern 5/2)
  *   K (n, n)  k(x_a, x_b) + (s2n + jitter) [a == b];  L its lower Cholesky factor
  *   m         constant mean, (1' K^-1 z) / (1' K^-1 1)
@@ -19,7 +20,7 @@
  *   log ML    -1/2 (z - m 1)' alpha - sum_i log L_ii - n/2 log(2 pi)
  *   F(theta)  -log ML - log prior  (minimised)
  *   dF/dtheta_p = -1/2 tr((alpha alpha' - K^-1) dK/dtheta_p) + dprior_p, with
- *             dK/dlog l_j = s2 5/3 (1 + q) exp(-q) ((x_j - x'_j) / l_j)^2,
+ *             dK/dlog l_k = s2 5/3 (1 + q) exp(-q) sum_{j: g_j = k} ((x_j - x'_j) / l_k)^2,
  *             dK/dlog s2 = K - (s2n + jitter) I,  dK/dlog s2n = s2n I.
  *   u (P)     unconstrained coordinates the minimiser sees:
  *             theta_p = lo_p + (hi_p - lo_p) sigmoid(u_p), so theta stays in its box.
@@ -90,11 +91,13 @@
 
 struct gp_model {
     size_t n, d;
+    size_t nl;         /* lengthscales */
+    size_t *group;     /* (d) each dimension's lengthscale; NULL: dimension j has l_j */
     double *X;         /* (n, d) training points, copied */
     double y_mean;     /* z = (y - y_mean) / y_sd */
     double y_sd;
-    double *log_l;     /* (d) log lengthscales */
-    double *inv_l;     /* (d) 1 / l_j */
+    double *log_l;     /* (nl) log lengthscales */
+    double *inv_l;     /* (d) 1 / l_{g_j} */
     double log_s2;     /* log signal variance (z units) */
     double log_s2n;    /* log noise variance (z units) */
     double s2;         /* exp(log_s2) */
@@ -109,6 +112,8 @@ struct gp_model {
 
 typedef struct gp_work {
     size_t n, d;
+    size_t nl;          /* lengthscales: theta has nl + 2 values */
+    const size_t *g;    /* (d) each dimension's lengthscale, not owned */
     const double *X;    /* (n, d) points, not owned */
     const double *z;    /* (n) standardised values, not owned */
     gsl_matrix *A;      /* (n, n) K; then L in the lower triangle (K stays above);
@@ -119,7 +124,7 @@ typedef struct gp_work {
     gsl_vector *kiz;    /* (n) K^-1 z */
     gsl_vector *alpha;  /* (n) K^-1 (z - m 1) */
     gsl_vector *ones;   /* (n) all 1 */
-    double *inv_l;      /* (d) 1 / l_j */
+    double *inv_l;      /* (d) 1 / l_{g_j} */
     double *theta;      /* (P) theta at the last objective call */
     double *dtheta;     /* (P) dtheta / du there */
     double *gtheta;     /* (P) gradient of -log ML w.r.t. theta there */
@@ -132,9 +137,12 @@ typedef struct gp_work {
     double log_lik;     /* at the last solve */
 } gp_work;
 
-static void work_init(gp_work *w, const double *X, const double *z, size_t n, size_t d) {
+static void work_init(gp_work *w, const double *X, const double *z, size_t n, size_t d,
+                      const size_t *g, size_t nl) {
     w->n = n;
     w->d = d;
+    w->nl = nl;
+    w->g = g;
     w->X = X;
     w->z = z;
     w->A = gsl_matrix_alloc(n, n);
@@ -149,10 +157,10 @@ static void work_init(gp_work *w, const double *X, const double *z, size_t n, si
     }
     gsl_vector_set_all(w->ones, 1.0);
     w->inv_l = tn_xmalloc(d * sizeof(double));
-    w->theta = tn_xmalloc((d + 2) * sizeof(double));
-    w->dtheta = tn_xmalloc((d + 2) * sizeof(double));
-    w->gtheta = tn_xmalloc((d + 2) * sizeof(double));
-    w->u_last = tn_xcalloc(d + 2, sizeof(double));
+    w->theta = tn_xmalloc((nl + 2) * sizeof(double));
+    w->dtheta = tn_xmalloc((nl + 2) * sizeof(double));
+    w->gtheta = tn_xmalloc((nl + 2) * sizeof(double));
+    w->u_last = tn_xcalloc(nl + 2, sizeof(double));
     w->have_factor = 0;
     w->s2 = w->s2n = w->m = w->jitter = w->log_lik = 0;
 }
@@ -202,13 +210,13 @@ static int factor_usable(const gsl_matrix *A, int status, double diag) {
  * Returns 0 (A's lower triangle is L, w->jitter set) or -1 (no jitter worked, or
  * theta does not give finite positive variances and lengthscales). */
 static int work_factor(gp_work *w, const double *theta) {
-    size_t n = w->n, d = w->d;
+    size_t n = w->n, d = w->d, nl = w->nl;
     for (size_t j = 0; j < d; j++) {
-        w->inv_l[j] = exp(-theta[j]);
+        w->inv_l[j] = exp(-theta[w->g[j]]);
         if (!isfinite(w->inv_l[j])) return -1;
     }
-    w->s2 = exp(theta[d]);
-    w->s2n = exp(theta[d + 1]);
+    w->s2 = exp(theta[nl]);
+    w->s2n = exp(theta[nl + 1]);
     if (!(w->s2 > 0) || !isfinite(w->s2) || !isfinite(w->s2n)) return -1;
 
     double diag = w->s2 + w->s2n;
@@ -280,14 +288,15 @@ static int work_solve(gp_work *w) {
 /* Gradient of -log ML w.r.t. theta (P values) into g, after work_solve. Turns A
  * into K^-1. Returns 0 or -1. */
 static int work_gradient(gp_work *w, double *g) {
-    size_t n = w->n, d = w->d;
+    size_t n = w->n, d = w->d, nl = w->nl;
     if (gsl_linalg_cholesky_invert(w->A) != GSL_SUCCESS) return -1;
     const double *Ki = w->A->data, *G = w->G->data, *al = w->alpha->data;
     size_t ta = w->A->tda, tg = w->G->tda;
-    for (size_t p = 0; p < d + 2; p++) g[p] = 0;
+    for (size_t p = 0; p < nl + 2; p++) g[p] = 0;
     /* W = alpha alpha' - K^-1; dF_p = -1/2 sum_ab W_ab dK_ab, and both are symmetric:
      * pairs a < b count twice. dK/dlog s2 = s2 corr (diagonal s2, k above it in G's
-     * lower triangle), dK/dlog s2n = s2n I, dK/dlog l_j = G (x_j - x'_j)^2 / l_j^2. */
+     * lower triangle), dK/dlog s2n = s2n I, dK/dlog l_k = G sum over the dimensions j
+     * of lengthscale k of (x_j - x'_j)^2 / l_k^2. */
     double gs2 = 0, gs2n = 0;
     for (size_t a = 0; a < n; a++) {
         const double *xa = w->X + a * d;
@@ -300,34 +309,34 @@ static int work_gradient(gp_work *w, double *g) {
             double gab = wab * G[a * tg + b];
             for (size_t j = 0; j < d; j++) {
                 double t = (xa[j] - xb[j]) * w->inv_l[j];
-                g[j] += gab * t * t;
+                g[w->g[j]] += gab * t * t;
             }
             gs2 += wab * G[b * tg + a];
         }
     }
-    for (size_t j = 0; j < d; j++) g[j] *= -0.5;
-    g[d] = -0.5 * gs2;
-    g[d + 1] = -0.5 * gs2n;
-    for (size_t p = 0; p < d + 2; p++)
+    for (size_t k = 0; k < nl; k++) g[k] *= -0.5;
+    g[nl] = -0.5 * gs2;
+    g[nl + 1] = -0.5 * gs2n;
+    for (size_t p = 0; p < nl + 2; p++)
         if (!isfinite(g[p])) return -1;
     return 0;
 }
 
-/* ---- Priors and the box ---- */
+/* ---- Priors and the box (theta_p for p < nl is a log lengthscale) ---- */
 
-static double prior_mean(size_t p, size_t d) {
-    return p < d ? PRIOR_LOG_L_MEAN : p == d ? PRIOR_LOG_S2_MEAN : PRIOR_LOG_S2N_MEAN;
+static double prior_mean(size_t p, size_t nl) {
+    return p < nl ? PRIOR_LOG_L_MEAN : p == nl ? PRIOR_LOG_S2_MEAN : PRIOR_LOG_S2N_MEAN;
 }
 
-static double prior_sd(size_t p, size_t d) {
-    return p < d ? PRIOR_LOG_L_SD : p == d ? PRIOR_LOG_S2_SD : PRIOR_LOG_S2N_SD;
+static double prior_sd(size_t p, size_t nl) {
+    return p < nl ? PRIOR_LOG_L_SD : p == nl ? PRIOR_LOG_S2_SD : PRIOR_LOG_S2N_SD;
 }
 
-static void box(size_t p, size_t d, double *lo, double *hi) {
-    if (p < d) {
+static void box(size_t p, size_t nl, double *lo, double *hi) {
+    if (p < nl) {
         *lo = log(L_MIN);
         *hi = log(L_MAX);
-    } else if (p == d) {
+    } else if (p == nl) {
         *lo = log(S2_MIN);
         *hi = log(S2_MAX);
     } else {
@@ -337,9 +346,9 @@ static void box(size_t p, size_t d, double *lo, double *hi) {
 }
 
 /* theta_p from u_p, and dtheta_p / du_p. */
-static double theta_of_u(size_t p, size_t d, double u, double *dtheta_du) {
+static double theta_of_u(size_t p, size_t nl, double u, double *dtheta_du) {
     double lo, hi;
-    box(p, d, &lo, &hi);
+    box(p, nl, &lo, &hi);
     double s = u >= 0 ? 1.0 / (1.0 + exp(-u)) : exp(u) / (1.0 + exp(u));
     if (dtheta_du) *dtheta_du = (hi - lo) * s * (1.0 - s);
     return lo + (hi - lo) * s;
@@ -347,18 +356,18 @@ static double theta_of_u(size_t p, size_t d, double u, double *dtheta_du) {
 
 /* u_p for theta_p, theta_p first moved at least 2% of the box's width inside it (at
  * the very edge the sigmoid is flat and the minimiser would not move). */
-static double u_of_theta(size_t p, size_t d, double theta) {
+static double u_of_theta(size_t p, size_t nl, double theta) {
     double lo, hi;
-    box(p, d, &lo, &hi);
+    box(p, nl, &lo, &hi);
     double s = (theta - lo) / (hi - lo);
     s = fmin(fmax(s, 0.02), 0.98);
     return log(s / (1.0 - s));
 }
 
-static void default_theta(double *theta, size_t d) {
-    for (size_t j = 0; j < d; j++) theta[j] = log(DEFAULT_L);
-    theta[d] = log(DEFAULT_S2);
-    theta[d + 1] = log(DEFAULT_S2N);
+static void default_theta(double *theta, size_t nl) {
+    for (size_t k = 0; k < nl; k++) theta[k] = log(DEFAULT_L);
+    theta[nl] = log(DEFAULT_S2);
+    theta[nl + 1] = log(DEFAULT_S2N);
 }
 
 /* ---- The objective for GSL's minimiser, in u ---- */
@@ -366,7 +375,7 @@ static void default_theta(double *theta, size_t d) {
 /* F at u (and its gradient w.r.t. u into g when g is not NULL); +inf when the
  * model cannot be built there. */
 static double objective(const gsl_vector *uv, gp_work *w, gsl_vector *g) {
-    size_t d = w->d, P = d + 2;
+    size_t nl = w->nl, P = nl + 2;
     double *theta = w->theta, *dtheta = w->dtheta, *gth = w->gtheta;
     double f = GSL_POSINF;
     int same = w->have_factor;
@@ -379,14 +388,14 @@ static double objective(const gsl_vector *uv, gp_work *w, gsl_vector *g) {
         w->have_factor = 0;
         for (size_t p = 0; p < P; p++) {
             w->u_last[p] = gsl_vector_get(uv, p);
-            theta[p] = theta_of_u(p, d, w->u_last[p], &dtheta[p]);
+            theta[p] = theta_of_u(p, nl, w->u_last[p], &dtheta[p]);
         }
         if (work_factor(w, theta) != 0 || work_solve(w) != 0) goto out;
         w->have_factor = 1;
     }
     f = -w->log_lik;
     for (size_t p = 0; p < P; p++) {
-        double t = (theta[p] - prior_mean(p, d)) / prior_sd(p, d);
+        double t = (theta[p] - prior_mean(p, nl)) / prior_sd(p, nl);
         f += 0.5 * t * t;
     }
     if (g) {
@@ -395,8 +404,8 @@ static double objective(const gsl_vector *uv, gp_work *w, gsl_vector *g) {
             f = GSL_POSINF;
         } else {
             for (size_t p = 0; p < P; p++) {
-                double sd = prior_sd(p, d);
-                double dp = gth[p] + (theta[p] - prior_mean(p, d)) / (sd * sd);
+                double sd = prior_sd(p, nl);
+                double dp = gth[p] + (theta[p] - prior_mean(p, nl)) / (sd * sd);
                 gsl_vector_set(g, p, dp * dtheta[p]);
             }
         }
@@ -420,7 +429,7 @@ static void obj_fdf(const gsl_vector *u, void *params, double *f, gsl_vector *g)
  * return theta_out holds the best point the minimiser reached and the return value
  * is F there (+inf when the start itself failed). */
 static double minimise(gp_work *w, const double *theta0, int max_iter, double *theta_out) {
-    size_t d = w->d, P = d + 2;
+    size_t nl = w->nl, P = nl + 2;
     double best = GSL_POSINF;
     gsl_multimin_function_fdf fdf = {obj_f, obj_df, obj_fdf, P, w};
     gsl_multimin_fdfminimizer *s =
@@ -430,7 +439,7 @@ static double minimise(gp_work *w, const double *theta0, int max_iter, double *t
         fprintf(stderr, "fatal: out of memory allocating the GP minimiser\n");
         abort();
     }
-    for (size_t p = 0; p < P; p++) gsl_vector_set(u0, p, u_of_theta(p, d, theta0[p]));
+    for (size_t p = 0; p < P; p++) gsl_vector_set(u0, p, u_of_theta(p, nl, theta0[p]));
     if (gsl_multimin_fdfminimizer_set(s, &fdf, u0, BFGS_STEP, BFGS_LINE_TOL) != GSL_SUCCESS)
         goto out;
     for (int it = 0; it < max_iter; it++) {
@@ -447,7 +456,7 @@ static double minimise(gp_work *w, const double *theta0, int max_iter, double *t
         goto out;
     }
     const gsl_vector *x = gsl_multimin_fdfminimizer_x(s);
-    for (size_t p = 0; p < P; p++) theta_out[p] = theta_of_u(p, d, gsl_vector_get(x, p), NULL);
+    for (size_t p = 0; p < P; p++) theta_out[p] = theta_of_u(p, nl, gsl_vector_get(x, p), NULL);
 out:
     gsl_vector_free(u0);
     gsl_multimin_fdfminimizer_free(s);
@@ -475,6 +484,26 @@ static int check_data(const double *X, const double *y, size_t n, size_t d, gp_m
     return 0;
 }
 
+/* The lengthscale of each of the d dimensions: a copy of group (which must map into
+ * [0, ngroups), ngroups >= 1) into *g with *nl = ngroups, or, for a NULL group, the
+ * identity with *nl = d. *g is yours to free. Returns 0 or TN_EINVAL. */
+static int group_map(const size_t *group, size_t ngroups, size_t d, size_t **g, size_t *nl,
+                     char *log, size_t loglen) {
+    *g = tn_xmalloc(d * sizeof(size_t));
+    *nl = group ? ngroups : d;
+    for (size_t j = 0; j < d; j++) {
+        if (group && group[j] >= ngroups) {
+            free(*g);
+            *g = NULL;
+            return tn_error(log, loglen, TN_EINVAL,
+                            "gp: group[%zu] = %zu, but there are %zu lengthscales", j, group[j],
+                            ngroups);
+        }
+        (*g)[j] = group ? group[j] : j;
+    }
+    return 0;
+}
+
 /* Mean and standard deviation (n - 1 in the denominator; 1 when n = 1 or all y are
  * equal) of y. Returns 0, or -1 when they overflow. */
 static int standardise(const double *y, size_t n, double *mean, double *sd, double *z) {
@@ -492,25 +521,29 @@ static int standardise(const double *y, size_t n, double *mean, double *sd, doub
 
 /* Factors K for theta on all the data in w and moves the result into a new model.
  * Returns the model, or NULL when no jitter gives a usable factor. */
-static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_sd) {
-    size_t n = w->n, d = w->d;
+static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_sd,
+                       int grouped) {
+    size_t n = w->n, d = w->d, nl = w->nl;
     w->have_factor = 0;
     if (work_factor(w, theta) != 0 || work_solve(w) != 0) return NULL;
     gp_model *m = tn_xcalloc(1, sizeof(*m));
     m->n = n;
     m->d = d;
+    m->nl = nl;
+    if (grouped) {
+        m->group = tn_xmalloc(d * sizeof(size_t));
+        memcpy(m->group, w->g, d * sizeof(size_t));
+    }
     m->X = tn_xmalloc(n * d * sizeof(double));
     memcpy(m->X, w->X, n * d * sizeof(double));
     m->y_mean = y_mean;
     m->y_sd = y_sd;
-    m->log_l = tn_xmalloc(d * sizeof(double));
+    m->log_l = tn_xmalloc(nl * sizeof(double));
     m->inv_l = tn_xmalloc(d * sizeof(double));
-    for (size_t j = 0; j < d; j++) {
-        m->log_l[j] = theta[j];
-        m->inv_l[j] = w->inv_l[j];
-    }
-    m->log_s2 = theta[d];
-    m->log_s2n = theta[d + 1];
+    for (size_t k = 0; k < nl; k++) m->log_l[k] = theta[k];
+    for (size_t j = 0; j < d; j++) m->inv_l[j] = w->inv_l[j];
+    m->log_s2 = theta[nl];
+    m->log_s2n = theta[nl + 1];
     m->s2 = w->s2;
     m->m = w->m;
     m->L = w->A; /* the factor moves to the model */
@@ -530,18 +563,21 @@ int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_
     if (rc) return rc;
     if (!h || !h->log_lengthscale)
         return tn_error(log, loglen, TN_EINVAL, "gp: no hyperparameters given");
-    double *theta = tn_xmalloc((d + 2) * sizeof(double));
-    for (size_t j = 0; j < d; j++) theta[j] = h->log_lengthscale[j];
-    theta[d] = h->log_signal_var;
-    theta[d + 1] = h->log_noise_var;
-    for (size_t p = 0; p < d + 2; p++) {
+    size_t *g, nl;
+    if ((rc = group_map(h->group, h->ngroups, d, &g, &nl, log, loglen)) != 0) return rc;
+    double *theta = tn_xmalloc((nl + 2) * sizeof(double));
+    for (size_t k = 0; k < nl; k++) theta[k] = h->log_lengthscale[k];
+    theta[nl] = h->log_signal_var;
+    theta[nl + 1] = h->log_noise_var;
+    for (size_t p = 0; p < nl + 2; p++) {
         /* exp must give a positive finite lengthscale and signal variance, and a
          * finite noise variance (0 is allowed: jitter then does its job). */
-        double e = exp(p < d ? -theta[p] : theta[p]);
-        if (!isfinite(theta[p]) || !isfinite(e) || (p <= d && !(e > 0))) {
+        double e = exp(p < nl ? -theta[p] : theta[p]);
+        if (!isfinite(theta[p]) || !isfinite(e) || (p <= nl && !(e > 0))) {
             rc = tn_error(log, loglen, TN_EINVAL,
                           "gp: hyperparameter %zu (log scale) = %g is out of range", p, theta[p]);
             free(theta);
+            free(g);
             return rc;
         }
     }
@@ -552,8 +588,8 @@ int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_
         goto done;
     }
     gp_work w;
-    work_init(&w, X, z, n, d);
-    *out = build(&w, theta, y_mean, y_sd);
+    work_init(&w, X, z, n, d, g, nl);
+    *out = build(&w, theta, y_mean, y_sd, h->group != NULL);
     work_clear(&w);
     if (!*out)
         rc = tn_error(log, loglen, TN_ECORRUPT,
@@ -565,6 +601,7 @@ int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_
 done:
     free(z);
     free(theta);
+    free(g);
     return rc;
 }
 
@@ -583,8 +620,10 @@ int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_op
     int restarts = o.restarts ? o.restarts : DEFAULT_RESTARTS;
     int max_iter = o.max_iterations ? o.max_iterations : DEFAULT_ITERATIONS;
     uint64_t seed = o.seed;
+    size_t *g, nl;
+    if ((rc = group_map(o.group, o.ngroups, d, &g, &nl, log, loglen)) != 0) return rc;
 
-    size_t P = d + 2;
+    size_t P = nl + 2;
     double *z = tn_xmalloc(n * sizeof(double));
     double *theta0 = tn_xmalloc(P * sizeof(double));
     double *theta = tn_xmalloc(P * sizeof(double));
@@ -623,17 +662,17 @@ int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_op
     }
 
     gp_work w;
-    work_init(&w, Xfit, zfit, ns, d);
+    work_init(&w, Xfit, zfit, ns, d, g, nl);
     tn_rng rng;
     tn_rng_seed(&rng, seed);
     double best_f = GSL_POSINF;
     int failed = 0;
     for (int r = 0; r < restarts; r++) {
         if (r == 0) {
-            default_theta(theta0, d);
+            default_theta(theta0, nl);
         } else {
             for (size_t p = 0; p < P; p++)
-                theta0[p] = prior_mean(p, d) + prior_sd(p, d) * tn_rng_normal(&rng);
+                theta0[p] = prior_mean(p, nl) + prior_sd(p, nl) * tn_rng_normal(&rng);
         }
         double f = minimise(&w, theta0, max_iter, theta);
         if (!isfinite(f)) {
@@ -644,12 +683,12 @@ int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_op
         }
     }
     int used_default = !isfinite(best_f);
-    if (used_default) default_theta(best, d);
+    if (used_default) default_theta(best, nl);
     if (ns != n) { /* the model itself uses every point */
         work_clear(&w);
-        work_init(&w, X, z, n, d);
+        work_init(&w, X, z, n, d, g, nl);
     }
-    *out = build(&w, best, y_mean, y_sd);
+    *out = build(&w, best, y_mean, y_sd, o.group != NULL);
     work_clear(&w);
 
     if (!*out) {
@@ -680,6 +719,7 @@ done:
     free(best);
     free(Xs);
     free(zs);
+    free(g);
     return rc;
 }
 
@@ -710,6 +750,8 @@ void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_li
         h->log_lengthscale = m->log_l;
         h->log_signal_var = m->log_s2;
         h->log_noise_var = m->log_s2n;
+        h->group = m->group;
+        h->ngroups = m->group ? m->nl : 0;
     }
     if (jitter) *jitter = m->jitter;
     if (log_likelihood) *log_likelihood = m->log_lik;
@@ -718,6 +760,7 @@ void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_li
 void gp_free(gp_model *m) {
     if (!m) return;
     free(m->X);
+    free(m->group);
     free(m->log_l);
     free(m->inv_l);
     gsl_matrix_free(m->L);

@@ -1,8 +1,9 @@
 /*
  * space.c — the search space: how each parameter type and scale maps to and from the
  * unit interval, which values are legal, how a value is written as a flag and read
- * back, the grid (mixed radix, last parameter fastest), and the grid and random
- * samplers.
+ * back, which parameters a point activates (conditional parameters), the grid (mixed
+ * radix, last parameter fastest; a parameter's active children faster than it), and
+ * the grid and random samplers.
  *
  * Pure: no I/O, no clocks, no global state; every result is a function of the
  * arguments. The formulas, the grid order and the random-search seeding are written
@@ -141,6 +142,13 @@ void sp_space_add(sp_space *s, const sp_param *p) {
         }
         q->ncategories = p->ncategories;
     }
+    q->when = NULL;
+    q->nwhen = 0;
+    if (p->when && p->nwhen > 0) {
+        q->when = tn_xmalloc(p->nwhen * sizeof *q->when);
+        memcpy(q->when, p->when, p->nwhen * sizeof *q->when);
+        q->nwhen = p->nwhen;
+    }
 }
 
 void sp_space_clear(sp_space *s) {
@@ -151,6 +159,7 @@ void sp_space_clear(sp_space *s) {
         free(p->values);
         for (size_t j = 0; j < p->ncategories; j++) free(p->categories[j]);
         free(p->categories);
+        free(p->when);
     }
     free(s->params);
     s->params = NULL;
@@ -239,6 +248,47 @@ int sp_is_legal(const sp_param *p, double v) {
     return 0;
 }
 
+/* ---- Conditional parameters ---- */
+
+int sp_condition_holds(const sp_param *p, double parent_value) {
+    if (!p->conditional) return 1;
+    if (isnan(parent_value) || !p->when) return 0;
+    for (size_t k = 0; k < p->nwhen; k++) {
+        if (p->when[k] == parent_value) return 1;
+    }
+    return 0;
+}
+
+/* Whether parameter i is active at v, whose parents before i are already masked (an
+ * inactive parent is NaN, which satisfies no condition). A parent index that does not
+ * come before i (a malformed space, which the samplers refuse) counts as inactive. */
+static int active_at(const sp_space *s, size_t i, const double *v) {
+    const sp_param *p = &s->params[i];
+    if (!p->conditional) return 1;
+    if (p->parent >= i) return 0;
+    return sp_condition_holds(p, v[p->parent]);
+}
+
+void sp_mask_inactive(const sp_space *s, double *v) {
+    for (size_t i = 0; i < s->n; i++) {
+        if (!active_at(s, i, v)) v[i] = NAN;
+    }
+}
+
+int sp_point_is_legal(const sp_space *s, const double *v) {
+    for (size_t i = 0; i < s->n; i++) {
+        if (active_at(s, i, v) ? !sp_is_legal(&s->params[i], v[i]) : !isnan(v[i])) return 0;
+    }
+    return 1;
+}
+
+int sp_space_is_conditional(const sp_space *s) {
+    for (size_t i = 0; s && i < s->n; i++) {
+        if (s->params[i].conditional) return 1;
+    }
+    return 0;
+}
+
 /* ---- Flags ---- */
 
 char *sp_format_value(const sp_param *p, double v, char *buf, size_t len) {
@@ -312,16 +362,10 @@ static uint64_t param_count(const sp_param *p) {
     }
 }
 
-uint64_t sp_grid_size(const sp_space *s) {
-    uint64_t size = 1;
-    for (size_t i = 0; i < s->n; i++) {
-        if (param_count(&s->params[i]) == 0) return 0;
-    }
-    for (size_t i = 0; i < s->n; i++) {
-        uint64_t c = param_count(&s->params[i]);
-        size = (size > UINT64_MAX / c) ? UINT64_MAX : size * c;
-    }
-    return size;
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
 /* The integer lo + k of an INTEGER parameter, exactly where lo fits an int64. */
@@ -334,28 +378,212 @@ static double int_plus(double lo, uint64_t k) {
     return lo + (double)k;
 }
 
-void sp_grid_point(const sp_space *s, uint64_t index, double *out) {
-    for (size_t i = s->n; i-- > 0;) {
-        const sp_param *p = &s->params[i];
-        uint64_t c = param_count(p);
-        if (c == 0) { /* no grid: a DOUBLE gets its min, an empty list NaN */
-            out[i] = p->type == SP_DOUBLE ? p->min : NAN;
-            continue;
+/* Grid value number k (0 <= k < param_count) of p. */
+static double grid_value(const sp_param *p, uint64_t k) {
+    switch (p->type) {
+    case SP_INTEGER:
+        return clamp(int_plus(int_lo(p), k), int_lo(p), int_hi(p)) + 0.0;
+    case SP_DISCRETE:
+        return p->values[k];
+    default: /* SP_CATEGORICAL */
+        return (double)k;
+    }
+}
+
+/* The number k of v among p's grid values (grid_value(p, k) == v): 0 and *k set, or
+ * -1 when v is not one of them. */
+static int grid_ordinal(const sp_param *p, double v, uint64_t *k) {
+    if (!sp_is_legal(p, v) || param_count(p) == 0) return -1;
+    switch (p->type) {
+    case SP_INTEGER: {
+        double lo = int_lo(p);
+        if (lo >= -TWO_POW_63 && v < TWO_POW_63) {
+            *k = (uint64_t)(int64_t)v - (uint64_t)(int64_t)lo; /* as in param_count */
+        } else {
+            double d = v - lo;
+            *k = d >= TWO_POW_64 ? UINT64_MAX : (uint64_t)d;
         }
-        uint64_t digit = index % c;
-        index /= c;
-        switch (p->type) {
-        case SP_INTEGER:
-            out[i] = clamp(int_plus(int_lo(p), digit), int_lo(p), int_hi(p)) + 0.0;
-            break;
-        case SP_DISCRETE:
-            out[i] = p->values[digit];
-            break;
-        default: /* SP_CATEGORICAL */
-            out[i] = (double)digit;
-            break;
+        return 0;
+    }
+    case SP_DISCRETE:
+        *k = nearest_value(p->values, p->nvalues, v);
+        return 0;
+    case SP_CATEGORICAL:
+        *k = (uint64_t)v;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The parameters as a tree: the children of each (in index order) and the number of
+ * grid points of each subtree. Parents come before their children, so one pass from
+ * the last parameter to the first counts every subtree after its children. */
+typedef struct grid_tree {
+    size_t *first;      /* (n + 1) the children of i are kid[first[i] .. first[i + 1]) */
+    size_t *kid;        /* (n) */
+    uint64_t *count;    /* (n) points of i's subtree: for each value of i, the product
+                           of the points of the children active there; 0: no grid */
+} grid_tree;
+
+/* The sorted, distinct numbers of the values of parameter i at which some child of i
+ * is active; *ord is yours to free. Returns how many. */
+static size_t activating_values(const sp_space *s, const grid_tree *t, size_t i, uint64_t **ord) {
+    const sp_param *p = &s->params[i];
+    size_t m = 0, cap = 0;
+    for (size_t c = t->first[i]; c < t->first[i + 1]; c++) cap += s->params[t->kid[c]].nwhen;
+    *ord = tn_xmalloc((cap + 1) * sizeof **ord);
+    for (size_t c = t->first[i]; c < t->first[i + 1]; c++) {
+        const sp_param *q = &s->params[t->kid[c]];
+        for (size_t w = 0; q->when && w < q->nwhen; w++) {
+            if (grid_ordinal(p, q->when[w], &(*ord)[m]) == 0) m++;
         }
     }
+    qsort(*ord, m, sizeof **ord, cmp_u64);
+    size_t u = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (u == 0 || (*ord)[k] != (*ord)[u - 1]) (*ord)[u++] = (*ord)[k];
+    }
+    return u;
+}
+
+/* Points of i's subtree at i's value v: the product of the counts of the children
+ * active at v. */
+static uint64_t points_at(const sp_space *s, const grid_tree *t, size_t i, double v) {
+    uint64_t b = 1;
+    for (size_t c = t->first[i]; c < t->first[i + 1]; c++) {
+        size_t k = t->kid[c];
+        if (sp_condition_holds(&s->params[k], v)) b = sat_mul(b, t->count[k]);
+    }
+    return b;
+}
+
+static void tree_init(grid_tree *t, const sp_space *s) {
+    size_t n = s->n;
+    t->first = tn_xcalloc(n + 2, sizeof *t->first);
+    t->kid = tn_xmalloc((n + 1) * sizeof *t->kid);
+    t->count = tn_xcalloc(n + 1, sizeof *t->count);
+    /* Children by their parent, in index order (a counting sort). A parent index that
+     * is not below the child's is malformed: such a child is left out. */
+    for (size_t i = 0; i < n; i++) {
+        const sp_param *p = &s->params[i];
+        if (p->conditional && p->parent < i) t->first[p->parent + 2]++;
+    }
+    for (size_t i = 0; i < n; i++) t->first[i + 2] += t->first[i + 1];
+    for (size_t i = 0; i < n; i++) {
+        const sp_param *p = &s->params[i];
+        if (p->conditional && p->parent < i) t->kid[t->first[p->parent + 1]++] = i;
+    }
+    for (size_t i = n; i-- > 0;) {
+        const sp_param *p = &s->params[i];
+        uint64_t c = param_count(p);
+        int defined = c > 0;
+        for (size_t k = t->first[i]; k < t->first[i + 1]; k++) defined &= t->count[t->kid[k]] > 0;
+        if (!defined) continue; /* count 0: no grid */
+        uint64_t *ord;
+        size_t m = activating_values(s, t, i, &ord);
+        uint64_t total = c - m; /* each other value is one point */
+        for (size_t k = 0; k < m; k++)
+            total = sat_add(total, points_at(s, t, i, grid_value(p, ord[k])));
+        free(ord);
+        t->count[i] = total;
+    }
+}
+
+static void tree_clear(grid_tree *t) {
+    free(t->first);
+    free(t->kid);
+    free(t->count);
+}
+
+uint64_t sp_grid_size(const sp_space *s) {
+    for (size_t i = 0; i < s->n; i++) {
+        if (param_count(&s->params[i]) == 0) return 0;
+    }
+    grid_tree t;
+    tree_init(&t, s);
+    uint64_t size = 1;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->params[i].conditional) continue;
+        if (t.count[i] == 0) {
+            size = 0;
+            break;
+        }
+        size = sat_mul(size, t.count[i]);
+    }
+    tree_clear(&t);
+    return size;
+}
+
+/* Writes the digits of index over the parameters idx[0..m) (radix: their counts; the
+ * last fastest), each decoded into its subtree. */
+static void grid_digits(const sp_space *s, const grid_tree *t, const size_t *idx, size_t m,
+                        uint64_t index, double *out);
+
+/* Point number d of parameter i's subtree into out: i's values in order, each taking
+ * as many points as its active children make together. */
+static void grid_decode(const sp_space *s, const grid_tree *t, size_t i, uint64_t d, double *out) {
+    const sp_param *p = &s->params[i];
+    if (param_count(p) == 0) { /* no grid: a DOUBLE gets its min, an empty list NaN */
+        out[i] = p->type == SP_DOUBLE ? p->min : NAN;
+        return;
+    }
+    uint64_t *ord;
+    size_t m = activating_values(s, t, i, &ord);
+    uint64_t next = 0; /* the first value not yet passed */
+    for (size_t k = 0; k < m; k++) {
+        uint64_t plain = ord[k] - next; /* values before ord[k]: one point each */
+        if (d < plain) break;
+        d -= plain;
+        double v = grid_value(p, ord[k]);
+        uint64_t b = points_at(s, t, i, v);
+        if (d < b) { /* at v: the digits of d over the children active there */
+            out[i] = v;
+            size_t *act = tn_xmalloc((t->first[i + 1] - t->first[i] + 1) * sizeof *act), na = 0;
+            for (size_t c = t->first[i]; c < t->first[i + 1]; c++) {
+                if (sp_condition_holds(&s->params[t->kid[c]], v)) act[na++] = t->kid[c];
+            }
+            grid_digits(s, t, act, na, d, out);
+            free(act);
+            free(ord);
+            return;
+        }
+        d -= b;
+        next = ord[k] + 1;
+    }
+    free(ord);
+    out[i] = grid_value(p, next + d); /* a value no child is active at */
+}
+
+static void grid_digits(const sp_space *s, const grid_tree *t, const size_t *idx, size_t m,
+                        uint64_t index, double *out) {
+    for (size_t j = m; j-- > 0;) {
+        uint64_t c = t->count[idx[j]];
+        if (c == 0) c = 1; /* no grid (sp_grid_size is 0): one point */
+        grid_decode(s, t, idx[j], index % c, out);
+        index /= c;
+    }
+}
+
+void sp_grid_point(const sp_space *s, uint64_t index, double *out) {
+    grid_tree t;
+    tree_init(&t, s);
+    size_t *roots = tn_xmalloc((s->n + 1) * sizeof *roots), nr = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->params[i].conditional) {
+            out[i] = NAN; /* until its parent activates it */
+        } else {
+            roots[nr++] = i;
+        }
+    }
+    grid_digits(s, &t, roots, nr, index, out);
+    free(roots);
+    tree_clear(&t);
 }
 
 /* ---- Samplers ---- */
@@ -390,17 +618,42 @@ static int param_ok(const sp_param *p) {
     }
 }
 
+/* Whether parameter i's condition is well formed: its parent comes before it and is
+ * INTEGER, DISCRETE or CATEGORICAL, and every value of when[] is one the parent can
+ * take. (A top-level parameter has nothing to check.) */
+static int condition_ok(const sp_space *s, size_t i) {
+    const sp_param *p = &s->params[i];
+    if (!p->conditional) return 1;
+    if (p->parent >= i || !p->when || p->nwhen == 0) return 0;
+    const sp_param *q = &s->params[p->parent];
+    if (q->type == SP_DOUBLE) return 0;
+    for (size_t k = 0; k < p->nwhen; k++) {
+        if (!sp_is_legal(q, p->when[k])) return 0;
+    }
+    return 1;
+}
+
+int sp_conditions_ok(const sp_space *s) {
+    for (size_t i = 0; s && i < s->n; i++) {
+        if (!condition_ok(s, i)) return 0;
+    }
+    return 1;
+}
+
 uint64_t sp_random_key(uint64_t seed, uint64_t index) {
     return tn_mix64(tn_mix64(seed) ^ index);
 }
 
 /* Random search: one uniform per parameter, in order, from a generator keyed by
  * sp_random_key(seed, index), which is one-to-one in seed for a fixed index and in
- * index for a fixed seed. */
+ * index for a fixed seed. Every parameter takes its draw, active or not, so that a
+ * parameter's value does not depend on which others are active; the inactive ones are
+ * then masked. */
 static void random_point(const sp_space *s, uint64_t seed, uint64_t index, double *out) {
     tn_rng r;
     tn_rng_seed(&r, sp_random_key(seed, index));
     for (size_t i = 0; i < s->n; i++) out[i] = sp_from_unit(&s->params[i], tn_rng_uniform(&r));
+    sp_mask_inactive(s, out);
 }
 
 int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
@@ -414,6 +667,7 @@ int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t s
     for (size_t i = 0; i < s->n; i++) {
         if (!param_ok(&s->params[i])) return TN_EINVAL;
     }
+    if (!sp_conditions_ok(s)) return TN_EINVAL;
     if (algorithm == SP_ALGO_GRID) {
         for (size_t i = 0; i < s->n; i++) {
             if (s->params[i].type == SP_DOUBLE) return TN_EINVAL;

@@ -585,6 +585,18 @@ static json_t *params_json(const tn_spec *spec) {
             for (size_t k = 0; k < p->nvalues; k++) json_array_append_new(v, json_real(p->values[k]));
             json_object_set_new(o, "values", v);
         }
+        if (p->conditional && p->parent < i) { /* exists only for these values of its parent */
+            const sp_param *q = &spec->space.params[p->parent];
+            json_t *w = json_array();
+            for (size_t k = 0; k < p->nwhen; k++) {
+                double x = p->when[k];
+                json_array_append_new(w, q->type == SP_CATEGORICAL ? json_string(q->categories[(size_t)x])
+                                         : q->type == SP_INTEGER   ? json_integer((json_int_t)x)
+                                                                   : json_real(x));
+            }
+            json_object_set_new(o, "parent", json_string(q->name));
+            json_object_set_new(o, "parentValues", w);
+        }
         json_array_append_new(a, o);
     }
     return a;

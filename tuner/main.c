@@ -4,7 +4,9 @@
  *
  * `--db=PATH` (or $TUNER_DB; default tuner.db) may appear anywhere on the line. Exit
  * codes are in commands.h and docs/cli.md. `run` and `resume` serve the dashboard while
- * the study runs (tuner/dashboard.h), and `serve` serves it alone.
+ * the study runs (tuner/dashboard.h), and `serve` serves it alone. A spec file is JSON
+ * or YAML (gcloud's training config file, tuner/spec_yaml.h); `--job-id` names the
+ * study either way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "executor/executor.h"
 #include "tuner/commands.h"
 #include "tuner/dashboard.h"
+#include "tuner/package.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
 #include "tuner/study.h"
@@ -57,20 +60,58 @@ static int parse_cmd(const char *cmd, const char *synopsis, const char *about,
     return -1;
 }
 
+/* Each problem as FILE[:LINE:COLUMN]: [PATH: ]MESSAGE (a YAML file's have the line and
+ * column), then how many. */
 static void print_spec_errors(const char *path, const spec_errors *e) {
     for (size_t i = 0; i < e->n; i++) {
-        if (e->items[i].path[0])
-            fprintf(stderr, "%s: %s: %s\n", path, e->items[i].path, e->items[i].message);
+        const spec_error *it = &e->items[i];
+        if (it->line > 0)
+            fprintf(stderr, "%s:%d:%d: ", path, it->line, it->column);
         else
-            fprintf(stderr, "%s: %s\n", path, e->items[i].message);
+            fprintf(stderr, "%s: ", path);
+        if (it->path[0]) fprintf(stderr, "%s: ", it->path);
+        fprintf(stderr, "%s\n", it->message);
     }
     fprintf(stderr, "tuner: error: %s has %zu problem%s; nothing was run\n", path, e->n,
             e->n == 1 ? "" : "s");
 }
 
+/* The spec's notes (the AI Platform fields it ignores, how the study was named), one
+ * "FILE: note: ..." line each. */
+static void print_spec_notes(const char *path, const tn_spec *spec) {
+    for (const char *p = spec->notes; p && *p;) {
+        const char *end = strchr(p, '\n');
+        int n = end ? (int)(end - p) : (int)strlen(p);
+        fprintf(stderr, "%s: note: %.*s\n", path, n, p);
+        p += n + (end != NULL);
+    }
+}
+
+/* Reads --job-id's spec file: spec_read_named with the errors printed. Returns -1 on
+ * success, else the exit code. */
+static int read_spec(const char *cmd, const char *path, const char *job_id, int for_ask_tell,
+                     tn_spec *spec, char **text) {
+    if (job_id && !spec_job_id_valid(job_id))
+        return usage_error(cmd, "--job-id must start with a letter and hold only letters, "
+                                "digits and underscores (at most 128 characters)");
+    spec_errors errs = {0};
+    if (spec_read_named(path, job_id, for_ask_tell, spec, &errs, text) != 0) {
+        print_spec_errors(path, &errs);
+        spec_errors_clear(&errs);
+        return TUNER_EXIT_USAGE;
+    }
+    return -1;
+}
+
+#define JOB_ID_FLAG(var)                                                                    \
+    {"job_id", TN_FLAG_STRING, &(var), "ID",                                                \
+     "the study's name, over the spec's jobId (a YAML spec without one: its file's name)"}
+
 /* The spec text to store: the file's JSON with trainingInput.jobDir made absolute
  * (relative to the current folder), so that the trials' folders are found whatever
- * folder later commands run in; spec->job_dir is updated to match. Yours to free. */
+ * folder later commands run in; spec->job_dir is updated to match; a pythonModule's
+ * packageUris are made absolute too, for `tuner resume` to install them from anywhere.
+ * Yours to free. */
 static char *stored_spec_text(const char *text, tn_spec *spec) {
     json_t *doc = json_loads(text, 0, NULL);
     if (spec->executor.type == SPEC_EXECUTOR_SLURM) { /* --executor=slurm: kept for resume */
@@ -99,6 +140,13 @@ static char *stored_spec_text(const char *text, tn_spec *spec) {
         }
     }
     json_object_set_new(ti, "jobDir", json_string(spec->job_dir));
+    json_t *uris = json_object_get(ti, "packageUris"), *u;
+    size_t i;
+    char abs[PATH_MAX];
+    if (spec->python_module && json_is_array(uris))
+        json_array_foreach(uris, i, u)
+            if (json_is_string(u) && realpath(json_string_value(u), abs))
+                json_array_set_new(uris, i, json_string(abs));
     char *out = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_INDENT(2));
     json_decref(doc);
     if (!out) abort(); /* out of memory */
@@ -210,6 +258,15 @@ static int machine_gpus(const run_flags *rf, const tn_spec *spec) {
     return ex_host_gpus(why, sizeof why);
 }
 
+/* Installs a pythonModule's packageUris for the study's trials (tuner/package.h).
+ * Returns 0, or -1 with the error printed. */
+static int prepare_packages(tn_spec *spec, int quiet) {
+    char err[8192];
+    if (pkg_prepare(spec, quiet ? NULL : stderr, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "tuner: error: %s\n", err);
+    return -1;
+}
+
 /* Runs a study under its run lock (`lock`, from lock_study; closed here). */
 static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
                      const run_flags *rf, const cli_env *env, dash_server *dash, int lock) {
@@ -250,11 +307,13 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
 }
 
 static const char run_about[] =
-    "Validates the spec, stores it as a new study named by its jobId, and runs it: every\n"
-    "trial a distributed job (chief, workers, parameter servers, evaluators) of local\n"
-    "processes, or a Slurm job with --executor=slurm (docs/slurm.md), each replica given\n"
-    "TF_CONFIG and --NAME=VALUE flags, metrics read by the cloudml-hypertune protocol,\n"
-    "failed replicas restarted. Ctrl-C stops the running trials; `tuner resume` carries on.";
+    "Validates the spec (JSON, or gcloud's YAML training config file), stores it as a new\n"
+    "study named by its jobId (or --job-id), and runs it: every trial a distributed job\n"
+    "(chief, workers, parameter servers, evaluators) of local processes, or a Slurm job\n"
+    "with --executor=slurm (docs/slurm.md), each replica given TF_CONFIG and --NAME=VALUE\n"
+    "flags, metrics read by the cloudml-hypertune protocol, failed replicas restarted. A\n"
+    "pythonModule's local packageUris are installed with pip first (JOB_DIR/venv).\n"
+    "Ctrl-C stops the running trials; `tuner resume` carries on.";
 
 #define RUN_FLAGS(rf)                                                                       \
     {"seed", TN_FLAG_INT64, &(rf).seed, "N", "sampler seed (default: random, stored)"},     \
@@ -291,10 +350,11 @@ static int apply_executor_flag(const run_flags *rf, tn_spec *spec, const char *c
 
 int cmd_run(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
-    const tn_flag flags[] = {RUN_FLAGS(rf)};
+    const char *job_id = NULL;
+    const tn_flag flags[] = {JOB_ID_FLAG(job_id), RUN_FLAGS(rf)};
     int pos[1], npos = 0;
-    int rc = parse_cmd("run", "run SPEC.json [flags]", run_about, flags, NFLAGS(flags), argc, argv,
-                       pos, 1, &npos);
+    int rc = parse_cmd("run", "run SPEC.json|CONFIG.yaml [flags]", run_about, flags,
+                       NFLAGS(flags), argc, argv, pos, 1, &npos);
     if (rc >= 0) return rc;
     if (npos != 1) return usage_error("run", "run takes one argument: the spec file");
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
@@ -302,13 +362,9 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
-    spec_errors errs = {0};
     char *raw = NULL; /* the text validated is the text stored */
-    if (spec_read(path, 0, &spec, &errs, &raw) != 0) {
-        print_spec_errors(path, &errs);
-        spec_errors_clear(&errs);
-        return TUNER_EXIT_USAGE;
-    }
+    if ((rc = read_spec("run", path, job_id, 0, &spec, &raw)) >= 0) return rc;
+    if (!rf.quiet) print_spec_notes(path, &spec);
     if ((rc = apply_executor_flag(&rf, &spec, "run")) >= 0) {
         spec_clear(&spec);
         free(raw);
@@ -365,6 +421,10 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
      * store or another) refuses the run, and leaves no study behind. */
     int lock = lock_study(&spec);
     if (lock < 0) goto done;
+    if (prepare_packages(&spec, rf.quiet) != 0) {
+        close(lock);
+        goto done;
+    }
     int64_t seed = rf.seed >= 0 ? rf.seed : (int64_t)random_seed();
     int64_t id;
     if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
@@ -449,6 +509,10 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
             exit_code = TUNER_EXIT_OK;
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
             int lock = lock_study(&spec);
+            if (lock >= 0 && prepare_packages(&spec, rf.quiet) != 0) {
+                close(lock);
+                lock = -1;
+            }
             exit_code = lock < 0 ? TUNER_EXIT_ERROR
                                  : run_study(st, &spec, &study, &rf, env, dash, lock);
         }
@@ -462,10 +526,12 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
 
 int cmd_create(int argc, char **argv, const cli_env *env) {
     int64_t seed = -1;
+    const char *job_id = NULL;
     const tn_flag flags[] = {
-        {"seed", TN_FLAG_INT64, &seed, "N", "sampler seed (default: random, stored)"}};
+        {"seed", TN_FLAG_INT64, &seed, "N", "sampler seed (default: random, stored)"},
+        JOB_ID_FLAG(job_id)};
     int pos[1], npos = 0;
-    int rc = parse_cmd("create", "create SPEC.json [--seed=N]",
+    int rc = parse_cmd("create", "create SPEC.json|CONFIG.yaml [--seed=N] [--job-id=ID]",
                        "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
                        "(the spec then needs no command), or to run later with `tuner resume`.",
                        flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
@@ -473,13 +539,9 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     if (npos != 1) return usage_error("create", "create takes one argument: the spec file");
     const char *path = argv[pos[0]];
     tn_spec spec;
-    spec_errors errs = {0};
     char err[1024], *raw = NULL;
-    if (spec_read(path, 1, &spec, &errs, &raw) != 0) {
-        print_spec_errors(path, &errs);
-        spec_errors_clear(&errs);
-        return TUNER_EXIT_USAGE;
-    }
+    if ((rc = read_spec("create", path, job_id, 1, &spec, &raw)) >= 0) return rc;
+    print_spec_notes(path, &spec);
     char *text = stored_spec_text(raw, &spec);
     free(raw);
     st_store *st = NULL;
@@ -503,14 +565,20 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
 int cmd_validate(int argc, char **argv, const cli_env *env) {
     int ask_tell = 0;
     run_flags rf = {.gpus = -1};
+    const char *job_id = NULL;
     const tn_flag flags[] = {{"ask_tell", TN_FLAG_BOOL, &ask_tell, NULL,
                               "the spec is for ask/tell: it needs no command"},
                              {"executor", TN_FLAG_STRING, &rf.executor, "local|slurm",
-                              "check against this executor (default: the spec's)"}};
+                              "check against this executor (default: the spec's)"},
+                             JOB_ID_FLAG(job_id)};
     int pos[1], npos = 0;
-    int rc = parse_cmd("validate", "validate SPEC.json [--ask-tell] [--executor=local|slurm]",
-                       "Checks a spec and reports every problem at once, each with the JSON path\n"
-                       "of the field and what was expected. Runs nothing; exit 0 when valid.\n"
+    int rc = parse_cmd("validate",
+                       "validate SPEC.json|CONFIG.yaml [--ask-tell] [--executor=local|slurm] "
+                       "[--job-id=ID]",
+                       "Checks a spec (JSON, or gcloud's YAML training config file) and reports\n"
+                       "every problem at once, each with the path of the field (and its line and\n"
+                       "column in a YAML file) and what was expected, and notes the AI Platform\n"
+                       "fields that have no effect here. Runs nothing; exit 0 when valid.\n"
                        "For the Slurm executor it also asks the cluster (sinfo) whether the\n"
                        "partition exists and some node has what one replica asks for.",
                        flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
@@ -518,12 +586,8 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
     if (npos != 1) return usage_error("validate", "validate takes one argument: the spec file");
     const char *path = argv[pos[0]];
     tn_spec spec;
-    spec_errors errs = {0};
-    if (spec_load(path, ask_tell, &spec, &errs) != 0) {
-        print_spec_errors(path, &errs);
-        spec_errors_clear(&errs);
-        return TUNER_EXIT_USAGE;
-    }
+    if ((rc = read_spec("validate", path, job_id, ask_tell, &spec, NULL)) >= 0) return rc;
+    print_spec_notes(path, &spec);
     if ((rc = apply_executor_flag(&rf, &spec, "validate")) >= 0) {
         spec_clear(&spec);
         return rc;
@@ -744,9 +808,10 @@ static const command commands[] = {
 
 static void main_usage(FILE *out) {
     fprintf(out, "usage: tuner COMMAND [flags] [--db=PATH]\n\n"
-                 "Hyperparameter tuning on your own machines: studies are AI Platform job specs,\n"
-                 "trials are distributed training jobs of local processes, everything is kept in\n"
-                 "an SQLite store (--db, $TUNER_DB, default tuner.db).\n\ncommands:\n");
+                 "Hyperparameter tuning on your own machines: studies are AI Platform job specs\n"
+                 "(JSON, or gcloud's YAML training config file), trials are distributed training\n"
+                 "jobs of local processes, everything is kept in an SQLite store (--db,\n"
+                 "$TUNER_DB, default tuner.db).\n\ncommands:\n");
     for (size_t i = 0; i < NFLAGS(commands); i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].about);
     fprintf(out, "\n'tuner COMMAND --help' tells more. Docs: docs/cli.md\n");

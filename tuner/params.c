@@ -1,5 +1,7 @@
 /*
- * params.c — trial parameters as doubles, JSON and flags (see params.h).
+ * params.c — trial parameters as doubles, JSON and flags (see params.h). An inactive
+ * conditional parameter is NaN among the doubles, absent from the JSON and gets no
+ * flag.
  */
 #include "tuner/params.h"
 
@@ -16,6 +18,7 @@ char *tp_to_json(const sp_space *s, const double *v) {
     for (size_t i = 0; i < s->n; i++) {
         const sp_param *p = &s->params[i];
         json_t *val;
+        if (isnan(v[i])) continue; /* inactive */
         if (p->type == SP_CATEGORICAL)
             val = json_string(p->categories[(size_t)v[i]]);
         else if (p->type == SP_INTEGER || (v[i] == floor(v[i]) && fabs(v[i]) < 9e15 && p->type == SP_DISCRETE))
@@ -49,9 +52,24 @@ int tp_from_json(const sp_space *s, const char *json, double *v, char *err, size
             goto done;
         }
     }
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = 0; i < s->n; i++) { /* parents first: their values decide */
         const sp_param *p = &s->params[i];
         val = json_object_get(obj, p->name);
+        if (json_is_null(val)) val = NULL;
+        if (p->conditional && !(p->parent < i && sp_condition_holds(p, v[p->parent]))) {
+            v[i] = NAN;
+            if (val) {
+                const sp_param *q = p->parent < i ? &s->params[p->parent] : NULL;
+                char pv[256] = "";
+                if (q && !isnan(v[p->parent])) sp_format_value(q, v[p->parent], pv, sizeof pv);
+                rc = tn_error(err, errlen, TN_EINVAL,
+                              "parameter '%s' does not exist %s%s%s%s (it is conditional)",
+                              p->name, q ? "when '" : "here", q ? q->name : "",
+                              !q ? "" : pv[0] ? "' is " : "' is inactive", pv);
+                goto done;
+            }
+            continue;
+        }
         if (!val) {
             rc = tn_error(err, errlen, TN_EINVAL, "parameter '%s' is missing", p->name);
             goto done;
@@ -75,6 +93,7 @@ done:
 
 void tp_append_flags(const sp_space *s, const double *v, char **argv, size_t *argc) {
     for (size_t i = 0; i < s->n; i++) {
+        if (isnan(v[i])) continue; /* inactive: no flag */
         char value[256];
         sp_format_value(&s->params[i], v[i], value, sizeof value);
         size_t len = strlen(s->params[i].name) + strlen(value) + 4;

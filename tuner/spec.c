@@ -11,6 +11,13 @@
  * unknown rather than as its default — so one typo gives one message, not a cascade.
  * A parameter enters the search space only when it is entirely valid; on any error the
  * half-filled spec is cleared and the caller gets the errors alone.
+ *
+ * Conditional parameters (Vertex AI's conditionalParameterSpecs, in a params entry)
+ * are read depth first: a parameter enters the space, then its children, each with
+ * its parent's index and the parent values it exists for, so parents always come
+ * before their children. Their paths extend the path without a push (path_extend),
+ * so nesting is limited by the JSON parser's depth, not by MAX_DEPTH. Names must be
+ * unique across the whole tree (report_duplicate_names, by sorting).
  */
 #include "tuner/spec.h"
 
@@ -31,6 +38,8 @@
 #include "common/fileio.h"
 #include "common/text.h"
 #include "executor/contract.h"
+#include "tuner/package.h"
+#include "tuner/spec_yaml.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_DEPTH 16        /* path pushes; the deepest spec path needs 6 */
@@ -74,7 +83,16 @@ static const char *const ES_FIELDS[] = {"policy",      "minTrials",       "minSt
 
 static const char *const PARAM_FIELDS[] = {"parameterName", "type", "minValue", "maxValue",
                                            "categoricalValues", "discreteValues",
-                                           "scaleType"};
+                                           "scaleType", "conditionalParameterSpecs"};
+
+/* Vertex AI's ConditionalParameterSpec: a parameter (parameterSpec) and the values of
+ * its parent it exists for, one condition of the kind that matches the parent's type
+ * (CONDITION_TYPES); each condition is {"values": [...]}. */
+static const char *const COND_FIELDS[] = {"parameterSpec", "parentDiscreteValues",
+                                          "parentIntValues", "parentCategoricalValues"};
+#define NCONDITIONS 3 /* COND_FIELDS[1 ..] */
+static const int CONDITION_TYPES[NCONDITIONS] = {SP_DISCRETE, SP_INTEGER, SP_CATEGORICAL};
+static const char *const CONDITION_FIELDS[] = {"values"};
 
 static const char *const RESOURCE_KEYS[] = {"chief", "master", "worker", "ps", "evaluator"};
 static const char *const RESOURCE_FIELDS[] = {"cores", "gpus", "memory"};
@@ -130,21 +148,38 @@ static const struct {
     {INPUT_FIELDS, NELEM(INPUT_FIELDS), "trainingInput"},
     {HP_FIELDS, NELEM(HP_FIELDS), "trainingInput.hyperparameters"},
     {PARAM_FIELDS, NELEM(PARAM_FIELDS), "each of trainingInput.hyperparameters.params"},
+    {COND_FIELDS, NELEM(COND_FIELDS), "each entry of a parameter's conditionalParameterSpecs"},
     {EXECUTOR_FIELDS, NELEM(EXECUTOR_FIELDS), "executor (at the top level)"},
 };
 
-/* The ignored AI Platform fields, with the JSON type each must have. */
+/* Why the AI Platform fields accepted for compatibility have no effect here: the
+ * spec's notes list the fields a spec gives, once, with these (ignored_notes). */
+#define WHY_CLOUD "Google Cloud settings; trials run on this machine or the Slurm cluster"
+#define WHY_RUNTIME "trials run with this machine's python3 and the packages it has"
+#define WHY_MACHINE "machine types; each replica is a process here, and " \
+                    "trainingInput.resources says what one needs"
+#define WHY_SCHEDULING "the cloud job's queueing and time limits; a trial's limit is " \
+                       "trainingInput.trialTimeout"
+#define WHY_PACKAGES "trials run trainingInput.command; packages are installed for " \
+                     "pythonModule only"
+#define WHY_CONTAINER "container settings; replicas run the spec's program as processes"
+#define WHY_METADATA "AI Platform's job metadata"
+
+/* The ignored AI Platform fields of trainingInput, with the JSON type each must have
+ * (packageUris has an effect with pythonModule: tuner/package.h). */
 static const struct {
     const char *name;
     json_type type;
+    const char *why;
 } IGNORED_FIELDS[] = {
-    {"region", JSON_STRING},          {"runtimeVersion", JSON_STRING},
-    {"pythonVersion", JSON_STRING},   {"masterType", JSON_STRING},
-    {"workerType", JSON_STRING},      {"parameterServerType", JSON_STRING},
-    {"evaluatorType", JSON_STRING},   {"packageUris", JSON_ARRAY},
-    {"scheduling", JSON_OBJECT},      {"network", JSON_STRING},
-    {"serviceAccount", JSON_STRING},  {"enableWebAccess", JSON_TRUE},
-    {"encryptionConfig", JSON_OBJECT},
+    {"region", JSON_STRING, WHY_CLOUD},          {"runtimeVersion", JSON_STRING, WHY_RUNTIME},
+    {"pythonVersion", JSON_STRING, WHY_RUNTIME}, {"masterType", JSON_STRING, WHY_MACHINE},
+    {"workerType", JSON_STRING, WHY_MACHINE},
+    {"parameterServerType", JSON_STRING, WHY_MACHINE},
+    {"evaluatorType", JSON_STRING, WHY_MACHINE}, {"packageUris", JSON_ARRAY, WHY_PACKAGES},
+    {"scheduling", JSON_OBJECT, WHY_SCHEDULING}, {"network", JSON_STRING, WHY_CLOUD},
+    {"serviceAccount", JSON_STRING, WHY_CLOUD},  {"enableWebAccess", JSON_TRUE, WHY_CLOUD},
+    {"encryptionConfig", JSON_OBJECT, WHY_CLOUD},
 };
 
 /* ---- Enum names, in the order of the values they map to ---- */
@@ -180,6 +215,7 @@ static void add_error(spec_errors *e, const char *path, char *message) {
     e->items = tn_xrealloc(e->items, (e->n + 1) * sizeof *e->items);
     e->items[e->n].path = tn_xstrdup(path);
     e->items[e->n].message = message; /* already ours */
+    e->items[e->n].line = e->items[e->n].column = 0; /* a YAML file's: spec_read_named */
     e->n++;
 }
 
@@ -223,6 +259,21 @@ static void pop(ctx *c) {
     assert(c->depth > 0);
     c->len = c->saved[--c->depth];
     c->path[c->len] = '\0';
+}
+
+/* Extends the path by s ("[2]", ".parameterSpec") without a push, so that levels that
+ * nest without bound (conditional parameters) do not use up MAX_DEPTH; returns the
+ * mark to give path_cut. Pushes made after it must be popped before the cut. */
+static size_t path_extend(ctx *c, const char *s) {
+    size_t mark = c->len;
+    append(c, s);
+    return mark;
+}
+
+static void path_cut(ctx *c, size_t mark) {
+    assert(mark <= c->len);
+    c->len = mark;
+    c->path[mark] = '\0';
 }
 
 /* Records a problem at the field key of the current object. */
@@ -613,15 +664,81 @@ static size_t report_duplicates(ctx *c, const char *const *vals, size_t n) {
     return ndup;
 }
 
-/* The names of the parameters read so far, for the duplicate check. */
+/* The names of every parameter of the tree read so far (children included), for the
+ * check that they are unique (report_duplicate_names). */
 typedef struct seen_names {
-    const char **names; /* points into the JSON; NULL where a param had no valid name */
-    size_t n;
+    const char **names; /* (n) points into the JSON */
+    char **paths;       /* (n) each parameter's path, ours */
+    size_t n, cap;
 } seen_names;
 
-/* One entry of params, at the current path; adds it to out->space when valid.
- * algorithm is 0 when it is not known (absent-but-misspelled or invalid). */
-static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_spec *out) {
+static void seen_add(seen_names *s, const char *name, const char *path) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->names = tn_xrealloc(s->names, s->cap * sizeof *s->names);
+        s->paths = tn_xrealloc(s->paths, s->cap * sizeof *s->paths);
+    }
+    s->names[s->n] = name;
+    s->paths[s->n++] = tn_xstrdup(path);
+}
+
+static void seen_clear(seen_names *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->paths[i]);
+    free(s->paths);
+    free(s->names);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reports every parameter whose parameterName repeats one read before it, anywhere in
+ * the tree, at its parameterName and naming the first (from "params[" on), in the
+ * order they were read. Sorts instead of comparing every pair. */
+static void report_duplicate_names(ctx *c, const seen_names *s) {
+    size_t *idx = tn_xcalloc(s->n + 1, sizeof *idx);
+    for (size_t i = 0; i < s->n; i++) idx[i] = i;
+    g_sort_strings = s->names;
+    qsort(idx, s->n, sizeof *idx, cmp_by_string); /* by name, then by order */
+    size_t *dup = tn_xcalloc(2 * s->n + 2, sizeof *dup), ndup = 0; /* (index, first) */
+    for (size_t k = 1, first = 0; k < s->n; k++) {
+        if (strcmp(s->names[idx[first]], s->names[idx[k]]) != 0) {
+            first = k;
+            continue;
+        }
+        dup[2 * ndup] = idx[k];
+        dup[2 * ndup + 1] = idx[first];
+        ndup++;
+    }
+    qsort(dup, ndup, 2 * sizeof *dup, cmp_size);
+    for (size_t d = 0; d < ndup; d++) {
+        const char *path = s->paths[dup[2 * d]], *also = s->paths[dup[2 * d + 1]];
+        const char *rel = strstr(also, "params[");
+        char *at = tn_xasprintf("%s.parameterName", path);
+        add_error(&c->errs, at, tn_xasprintf("duplicate parameterName \"%s\" (also %s)",
+                                             s->names[dup[2 * d]], rel ? rel : also));
+        free(at);
+    }
+    free(dup);
+    free(idx);
+}
+
+/* The condition under which a parameter exists: its parent's index in the space and
+ * the parent values it exists for (NULL for a top-level parameter). */
+typedef struct cond_in {
+    int ok;              /* the parent entered the space and the condition is valid */
+    size_t parent;       /* the parent's index in out->space */
+    const double *when;  /* nwhen values of the parent (a category as its index) */
+    size_t nwhen;
+} cond_in;
+
+static void read_conditional(ctx *c, json_t *e, int algorithm, seen_names *seen,
+                             tn_spec *out, const char *pname, int ptype, int padded,
+                             size_t pindex);
+
+/* One entry of params (or a conditional parameter's parameterSpec; cond is then its
+ * condition), at the current path; adds it to out->space when valid, then reads its
+ * conditionalParameterSpecs. algorithm is 0 when it is not known (absent-but-misspelled
+ * or invalid). */
+static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_spec *out,
+                       const cond_in *cond) {
     const size_t NP = NELEM(PARAM_FIELDS);
     int ok = 1;
     json_t *v;
@@ -640,21 +757,13 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
             } else if (strcmp(name, "job-dir") == 0 || strcmp(name, "job_dir") == 0) {
                 fail(c, "\"%s\" is reserved: every trial gets --job-dir=DIR", name);
                 name = NULL;
-            } else {
-                for (size_t i = 0; i < seen->n; i++) {
-                    if (seen->names[i] && strcmp(seen->names[i], name) == 0) {
-                        fail(c, "duplicate parameterName \"%s\" (also params[%zu])", name, i);
-                        name = NULL;
-                        break;
-                    }
-                }
             }
         }
         pop(c);
     } else {
         missing(c, p, "parameterName", PARAM_FIELDS, NP, "the name of the --flag");
     }
-    seen->names[seen->n++] = name;
+    if (name) seen_add(seen, name, c->path); /* duplicates: report_duplicate_names */
     if (!name) ok = 0;
 
     /* type */
@@ -814,16 +923,296 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
         ok = 0;
     }
 
-    if (ok) {
+    int added = 0;
+    size_t index = 0;
+    if (ok && (!cond || cond->ok)) {
         sp.name = (char *)name;
         sp.values = vals;
         sp.nvalues = nvals;
         sp.categories = (char **)cats;
         sp.ncategories = ncats;
+        if (cond) {
+            sp.conditional = 1;
+            sp.parent = cond->parent;
+            sp.when = (double *)cond->when;
+            sp.nwhen = cond->nwhen;
+        }
         sp_space_add(&out->space, &sp); /* deep copy */
+        index = out->space.n - 1;
+        added = 1;
     }
     free(cats);
     free(vals);
+
+    /* Its children, after it in the space. A DOUBLE has no values to condition on;
+     * its children are still read for their own mistakes. */
+    json_t *cps = json_object_get(p, "conditionalParameterSpecs");
+    if (cps && !json_is_null(cps)) {
+        size_t mark = path_extend(c, ".conditionalParameterSpecs");
+        if (!json_is_array(cps)) {
+            fail_type(c, "an array of conditional parameters ({\"parameterSpec\": {...}, "
+                         "\"parentCategoricalValues\": {\"values\": [...]}})", cps);
+        } else {
+            if (type == SP_DOUBLE && json_array_size(cps) > 0)
+                fail(c, "a DOUBLE parameter has no values for its children to exist under; "
+                        "make \"%s\" DISCRETE or INTEGER", name ? name : "it");
+            size_t j;
+            json_t *e;
+            json_array_foreach(cps, j, e) {
+                char at[32];
+                snprintf(at, sizeof at, "[%zu]", j);
+                size_t m = path_extend(c, at);
+                if (json_is_object(e))
+                    read_conditional(c, e, algorithm, seen, out, name, type, added, index);
+                else
+                    fail_type(c, "an object (a conditional parameter: {\"parameterSpec\": "
+                                 "{...}, \"parent...Values\": {\"values\": [...]}})", e);
+                path_cut(c, m);
+            }
+        }
+        path_cut(c, mark);
+    }
+}
+
+/* A list of up to 8 of a parameter's values for messages ("sgd, adam",
+ * "64, 128, 256", "1 to 8"), into buf. */
+static const char *feasible_list(const sp_param *p, char *buf, size_t len) {
+    char num[32], lo[32], hi[32];
+    size_t n = p->type == SP_CATEGORICAL ? p->ncategories : p->nvalues;
+    buf[0] = '\0';
+    if (p->type == SP_INTEGER) {
+        snprintf(buf, len, "%s to %s", fmt_num(p->min, lo, sizeof lo),
+                 fmt_num(p->max, hi, sizeof hi));
+        return buf;
+    }
+    for (size_t i = 0; i < n && i < 8; i++) {
+        const char *s = p->type == SP_CATEGORICAL ? p->categories[i]
+                                                  : fmt_num(p->values[i], num, sizeof num);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%.*s", i ? ", " : "", CLIP, s);
+    }
+    if (n > 8) strncat(buf, ", ...", len - strlen(buf) - 1);
+    return buf;
+}
+
+static int cmp_double_index(const void *a, const void *b) {
+    const double *x = a, *y = b; /* (value, index) pairs */
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* A condition, {"values": [...]}, of the kind that takes a parent of type kind (at the
+ * current path). parent is the parent when it entered the space (its values are then
+ * checked against what it can take), else NULL. On success *when (yours) holds the
+ * values as the parent's values (a category as its index) and returns 0. */
+static int read_condition(ctx *c, const json_t *v, int kind, const sp_param *parent,
+                          const char *pname, double **when, size_t *nwhen) {
+    if (!json_is_object(v)) {
+        fail_type(c, "an object: {\"values\": [...]}", v);
+        return -1;
+    }
+    check_fields(c, (json_t *)v, CONDITION_FIELDS, NELEM(CONDITION_FIELDS));
+    json_t *vals = enter(c, (json_t *)v, "values");
+    if (!vals) {
+        missing(c, (json_t *)v, "values", CONDITION_FIELDS, NELEM(CONDITION_FIELDS),
+                "the parent's values the parameter exists for");
+        return -1;
+    }
+    size_t n = json_is_array(vals) ? json_array_size(vals) : 0;
+    if (!json_is_array(vals)) {
+        char what[64];
+        snprintf(what, sizeof what, "an array of %s values", kind == SP_CATEGORICAL ? "string"
+                                                            : kind == SP_INTEGER ? "integer"
+                                                                                 : "number");
+        fail_type(c, what, vals);
+        pop(c);
+        return -1;
+    }
+    if (n == 0) {
+        fail(c, "must hold at least one value of the parent");
+        pop(c);
+        return -1;
+    }
+    int ok = 1;
+    double *w = tn_xcalloc(n, sizeof *w);
+    size_t i;
+    json_t *e;
+    char list[512], got[CLIP + 32];
+    json_array_foreach(vals, i, e) {
+        push_index(c, i);
+        if (kind == SP_CATEGORICAL) {
+            if (!json_is_string(e)) {
+                fail_type(c, "a string", e);
+                ok = 0;
+            } else if (parent) {
+                const char *s = json_string_value(e);
+                size_t k = 0;
+                while (k < parent->ncategories && strcmp(parent->categories[k], s) != 0) k++;
+                if (k < parent->ncategories) {
+                    w[i] = (double)k;
+                } else {
+                    const char *near = tn_closest(s, (const char *const *)parent->categories,
+                                                  parent->ncategories);
+                    fail(c, "%s is not one of the categoricalValues of \"%s\" (%s)%s%s%s",
+                         describe(e, got, sizeof got), pname,
+                         feasible_list(parent, list, sizeof list), near ? " (did you mean \"" : "",
+                         near ? near : "", near ? "\"?)" : "");
+                    ok = 0;
+                }
+            }
+        } else {
+            double x = 0;
+            long long ix;
+            int is_num = 0;
+            if (kind == SP_INTEGER && json_is_string(e) &&
+                parse_integer_string(json_string_value(e), &ix) == 0 &&
+                llabs(ix) <= (long long)MAX_EXACT_INT) {
+                x = (double)ix; /* int64 values are strings in proto3 JSON */
+                is_num = 1;
+            } else if (json_is_number(e)) {
+                x = json_number_value(e);
+                is_num = kind != SP_INTEGER || (x == floor(x) && fabs(x) <= MAX_EXACT_INT);
+            }
+            if (!is_num) {
+                fail_type(c, kind == SP_INTEGER ? "an integer (a number or a string of digits)"
+                                                : "a number", e);
+                ok = 0;
+            } else if (parent && !sp_is_legal(parent, x)) {
+                fail(c, "%s is not a value \"%s\" can take (%s%s)", describe(e, got, sizeof got),
+                     pname, kind == SP_INTEGER ? "" : "discreteValues: ",
+                     feasible_list(parent, list, sizeof list));
+                ok = 0;
+            } else {
+                w[i] = x + 0.0;
+            }
+        }
+        pop(c);
+    }
+    /* The same value twice: by sorting (value, index) pairs. Categories without a known
+     * parent have no values yet; they are left out. */
+    if (ok && (parent || kind != SP_CATEGORICAL)) {
+        double *pairs = tn_xmalloc(2 * n * sizeof *pairs);
+        for (i = 0; i < n; i++) {
+            pairs[2 * i] = w[i];
+            pairs[2 * i + 1] = (double)i;
+        }
+        qsort(pairs, n, 2 * sizeof *pairs, cmp_double_index);
+        for (size_t k = 1, first = 0; k < n; k++) {
+            if (pairs[2 * k] != pairs[2 * first]) {
+                first = k;
+                continue;
+            }
+            push_index(c, (size_t)pairs[2 * k + 1]);
+            fail(c, "the same value as values[%zu]", (size_t)pairs[2 * first + 1]);
+            pop(c);
+            ok = 0;
+        }
+        free(pairs);
+    }
+    pop(c);
+    if (!ok) {
+        free(w);
+        return -1;
+    }
+    *when = w;
+    *nwhen = n;
+    return 0;
+}
+
+/* Whether obj has an unknown key that is a misspelling of one of the conditions. */
+static int condition_misspelled(json_t *obj) {
+    for (size_t k = 0; k < NCONDITIONS; k++)
+        if (misspelled(obj, COND_FIELDS[1 + k], COND_FIELDS, NELEM(COND_FIELDS))) return 1;
+    return 0;
+}
+
+/* One entry of the conditionalParameterSpecs of the parameter pname (type ptype, 0
+ * when unknown; added: it entered the space at pindex), at the current path: the
+ * condition that matches the parent's type, then the parameter itself. */
+static void read_conditional(ctx *c, json_t *e, int algorithm, seen_names *seen,
+                             tn_spec *out, const char *pname, int ptype, int padded,
+                             size_t pindex) {
+    const size_t NC = NELEM(COND_FIELDS);
+    /* A parameter's own fields written here, not in parameterSpec, get their own hint;
+     * the rest the usual unknown-field messages. */
+    json_t *rest = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(e, key, v) {
+        if (in_list(key, PARAM_FIELDS, NELEM(PARAM_FIELDS)))
+            fail_at(c, key, "unknown field here (a conditional parameter's own fields go in "
+                            "its parameterSpec)");
+        else
+            json_object_set(rest, key, v);
+    }
+    check_fields(c, rest, COND_FIELDS, NC);
+    json_decref(rest);
+    if (!pname) pname = "the parent";
+
+    /* The condition: exactly one, of the kind of the parent's type (a DOUBLE parent
+     * was reported: its children never enter the space). */
+    int want = -1, given = -1, cond_ok = ptype != SP_DOUBLE;
+    for (int k = 0; k < NCONDITIONS; k++)
+        if (CONDITION_TYPES[k] == ptype) want = k;
+    double *when = NULL;
+    size_t nwhen = 0;
+    int present[NCONDITIONS];
+    for (int k = 0; k < NCONDITIONS; k++) {
+        v = json_object_get(e, COND_FIELDS[1 + k]);
+        present[k] = v && !json_is_null(v);
+        if (present[k] && (given < 0 || k == want)) given = k; /* the right kind first */
+    }
+    for (int k = 0; k < NCONDITIONS; k++) {
+        if (present[k] && k != given) {
+            fail_at(c, COND_FIELDS[1 + k], "give one condition (%s is given too)",
+                    COND_FIELDS[1 + given]);
+            cond_ok = 0;
+        }
+    }
+    if (given >= 0) {
+        v = enter(c, e, COND_FIELDS[1 + given]);
+        if (want >= 0 && given != want) {
+            fail(c, "\"%s\" is %s: the condition on its values is %s", pname,
+                 TYPE_NAMES[ptype - SP_DOUBLE], COND_FIELDS[1 + want]);
+            cond_ok = 0;
+        } else {
+            /* (the space may grow under a later child: the parent is looked up here) */
+            const sp_param *parent =
+                padded && ptype != SP_DOUBLE ? &out->space.params[pindex] : NULL;
+            if (read_condition(c, v, CONDITION_TYPES[given], parent, pname, &when, &nwhen) != 0)
+                cond_ok = 0;
+        }
+        pop(c);
+    }
+    if (given < 0) {
+        cond_ok = 0;
+        if (want >= 0) {
+            char what[CLIP + 64];
+            snprintf(what, sizeof what, "the values of \"%.*s\" the parameter exists for", CLIP,
+                     pname);
+            missing(c, e, COND_FIELDS[1 + want], COND_FIELDS, NC, what);
+        } else if (ptype != SP_DOUBLE && !condition_misspelled(e)) {
+            fail(c, "needs a condition: parentDiscreteValues, parentIntValues or "
+                    "parentCategoricalValues, the parent's values the parameter exists for");
+        }
+    }
+
+    /* The parameter itself. */
+    json_t *ps = json_object_get(e, "parameterSpec");
+    if (!ps || json_is_null(ps)) {
+        missing(c, e, "parameterSpec", COND_FIELDS, NC,
+                "the conditional parameter: {\"parameterName\": ..., \"type\": ...}");
+    } else {
+        size_t m = path_extend(c, ".parameterSpec");
+        if (json_is_object(ps)) {
+            cond_in ci = {cond_ok && padded, pindex, when, nwhen};
+            read_param(c, ps, algorithm, seen, out, &ci);
+        } else {
+            fail_type(c, "an object (a parameter)", ps);
+        }
+        path_cut(c, m);
+    }
+    free(when);
 }
 
 /* The extension earlyStopping: {"policy": "median"|"asha"|"hyperband"|"none", options}.
@@ -832,7 +1221,7 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
     es_config *e = &out->early_stopping;
     json_t *v;
     check_fields(c, es, ES_FIELDS, NELEM(ES_FIELDS));
-    e->policy = ES_MEDIAN;
+    e->policy = ES_DEFAULT_POLICY;
     if ((v = enter(c, es, "policy"))) {
         const char *name;
         if (read_string(c, v, 1, &name) == 0) {
@@ -848,7 +1237,7 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
     static const struct {
         const char *field;
         long long lo;
-    } ints[] = {{"minTrials", 1}, {"minStep", 0}, {"gracePeriod", 1}, {"reductionFactor", 2},
+    } ints[] = {{"minTrials", 1}, {"minStep", 0}, {"gracePeriod", 0}, {"reductionFactor", 2},
                 {"maxStep", 0}};
     for (size_t i = 0; i < NELEM(ints); i++) {
         if (!(v = enter(c, es, ints[i].field))) continue;
@@ -944,7 +1333,7 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         read_bool(c, v, &out->enable_early_stopping);
         pop(c);
     }
-    if (out->enable_early_stopping) out->early_stopping.policy = ES_MEDIAN;
+    if (out->enable_early_stopping) out->early_stopping.policy = ES_DEFAULT_POLICY;
     if ((v = enter(c, hp, "earlyStopping"))) {
         if (json_is_object(v))
             read_early_stopping(c, v, out);
@@ -986,20 +1375,19 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         } else if (json_array_size(v) == 0) {
             fail(c, "must hold at least one parameter");
         } else {
-            seen_names seen = {tn_xcalloc(json_array_size(v), sizeof(char *)), 0};
+            seen_names seen = {0};
             size_t i;
             json_t *p;
             json_array_foreach(v, i, p) {
                 push_index(c, i);
-                if (json_is_object(p)) {
-                    read_param(c, p, algorithm, &seen, out);
-                } else {
+                if (json_is_object(p))
+                    read_param(c, p, algorithm, &seen, out, NULL);
+                else
                     fail_type(c, "an object (a parameter)", p);
-                    seen.names[seen.n++] = NULL;
-                }
                 pop(c);
             }
-            free(seen.names);
+            report_duplicate_names(c, &seen);
+            seen_clear(&seen);
         }
         pop(c);
     } else {
@@ -1572,8 +1960,8 @@ static void set_defaults(tn_spec *s) {
     s->max_parallel_trials = 1;
     s->max_failed_trials = 0;
     s->algorithm = SP_ALGO_UNSPECIFIED;
-    s->early_stopping = (es_config){.policy = ES_NONE, .maximize = 1, .min_trials = 5,
-                                    .min_step = 1, .grace_period = 1, .reduction_factor = 3};
+    es_config_default(&s->early_stopping); /* the options' defaults: search/stopping.h */
+    s->early_stopping.policy = ES_NONE;
 }
 
 static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
@@ -1634,25 +2022,105 @@ static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
     if (out->max_failed_trials == 0) out->max_failed_trials = out->max_trials;
 }
 
-/* Parses len bytes of text; the shared body of spec_parse and spec_load. */
-static int parse_buffer(const char *text, size_t len, const char *name, int for_ask_tell,
-                        tn_spec *out, spec_errors *errs) {
+/* ---- After the levels: a pythonModule's packages, and the notes ---- */
+
+/* A pythonModule's packageUris are installed before its trials run (tuner/package.h),
+ * so each must be a local package; with check_files (a spec read from a file), one
+ * that is there. */
+static void check_packages(ctx *c, json_t *root, const tn_spec *out, int check_files) {
+    json_t *uris = json_object_get(json_object_get(root, "trainingInput"), "packageUris");
+    if (!out->python_module || !json_is_array(uris)) return;
+    push_key(c, "trainingInput");
+    push_key(c, "packageUris");
+    size_t i;
+    json_t *u;
+    json_array_foreach(uris, i, u) {
+        char why[1024];
+        push_index(c, i);
+        if (!json_is_string(u))
+            fail_type(c, "a string: the path of a package on this machine", u);
+        else if (pkg_check_uri(json_string_value(u), check_files, why, sizeof why) != 0)
+            fail(c, "%s", why);
+        pop(c);
+    }
+    pop(c);
+    pop(c);
+}
+
+/* Adds path to the paths ignored for why (by_why: why -> array of paths). */
+static void note_ignored(json_t *by_why, const char *why, const char *path) {
+    json_t *paths = json_object_get(by_why, why);
+    if (!paths) json_object_set_new(by_why, why, paths = json_array());
+    json_array_append_new(paths, json_string(path));
+}
+
+/* The AI Platform fields a valid spec gives that have no effect here, one line per
+ * reason: "ignored: trainingInput.region, trainingInput.network (why)". NULL: none. */
+static char *ignored_notes(json_t *root, const tn_spec *out) {
+    static const char *const TOP_IGNORED[] = {"labels", "etag"};
+    json_t *by_why = json_object(), *ti = json_object_get(root, "trainingInput"), *v;
+    char path[256];
+    for (size_t k = 0; k < NELEM(TOP_IGNORED); k++)
+        if ((v = json_object_get(root, TOP_IGNORED[k])) && !json_is_null(v))
+            note_ignored(by_why, WHY_METADATA, TOP_IGNORED[k]);
+    for (size_t k = 0; k < NELEM(IGNORED_FIELDS); k++) {
+        if (!(v = json_object_get(ti, IGNORED_FIELDS[k].name)) || json_is_null(v)) continue;
+        if (out->python_module && !strcmp(IGNORED_FIELDS[k].name, "packageUris")) continue;
+        snprintf(path, sizeof path, "trainingInput.%s", IGNORED_FIELDS[k].name);
+        note_ignored(by_why, IGNORED_FIELDS[k].why, path);
+    }
+    for (size_t k = 0; k < NELEM(CONFIG_KEYS); k++) {
+        json_t *rc = json_object_get(ti, CONFIG_KEYS[k]);
+        for (size_t f = 2; f < NELEM(REPLICA_CONFIG_FIELDS); f++) { /* [2..]: ignored */
+            if (!(v = json_object_get(rc, REPLICA_CONFIG_FIELDS[f])) || json_is_null(v))
+                continue;
+            snprintf(path, sizeof path, "trainingInput.%s.%s", CONFIG_KEYS[k],
+                     REPLICA_CONFIG_FIELDS[f]);
+            note_ignored(by_why, WHY_CONTAINER, path);
+        }
+    }
+    char *notes = NULL;
+    const char *why;
+    json_t *paths;
+    json_object_foreach(by_why, why, paths) {
+        size_t i;
+        json_t *p;
+        char *line = tn_xstrdup("ignored: "), *next;
+        json_array_foreach(paths, i, p) {
+            next = tn_xasprintf("%s%s%s", line, i ? ", " : "", json_string_value(p));
+            free(line);
+            line = next;
+        }
+        next = tn_xasprintf("%s%s%s (%s)", notes ? notes : "", notes ? "\n" : "", line, why);
+        free(notes);
+        free(line);
+        notes = next;
+    }
+    json_decref(by_why);
+    return notes;
+}
+
+/* Validates the spec tree root, a JSON file's or a YAML file's: the shared body of
+ * spec_parse and spec_read_named. A NULL root is a file that could not be read as
+ * JSON, whose error says where (syntax). check_files: a pythonModule's packageUris
+ * must be there. */
+static int parse_root(json_t *root, const char *syntax, int for_ask_tell, int check_files,
+                      tn_spec *out, spec_errors *errs) {
     ctx c = {0};
     c.path = tn_xcalloc(1, 1);
     c.cap = 1;
     memset(out, 0, sizeof *out);
 
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        fail(&c, "%s:%d:%d: %s", name ? name : "spec", je.line, je.column, je.text);
+        fail(&c, "%s", syntax);
     } else if (!json_is_object(root)) {
         fail_type(&c, "a JSON object (an AI Platform job: {\"jobId\": ..., "
                       "\"trainingInput\": ...})", root);
     } else {
         read_job(&c, root, for_ask_tell, out);
+        check_packages(&c, root, out, check_files);
+        if (!c.errs.n) out->notes = ignored_notes(root, out);
     }
-    json_decref(root);
     assert(c.depth == 0);
     free(c.path);
 
@@ -1665,35 +2133,116 @@ static int parse_buffer(const char *text, size_t len, const char *name, int for_
     return rc;
 }
 
+/* Parses len bytes of JSON text (from the file name, for messages). */
+static int parse_buffer(const char *text, size_t len, const char *name, int for_ask_tell,
+                        tn_spec *out, spec_errors *errs) {
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    char *syntax = root ? NULL : tn_xasprintf("%s:%d:%d: %s", name ? name : "spec", je.line,
+                                              je.column, je.text);
+    int rc = parse_root(root, syntax, for_ask_tell, 0, out, errs);
+    free(syntax);
+    json_decref(root);
+    return rc;
+}
+
 int spec_parse(const char *text, const char *name, int for_ask_tell, tn_spec *out,
                spec_errors *errs) {
     assert(text && out);
     return parse_buffer(text, strlen(text), name, for_ask_tell, out, errs);
 }
 
-int spec_read(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs,
-              char **text) {
+int spec_job_id_valid(const char *s) { return s && valid_job_id(s); }
+
+char *spec_job_id_from_path(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (n == 0) return tn_xstrdup("job");
+    char *id = tn_xmalloc(n + 5);
+    size_t k = 0;
+    if (!isalpha((unsigned char)base[0])) memcpy(id, "job_", 4), k = 4;
+    for (size_t i = 0; i < n; i++)
+        id[k++] = isalnum((unsigned char)base[i]) ? base[i] : '_';
+    id[k < 128 ? k : 128] = '\0';
+    assert(valid_job_id(id));
+    return id;
+}
+
+int spec_read_named(const char *path, const char *job_id, int for_ask_tell, tn_spec *out,
+                    spec_errors *errs, char **text) {
     assert(path && out);
     memset(out, 0, sizeof *out);
-    if (errs) memset(errs, 0, sizeof *errs);
     if (text) *text = NULL;
-    char *buf = NULL, err[1024];
+    spec_errors found = {0};
+    char *buf = NULL, *syntax = NULL, *named = NULL, err[1024];
+    json_t *root = NULL;
+    sy_where *where = NULL;
     size_t len = 0;
+    int yaml = 0;
     int rc = tn_read_file(path, "spec", SPEC_MAX_BYTES, &buf, &len, err, sizeof err);
     if (rc) {
-        if (errs) add_error(errs, "", tn_xstrdup(err));
-        return rc;
+        add_error(&found, "", tn_xstrdup(err));
+        goto done;
     }
-    rc = parse_buffer(buf, len, path, for_ask_tell, out, errs);
-    if (rc == 0 && text)
-        *text = buf;
+    if ((yaml = sy_is_yaml(path, buf, len))) {
+        if ((rc = sy_parse(buf, len, &root, &where, &found)) != 0) goto done;
+    } else {
+        json_error_t je;
+        root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        if (!root)
+            syntax = tn_xasprintf("%s:%d:%d: %s", path, je.line, je.column, je.text);
+    }
+    if (json_is_object(root)) { /* the study's name: --job-id, the file's, its name's */
+        json_t *given = json_object_get(root, "jobId");
+        if (job_id) {
+            json_object_set_new(root, "jobId", json_string(job_id));
+        } else if (yaml && (!given || json_is_null(given))) {
+            named = spec_job_id_from_path(path);
+            json_object_set_new(root, "jobId", json_string(named));
+        }
+    }
+    rc = parse_root(root, syntax, for_ask_tell, 1, out, &found);
+    for (size_t i = 0; where && i < found.n; i++) sy_where_annotate(where, &found.items[i]);
+    if (rc == 0 && named) {
+        char *notes = tn_xasprintf("jobId: %s, from the file's name (jobId or --job-id=ID "
+                                   "names the study)%s%s", named, out->notes ? "\n" : "",
+                                   out->notes ? out->notes : "");
+        free(out->notes);
+        out->notes = notes;
+    }
+    if (rc == 0 && text) {
+        if (!yaml && !job_id) { /* what is stored is what was validated */
+            *text = buf;
+            buf = NULL;
+        } else {
+            char *dump = json_dumps(root, JSON_INDENT(2));
+            if (!dump) abort(); /* out of memory */
+            *text = tn_xstrdup(dump);
+            free(dump);
+        }
+    }
+done:
+    json_decref(root);
+    sy_where_free(where);
+    free(syntax);
+    free(named);
+    free(buf);
+    if (errs)
+        *errs = found;
     else
-        free(buf);
+        spec_errors_clear(&found);
     return rc;
 }
 
+int spec_read(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs,
+              char **text) {
+    return spec_read_named(path, NULL, for_ask_tell, out, errs, text);
+}
+
 int spec_load(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs) {
-    return spec_read(path, for_ask_tell, out, errs, NULL);
+    return spec_read_named(path, NULL, for_ask_tell, out, errs, NULL);
 }
 
 void spec_clear(tn_spec *s) {
@@ -1703,6 +2252,7 @@ void spec_clear(tn_spec *s) {
     for (size_t i = 0; i < s->ncommand; i++) free(s->command[i]);
     free(s->command);
     free(s->python_module);
+    free(s->notes);
     for (size_t i = 0; i < s->nargs; i++) free(s->args[i]);
     free(s->args);
     free(s->metric_tag);

@@ -83,21 +83,29 @@ typedef struct tn_spec {
                                       only): initialTrials, acquisition, ucbBeta; zero
                                       fields mean the sampler's defaults */
     es_config early_stopping;      /* the rule in force: policy ES_NONE when off;
-                                      enableTrialEarlyStopping alone means median with
-                                      its defaults; extension "earlyStopping" picks the
+                                      enableTrialEarlyStopping alone means the default
+                                      rule (es_config_default, search/stopping.h);
+                                      extension "earlyStopping" picks the
                                       policy and options (docs/early-stopping.md) */
     int algorithm;                 /* enum sp_algorithm; default UNSPECIFIED */
     char *resume_previous_job_id;  /* resumePreviousJobId, or NULL */
-    sp_space space;                /* params */
+    sp_space space;                /* params, with their conditionalParameterSpecs
+                                      depth first: every parent before its children */
     json_t *training_input;        /* the trainingInput object as given (a reference
                                       owned by the spec): TF_CONFIG's "job" */
     spec_executor executor;        /* extension "executor": local (default) or slurm */
+    char *notes;                   /* for the user, one a line, or NULL: the AI Platform
+                                      fields given that have no effect here, with why
+                                      ("ignored: trainingInput.region (...)"), and the
+                                      study's name when it came from the file's name */
 } tn_spec;
 
 /* One problem found in a spec. */
 typedef struct spec_error {
     char *path;     /* JSON path, e.g. "trainingInput.hyperparameters.params[1].minValue" */
     char *message;  /* what was found and what was expected */
+    int line;       /* where a YAML spec wrote the value (1-based), 0 when not known (a */
+    int column;     /*   JSON spec: its syntax errors say where in the message) */
 } spec_error;
 
 typedef struct spec_errors {
@@ -112,23 +120,46 @@ typedef struct spec_errors {
  * spec_errors_clear): JSON syntax errors (path "" and the line and column), unknown
  * fields (with a did-you-mean), wrong types, out-of-range numbers, minValue >
  * maxValue, log scales with minValue <= 0, empty categoricalValues, discreteValues
- * not strictly increasing, duplicate parameterName, GRID_SEARCH with a DOUBLE
- * parameter, a bad jobId, maxParallelTrials > maxTrials, ... */
+ * not strictly increasing, duplicate parameterName (anywhere in the tree of
+ * conditional parameters), GRID_SEARCH with a DOUBLE parameter, a condition
+ * (conditionalParameterSpecs) of the wrong kind for its parent's type or naming a
+ * value the parent cannot take, a bad jobId, maxParallelTrials > maxTrials, ... */
 int spec_parse(const char *text, const char *name, int for_ask_tell, tn_spec *out,
                spec_errors *errs);
 
 /* The largest spec file read, in bytes: a bigger one (or /dev/zero) is one error. */
 #define SPEC_MAX_BYTES (16u << 20)
 
-/* Reads the file at path and parses it. A missing file, one that is not a regular file
- * (a FIFO, a device: never opened in a way that blocks), or one larger than
- * SPEC_MAX_BYTES is one error naming it. */
+/* Reads the file at path and parses it: JSON, or YAML (gcloud's training config file;
+ * tuner/spec_yaml.h) when sy_is_yaml says so, into the same spec with the same checks;
+ * the problems of a YAML file carry its line and column. A missing file, one that is
+ * not a regular file (a FIFO, a device: never opened in a way that blocks), or one
+ * larger than SPEC_MAX_BYTES is one error naming it. The packageUris of a pythonModule
+ * spec must also exist (relative paths from the current folder; tuner/package.h). */
 int spec_load(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs);
 
-/* spec_load that also hands back the text it parsed (*text, yours to free; NULL on
- * failure), so that what is stored is what was validated. */
+/* spec_load that also hands back the spec as JSON text (*text, yours to free; NULL on
+ * failure): a JSON file's own text, so that what is stored is what was validated; a
+ * YAML file's tree, which `tuner resume` and `tuner show` read back as JSON. */
 int spec_read(const char *path, int for_ask_tell, tn_spec *out, spec_errors *errs,
               char **text);
+
+/* spec_read naming the study: job_id, when not NULL, is its jobId whatever the file
+ * says (`--job-id`); else the file's jobId, and a YAML file without one (gcloud takes
+ * the name on its command line) is named spec_job_id_from_path(path), which
+ * out->notes says. *text holds the jobId in force. */
+int spec_read_named(const char *path, const char *job_id, int for_ask_tell, tn_spec *out,
+                    spec_errors *errs, char **text);
+
+/* Whether s is a valid jobId: a letter, then letters, digits and underscores; at most
+ * 128 characters. */
+int spec_job_id_valid(const char *s);
+
+/* A jobId made from a file's name: the base name without its extension, every
+ * character but letters, digits and underscores made '_', "job_" before it unless it
+ * starts with a letter, cut to 128 characters ("runs/2024-a.yaml": "job_2024_a").
+ * Yours to free. */
+char *spec_job_id_from_path(const char *path);
 
 void spec_clear(tn_spec *s);
 void spec_errors_clear(spec_errors *e);

@@ -8,7 +8,10 @@
  * out of the model, the fallbacks (forced model failure, no two distinct measured
  * points, every point taken), a categorical optimum, more dimensions than Sobol has,
  * beating random search, bad arguments, and a timing printout (100 and 500 trials in
- * 6-D; printed, not asserted).
+ * 6-D; printed, not asserted). Conditional parameters: legal points (inactive ones
+ * NaN) over a parallel study of a tree of every type, reproducibility, a conditional
+ * optimum found and random search beaten, an inactive parameter not read as a value
+ * of it, a small tree tried point by point, malformed trees refused.
  *
  * Histories are built in one static study (st) by the helpers below.
  */
@@ -31,12 +34,14 @@
 static double disc_batch[] = {16, 32, 64, 128, 256};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 
-#define P_DOUBLE(nm, sc, lo, hi) {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0}
+#define P_DOUBLE(nm, sc, lo, hi) \
+    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
+#define P_INT(nm, sc, lo, hi) \
+    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
 #define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0}
+    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
 #define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0]}
+                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
 
 /* Every type and scale. */
 static const sp_param mixed_params[] = {
@@ -565,6 +570,259 @@ static void test_beats_random(void) {
     sp_space_clear(&s);
 }
 
+/* ---- Conditional parameters ---- */
+
+static char *cats2[] = {"sgd", "adam"};
+static double when0[] = {0}, when1[] = {1}, when_02[] = {0, 2}, when_4[] = {4};
+static double disc_ab[] = {0.5, 0.9};
+
+static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
+    p.conditional = 1;
+    p.parent = parent;
+    p.when = when;
+    p.nwhen = n;
+    return p;
+}
+
+static int same_point(const double *a, const double *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) return 0;
+    return 1;
+}
+
+/* A tree of every type: optimizer {sgd, adam, rmsprop}; under sgd and rmsprop a log
+ * DOUBLE momentum and an INTEGER layers, under layers 4 a DISCRETE width; under adam
+ * a CATEGORICAL schedule; lr at the top. */
+static void make_tree(sp_space *s) {
+    const sp_param ps[] = {
+        P_CAT("optimizer", cats3),
+        child((sp_param)P_DOUBLE("momentum", SP_REVERSE_LOG, 0.5, 0.99), 0, when_02, 2),
+        child((sp_param)P_INT("layers", SP_LINEAR, 1, 4), 0, when_02, 2),
+        child((sp_param)P_DISC("width", SP_SCALE_NONE, disc_batch), 2, when_4, 1),
+        child((sp_param)P_CAT("schedule", cats2), 0, when1, 1),
+        P_DOUBLE("lr", SP_LOG, 1e-4, 1),
+    };
+    make_space(s, ps, sizeof ps / sizeof ps[0]);
+}
+
+/* A smooth objective of the tree's active values (to minimise). */
+static double tree_objective(const sp_space *s, const double *v) {
+    double u[MAXP];
+    for (size_t i = 0; i < s->n; i++) u[i] = isnan(v[i]) ? 0.5 : sp_to_unit(&s->params[i], v[i]);
+    return bowl(u, s->n) + (v[0] == 1 ? 0.2 : 0.0);
+}
+
+/* A parallel study of the tree (3 running at a time): every point legal, inactive
+ * parameters NaN, none repeated, no fallback; the same arguments give the same point. */
+static void test_conditional_legal_parallel(void) {
+    sp_space s;
+    make_tree(&s);
+    study_reset(0);
+    char note[256];
+    int notes = 0, seen_inactive = 0, seen_grandchild = 0;
+    for (uint64_t k = 0; k < 40; k++) {
+        double v[MAXP], w[MAXP];
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 11, k, NULL, v, note, sizeof note), 0);
+        CHECK_MSG(sp_point_is_legal(&s, v), "trial %d is not a point of the tree", (int)k);
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 11, k, NULL, w, NULL, 0), 0);
+        CHECK_MSG(memcmp(v, w, s.n * sizeof *v) == 0, "trial %d not reproducible", (int)k);
+        notes += note[0] != '\0';
+        seen_inactive += isnan(v[1]);
+        seen_grandchild += !isnan(v[3]);
+        for (size_t j = 0; j < st.h.n; j++)
+            CHECK_MSG(!same_point(st.v[j], v, s.n), "trial %d repeats %d", (int)k, (int)j);
+        study_add(v, s.n, SP_PENDING, NAN);
+        if (k >= 2) {
+            sp_trial *t = &st.t[k - 2];
+            t->state = SP_COMPLETE;
+            t->objective = tree_objective(&s, t->values);
+            t->has_objective = 1;
+        }
+    }
+    CHECK_INT_EQ(notes, 0);
+    CHECK(seen_inactive > 0 && seen_inactive < 40);
+    CHECK(seen_grandchild > 0);
+    sp_space_clear(&s);
+}
+
+/* optimizer {sgd, adam}; momentum under sgd, beta1 under adam; lr for both. sgd's
+ * optimum (0 at lr 0.3, momentum 0.8) beats adam's (0.15). */
+static double opt_objective(const double *v) {
+    if (v[0] == 0) return (v[3] - 0.3) * (v[3] - 0.3) + 2 * (v[1] - 0.8) * (v[1] - 0.8);
+    return 0.15 + (v[3] - 0.6) * (v[3] - 0.6) + (v[2] - 0.5) * (v[2] - 0.5);
+}
+
+static void make_opt_space(sp_space *s) {
+    const sp_param ps[] = {P_CAT("optimizer", cats2),
+                           child((sp_param)P_DOUBLE("momentum", SP_LINEAR, 0, 1), 0, when0, 1),
+                           child((sp_param)P_DOUBLE("beta1", SP_LINEAR, 0, 1), 0, when1, 1),
+                           P_DOUBLE("lr", SP_LINEAR, 0, 1)};
+    make_space(s, ps, 4);
+}
+
+/* The conditional optimum is found in 40 trials, better than random search's best,
+ * for each of several seeds. */
+static void test_conditional_optimum(void) {
+    sp_space s;
+    make_opt_space(&s);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        double best_bo = INFINITY, best_rs = INFINITY, at[4] = {0};
+        study_reset(0);
+        for (uint64_t k = 0; k < 40; k++) {
+            double v[4], r[4];
+            CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
+            CHECK(sp_point_is_legal(&s, v) && sp_point_is_legal(&s, r));
+            double y = opt_objective(v), yr = opt_objective(r);
+            study_add(v, 4, SP_COMPLETE, y);
+            if (y < best_bo) {
+                best_bo = y;
+                memcpy(at, v, sizeof at);
+            }
+            if (yr < best_rs) best_rs = yr;
+        }
+        printf("  seed %d: best of 40, Bayesian %.5f (%s), random %.5f\n", (int)seed, best_bo,
+               at[0] == 0 ? "sgd" : "adam", best_rs);
+        CHECK_MSG(best_bo < best_rs, "seed %d: %g vs %g", (int)seed, best_bo, best_rs);
+        CHECK_MSG(best_bo < 0.01 && at[0] == 0, "seed %d: best %g", (int)seed, best_bo);
+    }
+    sp_space_clear(&s);
+}
+
+/* A branch that is far better but used up does not distract the model from the
+ * other: adam (momentum inactive: one point, taken) measured far above every sgd
+ * trial, whose values peak at momentum 0.75; the next point is sgd near its peak. */
+static void test_inactive_not_a_value(void) {
+    static const sp_param ps[] = {
+        P_CAT("optimizer", cats2),
+        {.name = (char *)"momentum", .type = SP_DOUBLE, .min = 0, .max = 1, .conditional = 1,
+         .parent = 0, .when = when0, .nwhen = 1}};
+    sp_space s;
+    make_space(&s, ps, 2);
+    for (int rep = 0; rep < 3; rep++) {
+        study_reset(1);
+        double adam[2] = {1, NAN};
+        study_add(adam, 2, SP_COMPLETE, 10.0);
+        for (int k = 0; k < 6; k++) {
+            double m = 0.05 + 0.18 * k + 0.02 * rep, v[2] = {0, m};
+            study_add(v, 2, SP_COMPLETE, -(m - 0.75) * (m - 0.75));
+        }
+        double v[2];
+        char note[256];
+        bo_options o = {0};
+        o.initial_trials = 2;
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 5 + (uint64_t)rep, 7, &o, v, note, sizeof note), 0);
+        CHECK_INT_EQ(note[0], 0);
+        CHECK_MSG(v[0] == 0 && fabs(v[1] - 0.75) < 0.12, "rep %d: suggested (%g, %g)", rep, v[0],
+                  v[1]);
+    }
+    sp_space_clear(&s);
+}
+
+/* The model's coordinates (bo_encode): an inactive ordinal parameter is the centre
+ * of the arc its values lie on, at distance 1 from every value (the distance between
+ * the range's two ends), with one lengthscale for the arc's two coordinates; an
+ * inactive CATEGORICAL is no category; parameters that are not conditional are
+ * encoded as before (unit value, one-hot). */
+static void test_inactive_encoding(void) {
+    sp_space s;
+    make_tree(&s); /* optimizer(3) momentum(2) layers(2) width(2) schedule(2) lr(1) */
+    size_t group[32];
+    size_t D = bo_encode(&s, NULL, NULL, group);
+    CHECK_INT_EQ(D, 12);
+    if (D != 12) {
+        sp_space_clear(&s);
+        return;
+    }
+    /* the arcs' pairs share a lengthscale; every other coordinate has its own */
+    CHECK(group[3] == group[4] && group[5] == group[6] && group[7] == group[8]);
+    int distinct = 1; /* apart from those pairs */
+    for (size_t a = 0; a < D; a++)
+        for (size_t b = a + 1; b < D; b++) {
+            int pair = (a == 3 || a == 5 || a == 7) && b == a + 1;
+            if (group[a] == group[b] && !pair) distinct = 0;
+        }
+    CHECK(distinct);
+
+    double x[12], y[12];
+    /* adam: momentum, layers and width inactive; schedule active */
+    double adam[6] = {1, NAN, NAN, NAN, 1, 0.01};
+    bo_encode(&s, adam, x, NULL);
+    CHECK(x[0] == 0 && x[1] == 1 && x[2] == 0);        /* one-hot adam */
+    for (size_t j = 3; j <= 8; j++) CHECK(x[j] == 0);  /* arcs' centres */
+    CHECK(x[9] == 0 && x[10] == 1);                    /* schedule = adam's second */
+    CHECK_NEAR(x[11], sp_to_unit(&s.params[5], 0.01), 1e-15, 0);
+    /* sgd: schedule inactive (no category); the distance from momentum's centre to each
+     * momentum value is 1, and the range's ends are 1 apart */
+    double prev[2] = {0, 0};
+    for (int k = 0; k <= 20; k++) {
+        double m = sp_from_unit(&s.params[1], k / 20.0);
+        double sgd[6] = {0, m, 4, 64, NAN, 0.01};
+        bo_encode(&s, sgd, y, NULL);
+        CHECK(y[9] == 0 && y[10] == 0);
+        CHECK_NEAR(hypot(y[3], y[4]), 1.0, 1e-12, 0);     /* from the centre */
+        CHECK_NEAR(hypot(y[5], y[6]), 1.0, 1e-12, 0);     /* layers 4 */
+        if (k == 0) memcpy(prev, &y[3], sizeof prev);
+        if (k == 20) CHECK_NEAR(hypot(y[3] - prev[0], y[4] - prev[1]), 1.0, 1e-9, 0);
+    }
+    /* a top-level parameter: the unit value itself */
+    sp_space u;
+    make_space(&u, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    double v[7] = {0.01, 0.99, 0.25, 3, 64, 128, 2}, ux[16];
+    size_t Du = bo_encode(&u, v, ux, group);
+    CHECK_INT_EQ(Du, 9);
+    for (size_t i = 0; i < 6; i++) CHECK_NEAR(ux[i], sp_to_unit(&u.params[i], v[i]), 1e-15, 0);
+    CHECK(ux[6] == 0 && ux[7] == 0 && ux[8] == 1);
+    for (size_t j = 0; j < Du; j++) CHECK_INT_EQ(group[j], j);
+    /* a malformed tree has no encoding */
+    s.params[3].parent = 3;
+    CHECK_INT_EQ(bo_encode(&s, adam, x, group), 0);
+    CHECK_INT_EQ(bo_encode(NULL, adam, x, group), 0);
+    sp_space_clear(&u);
+    sp_space_clear(&s);
+}
+
+/* A tree of 5 points (a: x in {sgd, adam, rmsprop}; b: y in {0.5, 0.9}) is tried point
+ * by point, never a point twice, then the sampler says it has run out. */
+static void test_conditional_exhausted(void) {
+    static const sp_param ps[] = {
+        P_CAT("opt", cats2),
+        {.name = (char *)"x", .type = SP_CATEGORICAL, .categories = cats3, .ncategories = 3,
+         .conditional = 1, .parent = 0, .when = when0, .nwhen = 1},
+        {.name = (char *)"y", .type = SP_DISCRETE, .values = disc_ab, .nvalues = 2,
+         .conditional = 1, .parent = 0, .when = when1, .nwhen = 1}};
+    sp_space s;
+    make_space(&s, ps, 3);
+    bo_options o = {0};
+    o.initial_trials = 2;
+    study_reset(0);
+    char note[256];
+    for (uint64_t k = 0; k < 5; k++) {
+        double v[3];
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, k, &o, v, note, sizeof note), 0);
+        CHECK(sp_point_is_legal(&s, v));
+        CHECK_MSG(note[0] == 0, "trial %d: %s", (int)k, note);
+        for (size_t j = 0; j < st.h.n; j++)
+            CHECK_MSG(!same_point(st.v[j], v, 3), "trial %d repeats %d", (int)k, (int)j);
+        study_add(v, 3, SP_COMPLETE, (double)k);
+    }
+    double v[3];
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, 5, &o, v, note, sizeof note), 0);
+    CHECK(sp_point_is_legal(&s, v));
+    CHECK_STR_CONTAINS(note, "tried already");
+    sp_space_clear(&s);
+
+    /* a malformed tree is refused */
+    sp_space b;
+    make_space(&b, ps, 3);
+    b.params[2].parent = 2;
+    CHECK_INT_EQ(bo_suggest(&b, NULL, 1, 0, NULL, v, NULL, 0), TN_EINVAL);
+    b.params[2].parent = 0;
+    b.params[2].when[0] = 7; /* not a category of opt */
+    CHECK_INT_EQ(bo_suggest(&b, NULL, 1, 0, NULL, v, NULL, 0), TN_EINVAL);
+    sp_space_clear(&b);
+}
+
 static void test_bad_arguments(void) {
     sp_space s;
     make_unit_space(&s, 1);
@@ -662,6 +920,11 @@ int main(void) {
     RUN(test_categorical_optimum);
     RUN(test_many_dimensions);
     RUN(test_beats_random);
+    RUN(test_conditional_legal_parallel);
+    RUN(test_conditional_optimum);
+    RUN(test_inactive_not_a_value);
+    RUN(test_inactive_encoding);
+    RUN(test_conditional_exhausted);
     RUN(test_bad_arguments);
     RUN(test_timing);
     return check_summary();

@@ -8,6 +8,9 @@
  * n = 1, the hyperparameter search on a subset (n > 100), bad arguments, seed
  * reproducibility, and log EI against exact EI and against mpmath references far in
  * the tail, plus a timing printout (not a check) for n = 100 and 500 in d = 6.
+ * Grouped lengthscales (dimensions sharing one, as a conditional parameter's two
+ * coordinates do): against the reference with the lengthscales repeated, the
+ * identity map the same as none, a fitted tie stationary, bad maps refused.
  *
  * Numerical checks are |got - want| <= atol + rtol |want|.
  */
@@ -113,7 +116,7 @@ static void ref_fit(ref_gp *g, int n, int d, const double *X, const double *y, c
 }
 
 static void ref_predict(const ref_gp *g, const double *x, double *mean, double *var) {
-    double k[MAXN], w[MAXN], mu = g->m, kw = 0;
+    double k[MAXN] = {0}, w[MAXN], mu = g->m, kw = 0;
     for (int i = 0; i < g->n; i++) k[i] = ref_kernel(x, g->X[i], g->d, g->ls, g->s2);
     ref_solve(g->n, (const double(*)[MAXN])g->K, k, w);
     for (int i = 0; i < g->n; i++) mu += k[i] * g->alpha[i], kw += k[i] * w[i];
@@ -127,7 +130,7 @@ static void ref_predict(const ref_gp *g, const double *x, double *mean, double *
  * gp_fit_fixed; NAN when the model cannot be built. */
 static double log_post(const double *X, const double *y, size_t n, size_t d,
                        const double *theta) {
-    gp_hyper h = {theta, theta[d], theta[d + 1]};
+    gp_hyper h = {theta, theta[d], theta[d + 1], NULL, 0};
     gp_model *m = NULL;
     if (gp_fit_fixed(X, y, n, d, &h, &m, NULL, 0) != 0) return NAN;
     double ll, jitter;
@@ -170,7 +173,7 @@ static void test_fixed_matches_reference(void) {
     static const double xs[][2] = {{0.3, 0.3}, {0.7, 0.7}, {0.1, 0.2}, {0.0, 1.0}, {0.5, 0.52}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         double logl[2] = {log(cases[c].ls[0]), log(cases[c].ls[1])};
-        gp_hyper h = {logl, log(cases[c].s2), log(cases[c].s2n)};
+        gp_hyper h = {logl, log(cases[c].s2), log(cases[c].s2n), NULL, 0};
         gp_model *m = NULL;
         char log_[200] = "x";
         int rc = gp_fit_fixed(X5, y5, 5, 2, &h, &m, log_, sizeof log_);
@@ -199,7 +202,7 @@ static void test_fixed_matches_reference(void) {
 
 static void test_interpolates_and_reverts_to_prior(void) {
     double logl[2] = {log(0.05), log(0.05)};
-    gp_hyper h = {logl, log(2.0), log(1e-12)};
+    gp_hyper h = {logl, log(2.0), log(1e-12), NULL, 0};
     gp_model *m = NULL;
     CHECK_INT_EQ(gp_fit_fixed(X5, y5, 5, 2, &h, &m, NULL, 0), 0);
     if (!m) return;
@@ -257,7 +260,7 @@ static void test_fit_is_stationary(void) {
         size_t n = cases[c].n, d = cases[c].d;
         double X[30 * 3], y[30], theta[5], tp[5];
         make_data(&cases[c], 100 + c, X, y);
-        gp_fit_options opt = {3, 0, 11};
+        gp_fit_options opt = {3, 0, 11, NULL, 0};
         gp_model *m = NULL;
         char log_[200] = "x";
         CHECK_INT_EQ(gp_fit(X, y, n, d, &opt, &m, log_, sizeof log_), 0);
@@ -331,7 +334,7 @@ static void test_duplicates_need_jitter(void) {
     static const double X[] = {0.2, 0.2, 0.7, 0.1, 0.2, 0.2, 0.5, 0.9, 0.7, 0.1};
     static const double y[] = {1.0, 2.0, 1.5, 0.0, 2.2};
     double logl[2] = {log(0.4), log(0.4)};
-    gp_hyper h = {logl, 0.0, -1000.0}; /* s2n = exp(-1000) = 0 */
+    gp_hyper h = {logl, 0.0, -1000.0, NULL, 0}; /* s2n = exp(-1000) = 0 */
     gp_model *m = NULL;
     char log_[200];
     CHECK_INT_EQ(gp_fit_fixed(X, y, 5, 2, &h, &m, log_, sizeof log_), 0);
@@ -399,7 +402,7 @@ static void test_large_n_subset(void) {
     static double X[N * D], y[N];
     fit_case c = {"bowl", N, D, 0.01, f_bowl};
     make_data(&c, 21, X, y);
-    gp_fit_options opt = {2, 0, 5};
+    gp_fit_options opt = {2, 0, 5, NULL, 0};
     gp_model *m = NULL;
     CHECK_INT_EQ(gp_fit(X, y, N, D, &opt, &m, NULL, 0), 0);
     if (!m) return;
@@ -413,12 +416,135 @@ static void test_large_n_subset(void) {
     gp_free(m);
 }
 
+/* ---- Grouped lengthscales ---- */
+
+/* log ML + log prior at theta = (log l_0 .. log l_{L-1}, log s2, log s2n) with the
+ * group map g (L lengthscales); NAN when the model cannot be built. */
+static double log_post_g(const double *X, const double *y, size_t n, size_t d,
+                         const double *theta, const size_t *g, size_t L) {
+    gp_hyper h = {theta, theta[L], theta[L + 1], g, L};
+    gp_model *m = NULL;
+    if (gp_fit_fixed(X, y, n, d, &h, &m, NULL, 0) != 0) return NAN;
+    double ll;
+    gp_get_hyper(m, NULL, NULL, &ll);
+    gp_free(m);
+    for (size_t p = 0; p < L + 2; p++) {
+        double mu = p < L ? prior_mu_l : p == L ? prior_mu_s2 : prior_mu_s2n;
+        double sd = p < L ? prior_sd_l : p == L ? prior_sd_s2 : prior_sd_s2n;
+        ll -= 0.5 * (theta[p] - mu) * (theta[p] - mu) / (sd * sd);
+    }
+    return ll;
+}
+
+static void test_groups(void) {
+    /* Fixed: dims 0 and 2 share lengthscale 1 (0.2), dim 1 has lengthscale 0 (0.4):
+     * the reference with (0.2, 0.4, 0.2). */
+    double X[8 * 3], y[8];
+    uniform_points(X, 8, 3, 31);
+    for (int i = 0; i < 8; i++) y[i] = sin(4 * X[3 * i]) + X[3 * i + 1] - X[3 * i + 2];
+    const size_t g[3] = {1, 0, 1};
+    double logl[2] = {log(0.4), log(0.2)}, ls[3] = {0.2, 0.4, 0.2};
+    gp_hyper h = {logl, log(1.5), log(0.01), g, 2};
+    gp_model *m = NULL;
+    CHECK_INT_EQ(gp_fit_fixed(X, y, 8, 3, &h, &m, NULL, 0), 0);
+    if (m) {
+        ref_gp r;
+        ref_fit(&r, 8, 3, X, y, ls, 1.5, 0.01);
+        gp_hyper got;
+        double ll;
+        gp_get_hyper(m, &got, NULL, &ll);
+        CHECK(got.group != NULL && got.ngroups == 2);
+        CHECK(got.group && got.group[0] == 1 && got.group[1] == 0 && got.group[2] == 1);
+        CHECK(got.log_lengthscale[0] == logl[0] && got.log_lengthscale[1] == logl[1]);
+        CHECK_NEAR(ll, r.loglik, 1e-10, 1e-10);
+        static const double xs[][3] = {{0.2, 0.5, 0.9}, {0.8, 0.1, 0.4}};
+        for (int i = 0; i < 2; i++) {
+            double mean, var, rmean, rvar;
+            gp_predict(m, xs[i], &mean, &var);
+            ref_predict(&r, xs[i], &rmean, &rvar);
+            CHECK_NEAR(mean, rmean, 1e-10, 1e-10);
+            CHECK_NEAR(var, rvar, 1e-10, 1e-9);
+        }
+        /* what gp_get_hyper hands back builds the same model again */
+        gp_model *again = NULL;
+        CHECK_INT_EQ(gp_fit_fixed(X, y, 8, 3, &got, &again, NULL, 0), 0);
+        double ll2;
+        if (again) gp_get_hyper(again, NULL, NULL, &ll2);
+        CHECK(again && ll2 == ll);
+        gp_free(again);
+        gp_free(m);
+    }
+
+    /* Fitted: the identity map is the same as none, bit for bit; without a map
+     * gp_get_hyper gives none back. */
+    fit_case c = {"sines 3-D", 25, 3, 0.05, f_sines};
+    double Xf[25 * 3], yf[25];
+    make_data(&c, 41, Xf, yf);
+    const size_t id[3] = {0, 1, 2};
+    gp_fit_options plain = {3, 0, 9, NULL, 0}, ident = {3, 0, 9, id, 3};
+    gp_model *a = NULL, *b = NULL;
+    CHECK_INT_EQ(gp_fit(Xf, yf, 25, 3, &plain, &a, NULL, 0), 0);
+    CHECK_INT_EQ(gp_fit(Xf, yf, 25, 3, &ident, &b, NULL, 0), 0);
+    if (a && b) {
+        gp_hyper ha, hb;
+        double lla, llb;
+        gp_get_hyper(a, &ha, NULL, &lla);
+        gp_get_hyper(b, &hb, NULL, &llb);
+        CHECK(ha.group == NULL && ha.ngroups == 0 && hb.group != NULL && hb.ngroups == 3);
+        CHECK(memcmp(ha.log_lengthscale, hb.log_lengthscale, 3 * sizeof(double)) == 0);
+        CHECK(lla == llb && ha.log_noise_var == hb.log_noise_var);
+    }
+    gp_free(a);
+    gp_free(b);
+
+    /* Fitted with dims 0 and 1 tied: two lengthscales, and the fit is stationary in
+     * all four hyperparameters (the gradient sums over the tied dimensions). */
+    const size_t tie[3] = {0, 0, 1};
+    gp_fit_options tied = {3, 0, 9, tie, 2};
+    m = NULL;
+    CHECK_INT_EQ(gp_fit(Xf, yf, 25, 3, &tied, &m, NULL, 0), 0);
+    if (m) {
+        gp_hyper ht;
+        gp_get_hyper(m, &ht, NULL, NULL);
+        CHECK_INT_EQ(ht.ngroups, 2);
+        double theta[4] = {ht.log_lengthscale[0], ht.log_lengthscale[1], ht.log_signal_var,
+                           ht.log_noise_var}, tp[4];
+        double lp = log_post_g(Xf, yf, 25, 3, theta, tie, 2);
+        for (size_t p = 0; p < 4; p++) {
+            memcpy(tp, theta, sizeof tp);
+            tp[p] = theta[p] + 1e-4;
+            double up = log_post_g(Xf, yf, 25, 3, tp, tie, 2);
+            tp[p] = theta[p] - 1e-4;
+            double down = log_post_g(Xf, yf, 25, 3, tp, tie, 2);
+            double fd = (up - down) / 2e-4;
+            CHECK_MSG(fabs(fd) < 0.05, "tied: d(log posterior)/d theta_%zu = %g", p, fd);
+            CHECK(lp >= up - 1e-5 && lp >= down - 1e-5);
+        }
+        gp_free(m);
+    }
+
+    /* Bad maps: a group past ngroups, or ngroups 0. */
+    const size_t past[3] = {0, 2, 1};
+    gp_fit_options bad = {1, 0, 0, past, 2};
+    char log_[200] = "";
+    m = (gp_model *)&m;
+    CHECK_INT_EQ(gp_fit(Xf, yf, 25, 3, &bad, &m, log_, sizeof log_), TN_EINVAL);
+    CHECK(m == NULL);
+    CHECK_STR_CONTAINS(log_, "group[1] = 2, but there are 2 lengthscales");
+    bad.group = id;
+    bad.ngroups = 0;
+    CHECK_INT_EQ(gp_fit(Xf, yf, 25, 3, &bad, &m, NULL, 0), TN_EINVAL);
+    h.group = past;
+    CHECK_INT_EQ(gp_fit_fixed(X, y, 8, 3, &h, &m, NULL, 0), TN_EINVAL);
+    CHECK(m == NULL);
+}
+
 /* ---- Arguments ---- */
 
 static void test_bad_arguments(void) {
     double X[6] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, y[3] = {1, 2, 3};
     double logl[2] = {0, 0};
-    gp_hyper h = {logl, 0, -5};
+    gp_hyper h = {logl, 0, -5, NULL, 0};
     gp_model *m = (gp_model *)&m; /* must come back NULL */
     char log_[200];
 
@@ -442,9 +568,9 @@ static void test_bad_arguments(void) {
     CHECK_INT_EQ(gp_fit(NULL, y, 3, 2, NULL, &m, NULL, 0), TN_EINVAL);
     CHECK_INT_EQ(gp_fit(X, NULL, 3, 2, NULL, &m, NULL, 0), TN_EINVAL);
     CHECK_INT_EQ(gp_fit(X, y, 3, 2, NULL, NULL, NULL, 0), TN_EINVAL);
-    gp_fit_options bad = {-1, 0, 0};
+    gp_fit_options bad = {-1, 0, 0, NULL, 0};
     CHECK_INT_EQ(gp_fit(X, y, 3, 2, &bad, &m, NULL, 0), TN_EINVAL);
-    bad = (gp_fit_options){1, -3, 0};
+    bad = (gp_fit_options){1, -3, 0, NULL, 0};
     CHECK_INT_EQ(gp_fit(X, y, 3, 2, &bad, &m, NULL, 0), TN_EINVAL);
 
     CHECK_INT_EQ(gp_fit_fixed(X, y, 3, 2, NULL, &m, NULL, 0), TN_EINVAL);
@@ -475,7 +601,7 @@ static void test_options_and_seeds(void) {
     make_data(&c, 31, X, y);
     double first[5] = {0};
     for (int rep = 0; rep < 2; rep++) {
-        gp_fit_options opt = {4, 50, 12345};
+        gp_fit_options opt = {4, 50, 12345, NULL, 0};
         gp_model *m = NULL;
         CHECK_INT_EQ(gp_fit(X, y, 20, 3, &opt, &m, NULL, 0), 0);
         if (!m) return;
@@ -490,7 +616,7 @@ static void test_options_and_seeds(void) {
         gp_free(m);
     }
     /* one start, one iteration: still a model */
-    gp_fit_options tiny = {1, 1, 0};
+    gp_fit_options tiny = {1, 1, 0, NULL, 0};
     gp_model *m = NULL;
     CHECK_INT_EQ(gp_fit(X, y, 20, 3, &tiny, &m, NULL, 0), 0);
     gp_free(m);
@@ -563,7 +689,7 @@ static void test_timing(void) {
             for (size_t j = 0; j < D; j++) s += sin(3 * X[i * D + j] + (double)j);
             y[i] = s;
         }
-        gp_fit_options opt = {5, 200, 1};
+        gp_fit_options opt = {5, 200, 1, NULL, 0};
         gp_model *m = NULL;
         double t0 = seconds();
         int rc = gp_fit(X, y, n, D, &opt, &m, NULL, 0);
@@ -588,6 +714,7 @@ int main(void) {
     RUN(test_all_equal_y);
     RUN(test_single_point);
     RUN(test_large_n_subset);
+    RUN(test_groups);
     RUN(test_bad_arguments);
     RUN(test_options_and_seeds);
     RUN(test_log_ei_matches_exact);

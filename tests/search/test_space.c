@@ -5,7 +5,10 @@
  * discrete values and categories, flag formatting and parsing, grid size, order and
  * coverage (saturation and huge integer ranges included), and the samplers (grid
  * exhaustion, random reproducibility and independence from the history, the
- * ALGORITHM_UNSPECIFIED note, invalid algorithms and spaces).
+ * ALGORITHM_UNSPECIFIED note, invalid algorithms and spaces). Conditional parameters:
+ * which values activate which parameters, legal points, the grid of a tree against
+ * brute force (only active combinations, each once, in the documented order, with
+ * huge ranges), random search's draws and masking, and malformed conditions refused.
  *
  * Most tests run over one table of parameters (cases[]) that covers every
  * type x scale, so a new case is checked by all of them.
@@ -30,12 +33,14 @@ static double disc_neg[] = {-3, -0.25, 0, 7.5};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 static char *cats1[] = {"only"};
 
-#define P_DOUBLE(nm, sc, lo, hi) {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0}
+#define P_DOUBLE(nm, sc, lo, hi) \
+    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
+#define P_INT(nm, sc, lo, hi) \
+    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
 #define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0}
+    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
 #define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0]}
+                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
 
 /* Every type x scale, plus degenerate ranges. */
 static const sp_param cases[] = {
@@ -609,10 +614,10 @@ static void test_suggest_rejects(void) {
         P_INT("x", SP_LINEAR, 1.2, 1.8),                            /* no integer */
         P_INT("x", SP_REVERSE_LOG, -1, 5),                          /* log needs min > 0 */
         P_DISC("x", SP_SCALE_NONE, unsorted),                       /* not increasing */
-        {(char *)"x", SP_DISCRETE, 0, 0, 0, NULL, 0, NULL, 0},      /* no values */
-        {(char *)"x", SP_CATEGORICAL, 0, 0, 0, NULL, 0, NULL, 0},   /* no categories */
-        {(char *)"x", 42, 0, 0, 1, NULL, 0, NULL, 0},               /* unknown type */
-        {(char *)"x", SP_DOUBLE, 9, 0, 1, NULL, 0, NULL, 0},        /* unknown scale */
+        {.name = (char *)"x", .type = SP_DISCRETE},                  /* no values */
+        {.name = (char *)"x", .type = SP_CATEGORICAL},               /* no categories */
+        {.name = (char *)"x", .type = 42, .max = 1},                 /* unknown type */
+        {.name = (char *)"x", .type = SP_DOUBLE, .scale = 9, .max = 1}, /* unknown scale */
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         sp_space b = make_space(&bad[k], 1);
@@ -628,14 +633,264 @@ static void test_suggest_rejects(void) {
     CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 1, NULL, NULL, 0), SP_EXHAUSTED);
 }
 
+/* ---- Conditional parameters ---- */
+
+static char *cats_ny[] = {"no", "yes"};
+static double disc_mom[] = {0.5, 0.9};
+static double when_sgd_rms[] = {0, 2}, when_09[] = {0.9}, when_adam[] = {1};
+
+/* p as a child of params[parent], active for the parent values when[0..n). */
+static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
+    p.conditional = 1;
+    p.parent = parent;
+    p.when = when;
+    p.nwhen = n;
+    return p;
+}
+
+/* opt {sgd, adam, rmsprop}; mom {0.5, 0.9} under sgd and rmsprop; nest {no, yes}
+ * under mom 0.9; beta 1..3 under adam; lr 1..2 (or a DOUBLE). */
+static sp_space tree_space(int lr_double) {
+    const sp_param ps[] = {
+        P_CAT("opt", cats3),
+        child((sp_param)P_DISC("mom", SP_SCALE_NONE, disc_mom), 0, when_sgd_rms, 2),
+        child((sp_param)P_CAT("nest", cats_ny), 1, when_09, 1),
+        child((sp_param)P_INT("beta", SP_LINEAR, 1, 3), 0, when_adam, 1),
+        lr_double ? (sp_param)P_DOUBLE("lr", SP_LOG, 1e-3, 1)
+                  : (sp_param)P_INT("lr", SP_LINEAR, 1, 2),
+    };
+    return make_space(ps, 5);
+}
+
+static int same_point(const double *a, const double *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) return 0;
+    }
+    return 1;
+}
+
+static void test_conditions(void) {
+    sp_space s = tree_space(0);
+    const sp_param *mom = &s.params[1], *nest = &s.params[2];
+    CHECK(sp_condition_holds(&s.params[0], NAN)); /* not conditional */
+    CHECK(sp_condition_holds(mom, 0) && sp_condition_holds(mom, 2));
+    CHECK(!sp_condition_holds(mom, 1) && !sp_condition_holds(mom, NAN));
+    CHECK(sp_condition_holds(nest, 0.9) && !sp_condition_holds(nest, 0.5));
+    CHECK(sp_space_is_conditional(&s) && sp_conditions_ok(&s));
+    static const struct {
+        double v[5];
+        double masked[5];
+        int legal; /* as given */
+    } t[] = {
+        {{0, 0.9, 1, 2, 1}, {0, 0.9, 1, NAN, 1}, 0},     /* beta set under sgd */
+        {{0, 0.9, 1, NAN, 1}, {0, 0.9, 1, NAN, 1}, 1},   /* sgd, momentum 0.9, nesterov */
+        {{2, 0.5, 1, NAN, 2}, {2, 0.5, NAN, NAN, 2}, 0}, /* nest set under momentum 0.5 */
+        {{2, 0.5, NAN, NAN, 2}, {2, 0.5, NAN, NAN, 2}, 1},
+        {{1, 0.9, 0, 3, 1}, {1, NAN, NAN, 3, 1}, 0},     /* a grandchild under adam */
+        {{1, NAN, NAN, 3, 1}, {1, NAN, NAN, 3, 1}, 1},
+        {{1, NAN, NAN, NAN, 1}, {1, NAN, NAN, NAN, 1}, 0}, /* beta missing */
+        {{1, NAN, NAN, 4, 1}, {1, NAN, NAN, 4, 1}, 0},   /* beta out of range */
+        {{0, 0.9, NAN, NAN, 1}, {0, 0.9, NAN, NAN, 1}, 0}, /* nest missing */
+        {{NAN, NAN, NAN, NAN, 1}, {NAN, NAN, NAN, NAN, 1}, 0}, /* a root missing */
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        double v[5];
+        memcpy(v, t[k].v, sizeof v);
+        CHECK_MSG(sp_point_is_legal(&s, v) == t[k].legal, "case %zu", k);
+        sp_mask_inactive(&s, v);
+        CHECK_MSG(same_point(v, t[k].masked, 5), "case %zu masked", k);
+    }
+    sp_space_clear(&s);
+    sp_space u = mixed_space();
+    CHECK(!sp_space_is_conditional(&u) && sp_conditions_ok(&u));
+    sp_space_clear(&u);
+}
+
+/* The grid of the tree holds every active combination once: the distinct masked
+ * points of the full product, 18 of them. */
+static void test_conditional_grid(void) {
+    sp_space s = tree_space(0);
+    double brute[72][5];
+    size_t nb = 0;
+    for (int o = 0; o < 3; o++)
+        for (int m = 0; m < 2; m++)
+            for (int ne = 0; ne < 2; ne++)
+                for (int b = 1; b <= 3; b++)
+                    for (int l = 1; l <= 2; l++) {
+                        double v[5] = {o, disc_mom[m], ne, b, l};
+                        sp_mask_inactive(&s, v);
+                        size_t k = 0;
+                        while (k < nb && !same_point(brute[k], v, 5)) k++;
+                        if (k == nb) memcpy(brute[nb++], v, sizeof v);
+                    }
+    CHECK_INT_EQ(nb, 18);
+    CHECK_INT_EQ(sp_grid_size(&s), nb);
+    int hit[72] = {0};
+    for (uint64_t k = 0; k < sp_grid_size(&s) && k < 72; k++) {
+        double v[5];
+        sp_grid_point(&s, k, v);
+        CHECK_MSG(sp_point_is_legal(&s, v), "grid point %llu illegal", (unsigned long long)k);
+        size_t j = 0;
+        while (j < nb && !same_point(brute[j], v, 5)) j++;
+        CHECK_MSG(j < nb, "grid point %llu not an active combination", (unsigned long long)k);
+        if (j < nb) hit[j]++;
+    }
+    int once = 0;
+    for (size_t j = 0; j < nb; j++) once += hit[j] == 1;
+    CHECK_INT_EQ(once, 18);
+    /* with a DOUBLE anywhere there is no grid */
+    sp_space d = tree_space(1);
+    CHECK_INT_EQ(sp_grid_size(&d), 0);
+    double out[5];
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &d, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
+    sp_space_clear(&d);
+    sp_space_clear(&s);
+
+    /* The order: the last root fastest; a parameter's active children faster than it.
+     * a {1, 2}, b {x, y} under a = 2, and c {1, 2}. */
+    static double when_2[] = {2};
+    static char *xy[] = {"x", "y"};
+    const sp_param o[] = {P_INT("a", SP_LINEAR, 1, 2),
+                          child((sp_param)P_CAT("b", xy), 0, when_2, 1),
+                          P_INT("c", SP_LINEAR, 1, 2)};
+    sp_space g = make_space(o, 3);
+    static const double want[6][3] = {{1, NAN, 1}, {1, NAN, 2}, {2, 0, 1},
+                                      {2, 0, 2},   {2, 1, 1},   {2, 1, 2}};
+    CHECK_INT_EQ(sp_grid_size(&g), 6);
+    for (uint64_t k = 0; k < 6; k++) {
+        double v[3];
+        sp_grid_point(&g, k, v);
+        CHECK_MSG(same_point(v, want[k], 3), "point %llu = (%g, %g, %g)", (unsigned long long)k,
+                  v[0], v[1], v[2]);
+    }
+    for (uint64_t k = 0; k < 6; k++) {
+        double a[3], b[3];
+        sp_grid_point(&g, k, a);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, k, b, NULL, 0), 0);
+        CHECK(same_point(a, b, 3));
+    }
+    double v3[3];
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, 6, v3, NULL, 0), SP_EXHAUSTED);
+    sp_space_clear(&g);
+
+    /* Two children active at one value multiply; a child under every value. */
+    static double when_all[] = {0, 1, 2};
+    const sp_param m[] = {P_CAT("opt", cats3),
+                          child((sp_param)P_INT("x", SP_LINEAR, 1, 4), 0, when_adam, 1),
+                          child((sp_param)P_CAT("y", cats_ny), 0, when_all, 3)};
+    sp_space ms = make_space(m, 3);
+    CHECK_INT_EQ(sp_grid_size(&ms), 2 + 4 * 2 + 2); /* sgd: y; adam: x * y; rmsprop: y */
+    sp_space_clear(&ms);
+}
+
+/* A huge INTEGER parent with a child under two of its values: counted and indexed
+ * without walking the range. */
+static void test_conditional_grid_huge(void) {
+    const double big = 1099511627776.0, half = 549755813888.0; /* 2^40, 2^39 */
+    static double when_big[2];
+    when_big[0] = half;
+    when_big[1] = 5;
+    const sp_param ps[] = {P_INT("p", SP_LINEAR, 0, big),
+                           child((sp_param)P_CAT("c", cats3), 0, when_big, 2)};
+    sp_space s = make_space(ps, 2);
+    CHECK_INT_EQ(sp_grid_size(&s), (uint64_t)big + 1 - 2 + 3 + 3);
+    static const struct {
+        uint64_t k;
+        double p, c;
+    } t[] = {{0, 0, NAN},         {4, 4, NAN},           {5, 5, 0},
+             {7, 5, 2},           {8, 6, NAN},           {549755813890ULL, half, 0},
+             {549755813892ULL, half, 2}, {549755813893ULL, half + 1, NAN},
+             {1099511627780ULL, big, NAN}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        double v[2], want[2] = {t[i].p, t[i].c};
+        sp_grid_point(&s, t[i].k, v);
+        CHECK_MSG(same_point(v, want, 2), "point %llu = (%.17g, %g)", (unsigned long long)t[i].k,
+                  v[0], v[1]);
+    }
+    sp_space_clear(&s);
+}
+
+/* Random search on the tree: legal points, each parameter active as often as its
+ * condition says, and the same draws as the space without conditions (a draw per
+ * parameter, active or not, then masked). */
+static void test_conditional_random(void) {
+    sp_space s = tree_space(1), flat = tree_space(1);
+    for (size_t i = 0; i < flat.n; i++) flat.params[i].conditional = 0;
+    int mom = 0, nest = 0, beta = 0;
+    const int N = 3000;
+    for (int k = 0; k < N; k++) {
+        double a[5], b[5];
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 7, (uint64_t)k, a, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &flat, NULL, 7, (uint64_t)k, b, NULL, 0), 0);
+        CHECK(sp_point_is_legal(&s, a));
+        for (size_t i = 0; i < 5; i++) CHECK(isnan(a[i]) || a[i] == b[i]);
+        sp_mask_inactive(&s, b);
+        CHECK(same_point(a, b, 5));
+        mom += !isnan(a[1]);
+        nest += !isnan(a[2]);
+        beta += !isnan(a[3]);
+    }
+    CHECK_NEAR((double)mom / N, 2.0 / 3, 0.03, 0);
+    CHECK_NEAR((double)nest / N, 1.0 / 3, 0.03, 0);
+    CHECK_NEAR((double)beta / N, 1.0 / 3, 0.03, 0);
+    /* Bayesian optimisation with no history: legal points of the tree too */
+    for (uint64_t k = 0; k < 8; k++) {
+        double a[5];
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, NULL, 7, k, a, NULL, 0), 0);
+        CHECK(sp_point_is_legal(&s, a));
+    }
+    sp_space_clear(&flat);
+    sp_space_clear(&s);
+}
+
+/* Conditions no sampler can follow are refused by every algorithm. */
+static void test_conditional_rejects(void) {
+    static double when_none[] = {0}, when_bad_cat[] = {3}, when_frac[] = {1.5};
+    const sp_param root_cat = P_CAT("opt", cats3), root_dbl = P_DOUBLE("x", SP_LINEAR, 0, 1);
+    const sp_param root_int = P_INT("n", SP_LINEAR, 1, 4), leaf = P_INT("k", SP_LINEAR, 1, 2);
+    struct {
+        sp_param parent, kid;
+        const char *why;
+    } bad[] = {
+        {root_cat, child(leaf, 1, when_adam, 1), "its own parent"},
+        {root_cat, child(leaf, 5, when_adam, 1), "a parent past it"},
+        {root_dbl, child(leaf, 0, when_none, 1), "a DOUBLE parent"},
+        {root_cat, child(leaf, 0, when_none, 0), "no values"},
+        {root_cat, child(leaf, 0, NULL, 1), "no array"},
+        {root_cat, child(leaf, 0, when_bad_cat, 1), "a category the parent lacks"},
+        {root_int, child(leaf, 0, when_frac, 1), "a value the INTEGER cannot take"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        sp_param ps[2] = {bad[k].parent, bad[k].kid};
+        sp_space s = make_space(ps, 2);
+        double out[2];
+        CHECK_MSG(!sp_conditions_ok(&s), "%s: accepted", bad[k].why);
+        for (int algo = SP_ALGO_UNSPECIFIED; algo <= SP_ALGO_RANDOM; algo++)
+            CHECK_MSG(sp_suggest(algo, &s, NULL, 1, 0, out, NULL, 0) == TN_EINVAL,
+                      "%s: algorithm %d accepted it", bad[k].why, algo);
+        sp_space_clear(&s);
+    }
+    /* sp_space_add copies when[] */
+    double w[] = {1};
+    sp_param c = child(leaf, 0, w, 1);
+    sp_space s = {0};
+    sp_space_add(&s, &root_cat);
+    sp_space_add(&s, &c);
+    w[0] = 2;
+    CHECK(s.params[1].when != w && s.params[1].when[0] == 1 && s.params[1].nwhen == 1);
+    CHECK(s.params[1].conditional && s.params[1].parent == 0);
+    sp_space_clear(&s);
+}
+
 /* ---- The space ---- */
 
 static void test_space_add_find_clear(void) {
     double vals[] = {1, 2, 3};
     char n0[] = "batch", c0[] = "sgd", c1[] = "adam";
     char *cs[] = {c0, c1};
-    sp_param p = {n0, SP_DISCRETE, SP_SCALE_NONE, 0, 0, vals, 3, NULL, 0};
-    sp_param q = {(char *)"opt", SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, cs, 2};
+    sp_param p = {.name = n0, .type = SP_DISCRETE, .values = vals, .nvalues = 3};
+    sp_param q = {.name = (char *)"opt", .type = SP_CATEGORICAL, .categories = cs,
+                  .ncategories = 2};
     sp_param r = P_DOUBLE("lr", SP_LOG, 1e-3, 1);
     sp_space s = {0};
     sp_space_add(&s, &p);
@@ -683,5 +938,10 @@ int main(void) {
     RUN(test_suggest_unspecified);
     RUN(test_suggest_rejects);
     RUN(test_space_add_find_clear);
+    RUN(test_conditions);
+    RUN(test_conditional_grid);
+    RUN(test_conditional_grid_huge);
+    RUN(test_conditional_random);
+    RUN(test_conditional_rejects);
     return check_summary();
 }

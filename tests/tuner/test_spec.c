@@ -3,7 +3,11 @@
  * tier, extension and AI Platform compatibility field on the happy path; a table of
  * bad specs, one per validation rule, each of which must give exactly the expected
  * number of errors with the expected path and message; five mistakes reported at
- * once; spec_load from a file and from a missing one.
+ * once; spec_load from a file and from a missing one. Conditional parameters (Vertex
+ * AI's conditionalParameterSpecs): a tree parsed into parents-first order with each
+ * condition, a chain nested 300 deep, mistakes anywhere in a tree reported together
+ * with their paths, and a trial's values through params.c (JSON and flags without the
+ * inactive parameters).
  *
  * Bad specs are written as JSON merge patches (RFC 7386: null deletes a field) over
  * the valid DESIGN.md example, so each case shows only what it breaks. Temporary
@@ -13,6 +17,7 @@
 
 #include "common/status.h"
 #include "tests/check.h"
+#include "tuner/params.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +74,18 @@ static const char *const DESIGN_SPEC =
               "\"categoricalValues\": [\"sgd\", \"adam\"]}"
 #define P_BS "{\"parameterName\": \"batch_size\", \"type\": \"DISCRETE\", " \
              "\"discreteValues\": [64, 128, 256]}"
+
+/* Conditional parameters: OPT_IF(entries) is the example's optimizer with the given
+ * conditionalParameterSpecs; MOM a DOUBLE child; IF_SGD(spec) the entry that makes spec
+ * a child under "sgd"; C0 the path of the first entry. */
+#define OPT_IF(entries) "{\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", " \
+                        "\"categoricalValues\": [\"sgd\", \"adam\"], " \
+                        "\"conditionalParameterSpecs\": [" entries "]}"
+#define MOM "{\"parameterName\": \"momentum\", \"type\": \"DOUBLE\", \"minValue\": 0.5, " \
+            "\"maxValue\": 0.99}"
+#define IF_SGD(spec) "{\"parentCategoricalValues\": {\"values\": [\"sgd\"]}, " \
+                     "\"parameterSpec\": " spec "}"
+#define C0 "trainingInput.hyperparameters.params[0].conditionalParameterSpecs[0]"
 
 /* RFC 7386 merge patch of target by patch (both objects): null deletes, objects merge,
  * anything else replaces. */
@@ -240,6 +257,15 @@ static const bad_case BAD[] = {
      "applies to ALGORITHM_UNSPECIFIED (Bayesian optimisation) only, not to RANDOM_SEARCH", 0, 0},
     {HP("{\"maxTrail\": 20}"), NULL, "trainingInput.hyperparameters.maxTrail",
      "unknown field (did you mean \"maxTrials\"?)", 0, 0},
+    /* early stopping: gracePeriod 0 is automatic (an eighth of the trials' length) */
+    {HP("{\"earlyStopping\": {\"gracePeriod\": -1}}"), NULL,
+     "trainingInput.hyperparameters.earlyStopping.gracePeriod", "must be >= 0, got -1", 0, 0},
+    {HP("{\"earlyStopping\": {\"policy\": \"hyperband\"}}"), NULL,
+     "trainingInput.hyperparameters.earlyStopping.maxStep",
+     "hyperband needs maxStep, the step at which trials end", 0, 0},
+    {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"gracePeriod\": 9, "
+        "\"maxStep\": 9}}"), NULL, "trainingInput.hyperparameters.earlyStopping.maxStep",
+     "above gracePeriod (9); got 9", 0, 0},
     {HP("{\"maxTrials\": null, \"maxTrail\": 20}"), NULL,
      "trainingInput.hyperparameters.maxTrail", "did you mean \"maxTrials\"?", 0, 0},
     {HP("{\"goal\": \"MAX\"}"), NULL, "trainingInput.hyperparameters.goal",
@@ -381,6 +407,105 @@ static const bad_case BAD[] = {
             "\"maxValue\": 2, \"goal\": \"MAXIMIZE\"}"), NULL,
      "trainingInput.hyperparameters.params[0].goal",
      "belongs in trainingInput.hyperparameters", 0, 0},
+    /* conditional parameters: the condition */
+    {PARAMS(OPT_IF("{\"parentIntValues\": {\"values\": [1]}, \"parameterSpec\": " MOM "}")),
+     NULL, C0 ".parentIntValues",
+     "\"optimizer\" is CATEGORICAL: the condition on its values is parentCategoricalValues", 0,
+     0},
+    {PARAMS("{\"parameterName\": \"lr\", \"type\": \"DOUBLE\", \"minValue\": 0.1, "
+            "\"maxValue\": 1, \"conditionalParameterSpecs\": [{\"parentDiscreteValues\": "
+            "{\"values\": [0.5]}, \"parameterSpec\": " P_HU "}]}"), NULL,
+     "trainingInput.hyperparameters.params[0].conditionalParameterSpecs",
+     "a DOUBLE parameter has no values for its children to exist under; make \"lr\" "
+     "DISCRETE or INTEGER", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sdg\"]}, "
+                   "\"parameterSpec\": " MOM "}")), NULL,
+     C0 ".parentCategoricalValues.values[0]",
+     "a string (\"sdg\") is not one of the categoricalValues of \"optimizer\" (sgd, adam) "
+     "(did you mean \"sgd\"?)", 0, 0},
+    {PARAMS("{\"parameterName\": \"hidden_units\", \"type\": \"INTEGER\", \"minValue\": 32, "
+            "\"maxValue\": 512, \"conditionalParameterSpecs\": [{\"parentIntValues\": "
+            "{\"values\": [\"64\", 16]}, \"parameterSpec\": " MOM "}]}"), NULL,
+     C0 ".parentIntValues.values[1]",
+     "16 is not a value \"hidden_units\" can take (32 to 512)", 0, 0},
+    {PARAMS("{\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 1, "
+            "\"maxValue\": 4, \"conditionalParameterSpecs\": [{\"parentIntValues\": "
+            "{\"values\": [1.5, \"x\"]}, \"parameterSpec\": " MOM "}]}"), NULL,
+     C0 ".parentIntValues.values[0]",
+     "expected an integer (a number or a string of digits), got 1.5", 2, 0},
+    {PARAMS("{\"parameterName\": \"batch_size\", \"type\": \"DISCRETE\", \"discreteValues\": "
+            "[64, 128, 256], \"conditionalParameterSpecs\": [{\"parentDiscreteValues\": "
+            "{\"values\": [100]}, \"parameterSpec\": " MOM "}]}"), NULL,
+     C0 ".parentDiscreteValues.values[0]",
+     "100 is not a value \"batch_size\" can take (discreteValues: 64, 128, 256)", 0, 0},
+    {PARAMS(OPT_IF("{\"parameterSpec\": " MOM "}")), NULL, C0 ".parentCategoricalValues",
+     "required field is missing (the values of \"optimizer\" the parameter exists for)", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValue\": {\"values\": [\"sgd\"]}, "
+                   "\"parameterSpec\": " MOM "}")), NULL, C0 ".parentCategoricalValue",
+     "unknown field (did you mean \"parentCategoricalValues\"?)", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\"]}, "
+                   "\"parentIntValues\": {\"values\": [1]}, \"parameterSpec\": " MOM "}")),
+     NULL, C0 ".parentIntValues",
+     "give one condition (parentCategoricalValues is given too)", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": []}, \"parameterSpec\": " MOM
+                   "}")), NULL, C0 ".parentCategoricalValues.values",
+     "must hold at least one value of the parent", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": \"sgd\"}, "
+                   "\"parameterSpec\": " MOM "}")), NULL, C0 ".parentCategoricalValues.values",
+     "expected an array of string values, got a string (\"sgd\")", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"value\": [\"sgd\"]}, "
+                   "\"parameterSpec\": " MOM "}")), NULL, C0 ".parentCategoricalValues.value",
+     "unknown field (did you mean \"values\"?)", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": [\"sgd\"], \"parameterSpec\": " MOM "}")),
+     NULL, C0 ".parentCategoricalValues", "expected an object: {\"values\": [...]}", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\", \"adam\", "
+                   "\"sgd\"]}, \"parameterSpec\": " MOM "}")), NULL,
+     C0 ".parentCategoricalValues.values[2]", "the same value as values[0]", 0, 0},
+    /* conditional parameters: the entry and the tree */
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\"]}}")), NULL,
+     C0 ".parameterSpec", "required field is missing (the conditional parameter", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\"]}, "
+                   "\"parameterSpec\": 3}")), NULL, C0 ".parameterSpec",
+     "expected an object (a parameter), got 3", 0, 0},
+    {PARAMS(OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\"]}, "
+                   "\"parameterSpec\": " MOM ", \"scaleType\": \"NONE\"}")), NULL,
+     C0 ".scaleType", "a conditional parameter's own fields go in its parameterSpec", 0, 0},
+    {PARAMS(OPT_IF("3")), NULL, C0, "expected an object (a conditional parameter", 0, 0},
+    {PARAMS("{\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", "
+            "\"categoricalValues\": [\"sgd\"], \"conditionalParameterSpecs\": {}}"), NULL,
+     "trainingInput.hyperparameters.params[0].conditionalParameterSpecs",
+     "expected an array of conditional parameters", 0, 0},
+    {PARAMS("{\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", "
+            "\"categoricalValues\": [\"sgd\"], \"parentCategoricalValues\": {}}"), NULL,
+     "trainingInput.hyperparameters.params[0].parentCategoricalValues",
+     "unknown field here (it belongs in each entry of a parameter's conditionalParameterSpecs)",
+     0, 0},
+    {PARAMS(OPT_IF(IF_SGD("{\"parameterName\": \"momentum\", \"type\": \"DOUBLE\", "
+                          "\"minValue\": 0.9, \"maxValue\": 0.5}"))), NULL,
+     C0 ".parameterSpec.maxValue", "must be >= minValue (0.9), got 0.5", 0, 0},
+    {PARAMS(P_LR "," OPT_IF(IF_SGD(P_LR))), NULL,
+     "trainingInput.hyperparameters.params[1].conditionalParameterSpecs[0].parameterSpec."
+     "parameterName", "duplicate parameterName \"learning_rate\" (also params[0])", 0, 0},
+    {PARAMS(OPT_IF(IF_SGD(MOM)) "," MOM), NULL,
+     "trainingInput.hyperparameters.params[1].parameterName",
+     "duplicate parameterName \"momentum\" (also params[0].conditionalParameterSpecs[0]."
+     "parameterSpec)", 0, 0},
+    {PARAMS(OPT_IF(IF_SGD(MOM) "," IF_SGD(MOM))), NULL,
+     "trainingInput.hyperparameters.params[0].conditionalParameterSpecs[1].parameterSpec."
+     "parameterName", "duplicate parameterName \"momentum\" (also params[0]."
+     "conditionalParameterSpecs[0].parameterSpec)", 0, 0},
+    {HP("{\"algorithm\": \"GRID_SEARCH\", \"params\": [" OPT_IF(IF_SGD(MOM)) "]}"), NULL,
+     C0 ".parameterSpec.type", "grid search cannot enumerate a DOUBLE parameter", 0, 0},
+    {PARAMS(OPT_IF(IF_SGD("{\"parameterName\": \"m\", \"type\": \"DISCRETE\", "
+                          "\"discreteValues\": [0.5, 0.9], \"conditionalParameterSpecs\": "
+                          "[{\"parentDiscreteValues\": {\"values\": [0.8]}, "
+                          "\"parameterSpec\": " P_HU "}]}"))), NULL,
+     C0 ".parameterSpec.conditionalParameterSpecs[0].parentDiscreteValues.values[0]",
+     "0.8 is not a value \"m\" can take (discreteValues: 0.5, 0.9)", 0, 0},
+    {PARAMS("{\"parameterName\": \"o\", \"type\": \"CATEGORICAL_\", \"categoricalValues\": "
+            "[\"a\"], \"conditionalParameterSpecs\": [{\"parentCategoricalValues\": "
+            "{\"values\": [\"b\"]}, \"parameterSpec\": " P_HU "}]}"), NULL,
+     "trainingInput.hyperparameters.params[0].type", "did you mean \"CATEGORICAL\"?", 0, 0},
     /* the executor (extension) */
     {"{\"executor\": \"slurm\"}", NULL, "executor", "expected an object", 0, 0},
     {"{\"executor\": {}}", NULL, "executor.type", "required field is missing", 0, 0},
@@ -585,6 +710,11 @@ static void test_design_example(void) {
     CHECK_INT_EQ(s.max_parallel_trials, 2);
     CHECK_INT_EQ(s.max_failed_trials, 4);
     CHECK_INT_EQ(s.enable_early_stopping, 1);
+    /* enableTrialEarlyStopping alone: the default rule, asha with eta 3 and the grace
+     * period an eighth of the trials' length (gracePeriod 0) */
+    CHECK_INT_EQ(s.early_stopping.policy, ES_ASHA);
+    CHECK_INT_EQ(s.early_stopping.reduction_factor, 3);
+    CHECK(s.early_stopping.grace_period == 0 && s.early_stopping.max_step == 0);
     CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
     CHECK(s.resume_previous_job_id == NULL);
     CHECK_INT_EQ(s.max_replica_restarts, 5);
@@ -653,6 +783,8 @@ static void test_defaults(void) {
     CHECK_INT_EQ(s.max_parallel_trials, 1);
     CHECK_INT_EQ(s.max_failed_trials, 1); /* 0 means maxTrials */
     CHECK_INT_EQ(s.enable_early_stopping, 0);
+    CHECK_INT_EQ(s.early_stopping.policy, ES_NONE);
+    CHECK(s.early_stopping.grace_period == 0 && s.early_stopping.min_trials == 5);
     CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
     CHECK_INT_EQ(s.use_chief_in_tf_config, 1);
     CHECK_INT_EQ(s.max_replica_restarts, 5);
@@ -1024,6 +1156,231 @@ static void test_many_categorical_values(void) {
     free(text);
 }
 
+/* ---- Conditional parameters ---- */
+
+/* text with its first `from` replaced by `to` (which must be there); yours to free. */
+static char *replaced(const char *text, const char *from, const char *to) {
+    const char *at = strstr(text, from);
+    CHECK(at != NULL);
+    if (!at) return tn_xstrdup(text);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1, head = (size_t)(at - text);
+    char *out = tn_xmalloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)head, text, to, at + strlen(from));
+    return out;
+}
+
+/* A tree: optimizer {sgd, adam, rmsprop}; under sgd and rmsprop a DISCRETE momentum,
+ * under momentum 0.9 a CATEGORICAL nesterov; under adam an INTEGER warmup (its values
+ * as AI Platform's int64 strings) with a DOUBLE beta1 under warmup 0 and 10. */
+static const char *const COND_SPEC =
+    "{\"jobId\": \"cond\", \"trainingInput\": {\"command\": [\"t\"], \"hyperparameters\": {"
+    "\"maxTrials\": 5, \"params\": ["
+    "{\"parameterName\": \"lr\", \"type\": \"DOUBLE\", \"minValue\": 0.001, \"maxValue\": 1},"
+    "{\"parameterName\": \"optimizer\", \"type\": \"CATEGORICAL\", "
+    " \"categoricalValues\": [\"sgd\", \"adam\", \"rmsprop\"], \"conditionalParameterSpecs\": ["
+    "  {\"parentCategoricalValues\": {\"values\": [\"rmsprop\", \"sgd\"]}, \"parameterSpec\": "
+    "   {\"parameterName\": \"momentum\", \"type\": \"DISCRETE\", \"discreteValues\": [0.5, 0.9],"
+    "    \"conditionalParameterSpecs\": [{\"parentDiscreteValues\": {\"values\": [0.9]}, "
+    "     \"parameterSpec\": {\"parameterName\": \"nesterov\", \"type\": \"CATEGORICAL\", "
+    "      \"categoricalValues\": [\"no\", \"yes\"]}}]}},"
+    "  {\"parentCategoricalValues\": {\"values\": [\"adam\"]}, \"parameterSpec\": "
+    "   {\"parameterName\": \"warmup\", \"type\": \"INTEGER\", \"minValue\": 0, \"maxValue\": 10,"
+    "    \"conditionalParameterSpecs\": [{\"parentIntValues\": {\"values\": [\"10\", 0]}, "
+    "     \"parameterSpec\": {\"parameterName\": \"beta1\", \"type\": \"DOUBLE\", "
+    "      \"minValue\": 0.8, \"maxValue\": 0.999, "
+    "      \"scaleType\": \"UNIT_REVERSE_LOG_SCALE\"}}]}}]},"
+    "{\"parameterName\": \"batch\", \"type\": \"DISCRETE\", \"discreteValues\": [32, 64]}]}}}";
+
+static void test_conditional_tree(void) {
+    tn_spec s;
+    if (parse_ok(COND_SPEC, 0, &s) != 0) return;
+    static const struct {
+        const char *name;
+        int type, conditional;
+        size_t parent, nwhen;
+        double when[2];
+    } want[] = {
+        {"lr", SP_DOUBLE, 0, 0, 0, {0}},
+        {"optimizer", SP_CATEGORICAL, 0, 0, 0, {0}},
+        {"momentum", SP_DISCRETE, 1, 1, 2, {2, 0}}, /* rmsprop, sgd: as category indices */
+        {"nesterov", SP_CATEGORICAL, 1, 2, 1, {0.9}},
+        {"warmup", SP_INTEGER, 1, 1, 1, {1}},
+        {"beta1", SP_DOUBLE, 1, 4, 2, {10, 0}},
+        {"batch", SP_DISCRETE, 0, 0, 0, {0}},
+    };
+    CHECK_INT_EQ(s.space.n, 7);
+    for (size_t i = 0; i < s.space.n && i < 7; i++) {
+        const sp_param *p = &s.space.params[i];
+        CHECK_MSG(strcmp(p->name, want[i].name) == 0, "params[%zu] is %s", i, p->name);
+        CHECK_INT_EQ(p->type, want[i].type);
+        CHECK_INT_EQ(p->conditional, want[i].conditional);
+        if (!want[i].conditional) continue;
+        CHECK_INT_EQ(p->parent, want[i].parent);
+        CHECK_INT_EQ(p->nwhen, want[i].nwhen);
+        for (size_t k = 0; k < p->nwhen && k < want[i].nwhen; k++)
+            CHECK_MSG(p->when[k] == want[i].when[k], "%s: when[%zu] = %g", p->name, k, p->when[k]);
+    }
+    CHECK(sp_conditions_ok(&s.space));
+    CHECK(s.space.n == 7 && s.space.params[5].scale == SP_REVERSE_LOG);
+    spec_clear(&s);
+
+    /* The same tree under grid search, its DOUBLEs made DISCRETE: the grid has the
+     * active combinations only. optimizer sgd or rmsprop: momentum 0.5, or 0.9 with
+     * nesterov no/yes (3 each); adam: warmup 1..9 alone, or 0 and 10 with beta1 (2):
+     * 9 + 2 * 2 = 13; times lr (2) and batch (2). */
+    char *a = replaced(COND_SPEC, "\"maxTrials\": 5,", "\"algorithm\": \"GRID_SEARCH\",");
+    char *b = replaced(a, "\"type\": \"DOUBLE\", \"minValue\": 0.001, \"maxValue\": 1",
+                       "\"type\": \"DISCRETE\", \"discreteValues\": [0.01, 0.1]");
+    char *c = replaced(b, "\"beta1\", \"type\": \"DOUBLE\"", "\"beta1\", \"type\": \"DISCRETE\"");
+    char *grid = replaced(c, "\"minValue\": 0.8, \"maxValue\": 0.999",
+                          "\"discreteValues\": [0.9, 0.99]");
+    if (parse_ok(grid, 0, &s) == 0) {
+        CHECK_INT_EQ(s.algorithm, SP_ALGO_GRID);
+        CHECK_INT_EQ(sp_grid_size(&s.space), 2 * (3 + 3 + 13) * 2);
+        spec_clear(&s);
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(grid);
+}
+
+/* A chain 300 deep, each parameter the child of the one before: parsed in order with
+ * the right parents, and a mistake at the bottom reported with its whole path. */
+static void test_conditional_deep(void) {
+    const int depth = 300;
+    size_t cap = (size_t)depth * 256 + 1024, len = 0;
+    char *text = tn_xmalloc(cap);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"jobId\": \"deep\", \"trainingInput\": {\"command\": [\"t\"], "
+                            "\"hyperparameters\": {\"params\": [");
+    for (int i = 0; i <= depth; i++) {
+        len += (size_t)snprintf(text + len, cap - len,
+                                "{\"parameterName\": \"c%d\", \"type\": \"CATEGORICAL\", "
+                                "\"categoricalValues\": [\"a\", \"b\"]%s", i,
+                                i < depth ? ", \"conditionalParameterSpecs\": [{"
+                                            "\"parentCategoricalValues\": {\"values\": [\"b\"]}, "
+                                            "\"parameterSpec\": " : "");
+    }
+    for (int i = 0; i <= depth; i++)
+        len += (size_t)snprintf(text + len, cap - len, i ? "}]}" : "}");
+    snprintf(text + len, cap - len, "]}}}");
+    tn_spec s;
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.space.n, depth + 1);
+        int chain = 1;
+        for (size_t i = 1; i < s.space.n; i++)
+            chain &= s.space.params[i].conditional && s.space.params[i].parent == i - 1 &&
+                     s.space.params[i].nwhen == 1 && s.space.params[i].when[0] == 1;
+        CHECK(chain);
+        /* every parameter active only down the "b" branch */
+        double *v = tn_xcalloc(s.space.n, sizeof *v);
+        for (size_t i = 0; i < s.space.n; i++) v[i] = i < 10 ? 1 : 0;
+        sp_mask_inactive(&s.space, v);
+        CHECK(v[10] == 0 && isnan(v[11]) && isnan(v[depth]));
+        CHECK(sp_point_is_legal(&s.space, v));
+        free(v);
+        spec_clear(&s);
+    }
+    /* the last one's categories made empty */
+    char *last = strstr(text, "\"c300\"");
+    CHECK(last != NULL);
+    if (last) {
+        char *vals = strstr(last, "[\"a\", \"b\"]");
+        memcpy(vals, "[        ]", 10);
+    }
+    spec_errors errs;
+    CHECK_INT_EQ(spec_parse(text, "deep.json", 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 1);
+    if (errs.n == 1) {
+        const char *path = errs.items[0].path;
+        size_t n = strlen(path);
+        const char *tail = ".conditionalParameterSpecs[0].parameterSpec.categoricalValues";
+        CHECK(n > strlen(tail) && strcmp(path + n - strlen(tail), tail) == 0);
+        size_t levels = 0;
+        for (const char *q = path; (q = strstr(q, ".parameterSpec")); q++) levels++;
+        CHECK_INT_EQ(levels, depth);
+    }
+    spec_errors_clear(&errs);
+    free(text);
+}
+
+/* Mistakes at several places of one tree: every one reported, each at its path. */
+static void test_conditional_errors_at_once(void) {
+    char *text = patched(PARAMS(
+        OPT_IF("{\"parentCategoricalValues\": {\"values\": [\"sgd\", \"adamw\"]}, "
+               "\"parameterSpec\": {\"parameterName\": \"momentum\", \"type\": \"DOUBLE\", "
+               "\"minValue\": 1, \"maxValue\": 0}},"
+               "{\"parentIntValues\": {\"values\": [1]}, \"parameterSpec\": " P_HU "},"
+               "{\"parentCategoricalValues\": {\"values\": [\"adam\"]}, \"parameterSpec\": "
+               "{\"parameterName\": \"learning_rate\", \"type\": \"DISCRETE\", "
+               "\"discreteValues\": [0.1]}}") "," P_LR));
+    tn_spec s;
+    spec_errors errs;
+    CHECK_INT_EQ(spec_parse(text, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 4);
+    CHECK(has_error(&errs, C0 ".parentCategoricalValues.values[1]", "did you mean \"adam\"?"));
+    CHECK(has_error(&errs, C0 ".parameterSpec.maxValue", "must be >= minValue (1), got 0"));
+    CHECK(has_error(&errs, "trainingInput.hyperparameters.params[0].conditionalParameterSpecs[1]"
+                           ".parentIntValues", "is CATEGORICAL"));
+    CHECK(has_error(&errs, "trainingInput.hyperparameters.params[1].parameterName",
+                    "duplicate parameterName \"learning_rate\" (also params[0]."
+                    "conditionalParameterSpecs[2].parameterSpec)"));
+    if (errs.n != 4) print_errors(&errs);
+    CHECK(spec_is_zero(&s));
+    spec_errors_clear(&errs);
+    free(text);
+}
+
+/* A trial's values through params.c: JSON and flags hold the active parameters only;
+ * reading JSON back wants exactly those. */
+static void test_conditional_params(void) {
+    tn_spec s;
+    if (parse_ok(COND_SPEC, 0, &s) != 0) return;
+    const sp_space *sp = &s.space;
+    /* lr, optimizer adam, momentum -, nesterov -, warmup 10, beta1 0.95, batch 64 */
+    double v[7] = {0.01, 1, NAN, NAN, 10, 0.95, 64};
+    CHECK(sp_point_is_legal(sp, v));
+    char *json = tp_to_json(sp, v);
+    CHECK(strcmp(json, "{\"lr\":0.01,\"optimizer\":\"adam\",\"warmup\":10,"
+                       "\"beta1\":0.94999999999999996,\"batch\":64}") == 0);
+    double back[7];
+    char err[256] = "";
+    CHECK_INT_EQ(tp_from_json(sp, json, back, err, sizeof err), 0);
+    for (int i = 0; i < 7; i++) CHECK(isnan(v[i]) ? isnan(back[i]) : back[i] == v[i]);
+    char *argv[8];
+    size_t argc = 0;
+    tp_append_flags(sp, v, argv, &argc);
+    CHECK_INT_EQ(argc, 5);
+    if (argc == 5) {
+        CHECK(strcmp(argv[1], "--optimizer=adam") == 0);
+        CHECK(strcmp(argv[2], "--warmup=10") == 0);
+        CHECK(strcmp(argv[3], "--beta1=0.95") == 0);
+        CHECK(strcmp(argv[4], "--batch=64") == 0);
+    }
+    for (size_t i = 0; i < argc; i++) free(argv[i]);
+    free(json);
+
+    /* warmup 5: beta1 inactive too; null stands for absent */
+    CHECK_INT_EQ(tp_from_json(sp, "{\"lr\": 0.5, \"optimizer\": \"adam\", \"warmup\": 5, "
+                                  "\"beta1\": null, \"batch\": 32}", back, err, sizeof err), 0);
+    CHECK(back[4] == 5 && isnan(back[5]) && isnan(back[2]) && isnan(back[3]));
+    /* sgd with momentum 0.9: nesterov needed */
+    CHECK_INT_EQ(tp_from_json(sp, "{\"lr\": 0.5, \"optimizer\": \"sgd\", \"momentum\": 0.9, "
+                                  "\"batch\": 32}", back, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "parameter 'nesterov' is missing");
+    /* an inactive parameter given is refused, naming its parent's value */
+    CHECK_INT_EQ(tp_from_json(sp, "{\"lr\": 0.5, \"optimizer\": \"adam\", \"momentum\": 0.9, "
+                                  "\"warmup\": 1, \"batch\": 32}", back, err, sizeof err),
+                 TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "parameter 'momentum' does not exist when 'optimizer' is adam");
+    CHECK_INT_EQ(tp_from_json(sp, "{\"lr\": 0.5, \"optimizer\": \"sgd\", \"momentum\": 0.5, "
+                                  "\"nesterov\": \"no\", \"batch\": 32}", back, err, sizeof err),
+                 TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "parameter 'nesterov' does not exist when 'momentum' is 0.5");
+    spec_clear(&s);
+}
+
 /* ---- spec_load ---- */
 
 static void tmp_path(char *buf, size_t len, const char *name) {
@@ -1121,6 +1478,10 @@ int main(void) {
     RUN(test_executor_gpus_memory);
     RUN(test_env_and_restart_policy);
     RUN(test_many_categorical_values);
+    RUN(test_conditional_tree);
+    RUN(test_conditional_deep);
+    RUN(test_conditional_errors_at_once);
+    RUN(test_conditional_params);
     RUN(test_load);
     return check_summary();
 }

@@ -190,10 +190,28 @@ if stops != [3, 4, 5]: sys.exit("stop decisions for %s" % stops)
 if not any(": continue: " in d for t, d in rows if t == 6): sys.exit("no continue decision for trial 6")
 ' "$TUNER_DB"
 
-# enableTrialEarlyStopping alone: the median rule (minTrials 2 here): c is below the
-# median of a and b at step 1; d is above it.
+# The default rule (enableTrialEarlyStopping alone): ASHA, eta 3, grace an eighth of
+# the trials' length. a runs to the end (no trial had completed); then the length is
+# 9, the rungs 2 and 6: at step 2, c, d, e are not in the top floor(n/3) and stop; b
+# (the best of 2) and f (top 2 of 6, then the best of a, b, f at 6) finish.
+spec esdefault BASIC "" 6 1 "[\"python3\", \"$HERE/curve.py\"]" \
+  ', "enableTrialEarlyStopping": true' "$es_params"
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' esdefault.json
+"$TUNER" run esdefault.json --quiet --cores=1 --poll=0.05 --grace=2 >esdefault.out 2>&1; rc=$?
+check esdefault_exit0 test $rc -eq 0
+check esdefault_which python3 -c '
+import json, sys
+t = {r["number"]: r for r in json.load(sys.stdin)}
+stopped = sorted(n for n, r in t.items() if r["state"] == "STOPPED")
+if stopped != [3, 4, 5]: sys.exit("stopped %s" % stopped)
+for n in stopped:
+    if "asha: stop: rung 0 (step 2): " not in (t[n]["error"] or ""): sys.exit("trial %d: %s" % (n, t[n]))
+' <<<"$("$TUNER" trials esdefault --format=json)"
+
+# The median rule (minTrials 2 here): c is below the median of a and b at step 1; d
+# is above it.
 spec median BASIC "" 4 1 "[\"python3\", \"$HERE/curve.py\"]" \
-  ', "enableTrialEarlyStopping": true, "earlyStopping": {"minTrials": 2}' "$es_params"
+  ', "enableTrialEarlyStopping": true, "earlyStopping": {"policy": "median", "minTrials": 2}' "$es_params"
 sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' median.json
 "$TUNER" run median.json --quiet --cores=1 --poll=0.05 --grace=2 >median.out 2>&1
 check median_one_stopped test "$(count_state median STOPPED)" -eq 1
@@ -224,7 +242,7 @@ printf '{"score": "0.5", "global_step": "5"}\n' >"$f"
 exec sleep 3
 SH
 spec attempts BASIC "" 2 1 "[\"/bin/sh\", \"$PWD/attempts.sh\"]" \
-  ', "enableTrialEarlyStopping": true, "earlyStopping": {"minTrials": 1}' \
+  ', "enableTrialEarlyStopping": true, "earlyStopping": {"policy": "median", "minTrials": 1}' \
   '{"parameterName": "config", "type": "CATEGORICAL", "categoricalValues": ["a", "b"]}'
 sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' attempts.json
 "$TUNER" run attempts.json --quiet --poll=0.05 --grace=1 >attempts.out 2>&1 &
@@ -379,13 +397,178 @@ check executor_resume_cannot_change test $rc -eq 2
 check executor_resume_message grep -q "runs on the local executor; --executor=slurm cannot change" <<<"$err"
 
 # --- the example specs in studies/ stay valid; the script one runs ------------------
-for f in "$HERE"/../../studies/*.json; do
-  check "example_$(basename "$f" .json)_valid" "$TUNER" validate "$f"
+# (from the project's folder, where their relative paths are meant)
+ROOT=$(cd "$HERE/../.." && pwd)
+for f in "$ROOT"/studies/*.json; do
+  check "example_$(basename "$f" .json)_valid" sh -c 'cd "$1" && "$2" validate "$3" >/dev/null 2>&1' \
+    sh "$ROOT" "$TUNER" "studies/$(basename "$f")"
 done
 (cd "$HERE/../.." && "$TUNER" run studies/script_quadratic.json --db="$WORK/examples.db" \
   --quiet --seed=1 >"$WORK/quadratic.out" 2>&1)
 check example_script_runs grep -q "best: trial" quadratic.out
 rm -rf "$HERE/../../runs/script_quadratic"
+# Each comes in both forms, JSON and gcloud's YAML config file, and the twins agree.
+for f in "$ROOT"/studies/*.json; do
+  n=$(basename "$f" .json)
+  check "example_${n}_yaml_valid" sh -c 'cd "$1" && "$2" validate "$3" >/dev/null 2>&1' \
+    sh "$ROOT" "$TUNER" "studies/$n.yaml"
+  (cd "$ROOT" && "$TUNER" create "studies/$n.json" --job-id="j_$n" --db="$WORK/twins.db" &&
+   "$TUNER" create "studies/$n.yaml" --job-id="y_$n" --db="$WORK/twins.db") >/dev/null 2>&1
+  check "example_${n}_twins_agree" python3 -c '
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+spec = {}
+for p in ("j_", "y_"):
+    row = db.execute("select spec from studies where name = ?", (p + sys.argv[2],)).fetchone()
+    if row is None: sys.exit("%s%s was not created" % (p, sys.argv[2]))
+    spec[p] = json.loads(row[0])["trainingInput"]
+if spec["j_"] != spec["y_"]: sys.exit("the JSON and YAML twins differ")' "$WORK/twins.db" "$n"
+done
+
+# --- gcloud's config.yaml as it is: named after the file, cloud fields noted, a run --
+cat >config.yaml <<YAML
+# gcloud ai-platform jobs submit training JOB --config config.yaml
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-4
+  workerType: n1-standard-4
+  workerCount: 1
+  region: us-central1
+  runtimeVersion: "2.11"
+  command: [python3, $CHECK, --expect_workers=1, --expect_ps=0, --expect_evaluators=0,
+            --expect_study=config, --expect_cores=1]
+  hyperparameters:
+    goal: MAXIMIZE
+    hyperparameterMetricTag: score
+    maxTrials: 3
+    maxParallelTrials: 2
+    algorithm: RANDOM_SEARCH
+    params:
+      - {parameterName: x, type: DOUBLE, minValue: -2, maxValue: 2}
+      - parameterName: n
+        type: INTEGER
+        minValue: 1
+        maxValue: 4
+YAML
+out=$("$TUNER" validate config.yaml 2>&1); rc=$?
+check yaml_validate_ok test $rc -eq 0
+check yaml_named_after_file grep -q "^config.yaml: valid: study config, 2 parameters" <<<"$out"
+check yaml_note_name grep -q "^config.yaml: note: jobId: config, from the file's name" <<<"$out"
+check yaml_note_ignored grep -q "^config.yaml: note: ignored: trainingInput.masterType, trainingInput.workerType (machine types" <<<"$out"
+check yaml_note_once test "$(grep -c 'region' <<<"$out")" -eq 1
+"$TUNER" run config.yaml --seed=5 --oversubscribe --grace=2 --quiet >yaml.out 2>&1; rc=$?
+check yaml_run_exit0 test $rc -eq 0
+check yaml_run_quiet_no_notes test "$(grep -c 'note:' yaml.out)" -eq 0
+check yaml_run_all_succeeded test "$(count_state config SUCCEEDED)" -eq 3
+check yaml_stored_as_json python3 -c '
+import json, sqlite3, sys
+spec = json.loads(sqlite3.connect(sys.argv[1]).execute(
+    "select spec from studies where name = ?", ("config",)).fetchone()[0])
+assert spec["jobId"] == "config" and spec["trainingInput"]["region"] == "us-central1", spec' \
+  "$TUNER_DB"
+out=$("$TUNER" resume config 2>&1); rc=$?
+check yaml_resume_reads_stored test $rc -eq 0
+check yaml_show_reads_stored grep -q "SUCCEEDED" <<<"$("$TUNER" show config)"
+"$TUNER" create config.yaml --job-id=config_two >/dev/null 2>&1
+check yaml_job_id_flag test "$(study_state config_two)" = CREATED
+err=$("$TUNER" run config.yaml --job-id=2x 2>&1); rc=$?
+check yaml_job_id_bad_exit2 test $rc -eq 2
+check yaml_job_id_bad_says grep -q -- "--job-id must start with a letter" <<<"$err"
+# every problem at once, each at its line and column
+cat >bad.yaml <<'YAML'
+trainingInput:
+  scaleTier: custom
+  workerCount: two
+  command: [trainer]
+  hyperparameters:
+    maxTrail: 3
+    params:
+      - parameterName: o
+        type: CATEGORICAL
+        categoricalValues: [a, yes]
+YAML
+err=$("$TUNER" validate bad.yaml 2>&1); rc=$?
+check yaml_bad_exit2 test $rc -eq 2
+check yaml_bad_tier grep -q '^bad.yaml:2:3: trainingInput.scaleTier: expected one of .* (did you mean "CUSTOM"?)' <<<"$err"
+check yaml_bad_count grep -q '^bad.yaml:3:3: trainingInput.workerCount: expected an integer' <<<"$err"
+check yaml_bad_typo grep -q '^bad.yaml:6:5: trainingInput.hyperparameters.maxTrail: unknown field (did you mean "maxTrials"?)' <<<"$err"
+check yaml_bad_yes grep -q '^bad.yaml:10:32: trainingInput.hyperparameters.params\[0\].categoricalValues\[1\]: expected a string, got true (YAML reads the plain scalar yes as true' <<<"$err"
+check yaml_bad_all_at_once grep -q "^tuner: error: bad.yaml has 4 problems; nothing was run" <<<"$err"
+printf 'trainingInput:\n  scaleTier: CUSTOM\n  scaleTier: BASIC\n' >dup.yaml
+err=$("$TUNER" validate dup.yaml 2>&1)
+check yaml_duplicate_key grep -q "^dup.yaml:3:3: trainingInput.scaleTier: duplicate key (also on line 2)" <<<"$err"
+printf 'trainingInput:\n  scaleTier: [CUSTOM\n' >syntax.yaml
+err=$("$TUNER" validate syntax.yaml 2>&1); rc=$?
+check yaml_syntax_exit2 test $rc -eq 2
+check yaml_syntax_line_col grep -q "^syntax.yaml:3:1: did not find expected ',' or ']'" <<<"$err"
+
+# --- pythonModule from a local package, installed and run as AI Platform would ------
+# gs:// cannot be reached from here: an error at its line, before anything runs
+cat >gs.yaml <<'YAML'
+trainingInput:
+  pythonModule: trainer.task
+  packageUris:
+    - gs://my-bucket/trainer-0.1.tar.gz
+  hyperparameters:
+    params: [{parameterName: x, type: DOUBLE, minValue: 0, maxValue: 1}]
+YAML
+err=$("$TUNER" validate gs.yaml 2>&1); rc=$?
+check package_gs_exit2 test $rc -eq 2
+check package_gs_says grep -q '^gs.yaml:4:7: trainingInput.packageUris\[0\]: "gs://my-bucket/trainer-0.1.tar.gz" cannot be reached from here' <<<"$err"
+# Installing needs a python3 with pip, setuptools and wheel (Debian's python3-pip);
+# the first such on PATH (or Debian's) runs the study, as the trials' python3.
+py=""
+for cand in python3 /usr/bin/python3; do
+  if "$cand" -c 'import setuptools, wheel' >/dev/null 2>&1 && "$cand" -m pip --version >/dev/null 2>&1; then
+    py=$(command -v "$cand")
+    break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "skip package_run: no python3 with pip, setuptools and wheel (Debian: python3-pip)"
+else
+  mkdir -p pybin && ln -sf "$py" pybin/python3
+  # the example as it is, in a copy of its folder (pip builds in the package's folder,
+  # and the study's jobDir is relative): from there as from the project's folder
+  EX="$(pwd -P)/pkgex"
+  mkdir -p "$EX/studies" &&
+    cp -R "$ROOT/studies/python_package" "$ROOT/studies/python_package.yaml" "$EX/studies/"
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run studies/python_package.yaml \
+     --db="$WORK/examples.db" --seed=1 --quiet >"$WORK/package.out" 2>&1); rc=$?
+  check package_run_exit0 test $rc -eq 0
+  check package_run_best grep -q "best: trial" package.out
+  check package_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state python_package SUCCEEDED)" -eq 8
+  check package_in_study_venv test -x "$EX/runs/python_package/venv/bin/python3"
+  check package_module_ran grep -q "^trial 1: learning_rate=" "$EX/runs/python_package/1/logs/chief-0.log"
+  check package_from_venv grep -q "^\$ $EX/runs/python_package/venv/bin/python3 -m pip install .* $EX/studies/python_package\$" \
+    "$EX/runs/python_package/venv/install.log"
+  rm -rf "$EX/runs/python_package"
+  # created here, resumed from elsewhere: the stored paths are absolute, and resume
+  # installs the package before the trials run
+  (cd "$EX" && "$TUNER" create studies/python_package.yaml --job-id=pkg_later \
+     --db="$WORK/examples.db" >/dev/null 2>&1)
+  (cd / && PATH="$WORK/pybin:$PATH" "$TUNER" resume pkg_later --db="$WORK/examples.db" \
+     --quiet >"$WORK/package_resume.out" 2>&1); rc=$?
+  check package_resume_exit0 test $rc -eq 0
+  check package_resume_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state pkg_later SUCCEEDED)" -eq 8
+  # a package pip cannot build: the run fails before anything is stored, with pip's words
+  mkdir -p broken_pkg
+  echo 'raise SystemExit("this setup.py is broken on purpose")' >broken_pkg/setup.py
+  cat >broken.yaml <<'YAML'
+trainingInput:
+  pythonModule: broken.task
+  packageUris: [broken_pkg]
+  hyperparameters:
+    params: [{parameterName: x, type: DOUBLE, minValue: 0, maxValue: 1}]
+YAML
+  err=$(PATH="$WORK/pybin:$PATH" "$TUNER" run broken.yaml --quiet 2>&1); rc=$?
+  check package_broken_exit1 test $rc -eq 1
+  check package_broken_says grep -q "installing trainingInput.packageUris (pip install) failed (exit status 1); its log (.*/runs/broken/venv/install.log) ends:" <<<"$err"
+  check package_broken_tail grep -q "this setup.py is broken on purpose" <<<"$err"
+  check package_broken_hint grep -q "^hint: " <<<"$err"
+  "$TUNER" show broken >/dev/null 2>&1; rc=$?
+  check package_broken_not_stored test $rc -eq 4
+fi
 
 # --- 20 trials of the real trainer, 2 in parallel, chief + 1 worker -------------------
 spec real CUSTOM '"workerCount": 1,' 20 2 "[\"trainer\", \"--max_train_examples=1000\",
@@ -605,6 +788,63 @@ check ask_exhausted_exit5 test $rc -eq 5
 "$TUNER" tell asktell 9 -0.709 >/dev/null 2>tell_neg.err; rc=$?
 check tell_negative_value test $rc -eq 0
 check tell_negative_best test "$("$TUNER" best asktell --format=json | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["number"], b["objective"])')" = "9 -0.709"
+
+# --- conditional parameters: only the active ones reach a trial and the tables ------
+# momentum exists only under sgd, nesterov only under momentum 0.9.
+cond_params='{"parameterName": "optimizer", "type": "CATEGORICAL", "categoricalValues": ["sgd", "adam"],
+   "conditionalParameterSpecs": [{"parentCategoricalValues": {"values": ["sgd"]}, "parameterSpec":
+     {"parameterName": "momentum", "type": "DISCRETE", "discreteValues": [0.5, 0.9],
+      "conditionalParameterSpecs": [{"parentDiscreteValues": {"values": [0.9]}, "parameterSpec":
+        {"parameterName": "nesterov", "type": "CATEGORICAL", "categoricalValues": ["no", "yes"]}}]}}]},
+  {"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}'
+cat >argv.sh <<'SH'
+#!/bin/sh
+for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done
+echo "$@" > "$d/argv"
+echo '{"score": "1"}' > "$CLOUD_ML_HP_METRIC_FILE"
+SH
+chmod +x argv.sh
+spec cond BASIC "" 8 2 "[\"$WORK/argv.sh\"]" "" "$cond_params"
+"$TUNER" run cond.json --seed=3 --quiet >cond.out 2>&1
+check cond_run_exit0 test $? -eq 0
+check cond_flags_active_only python3 -c '
+import glob, sys
+argvs = [open(f).read().split() for f in glob.glob("runs/cond/*/argv")]
+if len(argvs) != 8: sys.exit("%d trials ran" % len(argvs))
+for a in argvs:
+    flags = {f.split("=")[0] for f in a}
+    sgd = "--optimizer=sgd" in a
+    if ("--momentum" in flags) != sgd: sys.exit("momentum flag and optimizer disagree: %s" % a)
+    if ("--nesterov" in flags) != ("--momentum=0.9" in a): sys.exit("nesterov flag: %s" % a)
+    if "--x" not in flags: sys.exit("x missing: %s" % a)'
+check cond_csv_empty_cells python3 -c '
+import csv, sys
+rows = list(csv.DictReader(sys.stdin))
+if len(rows) != 8: sys.exit("%d rows" % len(rows))
+for r in rows:
+    if (r["momentum"] != "") != (r["optimizer"] == "sgd"): sys.exit("row %s" % r)
+    if (r["nesterov"] != "") != (r["momentum"] == "0.9"): sys.exit("row %s" % r)' \
+  <<<"$("$TUNER" trials cond --format=csv)"
+check cond_json_absent python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if ("momentum" in t["params"]) != (t["params"]["optimizer"] == "sgd"): sys.exit(str(t))' \
+  <<<"$("$TUNER" trials cond --format=json)"
+# ask/tell on the grid of the tree: (sgd: 0.5, 0.9 no, 0.9 yes; adam) * x in {0, 1}
+# = 8 points, each once, then exhausted
+sed -e 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' -e 's/"jobId": "cond"/"jobId": "condgrid"/' \
+    -e 's/"type": "DOUBLE", "minValue": 0, "maxValue": 1/"type": "INTEGER", "minValue": 0, "maxValue": 1/' \
+    cond.json >condgrid.json
+"$TUNER" create condgrid.json >/dev/null
+for i in 1 2 3 4 5 6 7 8; do "$TUNER" ask condgrid >"cask$i.json" && "$TUNER" tell condgrid "$i" "0.$i" >/dev/null; done
+err=$("$TUNER" ask condgrid 2>&1); rc=$?
+check cond_grid_exhausted_exit5 test $rc -eq 5
+check cond_grid_each_once python3 -c '
+import json, sys
+pts = [json.dumps(json.load(open("cask%d.json" % i))["parameters"], sort_keys=True) for i in range(1, 9)]
+if len(set(pts)) != 8: sys.exit("repeated: %s" % pts)
+if sum("momentum" in p for p in pts) != 6: sys.exit("momentum in %s" % pts)'
+check cond_trials_table grep -q "^ *8  SUCCEEDED  *0.8  adam  *1 " <<<"$("$TUNER" trials condgrid)"
 
 # --- read commands --------------------------------------------------------------
 out=$("$TUNER" list)

@@ -1595,9 +1595,11 @@
     if (S.best && S.best.trial === t.number) c.value.setAttribute('title', 'best so far'); else c.value.removeAttribute('title');
     columns.forEach(function (col) {
       if (!col.param) return;
-      var v = t.params ? t.params[col.param] : null, txt = fmtParam(v);
+      var v = t.params ? t.params[col.param] : null;
+      var inactive = t.params && !(col.param in t.params); /* a conditional parameter this trial does not have */
+      var txt = inactive ? '' : fmtParam(v);
       setText(c[col.key], txt);
-      c[col.key].setAttribute('title', txt);
+      c[col.key].setAttribute('title', inactive ? 'inactive for this trial' : txt);
     });
     setText(c.last_step, t.last_step == null ? '–' : fmtNum(t.last_step));
     setText(c.duration, fmtDur(liveDuration(t)));

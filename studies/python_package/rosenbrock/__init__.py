@@ -1,0 +1,2 @@
+"""An example trial package: rosenbrock.task tunes gradient descent on Rosenbrock's
+function (see task.py)."""

@@ -1,0 +1,164 @@
+/*
+ * package.c — a pythonModule's packages installed as AI Platform installs them (see
+ * package.h; docs/spec.md, "pythonModule and packageUris").
+ *
+ * Two commands, each started by the executor's ex_spawn (the tuner itself never
+ * forks) with its output appended to JOB_DIR/venv/install.log and waited for: `python3
+ * -m venv --system-site-packages --without-pip` when the environment is not there yet
+ * (the machine's pip, seen through the system site, installs into it), then `python
+ * -m pip install --no-build-isolation PATH...` with the packages' absolute paths (a
+ * bare relative name would be read by pip as a project on its index). A failure is
+ * told with the end of what that command wrote and a hint for the usual causes.
+ */
+#include "tuner/package.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "executor/contract.h"
+
+extern char **environ;
+
+#define TAIL_LINES 12      /* of pip's output in a failure's message */
+#define TAIL_BYTES 2048
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+int pkg_check_uri(const char *uri, int check_files, char *err, size_t errlen) {
+    static const char *const ARCHIVES[] = {".tar.gz", ".tgz", ".tar.bz2", ".zip", ".whl"};
+    if (!uri[0])
+        return tn_error(err, errlen, TN_EINVAL, "must not be empty (the path of a package)");
+    if (strstr(uri, "://") || !strncmp(uri, "gs:", 3))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "\"%.200s\" cannot be reached from here: give the path of the package "
+                        "on this machine (a folder with setup.py or pyproject.toml, an sdist "
+                        ".tar.gz or a wheel), after copying it here (gsutil cp)", uri);
+    if (!check_files) return 0;
+    struct stat sb;
+    if (stat(uri, &sb) != 0)
+        return tn_error(err, errlen, TN_EINVAL, "\"%.200s\": %s (relative paths are from the "
+                        "current folder)", uri, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) {
+        char path[PATH_MAX];
+        static const char *const PROJECT[] = {"setup.py", "pyproject.toml"};
+        for (size_t i = 0; i < sizeof PROJECT / sizeof *PROJECT; i++) {
+            snprintf(path, sizeof path, "%s/%s", uri, PROJECT[i]);
+            if (access(path, F_OK) == 0) return 0;
+        }
+        return tn_error(err, errlen, TN_EINVAL, "\"%.200s\" is a folder without setup.py or "
+                        "pyproject.toml: not a package pip can install", uri);
+    }
+    if (S_ISREG(sb.st_mode))
+        for (size_t i = 0; i < sizeof ARCHIVES / sizeof *ARCHIVES; i++)
+            if (ends_with(uri, ARCHIVES[i])) return 0;
+    return tn_error(err, errlen, TN_EINVAL, "\"%.200s\" is not a package: expected a folder "
+                    "with setup.py or pyproject.toml, an sdist (.tar.gz, .zip) or a wheel "
+                    "(.whl)", uri);
+}
+
+/* Runs argv with its output appended to log and waits for it; `what` names it in a
+ * failure's message. Returns 0 when it exits 0. */
+static int run_logged(char *const *argv, const char *log, const char *what, char *err,
+                      size_t errlen) {
+    FILE *f = fopen(log, "a"); /* the command line, for whoever reads the log */
+    if (!f) return tn_error(err, errlen, TN_EIO, "cannot open %s: %s", log, strerror(errno));
+    fputs("$", f);
+    for (size_t i = 0; argv[i]; i++) fprintf(f, " %s", argv[i]);
+    fputc('\n', f);
+    fclose(f);
+    ex_run_mark mark;
+    ex_run_mark_take(log, NULL, &mark);
+    pid_t pid;
+    int rc = ex_spawn(argv, environ, log, &pid, err, errlen);
+    if (rc) return rc == EX_ENOEXEC ? TN_EINVAL : rc;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return tn_error(err, errlen, TN_EIO, "waitpid: %s", strerror(errno));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    char how[96];
+    ex_describe_status(status, how, sizeof how);
+    char *tail = ex_log_tail(log, &mark, TAIL_LINES, TAIL_BYTES);
+    char *head = tn_xasprintf("%s failed (%s)", what, how);
+    char *msg = ex_failure_message(head, log, tail);
+    const char *hint =
+        strstr(tail, "No module named pip")
+            ? "install pip for python3 (Debian: apt-get install python3-pip)"
+        : strstr(tail, "bdist_wheel") || strstr(tail, "No module named 'wheel'") ||
+                strstr(tail, "No module named 'setuptools'")
+            ? "pip builds the packages with this machine's setuptools and wheel "
+              "(--no-build-isolation): install them (Debian: apt-get install "
+              "python3-setuptools python3-wheel)"
+            : "fix the package, or install on this machine what it requires; the whole "
+              "output is in the log";
+    rc = tn_error(err, errlen, TN_EIO, "%s\nhint: %s", msg, hint);
+    free(msg);
+    free(head);
+    free(tail);
+    return rc;
+}
+
+int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
+    json_t *uris = json_object_get(spec->training_input, "packageUris");
+    if (!spec->python_module || !json_is_array(uris) || json_array_size(uris) == 0) return 0;
+    size_t n = json_array_size(uris);
+    char *dir = tn_xasprintf("%s/venv", spec->job_dir);
+    char *python = tn_xasprintf("%s/bin/python3", dir);
+    char *logpath = tn_xasprintf("%s/install.log", dir);
+    char **argv = tn_xcalloc(n + 10, sizeof *argv);
+    int rc = ex_make_dirs(dir, err, errlen);
+    for (size_t i = 0; i < n && rc == 0; i++) { /* absolute: a bare name is an index's */
+        const char *u = json_string_value(json_array_get(uris, i));
+        char abs[PATH_MAX];
+        if (!u || !realpath(u, abs))
+            rc = tn_error(err, errlen, TN_EINVAL, "trainingInput.packageUris[%zu]: \"%.200s\": "
+                          "%s", i, u ? u : "", u ? strerror(errno) : "not a string");
+        else
+            argv[8 + i] = tn_xstrdup(abs);
+    }
+    if (rc == 0 && access(python, X_OK) != 0) {
+        if (log) fprintf(log, "%s: making the Python environment %s\n", spec->job_id, dir);
+        char *venv[] = {"python3", "-m", "venv", "--system-site-packages", "--without-pip",
+                        dir, NULL};
+        rc = run_logged(venv, logpath, "making the study's Python environment "
+                                       "(python3 -m venv)", err, errlen);
+    }
+    if (rc == 0) {
+        if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, n,
+                         n == 1 ? "" : "s", logpath);
+        const char *head[] = {python, "-m", "pip", "install", "--no-build-isolation",
+                              "--no-input", "--disable-pip-version-check",
+                              "--no-warn-script-location"};
+        for (size_t i = 0; i < 8; i++) argv[i] = tn_xstrdup(head[i]);
+        rc = run_logged(argv, logpath, "installing trainingInput.packageUris (pip install)",
+                        err, errlen);
+    }
+    if (rc == 0) { /* each replica runs the environment's python3 -m MODULE */
+        for (size_t i = 0; i < spec->ncommand; i++) free(spec->command[i]);
+        free(spec->command);
+        spec->command = tn_xcalloc(4, sizeof *spec->command);
+        spec->command[0] = python;
+        spec->command[1] = tn_xstrdup("-m");
+        spec->command[2] = spec->python_module;
+        spec->ncommand = 3;
+        spec->python_module = NULL;
+        python = NULL;
+    }
+    for (size_t i = 0; i < n + 8; i++) free(argv[i]);
+    free(argv);
+    free(logpath);
+    free(python);
+    free(dir);
+    return rc;
+}
