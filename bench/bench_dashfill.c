@@ -65,8 +65,7 @@ static int fill_txn(st_store *st, void *arg) {
         if (rc) break;
         st_trial t;
         if ((rc = st_trial_get(st, f->study, number, &t, f->err, sizeof f->err))) break;
-        free(t.state);
-        t.state = tn_xstrdup(ST_TRIAL_SUCCEEDED);
+        t.state = ST_TRIAL_SUCCEEDED;
         t.has_objective = 1;
         t.objective = score;
         t.started = t0 + (double)i * 2;

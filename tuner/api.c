@@ -34,10 +34,6 @@
 #define API_MAX_LINES 5000       /* the most log lines */
 #define API_TAIL_MAX_BYTES (4 << 20) /* the most of a log read for one reply */
 
-/* Trial states, in st_trial_counts order (bit i of a state mask is states[i]). */
-static const char *const states[6] = {ST_TRIAL_PENDING,   ST_TRIAL_RUNNING, ST_TRIAL_SUCCEEDED,
-                                      ST_TRIAL_FAILED,    ST_TRIAL_STOPPED, ST_TRIAL_CANCELLED};
-
 /* ---------------------------------------------------------------------------------
  * Buffers and JSON text
  * --------------------------------------------------------------------------------- */
@@ -485,17 +481,18 @@ static const char *goal_name(int goal) { return goal == SPEC_MINIMIZE ? "MINIMIZ
  * the best trial. 0, or negative with the message in err. */
 static int study_entry(st_store *st, const study_ref *s, json_t **out, char *err,
                        size_t errlen) {
-    int64_t counts[6];
+    int64_t counts[ST_TRIAL_NSTATES];
     int rc = st_trial_counts(st, s->row.id, counts, err, errlen);
     if (rc) return rc;
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(s->row.id));
     json_object_set_new(o, "name", json_string(s->row.name));
-    json_object_set_new(o, "state", json_string(s->row.state));
+    json_object_set_new(o, "state", json_string(st_study_state_name(s->row.state)));
     json_object_set_new(o, "created", json_real(s->row.created));
     json_object_set_new(o, "updated", json_real(s->row.updated));
     json_t *c = json_object();
-    for (int i = 0; i < 6; i++) json_object_set_new(c, states[i], json_integer(counts[i]));
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++)
+        json_object_set_new(c, st_trial_state_names[i], json_integer(counts[i]));
     json_object_set_new(o, "counts", c);
     json_object_set_new(o, "max_trials",
                         s->have_spec ? json_integer(s->spec.max_trials) : json_null());
@@ -642,7 +639,7 @@ static int study_read(st_store *st, void *arg) {
     int64_t active = 0;
     if ((rc = st_trial_span(st, c->s.row.id, &first, &last, &active, c->err, sizeof c->err)))
         return rc;
-    double end = active > 0 && !strcmp(c->s.row.state, ST_STUDY_RUNNING) ? c->now : last;
+    double end = active > 0 && c->s.row.state == ST_STUDY_RUNNING ? c->now : last;
     double elapsed = first > 0 && end > first ? end - first : 0;
     json_object_set_new(o, "elapsed", json_real(round(elapsed * 1000) / 1000));
     json_object_set_new(o, "error", c->s.row.error ? json_string(c->s.row.error) : json_null());
@@ -678,7 +675,7 @@ static json_t *time_json(double t) { return t > 0 ? json_real(t) : json_null(); 
 static json_t *trial_json(const st_trial *t, double now) {
     json_t *o = json_object();
     json_object_set_new(o, "number", json_integer(t->number));
-    json_object_set_new(o, "state", json_string(t->state));
+    json_object_set_new(o, "state", json_string(st_trial_state_name(t->state)));
     json_t *params = t->params ? json_loads(t->params, 0, NULL) : NULL;
     if (!json_is_object(params)) {
         json_decref(params);
@@ -692,7 +689,7 @@ static json_t *trial_json(const st_trial *t, double now) {
     json_t *duration = json_null();
     if (t->started > 0 && t->finished > 0)
         duration = json_real(round((t->finished - t->started) * 1000) / 1000);
-    else if (t->started > 0 && !strcmp(t->state, ST_TRIAL_RUNNING))
+    else if (t->started > 0 && t->state == ST_TRIAL_RUNNING)
         duration = json_real(round((now - t->started) * 1000) / 1000);
     json_object_set_new(o, "duration", duration);
     json_object_set_new(o, "attempts", json_integer(t->attempts));
@@ -719,8 +716,10 @@ static int parse_states(const char *text, unsigned *mask) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         int found = -1;
-        for (int i = 0; i < 6; i++)
-            if (len == strlen(states[i]) && !strncasecmp(p, states[i], len)) found = i;
+        for (int i = 0; i < ST_TRIAL_NSTATES; i++)
+            if (len == strlen(st_trial_state_names[i]) &&
+                !strncasecmp(p, st_trial_state_names[i], len))
+                found = i;
         if (found < 0) return -1;
         *mask |= 1u << found;
         if (!comma) return 0;
@@ -1182,7 +1181,7 @@ typedef struct curves_ctx {
     study_ref s;
     api_buf *out;            /* the reply being written */
     int64_t *numbers;        /* (ntrials) every trial's number, in order */
-    char **tstates;          /* (ntrials) and state */
+    st_trial_state *tstates; /* (ntrials) and state */
     size_t ntrials, cap;
     size_t next;             /* the next trial of numbers[] to write */
     int64_t trial;           /* the trial whose points are being gathered, or 0 */
@@ -1198,7 +1197,7 @@ typedef struct curves_ctx {
     char err[1024];
 } curves_ctx;
 
-static void curves_state(void *arg, int64_t number, const char *state) {
+static void curves_state(void *arg, int64_t number, st_trial_state state) {
     curves_ctx *c = arg;
     if (c->ntrials == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
@@ -1206,7 +1205,7 @@ static void curves_state(void *arg, int64_t number, const char *state) {
         c->tstates = tn_xrealloc(c->tstates, c->cap * sizeof *c->tstates);
     }
     c->numbers[c->ntrials] = number;
-    c->tstates[c->ntrials++] = tn_xstrdup(state);
+    c->tstates[c->ntrials++] = state;
 }
 
 /* By step, then from the point that counts least to the one that counts: attempt,
@@ -1224,7 +1223,8 @@ static void curve_write(curves_ctx *c, size_t i, int with_points) {
     api_buf *b = c->out;
     api_buf_printf(b, "%s{\"trial\":%lld,\"state\":", c->written++ ? "," : "",
                    (long long)c->numbers[i]);
-    api_buf_json_string(b, c->tstates[i], strlen(c->tstates[i]));
+    const char *state = st_trial_state_name(c->tstates[i]);
+    api_buf_json_string(b, state, strlen(state));
     api_buf_str(b, ",\"points\":[");
     if (with_points && c->npts) {
         int rep = c->chief_rep >= 0 ? c->chief_rep : c->first_rep;
@@ -1311,7 +1311,6 @@ void api_curves(st_store *st, const char *id, api_reply *r) {
         study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
     else
         r->status = 200;
-    for (size_t i = 0; i < c.ntrials; i++) free(c.tstates[i]);
     free(c.tstates);
     free(c.numbers);
     free(c.pts);
@@ -1324,7 +1323,8 @@ void api_curves(st_store *st, const char *id, api_reply *r) {
 
 void api_cancel(st_store *st, const char *id, api_reply *r) {
     study_ref s;
-    char err[1024] = "", was[32] = "";
+    char err[1024] = "";
+    st_study_state was = ST_STUDY_CREATED;
     int rc = find_study(st, id, &s, err, sizeof err);
     if (rc) {
         study_error(r, rc, id, err);
@@ -1337,14 +1337,16 @@ void api_cancel(st_store *st, const char *id, api_reply *r) {
         study_ref_clear(&s);
         return;
     }
-    rc = st_study_cancel(st, s.row.id, was, sizeof was, err, sizeof err);
+    rc = st_study_cancel(st, s.row.id, &was, err, sizeof err);
     if (rc) {
         study_error(r, rc, id, err);
-    } else if (!strcmp(was, ST_STUDY_SUCCEEDED) || !strcmp(was, ST_STUDY_FAILED)) {
+    } else if (was == ST_STUDY_SUCCEEDED || was == ST_STUDY_FAILED) {
         api_error(r, 409, "a finished study cannot be cancelled",
-                  "study %s already finished (%s): nothing to cancel", s.row.name, was);
+                  "study %s already finished (%s): nothing to cancel", s.row.name,
+                  st_study_state_name(was));
     } else {
-        reply_json(r, 202, json_pack("{ssss}", "study", s.row.name, "state", ST_STUDY_CANCELLED));
+        reply_json(r, 202, json_pack("{ssss}", "study", s.row.name, "state",
+                                     st_study_state_name(ST_STUDY_CANCELLED)));
     }
     study_ref_clear(&s);
 }
@@ -1391,8 +1393,8 @@ static int watch_read(st_store *st, void *arg) {
     api_cursor head;
     rc = st_study_cursor(st, s.row.id, &head.trials, &head.measurements, c->err, sizeof c->err);
     if (rc == 0 && (c->id || head.trials != w->head.trials ||
-                    head.measurements != w->head.measurements || !w->state ||
-                    strcmp(w->state, s.row.state) != 0 || w->updated != s.row.updated)) {
+                    head.measurements != w->head.measurements ||
+                    w->state != (int)s.row.state || w->updated != s.row.updated)) {
         if (!c->id) parse_spec(&s);
         json_t *e = NULL;
         rc = study_entry(st, &s, &e, c->err, sizeof c->err);
@@ -1403,8 +1405,7 @@ static int watch_read(st_store *st, void *arg) {
             free(w->entry);
             w->entry = b.data;
             w->head = head;
-            free(w->state);
-            w->state = tn_xstrdup(s.row.state);
+            w->state = (int)s.row.state;
             w->updated = s.row.updated;
             w->version++;
             c->changed = 1;
@@ -1421,6 +1422,7 @@ static int watch_read(st_store *st, void *arg) {
 
 int api_watch_open(st_store *st, const char *id, api_watch *w, api_reply *r) {
     memset(w, 0, sizeof *w);
+    w->state = -1;
     watch_ctx c = {.w = w, .id = id};
     char err[1024] = "";
     int rc = st_read(st, watch_read, &c, err, sizeof err);
@@ -1444,7 +1446,6 @@ void api_watch_clear(api_watch *w) {
     if (!w) return;
     free(w->name);
     free(w->metric);
-    free(w->state);
     free(w->entry);
     memset(w, 0, sizeof *w);
 }

@@ -128,7 +128,8 @@ typedef struct api_watch {
     char *name;           /* its name (yours, freed by api_watch_clear) */
     char *metric;         /* its hyperparameterMetricTag ("" when the spec does not parse) */
     api_cursor head;      /* the newest numbers in the store at the last api_watch_poll */
-    char *state;          /* the study's state and updated time at that poll */
+    int state;            /* the study's st_study_state and updated time at that poll
+                             (state -1 before the first) */
     double updated;
     char *entry;          /* the study's list entry as JSON (the data of `study` events) */
     uint64_t version;     /* bumped whenever head, state or updated changed */

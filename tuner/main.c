@@ -398,7 +398,7 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         fprintf(stderr,
                 "tuner: error: a study named %s already exists in %s (%s)\nhint: `tuner resume "
                 "%s` carries it on; for a new study change jobId\n",
-                spec.job_id, env->db, study.state, spec.job_id);
+                spec.job_id, env->db, st_study_state_name(study.state), spec.job_id);
         exit_code = TUNER_EXIT_USAGE;
         goto done;
     }
@@ -504,7 +504,7 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         exit_code = TUNER_EXIT_USAGE;
     }
     if (exit_code < 0) {
-        if (!strcmp(study.state, ST_STUDY_SUCCEEDED)) {
+        if (study.state == ST_STUDY_SUCCEEDED) {
             printf("study %s is already complete\n", study.name);
             exit_code = TUNER_EXIT_OK;
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
@@ -648,11 +648,9 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
     st_study study = {0};
     tn_spec spec = {0};
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
-    if (exit_code < 0 && (!strcmp(study.state, ST_STUDY_CANCELLED) ||
-                          !strcmp(study.state, ST_STUDY_FAILED) ||
-                          !strcmp(study.state, ST_STUDY_SUCCEEDED))) {
+    if (exit_code < 0 && st_study_state_final(study.state)) {
         fprintf(stderr, "tuner: error: study %s is %s: it hands out no more trials\n", study.name,
-                study.state);
+                st_study_state_name(study.state));
         exit_code = TUNER_EXIT_EXHAUSTED;
     }
     if (exit_code < 0) {

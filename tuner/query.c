@@ -226,31 +226,14 @@ static int report_open(const cli_env *env, const char *name, report *r) {
 
 /* ---- trials ---- */
 
-/* Trial states in st_trial_counts order. */
-static const char *const trial_states[6] = {ST_TRIAL_PENDING,   ST_TRIAL_RUNNING,
-                                            ST_TRIAL_SUCCEEDED, ST_TRIAL_FAILED,
-                                            ST_TRIAL_STOPPED,   ST_TRIAL_CANCELLED};
-enum { C_PENDING, C_RUNNING, C_SUCCEEDED, C_FAILED, C_STOPPED, C_CANCELLED };
-
-static void count_trials(const st_trial *t, size_t n, int64_t counts[6]) {
-    for (int s = 0; s < 6; s++) counts[s] = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int s = 0; s < 6; s++)
-            if (!strcmp(t[i].state, trial_states[s])) counts[s]++;
-}
-
-/* The data-only columns "pending", "running", ... of the counts, in count order. */
+/* The data-only columns "pending", "running", ... of the counts, in state order. */
 static void count_columns(out_table *t) {
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) {
         char key[16];
-        snprintf(key, sizeof key, "%s", trial_states[i]);
+        snprintf(key, sizeof key, "%s", st_trial_state_names[i]);
         for (char *k = key; *k; k++) *k = (char)(*k - 'A' + 'a');
         out_column(t, key, NULL, OUT_DATA_ONLY);
     }
-}
-
-static int trial_active(const char *state) {
-    return !strcmp(state, ST_TRIAL_PENDING) || !strcmp(state, ST_TRIAL_RUNNING);
 }
 
 
@@ -353,20 +336,24 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
     tn_spec spec;
     int have_spec = parse_spec(s, &spec, err, sizeof err) == 0;
     if (!have_spec) fprintf(stderr, "tuner: warning: %s\n", err);
-    int64_t c[6];
-    count_trials(trials, n, c);
+    int64_t c[ST_TRIAL_NSTATES];
+    if (st_trial_counts(st, s->id, c, err, sizeof err) != 0) {
+        st_trials_free(trials, n);
+        *rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        return;
+    }
     long b = have_spec ? study_best_index(trials, n, spec.goal) : -1;
 
     out_row(t);
     out_str(t, s->name);
-    out_str(t, s->state);
+    out_str(t, st_study_state_name(s->state));
     char max[24] = "?";
     if (have_spec) snprintf(max, sizeof max, "%d", spec.max_trials);
     snprintf(text, sizeof text, "%zu/%s (%lld ok, %lld failed, %lld running)", n, max,
-             (long long)c[C_SUCCEEDED], (long long)c[C_FAILED],
-             (long long)(c[C_RUNNING] + c[C_PENDING]));
+             (long long)c[ST_TRIAL_SUCCEEDED], (long long)c[ST_TRIAL_FAILED],
+             (long long)(c[ST_TRIAL_RUNNING] + c[ST_TRIAL_PENDING]));
     out_str(t, text);
-    for (int i = 0; i < 6; i++) out_int(t, c[i]);
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) out_int(t, c[i]);
     out_int(t, (int64_t)n);
     if (have_spec)
         out_int(t, spec.max_trials);
@@ -444,16 +431,20 @@ static const cmd_def show_def = {
     0};
 
 /* "6 of 20: 3 succeeded, 1 failed, 2 running" (states with no trials left out). */
-static void trials_summary(const int64_t c[6], int max_trials, char *buf, size_t len) {
+static void trials_summary(const int64_t c[ST_TRIAL_NSTATES], int max_trials, char *buf,
+                           size_t len) {
     int64_t total = 0;
-    for (int i = 0; i < 6; i++) total += c[i];
-    static const int order[6] = {C_SUCCEEDED, C_FAILED, C_RUNNING,
-                                 C_PENDING,   C_STOPPED, C_CANCELLED};
-    static const char *const words[6] = {"pending", "running", "succeeded",
-                                         "failed", "stopped early", "cancelled"};
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) total += c[i];
+    static const st_trial_state order[ST_TRIAL_NSTATES] = {
+        ST_TRIAL_SUCCEEDED, ST_TRIAL_FAILED,  ST_TRIAL_RUNNING,
+        ST_TRIAL_PENDING,   ST_TRIAL_STOPPED, ST_TRIAL_CANCELLED};
+    static const char *const words[ST_TRIAL_NSTATES] = {
+        [ST_TRIAL_PENDING] = "pending", [ST_TRIAL_RUNNING] = "running",
+        [ST_TRIAL_SUCCEEDED] = "succeeded", [ST_TRIAL_FAILED] = "failed",
+        [ST_TRIAL_STOPPED] = "stopped early", [ST_TRIAL_CANCELLED] = "cancelled"};
     size_t used = (size_t)snprintf(buf, len, "%lld of %d", (long long)total, max_trials);
     int first = 1;
-    for (int k = 0; k < 6 && used < len; k++) {
+    for (int k = 0; k < ST_TRIAL_NSTATES && used < len; k++) {
         int i = order[k];
         if (!c[i]) continue;
         used += (size_t)snprintf(buf + used, len - used, "%s%lld %s", first ? ": " : ", ",
@@ -476,7 +467,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
     out_table *t = NULL;
     char err[1024], text[256];
-    int64_t c[6];
+    int64_t c[ST_TRIAL_NSTATES];
     if (st_trial_counts(r.st, r.study.id, c, err, sizeof err) != 0) {
         rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
@@ -508,7 +499,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
 
     out_row(t);
     out_str(t, r.study.name);
-    out_str(t, r.study.state);
+    out_str(t, st_study_state_name(r.study.state));
     out_str(t, r.study.error && r.study.error[0] ? r.study.error : NULL);
     out_str(t, goal_name(r.spec.goal));
     out_str(t, r.spec.metric_tag);
@@ -518,7 +509,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     out_int(t, r.spec.max_failed_trials);
     trials_summary(c, r.spec.max_trials, text, sizeof text);
     out_str(t, text);
-    for (int i = 0; i < 6; i++) out_int(t, c[i]);
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) out_int(t, c[i]);
     if (b >= 0) {
         out_int(t, r.trials[b].number);
         out_num(t, r.trials[b].objective);
@@ -629,21 +620,20 @@ static const cmd_def trials_def = {
     1,
     1};
 
-/* Checks a --state value (any case) and writes its canonical form to *state. Returns
+/* Checks a --state value (any case) and writes the state it names to *state. Returns
  * CONTINUE or the usage exit code. */
-static int parse_state(const char *value, const char **state) {
+static int parse_state(const char *value, int *state) {
     char up[32];
     size_t i = 0;
     for (; value[i] && i + 1 < sizeof up; i++)
         up[i] = (char)(value[i] >= 'a' && value[i] <= 'z' ? value[i] - 'a' + 'A' : value[i]);
     up[i] = '\0';
-    for (int s = 0; s < 6; s++) {
-        if (!value[i] && !strcmp(up, trial_states[s])) {
-            *state = trial_states[s];
-            return CONTINUE;
-        }
+    int s = value[i] ? -1 : st_trial_state_parse(up);
+    if (s >= 0) {
+        *state = s;
+        return CONTINUE;
     }
-    const char *near = tn_closest(up, trial_states, 6);
+    const char *near = tn_closest(up, st_trial_state_names, ST_TRIAL_NSTATES);
     return fail(TUNER_EXIT_USAGE,
                 "the states are PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED and CANCELLED",
                 "--state: unknown trial state '%s'%s%s%s", value, near ? " (did you mean " : "",
@@ -778,7 +768,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
          "with TRIAL: only this replica's measurements (chief, worker:1, ...)"},
     };
     int pos[MAX_POSITIONAL], format = CLI_TABLE;
-    const char *only = NULL;
+    int only = -1; /* a st_trial_state, or -1: every state */
     int rc = parse_args(&trials_def, flags, NFLAGS(flags), argc, argv, pos);
     if (rc != CONTINUE) return rc;
     if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
@@ -818,10 +808,10 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
     double now = wall_clock();
     for (size_t i = 0; i < r.n; i++) {
         const st_trial *tr = &r.trials[i];
-        if (only && strcmp(tr->state, only) != 0) continue;
+        if (only >= 0 && (int)tr->state != only) continue;
         out_row(t);
         out_int(t, tr->number);
-        out_str(t, tr->state);
+        out_str(t, st_trial_state_name(tr->state));
         if (tr->has_objective)
             out_num(t, tr->objective);
         else
@@ -844,8 +834,9 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
         out_str(t, tr->error && tr->error[0] ? tr->error : NULL);
         out_str(t, tr->executor_job);
     }
-    if (only)
-        snprintf(empty, sizeof empty, "study %s has no %s trials", r.study.name, only);
+    if (only >= 0)
+        snprintf(empty, sizeof empty, "study %s has no %s trials", r.study.name,
+                 st_trial_state_names[only]);
     else
         snprintf(empty, sizeof empty, "study %s has no trials yet", r.study.name);
     rc = print_rows(t, format, empty, 0);
@@ -942,7 +933,7 @@ static int missing_log(const char *path, const char *dir, const tn_spec *spec,
                      "study %s is driven by 'tuner ask' and 'tuner tell': its trials run "
                      "elsewhere and keep no logs here",
                      spec->job_id);
-        else if (trial_active(trial->state) && trial->started == 0)
+        else if (!st_trial_state_final(trial->state) && trial->started == 0)
             snprintf(hint, sizeof hint, "trial %lld has not started yet; --follow waits for it",
                      (long long)trial->number);
         else if (spec->job_dir[0] != '/')
@@ -952,7 +943,7 @@ static int missing_log(const char *path, const char *dir, const tn_spec *spec,
                      spec->job_dir);
         else
             snprintf(hint, sizeof hint, "trial %lld wrote no logs (it is %s)",
-                     (long long)trial->number, trial->state);
+                     (long long)trial->number, st_trial_state_name(trial->state));
         if (e == ENOENT)
             return fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s: the folder %s does not exist",
                         path, dir);
@@ -1029,7 +1020,7 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
     int rc = TUNER_EXIT_OK;
     int asktell = spec->ncommand == 0 && !spec->python_module; /* no logs will come */
     for (;;) {
-        int active = trial_active(trial->state);
+        int active = !st_trial_state_final(trial->state);
         if (!in) { /* never blocks: a replica may have made its log a FIFO */
             int fd = tn_open_regular(path, "log", err, sizeof err);
             if (fd >= 0 && !(in = fdopen(fd, "rb"))) close(fd);
@@ -1162,24 +1153,25 @@ int cmd_cancel(int argc, char **argv, const cli_env *env) {
     /* one transaction reads the state and sets CANCELLED, so a `run` finishing at the
      * same moment cannot be overwritten */
     st_study s;
-    char err[512] = "", was[32] = "";
+    char err[512] = "";
+    st_study_state was = ST_STUDY_CREATED;
     int got = st_study_get(st, name, &s, err, sizeof err);
     if (got == 0) {
-        got = st_study_cancel(st, s.id, was, sizeof was, err, sizeof err);
+        got = st_study_cancel(st, s.id, &was, err, sizeof err);
         st_study_clear(&s);
     }
     if (got < 0) {
         rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
     } else if (got == 1) {
         rc = no_study(path, name, 0);
-    } else if (!strcmp(was, ST_STUDY_CANCELLED)) {
+    } else if (was == ST_STUDY_CANCELLED) {
         printf("study %s is already cancelled\n", name);
         rc = TUNER_EXIT_OK;
-    } else if (!strcmp(was, ST_STUDY_SUCCEEDED) || !strcmp(was, ST_STUDY_FAILED)) {
+    } else if (st_study_state_final(was)) { /* SUCCEEDED or FAILED */
         char hint[300];
         snprintf(hint, sizeof hint, "see its outcome with 'tuner show %s'", name);
         rc = fail(TUNER_EXIT_USAGE, hint, "study %s already finished (%s): nothing to cancel",
-                  name, was);
+                  name, st_study_state_name(was));
     } else {
         printf("cancelled study %s\n", name);
         rc = TUNER_EXIT_OK;

@@ -159,7 +159,7 @@ enum query {
 #define TRIAL_COLUMNS_STEP                                                               \
     TRIAL_COLUMNS ", (SELECT MAX(m.step) FROM measurements m "                          \
                   "WHERE m.study_id = trials.study_id AND m.trial = trials.number)"
-/* The bit of a trial's state in a st_trial_page state mask (bit i: trial_states[i]). */
+/* The bit of a trial's state in a st_trial_page state mask (1 << st_trial_state). */
 #define STATE_BIT                                                                        \
     "(CASE state WHEN 'PENDING' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'SUCCEEDED' THEN 4 "   \
     "WHEN 'FAILED' THEN 8 WHEN 'STOPPED' THEN 16 WHEN 'CANCELLED' THEN 32 ELSE 0 END)"
@@ -284,19 +284,45 @@ static const char *why_unwritable(const char *path, char *buf, size_t len) {
     return buf;
 }
 
-static const char *const study_states[] = {ST_STUDY_CREATED,   ST_STUDY_RUNNING,
-                                           ST_STUDY_STOPPED,   ST_STUDY_SUCCEEDED,
-                                           ST_STUDY_FAILED,    ST_STUDY_CANCELLED};
-/* In the order of st_trial_counts. */
-static const char *const trial_states[] = {ST_TRIAL_PENDING, ST_TRIAL_RUNNING,
-                                           ST_TRIAL_SUCCEEDED, ST_TRIAL_FAILED,
-                                           ST_TRIAL_STOPPED, ST_TRIAL_CANCELLED};
+const char *const st_study_state_names[ST_STUDY_NSTATES] = {
+    [ST_STUDY_CREATED] = "CREATED",     [ST_STUDY_RUNNING] = "RUNNING",
+    [ST_STUDY_STOPPED] = "STOPPED",     [ST_STUDY_SUCCEEDED] = "SUCCEEDED",
+    [ST_STUDY_FAILED] = "FAILED",       [ST_STUDY_CANCELLED] = "CANCELLED"};
+const char *const st_trial_state_names[ST_TRIAL_NSTATES] = {
+    [ST_TRIAL_PENDING] = "PENDING",     [ST_TRIAL_RUNNING] = "RUNNING",
+    [ST_TRIAL_SUCCEEDED] = "SUCCEEDED", [ST_TRIAL_FAILED] = "FAILED",
+    [ST_TRIAL_STOPPED] = "STOPPED",     [ST_TRIAL_CANCELLED] = "CANCELLED"};
 
-/* The index of state in list (n entries), or -1. */
-static int state_index(const char *const *list, size_t n, const char *state) {
-    for (size_t i = 0; state && i < n; i++)
-        if (strcmp(list[i], state) == 0) return (int)i;
+const char *st_study_state_name(st_study_state state) {
+    return (unsigned)state < ST_STUDY_NSTATES ? st_study_state_names[state] : "(no state)";
+}
+
+const char *st_trial_state_name(st_trial_state state) {
+    return (unsigned)state < ST_TRIAL_NSTATES ? st_trial_state_names[state] : "(no state)";
+}
+
+/* The index of name in names (n entries), or -1. */
+static int name_index(const char *const *names, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(names[i], name) == 0) return i;
     return -1;
+}
+
+int st_study_state_parse(const char *name) {
+    return name_index(st_study_state_names, ST_STUDY_NSTATES, name);
+}
+
+int st_trial_state_parse(const char *name) {
+    return name_index(st_trial_state_names, ST_TRIAL_NSTATES, name);
+}
+
+int st_study_state_final(st_study_state state) {
+    return state == ST_STUDY_SUCCEEDED || state == ST_STUDY_FAILED ||
+           state == ST_STUDY_CANCELLED;
+}
+
+int st_trial_state_final(st_trial_state state) {
+    return state != ST_TRIAL_PENDING && state != ST_TRIAL_RUNNING;
 }
 
 /* Wall-clock seconds since the epoch. */
@@ -450,7 +476,9 @@ static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
 }
 
 /* Reads one result row into *row (a zeroed st_study, st_trial, ...). */
-typedef void (*row_reader)(sqlite3_stmt *st, void *row);
+/* Fills row from st's current row: 0, or a negative TN_E* code with err when the row
+ * holds what the tuner never writes (a store changed by other means). */
+typedef int (*row_reader)(sqlite3_stmt *st, void *row, char *err, size_t errlen);
 
 /* Steps st, whose binding returned brc, to its end, reading each row with fn into a
  * new element (elem bytes) of *list, which grows; *count rows were read. Finalises st.
@@ -466,11 +494,11 @@ static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, siz
             *list = grow(*list, &cap, *count, elem);
             void *row = (char *)*list + *count * elem;
             memset(row, 0, elem);
-            fn(st, row);
-            ++*count;
+            ++*count; /* even when it fails: the caller frees what was read */
+            if ((rc = fn(st, row, err, errlen)) != 0) break;
         }
     }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
     done(st);
     return rc;
 }
@@ -878,23 +906,37 @@ void st_close(st_store *s) {
  * Studies
  * --------------------------------------------------------------------------------- */
 
-static void read_study(sqlite3_stmt *st, void *row) {
+/* The error for a row whose state column names no state. */
+static int bad_state(const char *what, sqlite3_stmt *st, int col, char *err, size_t errlen) {
+    const unsigned char *text = sqlite3_column_text(st, col);
+    return tn_error(err, errlen, TN_EFORMAT,
+                    "%s has the state '%.40s', which the tuner never writes: the store was "
+                    "changed by something else (restore it from a backup, or fix the row "
+                    "with sqlite3)", what, text ? (const char *)text : "(null)");
+}
+
+static int read_study(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     st_study *out = row;
     out->id = sqlite3_column_int64(st, 0);
     out->name = col_text_nn(st, 1);
     out->spec = col_text_nn(st, 2);
-    out->state = col_text_nn(st, 3);
     out->seed = sqlite3_column_int64(st, 4);
     out->created = col_real(st, 5);
     out->updated = col_real(st, 6);
     out->error = col_text(st, 7);
+    int state = st_study_state_parse((const char *)sqlite3_column_text(st, 3));
+    if (state < 0) {
+        char what[320];
+        snprintf(what, sizeof what, "study %s", out->name);
+        return bad_state(what, st, 3, err, errlen);
+    }
+    out->state = (st_study_state)state;
+    return 0;
 }
 
 int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
-                    const char *state, int64_t *id, char *err, size_t errlen) {
-    assert(s && name && spec_json && state);
-    if (state_index(study_states, 6, state) < 0)
-        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a study state", state);
+                    st_study_state state, int64_t *id, char *err, size_t errlen) {
+    assert(s && name && spec_json && (unsigned)state < ST_STUDY_NSTATES);
     char op[256];
     snprintf(op, sizeof op, "creating study %s", name);
     sqlite3_stmt *st = NULL;
@@ -902,7 +944,7 @@ int st_study_create(st_store *s, const char *name, const char *spec_json, int64_
     if (rc) return rc;
     if ((rc = prep(s, Q_STUDY_INSERT, &st, op, err, errlen))) goto fail;
     int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "tttir", name, spec_json, state, seed, now()), op, err,
+    rc = step_done(s, st, bind(st, "tttir", name, spec_json, st_study_state_name(state), seed, now()), op, err,
                    errlen, &xrc);
     if (rc) {
         if (xrc == SQLITE_CONSTRAINT_UNIQUE)
@@ -927,8 +969,7 @@ int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t
     int src = bind(st, "t", name);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        read_study(st, out);
-        rc = 0;
+        if ((rc = read_study(st, out, err, errlen)) != 0) st_study_clear(out);
     } else {
         rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
     }
@@ -955,18 +996,16 @@ int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errl
     return rc;
 }
 
-int st_study_set_state(st_store *s, int64_t id, const char *state, const char *error,
+int st_study_set_state(st_store *s, int64_t id, st_study_state state, const char *error,
                        char *err, size_t errlen) {
-    assert(s && state);
-    if (state_index(study_states, 6, state) < 0)
-        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a study state", state);
+    assert(s && (unsigned)state < ST_STUDY_NSTATES);
     char op[96];
     snprintf(op, sizeof op, "setting the state of study %lld", (long long)id);
     sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
     if ((rc = prep(s, Q_STUDY_SET_STATE, &st, op, err, errlen)) ||
-        (rc = step_done(s, st, bind(st, "ittr", id, state, error, now()), op, err, errlen,
+        (rc = step_done(s, st, bind(st, "ittr", id, st_study_state_name(state), error, now()), op, err, errlen,
                         NULL)))
         goto fail;
     if (sqlite3_changes(s->db) == 0) {
@@ -984,7 +1023,6 @@ void st_study_clear(st_study *st) {
     if (!st) return;
     free(st->name);
     free(st->spec);
-    free(st->state);
     free(st->error);
     memset(st, 0, sizeof *st);
 }
@@ -999,12 +1037,11 @@ void st_studies_free(st_study *list, size_t n) {
  * Trials
  * --------------------------------------------------------------------------------- */
 
-static void read_trial(sqlite3_stmt *st, void *row) {
+static int read_trial(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     st_trial *out = row;
     out->study_id = sqlite3_column_int64(st, 0);
     out->number = sqlite3_column_int64(st, 1);
     out->params = col_text_nn(st, 2);
-    out->state = col_text_nn(st, 3);
     out->has_objective = sqlite3_column_type(st, 4) != SQLITE_NULL;
     out->objective = out->has_objective ? sqlite3_column_double(st, 4) : 0;
     out->created = col_real(st, 5);
@@ -1018,6 +1055,15 @@ static void read_trial(sqlite3_stmt *st, void *row) {
     /* TRIAL_COLUMNS_STEP adds the highest step of its measurements */
     out->has_last_step = sqlite3_column_count(st) > 13 && sqlite3_column_type(st, 13) != SQLITE_NULL;
     out->last_step = out->has_last_step ? sqlite3_column_int64(st, 13) : 0;
+    int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 3));
+    if (state < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "trial %lld of study %lld", (long long)out->number,
+                 (long long)out->study_id);
+        return bad_state(what, st, 3, err, errlen);
+    }
+    out->state = (st_trial_state)state;
+    return 0;
 }
 
 /* The trials st returns (brc: its binding's result), into *out and *n (yours). */
@@ -1034,11 +1080,9 @@ static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, s
     return rc;
 }
 
-int st_trial_create(st_store *s, int64_t study_id, const char *params_json, const char *state,
-                    int64_t *number, char *err, size_t errlen) {
-    assert(s && params_json && state);
-    if (state_index(trial_states, 6, state) < 0)
-        return tn_error(err, errlen, TN_EINVAL, "'%s' is not a trial state", state);
+int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
+                    st_trial_state state, int64_t *number, char *err, size_t errlen) {
+    assert(s && params_json && (unsigned)state < ST_TRIAL_NSTATES);
     char op[96];
     snprintf(op, sizeof op, "creating a trial of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
@@ -1057,9 +1101,9 @@ int st_trial_create(st_store *s, int64_t study_id, const char *params_json, cons
 
     if ((rc = prep(s, Q_TRIAL_INSERT, &st, op, err, errlen))) goto fail;
     double t = now();
-    double started = strcmp(state, ST_TRIAL_RUNNING) == 0 ? t : 0;
+    double started = state == ST_TRIAL_RUNNING ? t : 0;
     int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "iittrz", study_id, next, params_json, state, t, started),
+    rc = step_done(s, st, bind(st, "iittrz", study_id, next, params_json, st_trial_state_name(state), t, started),
                    op, err, errlen, &xrc);
     if (rc) {
         if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
@@ -1088,8 +1132,7 @@ int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, c
     int src = bind(st, "ii", study_id, number);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        read_trial(st, out);
-        rc = 0;
+        if ((rc = read_trial(st, out, err, errlen)) != 0) st_trial_clear(out);
     } else {
         rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
     }
@@ -1115,9 +1158,9 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
     char op[96];
     snprintf(op, sizeof op, "updating trial %lld of study %lld", (long long)t->number,
              (long long)t->study_id);
-    if (state_index(trial_states, 6, t->state) < 0)
-        return tn_error(err, errlen, TN_EINVAL, "%s: '%s' is not a trial state", op,
-                        t->state ? t->state : "(null)");
+    if ((unsigned)t->state >= ST_TRIAL_NSTATES)
+        return tn_error(err, errlen, TN_EINVAL, "%s: %d is not a trial state", op,
+                        (int)t->state);
     if (!t->params) /* not written, but the struct must be a whole trial */
         return tn_error(err, errlen, TN_EINVAL, "%s: the trial has no params", op);
     if (t->has_objective && isnan(t->objective))
@@ -1129,7 +1172,8 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
     if (rc) return rc;
     if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
         (rc = step_done(s, st,
-                        bind(st, "iitnzziitt", t->study_id, t->number, t->state,
+                        bind(st, "iitnzziitt", t->study_id, t->number,
+                             st_trial_state_name(t->state),
                              t->has_objective ? t->objective : NAN, t->started, t->finished,
                              (int64_t)t->attempts, (int64_t)t->restarts, t->error,
                              t->executor_job),
@@ -1148,9 +1192,10 @@ fail:
     return rc;
 }
 
-int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[6], char *err, size_t errlen) {
+int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
+                    size_t errlen) {
     assert(s && counts);
-    for (int i = 0; i < 6; i++) counts[i] = 0;
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) counts[i] = 0;
     char op[96];
     snprintf(op, sizeof op, "counting the trials of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
@@ -1159,7 +1204,7 @@ int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[6], char *err,
     int src = bind(st, "i", study_id);
     if (src == SQLITE_OK) {
         while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int i = state_index(trial_states, 6, (const char *)sqlite3_column_text(st, 0));
+            int i = st_trial_state_parse((const char *)sqlite3_column_text(st, 0));
             if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
         }
     }
@@ -1171,7 +1216,6 @@ int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[6], char *err,
 void st_trial_clear(st_trial *t) {
     if (!t) return;
     free(t->params);
-    free(t->state);
     free(t->error);
     free(t->executor_job);
     memset(t, 0, sizeof *t);
@@ -1216,13 +1260,15 @@ fail:
     return rc;
 }
 
-static void read_measurement(sqlite3_stmt *st, void *row) {
+static int read_measurement(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     st_measurement *m = row;
     m->step = sqlite3_column_int64(st, 0);
     m->replica = col_text_nn(st, 1);
     m->metrics = col_text_nn(st, 2);
     m->timestamp = sqlite3_column_double(st, 3);
     m->attempt = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 4);
+    (void)err, (void)errlen;
+    return 0;
 }
 
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
@@ -1287,12 +1333,14 @@ fail:
     return rc;
 }
 
-static void read_event(sqlite3_stmt *st, void *row) {
+static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     st_event *e = row;
     e->time = sqlite3_column_double(st, 0);
     e->replica = col_text(st, 1);
     e->kind = col_text_nn(st, 2);
     e->detail = col_text(st, 3);
+    (void)err, (void)errlen;
+    return 0;
 }
 
 int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
@@ -1344,8 +1392,7 @@ int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t er
     int src = bind(st, "i", id);
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        read_study(st, out);
-        rc = 0;
+        if ((rc = read_study(st, out, err, errlen)) != 0) st_study_clear(out);
     } else {
         rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
     }
@@ -1374,11 +1421,10 @@ int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *mea
 }
 
 typedef struct cancel_txn {
-    int64_t id;       /* the study */
-    int found;        /* it exists */
-    char *was;        /* its state before (the caller's buffer) */
-    size_t waslen;
-    char *err;        /* the caller's error buffer */
+    int64_t id;          /* the study */
+    int found;           /* it exists */
+    st_study_state was;  /* its state before */
+    char *err;           /* the caller's error buffer */
     size_t errlen;
 } cancel_txn;
 
@@ -1388,21 +1434,20 @@ static int cancel_in_txn(st_store *s, void *arg) {
     int rc = st_study_get_id(s, c->id, &study, c->err, c->errlen);
     if (rc != 0) return rc < 0 ? rc : 0;
     c->found = 1;
-    if (c->was && c->waslen) snprintf(c->was, c->waslen, "%s", study.state);
-    if (strcmp(study.state, ST_STUDY_SUCCEEDED) != 0 &&
-        strcmp(study.state, ST_STUDY_FAILED) != 0 &&
-        strcmp(study.state, ST_STUDY_CANCELLED) != 0)
+    c->was = study.state;
+    if (!st_study_state_final(study.state))
         rc = st_study_set_state(s, study.id, ST_STUDY_CANCELLED, NULL, c->err, c->errlen);
     st_study_clear(&study);
     return rc;
 }
 
-int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, char *err,
+int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, char *err,
                     size_t errlen) {
     assert(s);
-    cancel_txn c = {.id = study_id, .was = was, .waslen = waslen, .err = err, .errlen = errlen};
+    cancel_txn c = {.id = study_id, .err = err, .errlen = errlen};
     int rc = st_transaction(s, cancel_in_txn, &c, err, errlen);
     if (rc) return rc;
+    if (c.found && was) *was = c.was;
     return c.found ? 0 : 1;
 }
 
@@ -1510,7 +1555,7 @@ int st_trial_outcomes(st_store *s, int64_t study_id,
 }
 
 int st_trial_states(st_store *s, int64_t study_id,
-                    void (*fn)(void *ctx, int64_t number, const char *state), void *ctx,
+                    void (*fn)(void *ctx, int64_t number, st_trial_state state), void *ctx,
                     char *err, size_t errlen) {
     assert(s && fn);
     char op[96];
@@ -1521,11 +1566,19 @@ int st_trial_states(st_store *s, int64_t study_id,
     int src = bind(st, "i", study_id);
     if (src == SQLITE_OK) {
         while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            const unsigned char *state = sqlite3_column_text(st, 1);
-            fn(ctx, sqlite3_column_int64(st, 0), state ? (const char *)state : "");
+            int64_t number = sqlite3_column_int64(st, 0);
+            int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 1));
+            if (state < 0) {
+                char what[96];
+                snprintf(what, sizeof what, "trial %lld of study %lld", (long long)number,
+                         (long long)study_id);
+                rc = bad_state(what, st, 1, err, errlen);
+                break;
+            }
+            fn(ctx, number, (st_trial_state)state);
         }
     }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
     done(st);
     return rc;
 }

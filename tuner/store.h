@@ -16,27 +16,48 @@
 
 typedef struct st_store st_store;
 
-/* Study states. */
-#define ST_STUDY_CREATED "CREATED"     /* stored, never run (create, or ask/tell) */
-#define ST_STUDY_RUNNING "RUNNING"     /* a tuner is running it (or was, and crashed) */
-#define ST_STUDY_STOPPED "STOPPED"     /* interrupted (Ctrl-C, cancel); resumable */
-#define ST_STUDY_SUCCEEDED "SUCCEEDED" /* all trials done */
-#define ST_STUDY_FAILED "FAILED"       /* too many failed trials, or an error */
-#define ST_STUDY_CANCELLED "CANCELLED" /* tuner cancel */
+/* Study states, as stored (the names) and as the code knows them (the enum). */
+typedef enum st_study_state {
+    ST_STUDY_CREATED,   /* stored, never run (create, or ask/tell) */
+    ST_STUDY_RUNNING,   /* a tuner is running it (or was, and crashed) */
+    ST_STUDY_STOPPED,   /* interrupted (Ctrl-C, cancel); resumable */
+    ST_STUDY_SUCCEEDED, /* all trials done */
+    ST_STUDY_FAILED,    /* too many failed trials, or an error */
+    ST_STUDY_CANCELLED, /* tuner cancel */
+    ST_STUDY_NSTATES
+} st_study_state;
 
-/* Trial states (AI Platform's, plus STOPPED for early stopping). */
-#define ST_TRIAL_PENDING "PENDING"     /* created (asked), not started */
-#define ST_TRIAL_RUNNING "RUNNING"
-#define ST_TRIAL_SUCCEEDED "SUCCEEDED"
-#define ST_TRIAL_FAILED "FAILED"
-#define ST_TRIAL_STOPPED "STOPPED"     /* stopped early; keeps its last measurement */
-#define ST_TRIAL_CANCELLED "CANCELLED"
+/* Trial states (AI Platform's, plus STOPPED for early stopping), in lifecycle order:
+ * the order of st_trial_counts' counts and of st_trial_page's state bits. */
+typedef enum st_trial_state {
+    ST_TRIAL_PENDING,   /* created (asked), not started */
+    ST_TRIAL_RUNNING,
+    ST_TRIAL_SUCCEEDED,
+    ST_TRIAL_FAILED,
+    ST_TRIAL_STOPPED,   /* stopped early; keeps its last measurement */
+    ST_TRIAL_CANCELLED,
+    ST_TRIAL_NSTATES
+} st_trial_state;
+
+/* The states' names, as stored and shown, indexed by state. */
+extern const char *const st_study_state_names[ST_STUDY_NSTATES];
+extern const char *const st_trial_state_names[ST_TRIAL_NSTATES];
+/* The state's name ("CREATED", "PENDING", ...); never NULL. */
+const char *st_study_state_name(st_study_state state);
+const char *st_trial_state_name(st_trial_state state);
+/* The state with that name (exact, upper case), or -1 when there is none. */
+int st_study_state_parse(const char *name);
+int st_trial_state_parse(const char *name);
+/* Whether a study in that state is over: SUCCEEDED, FAILED or CANCELLED (not resumable). */
+int st_study_state_final(st_study_state state);
+/* Whether a trial in that state is over: neither PENDING nor RUNNING. */
+int st_trial_state_final(st_trial_state state);
 
 typedef struct st_study {
     int64_t id;
     char *name;         /* jobId */
     char *spec;         /* the spec's JSON text as given */
-    char *state;        /* ST_STUDY_* */
+    st_study_state state;
     int64_t seed;
     double created;     /* seconds since the epoch */
     double updated;
@@ -48,7 +69,7 @@ typedef struct st_trial {
     int64_t number;     /* 1, 2, ... within the study */
     char *params;       /* JSON object {"name": value, ...} (numbers, or strings for
                            categorical parameters) */
-    char *state;        /* ST_TRIAL_* */
+    st_trial_state state;
     int has_objective;
     double objective;
     double created, started, finished;  /* 0 when not yet */
@@ -99,14 +120,14 @@ void st_close(st_store *s);
 /* Creates a study. TN_EINVAL (message "a study named NAME already exists") when the
  * name is taken. *id gets its id. */
 int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
-                    const char *state, int64_t *id, char *err, size_t errlen);
+                    st_study_state state, int64_t *id, char *err, size_t errlen);
 /* Looks a study up by name: 0 and *out filled (release with st_study_clear), 1 when
  * there is none, negative on error. */
 int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t errlen);
 /* All studies, oldest first; *out is an array of *n (release with st_studies_free). */
 int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errlen);
 /* Sets the state (and error, which may be NULL) of a study. */
-int st_study_set_state(st_store *s, int64_t id, const char *state, const char *error,
+int st_study_set_state(st_store *s, int64_t id, st_study_state state, const char *error,
                        char *err, size_t errlen);
 void st_study_clear(st_study *st);
 void st_studies_free(st_study *list, size_t n);
@@ -114,8 +135,8 @@ void st_studies_free(st_study *list, size_t n);
 /* Creates trial number max+1 of the study in one IMMEDIATE transaction, in state
  * `state` (PENDING or RUNNING), and returns its number. Concurrent callers (other
  * processes included) get distinct numbers. */
-int st_trial_create(st_store *s, int64_t study_id, const char *params_json, const char *state,
-                    int64_t *number, char *err, size_t errlen);
+int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
+                    st_trial_state state, int64_t *number, char *err, size_t errlen);
 /* Reads one trial: 0, 1 when there is none, negative on error. */
 int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, char *err,
                  size_t errlen);
@@ -125,9 +146,9 @@ int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char
 /* Writes a trial's mutable fields (state, objective, times, attempts, restarts, error,
  * executor_job) as given in t (matched by study_id and number). */
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen);
-/* Trials per state of a study, for progress lines: counts of PENDING, RUNNING,
- * SUCCEEDED, FAILED, STOPPED, CANCELLED in that order. */
-int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[6], char *err, size_t errlen);
+/* Trials per state of a study (counts[state]), for progress lines. */
+int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
+                    size_t errlen);
 void st_trial_clear(st_trial *t);
 void st_trials_free(st_trial *list, size_t n);
 
@@ -183,9 +204,9 @@ int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t er
 int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *measurements,
                     char *err, size_t errlen);
 /* Cancels a study as `tuner cancel` does: reads its state and, unless it is SUCCEEDED,
- * FAILED or already CANCELLED, sets CANCELLED, in one transaction. *was (a buffer of
- * waslen) gets the state before. 0, 1 when there is no such study, negative on error. */
-int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, char *err,
+ * FAILED or already CANCELLED, sets CANCELLED, in one transaction. *was gets the state
+ * before. 0, 1 when there is no such study, negative on error. */
+int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, char *err,
                     size_t errlen);
 
 /* The trials written after change `after`, in change order, at most limit, with their
@@ -193,7 +214,7 @@ int st_study_cancel(st_store *s, int64_t study_id, char *was, size_t waslen, cha
 int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
                      st_trial **out, size_t *n, char *err, size_t errlen);
 /* One page of a study's trials with their last step: those whose state is in `states`
- * (bit i: the i-th state of st_trial_counts' order; 0: every state), in the order
+ * (bit 1 << state; 0: every state), in the order
  * `sort` (enum st_sort; durations of running trials run to `now`), skipping offset,
  * at most limit. *total gets how many trials match. */
 int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int64_t offset,
@@ -213,7 +234,7 @@ int st_trial_outcomes(st_store *s, int64_t study_id,
                       char *err, size_t errlen);
 /* Calls fn for every trial's number and state, in number order. */
 int st_trial_states(st_store *s, int64_t study_id,
-                    void (*fn)(void *ctx, int64_t number, const char *state), void *ctx,
+                    void (*fn)(void *ctx, int64_t number, st_trial_state state), void *ctx,
                     char *err, size_t errlen);
 
 /* Calls fn for each measurement after `after` in the study's measurement sequence, in

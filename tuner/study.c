@@ -40,7 +40,7 @@ static double wall_clock(void) {
 typedef struct ask_ctx {
     const tn_spec *spec;
     const st_study *study;
-    const char *state;      /* state of the new trial */
+    st_trial_state state;   /* state of the new trial */
     double *values;         /* (n) the point */
     int64_t number;         /* the new trial's number */
     char *params;           /* its parameters as JSON */
@@ -48,11 +48,14 @@ typedef struct ask_ctx {
     char err[1024];
 } ask_ctx;
 
-static int state_to_sp(const char *state) {
-    if (!strcmp(state, ST_TRIAL_SUCCEEDED)) return SP_COMPLETE;
-    if (!strcmp(state, ST_TRIAL_STOPPED)) return SP_STOPPED;
-    if (!strcmp(state, ST_TRIAL_PENDING) || !strcmp(state, ST_TRIAL_RUNNING)) return SP_PENDING;
-    return SP_FAILED;
+static int state_to_sp(st_trial_state state) {
+    switch (state) {
+    case ST_TRIAL_SUCCEEDED: return SP_COMPLETE;
+    case ST_TRIAL_STOPPED: return SP_STOPPED;
+    case ST_TRIAL_PENDING:
+    case ST_TRIAL_RUNNING: return SP_PENDING;
+    default: return SP_FAILED;
+    }
 }
 
 /* The succeeded trials of the study named by resumePreviousJobId that fit this
@@ -63,7 +66,7 @@ static size_t warm_start(st_store *st, const tn_spec *spec, const st_trial *prev
     size_t added = 0;
     *skipped = 0;
     for (size_t i = 0; i < nprev; i++) {
-        if (strcmp(prev[i].state, ST_TRIAL_SUCCEEDED) != 0 || !prev[i].has_objective) continue;
+        if (prev[i].state != ST_TRIAL_SUCCEEDED || !prev[i].has_objective) continue;
         double *v = vals + added * spec->space.n;
         if (tp_from_json(&spec->space, prev[i].params, v, NULL, 0) != 0) {
             (*skipped)++;
@@ -100,9 +103,9 @@ static int ask_in_txn(st_store *st, void *arg) {
     if (sp_uses_history(a->spec->algorithm)) {
         rc = st_trial_list(st, a->study->id, &trials, &n, a->err, sizeof a->err);
     } else { /* the sampler needs only the count: no O(n) parse of every trial */
-        int64_t counts[6];
+        int64_t counts[ST_TRIAL_NSTATES];
         rc = st_trial_counts(st, a->study->id, counts, a->err, sizeof a->err);
-        for (int i = 0; i < 6 && !rc; i++) n += (size_t)counts[i];
+        for (int i = 0; i < ST_TRIAL_NSTATES && !rc; i++) n += (size_t)counts[i];
     }
     if (rc) return rc;
     if ((int64_t)n >= a->spec->max_trials) {
@@ -149,8 +152,8 @@ static int ask_in_txn(st_store *st, void *arg) {
 }
 
 /* Samples and creates the next trial. Returns 0, SP_EXHAUSTED or a negative code. */
-static int ask_next(st_store *st, const tn_spec *spec, const st_study *study, const char *state,
-                    ask_ctx *a, char *err, size_t errlen) {
+static int ask_next(st_store *st, const tn_spec *spec, const st_study *study,
+                    st_trial_state state, ask_ctx *a, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     a->spec = spec;
     a->study = study;
@@ -184,9 +187,9 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
         return tn_error(err, errlen, TN_EINVAL, "study %s has no trial %lld", study->name,
                         (long long)number);
     if (rc) return rc;
-    if (strcmp(t.state, ST_TRIAL_PENDING) != 0 && strcmp(t.state, ST_TRIAL_RUNNING) != 0) {
+    if (st_trial_state_final(t.state)) {
         rc = tn_error(err, errlen, TN_EINVAL, "trial %lld of %s is already %s", (long long)number,
-                      study->name, t.state);
+                      study->name, st_trial_state_name(t.state));
         st_trial_clear(&t);
         return rc;
     }
@@ -194,8 +197,7 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
         st_trial_clear(&t);
         return tn_error(err, errlen, TN_EINVAL, "the objective must be a finite number");
     }
-    free(t.state);
-    t.state = tn_xstrdup(failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED);
+    t.state = failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
     t.has_objective = !failed;
     t.objective = failed ? 0.0 : objective;
     t.finished = wall_clock();
@@ -209,7 +211,7 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
 long study_best_index(const st_trial *t, size_t n, int goal) {
     long best = -1;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(t[i].state, ST_TRIAL_SUCCEEDED) != 0 || !t[i].has_objective ||
+        if (t[i].state != ST_TRIAL_SUCCEEDED || !t[i].has_objective ||
             isnan(t[i].objective))
             continue;
         if (best < 0 || (goal == SPEC_MINIMIZE ? t[i].objective < t[best].objective
@@ -378,7 +380,7 @@ static void on_progress(evutil_socket_t fd, short what, void *arg) {
     progress_line(L);
     st_study now;
     if (L->cancel_requested || st_study_get(L->st, L->study->name, &now, NULL, 0) != 0) return;
-    if (!strcmp(now.state, ST_STUDY_CANCELLED)) {
+    if (now.state == ST_STUDY_CANCELLED) {
         L->cancel_requested = 1;
         log_line(L, "cancelled: stopping %zu running trial%s", L->nrunning,
               L->nrunning == 1 ? "" : "s");
@@ -567,7 +569,7 @@ static void on_finished(void *ctx, int outcome, const char *error) {
     st_trial row;
     int rc = st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err);
     if (rc == 0) {
-        const char *state;
+        st_trial_state state;
         const char *why = error;
         if (t->lost_record && outcome != EX_REFUSED) {
             state = ST_TRIAL_PENDING; /* not all of it is stored: resume runs it again */
@@ -602,22 +604,22 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         } else {
             state = ST_TRIAL_FAILED;
         }
-        free(row.state);
-        row.state = tn_xstrdup(state);
+        row.state = state;
         free(row.error);
-        row.error = why && strcmp(state, ST_TRIAL_PENDING) ? tn_xstrdup(why) : NULL;
+        row.error = why && state != ST_TRIAL_PENDING ? tn_xstrdup(why) : NULL;
         row.has_objective = t->has_objective;
         row.objective = t->objective;
         row.attempts = t->attempts_before + ex_job_attempts(t->job);
         row.restarts = t->restarts_before + ex_job_restarts(t->job);
-        row.finished = strcmp(state, ST_TRIAL_PENDING) ? wall_clock() : 0;
-        if (!strcmp(state, ST_TRIAL_PENDING)) { /* its job is gone: a resume runs it anew */
+        row.finished = state != ST_TRIAL_PENDING ? wall_clock() : 0;
+        if (state == ST_TRIAL_PENDING) { /* its job is gone: a resume runs it anew */
             free(row.executor_job);
             row.executor_job = NULL;
         }
         rc = st_trial_update(L->st, &row, err, sizeof err);
         if (rc) fail_loop(L, rc, err);
-        if (!strcmp(state, ST_TRIAL_SUCCEEDED)) {
+        switch (state) {
+        case ST_TRIAL_SUCCEEDED: {
             L->succeeded++;
             int is_best = !L->has_best || better(L, t->objective, L->best);
             if (is_best) {
@@ -627,16 +629,18 @@ static void on_finished(void *ctx, int outcome, const char *error) {
             }
             log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
                   L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
-        } else if (!strcmp(state, ST_TRIAL_FAILED)) {
+            break;
+        }
+        case ST_TRIAL_FAILED:
             log_line(L, "trial %lld failed: %s", (long long)t->number, why ? why : "unknown");
             free(L->last_failure);
             L->last_failure = tn_xasprintf("trial %lld: %s", (long long)t->number,
                                            why ? why : "unknown");
             count_failure(L);
-        } else if (!strcmp(state, ST_TRIAL_CANCELLED)) {
-            L->cancelled++;
-        } else if (!strcmp(state, ST_TRIAL_STOPPED)) {
-            L->stopped++;
+            break;
+        case ST_TRIAL_CANCELLED: L->cancelled++; break;
+        case ST_TRIAL_STOPPED: L->stopped++; break;
+        default: break;
         }
         curve_of(L, t->number)->state = state_to_sp(state);
         st_trial_clear(&row);
@@ -742,8 +746,7 @@ static void add_running(loop *L, trial_run *t) {
 static void fail_unstarted(loop *L, int64_t number, const char *err) {
     st_trial fail;
     if (st_trial_get(L->st, L->study->id, number, &fail, NULL, 0) == 0) {
-        free(fail.state);
-        fail.state = tn_xstrdup(ST_TRIAL_FAILED);
+        fail.state = ST_TRIAL_FAILED;
         free(fail.error);
         fail.error = tn_xstrdup(err);
         fail.finished = wall_clock();
@@ -860,8 +863,7 @@ static int attach_trial(loop *L, const st_trial *row, const double *values, cons
 
 /* Marks a trial RUNNING with a fresh start time (resumed trials). */
 static int mark_running(loop *L, st_trial *row) {
-    free(row->state);
-    row->state = tn_xstrdup(ST_TRIAL_RUNNING);
+    row->state = ST_TRIAL_RUNNING;
     row->started = wall_clock();
     row->finished = 0;
     char err[512];
@@ -930,8 +932,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
             trial_run *t = L->running[0];
             st_trial row;
             if (st_trial_get(L->st, L->study->id, t->number, &row, NULL, 0) == 0) {
-                free(row.state);
-                row.state = tn_xstrdup(ST_TRIAL_PENDING);
+                row.state = ST_TRIAL_PENDING;
                 free(row.executor_job); /* its job is killed below: a resume runs it anew */
                 row.executor_job = NULL;
                 st_trial_update(L->st, &row, NULL, 0);
@@ -1049,12 +1050,11 @@ static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, s
     double *v = tn_xcalloc(L->spec->space.n + 1, sizeof *v);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const st_trial *t = &trials[i];
-        if (strcmp(t->state, ST_TRIAL_RUNNING) != 0 && strcmp(t->state, ST_TRIAL_PENDING) != 0)
-            continue;
+        if (st_trial_state_final(t->state)) continue;
         const char *handle = t->executor_job;
         for (size_t k = 0; k < nlive && !handle; k++)
             if (live_trial[k] == t->number) handle = live[k]; /* the id was never stored */
-        if (handle && !strcmp(t->state, ST_TRIAL_RUNNING) &&
+        if (handle && t->state == ST_TRIAL_RUNNING &&
             tp_from_json(&L->spec->space, t->params, v, NULL, 0) == 0 &&
             attach_trial(L, t, v, handle) == 0) {
             for (size_t k = 0; k < nlive; k++)
@@ -1104,10 +1104,10 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     L.created = (int64_t)n;
     L.rerun = tn_xcalloc(n + 1, sizeof *L.rerun);
     for (size_t i = 0; i < n; i++) {
-        const char *s = trials[i].state;
-        if (!strcmp(s, ST_TRIAL_RUNNING) || !strcmp(s, ST_TRIAL_PENDING)) {
-            continue; /* resumed below, once the executor is up */
-        } else if (!strcmp(s, ST_TRIAL_SUCCEEDED)) {
+        switch (trials[i].state) {
+        case ST_TRIAL_PENDING:
+        case ST_TRIAL_RUNNING: break; /* resumed below, once the executor is up */
+        case ST_TRIAL_SUCCEEDED:
             L.succeeded++;
             if (trials[i].has_objective &&
                 (!L.has_best || better(&L, trials[i].objective, L.best))) {
@@ -1115,12 +1115,10 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
                 L.best = trials[i].objective;
                 L.best_trial = trials[i].number;
             }
-        } else if (!strcmp(s, ST_TRIAL_FAILED)) {
-            L.failed++;
-        } else if (!strcmp(s, ST_TRIAL_STOPPED)) {
-            L.stopped++;
-        } else {
-            L.cancelled++;
+            break;
+        case ST_TRIAL_FAILED: L.failed++; break;
+        case ST_TRIAL_STOPPED: L.stopped++; break;
+        default: L.cancelled++; break;
         }
     }
     if (spec->early_stopping.policy != ES_NONE) { /* the curves the rule compares */
@@ -1193,7 +1191,7 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
         fputc('\n', o->log);
     }
 
-    const char *state;
+    st_study_state state;
     char why[4096] = "";
     if (L.fatal) {
         state = ST_STUDY_FAILED;
@@ -1222,7 +1220,8 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
         rc = tn_error(err, errlen, TN_EIO, "%s", serr);
     }
     if (rc == STUDY_DONE || rc == STUDY_FAILED)
-        log_line(&L, "%s: %lld succeeded, %lld failed, %lld stopped early%s", state,
+        log_line(&L, "%s: %lld succeeded, %lld failed, %lld stopped early%s",
+                 st_study_state_name(state),
                  (long long)L.succeeded, (long long)L.failed, (long long)L.stopped,
                  L.exhausted ? " (the grid is exhausted)" : "");
 

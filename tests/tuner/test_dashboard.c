@@ -432,7 +432,7 @@ static void test_migration_from_v1(void) {
     CHECK_MSG(!strcmp(buf, "4"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
-          !strcmp(study.state, ST_STUDY_SUCCEEDED));
+          study.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&study);
     st_trial t;
     CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.has_objective &&
@@ -478,13 +478,12 @@ static st_store *store_with_study(const char *name, int64_t *id) {
 }
 
 /* Sets trial number's state and objective (NAN: none) and times. */
-static void set_trial(st_store *s, int64_t id, int64_t number, const char *state, double obj,
+static void set_trial(st_store *s, int64_t id, int64_t number, st_trial_state state, double obj,
                       double started, double finished) {
     st_trial t;
     char err[512];
     CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
-    free(t.state);
-    t.state = tn_xstrdup(state);
+    t.state = state;
     t.has_objective = !isnan(obj);
     t.objective = isnan(obj) ? 0 : obj;
     t.started = started;
@@ -509,7 +508,7 @@ static void test_change_sequences(void) {
     CHECK(st_trial_changes(s, id, 0, 10, &rows, &n, err, sizeof err) == 0);
     /* each trial once, at its latest write, in change order: 2 (change 2), 1 (change 3) */
     CHECK(n == 2 && rows[0].number == n2 && rows[0].changed == 2 && rows[1].number == n1 &&
-          rows[1].changed == 3 && !strcmp(rows[1].state, ST_TRIAL_SUCCEEDED));
+          rows[1].changed == 3 && rows[1].state == ST_TRIAL_SUCCEEDED);
     st_trials_free(rows, n);
     CHECK(st_trial_changes(s, id, 2, 10, &rows, &n, err, sizeof err) == 0 && n == 1 &&
           rows[0].number == n1);
@@ -616,17 +615,20 @@ static void test_cancel(void) {
     int64_t id;
     st_store *s = store_with_study("cancel.db", &id);
     if (!s) return;
-    char err[512], was[32];
-    CHECK(st_study_cancel(s, id, was, sizeof was, err, sizeof err) == 0 && !strcmp(was, "RUNNING"));
+    char err[512];
+    st_study_state was = ST_STUDY_CREATED;
+    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_RUNNING);
     st_study study;
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 && !strcmp(study.state, "CANCELLED"));
+    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+          study.state == ST_STUDY_CANCELLED);
     st_study_clear(&study);
-    CHECK(st_study_cancel(s, id, was, sizeof was, err, sizeof err) == 0 && !strcmp(was, "CANCELLED"));
+    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_CANCELLED);
     CHECK(st_study_set_state(s, id, ST_STUDY_SUCCEEDED, NULL, err, sizeof err) == 0);
-    CHECK(st_study_cancel(s, id, was, sizeof was, err, sizeof err) == 0 && !strcmp(was, "SUCCEEDED"));
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 && !strcmp(study.state, "SUCCEEDED"));
+    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_SUCCEEDED);
+    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+          study.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&study);
-    CHECK_INT_EQ(st_study_cancel(s, 99, was, sizeof was, err, sizeof err), 1);
+    CHECK_INT_EQ(st_study_cancel(s, 99, &was, err, sizeof err), 1);
     api_reply r = {0};
     api_cancel(s, "s", &r);
     CHECK_INT_EQ(r.status, 409);

@@ -214,7 +214,7 @@ static void test_study_create_get_list(void) {
     CHECK_INT_EQ(st.id, a);
     CHECK(st.name && strcmp(st.name, "alpha") == 0);
     CHECK(st.spec && strcmp(st.spec, "{\"jobId\": \"alpha\"}") == 0);
-    CHECK(st.state && strcmp(st.state, ST_STUDY_CREATED) == 0);
+    CHECK(st.state == ST_STUDY_CREATED);
     CHECK_INT_EQ(st.seed, 42);
     CHECK(st.created >= before - 1e-3 && st.created <= after + 1e-3);
     CHECK(st.updated == st.created);
@@ -234,7 +234,7 @@ static void test_study_create_get_list(void) {
         CHECK(strcmp(list[0].name, "alpha") == 0 && list[0].id == a);
         CHECK(strcmp(list[1].name, "beta") == 0 && list[1].id == b);
         CHECK_INT_EQ(list[1].seed, -7);
-        CHECK(strcmp(list[1].state, ST_STUDY_RUNNING) == 0);
+        CHECK(list[1].state == ST_STUDY_RUNNING);
     }
     st_studies_free(list, n);
     st_close(s);
@@ -295,7 +295,7 @@ static void test_study_set_state(void) {
     CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_FAILED, "4 trials failed", err, sizeof err),
                  0);
     CHECK_INT_EQ(st_study_get(s, "s1", &st, err, sizeof err), 0);
-    CHECK(strcmp(st.state, ST_STUDY_FAILED) == 0);
+    CHECK(st.state == ST_STUDY_FAILED);
     CHECK(st.error && strcmp(st.error, "4 trials failed") == 0);
     CHECK(st.created == created);
     CHECK(st.updated >= created);
@@ -303,16 +303,78 @@ static void test_study_set_state(void) {
 
     CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_RUNNING, NULL, err, sizeof err), 0);
     CHECK_INT_EQ(st_study_get(s, "s1", &st, err, sizeof err), 0);
-    CHECK(strcmp(st.state, ST_STUDY_RUNNING) == 0);
+    CHECK(st.state == ST_STUDY_RUNNING);
     CHECK(st.error == NULL);
     st_study_clear(&st);
 
     CHECK_INT_EQ(st_study_set_state(s, id + 100, ST_STUDY_RUNNING, NULL, err, sizeof err),
                  TN_ENOENT);
     CHECK_STR_CONTAINS(err, "no study");
-    CHECK_INT_EQ(st_study_set_state(s, id, "DONE", NULL, err, sizeof err), TN_EINVAL);
-    CHECK_STR_CONTAINS(err, "DONE");
-    CHECK_INT_EQ(st_study_create(s, "s2", "{}", 3, "NEW", &id, err, sizeof err), TN_EINVAL);
+    st_close(s);
+}
+
+/* Every state's name parses back to it; other names, other cases and NULL are none. */
+static void test_state_names(void) {
+    for (int i = 0; i < ST_STUDY_NSTATES; i++) {
+        CHECK_INT_EQ(st_study_state_parse(st_study_state_name((st_study_state)i)), i);
+        CHECK(st_study_state_names[i] == st_study_state_name((st_study_state)i));
+    }
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) {
+        CHECK_INT_EQ(st_trial_state_parse(st_trial_state_name((st_trial_state)i)), i);
+        CHECK(st_trial_state_names[i] == st_trial_state_name((st_trial_state)i));
+    }
+    CHECK(strcmp(st_study_state_name(ST_STUDY_CANCELLED), "CANCELLED") == 0);
+    CHECK(strcmp(st_trial_state_name(ST_TRIAL_STOPPED), "STOPPED") == 0);
+    CHECK_INT_EQ(st_study_state_parse("DONE"), -1);
+    CHECK_INT_EQ(st_study_state_parse("created"), -1);
+    CHECK_INT_EQ(st_study_state_parse("PENDING"), -1); /* a trial state only */
+    CHECK_INT_EQ(st_trial_state_parse("CREATED"), -1); /* a study state only */
+    CHECK_INT_EQ(st_trial_state_parse(""), -1);
+    CHECK_INT_EQ(st_trial_state_parse(NULL), -1);
+    CHECK(strcmp(st_trial_state_name(ST_TRIAL_NSTATES), "(no state)") == 0);
+    CHECK(st_study_state_final(ST_STUDY_SUCCEEDED) && st_study_state_final(ST_STUDY_FAILED) &&
+          st_study_state_final(ST_STUDY_CANCELLED) && !st_study_state_final(ST_STUDY_CREATED) &&
+          !st_study_state_final(ST_STUDY_RUNNING) && !st_study_state_final(ST_STUDY_STOPPED));
+    CHECK(!st_trial_state_final(ST_TRIAL_PENDING) && !st_trial_state_final(ST_TRIAL_RUNNING) &&
+          st_trial_state_final(ST_TRIAL_SUCCEEDED) && st_trial_state_final(ST_TRIAL_FAILED) &&
+          st_trial_state_final(ST_TRIAL_STOPPED) && st_trial_state_final(ST_TRIAL_CANCELLED));
+}
+
+/* A state the tuner never writes (the file changed by other means) is an error that
+ * names the row, from every read of it, and never a made-up state. */
+static void test_foreign_state_refused(void) {
+    char path[600], err[512] = "";
+    st_store *s = open_fresh("foreign_state.db", path, sizeof path);
+    if (!s) return;
+    int64_t id = 0, num = 0;
+    CHECK_INT_EQ(st_study_create(s, "f", "{}", 1, ST_STUDY_RUNNING, &id, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
+    st_close(s);
+    CHECK_INT_EQ(raw_exec(path, "UPDATE trials SET state = 'PAUSED'"), SQLITE_OK);
+    s = NULL;
+    CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s", err);
+    if (!s) return;
+    st_trial t;
+    CHECK_INT_EQ(st_trial_get(s, id, num, &t, err, sizeof err), TN_EFORMAT);
+    CHECK_STR_CONTAINS(err, "trial 1 of study");
+    CHECK_STR_CONTAINS(err, "'PAUSED'");
+    st_trial *list = NULL;
+    size_t n = 0;
+    err[0] = '\0';
+    CHECK_INT_EQ(st_trial_list(s, id, &list, &n, err, sizeof err), TN_EFORMAT);
+    CHECK(list == NULL && n == 0);
+    CHECK_STR_CONTAINS(err, "never writes");
+    int64_t counts[ST_TRIAL_NSTATES];
+    CHECK_INT_EQ(st_trial_counts(s, id, counts, err, sizeof err), 0); /* counted as none */
+    CHECK_INT_EQ(counts[ST_TRIAL_RUNNING], 0);
+    st_close(s);
+    CHECK_INT_EQ(raw_exec(path, "UPDATE studies SET state = 'ARCHIVED'"), SQLITE_OK);
+    s = NULL;
+    CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s", err);
+    if (!s) return;
+    st_study st;
+    CHECK_INT_EQ(st_study_get(s, "f", &st, err, sizeof err), TN_EFORMAT);
+    CHECK_STR_CONTAINS(err, "study f has the state 'ARCHIVED'");
     st_close(s);
 }
 
@@ -340,7 +402,7 @@ static void test_trial_numbering(void) {
 
     st_trial t;
     CHECK_INT_EQ(st_trial_get(s, b, 1, &t, err, sizeof err), 0);
-    CHECK(strcmp(t.state, ST_TRIAL_RUNNING) == 0);
+    CHECK(t.state == ST_TRIAL_RUNNING);
     CHECK(t.created >= before - 1e-3);
     CHECK(t.started == t.created); /* RUNNING: started with it */
     CHECK(t.finished == 0);
@@ -349,7 +411,7 @@ static void test_trial_numbering(void) {
     CHECK_INT_EQ(t.restarts, 0);
     st_trial_clear(&t);
     CHECK_INT_EQ(st_trial_get(s, a, 3, &t, err, sizeof err), 0);
-    CHECK(strcmp(t.state, ST_TRIAL_PENDING) == 0);
+    CHECK(t.state == ST_TRIAL_PENDING);
     CHECK(t.created > 0 && t.started == 0); /* PENDING: not started */
     CHECK(strcmp(t.params, "{\"x\": 1}") == 0);
     st_trial_clear(&t);
@@ -361,7 +423,6 @@ static void test_trial_numbering(void) {
     int rc = st_trial_create(s, b + 50, "{}", ST_TRIAL_PENDING, &num, err, sizeof err);
     CHECK_INT_EQ(rc, TN_ENOENT);
     CHECK_STR_CONTAINS(err, "no study");
-    CHECK_INT_EQ(st_trial_create(s, a, "{}", "QUEUED", &num, err, sizeof err), TN_EINVAL);
     st_close(s);
 }
 
@@ -381,8 +442,7 @@ static void test_trial_update_round_trip(void) {
     st_trial t;
     CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
     double created = t.created;
-    free(t.state);
-    t.state = strdup(ST_TRIAL_FAILED);
+    t.state = ST_TRIAL_FAILED;
     t.has_objective = 1;
     t.objective = -0.8125;
     t.started = 1700000000.25;
@@ -398,7 +458,7 @@ static void test_trial_update_round_trip(void) {
     CHECK_INT_EQ(t.study_id, id);
     CHECK_INT_EQ(t.number, 1);
     CHECK(strcmp(t.params, "{\"lr\": 0.01, \"opt\": \"adam\"}") == 0);
-    CHECK(strcmp(t.state, ST_TRIAL_FAILED) == 0);
+    CHECK(t.state == ST_TRIAL_FAILED);
     CHECK(t.has_objective && t.objective == -0.8125);
     CHECK(t.created == created); /* never rewritten */
     CHECK(t.started == 1700000000.25);
@@ -443,7 +503,7 @@ static void test_trial_update_round_trip(void) {
     st_study_clear(&after);
     st_trial t2;
     CHECK_INT_EQ(st_trial_get(s, id, 2, &t2, err, sizeof err), 0);
-    CHECK(strcmp(t2.state, ST_TRIAL_PENDING) == 0 && !t2.has_objective && t2.error == NULL);
+    CHECK(t2.state == ST_TRIAL_PENDING && !t2.has_objective && t2.error == NULL);
     st_trial_clear(&t2);
 
     /* list returns both, in number order, with the same fields as get. */
@@ -466,8 +526,7 @@ static void test_trial_update_round_trip(void) {
     t.objective = NAN;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), TN_EINVAL);
     t.objective = 1;
-    free(t.state);
-    t.state = strdup("BROKEN");
+    t.state = ST_TRIAL_NSTATES; /* no state */
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), TN_EINVAL);
     st_trial_clear(&t);
     st_close(s);
@@ -482,7 +541,7 @@ static void test_trial_counts(void) {
     CHECK_INT_EQ(st_study_create(s, "d", "{}", 1, ST_STUDY_RUNNING, &other, err, sizeof err), 0);
     /* states[i] for trial i + 1: 2 PENDING, 1 RUNNING, 3 SUCCEEDED, 1 FAILED, 2 STOPPED,
      * 0 CANCELLED. */
-    static const char *const states[] = {
+    static const st_trial_state states[] = {
         ST_TRIAL_PENDING,   ST_TRIAL_RUNNING,   ST_TRIAL_SUCCEEDED, ST_TRIAL_SUCCEEDED,
         ST_TRIAL_FAILED,    ST_TRIAL_STOPPED,   ST_TRIAL_SUCCEEDED, ST_TRIAL_STOPPED,
         ST_TRIAL_PENDING};
@@ -490,13 +549,12 @@ static void test_trial_counts(void) {
         CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_PENDING, &num, err, sizeof err), 0);
         st_trial t;
         CHECK_INT_EQ(st_trial_get(s, id, num, &t, err, sizeof err), 0);
-        free(t.state);
-        t.state = strdup(states[i]);
+        t.state = states[i];
         CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
         st_trial_clear(&t);
     }
     CHECK_INT_EQ(st_trial_create(s, other, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
-    int64_t counts[6];
+    int64_t counts[ST_TRIAL_NSTATES];
     CHECK_INT_EQ(st_trial_counts(s, id, counts, err, sizeof err), 0);
     static const int64_t want[6] = {2, 1, 3, 1, 2, 0};
     for (int i = 0; i < 6; i++) CHECK_MSG(counts[i] == want[i], "counts[%d] = %lld, want %lld",
@@ -766,8 +824,7 @@ static void test_reopen_keeps_everything(void) {
     CHECK_INT_EQ(st_trial_create(s, id, "{\"a\": 1}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
     st_trial t;
     CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
-    free(t.state);
-    t.state = strdup(ST_TRIAL_SUCCEEDED);
+    t.state = ST_TRIAL_SUCCEEDED;
     t.has_objective = 1;
     t.objective = 0.875;
     t.finished = t.started + 5;
@@ -786,11 +843,11 @@ static void test_reopen_keeps_everything(void) {
     if (!s) return;
     st_study st;
     CHECK_INT_EQ(st_study_get(s, "keep", &st, err, sizeof err), 0);
-    CHECK(st.id == id && st.seed == 99 && strcmp(st.state, ST_STUDY_SUCCEEDED) == 0);
+    CHECK(st.id == id && st.seed == 99 && st.state == ST_STUDY_SUCCEEDED);
     CHECK(strcmp(st.spec, "{\"jobId\": \"keep\"}") == 0);
     st_study_clear(&st);
     CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
-    CHECK(strcmp(t.state, ST_TRIAL_SUCCEEDED) == 0 && t.has_objective && t.objective == 0.875);
+    CHECK(t.state == ST_TRIAL_SUCCEEDED && t.has_objective && t.objective == 0.875);
     CHECK(t.finished == t.started + 5 && t.attempts == 1);
     st_trial_clear(&t);
     st_measurement *ml = NULL;
@@ -1072,7 +1129,7 @@ static void test_ten_thousand_trials(void) {
     int rc = st_transaction(s, create_many, &c, err, sizeof err);
     CHECK_MSG(rc == 0, "rc %d: %s", rc, err);
     clock_t t1 = clock();
-    int64_t counts[6];
+    int64_t counts[ST_TRIAL_NSTATES];
     for (int rep = 0; rep < 100; rep++) /* a progress line asks this often */
         CHECK_INT_EQ(st_trial_counts(s, id, counts, err, sizeof err), 0);
     clock_t t2 = clock();
@@ -1134,6 +1191,8 @@ int main(void) {
     RUN(test_study_list_empty);
     RUN(test_study_duplicate_name);
     RUN(test_study_set_state);
+    RUN(test_state_names);
+    RUN(test_foreign_state_refused);
     RUN(test_trial_numbering);
     RUN(test_trial_update_round_trip);
     RUN(test_trial_counts);
