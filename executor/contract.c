@@ -228,6 +228,12 @@ int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *p
     return 0;
 }
 
+ex_exit ex_exit_of_status(int status) {
+    if (WIFEXITED(status)) return (ex_exit){.code = WEXITSTATUS(status), .signal = 0};
+    if (WIFSIGNALED(status)) return (ex_exit){.code = -1, .signal = WTERMSIG(status)};
+    return EX_EXIT_UNKNOWN;
+}
+
 void ex_describe_status(int status, char *buf, size_t len) {
     if (WIFEXITED(status))
         snprintf(buf, len, "exit status %d", WEXITSTATUS(status));

@@ -79,8 +79,33 @@ void ex_strv_free(char **v);
 int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *pid, char *err,
              size_t errlen);
 
-/* "exit status N", "killed by signal N (NAME)": the wording the store's events use
- * and the dashboard reads back. */
+/* The kinds of event the executor tells (ex_event), as stored; a Slurm replica's launcher
+ * writes the replica's (docs/executor.md, "Events"). A replica's: */
+#define EX_EV_STARTED "started"     /* a run of it began (detail: pid, host) */
+#define EX_EV_EXITED "exited"       /* a run ended (ex_event.exit says how) */
+#define EX_EV_RESTARTED "restarted" /* it is started again in place */
+#define EX_EV_METRICS "metrics"     /* its metric file cannot be read as it should */
+/* The job's: */
+#define EX_EV_SUBMITTED "submitted" /* handed to Slurm (detail: the job id) */
+#define EX_EV_QUEUED "queued"       /* waiting in Slurm's queue, or to be submitted */
+#define EX_EV_RUNNING "running"     /* an attempt's replicas are up */
+#define EX_EV_RETRYING "retrying"   /* the whole job runs again (a new attempt) */
+#define EX_EV_STOPPING "stopping"   /* it is being stopped, and why */
+
+/* How a run of a replica ended, as data: code is its exit status (0 to 255) or -1,
+ * signal the signal that killed it or 0. {-1, 0}: not known, or it never ran (it
+ * could not be started). */
+typedef struct ex_exit {
+    int code;
+    int signal;
+} ex_exit;
+#define EX_EXIT_UNKNOWN ((ex_exit){.code = -1, .signal = 0})
+
+/* The ex_exit of a waitpid status. */
+ex_exit ex_exit_of_status(int status);
+
+/* "exit status N", "killed by signal N (NAME)": the sentence of an `exited` event's
+ * detail, for people (programs read its ex_exit). */
 void ex_describe_status(int status, char *buf, size_t len);
 
 /* What a replica's exit means (docs/executor.md, "Lifecycle"). */

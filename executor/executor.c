@@ -33,7 +33,7 @@ struct timeval ex__timeval(double s) {
     return tv;
 }
 
-static double wall_clock(void) {
+double ex__now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -61,7 +61,7 @@ static void run_ended(ex_job *j, ex_replica *r, double at) {
     char err[512];
     if (j->phase == EX_PH_DONE) return; /* the last read is done: nothing comes after it */
     if (htr_poll_final(r->reader, &recs, &n, err, sizeof err) != 0 || n == 0) return;
-    double limit = wall_clock() + EX_CLOCK_SLACK;
+    double limit = ex__now() + EX_CLOCK_SLACK;
     if (r->nheld + n > r->capheld) {
         r->capheld = r->nheld + n + 8;
         r->held = tn_xrealloc(r->held, r->capheld * sizeof *r->held);
@@ -78,32 +78,35 @@ static void run_ended(ex_job *j, ex_replica *r, double at) {
 
 /* Tells the caller an event. Every event of every backend passes here: a replica's
  * `started` counts its runs, its `exited` reads what the run left (run_ended). */
-static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
-                   va_list ap) __attribute__((format(printf, 5, 0)));
-static void emit_v(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
-                   va_list ap) {
-    int started = who && !strcmp(kind, "started"), exited = who && !strcmp(kind, "exited");
+static void emit_v(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
+                   const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+static void emit_v(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
+                   const char *fmt, va_list ap) {
+    int started = who && !strcmp(kind, EX_EV_STARTED);
+    int exited = who && !strcmp(kind, EX_EV_EXITED);
     ex_replica *r = started || exited ? replica_named(j, who) : NULL;
     if (r && started) r->runs++;
     if (r && exited) run_ended(j, r, time);
     if (!j->cb.event) return;
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
-    j->cb.event(j->ctx, time, who, kind, detail);
+    ex_event e = {.time = time, .replica = who, .kind = kind, .detail = detail,
+                  .exit = exited ? exit : EX_EXIT_UNKNOWN};
+    j->cb.event(j->ctx, &e);
 }
 
 void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    emit_v(j, wall_clock(), who, kind, fmt, ap);
+    emit_v(j, ex__now(), who, kind, EX_EXIT_UNKNOWN, fmt, ap);
     va_end(ap);
 }
 
-void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
-                 ...) {
+void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
+                 const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    emit_v(j, time, who, kind, fmt, ap);
+    emit_v(j, time, who, kind, exit, fmt, ap);
     va_end(ap);
 }
 
@@ -136,7 +139,7 @@ void ex__poll_metrics(ex_job *j, int final) {
                        : htr_poll(r->reader, &recs, &n, err, sizeof err);
         if (rc != 0) { /* told once until it changes: not at every poll */
             if (!r->read_error || strcmp(r->read_error, err) != 0) {
-                ex__emit(j, r->name, "metrics", "%s", err);
+                ex__emit(j, r->name, EX_EV_METRICS, "%s", err);
                 free(r->read_error);
                 r->read_error = tn_xstrdup(err);
             }
@@ -152,7 +155,7 @@ void ex__poll_metrics(ex_job *j, int final) {
         htr_stats st;
         htr_get_stats(r->reader, &st);
         if (st.bad_lines > r->bad_told && (r->bad_told == 0 || final)) {
-            ex__emit(j, r->name, "metrics",
+            ex__emit(j, r->name, EX_EV_METRICS,
                      "%zu line%s of %s %s not a JSON object and %s skipped (write one "
                      "JSON object a line, e.g. {\"%s\": 0.5, \"global_step\": 10})",
                      st.bad_lines, st.bad_lines == 1 ? "" : "s", r->metric_path,

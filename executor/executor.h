@@ -104,14 +104,19 @@ typedef struct ex_job_config {
     double poll_seconds;          /* how often metric files are read, > 0 */
 } ex_job_config;
 
+typedef struct ex_event {
+    double time;          /* seconds since the epoch: now for what the executor sees
+                             itself, the launcher's clock for what a Slurm replica's
+                             launcher wrote */
+    const char *replica;  /* "chief:0", "worker:1", ... or NULL for the job */
+    const char *kind;     /* EX_EV_* */
+    const char *detail;   /* a sentence for people (pid, exit status, reason) */
+    ex_exit exit;         /* EX_EV_EXITED: how the run ended; else EX_EXIT_UNKNOWN */
+} ex_event;
+
 typedef struct ex_callbacks {
-    /* Something happened at `time` (seconds since the epoch: now for what the executor
-     * sees itself, the launcher's clock for what a Slurm replica's launcher wrote):
-     * replica is "chief:0", "worker:1", ... or NULL for the job; kind is "started",
-     * "running", "exited", "restarted", "retrying", "stopping", "queued", "submitted",
-     * "metrics"; detail is a sentence (pid, exit status, reason). */
-    void (*event)(void *ctx, double time, const char *replica, const char *kind,
-                  const char *detail);
+    /* Something happened (*e and its strings live until the call returns). */
+    void (*event)(void *ctx, const ex_event *e);
     /* A new metric record of a replica (each record once, in the order read). run is
      * the run of the replica that wrote it, as this job counts them: its `started`
      * events told through event() so far (1 for its first start, 2 after an in-place

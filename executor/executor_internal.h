@@ -117,12 +117,16 @@ int ex__slurm_init(ex_executor *x, char *err, size_t errlen);
 int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen);
 int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, size_t errlen);
 
-/* Tells j's event callback what happened now (detail formatted as printf); ex__emit_at
- * what happened at `time` (seconds since the epoch). */
+/* Wall-clock seconds since the epoch. */
+double ex__now(void);
+
+/* Tells j's event callback what happened now (kind EX_EV_*, detail formatted as
+ * printf); ex__emit_at what happened at `time` (seconds since the epoch), with the
+ * exit of an EX_EV_EXITED event (EX_EXIT_UNKNOWN for the others). */
 void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, const char *fmt,
-                 ...) __attribute__((format(printf, 5, 6)));
+void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Starts the trial timeout (if the job has one and it is not running yet), `elapsed`
  * seconds of it already used. For backends with timeout_from_start. */

@@ -217,15 +217,19 @@ static int decided(const char *run_dir) {
     return there;
 }
 
-/* Appends one event line to the replica's (or the job's) events file. */
-static void event(int fd, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void event(int fd, const char *kind, const char *fmt, ...) {
+/* Appends one event line to the replica's (or the job's) events file: kind EX_EV_*,
+ * with how the run ended for EX_EV_EXITED ("exit_code" or "signal", when known). */
+static void event(int fd, const char *kind, ex_exit exit, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void event(int fd, const char *kind, ex_exit exit, const char *fmt, ...) {
     char detail[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
     json_t *o = json_pack("{s:f, s:s, s:s}", "time", now(), "kind", kind, "detail", detail);
+    if (exit.code >= 0) json_object_set_new(o, "exit_code", json_integer(exit.code));
+    if (exit.signal > 0) json_object_set_new(o, "signal", json_integer(exit.signal));
     char *line = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!line) return;
@@ -401,7 +405,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             snprintf(msg, sizeof msg,
                      "replica %s waited %gs for its peers to start; see %s/slurm/slurm-%s.out",
                      name, d->rendezvous, d->job_dir, getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "?");
-            event(ev, "exited", "%s", msg);
+            event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", msg);
             decide(run_dir, "failed", 1, msg);
         }
         tf_config_clear(&c);
@@ -435,16 +439,16 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
         ex_run_mark_take(log, metric, &mark);
         int s = ex_spawn(d->argv, env, log, &pid, err, sizeof err);
         if (s == EX_ENOEXEC) {
-            event(ev, "exited", "%s", err);
+            event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", err);
             decide(run_dir, "failed", 0, err);
             break;
         }
         if (s != 0) { /* the log cannot be opened, fork failed: this node's trouble */
-            event(ev, "exited", "%s", err);
+            event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", err);
             decide(run_dir, "failed", 1, err);
             break;
         }
-        event(ev, "started", "pid %ld on %s", (long)pid, host);
+        event(ev, EX_EV_STARTED, EX_EXIT_UNKNOWN, "pid %ld on %s", (long)pid, host);
         int status = 0, stopped = 0;
         for (;;) {
             pid_t got = waitpid(pid, &status, WNOHANG);
@@ -462,7 +466,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
         }
         kill(-pid, SIGKILL); /* what the program left in its process group goes with it */
         ex_describe_status(status, how, sizeof how);
-        event(ev, "exited", "%s", how);
+        event(ev, EX_EV_EXITED, ex_exit_of_status(status), "%s", how);
         /* the run is over already, or Slurm is ending the job (scancel, time limit): an
          * exit now is no decision, whatever its status */
         if (stopped || g_signal || decided(run_dir)) break;
@@ -504,13 +508,13 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
         restarts++;
         double pause = ex_backoff(d->backoff, d->backoff_max, restarts);
         if (pause > 0) {
-            event(ev, "restarted", "restart %d of %d after %s, in %.3g s", restarts,
+            event(ev, EX_EV_RESTARTED, EX_EXIT_UNKNOWN, "restart %d of %d after %s, in %.3g s", restarts,
                   d->max_restarts, how, pause);
             double until = now() + pause;
             while (now() < until && !g_signal && !decided(run_dir)) nap(POLL_US);
             if (g_signal || decided(run_dir)) break;
         } else {
-            event(ev, "restarted", "restart %d of %d after %s", restarts, d->max_restarts, how);
+            event(ev, EX_EV_RESTARTED, EX_EXIT_UNKNOWN, "restart %d of %d after %s", restarts, d->max_restarts, how);
         }
     }
     ex_failure_clear(&last);
@@ -606,7 +610,7 @@ static int run_job(const job_desc *d, const char *self) {
                              "the srun step of the %s replicas ended (%s) before the run was "
                              "decided; see %s/slurm/slurm-%s.out",
                              ex_type_name(steps[s].type, d->use_chief_name), how, d->job_dir, jobid);
-                    event(ev, "exited", "%s", msg);
+                    event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", msg);
                     decide(run_dir, "failed", 1, msg);
                 }
             }

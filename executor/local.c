@@ -259,7 +259,7 @@ static int spawn(local_replica *lr, char *err, size_t errlen) {
     lr->pid = pid;
     lr->group = pid;
     ex__watch(j->x, pid, on_replica_exit, lr);
-    ex__emit(j, lr->r->name, "started", "pid %ld", (long)pid);
+    ex__emit(j, lr->r->name, EX_EV_STARTED, "pid %ld", (long)pid);
     return 0;
 }
 
@@ -294,7 +294,7 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
         rc = spawn(&lj->reps[i], err, errlen);
     }
     if (rc) return rc;
-    ex__emit(j, NULL, "running", "attempt %d: %zu replica%s started", j->attempts, j->nreps,
+    ex__emit(j, NULL, EX_EV_RUNNING, "attempt %d: %zu replica%s started", j->attempts, j->nreps,
              j->nreps == 1 ? "" : "s");
     return 0;
 }
@@ -335,7 +335,7 @@ static void stopped(ex_job *j) {
     int strays = kill_under(j->job_dir, groups, j->nreps);
     free(groups);
     if (strays > 0)
-        ex__emit(j, NULL, "stopping", "killed %d process%s the job left behind outside its "
+        ex__emit(j, NULL, EX_EV_STOPPING, "killed %d process%s the job left behind outside its "
                  "replicas' process groups", strays, strays == 1 ? "" : "es");
     if (lj->retry && !j->timed_out) {
         lj->retry = 0;
@@ -344,12 +344,12 @@ static void stopped(ex_job *j) {
         double pause = ex_backoff(j->cfg.restart_backoff, j->cfg.restart_backoff_max,
                                   j->attempts);
         if (pause > 0) {
-            ex__emit(j, NULL, "retrying", "re-running the job in %.3g s (attempt %d of %d)",
+            ex__emit(j, NULL, EX_EV_RETRYING, "re-running the job in %.3g s (attempt %d of %d)",
                      pause, j->attempts + 1, j->cfg.max_job_retries + 1);
             struct timeval tv = ex__timeval(pause);
             evtimer_add(lj->retry_ev, &tv);
         } else {
-            ex__emit(j, NULL, "retrying", "re-running the job (attempt %d of %d)",
+            ex__emit(j, NULL, EX_EV_RETRYING, "re-running the job (attempt %d of %d)",
                      j->attempts + 1, j->cfg.max_job_retries + 1);
             next_attempt(j);
         }
@@ -364,7 +364,7 @@ static void local_stop(ex_job *j) {
         stopped(j);
         return;
     }
-    ex__emit(j, NULL, "stopping", "%s",
+    ex__emit(j, NULL, EX_EV_STOPPING, "%s",
              j->stop_error ? j->stop_error : "the chief succeeded; stopping the others");
     signal_all(j, SIGTERM);
     struct timeval tv = ex__timeval(j->cfg.grace_seconds);
@@ -395,7 +395,7 @@ static void on_replica_exit(void *ctx, int status) {
     ex_describe_status(status, how, sizeof how);
     kill(-lr->pid, SIGKILL); /* what the replica left in its process group goes with it */
     lr->pid = 0;
-    ex__emit(j, r->name, "exited", "%s", how);
+    ex__emit_at(j, ex__now(), r->name, EX_EV_EXITED, ex_exit_of_status(status), "%s", how);
     if (j->phase == EX_PH_STOPPING) {
         if (live_replicas(j) == 0) stopped(j);
         return;
@@ -433,12 +433,12 @@ static void on_replica_exit(void *ctx, int status) {
         double pause = ex_backoff(j->cfg.restart_backoff, j->cfg.restart_backoff_max,
                                   lr->restarts);
         if (pause > 0) {
-            ex__emit(j, r->name, "restarted", "restart %d of %d after %s, in %.3g s",
+            ex__emit(j, r->name, EX_EV_RESTARTED, "restart %d of %d after %s, in %.3g s",
                      lr->restarts, j->cfg.max_replica_restarts, how, pause);
             struct timeval tv = ex__timeval(pause);
             evtimer_add(lr->restart_ev, &tv);
         } else {
-            ex__emit(j, r->name, "restarted", "restart %d of %d after %s", lr->restarts,
+            ex__emit(j, r->name, EX_EV_RESTARTED, "restart %d of %d after %s", lr->restarts,
                      j->cfg.max_replica_restarts, how);
             on_restart_due(-1, 0, lr);
         }
@@ -460,7 +460,7 @@ static void on_replica_exit(void *ctx, int status) {
 
 static void on_grace(evutil_socket_t fd, short what, void *arg) {
     ex_job *j = arg;
-    ex__emit(j, NULL, "stopping", "grace period of %gs over: SIGKILL", j->cfg.grace_seconds);
+    ex__emit(j, NULL, EX_EV_STOPPING, "grace period of %gs over: SIGKILL", j->cfg.grace_seconds);
     signal_all(j, SIGKILL);
 }
 

@@ -102,13 +102,28 @@ static int is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* ---- events files ---- */
+
+/* The EX_EV_* of a kind a replica's launcher writes (started, exited, restarted), or
+ * NULL for anything else (a line that is not the launcher's). */
+static const char *launcher_kind(const char *kind) {
+    static const char *const kinds[] = {EX_EV_STARTED, EX_EV_EXITED, EX_EV_RESTARTED};
+    for (size_t i = 0; kind && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(kind, kinds[i])) return kinds[i];
+    return NULL;
 }
 
-/* ---- events files ---- */
+/* The exit an `exited` line of the launcher carries ({"exit_code": N} or
+ * {"signal": S}), or EX_EXIT_UNKNOWN. */
+static ex_exit launcher_exit(const json_t *line) {
+    json_t *code = json_object_get(line, "exit_code"), *sig = json_object_get(line, "signal");
+    ex_exit e = EX_EXIT_UNKNOWN;
+    if (json_is_integer(code) && json_integer_value(code) >= 0 && json_integer_value(code) <= 255)
+        e.code = (int)json_integer_value(code);
+    if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 128)
+        e.signal = (int)json_integer_value(sig);
+    return e;
+}
 
 static void reset_events(ex_job *j) {
     slurm_job *sj = j->impl;
@@ -162,15 +177,15 @@ static void read_events(ex_job *j) {
             *nl = '\0';
             f->offset += (off_t)(nl - line + 1);
             json_t *o = json_loads(line, 0, NULL);
-            const char *kind = json_string_value(json_object_get(o, "kind"));
+            const char *kind = launcher_kind(json_string_value(json_object_get(o, "kind")));
             const char *detail = json_string_value(json_object_get(o, "detail"));
             double t = json_number_value(json_object_get(o, "time"));
-            if (kind) f->exited = !strcmp(kind, "exited");
-            if (kind && !strcmp(kind, "started") && t > 0) /* the run started by then */
-                ex__arm_timeout(j, wall_now() - t);
+            if (kind) f->exited = !strcmp(kind, EX_EV_EXITED);
+            if (kind && !strcmp(kind, EX_EV_STARTED) && t > 0) /* the run started by then */
+                ex__arm_timeout(j, ex__now() - t);
             if (kind && t > f->told_until) {
-                if (!strcmp(kind, "restarted")) j->restarts++;
-                ex__emit_at(j, t, f->who, kind, "%s", detail ? detail : "");
+                if (!strcmp(kind, EX_EV_RESTARTED)) j->restarts++;
+                ex__emit_at(j, t, f->who, kind, launcher_exit(o), "%s", detail ? detail : "");
             }
             json_decref(o);
             line = nl + 1;
@@ -205,7 +220,7 @@ static void follow_requeue(ex_job *j) {
                      sj->jobid, sj->restart, sj->restart == 1 ? "" : "s", j->attempts);
             ex__begin_stop(j, EX_FAILED, why);
         } else {
-            ex__emit(j, NULL, "retrying", "Slurm requeued job %s (run %d of the job, attempt %d)",
+            ex__emit(j, NULL, EX_EV_RETRYING, "Slurm requeued job %s (run %d of the job, attempt %d)",
                      sj->jobid, sj->restart + 1, j->attempts);
         }
     }
@@ -275,7 +290,7 @@ static void take_job(ex_job *j, const char *id, const char *how);
 static void retry_or_fail(ex_job *j, const char *why) {
     char msg[4096];
     if (j->attempts <= j->cfg.max_job_retries) {
-        ex__emit(j, NULL, "retrying", "%s; re-running the job (attempt %d of %d)", why,
+        ex__emit(j, NULL, EX_EV_RETRYING, "%s; re-running the job (attempt %d of %d)", why,
                  j->attempts + 1, j->cfg.max_job_retries + 1);
         char err[1024];
         if (submit(j, err, sizeof err) == 0) return;
@@ -401,7 +416,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
         snprintf(id, sizeof id, "%ld", extra[i]);
         char *argv[] = {"scancel", id, NULL};
         ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
-        ex__emit(j, NULL, "stopping", "cancelled Slurm job %s, a second submission of the trial",
+        ex__emit(j, NULL, EX_EV_STOPPING, "cancelled Slurm job %s, a second submission of the trial",
                  id);
     }
     if (newest > 0) {
@@ -416,7 +431,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
     }
     char err[1024];
     if (status != 0) /* cannot tell: better wait than risk running the trial twice */
-        ex__emit(j, NULL, "queued", "cannot look for the job before submitting it again "
+        ex__emit(j, NULL, EX_EV_QUEUED, "cannot look for the job before submitting it again "
                  "(squeue: %.200s)", errtext);
     if (submit(j, err, sizeof err) != 0) {
         j->stop_outcome = EX_FAILED;
@@ -442,7 +457,7 @@ static void on_scancel(void *ctx, int status, const char *out, const char *errte
     sj->scancel = NULL;
     sj->scancel_failed = status != 0;
     if (status != 0) /* tried again while squeue still shows the job (job_seen) */
-        ex__emit(j, NULL, "stopping", "scancel %s failed, will try again: %s", sj->jobid,
+        ex__emit(j, NULL, EX_EV_STOPPING, "scancel %s failed, will try again: %s", sj->jobid,
                  errtext[0] ? errtext : "no message");
 }
 
@@ -479,7 +494,7 @@ static void take_job(ex_job *j, const char *id, const char *how) {
     j->attempts++;
     reset_events(j);
     store_handle(j);
-    ex__emit(j, NULL, "submitted", "Slurm job %s (attempt %d%s)", sj->jobid, j->attempts, how);
+    ex__emit(j, NULL, EX_EV_SUBMITTED, "Slurm job %s (attempt %d%s)", sj->jobid, j->attempts, how);
     if (sj->stop_requested) send_scancel(j);
 }
 
@@ -514,7 +529,7 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
     }
     if ((WIFSIGNALED(status) || passing_failure(msg)) && ++sj->submit_tries < MAX_SUBMIT_TRIES) {
         double wait = (double)(1 << (sj->submit_tries < 6 ? sj->submit_tries - 1 : 5));
-        ex__emit(j, NULL, "queued", "sbatch failed (%s); trying again in %gs", msg, wait);
+        ex__emit(j, NULL, EX_EV_QUEUED, "sbatch failed (%s); trying again in %gs", msg, wait);
         struct timeval tv = ex__timeval(wait);
         evtimer_add(sj->resubmit_ev, &tv);
         return;
@@ -858,13 +873,13 @@ static void job_seen(ex_job *j, const job_state *s) {
     }
     int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
     if (running) /* the trial timeout counts from the start, not the time queued */
-        ex__arm_timeout(j, s->start > 0 ? wall_now() - s->start : 0);
+        ex__arm_timeout(j, s->start > 0 ? ex__now() - s->start : 0);
     if (running && !sj->told_running) {
         sj->told_running = 1;
-        ex__emit(j, NULL, "running", "Slurm job %s running on %s", sj->jobid, s->nodes);
+        ex__emit(j, NULL, EX_EV_RUNNING, "Slurm job %s running on %s", sj->jobid, s->nodes);
     } else if (!running && (strcmp(sj->state, s->state) != 0 || strcmp(sj->reason, s->reason) != 0)) {
         if (!strcmp(s->state, "PENDING") || !strcmp(s->state, "REQUEUED")) sj->told_running = 0;
-        ex__emit(j, NULL, "queued", "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
+        ex__emit(j, NULL, EX_EV_QUEUED, "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
     }
     snprintf(sj->state, sizeof sj->state, "%s", s->state);
     snprintf(sj->reason, sizeof sj->reason, "%s", s->reason);
@@ -880,7 +895,7 @@ static void on_squeue(void *ctx, int status, const char *out, const char *errtex
         if (!se->failing) { /* say it once per outage, on every job */
             se->failing = 1;
             for (size_t i = 0; i < x->njobs; i++)
-                ex__emit(x->jobs[i], NULL, "queued",
+                ex__emit(x->jobs[i], NULL, EX_EV_QUEUED,
                          "squeue failed, will keep asking: %.300s", errtext);
         }
         return;
@@ -943,7 +958,7 @@ static int slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size
     sj->quiet_requeues = 1; /* runs before now were counted (or cannot be told apart) */
     follow_requeue(j);      /* the newest run's files */
     sj->quiet_requeues = 0;
-    ex__emit(j, NULL, "submitted", "Slurm job %s (re-attached)", sj->jobid);
+    ex__emit(j, NULL, EX_EV_SUBMITTED, "Slurm job %s (re-attached)", sj->jobid);
     return 0;
 }
 
@@ -980,7 +995,7 @@ static void slurm_stop(ex_job *j) {
         ex__finish(j);
         return;
     }
-    ex__emit(j, NULL, "stopping", "%s%s%s", j->stop_error ? j->stop_error : "the job is over",
+    ex__emit(j, NULL, EX_EV_STOPPING, "%s%s%s", j->stop_error ? j->stop_error : "the job is over",
              sj->jobid[0] ? ": scancel " : "", sj->jobid);
     send_scancel(j); /* without an id yet, on_sbatch sends it */
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "executor/contract.h"
 #include "tuner/spec.h"
 
 #define API_DEFAULT_LIMIT 100    /* trials per page when not asked */
@@ -830,8 +831,9 @@ static int cmp_names(const void *a, const void *b) {
 }
 
 /* The replicas of a trial, derived from its events (docs/dashboard.md, "Replicas"):
- * `started` makes a replica RUNNING; `exited` with "exit status N" makes it EXITED
- * (N = 0) or FAILED, with "killed by signal S" KILLED; `restarted` counts a restart. */
+ * `started` makes a replica RUNNING; `exited` makes it EXITED (exit code 0) or FAILED
+ * (another code), KILLED (a signal), or EXITED when how is not known (it could not
+ * start); `restarted` counts a restart. */
 static json_t *replicas_json(const st_event *ev, size_t n) {
     json_t *byname = json_object(); /* "chief-0" -> object */
     for (size_t i = 0; i < n; i++) {
@@ -846,23 +848,22 @@ static json_t *replicas_json(const st_event *ev, size_t n) {
                           "restarts", 0, "signal");
             json_object_set_new(byname, name, r);
         }
-        const char *kind = ev[i].kind, *detail = ev[i].detail ? ev[i].detail : "";
-        int code;
-        if (!strcmp(kind, "started")) {
+        const char *kind = ev[i].kind;
+        if (!strcmp(kind, EX_EV_STARTED)) {
             json_object_set_new(r, "state", json_string("RUNNING"));
             json_object_set_new(r, "exit_code", json_null());
             json_object_set_new(r, "signal", json_null());
-        } else if (!strcmp(kind, "exited")) {
-            if (sscanf(detail, "exit status %d", &code) == 1) {
-                json_object_set_new(r, "state", json_string(code == 0 ? "EXITED" : "FAILED"));
-                json_object_set_new(r, "exit_code", json_integer(code));
-            } else if (sscanf(detail, "killed by signal %d", &code) == 1) {
-                json_object_set_new(r, "state", json_string("KILLED"));
-                json_object_set_new(r, "signal", json_integer(code));
-            } else {
-                json_object_set_new(r, "state", json_string("EXITED"));
-            }
-        } else if (!strcmp(kind, "restarted")) {
+        } else if (!strcmp(kind, EX_EV_EXITED)) {
+            const char *state = "EXITED";
+            if (ev[i].signal > 0) state = "KILLED";
+            else if (ev[i].has_exit_code && ev[i].exit_code != 0) state = "FAILED";
+            json_object_set_new(r, "state", json_string(state));
+            json_object_set_new(r, "exit_code", ev[i].has_exit_code
+                                                    ? json_integer(ev[i].exit_code)
+                                                    : json_null());
+            json_object_set_new(r, "signal",
+                                ev[i].signal > 0 ? json_integer(ev[i].signal) : json_null());
+        } else if (!strcmp(kind, EX_EV_RESTARTED)) {
             json_int_t k = json_integer_value(json_object_get(r, "restarts"));
             json_object_set_new(r, "restarts", json_integer(k + 1));
         }
@@ -979,10 +980,15 @@ void api_trial(st_store *st, const char *id, const char *number, double now, api
         json_t *ev = json_array();
         for (size_t i = 0; i < c.nev; i++)
             json_array_append_new(
-                ev, json_pack("{sfsossso}", "time", c.ev[i].time, "replica",
+                ev, json_pack("{sfsossso so so}", "time", c.ev[i].time, "replica",
                               c.ev[i].replica ? json_string(c.ev[i].replica) : json_null(),
                               "kind", c.ev[i].kind, "detail",
-                              c.ev[i].detail ? json_string(c.ev[i].detail) : json_null()));
+                              c.ev[i].detail ? json_string(c.ev[i].detail) : json_null(),
+                              "exit_code",
+                              c.ev[i].has_exit_code ? json_integer(c.ev[i].exit_code)
+                                                    : json_null(),
+                              "signal",
+                              c.ev[i].signal > 0 ? json_integer(c.ev[i].signal) : json_null()));
         json_object_set_new(o, "events", ev);
         json_object_set_new(o, "replicas", replicas_json(c.ev, c.nev));
         json_t *logs = json_array();

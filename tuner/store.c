@@ -27,14 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ST_SCHEMA_VERSION 4      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 5      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 4 (docs/store.md describes every column; version 2 added the
+/* The schema, version 5 (docs/store.md describes every column; version 2 added the
  * change sequences the dashboard follows: docs/dashboard.md, "Change detection";
  * version 3 the executor's handle of a trial's job, so that a resumed tuner
  * re-attaches to its Slurm jobs; version 4 the attempt of each measurement, which run
- * of its replica wrote it). A new file gets this directly; an older file gets
+ * of its replica wrote it; version 5 how a replica's run ended, as data). A new file gets this directly; an older file gets
  * the migrations from its version on, and the result is the same schema
  * (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
@@ -87,9 +87,11 @@ static const char schema_sql[] =
     "  time REAL NOT NULL,\n"
     "  replica TEXT,\n"
     "  kind TEXT NOT NULL,\n"
-    "  detail TEXT);\n"
+    "  detail TEXT,\n"
+    "  exit_code INTEGER,\n"
+    "  signal INTEGER);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '4');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '5');\n";
 
 /* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
  * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
@@ -106,6 +108,15 @@ static const char *const migrations[ST_SCHEMA_VERSION] = {
     [3] = /* 3 -> 4: the attempt of a measurement. Rows written before get NULL: no
            * version 3 file says which run of a replica wrote a row (docs/store.md). */
     "ALTER TABLE measurements ADD COLUMN attempt INTEGER;\n",
+    [4] = /* 4 -> 5: how a replica's run ended, as data. Older `exited` rows get it
+           * from their detail, which version 4 wrote as "exit status N" or "killed by
+           * signal N (NAME)"; other details leave both NULL (not known). */
+    "ALTER TABLE events ADD COLUMN exit_code INTEGER;\n"
+    "ALTER TABLE events ADD COLUMN signal INTEGER;\n"
+    "UPDATE events SET exit_code = CAST(substr(detail, 13) AS INTEGER) "
+    "WHERE kind = 'exited' AND detail GLOB 'exit status [0-9]*';\n"
+    "UPDATE events SET signal = CAST(substr(detail, 18) AS INTEGER) "
+    "WHERE kind = 'exited' AND detail GLOB 'killed by signal [0-9]*';\n",
 };
 
 /* The cached statements, one per query the store runs. */
@@ -214,11 +225,11 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp, attempt FROM "
                            "measurements WHERE study_id = ?1 AND trial = ?2 "
                            "ORDER BY step, replica, seq, timestamp",
-    [Q_EVENT_INSERT] = "INSERT INTO events (study_id, trial, time, replica, kind, detail) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [Q_EVENT_LIST_TRIAL] = "SELECT time, replica, kind, detail FROM events "
+    [Q_EVENT_INSERT] = "INSERT INTO events (study_id, trial, time, replica, kind, detail, "
+                       "exit_code, signal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [Q_EVENT_LIST_TRIAL] = "SELECT time, replica, kind, detail, exit_code, signal FROM events "
                            "WHERE study_id = ?1 AND trial = ?2 ORDER BY time, id",
-    [Q_EVENT_LIST_STUDY] = "SELECT time, replica, kind, detail FROM events "
+    [Q_EVENT_LIST_STUDY] = "SELECT time, replica, kind, detail, exit_code, signal FROM events "
                            "WHERE study_id = ?1 ORDER BY time, id",
     [Q_STUDY_GET_ID] = "SELECT " STUDY_COLUMNS " FROM studies WHERE id = ?1",
     [Q_STUDY_CURSOR] = "SELECT (SELECT COALESCE(MAX(changed), 0) FROM trials WHERE study_id = ?1), "
@@ -393,7 +404,8 @@ static int prep(st_store *s, enum query q, sqlite3_stmt **out, const char *op, c
 
 /* Binds ?1, ?2, ... by a type string and returns the first SQLite error, if any:
  *   'i' int64_t   't' const char * (NULL binds NULL)   'r' double
- *   'z' double, NULL when 0 (a time not yet set)   'n' double, NULL when NaN */
+ *   'z' double, NULL when 0 (a time not yet set)   'n' double, NULL when NaN
+ *   'p' int64_t, NULL when 0 or below   'N' int64_t, NULL when below 0 */
 static int bind(sqlite3_stmt *st, const char *types, ...) {
     va_list ap;
     va_start(ap, types);
@@ -408,6 +420,11 @@ static int bind(sqlite3_stmt *st, const char *types, ...) {
             break;
         }
         case 'r': rc = sqlite3_bind_double(st, idx, va_arg(ap, double)); break;
+        case 'N': { /* a count or code that may be 0, or NULL when negative */
+            int64_t v = va_arg(ap, int64_t);
+            rc = v >= 0 ? sqlite3_bind_int64(st, idx, v) : sqlite3_bind_null(st, idx);
+            break;
+        }
         case 'p': { /* a positive integer, or NULL for 0 and below (not known) */
             int64_t v = va_arg(ap, int64_t);
             rc = v > 0 ? sqlite3_bind_int64(st, idx, v) : sqlite3_bind_null(st, idx);
@@ -1312,14 +1329,19 @@ int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e
     if (!e->kind || trial < 0 || !isfinite(e->time))
         return tn_error(err, errlen, TN_EINVAL,
                         "%s: an event needs a kind, a trial >= 0 and a finite time", op);
+    if ((e->has_exit_code && (e->exit_code < 0 || e->exit_code > 255)) || e->signal < 0)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s: exit code %d or signal %d out of range", op, e->exit_code,
+                        e->signal);
     sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
     if ((rc = prep(s, Q_EVENT_INSERT, &st, op, err, errlen))) goto fail;
     int xrc = SQLITE_OK;
     rc = step_done(s, st,
-                   bind(st, "iirttt", study_id, trial, e->time != 0 ? e->time : now(),
-                        e->replica, e->kind, e->detail),
+                   bind(st, "iirtttNp", study_id, trial, e->time != 0 ? e->time : now(),
+                        e->replica, e->kind, e->detail,
+                        (int64_t)(e->has_exit_code ? e->exit_code : -1), (int64_t)e->signal),
                    op, err, errlen, &xrc);
     if (rc) {
         if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
@@ -1339,6 +1361,9 @@ static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     e->replica = col_text(st, 1);
     e->kind = col_text_nn(st, 2);
     e->detail = col_text(st, 3);
+    e->has_exit_code = sqlite3_column_type(st, 4) != SQLITE_NULL;
+    e->exit_code = e->has_exit_code ? sqlite3_column_int(st, 4) : 0;
+    e->signal = sqlite3_column_type(st, 5) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 5);
     (void)err, (void)errlen;
     return 0;
 }

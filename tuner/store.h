@@ -99,8 +99,14 @@ typedef struct st_measurement {
 typedef struct st_event {
     double time;
     char *replica;      /* NULL for job-level events */
-    char *kind;         /* "started", "exited", "restarted", "job_retry", "succeeded", ... */
-    char *detail;       /* free text, or NULL */
+    char *kind;         /* the executor's (EX_EV_* in executor/contract.h: "started",
+                           "exited", "restarted", "metrics" of a replica; "submitted",
+                           "queued", "running", "retrying", "stopping" of the job) or the
+                           study loop's ("early_stopping": a rule's decision) */
+    char *detail;       /* a sentence for people, or NULL */
+    int has_exit_code;  /* "exited": how the run ended, as data (not in the detail): */
+    int exit_code;      /*   its exit status when has_exit_code, */
+    int signal;         /*   the signal that killed it, or 0 */
 } st_event;
 
 /* Opens (creating if needed) the store at path. On success *out is yours to close

@@ -486,22 +486,24 @@ static void store_counts(trial_run *t) {
     st_trial_clear(&row);
 }
 
-static void on_event(void *ctx, double time, const char *replica, const char *kind,
-                     const char *detail) {
+static void on_event(void *ctx, const ex_event *ev) {
     trial_run *t = ctx;
     loop *L = t->L;
-    st_event e = {.time = time, .replica = (char *)replica, .kind = (char *)kind,
-                  .detail = (char *)detail};
+    const char *replica = ev->replica, *kind = ev->kind, *detail = ev->detail;
+    st_event e = {.time = ev->time, .replica = (char *)replica, .kind = (char *)kind,
+                  .detail = (char *)detail, .has_exit_code = ev->exit.code >= 0,
+                  .exit_code = ev->exit.code >= 0 ? ev->exit.code : 0,
+                  .signal = ev->exit.signal};
     char err[512];
     if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0) {
         t->lost_record = 1; /* its history is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
     }
-    if (!strcmp(kind, "restarted") || !strcmp(kind, "retrying")) {
+    if (!strcmp(kind, EX_EV_RESTARTED) || !strcmp(kind, EX_EV_RETRYING)) {
         log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
         store_counts(t);
-    } else if (!strcmp(kind, "metrics")) { /* a metric file that cannot be read */
+    } else if (!strcmp(kind, EX_EV_METRICS)) { /* a metric file that cannot be read */
         free(t->metric_problem);
         t->metric_problem = tn_xasprintf("%s: %s", replica ? replica : "job", detail);
     }

@@ -41,13 +41,16 @@ typedef struct outcome {
     struct event_base *base;
 } outcome;
 
-static void on_event(void *ctx, double time, const char *replica, const char *kind,
-                     const char *detail) {
+/* Appends "REPLICA KIND: DETAIL[ [exit N]][ [signal S]]; " to o->events. */
+static void on_event(void *ctx, const ex_event *e) {
     outcome *o = ctx;
-    if (time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
+    if (e->time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
     size_t len = strlen(o->events);
-    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s; ", replica ? replica : "job",
-             kind, detail ? detail : "");
+    char how[48] = "";
+    if (e->exit.code >= 0) snprintf(how, sizeof how, " [exit %d]", e->exit.code);
+    if (e->exit.signal > 0) snprintf(how, sizeof how, " [signal %d]", e->exit.signal);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s%s; ",
+             e->replica ? e->replica : "job", e->kind, e->detail ? e->detail : "", how);
 }
 
 static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
@@ -281,6 +284,11 @@ static void test_sigkill_after_grace(void) {
     outcome o = run_job("stubborn", &jc, &attempts, &restarts);
     CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
     CHECK_STR_CONTAINS(o.events, "worker:0 exited");
+    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0 [exit 0];");
+    /* how the run ended travels as data, not only in the sentence */
+    CHECK_MSG(strstr(o.events, "worker:0 exited: killed by signal 9 (Killed) [signal 9];") ||
+                  strstr(o.events, "worker:0 exited: killed by signal 15 (Terminated) [signal 15];"),
+              "%s", o.events);
     CHECK_STR_CONTAINS(o.events, "job stopping");
 }
 

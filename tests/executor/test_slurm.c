@@ -133,14 +133,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void on_event(void *ctx, double time, const char *replica, const char *kind,
-                     const char *detail) {
+/* Appends "REPLICA KIND: DETAIL[ [exit N]][ [signal S]]; " to o->events. */
+static void on_event(void *ctx, const ex_event *e) {
     outcome *o = ctx;
     size_t len = strlen(o->events);
-    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s; ", replica ? replica : "job",
-             kind, detail);
-    if (replica && !strcmp(replica, "chief:0") && !strcmp(kind, "exited"))
-        o->chief_exit_time = time;
+    char how[48] = "";
+    if (e->exit.code >= 0) snprintf(how, sizeof how, " [exit %d]", e->exit.code);
+    if (e->exit.signal > 0) snprintf(how, sizeof how, " [signal %d]", e->exit.signal);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s%s; ",
+             e->replica ? e->replica : "job", e->kind, e->detail, how);
+    if (e->replica && !strcmp(e->replica, "chief:0") && !strcmp(e->kind, "exited"))
+        o->chief_exit_time = e->time;
 }
 
 static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
@@ -284,7 +287,8 @@ static void test_happy_path(void) {
     CHECK_STR_CONTAINS(o.events, "chief:0 started: pid");
     CHECK_STR_CONTAINS(o.events, "worker:1 started");
     CHECK_STR_CONTAINS(o.events, "ps:0 exited");
-    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0");
+    /* the launcher writes how the run ended as data, and the executor hands it on */
+    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0 [exit 0];");
     /* one job component: all four replicas alike */
     CHECK(fake_called_with("sbatch --parsable --job-name=tuner.test.s.3"));
     CHECK(fake_called_with("--ntasks=4 --cpus-per-task=1 --partition=debug --time=10"));
@@ -653,8 +657,12 @@ static void test_attach_to_finished_job(void) {
     snprintf(dir, sizeof dir, "%s/attach/slurm/7-0/events/chief-0.jsonl", g_root);
     f = fopen(dir, "w");
     if (f) {
+        /* what no launcher writes is not told: an unknown kind, an exit code out of
+         * range (the exit is then not known) */
         fputs("{\"time\": 100.0, \"kind\": \"started\", \"detail\": \"pid 1 on n1\"}\n"
-              "{\"time\": 200.0, \"kind\": \"exited\", \"detail\": \"exit status 0\"}\n", f);
+              "{\"time\": 150.0, \"kind\": \"hacked\", \"detail\": \"x\"}\n"
+              "{\"time\": 200.0, \"kind\": \"exited\", \"detail\": \"exit status 0\", "
+              "\"exit_code\": 900}\n", f);
         fclose(f);
     }
     /* the tuner stored "started" (time 100) before it died: only "exited" is new */
@@ -665,7 +673,8 @@ static void test_attach_to_finished_job(void) {
     outcome o = run_job("attach", &jc, &attempts, &restarts);
     CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
     CHECK_INT_EQ(fake_calls("sbatch", NULL), 0); /* nothing ran twice */
-    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0");
+    CHECK_STR_CONTAINS(o.events, "chief:0 exited: exit status 0;");
+    CHECK(!strstr(o.events, "hacked"));
     CHECK(!strstr(o.events, "chief:0 started")); /* stored before: not told again */
     CHECK_NEAR(o.chief_exit_time, 200.0, 0, 0);  /* the launcher's time, not now */
     CHECK_INT_EQ(attempts, 2);                    /* the count goes on */

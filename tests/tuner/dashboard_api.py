@@ -370,8 +370,12 @@ if tr:
           set(ms[0]) == {"step", "replica", "attempt", "metrics", "timestamp"} and
           ms[0]["attempt"] == 1 and "score" in ms[0]["metrics"], str(ms[:1]))
     kinds = [e["kind"] for e in tr["events"]]
+    exits = [e for e in tr["events"] if e["kind"] == "exited"]
     check("trial_events", "started" in kinds and "exited" in kinds and
-          set(tr["events"][0]) == {"time", "replica", "kind", "detail"}, kinds)
+          set(tr["events"][0]) == {"time", "replica", "kind", "detail", "exit_code", "signal"},
+          kinds)
+    check("trial_exit_as_data", exits and exits[-1]["exit_code"] == 0 and
+          exits[-1]["signal"] is None, str(exits))
     check("trial_replicas", tr["replicas"] == [{"name": "chief-0", "state": "EXITED",
                                                 "exit_code": 0, "restarts": 0, "signal": None}],
           str(tr["replicas"]))

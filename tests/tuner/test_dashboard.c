@@ -429,7 +429,7 @@ static void test_migration_from_v1(void) {
     if (rc) return;
     char buf[4096], want[4096];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "4"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "5"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
           study.state == ST_STUDY_SUCCEEDED);
@@ -701,18 +701,25 @@ static void test_trial_detail_replicas(void) {
     if (!s) return;
     char err[512];
     st_trial_create(s, id, "{\"x\": 0.5}", ST_TRIAL_RUNNING, &n, err, sizeof err);
+    /* how a run ended is read from the event's data, never from its sentence (code -1:
+     * none) */
     static const struct {
         const char *replica, *kind, *detail;
+        int code, signal;
     } ev[] = {
-        {"chief:0", "started", "pid 10"},   {"worker:1", "started", "pid 11"},
-        {"worker:0", "started", "pid 12"},  {NULL, "running", "attempt 1"},
-        {"worker:0", "exited", "exit status 1"}, {"worker:0", "restarted", "restart 1 of 5"},
-        {"worker:0", "started", "pid 13"},  {"worker:1", "exited", "killed by signal 9 (Killed)"},
-        {"chief:0", "exited", "exit status 0"},
+        {"chief:0", "started", "pid 10", -1, 0},   {"worker:1", "started", "pid 11", -1, 0},
+        {"worker:0", "started", "pid 12", -1, 0},  {NULL, "running", "attempt 1", -1, 0},
+        {"worker:0", "exited", "exit status 0", 1, 0},
+        {"worker:0", "restarted", "restart 1 of 5", -1, 0},
+        {"worker:0", "started", "pid 13", -1, 0},  {"worker:1", "exited", "exit status 0", -1, 9},
+        {"chief:0", "exited", "killed by signal 9", 0, 0},
+        {"worker:2", "started", "pid 14", -1, 0},  {"worker:2", "exited", "cannot run", -1, 0},
     };
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
         st_event e = {.time = 10 + (double)i, .replica = (char *)ev[i].replica,
-                      .kind = (char *)ev[i].kind, .detail = (char *)ev[i].detail};
+                      .kind = (char *)ev[i].kind, .detail = (char *)ev[i].detail,
+                      .has_exit_code = ev[i].code >= 0, .exit_code = ev[i].code >= 0 ? ev[i].code : 0,
+                      .signal = ev[i].signal};
         CHECK(st_event_add(s, id, n, &e, err, sizeof err) == 0);
     }
     add_point(s, id, n, "chief:0", 4, 1.0, 0.5);
@@ -729,11 +736,17 @@ static void test_trial_detail_replicas(void) {
                                 "{\"name\":\"worker-0\",\"state\":\"RUNNING\",\"exit_code\":null,"
                                 "\"restarts\":1,\"signal\":null},"
                                 "{\"name\":\"worker-1\",\"state\":\"KILLED\",\"exit_code\":null,"
-                                "\"restarts\":0,\"signal\":9}]"),
+                                "\"restarts\":0,\"signal\":9},"
+                                "{\"name\":\"worker-2\",\"state\":\"EXITED\",\"exit_code\":null,"
+                                "\"restarts\":0,\"signal\":null}]"),
               "%s", b.data);
     api_buf_clear(&b);
     CHECK_INT_EQ(json_integer_value(json_object_get(doc, "last_step")), 4);
-    CHECK_INT_EQ(json_array_size(json_object_get(doc, "events")), 9);
+    CHECK_INT_EQ(json_array_size(json_object_get(doc, "events")), 11);
+    json_t *chief_exit = json_array_get(json_object_get(doc, "events"), 8);
+    CHECK(json_integer_value(json_object_get(chief_exit, "exit_code")) == 0 &&
+          json_is_integer(json_object_get(chief_exit, "exit_code")) &&
+          json_is_null(json_object_get(chief_exit, "signal")));
     CHECK(json_is_null(json_object_get(json_array_get(json_object_get(doc, "events"), 3), "replica")));
     CHECK_INT_EQ(json_array_size(json_object_get(doc, "logs")), 0); /* no such jobDir */
     json_decref(doc);

@@ -85,7 +85,7 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "4") == 0);
+    CHECK(strcmp(buf, "5") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
@@ -133,7 +133,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 4");
+    CHECK_STR_CONTAINS(err, "reads up to 5");
     st_close(s);
 }
 
@@ -652,10 +652,12 @@ static void test_events(void) {
     int64_t id = 0, num = 0;
     CHECK_INT_EQ(st_study_create(s, "e", "{}", 1, ST_STUDY_RUNNING, &id, err, sizeof err), 0);
     CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
-    st_event e1 = {100.5, "chief:0", "started", NULL};
-    st_event e2 = {101.0, "chief:0", "exited", "status 1"};
-    st_event e3 = {100.75, "worker:0", "started", NULL}; /* earlier than e2, added later */
-    st_event e4 = {99.0, NULL, "study_started", "seed 1"};
+    st_event e1 = {.time = 100.5, .replica = "chief:0", .kind = "started"};
+    st_event e2 = {.time = 101.0, .replica = "chief:0", .kind = "exited", .detail = "status 1",
+                   .has_exit_code = 1, .exit_code = 1};
+    /* earlier than e2, added later; killed */
+    st_event e3 = {.time = 100.75, .replica = "worker:0", .kind = "exited", .signal = 9};
+    st_event e4 = {.time = 99.0, .kind = "study_started", .detail = "seed 1"};
     CHECK_INT_EQ(st_event_add(s, id, 1, &e1, err, sizeof err), 0);
     CHECK_INT_EQ(st_event_add(s, id, 1, &e2, err, sizeof err), 0);
     CHECK_INT_EQ(st_event_add(s, id, 1, &e3, err, sizeof err), 0);
@@ -667,10 +669,13 @@ static void test_events(void) {
     CHECK_INT_EQ(n, 3);
     if (n == 3) {
         CHECK(list[0].time == 100.5 && strcmp(list[0].kind, "started") == 0 &&
-              strcmp(list[0].replica, "chief:0") == 0 && list[0].detail == NULL);
-        CHECK(list[1].time == 100.75 && strcmp(list[1].replica, "worker:0") == 0);
+              strcmp(list[0].replica, "chief:0") == 0 && list[0].detail == NULL &&
+              !list[0].has_exit_code && list[0].signal == 0);
+        CHECK(list[1].time == 100.75 && strcmp(list[1].replica, "worker:0") == 0 &&
+              !list[1].has_exit_code && list[1].signal == 9);
         CHECK(list[2].time == 101.0 && strcmp(list[2].kind, "exited") == 0 &&
-              list[2].detail && strcmp(list[2].detail, "status 1") == 0);
+              list[2].detail && strcmp(list[2].detail, "status 1") == 0 &&
+              list[2].has_exit_code && list[2].exit_code == 1 && list[2].signal == 0);
     }
     st_events_free(list, n);
     CHECK_INT_EQ(st_event_list(s, id, 0, &list, &n, err, sizeof err), 0);
@@ -687,15 +692,19 @@ static void test_events(void) {
 
     /* time 0 means "now" */
     double before = wall_now();
-    st_event e5 = {0, NULL, "note", NULL};
+    st_event e5 = {.time = 0, .kind = "note"};
     CHECK_INT_EQ(st_event_add(s, id, 0, &e5, err, sizeof err), 0);
     CHECK_INT_EQ(st_event_list(s, id, 0, &list, &n, err, sizeof err), 0);
     CHECK_INT_EQ(n, 2);
     if (n == 2) CHECK(list[1].time >= before - 1e-3);
     st_events_free(list, n);
 
-    st_event nokind = {1, NULL, NULL, NULL};
+    st_event nokind = {.time = 1};
     CHECK_INT_EQ(st_event_add(s, id, 1, &nokind, err, sizeof err), TN_EINVAL);
+    st_event badcode = {.time = 1, .kind = "exited", .has_exit_code = 1, .exit_code = 256};
+    CHECK_INT_EQ(st_event_add(s, id, 1, &badcode, err, sizeof err), TN_EINVAL);
+    st_event badsig = {.time = 1, .kind = "exited", .signal = -1};
+    CHECK_INT_EQ(st_event_add(s, id, 1, &badsig, err, sizeof err), TN_EINVAL);
     CHECK_INT_EQ(st_event_add(s, id + 9, 0, &e1, err, sizeof err), TN_ENOENT);
     st_close(s);
 }
@@ -718,7 +727,7 @@ static int add_trials(st_store *s, void *arg) {
         int rc = st_trial_create(s, c->study, "{}", ST_TRIAL_PENDING, &num, c->err, sizeof c->err);
         if (rc) return rc;
     }
-    st_event e = {1.0, NULL, "batch", NULL};
+    st_event e = {.time = 1.0, .kind = "batch"};
     int rc = st_event_add(s, c->study, 0, &e, c->err, sizeof c->err);
     return rc ? rc : c->fail_with;
 }
@@ -833,7 +842,8 @@ static void test_reopen_keeps_everything(void) {
     st_trial_clear(&t);
     st_measurement m = {10, "chief:0", "{\"accuracy\": 0.875}", 1234.5, 3};
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &m, err, sizeof err), 0);
-    st_event e = {1234.0, "chief:0", "exited", "status 0"};
+    st_event e = {.time = 1234.0, .replica = "chief:0", .kind = "exited", .detail = "status 0",
+                  .has_exit_code = 1, .exit_code = 0};
     CHECK_INT_EQ(st_event_add(s, id, 1, &e, err, sizeof err), 0);
     CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_SUCCEEDED, NULL, err, sizeof err), 0);
     st_close(s);
@@ -915,7 +925,13 @@ static void test_migration_from_v3(void) {
                        "2, 1, 1, NULL, 3, 'slurm:17');"
                        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
                        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
-                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');",
+                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');"
+                       "INSERT INTO events VALUES (2, 1, 1, 1.3, 'chief:0', 'exited', "
+                       "'exit status 3');"
+                       "INSERT INTO events VALUES (3, 1, 1, 1.4, 'worker:0', 'exited', "
+                       "'killed by signal 9 (Killed)');"
+                       "INSERT INTO events VALUES (4, 1, 1, 1.5, 'worker:1', 'exited', "
+                       "'cannot run ./t: No such file');",
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
 
@@ -925,7 +941,7 @@ static void test_migration_from_v3(void) {
     if (rc) return;
     char buf[1024], want[1024];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "4"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "5"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5);
     st_study_clear(&study);
@@ -936,8 +952,14 @@ static void test_migration_from_v3(void) {
     st_trial_clear(&t);
     st_event *ev = NULL;
     size_t n = 0;
-    CHECK(st_event_list(s, 1, 1, &ev, &n, err, sizeof err) == 0 && n == 1 &&
+    CHECK(st_event_list(s, 1, 1, &ev, &n, err, sizeof err) == 0 && n == 4 &&
           !strcmp(ev[0].kind, "started"));
+    if (n == 4) { /* the older exits, read back from their sentences once */
+        CHECK(!ev[0].has_exit_code && ev[0].signal == 0);
+        CHECK(ev[1].has_exit_code && ev[1].exit_code == 3 && ev[1].signal == 0);
+        CHECK(!ev[2].has_exit_code && ev[2].signal == 9);
+        CHECK(!ev[3].has_exit_code && ev[3].signal == 0); /* not known */
+    }
     st_events_free(ev, n);
     /* a new record of the trial, from its second attempt */
     st_measurement m = {.step = 6, .replica = "chief:0", .metrics = "{\"acc\": 0.8}",
@@ -966,6 +988,11 @@ static void test_migration_from_v3(void) {
     table_columns(fresh, "measurements", want, sizeof want);
     CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated: %s\nnew: %s", buf, want);
     CHECK_STR_CONTAINS(want, "attempt:INTEGER:0::0");
+    table_columns(path, "events", buf, sizeof buf);
+    table_columns(fresh, "events", want, sizeof want);
+    CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated: %s\nnew: %s", buf, want);
+    CHECK_STR_CONTAINS(want, "exit_code:INTEGER:0::0");
+    CHECK_STR_CONTAINS(want, "signal:INTEGER:0::0");
 }
 
 /* ---------------------------------------------------------------------------------
