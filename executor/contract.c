@@ -39,12 +39,49 @@ int ex_type_parse(const char *name) {
     return -1;
 }
 
-char *ex_log_path(const char *job_dir, const char *type_name, int index) {
-    return tn_xasprintf("%s/logs/%s-%d.log", job_dir, type_name, index);
+int ex_replica_parse(const char *name, int *type, int *index) {
+    const char *sep = strpbrk(name, ":-");
+    if (!sep || sep == name || (size_t)(sep - name) >= 16) return -1;
+    char tname[16];
+    memcpy(tname, name, (size_t)(sep - name));
+    tname[sep - name] = '\0';
+    int t = ex_type_parse(tname);
+    const char *d = sep + 1;
+    size_t nd = strlen(d);
+    if (t < 0 || nd == 0 || nd > 9 || strspn(d, "0123456789") != nd) return -1;
+    *type = t;
+    *index = atoi(d);
+    return 0;
 }
 
-char *ex_metric_path(const char *job_dir, const char *type_name, int index) {
-    return tn_xasprintf("%s/metrics/%s-%d.metrics", job_dir, type_name, index);
+int ex_replica_is_chief(const char *name) {
+    int type, index;
+    return ex_replica_parse(name, &type, &index) == 0 && type == EX_CHIEF;
+}
+
+int ex_replica_cmp(const char *a, const char *b) {
+    int ta, ia, tb, ib;
+    int ka = ex_replica_parse(a, &ta, &ia) == 0, kb = ex_replica_parse(b, &tb, &ib) == 0;
+    if (ka != kb) return ka ? -1 : 1;
+    if (ka && ta != tb) return ta < tb ? -1 : 1;
+    if (ka && ia != ib) return ia < ib ? -1 : 1;
+    return strcmp(a, b);
+}
+
+char *ex_trial_dir(const char *study_job_dir, long long trial) {
+    return tn_xasprintf("%s/%lld", study_job_dir, trial);
+}
+
+char *ex_logs_dir(const char *dir) { return tn_xasprintf("%s/logs", dir); }
+
+char *ex_metrics_dir(const char *dir) { return tn_xasprintf("%s/metrics", dir); }
+
+char *ex_log_path(const char *dir, const char *type_name, int index) {
+    return tn_xasprintf("%s/logs/%s-%d.log", dir, type_name, index);
+}
+
+char *ex_metric_path(const char *dir, const char *type_name, int index) {
+    return tn_xasprintf("%s/metrics/%s-%d.metrics", dir, type_name, index);
 }
 
 int ex_on_path(const char *prog) {

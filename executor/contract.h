@@ -28,11 +28,27 @@ const char *ex_type_name(int type, int use_chief_name);
 /* The type named by name ("master" is the chief), or -1. */
 int ex_type_parse(const char *name);
 
-/* A trial's files, under its job folder DIR (jobDir/T): yours to free.
- *   DIR/logs/TYPE-INDEX.log          the replica's stdout and stderr
- *   DIR/metrics/TYPE-INDEX.metrics   its CLOUD_ML_HP_METRIC_FILE */
-char *ex_log_path(const char *job_dir, const char *type_name, int index);
-char *ex_metric_path(const char *job_dir, const char *type_name, int index);
+/* A replica's name, TYPE SEP INDEX with SEP ':' ("worker:1": the contract's, stored
+ * and shown) or '-' ("worker-1": files and URLs). ex_replica_parse reads either into
+ * its type ("master" is the chief) and index (digits only, below 10^9): 0, or -1 when
+ * name is no replica's. */
+int ex_replica_parse(const char *name, int *type, int *index);
+/* Whether name is the chief's (chief or master, either separator). */
+int ex_replica_is_chief(const char *name);
+/* Replica order, for listings: chief, workers, ps, evaluators, each by index; names
+ * that are no replica's after them, by strcmp. */
+int ex_replica_cmp(const char *a, const char *b);
+
+/* A trial's files (docs/executor.md, "What each replica gets"), yours to free:
+ *   JOB_DIR/T                          the trial's folder (ex_trial_dir: the study's
+ *                                      jobDir and the trial's number); in it, DIR:
+ *   DIR/logs/TYPE-INDEX.log            a replica's stdout and stderr
+ *   DIR/metrics/TYPE-INDEX.metrics     its CLOUD_ML_HP_METRIC_FILE */
+char *ex_trial_dir(const char *study_job_dir, long long trial);
+char *ex_logs_dir(const char *dir);
+char *ex_metrics_dir(const char *dir);
+char *ex_log_path(const char *dir, const char *type_name, int index);
+char *ex_metric_path(const char *dir, const char *type_name, int index);
 
 /* Whether prog can be executed: a path (with a '/') that is executable, or a name
  * found executable on $PATH (/usr/bin:/bin when unset), as execvp would look it up. */

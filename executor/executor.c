@@ -338,8 +338,8 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
         tn_error(err, errlen, TN_EINVAL, "a job needs a program and exactly one chief");
         return NULL;
     }
-    char *logs = tn_xasprintf("%s/logs", cfg->job_dir);
-    char *metrics = tn_xasprintf("%s/metrics", cfg->job_dir);
+    char *logs = ex_logs_dir(cfg->job_dir);
+    char *metrics = ex_metrics_dir(cfg->job_dir);
     int rc = ex_make_dirs(logs, err, errlen);
     if (!rc) rc = ex_make_dirs(metrics, err, errlen);
     free(logs);

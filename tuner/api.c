@@ -301,17 +301,8 @@ static int decode_segment(const char *s, size_t len, char *out) {
 }
 
 int api_valid_replica(const char *name) {
-    static const char *const types[] = {"chief", "master", "worker", "ps", "evaluator"};
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        size_t n = strlen(types[t]);
-        if (strncmp(name, types[t], n) != 0 || name[n] != '-') continue;
-        const char *d = name + n + 1;
-        if (!*d || strlen(d) > 9) return 0;
-        for (; *d; d++)
-            if (*d < '0' || *d > '9') return 0;
-        return 1;
-    }
-    return 0;
+    int type, index;
+    return ex_replica_parse(name, &type, &index) == 0 && name[strcspn(name, ":-")] == '-';
 }
 
 int api_valid_study_ref(const char *s) {
@@ -799,35 +790,8 @@ void api_trials(st_store *st, const char *id, const api_page_query *q, double no
 
 /* ---- one trial ---- */
 
-static int is_chief(const char *replica) {
-    return !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
-}
-
-/* The rank of a replica type in listings: chief/master, worker, ps, evaluator. */
-static int type_rank(const char *name) {
-    static const char *const order[] = {"chief", "master", "worker", "ps", "evaluator"};
-    for (int i = 0; i < 5; i++) {
-        size_t n = strlen(order[i]);
-        if (!strncmp(name, order[i], n) && (name[n] == '-' || name[n] == ':')) return i;
-    }
-    return 5;
-}
-
-static int replica_index(const char *name) {
-    const char *sep = strpbrk(name, "-:");
-    return sep ? atoi(sep + 1) : 0;
-}
-
-static int cmp_replica_names(const char *a, const char *b) {
-    int ra = type_rank(a), rb = type_rank(b);
-    if (ra != rb) return ra - rb;
-    int ia = replica_index(a), ib = replica_index(b);
-    if (ia != ib) return ia < ib ? -1 : 1;
-    return strcmp(a, b);
-}
-
 static int cmp_names(const void *a, const void *b) {
-    return cmp_replica_names(*(const char *const *)a, *(const char *const *)b);
+    return ex_replica_cmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The replicas of a trial, derived from its events (docs/dashboard.md, "Replicas"):
@@ -993,9 +957,9 @@ void api_trial(st_store *st, const char *id, const char *number, double now, api
         json_object_set_new(o, "replicas", replicas_json(c.ev, c.nev));
         json_t *logs = json_array();
         if (c.s.have_spec) {
-            size_t len = strlen(c.s.spec.job_dir) + 48;
-            char *dir = tn_xmalloc(len);
-            snprintf(dir, len, "%s/%lld/logs", c.s.spec.job_dir, (long long)c.number);
+            char *trial_dir = ex_trial_dir(c.s.spec.job_dir, (long long)c.number);
+            char *dir = ex_logs_dir(trial_dir);
+            free(trial_dir);
             json_decref(logs);
             logs = logs_json(dir);
             free(dir);
@@ -1132,10 +1096,13 @@ void api_log(st_store *st, const char *id, const char *number, const char *repli
                   "the spec stored for study %s does not parse: its jobDir is unknown",
                   c.s.row.name);
     } else {
-        size_t len = strlen(c.s.spec.job_dir) + strlen(replica) + 64;
-        char *path = tn_xmalloc(len);
-        snprintf(path, len, "%s/%lld/logs/%s.log", c.s.spec.job_dir, (long long)c.number,
-                 replica);
+        /* the file has the replica's own type name (master-0.log for a master) */
+        size_t dash = strcspn(replica, "-");
+        char tname[16];
+        snprintf(tname, sizeof tname, "%.*s", (int)dash, replica);
+        char *trial_dir = ex_trial_dir(c.s.spec.job_dir, (long long)c.number);
+        char *path = ex_log_path(trial_dir, tname, atoi(replica + dash + 1));
+        free(trial_dir);
         char **list = NULL;
         size_t n = 0;
         int truncated = 0;
@@ -1270,7 +1237,7 @@ static void curves_point(void *arg, const st_point *p) {
     if (c->nreps == 0 || strcmp(p->replica, c->replica) != 0) { /* the next replica's rows */
         snprintf(c->replica, sizeof c->replica, "%s", p->replica);
         c->nreps++;
-        if (c->chief_rep < 0 && is_chief(p->replica)) c->chief_rep = c->nreps - 1;
+        if (c->chief_rep < 0 && ex_replica_is_chief(p->replica)) c->chief_rep = c->nreps - 1;
         if (c->nreps == 1 || p->timestamp < c->first_ts) {
             c->first_rep = c->nreps - 1;
             c->first_ts = p->timestamp;

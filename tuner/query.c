@@ -29,6 +29,7 @@
 #include "common/flags.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "executor/contract.h"
 #include "tuner/output.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
@@ -1111,12 +1112,10 @@ int cmd_logs(int argc, char **argv, const cli_env *env) {
         (rc = parse_replica(replica_s, &spec, study.name, &type, &index)) != CONTINUE)
         goto done;
 
-    size_t len = strlen(spec.job_dir) + 64;
-    dir = tn_xmalloc(len);
-    snprintf(dir, len, "%s/%lld/logs", spec.job_dir, (long long)number);
-    len += strlen(spec_replica_name(&spec, type)) + 32;
-    path = tn_xmalloc(len);
-    snprintf(path, len, "%s/%s-%d.log", dir, spec_replica_name(&spec, type), index);
+    char *trial_dir = ex_trial_dir(spec.job_dir, (long long)number);
+    dir = ex_logs_dir(trial_dir);
+    path = ex_log_path(trial_dir, spec_replica_name(&spec, type), index);
+    free(trial_dir);
     rc = print_log(st, &study, &spec, &trial, path, dir, follow);
 
 done:

@@ -403,10 +403,6 @@ static curve *curve_of(loop *L, int64_t number) {
     return &L->curves[i];
 }
 
-static int is_chief(const char *replica) {
-    return !strncmp(replica, "chief:", 6) || !strncmp(replica, "master:", 7);
-}
-
 /* Adds a measurement of replica to the curve: the chief's records replace any other
  * replica's, another replica's are ignored once a replica is chosen. A repeated step
  * (a restarted replica reporting it again) keeps one value, the newest attempt's;
@@ -414,7 +410,7 @@ static int is_chief(const char *replica) {
  * they arrived, live and from st_measurement_list alike), so the rule sees one value
  * per step. */
 static void curve_add(curve *c, const char *replica, int64_t step, int attempt, double v) {
-    if (!c->replica || (is_chief(replica) && !is_chief(c->replica))) {
+    if (!c->replica || (ex_replica_is_chief(replica) && !ex_replica_is_chief(c->replica))) {
         if (c->replica && strcmp(c->replica, replica) != 0) c->n = 0;
         free(c->replica);
         c->replica = tn_xstrdup(replica);
@@ -538,7 +534,7 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
     /* The objective is the last value reported, by arrival (the reader hands records
      * over once, in the order written), the chief's records before any other's: never
      * ordered by a timestamp the trial controls. */
-    int rank = is_chief(replica);
+    int rank = ex_replica_is_chief(replica);
     if (!t->has_last || rank >= t->last_rank) {
         t->has_last = 1;
         t->last = v;
@@ -765,18 +761,19 @@ static void requeue(loop *L, int64_t number) {
     L->rerun[L->nrerun++] = number;
 }
 
-/* Fills cfg with the job of trial `number` with argv; trial_id and dir are the
- * caller's buffers that cfg points into. */
-static void trial_job_config(const loop *L, int64_t number, char **argv, size_t argc,
-                             char *trial_id, size_t idlen, char *dir, size_t dirlen,
-                             ex_job_config *cfg) {
+/* Fills cfg with the job of trial `number` with argv; trial_id is the caller's buffer
+ * and the returned folder (the caller's to free once the job is started) what cfg
+ * points into. */
+static char *trial_job_config(const loop *L, int64_t number, char **argv, size_t argc,
+                              char *trial_id, size_t idlen, ex_job_config *cfg) {
     snprintf(trial_id, idlen, "%lld", (long long)number);
-    snprintf(dir, dirlen, "%s/%lld", L->spec->job_dir, (long long)number);
+    char *dir = ex_trial_dir(L->spec->job_dir, (long long)number);
     *cfg = L->shape;
     cfg->trial = trial_id;
     cfg->argv = (const char *const *)argv;
     cfg->argc = argc;
     cfg->job_dir = dir;
+    return dir;
 }
 
 /* Starts trial `number` with the given point. Returns 0 or a negative code. */
@@ -785,12 +782,13 @@ static int start_trial(loop *L, int64_t number, const double *values, const char
     trial_run *t = trial_run_new(L, number, values, params, row);
     size_t argc;
     char **argv = trial_argv(L, values, &argc);
-    char trial_id[32], dir[4096], err[1024];
+    char trial_id[32], err[1024];
     ex_job_config cfg;
-    trial_job_config(L, number, argv, argc, trial_id, sizeof trial_id, dir, sizeof dir, &cfg);
+    char *dir = trial_job_config(L, number, argv, argc, trial_id, sizeof trial_id, &cfg);
     add_running(L, t);
     int rc = ex_job_start(L->x, &cfg, &trial_callbacks, t, &t->job, err, sizeof err);
     ex_strv_free(argv);
+    free(dir);
     if (rc == 0) return 0;
     release(L, t);
     trial_run_free(t);
@@ -846,14 +844,15 @@ static int attach_trial(loop *L, const st_trial *row, const double *values, cons
     t->attempts_before = 0;
     size_t argc;
     char **argv = trial_argv(L, values, &argc);
-    char trial_id[32], dir[4096];
+    char trial_id[32];
     ex_job_config cfg;
-    trial_job_config(L, row->number, argv, argc, trial_id, sizeof trial_id, dir, sizeof dir, &cfg);
+    char *dir = trial_job_config(L, row->number, argv, argc, trial_id, sizeof trial_id, &cfg);
     add_running(L, t);
     int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle,
                            row->attempts > 0 ? row->attempts : 1, seen, nseen, &t->job);
     seen_free(seen, nseen);
     ex_strv_free(argv);
+    free(dir);
     if (rc != 0) {
         release(L, t);
         trial_run_free(t);

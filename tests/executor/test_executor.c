@@ -132,6 +132,38 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
     return o;
 }
 
+static int cmp_replica_strings(const void *a, const void *b) {
+    return ex_replica_cmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Replica names, their order and a trial's files: the one place they are defined. */
+static void test_replica_names_and_files(void) {
+    int type = -1, index = -1;
+    CHECK(ex_replica_parse("worker:12", &type, &index) == 0 && type == EX_WORKER && index == 12);
+    CHECK(ex_replica_parse("master-0", &type, &index) == 0 && type == EX_CHIEF && index == 0);
+    CHECK(ex_replica_parse("evaluator-3", &type, &index) == 0 && type == EX_EVALUATOR &&
+          index == 3);
+    static const char *const bad[] = {"chief",   "chief:",     "chief:x",      "chief:-1",
+                                      ":0",      "workers:1",  "Chief:0",      "chief:0/..",
+                                      "",        "ps:1234567890", "a-very-long-type-name:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_MSG(ex_replica_parse(bad[i], &type, &index) == -1, "'%s'", bad[i]);
+    CHECK(ex_replica_is_chief("chief:0") && ex_replica_is_chief("master-0"));
+    CHECK(!ex_replica_is_chief("worker:0") && !ex_replica_is_chief("chiefly:0"));
+    const char *names[] = {"zzz", "evaluator:0", "ps-0", "worker:10", "worker-2", "master:0"};
+    qsort(names, sizeof names / sizeof names[0], sizeof names[0], cmp_replica_strings);
+    const char *want[] = {"master:0", "worker-2", "worker:10", "ps-0", "evaluator:0", "zzz"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK_MSG(!strcmp(names[i], want[i]), "position %zu: %s, want %s", i, names[i], want[i]);
+    char *dir = ex_trial_dir("/runs/s", 7), *logs = ex_logs_dir(dir), *metrics = ex_metrics_dir(dir);
+    char *log = ex_log_path(dir, "worker", 1), *metric = ex_metric_path(dir, "ps", 0);
+    CHECK(!strcmp(dir, "/runs/s/7") && !strcmp(logs, "/runs/s/7/logs") &&
+          !strcmp(metrics, "/runs/s/7/metrics"));
+    CHECK(!strcmp(log, "/runs/s/7/logs/worker-1.log") &&
+          !strcmp(metric, "/runs/s/7/metrics/ps-0.metrics"));
+    free(dir), free(logs), free(metrics), free(log), free(metric);
+}
+
 static void test_chief_succeeds_and_reports(void) {
     job_case jc = {.script =
                        "printf '{\"global_step\": \"5\", \"accuracy\": \"0.75\", \"timestamp\": 1.5}\\n'"
@@ -497,6 +529,7 @@ int main(void) {
     snprintf(g_root, sizeof g_root, "%s/test_executor.%ld", base && *base ? base : "/tmp",
              (long)getpid());
     mkdir(g_root, 0755);
+    RUN(test_replica_names_and_files);
     RUN(test_chief_succeeds_and_reports);
     RUN(test_fails_twice_then_succeeds);
     RUN(test_records_carry_their_run);
