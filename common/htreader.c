@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/jsonutil.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -223,24 +224,6 @@ static int is_reserved(const char *key) {
            !strcmp(key, "timestamp") || !strcmp(key, "trial");
 }
 
-/* A growable string. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *text, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = tn_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, text, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *text) { sb_add(b, text, strlen(text)); }
-
 /* Fills rec from obj, a JSON object read from line. ordinal is the record's number
  * among delivered records, from 1. */
 static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t len,
@@ -269,8 +252,8 @@ static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t l
     json_t *cp = json_object_get(obj, "checkpoint_path");
     if (json_is_string(cp)) rec->checkpoint_path = tn_xstrdup(json_string_value(cp));
 
-    sbuf js = {0};
-    sb_puts(&js, "{");
+    tn_buf js = {0};
+    tn_buf_add(&js, "{", 1);
     rec->metrics = tn_xmalloc(json_object_size(obj) * sizeof *rec->metrics);
     const char *key;
     json_t *v;
@@ -286,20 +269,13 @@ static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t l
             rec->ndropped++;
             continue;
         }
-        json_t *name = json_string(key);
-        char *quoted = json_dumps(name, JSON_ENCODE_ANY);
-        json_decref(name);
-        if (!quoted) abort(); /* out of memory: keys from jansson are valid UTF-8 */
-        char num[64];
-        if (js.len > 1) sb_puts(&js, ",");
-        sb_puts(&js, quoted);
-        sb_puts(&js, ":");
-        tn_format_double(x, num, sizeof num); /* 2500, not 2.5e+03 */
-        sb_puts(&js, num);
-        free(quoted);
+        if (js.len > 1) tn_buf_add(&js, ",", 1);
+        tn_json_write_string(&js, key, strlen(key), 0);
+        tn_buf_add(&js, ":", 1);
+        tn_json_write_number(&js, x); /* 2500, not 2.5e+03 */
     }
-    sb_puts(&js, "}");
-    rec->metrics_json = js.s;
+    tn_buf_add(&js, "}", 1);
+    rec->metrics_json = tn_buf_take(&js);
 }
 
 /* ---------------------------------------------------------------------------------

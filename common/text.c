@@ -3,7 +3,9 @@
  */
 #include "common/text.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +66,58 @@ char *tn_format_double(double v, char *buf, size_t len) {
         snprintf(buf, len, "%.0f", v);
         return buf;
     }
-    for (int prec = 1; prec <= 17; prec++) {
+    /* If some precision p < 15 reads back, %.15g prints the same digits: a normal v
+     * is within 2^-53 (relative) of its p-digit decimal, far below half a unit of the
+     * 15th digit, and %g drops the zeros after them. So 15, 16 and 17 are all to try
+     * (fast enough for the API's 20,000 points a reply). A subnormal has fewer bits:
+     * every precision is tried ("5e-324", not "4.94065645841247e-324"). */
+    for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
         snprintf(buf, len, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) break;
     }
     return buf;
+}
+
+/* ---- tn_buf ---- */
+
+static void buf_reserve(tn_buf *b, size_t more) {
+    if (b->len + more + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1) cap *= 2;
+    b->data = tn_xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void tn_buf_add(tn_buf *b, const char *s, size_t n) {
+    buf_reserve(b, n);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void tn_buf_str(tn_buf *b, const char *s) { tn_buf_add(b, s, strlen(s)); }
+
+void tn_buf_printf(tn_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+char *tn_buf_take(tn_buf *b) {
+    char *s = b->data ? b->data : tn_xstrdup("");
+    memset(b, 0, sizeof *b);
+    return s;
+}
+
+void tn_buf_clear(tn_buf *b) {
+    if (!b) return;
+    free(b->data);
+    memset(b, 0, sizeof *b);
 }

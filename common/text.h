@@ -1,11 +1,28 @@
 /*
  * text.h — small string helpers that both the tuner and the trainer need: edit
- * distance for "did you mean" hints, shortest round-trip formatting of numbers.
+ * distance for "did you mean" hints, shortest round-trip formatting of numbers, and
+ * the one growable text buffer.
  */
 #ifndef TN_TEXT_H
 #define TN_TEXT_H
 
+#include <stdarg.h>
 #include <stddef.h>
+
+/* A growable text buffer: zero-initialise it, append, then take or clear it. data is
+ * NUL-terminated once anything was appended (NULL before). */
+typedef struct tn_buf {
+    char *data;
+    size_t len;  /* bytes used, the NUL not counted */
+    size_t cap;  /* bytes allocated */
+} tn_buf;
+
+void tn_buf_add(tn_buf *b, const char *s, size_t n);
+void tn_buf_str(tn_buf *b, const char *s);
+void tn_buf_printf(tn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The text (yours to free; "" when nothing was appended); b is empty again. */
+char *tn_buf_take(tn_buf *b);
+void tn_buf_clear(tn_buf *b);
 
 /* Edit distance between a and b: insert, delete, substitute, and swap two adjacent
  * letters, each cost 1 (optimal string alignment). */

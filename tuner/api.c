@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonutil.h"
 #include "common/status.h"
 #include "executor/contract.h"
 #include "tuner/spec.h"
@@ -39,142 +40,6 @@
  * Buffers and JSON text
  * --------------------------------------------------------------------------------- */
 
-static void buf_reserve(api_buf *b, size_t more) {
-    if (b->len + more + 1 <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) cap *= 2;
-    b->data = tn_xrealloc(b->data, cap);
-    b->cap = cap;
-}
-
-void api_buf_add(api_buf *b, const char *s, size_t n) {
-    buf_reserve(b, n);
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-void api_buf_str(api_buf *b, const char *s) { api_buf_add(b, s, strlen(s)); }
-
-void api_buf_printf(api_buf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    buf_reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-void api_buf_clear(api_buf *b) {
-    if (!b) return;
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
-
-void api_buf_json_string(api_buf *b, const char *s, size_t len) {
-    static const char hex[] = "0123456789abcdef";
-    buf_reserve(b, len + 2);
-    api_buf_add(b, "\"", 1);
-    size_t run = 0; /* bytes copied as they are, pending */
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        /* U+2028 and U+2029 end lines in JavaScript source: escaped too */
-        int sep = c == 0xE2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
-                  ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9);
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) {
-            u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4],
-            u[5] = hex[c & 15], u[6] = '\0';
-            esc = u;
-        } else if (sep) {
-            esc = (unsigned char)s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029";
-        }
-        if (!esc) {
-            run++;
-            continue;
-        }
-        api_buf_add(b, s + i - run, run);
-        run = 0;
-        api_buf_str(b, esc);
-        if (sep) i += 2;
-    }
-    api_buf_add(b, s + len - run, run);
-    api_buf_add(b, "\"", 1);
-}
-
-/* A double as a JSON number in shortest round-trip form (as tn_format_double, which
- * tries every precision from 1: too slow for 20,000 points a reply); null when not
- * finite. If some precision p < 15 reads back, %.15g does too and prints the same
- * digits (the double is within 2^-53 of its p-digit decimal, far below half a unit of
- * the 15th digit) with the zeros after them dropped by %g; so 15, 16, 17 suffice. */
-static void buf_number(api_buf *b, double v) {
-    char tmp[40];
-    if (!isfinite(v)) {
-        api_buf_add(b, "null", 4);
-        return;
-    }
-    if (v == 0) {
-        api_buf_add(b, signbit(v) ? "-0" : "0", signbit(v) ? 2 : 1);
-        return;
-    }
-    int n = 0;
-    for (int prec = 15; prec <= 17; prec++) {
-        n = snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        if (strtod(tmp, NULL) == v) break;
-    }
-    api_buf_add(b, tmp, (size_t)n);
-}
-
-void api_buf_json(api_buf *b, const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        const char *key;
-        json_t *val;
-        int first = 1;
-        api_buf_add(b, "{", 1);
-        /* jansson (>= 2.8) keeps objects in insertion order */
-        json_object_foreach((json_t *)v, key, val) {
-            if (!first) api_buf_add(b, ",", 1);
-            first = 0;
-            api_buf_json_string(b, key, strlen(key));
-            api_buf_add(b, ":", 1);
-            api_buf_json(b, val);
-        }
-        api_buf_add(b, "}", 1);
-        break;
-    }
-    case JSON_ARRAY:
-        api_buf_add(b, "[", 1);
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i) api_buf_add(b, ",", 1);
-            api_buf_json(b, json_array_get(v, i));
-        }
-        api_buf_add(b, "]", 1);
-        break;
-    case JSON_STRING:
-        api_buf_json_string(b, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        api_buf_printf(b, "%lld", (long long)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        buf_number(b, json_real_value(v));
-        break;
-    case JSON_TRUE: api_buf_add(b, "true", 4); break;
-    case JSON_FALSE: api_buf_add(b, "false", 5); break;
-    default: api_buf_add(b, "null", 4); break;
-    }
-}
 
 /* ---------------------------------------------------------------------------------
  * Replies
@@ -190,20 +55,20 @@ void api_error(api_reply *r, int status, const char *hint, const char *fmt, ...)
     char *clean = api_utf8_clean(msg, strlen(msg), &len); /* a path may hold any bytes */
     r->status = status;
     r->body.len = 0;
-    api_buf_str(&r->body, "{\"error\":");
-    api_buf_json_string(&r->body, clean, len);
-    api_buf_str(&r->body, ",\"hint\":");
+    tn_buf_str(&r->body, "{\"error\":");
+    tn_json_write_string(&r->body, clean, len, TN_JSON_HTML_SAFE);
+    tn_buf_str(&r->body, ",\"hint\":");
     if (hint)
-        api_buf_json_string(&r->body, hint, strlen(hint));
+        tn_json_write_string(&r->body, hint, strlen(hint), TN_JSON_HTML_SAFE);
     else
-        api_buf_str(&r->body, "null");
-    api_buf_str(&r->body, "}");
+        tn_buf_str(&r->body, "null");
+    tn_buf_str(&r->body, "}");
     free(clean);
 }
 
 void api_reply_clear(api_reply *r) {
     if (!r) return;
-    api_buf_clear(&r->body);
+    tn_buf_clear(&r->body);
     r->status = 0;
 }
 
@@ -211,7 +76,7 @@ void api_reply_clear(api_reply *r) {
 static void reply_json(api_reply *r, int status, json_t *v) {
     r->status = status;
     r->body.len = 0;
-    api_buf_json(&r->body, v);
+    tn_json_write(&r->body, v, -1, TN_JSON_HTML_SAFE);
     json_decref(v);
 }
 
@@ -1152,7 +1017,7 @@ typedef struct curve_pt {
 typedef struct curves_ctx {
     const char *id;
     study_ref s;
-    api_buf *out;            /* the reply being written */
+    tn_buf *out;            /* the reply being written */
     int64_t *numbers;        /* (ntrials) every trial's number, in order */
     st_trial_state *tstates; /* (ntrials) and state */
     size_t ntrials, cap;
@@ -1193,12 +1058,12 @@ static int cmp_points(const void *a, const void *b) {
 
 /* Writes the curve of numbers[i] with the gathered points (if they are its). */
 static void curve_write(curves_ctx *c, size_t i, int with_points) {
-    api_buf *b = c->out;
-    api_buf_printf(b, "%s{\"trial\":%lld,\"state\":", c->written++ ? "," : "",
+    tn_buf *b = c->out;
+    tn_buf_printf(b, "%s{\"trial\":%lld,\"state\":", c->written++ ? "," : "",
                    (long long)c->numbers[i]);
     const char *state = st_trial_state_name(c->tstates[i]);
-    api_buf_json_string(b, state, strlen(state));
-    api_buf_str(b, ",\"points\":[");
+    tn_json_write_string(b, state, strlen(state), TN_JSON_HTML_SAFE);
+    tn_buf_str(b, ",\"points\":[");
     if (with_points && c->npts) {
         int rep = c->chief_rep >= 0 ? c->chief_rep : c->first_rep;
         size_t n = 0;
@@ -1208,12 +1073,12 @@ static void curve_write(curves_ctx *c, size_t i, int with_points) {
         int k = 0;
         for (size_t p = 0; p < n; p++) {
             if (p + 1 < n && c->pts[p + 1].step == c->pts[p].step) continue; /* newer follows */
-            api_buf_printf(b, "%s[%lld,", k++ ? "," : "", (long long)c->pts[p].step);
-            buf_number(b, c->pts[p].value);
-            api_buf_add(b, "]", 1);
+            tn_buf_printf(b, "%s[%lld,", k++ ? "," : "", (long long)c->pts[p].step);
+            tn_json_write_number(b, c->pts[p].value);
+            tn_buf_add(b, "]", 1);
         }
     }
-    api_buf_str(b, "]}");
+    tn_buf_str(b, "]}");
 }
 
 /* Writes the trials up to the gathered one (those have no points), then it. */
@@ -1262,16 +1127,16 @@ static int curves_read(st_store *st, void *arg) {
     if ((rc = st_trial_states(st, c->s.row.id, curves_state, c, c->err, sizeof c->err)))
         return rc;
     const char *metric = c->s.have_spec ? c->s.spec.metric_tag : "";
-    api_buf_str(c->out, "{\"metric\":");
-    if (c->s.have_spec) api_buf_json_string(c->out, metric, strlen(metric));
-    else api_buf_str(c->out, "null");
-    api_buf_str(c->out, ",\"curves\":[");
+    tn_buf_str(c->out, "{\"metric\":");
+    if (c->s.have_spec) tn_json_write_string(c->out, metric, strlen(metric), TN_JSON_HTML_SAFE);
+    else tn_buf_str(c->out, "null");
+    tn_buf_str(c->out, ",\"curves\":[");
     if (c->s.have_spec &&
         (rc = st_points_all(st, c->s.row.id, metric, curves_point, c, c->err, sizeof c->err)))
         return rc;
     if (c->trial) curves_flush(c);
     while (c->next < c->ntrials) curve_write(c, c->next++, 0);
-    api_buf_str(c->out, "]}");
+    tn_buf_str(c->out, "]}");
     return 0;
 }
 
@@ -1372,8 +1237,8 @@ static int watch_read(st_store *st, void *arg) {
         json_t *e = NULL;
         rc = study_entry(st, &s, &e, c->err, sizeof c->err);
         if (rc == 0) {
-            api_buf b = {0};
-            api_buf_json(&b, e);
+            tn_buf b = {0};
+            tn_json_write(&b, e, -1, TN_JSON_HTML_SAFE);
             json_decref(e);
             free(w->entry);
             w->entry = b.data;
@@ -1427,7 +1292,7 @@ typedef struct sse_ctx {
     const api_watch *w;
     api_cursor *cur;
     int64_t limit;
-    api_buf *out;
+    tn_buf *out;
     int events;
     char err[1024];
 } sse_ctx;
@@ -1435,14 +1300,14 @@ typedef struct sse_ctx {
 static void sse_point(void *arg, const st_point *p) {
     sse_ctx *c = arg;
     c->cur->measurements = p->seq;
-    api_buf_printf(c->out, "event: measurement\nid: %lld.%lld\ndata: {\"trial\":%lld,\"step\":%lld,\"value\":",
+    tn_buf_printf(c->out, "event: measurement\nid: %lld.%lld\ndata: {\"trial\":%lld,\"step\":%lld,\"value\":",
                    (long long)c->cur->trials, (long long)p->seq, (long long)p->trial,
                    (long long)p->step);
-    if (p->has_value) buf_number(c->out, p->value);
-    else api_buf_str(c->out, "null");
-    api_buf_str(c->out, ",\"replica\":");
-    api_buf_json_string(c->out, p->replica, strlen(p->replica));
-    api_buf_str(c->out, "}\n\n");
+    if (p->has_value) tn_json_write_number(c->out, p->value);
+    else tn_buf_str(c->out, "null");
+    tn_buf_str(c->out, ",\"replica\":");
+    tn_json_write_string(c->out, p->replica, strlen(p->replica), TN_JSON_HTML_SAFE);
+    tn_buf_str(c->out, "}\n\n");
     c->events++;
 }
 
@@ -1463,10 +1328,10 @@ static int sse_read(st_store *st, void *arg) {
             now_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
         }
         json_t *t = trial_json(&rows[i], now_s);
-        api_buf_printf(c->out, "event: trial\nid: %lld.%lld\ndata: ", (long long)c->cur->trials,
+        tn_buf_printf(c->out, "event: trial\nid: %lld.%lld\ndata: ", (long long)c->cur->trials,
                        (long long)c->cur->measurements);
-        api_buf_json(c->out, t);
-        api_buf_str(c->out, "\n\n");
+        tn_json_write(c->out, t, -1, TN_JSON_HTML_SAFE);
+        tn_buf_str(c->out, "\n\n");
         json_decref(t);
         c->events++;
     }
@@ -1478,7 +1343,7 @@ static int sse_read(st_store *st, void *arg) {
 }
 
 int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t limit,
-                    api_buf *out, char *err, size_t errlen) {
+                    tn_buf *out, char *err, size_t errlen) {
     sse_ctx c = {.w = w, .cur = cur, .limit = limit > 0 ? limit : 1, .out = out};
     char terr[1024] = "";
     int rc = st_read(st, sse_read, &c, terr, sizeof terr);
@@ -1486,7 +1351,7 @@ int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t l
     return c.events;
 }
 
-void api_sse_study(const api_watch *w, const api_cursor *cur, api_buf *out) {
-    api_buf_printf(out, "event: study\nid: %lld.%lld\ndata: %s\n\n", (long long)cur->trials,
+void api_sse_study(const api_watch *w, const api_cursor *cur, tn_buf *out) {
+    tn_buf_printf(out, "event: study\nid: %lld.%lld\ndata: %s\n\n", (long long)cur->trials,
                    (long long)cur->measurements, w->entry ? w->entry : "null");
 }

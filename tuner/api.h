@@ -7,7 +7,7 @@
  * name or id, a trial number, the query values as given) and fills an api_reply with
  * the HTTP status and the JSON text, so the whole API can be unit-tested with a store
  * and no sockets (tests/tuner/test_dashboard.c). Every read of one reply runs in one
- * snapshot of the store (st_read). JSON is written by api_buf_json: strings escaped for
+ * snapshot of the store (st_read). JSON is written by tn_buf_json: strings escaped for
  * JSON and, in addition, '<', '>' and '&' as \u003c, \u003e and \u0026, so a planted
  * "<script>" can never appear as markup in any response; numbers in their shortest
  * round-trip form. The contract (URLs, fields, codes): docs/dashboard.md.
@@ -19,33 +19,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/text.h"
 #include "tuner/store.h"
-
-/* ---- text buffers ---- */
-
-/* A growable byte buffer; zero-initialise it, release with api_buf_clear. */
-typedef struct api_buf {
-    char *data;  /* NUL-terminated when len > 0 */
-    size_t len;  /* bytes used */
-    size_t cap;  /* bytes allocated */
-} api_buf;
-
-void api_buf_add(api_buf *b, const char *s, size_t n);
-void api_buf_str(api_buf *b, const char *s);
-void api_buf_printf(api_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends v as compact JSON: objects in insertion order, reals in shortest round-trip
- * form (non-finite ones as null), strings escaped as the header says. */
-void api_buf_json(api_buf *b, const json_t *v);
-/* Appends s (len bytes of valid UTF-8) as a JSON string literal, escaped likewise. */
-void api_buf_json_string(api_buf *b, const char *s, size_t len);
-void api_buf_clear(api_buf *b);
 
 /* ---- replies ---- */
 
 /* What an endpoint answers. */
 typedef struct api_reply {
     int status;   /* HTTP status: 200, 202, 400, 404, 409, 500, ... */
-    api_buf body; /* the JSON text */
+    tn_buf body; /* the JSON text */
 } api_reply;
 
 /* Sets r to the error {"error": MESSAGE, "hint": HINT or null} with the status. */
@@ -148,9 +130,9 @@ void api_watch_clear(api_watch *w);
  * `measurement` events; advances *cur. Each event has an `id:` ("T.M", the cursor
  * after it) for Last-Event-ID. Returns how many events were added, or a negative code. */
 int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t limit,
-                    api_buf *out, char *err, size_t errlen);
+                    tn_buf *out, char *err, size_t errlen);
 /* Appends the `study` event (w's entry) with the id of cur. */
-void api_sse_study(const api_watch *w, const api_cursor *cur, api_buf *out);
+void api_sse_study(const api_watch *w, const api_cursor *cur, tn_buf *out);
 /* Parses a Last-Event-ID ("T.M"); 0, or -1 when it is not one. */
 int api_cursor_parse(const char *text, api_cursor *cur);
 

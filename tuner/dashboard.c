@@ -461,11 +461,11 @@ static int client_send(dash_client *c, const char *text, size_t len) {
 /* Sends a client what its study wrote since its cursor, and the study when it changed. */
 static int client_update(dash_client *c) {
     api_watch *w = &c->watch->w;
-    api_buf b = {0};
+    tn_buf b = {0};
     char err[1024];
     if (c->cur.trials < w->head.trials || c->cur.measurements < w->head.measurements) {
         if (api_sse_changes(c->d->st, w, &c->cur, DASH_BATCH, &b, err, sizeof err) < 0) {
-            api_buf_clear(&b);
+            tn_buf_clear(&b);
             return 0; /* the store is busy or failing: try again at the next poll */
         }
     }
@@ -474,7 +474,7 @@ static int client_update(dash_client *c) {
         c->version = w->version;
     }
     int rc = client_send(c, b.data, b.len);
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     return rc;
 }
 

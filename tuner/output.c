@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/jsonutil.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -158,32 +159,6 @@ int out_parse_format(const char *s, int *format, char *err, size_t errlen) {
 
 /* ---- text of a cell ---- */
 
-/* A growing string. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = 2 * (b->len + n + 1) + 64;
-        b->s = tn_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-/* Takes the string out of b (never NULL). */
-static char *sb_take(sbuf *b) {
-    char *s = b->s ? b->s : tn_xstrdup("");
-    b->s = NULL;
-    b->len = b->cap = 0;
-    return s;
-}
-
 static void format_iso8601(double seconds, char *buf, size_t len) {
     time_t tt = (time_t)floor(seconds);
     struct tm tm;
@@ -191,20 +166,18 @@ static void format_iso8601(double seconds, char *buf, size_t len) {
         snprintf(buf, len, "%.0f", seconds);
 }
 
-static void emit_json(sbuf *b, const json_t *v, int indent, int level);
-
 /* The text of a cell in a table (6 significant digits) or CSV (exact; a custom cell's
  * JSON value, a string unquoted); yours to free. */
 static char *cell_text(const cell *c, int format) {
     char buf[64];
-    sbuf b = {0};
+    tn_buf b = {0};
     switch (c->kind) {
     case CELL_STR: return tn_xstrdup(c->text);
     case CELL_CUSTOM:
         if (format == CLI_TABLE) return tn_xstrdup(c->text ? c->text : "");
         if (json_is_string(c->json)) return tn_xstrdup(json_string_value(c->json));
-        if (c->json && !json_is_null(c->json)) emit_json(&b, c->json, -1, 0);
-        return sb_take(&b);
+        if (c->json && !json_is_null(c->json)) tn_json_write(&b, c->json, -1, 0);
+        return tn_buf_take(&b);
     case CELL_INT: snprintf(buf, sizeof buf, "%lld", (long long)c->i); break;
     case CELL_NUM:
         if (format == CLI_TABLE)
@@ -213,7 +186,7 @@ static char *cell_text(const cell *c, int format) {
             tn_format_double(c->num, buf, sizeof buf);
         break;
     case CELL_TIME: format_iso8601(c->num, buf, sizeof buf); break;
-    case CELL_JSON: emit_json(&b, c->json, -1, 0); return sb_take(&b);
+    case CELL_JSON: tn_json_write(&b, c->json, -1, 0); return tn_buf_take(&b);
     default: buf[0] = '\0';
     }
     return tn_xstrdup(buf);
@@ -221,143 +194,27 @@ static char *cell_text(const cell *c, int format) {
 
 /* ---- JSON ---- */
 
-/* A JSON string literal of s[0..n), escaped by jansson. Bytes that are not valid UTF-8
- * (jansson refuses them) become '?', so a stray byte in an error message never loses
- * the whole output. */
-static void emit_string(sbuf *b, const char *s, size_t n) {
-    json_t *js = json_stringn(s, n);
-    if (!js) {
-        char *copy = tn_xmalloc(n + 1);
-        for (size_t i = 0; i < n; i++) copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
-        copy[n] = '\0';
-        js = json_stringn(copy, n); /* plain ASCII now (NULs included, which jansson takes) */
-        free(copy);
-        if (!js) {
-            fprintf(stderr, "tuner: out of memory\n");
-            abort();
-        }
-    }
-    char *text = json_dumps(js, JSON_ENCODE_ANY);
-    json_decref(js);
-    if (!text) {
-        fprintf(stderr, "tuner: out of memory\n");
-        abort();
-    }
-    sb_puts(b, text);
-    free(text);
-}
-
-static void emit_number(sbuf *b, double v) {
-    char buf[64];
-    if (!isfinite(v)) {
-        sb_puts(b, "null");
-        return;
-    }
-    tn_format_double(v, buf, sizeof buf);
-    sb_puts(b, buf);
-}
-
-static void emit_newline(sbuf *b, int indent, int level) {
-    if (indent < 0) return;
-    sb_puts(b, "\n");
-    for (int i = 0; i < indent * level; i++) sb_puts(b, " ");
-}
-
-/* Writes v; indent < 0: compact (jansson's JSON_COMPACT separators), else that many
- * spaces per level, starting at nesting level `level`. */
-static void emit_json(sbuf *b, const json_t *v, int indent, int level) {
-    char buf[32];
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        if (json_object_size(v) == 0) {
-            sb_puts(b, "{}");
-            break;
-        }
-        const char *key;
-        json_t *val;
-        int first = 1;
-        sb_puts(b, "{");
-        json_object_foreach((json_t *)v, key, val) {
-            if (!first) sb_puts(b, ",");
-            first = 0;
-            emit_newline(b, indent, level + 1);
-            emit_string(b, key, strlen(key));
-            sb_puts(b, indent < 0 ? ":" : ": ");
-            emit_json(b, val, indent, level + 1);
-        }
-        emit_newline(b, indent, level);
-        sb_puts(b, "}");
-        break;
-    }
-    case JSON_ARRAY: {
-        if (json_array_size(v) == 0) {
-            sb_puts(b, "[]");
-            break;
-        }
-        size_t i;
-        json_t *val;
-        sb_puts(b, "[");
-        json_array_foreach(v, i, val) {
-            if (i) sb_puts(b, ",");
-            emit_newline(b, indent, level + 1);
-            emit_json(b, val, indent, level + 1);
-        }
-        emit_newline(b, indent, level);
-        sb_puts(b, "]");
-        break;
-    }
-    case JSON_STRING: emit_string(b, json_string_value(v), json_string_length(v)); break;
-    case JSON_INTEGER:
-        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-        sb_puts(b, buf);
-        break;
-    case JSON_REAL: emit_number(b, json_real_value(v)); break;
-    case JSON_TRUE: sb_puts(b, "true"); break;
-    case JSON_FALSE: sb_puts(b, "false"); break;
-    default: sb_puts(b, "null");
-    }
-}
-
-static void emit_cell(sbuf *b, const cell *c, int indent, int level) {
-    char buf[32];
+/* A cell's JSON value (new reference). Text that is not UTF-8 is kept as it is: the
+ * writer shows its stray bytes as '?' rather than losing the cell. */
+static json_t *cell_json(const cell *c) {
     switch (c->kind) {
-    case CELL_STR: emit_string(b, c->text, strlen(c->text)); break;
-    case CELL_INT:
-        snprintf(buf, sizeof buf, "%lld", (long long)c->i);
-        sb_puts(b, buf);
-        break;
+    case CELL_STR: return json_stringn_nocheck(c->text, strlen(c->text));
+    case CELL_INT: return json_integer((json_int_t)c->i);
     case CELL_NUM:
-    case CELL_TIME: emit_number(b, c->num); break;
+    case CELL_TIME: return isfinite(c->num) ? json_real(c->num) : json_null();
     case CELL_JSON:
-    case CELL_CUSTOM:
-        if (c->json)
-            emit_json(b, c->json, indent, level);
-        else
-            sb_puts(b, "null");
-        break;
-    default: sb_puts(b, "null");
+    case CELL_CUSTOM: return c->json ? json_incref(c->json) : json_null();
+    default: return json_null();
     }
 }
 
-/* One row as a JSON object at nesting level `level`. */
-static void emit_row(sbuf *b, const out_table *t, const cell *row, int level) {
-    int first = 1;
-    sb_puts(b, "{");
-    for (size_t c = 0; c < t->ncols; c++) {
-        if (t->cols[c].flags & OUT_NO_JSON) continue;
-        if (!first) sb_puts(b, ",");
-        first = 0;
-        emit_newline(b, 2, level + 1);
-        emit_string(b, t->cols[c].key, strlen(t->cols[c].key));
-        sb_puts(b, ": ");
-        emit_cell(b, &row[c], 2, level + 1);
-    }
-    if (first) {
-        sb_puts(b, "}");
-        return;
-    }
-    emit_newline(b, 2, level);
-    sb_puts(b, "}");
+/* One row as a JSON object of its columns (those not OUT_NO_JSON), in column order. */
+static json_t *row_json(const out_table *t, const cell *row) {
+    json_t *o = json_object();
+    for (size_t c = 0; c < t->ncols; c++)
+        if (!(t->cols[c].flags & OUT_NO_JSON))
+            json_object_set_new_nocheck(o, t->cols[c].key, cell_json(&row[c]));
+    return o;
 }
 
 /* ---- tables ---- */
@@ -376,20 +233,20 @@ static void flatten(char *s) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = ' ';
 }
 
-static void pad(sbuf *b, size_t n) {
-    for (size_t i = 0; i < n; i++) sb_puts(b, " ");
+static void pad(tn_buf *b, size_t n) {
+    for (size_t i = 0; i < n; i++) tn_buf_str(b, " ");
 }
 
 /* Drops trailing spaces and ends the line. */
-static void end_line(sbuf *b, size_t line_start) {
-    while (b->len > line_start && b->s[b->len - 1] == ' ') b->s[--b->len] = '\0';
-    sb_puts(b, "\n");
+static void end_line(tn_buf *b, size_t line_start) {
+    while (b->len > line_start && b->data[b->len - 1] == ' ') b->data[--b->len] = '\0';
+    tn_buf_str(b, "\n");
 }
 
-static void render_table(sbuf *b, const out_table *t, const char *empty) {
+static void render_table(tn_buf *b, const out_table *t, const char *empty) {
     if (t->nrows == 0 && empty) {
-        sb_puts(b, empty);
-        sb_puts(b, "\n");
+        tn_buf_str(b, empty);
+        tn_buf_str(b, "\n");
         return;
     }
     size_t *vis = tn_xcalloc(t->ncols + 1, sizeof *vis), nvis = 0;
@@ -413,9 +270,9 @@ static void render_table(sbuf *b, const out_table *t, const char *empty) {
         for (size_t v = 0; v < nvis; v++) {
             const char *s = r == 0 ? t->cols[vis[v]].title : text[(r - 1) * nvis + v];
             size_t gap = width[v] - display_width(s);
-            if (v) sb_puts(b, "  ");
+            if (v) tn_buf_str(b, "  ");
             if (t->cols[vis[v]].flags & OUT_RIGHT) pad(b, gap);
-            sb_puts(b, s);
+            tn_buf_str(b, s);
             if (!(t->cols[vis[v]].flags & OUT_RIGHT)) pad(b, gap);
         }
         end_line(b, start);
@@ -428,70 +285,64 @@ static void render_table(sbuf *b, const out_table *t, const char *empty) {
 
 /* ---- CSV ---- */
 
-static void csv_field(sbuf *b, const char *s) {
+static void csv_field(tn_buf *b, const char *s) {
     if (!strpbrk(s, ",\"\r\n")) {
-        sb_puts(b, s);
+        tn_buf_str(b, s);
         return;
     }
-    sb_puts(b, "\"");
+    tn_buf_str(b, "\"");
     for (const char *p = s; *p; p++) {
-        if (*p == '"') sb_puts(b, "\"");
-        sb_putn(b, p, 1);
+        if (*p == '"') tn_buf_str(b, "\"");
+        tn_buf_add(b, p, 1);
     }
-    sb_puts(b, "\"");
+    tn_buf_str(b, "\"");
 }
 
-static void render_csv(sbuf *b, const out_table *t, size_t nrows) {
+static void render_csv(tn_buf *b, const out_table *t, size_t nrows) {
     int first = 1;
     for (size_t c = 0; c < t->ncols; c++) {
         if (t->cols[c].flags & OUT_NO_CSV) continue;
-        if (!first) sb_puts(b, ",");
+        if (!first) tn_buf_str(b, ",");
         first = 0;
         csv_field(b, t->cols[c].key);
     }
-    sb_puts(b, "\n");
+    tn_buf_str(b, "\n");
     for (size_t r = 0; r < nrows; r++) {
         first = 1;
         for (size_t c = 0; c < t->ncols; c++) {
             if (t->cols[c].flags & OUT_NO_CSV) continue;
-            if (!first) sb_puts(b, ",");
+            if (!first) tn_buf_str(b, ",");
             first = 0;
             char *s = cell_text(&t->rows[r][c], CLI_CSV);
             csv_field(b, s);
             free(s);
         }
-        sb_puts(b, "\n");
+        tn_buf_str(b, "\n");
     }
 }
 
 /* ---- printing ---- */
 
-static int write_out(sbuf *b, FILE *f, char *err, size_t errlen) {
+static int write_out(tn_buf *b, FILE *f, char *err, size_t errlen) {
     int rc = 0;
-    if (b->len && fwrite(b->s, 1, b->len, f) != b->len) rc = TN_EIO;
+    if (b->len && fwrite(b->data, 1, b->len, f) != b->len) rc = TN_EIO;
     if (fflush(f) != 0) rc = TN_EIO;
     int e = errno;
-    free(b->s);
+    free(b->data);
     if (rc) return tn_error(err, errlen, TN_EIO, "cannot write the output: %s", strerror(e));
     return 0;
 }
 
 int out_print(const out_table *t, int format, FILE *f, const char *empty, char *err,
               size_t errlen) {
-    sbuf b = {0};
+    tn_buf b = {0};
     if (format == CLI_JSON) {
-        if (t->nrows == 0) {
-            sb_puts(&b, "[]");
-        } else {
-            sb_puts(&b, "[");
-            for (size_t r = 0; r < t->nrows; r++) {
-                if (r) sb_puts(&b, ",");
-                emit_newline(&b, 2, 1);
-                emit_row(&b, t, t->rows[r], 1);
-            }
-            sb_puts(&b, "\n]");
-        }
-        sb_puts(&b, "\n");
+        json_t *rows = json_array();
+        for (size_t r = 0; r < t->nrows; r++)
+            json_array_append_new(rows, row_json(t, t->rows[r]));
+        tn_json_write(&b, rows, 2, 0);
+        json_decref(rows);
+        tn_buf_add(&b, "\n", 1);
     } else if (format == CLI_CSV) {
         render_csv(&b, t, t->nrows);
     } else {
@@ -502,11 +353,13 @@ int out_print(const out_table *t, int format, FILE *f, const char *empty, char *
 
 int out_print_record(const out_table *t, int format, FILE *f, char *err, size_t errlen) {
     if (t->nrows == 0) return tn_error(err, errlen, TN_EINVAL, "no record to print");
-    sbuf b = {0};
+    tn_buf b = {0};
     const cell *row = t->rows[0];
     if (format == CLI_JSON) {
-        emit_row(&b, t, row, 0);
-        sb_puts(&b, "\n");
+        json_t *o = row_json(t, row);
+        tn_json_write(&b, o, 2, 0);
+        json_decref(o);
+        tn_buf_str(&b, "\n");
     } else if (format == CLI_CSV) {
         render_csv(&b, t, 1);
     } else {
@@ -522,10 +375,10 @@ int out_print_record(const out_table *t, int format, FILE *f, char *err, size_t 
         for (size_t c = 0; c < t->ncols; c++) {
             if (!text[c] || !text[c][0]) continue;
             size_t start = b.len;
-            sb_puts(&b, t->cols[c].title);
-            sb_puts(&b, ":");
+            tn_buf_str(&b, t->cols[c].title);
+            tn_buf_str(&b, ":");
             pad(&b, label - (display_width(t->cols[c].title) + 1) + 2);
-            sb_puts(&b, text[c]);
+            tn_buf_str(&b, text[c]);
             end_line(&b, start);
         }
         for (size_t c = 0; c < t->ncols; c++) free(text[c]);

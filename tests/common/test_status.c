@@ -8,6 +8,7 @@
  * constant stream, modulo bias, a wrong range, a normal with the wrong moments, or
  * state that does not fully determine the sequence.
  */
+#include "common/jsonutil.h"
 #include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
@@ -381,6 +382,94 @@ static void test_format_double_round_trips(void) {
     CHECK_INT_EQ(not_shortest, 0);
 }
 
+static void test_buf(void) {
+    tn_buf b = {0};
+    char *empty = tn_buf_take(&b);
+    CHECK(empty && !strcmp(empty, ""));
+    free(empty);
+    tn_buf_str(&b, "trial ");
+    tn_buf_printf(&b, "%d of %s", 3, "s");
+    tn_buf_add(&b, "!?", 1);
+    for (int i = 0; i < 300; i++) tn_buf_add(&b, "x", 1); /* grows past the first block */
+    CHECK(b.len == strlen("trial 3 of s!") + 300 && b.data[b.len] == '\0');
+    CHECK(!strncmp(b.data, "trial 3 of s!xxx", 16));
+    char *text = tn_buf_take(&b);
+    CHECK(b.data == NULL && b.len == 0 && b.cap == 0);
+    free(text);
+    tn_buf_str(&b, "gone");
+    tn_buf_clear(&b);
+    CHECK(b.data == NULL && b.len == 0);
+    tn_buf_clear(NULL);
+}
+
+/* Writes v with tn_json_write(indent, flags) and compares with want. */
+static void check_json(const json_t *v, int indent, unsigned flags, const char *want) {
+    tn_buf b = {0};
+    tn_json_write(&b, v, indent, flags);
+    CHECK_MSG(b.data && !strcmp(b.data, want), "got %s\nwant %s", b.data ? b.data : "(null)",
+              want);
+    tn_buf_clear(&b);
+}
+
+static void test_json_write(void) {
+    json_t *v = json_pack("{s:i, s:f, s:f, s:[s, b, n], s:{}, s:[]}", "n", 3, "x", 0.1, "w",
+                          100.0, "list", "a\"b\\c\n", 1, "obj", "arr");
+    check_json(v, -1, 0, "{\"n\":3,\"x\":0.1,\"w\":100,\"list\":[\"a\\\"b\\\\c\\n\",true,null],"
+                         "\"obj\":{},\"arr\":[]}");
+    check_json(v, 2, 0, "{\n  \"n\": 3,\n  \"x\": 0.1,\n  \"w\": 100,\n  \"list\": [\n"
+                        "    \"a\\\"b\\\\c\\n\",\n    true,\n    null\n  ],\n  \"obj\": {},\n"
+                        "  \"arr\": []\n}");
+    json_decref(v);
+    /* non-finite reals are null; -0 keeps its sign; shortest round-trip digits */
+    tn_buf b = {0};
+    tn_json_write_number(&b, NAN);
+    tn_buf_add(&b, " ", 1);
+    tn_json_write_number(&b, -INFINITY);
+    tn_buf_add(&b, " ", 1);
+    tn_json_write_number(&b, -0.0);
+    tn_buf_add(&b, " ", 1);
+    tn_json_write_number(&b, 1.0 / 3.0);
+    CHECK_MSG(!strcmp(b.data, "null null -0 0.3333333333333333"), "%s", b.data);
+    tn_buf_clear(&b);
+}
+
+static void test_json_write_strings(void) {
+    static const struct {
+        const char *in;
+        unsigned flags;
+        const char *want;
+    } cases[] = {
+        {"plain", 0, "\"plain\""},
+        {"tab\there\x01\x1f", 0, "\"tab\\there\\u0001\\u001f\""},
+        {"<a href='x'>&</a>", 0, "\"<a href='x'>&</a>\""},
+        {"<a>&\x7f", TN_JSON_HTML_SAFE, "\"\\u003ca\\u003e\\u0026\\u007f\""},
+        {"\xe2\x80\xa8|\xe2\x80\xa9", TN_JSON_HTML_SAFE, "\"\\u2028|\\u2029\""},
+        {"\xe2\x80\xa8", 0, "\"\xe2\x80\xa8\""},
+        {"caf\xc3\xa9 \xf0\x9f\x99\x82", 0, "\"caf\xc3\xa9 \xf0\x9f\x99\x82\""}, /* kept */
+        {"bad \xff byte", 0, "\"bad ? byte\""},
+        {"cut \xc3", 0, "\"cut ?\""},                  /* a sequence cut short */
+        {"overlong \xc0\xaf", 0, "\"overlong ??\""},   /* '/' in two bytes */
+        {"surrogate \xed\xa0\x80", 0, "\"surrogate ???\""},
+        {"too high \xf4\x90\x80\x80", 0, "\"too high ????\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tn_buf b = {0};
+        tn_json_write_string(&b, cases[i].in, strlen(cases[i].in), cases[i].flags);
+        CHECK_MSG(b.data && !strcmp(b.data, cases[i].want), "case %zu: got %s, want %s", i,
+                  b.data, cases[i].want);
+        /* what is written always parses, to the input's valid UTF-8 */
+        json_error_t je;
+        json_t *back = json_loads(b.data, JSON_DECODE_ANY, &je);
+        CHECK_MSG(json_is_string(back), "case %zu: %s does not parse: %s", i, b.data, je.text);
+        json_decref(back);
+        tn_buf_clear(&b);
+    }
+    tn_buf b = {0};
+    tn_json_write_string(&b, "a\0b", 3, 0); /* a NUL inside: escaped, not the end */
+    CHECK_MSG(!strcmp(b.data, "\"a\\u0000b\""), "%s", b.data);
+    tn_buf_clear(&b);
+}
+
 int main(void) {
     RUN(test_strerror_every_code);
     RUN(test_strerror_unknown_codes);
@@ -398,5 +487,8 @@ int main(void) {
     RUN(test_closest);
     RUN(test_format_double_cases);
     RUN(test_format_double_round_trips);
+    RUN(test_buf);
+    RUN(test_json_write);
+    RUN(test_json_write_strings);
     return check_summary();
 }

@@ -6,7 +6,7 @@
  * Besides "no crash, no leak, no undefined behaviour" it checks api.h's promises:
  * api_route_parse gives a known route whose study, trial and replica pass the
  * validators (a traversal never reaches a handler); api_cursor_parse and api_parse_int
- * read back what they accept; api_utf8_clean is idempotent, and api_buf_json_string
+ * read back what they accept; api_utf8_clean is idempotent, and tn_buf_json_string
  * writes a JSON string without '<', '>' or '&' that decodes to the cleaned bytes.
  * Seeds: corpus/api (the dashboard's URLs, good and bad). docs/fuzzing.md.
  */
@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 
+#include "common/jsonutil.h"
 #include "tuner/api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -65,17 +66,17 @@ static void utf8_json(const uint8_t *data, size_t size) {
     char *clean = api_utf8_clean((const char *)data, size, &n);
     char *twice = api_utf8_clean(clean, n, &n2);
     FUZZ_CHECK(n2 == n && memcmp(clean, twice, n) == 0);
-    api_buf b = {0};
-    api_buf_json_string(&b, clean, n);
+    tn_buf b = {0};
+    tn_json_write_string(&b, clean, n, TN_JSON_HTML_SAFE);
     FUZZ_CHECK(b.len >= 2 && memchr(b.data, '<', b.len) == NULL &&
                memchr(b.data, '>', b.len) == NULL && memchr(b.data, '&', b.len) == NULL);
     json_error_t e;
     json_t *j = json_loadb(b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
-    if (!j) fprintf(stderr, "api_buf_json_string wrote %s: %s\n", b.data, e.text);
+    if (!j) fprintf(stderr, "tn_buf_json_string wrote %s: %s\n", b.data, e.text);
     FUZZ_CHECK(j != NULL && json_is_string(j));
     FUZZ_CHECK(json_string_length(j) == n && memcmp(json_string_value(j), clean, n) == 0);
     json_decref(j);
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     free(clean);
     free(twice);
 }

@@ -16,6 +16,7 @@
 #include "tuner/api.h"
 #include "tuner/store.h"
 
+#include "common/jsonutil.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -166,8 +167,8 @@ static void test_json_text(void) {
         {"caf\xc3\xa9", "\"caf\xc3\xa9\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        api_buf b = {0};
-        api_buf_json_string(&b, cases[i].in, strlen(cases[i].in));
+        tn_buf b = {0};
+        tn_json_write_string(&b, cases[i].in, strlen(cases[i].in), TN_JSON_HTML_SAFE);
         CHECK_MSG(b.data && !strcmp(b.data, cases[i].out), "%s -> %s, expected %s", cases[i].in,
                   b.data, cases[i].out);
         /* and it reads back as the same string */
@@ -175,17 +176,17 @@ static void test_json_text(void) {
         CHECK_MSG(json_is_string(back) && !strcmp(json_string_value(back), cases[i].in),
                   "%s does not read back", cases[i].out);
         json_decref(back);
-        api_buf_clear(&b);
+        tn_buf_clear(&b);
     }
     json_t *v = json_pack("{sfsfsfsIsnsbs[is]}", "tenth", 0.1, "tiny", 1e-300, "big", 123456789.0,
                           "int", (json_int_t)-42, "null", "yes", 1, "list", 1, "x");
-    api_buf b = {0};
-    api_buf_json(&b, v);
+    tn_buf b = {0};
+    tn_json_write(&b, v, -1, TN_JSON_HTML_SAFE);
     CHECK_MSG(b.data && !strcmp(b.data, "{\"tenth\":0.1,\"tiny\":1e-300,\"big\":123456789,"
                                         "\"int\":-42,\"null\":null,\"yes\":true,"
                                         "\"list\":[1,\"x\"]}"),
               "%s", b.data);
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     json_decref(v);
     /* numbers: the shortest round trip, as tn_format_double, on random bit patterns */
     uint64_t state = 42;
@@ -201,13 +202,13 @@ static void test_json_text(void) {
         char want[40];
         tn_format_double(d, want, sizeof want);
         json_t *real = json_real(d);
-        api_buf_json(&b, real);
+        tn_json_write(&b, real, -1, TN_JSON_HTML_SAFE);
         json_decref(real);
         same = b.data && !strcmp(b.data, want);
         CHECK_MSG(same, "%.17g: %s, expected %s", d, b.data, want);
         b.len = 0;
     }
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     api_reply r = {0};
     api_error(&r, 404, "a <hint>", "no study named %s", "x\xff");
     CHECK_INT_EQ(r.status, 404);
@@ -728,8 +729,8 @@ static void test_trial_detail_replicas(void) {
     CHECK_INT_EQ(r.status, 200);
     json_t *doc = r.body.data ? json_loads(r.body.data, 0, NULL) : NULL;
     json_t *reps = json_object_get(doc, "replicas");
-    api_buf b = {0};
-    api_buf_json(&b, reps);
+    tn_buf b = {0};
+    tn_json_write(&b, reps, -1, TN_JSON_HTML_SAFE);
     CHECK_MSG(b.data && !strcmp(b.data,
                                 "[{\"name\":\"chief-0\",\"state\":\"EXITED\",\"exit_code\":0,"
                                 "\"restarts\":0,\"signal\":null},"
@@ -740,7 +741,7 @@ static void test_trial_detail_replicas(void) {
                                 "{\"name\":\"worker-2\",\"state\":\"EXITED\",\"exit_code\":null,"
                                 "\"restarts\":0,\"signal\":null}]"),
               "%s", b.data);
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     CHECK_INT_EQ(json_integer_value(json_object_get(doc, "last_step")), 4);
     CHECK_INT_EQ(json_array_size(json_object_get(doc, "events")), 11);
     json_t *chief_exit = json_array_get(json_object_get(doc, "events"), 8);
@@ -828,7 +829,7 @@ static void test_event_stream_text(void) {
     st_measurement_add(s, id, n, &m, err, sizeof err);
     CHECK(api_watch_poll(s, &w, err, sizeof err) == 0);
     CHECK(w.version == 2 && w.head.trials == 1 && w.head.measurements == 2);
-    api_buf b = {0};
+    tn_buf b = {0};
     int events = api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err);
     CHECK_INT_EQ(events, 3);
     CHECK_MSG(b.data && !strncmp(b.data, "event: trial\nid: 1.0\ndata: {\"number\":1,", 38), "%s",
@@ -840,7 +841,7 @@ static void test_event_stream_text(void) {
     CHECK(cur.trials == 1 && cur.measurements == 2);
     api_sse_study(&w, &cur, &b);
     CHECK_STR_CONTAINS(b.data, "event: study\nid: 1.2\ndata: {\"id\":1,\"name\":\"s\"");
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     /* nothing new: nothing sent, the version stays */
     CHECK(api_watch_poll(s, &w, err, sizeof err) == 0 && w.version == 2);
     CHECK_INT_EQ(api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err), 0);
@@ -854,7 +855,7 @@ static void test_event_stream_text(void) {
     CHECK(count_prefix(b.data, "event: trial") == 2 && count_prefix(b.data, "event: measurement") == 0);
     CHECK_INT_EQ(api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err), 4);
     CHECK(count_prefix(b.data, "event: trial") == 3 && count_prefix(b.data, "event: measurement") == 3);
-    api_buf_clear(&b);
+    tn_buf_clear(&b);
     /* the study's state is part of what a poll notices */
     CHECK(st_study_set_state(s, id, ST_STUDY_STOPPED, NULL, err, sizeof err) == 0);
     uint64_t before = w.version;
