@@ -594,15 +594,22 @@ check real_replicas_identical test -n "$(fp runs/real/1/logs/chief-0.log)" -a \
 check real_chief_model test -s runs/real/1/model.ckpt
 
 # --- SIGKILL the tuner at several points, then resume: nothing lost or doubled ------
-sleeper='["/bin/sh", "-c", "sleep 0.3; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
-for at in 0.4 1.1 1.9; do
-  name="kill_${at/./_}"
+# Each kill lands mid-study, when at least `after` trials have succeeded (the store
+# says so), and is checked to have: some trials done, not all.
+sleeper='["/bin/sh", "-c", "sleep 0.5; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+for after in 1 4 8; do
+  name="kill_after_$after"
   spec "$name" BASIC "" 12 2 "$sleeper"
   "$TUNER" run "$name.json" --seed=2 --quiet >/dev/null 2>&1 &
   pid=$!
-  sleep "$at"
+  for _ in $(seq 1 600); do
+    [ "$(count_state "$name" SUCCEEDED 2>/dev/null)" -ge "$after" ] 2>/dev/null && break
+    sleep 0.02
+  done
   kill -9 $pid 2>/dev/null
   wait $pid 2>/dev/null
+  done_before=$(count_state "$name" SUCCEEDED)
+  check "${name}_landed_mid_study" test "$done_before" -ge "$after" -a "$done_before" -lt 12
   "$TUNER" resume "$name" --quiet >"$name.out" 2>&1; rc=$?
   check "${name}_resume_exit0" test $rc -eq 0
   rows=$("$TUNER" trials "$name" --format=csv | tail -n +2)
@@ -623,6 +630,8 @@ for _ in $(seq 1 400); do
   sleep 0.01
 done
 kill -9 $pid; wait $pid 2>/dev/null
+check ckpt_killed_mid_run test -n "$(ls runs/ckpt/1/checkpoints/ckpt-*.ckpt 2>/dev/null)" -a \
+  "$(count_state ckpt SUCCEEDED)" -eq 0
 "$TUNER" resume ckpt --quiet >/dev/null 2>&1; rc=$?
 check ckpt_resume_exit0 test $rc -eq 0
 check ckpt_resumed_from_checkpoint grep -q "resumed from" runs/ckpt/1/logs/chief-0.log
