@@ -99,40 +99,6 @@ static void *scratch(cl_ring *r, size_t bytes) {
 
 /* ---- setting up ---- */
 
-/* Reads exactly len bytes before deadline. 0, 1 on end of stream, or TN_EIO. */
-static int read_full(int fd, void *buf, size_t len, double deadline) {
-    size_t got = 0;
-    while (got < len) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ms = (int)((deadline - nt_now()) * 1000);
-        if (ms <= 0) return TN_EIO;
-        int rc = poll(&p, 1, ms);
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc <= 0) return TN_EIO;
-        ssize_t k = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-        if (k == 0) return 1;
-        if (k < 0) {
-            if (errno == EAGAIN || errno == EINTR) continue;
-            return TN_EIO;
-        }
-        got += (size_t)k;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len) {
-    size_t put = 0;
-    while (put < len) {
-        ssize_t k = send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return TN_EIO;
-        }
-        put += (size_t)k;
-    }
-    return 0;
-}
-
 static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl_config *config,
                        const char *who, char *err, size_t errlen) {
     if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
@@ -197,9 +163,10 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
     if (!rc)
         rc = nt_connect(peers[next].addr, peers[next].name, deadline, r->timeout, &r->next_fd,
                         err, errlen);
-    if (!rc && write_full(r->next_fd, &mine, sizeof mine))
+    int e = rc ? 0 : nt_send_all(r->next_fd, &mine, sizeof mine);
+    if (e)
         rc = tn_error(err, errlen, TN_EPEER, "lost %s while connecting: %s", r->next_name,
-                      strerror(errno));
+                      nt_io_error(e));
     while (!rc && r->prev_fd < 0) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};
         int ms = (int)((deadline - nt_now()) * 1000);
@@ -214,7 +181,7 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
         }
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
-        int got = read_full(fd, &h, sizeof h, deadline);
+        int got = nt_recv_until(fd, &h, sizeof h, deadline);
         int bad = got ? 1 : check_hello(&h, r, prev, config, r->prev_name, err, errlen);
         if (bad < 0) {
             close(fd);
@@ -226,17 +193,17 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
             continue;
         }
         nt_tune(fd);
-        if (write_full(fd, &mine, sizeof mine)) {
+        if (nt_send_all(fd, &mine, sizeof mine)) {
             close(fd);
             continue;
         }
         r->prev_fd = fd;
     }
     if (!rc) {
-        int got = read_full(r->next_fd, &h, sizeof h, deadline);
+        int got = nt_recv_until(r->next_fd, &h, sizeof h, deadline);
         if (got)
             rc = tn_error(err, errlen, TN_EPEER, "%s did not answer while connecting (%s)",
-                          r->next_name, got > 0 ? "connection closed" : "timed out");
+                          r->next_name, nt_io_error(got));
         else {
             rc = check_hello(&h, r, next, config, r->next_name, err, errlen);
             if (rc > 0)

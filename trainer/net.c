@@ -25,6 +25,63 @@ double nt_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int nt_send_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t k = send(fd, p, len, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+int nt_recv_all(int fd, void *buf, size_t len) {
+    char *p = buf;
+    while (len > 0) {
+        ssize_t k = recv(fd, p, len, 0);
+        if (k == 0) return -1;
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+int nt_recv_until(int fd, void *buf, size_t len, double deadline) {
+    char *p = buf;
+    while (len > 0) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int ms = (int)((deadline - nt_now()) * 1000);
+        if (ms <= 0) return ETIMEDOUT;
+        int rc = poll(&pf, 1, ms);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0) return errno;
+        if (rc == 0) return ETIMEDOUT;
+        ssize_t k = recv(fd, p, len, MSG_DONTWAIT);
+        if (k == 0) return -1;
+        if (k < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+            return errno;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+const char *nt_io_error(int e) {
+    if (e == -1) return "the connection closed";
+    if (e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT) return "timed out";
+    return strerror(e);
+}
+
 int nt_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms) {
     int k = poll(fds, nfds, 0);
     if (k != 0 || timeout_ms == 0) return k;

@@ -30,6 +30,20 @@ int nt_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 int nt_listen(const char *addr, int backlog, const char *what, int *out, char *err,
               size_t errlen);
 
+/* Sends all len bytes on a blocking socket (its SO_SNDTIMEO, if any, bounds each
+ * wait). 0, or the errno of the failure (EAGAIN: the socket's timeout passed). */
+int nt_send_all(int fd, const void *buf, size_t len);
+/* Receives exactly len bytes on a blocking socket (SO_RCVTIMEO likewise). 0, -1 when
+ * the stream ends first, or the errno of the failure (EAGAIN: the timeout passed). */
+int nt_recv_all(int fd, void *buf, size_t len);
+/* Receives exactly len bytes before deadline (nt_now() time), whatever the socket's
+ * mode. 0, -1 when the stream ends first, or the errno (ETIMEDOUT: the deadline
+ * passed). */
+int nt_recv_until(int fd, void *buf, size_t len, double deadline);
+/* What a failed nt_send_all / nt_recv_all / nt_recv_until returned, in words
+ * ("the connection closed", "timed out", strerror's). */
+const char *nt_io_error(int e);
+
 /* TCP_NODELAY (collectives are latency-bound at small sizes). Socket buffers are left
  * to the kernel's autotuning: fixed 4 MiB buffers measured slower on loopback. */
 void nt_tune(int fd);

@@ -143,45 +143,6 @@ static void tune_socket(int fd, double timeout) {
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-/* Sends all len bytes. 0, or the errno of the failure (EAGAIN: the timeout passed). */
-static int send_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t k = send(fd, p, len, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        p += k;
-        len -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Receives exactly len bytes. 0, -1 at the end of the stream, or the errno (EAGAIN:
- * the timeout passed with nothing received). */
-static int recv_all(int fd, void *buf, size_t len) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t k = recv(fd, p, len, 0);
-        if (k == 0) return -1;
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        p += k;
-        len -= (size_t)k;
-    }
-    return 0;
-}
-
-/* What a failed send_all / recv_all means, in words. */
-static const char *io_error(int e) {
-    if (e == -1) return "the connection closed";
-    if (e == EAGAIN || e == EWOULDBLOCK) return "timed out";
-    return strerror(e);
-}
-
 /* ---- the ps task ---- */
 
 typedef struct ps_conn ps_conn;
@@ -245,7 +206,7 @@ static float *conn_buffer(ps_conn *c, size_t floats) {
 
 static int reply(ps_conn *c, int status, int flags, uint64_t a, uint64_t b, uint64_t cc) {
     msg_header h = {PS_MAGIC, (uint16_t)status, (uint16_t)flags, a, b, cc};
-    return send_all(c->fd, &h, sizeof h);
+    return nt_send_all(c->fd, &h, sizeof h);
 }
 
 /* Sends an ERROR reply carrying code and the message (which should name the ps), and
@@ -264,7 +225,7 @@ static int reply_error(ps_conn *c, int code, const char *fmt, ...) {
         fflush(c->s->out);
     }
     int e = reply(c, ST_ERROR, 0, len, (uint64_t)-(int64_t)code, 0);
-    return e ? e : send_all(c->fd, text, len);
+    return e ? e : nt_send_all(c->fd, text, len);
 }
 
 /* Whether the variables this ps holds belong to the client's job: 0, or the message
@@ -340,10 +301,10 @@ static int on_init(ps_conn *c, const msg_header *h) {
     /* the CPU backend's buffers are host memory: read straight into them */
     opt_state *o = opt_new(&oc, s->k, n);
     float *params = tn_xmalloc(n * sizeof(float));
-    int e = recv_all(c->fd, chiefs, sizeof chiefs);
-    if (!e) e = recv_all(c->fd, params, n * sizeof(float));
-    if (!e) e = recv_all(c->fd, o->m, n * sizeof(float));
-    if (!e && has_v) e = recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
+    int e = nt_recv_all(c->fd, chiefs, sizeof chiefs);
+    if (!e) e = nt_recv_all(c->fd, params, n * sizeof(float));
+    if (!e) e = nt_recv_all(c->fd, o->m, n * sizeof(float));
+    if (!e && has_v) e = nt_recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
     int differs = -1;
     for (size_t i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
         if (mine[i] != chiefs[i]) differs = (int)i;
@@ -351,7 +312,7 @@ static int on_init(ps_conn *c, const msg_header *h) {
         opt_free(o);
         free(params);
         if (e) {
-            say(s, "lost %s while it sent the variables: %s", c->peer, io_error(e));
+            say(s, "lost %s while it sent the variables: %s", c->peer, nt_io_error(e));
             return 1;
         }
         if (differs >= 0) { /* the whole message was read: the connection stays in step */
@@ -444,16 +405,16 @@ static int on_pull(ps_conn *c) {
     pthread_mutex_unlock(&s->lock);
     if (code) return reply_error(c, code, "%s", msg) != 0;
     int e = reply(c, ST_OK, 0, (uint64_t)version, 0, n);
-    return (e ? e : send_all(c->fd, c->buf, n * sizeof(float))) != 0;
+    return (e ? e : nt_send_all(c->fd, c->buf, n * sizeof(float))) != 0;
 }
 
 static int on_push(ps_conn *c) {
     ps_server *s = c->s;
     size_t n = c->hi - c->lo;
     float *grads = conn_buffer(c, n);
-    int e = recv_all(c->fd, grads, n * sizeof(float));
+    int e = nt_recv_all(c->fd, grads, n * sizeof(float));
     if (e) {
-        say(s, "lost %s while it sent gradients: %s", c->peer, io_error(e));
+        say(s, "lost %s while it sent gradients: %s", c->peer, nt_io_error(e));
         return 1;
     }
     char msg[MAX_TEXT];
@@ -500,7 +461,7 @@ static int on_fetch(ps_conn *c, const msg_header *h) {
     pthread_mutex_unlock(&s->lock);
     if (code) return reply_error(c, code, "%s", msg) != 0;
     int e = reply(c, ST_OK, want_v ? F_HAS_V : 0, (uint64_t)t, (uint64_t)t, n);
-    return (e ? e : send_all(c->fd, c->buf, n * (want_v ? 3 : 2) * sizeof(float))) != 0;
+    return (e ? e : nt_send_all(c->fd, c->buf, n * (want_v ? 3 : 2) * sizeof(float))) != 0;
 }
 
 static int on_done(ps_conn *c) {
@@ -538,9 +499,9 @@ static void *conn_main(void *arg) {
     ps_server *s = c->s;
     while (wait_for_request(c)) {
         msg_header h;
-        int e = recv_all(c->fd, &h, sizeof h);
+        int e = nt_recv_all(c->fd, &h, sizeof h);
         if (e) {
-            if (e != -1) say(s, "lost %s: %s", c->peer, io_error(e));
+            if (e != -1) say(s, "lost %s: %s", c->peer, nt_io_error(e));
             break; /* -1: the client has gone */
         }
         if (h.magic != PS_MAGIC) {
@@ -747,11 +708,11 @@ static int request(ps_client *c, ps_link *l, int op, int flags, uint64_t a, uint
                    const float *z, char *err, size_t errlen) {
     msg_header h = {PS_MAGIC, (uint16_t)op, (uint16_t)flags, a, b, cc};
     size_t bytes = (l->hi - l->lo) * sizeof(float);
-    int e = send_all(l->fd, &h, sizeof h);
-    if (!e && pre) e = send_all(l->fd, pre, prelen);
-    if (!e && x) e = send_all(l->fd, x + l->lo, bytes);
-    if (!e && y) e = send_all(l->fd, y + l->lo, bytes);
-    if (!e && z) e = send_all(l->fd, z + l->lo, bytes);
+    int e = nt_send_all(l->fd, &h, sizeof h);
+    if (!e && pre) e = nt_send_all(l->fd, pre, prelen);
+    if (!e && x) e = nt_send_all(l->fd, x + l->lo, bytes);
+    if (!e && y) e = nt_send_all(l->fd, y + l->lo, bytes);
+    if (!e && z) e = nt_send_all(l->fd, z + l->lo, bytes);
     return e ? lost(c, l, e, err, errlen) : 0;
 }
 
@@ -760,7 +721,7 @@ static int request(ps_client *c, ps_link *l, int op, int flags, uint64_t a, uint
  * TN_EPEER for a lost connection. */
 static int read_reply(ps_client *c, ps_link *l, msg_header *h, char *err, size_t errlen) {
     for (;;) {
-        int e = recv_all(l->fd, h, sizeof *h);
+        int e = nt_recv_all(l->fd, h, sizeof *h);
         if (e) return lost(c, l, e, err, errlen);
         if (h->magic != PS_MAGIC) return broke_protocol(c, l, "bad magic", err, errlen);
         if (h->op == ST_WAITING) continue;
@@ -768,7 +729,7 @@ static int read_reply(ps_client *c, ps_link *l, msg_header *h, char *err, size_t
         if (h->op != ST_ERROR || h->a > MAX_TEXT)
             return broke_protocol(c, l, "bad reply", err, errlen);
         char text[MAX_TEXT + 1];
-        e = recv_all(l->fd, text, (size_t)h->a);
+        e = nt_recv_all(l->fd, text, (size_t)h->a);
         if (e) return lost(c, l, e, err, errlen);
         text[h->a] = '\0';
         int code = h->b >= 1 && h->b <= 99 ? -(int)h->b : TN_EPEER;
@@ -784,7 +745,7 @@ static int read_shard(ps_client *c, ps_link *l, const msg_header *h, float *x, c
     if (h->c != n) return broke_protocol(c, l, "a shard of another size", err, errlen);
     if (!x && !c->scratch) /* big enough for any shard */
         c->scratch = tn_xmalloc((c->p / (size_t)c->n + 1) * sizeof(float));
-    int e = recv_all(l->fd, x ? x + l->lo : c->scratch, n * sizeof(float));
+    int e = nt_recv_all(l->fd, x ? x + l->lo : c->scratch, n * sizeof(float));
     return e ? lost(c, l, e, err, errlen) : 0;
 }
 

@@ -7,6 +7,7 @@
  * flags, one out of step, no usable /dev/shm) against the messages users will read.
  * Segments go to a private $TRAINER_SHM_DIR, which must be empty at the end.
  */
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -518,12 +519,42 @@ static void run_ring_tests(int transport) {
     RUN(test_buckets_lost_peer);
 }
 
+/* The one send/receive of the ring and the parameter servers (trainer/net.h). */
+static void test_net_send_receive(void) {
+    int sv[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    char buf[8] = {0};
+    CHECK_INT_EQ(nt_send_all(sv[0], "abcdefgh", 8), 0);
+    CHECK_INT_EQ(nt_recv_all(sv[1], buf, 8), 0);
+    CHECK(!memcmp(buf, "abcdefgh", 8));
+    /* nothing comes: the deadline ends the wait */
+    double t0 = nt_now();
+    int e = nt_recv_until(sv[1], buf, 4, t0 + 0.05);
+    CHECK_INT_EQ(e, ETIMEDOUT);
+    CHECK(nt_now() - t0 < 5);
+    CHECK(!strcmp(nt_io_error(e), "timed out"));
+    /* part of a message, then the peer goes: the end of the stream, either way */
+    CHECK_INT_EQ(nt_send_all(sv[0], "xy", 2), 0);
+    CHECK_INT_EQ(nt_send_all(sv[0], "zw", 2), 0);
+    close(sv[0]);
+    CHECK_INT_EQ(nt_recv_until(sv[1], buf, 2, nt_now() + 5), 0);
+    CHECK(!memcmp(buf, "xy", 2));
+    CHECK_INT_EQ(nt_recv_all(sv[1], buf, 4), -1);
+    CHECK(!strcmp(nt_io_error(-1), "the connection closed"));
+    CHECK_INT_EQ(nt_recv_until(sv[1], buf, 4, nt_now() + 5), -1);
+    /* sending to a peer that is gone is an error, not SIGPIPE */
+    CHECK_INT_EQ(nt_send_all(sv[1], "q", 1), EPIPE);
+    CHECK(!strcmp(nt_io_error(EPIPE), strerror(EPIPE)));
+    close(sv[1]);
+}
+
 int main(void) {
     /* a tmpfs, as in use: a segment on a disk could stall on writeback under load */
     char shm_dir[] = "/dev/shm/test-collective-XXXXXX", tmp_dir[] = "/tmp/test-collective-XXXXXX";
     const char *dir = mkdtemp(shm_dir) ? shm_dir : mkdtemp(tmp_dir);
     if (!dir) return 1;
     setenv("TRAINER_SHM_DIR", dir, 1);
+    RUN(test_net_send_receive);
     RUN(test_bf16_rounding);
     RUN(test_single_rank_is_a_no_op);
     RUN(test_segment_checks);
