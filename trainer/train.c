@@ -13,8 +13,9 @@
  * each replica its slice of every global batch and sums the gradients over the ring
  * (collective.h) before the same update everywhere; mirrored and central_storage do
  * the same with devices in one process (devices.h); parameter_server has its own
- * asynchronous loop (ps_loop: pull, compute, push to the ps tasks of ps.h). The
- * evaluator (tr_evaluator) follows the chief's checkpoints.
+ * asynchronous loop (ps_worker.c: pull, compute, push to the ps tasks of ps.h). The
+ * evaluator (evaluator.c) follows the chief's checkpoints. What these files share is
+ * train_internal.h.
  *
  * On a device whose memory is not the host's (a GPU, or the CPU presented as one for
  * tests), the synchronous strategies take the step without the host (dev_path): the
@@ -28,6 +29,7 @@
  * "Devices".
  */
 #include "trainer/train.h"
+#include "trainer/train_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -52,19 +54,6 @@
 #error "checkpoint sections are stored in host order, which must be little-endian"
 #endif
 
-enum {
-    TAG_CONFIG = 1, /* the model architecture: CONFIG_WORDS u32 */
-    TAG_PARAMS = 2, /* (P) f32 */
-    TAG_OPT_M = 3,  /* (P) f32 optimiser first buffer */
-    TAG_OPT_V = 4,  /* (P) f32 optimiser second buffer (adam, adamw) */
-    TAG_STATE = 5,  /* STATE_WORDS u64: counters, see run_state */
-    TAG_RNG = 6,    /* 4 u64 */
-    TAG_ORDER = 7   /* (N) i32 the current epoch's data order */
-};
-
-#define CONFIG_VERSION 1
-#define CONFIG_WORDS (10 + MDL_MAX_HIDDEN + MDL_MAX_CONV)
-#define STATE_WORDS 12
 
 static volatile sig_atomic_t stop_requested;
 
@@ -83,23 +72,8 @@ void tr_install_signal_handlers(void) {
     sigaction(SIGINT, &sa, NULL);
 }
 
-/* Everything the loop carries from step to step besides parameters and optimiser
- * buffers. */
-typedef struct run_state {
-    int64_t global_step;    /* steps done */
-    int64_t epoch;          /* epochs completed */
-    int64_t step_in_epoch;  /* steps done in the current epoch */
-    int64_t ntrain;         /* training examples (must match on resume) */
-    int64_t batch_size;     /* must match on resume */
-    int64_t opt_kind;       /* must match on resume */
-    uint64_t seed;          /* must match on resume */
-    double period_loss;     /* summed training loss since the last report */
-    int64_t period_correct; /* correct training predictions since the last report */
-    int64_t period_count;   /* training examples since the last report */
-    tn_rng rng;             /* data order and dropout */
-} run_state;
 
-static double now_seconds(clockid_t clock) {
+double tr__now_seconds(clockid_t clock) {
     struct timespec ts;
     clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -124,8 +98,8 @@ static void config_encode(const mdl_config *c, uint32_t w[CONFIG_WORDS]) {
     for (int j = 0; j < MDL_MAX_CONV; j++) w[i++] = (uint32_t)c->filters[j];
 }
 
-static int config_decode(const void *data, uint64_t size, mdl_config *c, char *err,
-                         size_t errlen) {
+int tr__config_decode(const void *data, uint64_t size, mdl_config *c, char *err,
+                      size_t errlen) {
     uint32_t w[CONFIG_WORDS];
     if (size != sizeof w)
         return tn_error(err, errlen, TN_EFORMAT, "model configuration has %llu bytes, expected %zu",
@@ -183,84 +157,6 @@ static void state_decode(const uint64_t w[STATE_WORDS], run_state *s) {
 
 /* ---- the run ---- */
 
-/* The values of one step that a replayed graph reads, in device memory (one per
- * device), written by upload_small before the step. */
-typedef struct dev_step_args {
-    int64_t pos;      /* first position of the device's batch in its index list */
-    uint64_t seed;    /* its dropout masks' seed */
-    int64_t tag;      /* global_step + 1: names the step if its loss is not finite */
-    float hyper[3];   /* the optimiser's scalars (opt_scalars) */
-    float pad;
-} dev_step_args;
-
-/* A step recorded for one batch shape (a replica's examples b and the step's global
- * count, which sets the share's weight). */
-typedef struct dev_graph {
-    void *graph;      /* the recorded step, or NULL until its shape comes round again */
-    int b;
-    int64_t global;
-    int runs;         /* times the step ran with this shape */
-    uint64_t used;    /* for replacing the least recently used */
-} dev_graph;
-
-#define DEV_GRAPHS 4        /* shapes kept per device: full, short last, ... */
-#define DEV_CHECK_EVERY 100 /* steps between reads of the loss sums (divergence) */
-
-/* What one device keeps for the step without the host. */
-typedef struct resident {
-    float *X;              /* (N, D) the training set */
-    int32_t *Y;            /* (N) */
-    float *EX;             /* (M, D) the evaluation set (device 0 only) */
-    int32_t *EY;           /* (M) */
-    int32_t *index;        /* (N + B) the epoch's index list (the order, or this
-                              replica's block), then its first B entries again */
-    dev_step_args *args;   /* the step's values */
-    kn_loss_acc *acc;      /* training sums since the last report (see dev_read) */
-    kn_loss_acc *eval_acc; /* one evaluation's sums */
-    int64_t *one;          /* a tag of 1, for evaluations */
-    dev_graph graphs[DEV_GRAPHS];
-    uint64_t clock;
-    int no_graphs;         /* the backend records no graphs: run every step directly */
-} resident;
-
-typedef struct run {
-    const tr_config *c;
-    FILE *out;
-    ds_dataset train, eval;
-    mdl_model *model;
-    opt_state *opt;
-    run_state st;
-    int32_t *order;       /* (N) the epoch's data order: the same on every replica */
-    int32_t *local;       /* FILE sharding: (nlocal) this replica's block, in that order */
-    int64_t nlocal;
-    int32_t *idx;         /* (B) the rows of the current local batch */
-    int64_t steps_per_epoch;
-    int rank, world;      /* this replica's rank among the chief and workers; their count */
-    int chief;            /* saves checkpoints and the model into --job-dir, reports */
-    int shard;            /* enum tr_shard, resolved */
-    cl_ring *ring;        /* the multi-worker ring, or NULL with one replica */
-    bk_reducer *reducer;  /* the ring's bucketed all-reduce overlapped with backward */
-    ps_client *ps;        /* parameter server: the connections to the ps tasks */
-    double stale_sum;     /* parameter server: staleness of the pushes since the last */
-    int64_t stale_count;  /*   report, their count, and the largest seen in the run */
-    int64_t stale_max;
-    int ndev;             /* mirrored, central_storage: replicas (devices) in this process;
-                             then world = ndev and device d takes rank d's share */
-    dv_group group;
-    mdl_model *dev[DV_MAX];  /* each device's replica; dev[0] is model */
-    opt_state *dopt[DV_MAX]; /* mirrored: each device's optimiser; dopt[0] is opt */
-    int32_t *didx[DV_MAX];   /* each device's batch rows */
-    float *central;          /* central_storage: (P) the variables, on the host ... */
-    float *central_grads;    /* ... and (P) the summed gradient; opt updates them */
-    float *host_grads;    /* (P + MDL_GRAD_SPARE) staging when grads are not host memory */
-    int dev_path;         /* the step runs without the host (see the header) */
-    resident res[DV_MAX]; /* dev_path: each device's data, index list, sums, graphs */
-    kc_comm *nccl;        /* multi-worker on GPUs: the NCCL communicator, or NULL (ring) */
-    char *ckpt_dir;       /* JOB_DIR/checkpoints, or NULL */
-    ht_writer *metrics;   /* the chief's metric reports, or NULL */
-    double period_seconds; /* training time since the last report */
-    double start_time;
-} run;
 
 static int load_data(run *r, char *err, size_t errlen) {
     const tr_config *c = r->c;
@@ -313,7 +209,7 @@ static int shape_model(run *r, mdl_config *m, char *err, size_t errlen) {
     return mdl_config_check(m, err, errlen);
 }
 
-static void shuffle(run *r) {
+void tr__shuffle(run *r) {
     int64_t n = r->train.n;
     for (int64_t i = 0; i < n; i++) r->order[i] = (int32_t)i;
     for (int64_t i = n - 1; i > 0; i--) {
@@ -327,12 +223,12 @@ static void shuffle(run *r) {
 /* ---- sharding: which examples each replica trains on ---- */
 
 /* Block i of `parts` near-equal blocks of n items: [lo, hi). */
-static void block(int64_t n, int parts, int i, int64_t *lo, int64_t *hi) {
+void tr__block(int64_t n, int parts, int i, int64_t *lo, int64_t *hi) {
     *lo = n * i / parts;
     *hi = n * (i + 1) / parts;
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+int64_t tr__clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Steps in an epoch: the same on every replica, so they stay in step. */
 static int64_t epoch_steps(const run *r) {
@@ -348,7 +244,7 @@ static int64_t epoch_steps(const run *r) {
 static void make_local(run *r) {
     if (r->shard != TR_SHARD_FILE) return;
     int64_t lo, hi;
-    block(r->train.n, r->world, r->rank, &lo, &hi);
+    tr__block(r->train.n, r->world, r->rank, &lo, &hi);
     r->nlocal = 0;
     for (int64_t i = 0; i < r->train.n; i++)
         if (r->order[i] >= lo && r->order[i] < hi) r->local[r->nlocal++] = r->order[i];
@@ -367,15 +263,15 @@ static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *globa
         *global = 0;
         for (int q = 0; q < W; q++) {
             int64_t lo, hi;
-            block(n, (int)W, q, &lo, &hi);
-            *global += clamp64(hi - lo - k * B, 0, B);
+            tr__block(n, (int)W, q, &lo, &hi);
+            *global += tr__clamp64(hi - lo - k * B, 0, B);
         }
-        b = clamp64(r->nlocal - k * B, 0, B);
+        b = tr__clamp64(r->nlocal - k * B, 0, B);
         if (b) memcpy(idx, r->local + k * B, (size_t)b * sizeof(int32_t));
         *pos = k * B;
         return (int)b;
     case TR_SHARD_OFF: {
-        b = clamp64(n - k * B, 0, B);
+        b = tr__clamp64(n - k * B, 0, B);
         *global = b * W;
         int64_t start = (n / W) * rank + k * B;
         for (int64_t i = 0; i < b; i++) idx[i] = r->order[(start + i) % n];
@@ -384,8 +280,8 @@ static int local_batch(run *r, int64_t k, int rank, int32_t *idx, int64_t *globa
     }
     default: {
         int64_t first = k * B * W;
-        *global = clamp64(n - first, 0, B * W);
-        b = clamp64(*global - rank * B, 0, B);
+        *global = tr__clamp64(n - first, 0, B * W);
+        b = tr__clamp64(*global - rank * B, 0, B);
         if (b) memcpy(idx, r->order + first + rank * B, (size_t)b * sizeof(int32_t));
         *pos = first + rank * B;
         return (int)b;
@@ -409,7 +305,7 @@ static void evaluate_range(mdl_model *m, const ds_dataset *ds, int64_t lo, int64
 }
 
 /* Mean loss and accuracy of the model on a whole data set. */
-static void evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *accuracy) {
+void tr__evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *accuracy) {
     double total;
     int64_t right;
     evaluate_range(m, ds, 0, ds->n, &total, &right);
@@ -419,7 +315,7 @@ static void evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *a
 
 static int dev_read(run *r, char *err, size_t errlen);
 
-static int save_checkpoint(run *r, char *err, size_t errlen) {
+int tr__save_checkpoint(run *r, char *err, size_t errlen) {
     if (!r->ckpt_dir) return 0;
     int rc = dev_read(r, err, errlen); /* the device path's period sums, into r->st */
     if (rc) return rc;
@@ -453,8 +349,8 @@ static int save_checkpoint(run *r, char *err, size_t errlen) {
 }
 
 /* Reads a section of exactly `size` bytes into dst. */
-static int take_section(const ckpt_file *f, uint32_t tag, void *dst, uint64_t size,
-                        const char *path, char *err, size_t errlen) {
+int tr__take_section(const ckpt_file *f, uint32_t tag, void *dst, uint64_t size,
+                     const char *path, char *err, size_t errlen) {
     uint64_t got;
     const void *data = ckpt_find(f, tag, &got);
     if (!data || got != size)
@@ -582,7 +478,7 @@ static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
     mdl_config saved;
     char e[256];
     if (!data) return tn_error(why, whylen, TN_EFORMAT, "config: missing");
-    if (config_decode(data, size, &saved, e, sizeof e) != 0)
+    if (tr__config_decode(data, size, &saved, e, sizeof e) != 0)
         return tn_error(why, whylen, TN_EFORMAT, "config: %s", e);
     uint64_t w[STATE_WORDS];
     data = ckpt_find(f, TAG_STATE, &size);
@@ -613,7 +509,7 @@ static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
 
 /* Restores the run from the newest checkpoint that verifies and fits the run
  * (check_resume), if any. Returns 0 (restored), 1 (fresh start) or a negative code. */
-static int restore(run *r, char *err, size_t errlen) {
+int tr__restore(run *r, char *err, size_t errlen) {
     if (!r->ckpt_dir) return 1;
     ckpt_file *f = NULL;
     char path[4096];
@@ -623,7 +519,7 @@ static int restore(run *r, char *err, size_t errlen) {
     mdl_config saved;
     uint64_t size;
     const void *cfg = ckpt_find(f, TAG_CONFIG, &size);
-    rc = cfg ? config_decode(cfg, size, &saved, err, errlen)
+    rc = cfg ? tr__config_decode(cfg, size, &saved, err, errlen)
              : tn_error(err, errlen, TN_EFORMAT, "no model configuration");
     if (!rc && !same_model(r, &saved))
         rc = tn_error(err, errlen, TN_EMISMATCH,
@@ -632,7 +528,7 @@ static int restore(run *r, char *err, size_t errlen) {
                       "hint: use a fresh --job-dir or the flags of that run",
                       r->ckpt_dir);
     uint64_t state[STATE_WORDS];
-    if (!rc) rc = take_section(f, TAG_STATE, state, sizeof state, path, err, errlen);
+    if (!rc) rc = tr__take_section(f, TAG_STATE, state, sizeof state, path, err, errlen);
     run_state st = r->st;
     if (!rc) {
         state_decode(state, &st);
@@ -647,15 +543,15 @@ static int restore(run *r, char *err, size_t errlen) {
     /* from here on check_resume has vouched for every section */
     size_t p = r->model->nparams;
     float *buf = tn_xmalloc(p * sizeof(float));
-    if (!rc) rc = take_section(f, TAG_RNG, st.rng.s, sizeof st.rng.s, path, err, errlen);
-    if (!rc) rc = take_section(f, TAG_ORDER, r->order, (uint64_t)r->train.n * sizeof(int32_t),
+    if (!rc) rc = tr__take_section(f, TAG_RNG, st.rng.s, sizeof st.rng.s, path, err, errlen);
+    if (!rc) rc = tr__take_section(f, TAG_ORDER, r->order, (uint64_t)r->train.n * sizeof(int32_t),
                                path, err, errlen);
-    if (!rc) rc = take_section(f, TAG_PARAMS, buf, p * sizeof(float), path, err, errlen);
+    if (!rc) rc = tr__take_section(f, TAG_PARAMS, buf, p * sizeof(float), path, err, errlen);
     if (!rc) mdl_set_params(r->model, buf);
-    if (!rc) rc = take_section(f, TAG_OPT_M, buf, p * sizeof(float), path, err, errlen);
+    if (!rc) rc = tr__take_section(f, TAG_OPT_M, buf, p * sizeof(float), path, err, errlen);
     if (!rc) r->opt->k->upload(r->opt->m, buf, p * sizeof(float));
     if (!rc && r->opt->v) {
-        rc = take_section(f, TAG_OPT_V, buf, p * sizeof(float), path, err, errlen);
+        rc = tr__take_section(f, TAG_OPT_V, buf, p * sizeof(float), path, err, errlen);
         if (!rc) r->opt->k->upload(r->opt->v, buf, p * sizeof(float));
     }
     free(buf);
@@ -815,11 +711,11 @@ static int allreduce_grads(run *r, float ctl[2], char *err, size_t errlen) {
 static void dev_evaluate(run *r, int64_t lo, int64_t hi, double *loss_sum, int64_t *right);
 static void dev_reset(run *r);
 
-static int report(run *r, char *err, size_t errlen) {
+int tr__report(run *r, char *err, size_t errlen) {
     int rc = dev_read(r, err, errlen); /* the device path's training sums, first */
     if (rc) return rc;
     int64_t lo = 0, hi = r->eval.n; /* with a ring each replica evaluates a block */
-    if (r->ring) block(r->eval.n, r->world, r->rank, &lo, &hi);
+    if (r->ring) tr__block(r->eval.n, r->world, r->rank, &lo, &hi);
     double eval_loss;
     int64_t eval_right;
     if (r->dev_path)
@@ -844,14 +740,14 @@ static int report(run *r, char *err, size_t errlen) {
     size_t nm = sizeof m / sizeof m[0] - (r->ps ? 0 : 1);
     if (r->metrics) {
         rc = ht_report(r->metrics, r->st.global_step, m, nm, NULL,
-                       now_seconds(CLOCK_REALTIME), err, errlen);
+                       tr__now_seconds(CLOCK_REALTIME), err, errlen);
         if (rc) return rc;
     }
     fprintf(r->out,
             "epoch %.2f/%d  step %lld  train_loss %.4f  train_accuracy %.4f  loss %.4f  "
             "accuracy %.4f  %.0f examples/s  %.1fs\n",
             epoch, r->c->epochs, (long long)r->st.global_step, train_loss, train_acc, loss, acc,
-            eps, now_seconds(CLOCK_MONOTONIC) - r->start_time);
+            eps, tr__now_seconds(CLOCK_MONOTONIC) - r->start_time);
     if (r->ps)
         fprintf(r->out, "  staleness: mean %.2f over %lld pushes, max %lld so far\n",
                 m[6].value, (long long)r->stale_count, (long long)r->stale_max);
@@ -909,7 +805,7 @@ typedef struct dev_step {
     int64_t correct[DV_MAX];
 } dev_step;
 
-static void dropout_stream(const run *r, int rank, tn_rng *drop) {
+void tr__dropout_stream(const run *r, int rank, tn_rng *drop) {
     /* a stream per step and replica, so a resumed run draws the same masks and the
      * data order's stream is the same on every replica */
     tn_rng_seed(drop, tn_mix64(r->c->seed ^ tn_mix64((uint64_t)r->st.global_step *
@@ -935,7 +831,7 @@ static void replica_step(run *r, mdl_model *m, int rank, const int32_t *idx, int
         return;
     }
     tn_rng drop;
-    dropout_stream(r, rank, &drop);
+    tr__dropout_stream(r, rank, &drop);
     mdl_forward_rows(m, r->train.x, r->train.y, idx, b, 1, &drop, loss, correct);
     weigh_share(m, b, global);
     mdl_backward(m, b);
@@ -1085,7 +981,7 @@ static void dev_reset(run *r) { dev_load_sums(r); }
  * loss was not finite. */
 static int dev_read(run *r, char *err, size_t errlen) {
     if (!r->dev_path) return 0;
-    double t0 = now_seconds(CLOCK_MONOTONIC), loss = 0.0, bad_loss = 0.0;
+    double t0 = tr__now_seconds(CLOCK_MONOTONIC), loss = 0.0, bad_loss = 0.0;
     int64_t right = 0, bad = 0;
     for (int q = 0; q < r->ndev; q++) {
         kn_loss_acc a;
@@ -1097,7 +993,7 @@ static int dev_read(run *r, char *err, size_t errlen) {
             bad_loss = a.bad_loss;
         }
     }
-    r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
+    r->period_seconds += tr__now_seconds(CLOCK_MONOTONIC) - t0;
     r->st.period_loss = loss;
     r->st.period_correct = right;
     if (!bad) return 0;
@@ -1128,7 +1024,7 @@ static void dev_args(run *r, int d, int rank, int64_t pos) {
     a.pos = pos;
     a.tag = r->st.global_step + 1;
     tn_rng drop;
-    dropout_stream(r, rank, &drop);
+    tr__dropout_stream(r, rank, &drop);
     a.seed = tn_rng_u64(&drop);
     opt_scalars(r->dopt[d] ? r->dopt[d] : r->opt, a.hyper);
     r->dev[d]->k->upload_small(r->res[d].args, &a, sizeof a);
@@ -1340,7 +1236,7 @@ static int ring_step(run *r, int b, int64_t global, double *loss, int64_t *corre
     *correct = 0;
     if (b > 0) {
         tn_rng drop;
-        dropout_stream(r, r->rank, &drop);
+        tr__dropout_stream(r, r->rank, &drop);
         mdl_forward_rows(m, r->train.x, r->train.y, r->idx, b, 1, &drop, loss, correct);
         weigh_share(m, b, global);
     }
@@ -1381,11 +1277,11 @@ static int train_loop(run *r, char *err, size_t errlen) {
     mdl_model *m = r->model;
     while (r->st.epoch < c->epochs) {
         if (r->st.step_in_epoch == 0) {
-            shuffle(r);
+            tr__shuffle(r);
             make_local(r);
             if (r->dev_path) dev_index(r);
         }
-        double t0 = now_seconds(CLOCK_MONOTONIC);
+        double t0 = tr__now_seconds(CLOCK_MONOTONIC);
         int64_t global;
         double loss = 0.0;
         int64_t correct = 0;
@@ -1430,7 +1326,7 @@ static int train_loop(run *r, char *err, size_t errlen) {
             else
                 opt_step(r->opt, m->params, m->grads);
         }
-        r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
+        r->period_seconds += tr__now_seconds(CLOCK_MONOTONIC) - t0;
         if (!r->dev_path) { /* the device path sums on the device (dev_read) */
             r->st.period_loss += loss;
             r->st.period_correct += correct;
@@ -1446,10 +1342,10 @@ static int train_loop(run *r, char *err, size_t errlen) {
         if (r->dev_path && r->st.global_step % DEV_CHECK_EVERY == 0) rc = dev_read(r, err, errlen);
         if (!rc &&
             (end_of_epoch || (c->report_every > 0 && r->st.global_step % c->report_every == 0)))
-            rc = report(r, err, errlen);
+            rc = tr__report(r, err, errlen);
         if (!rc && (end_of_epoch || stop_requested ||
                     (c->checkpoint_every > 0 && r->st.global_step % c->checkpoint_every == 0)))
-            rc = save_checkpoint(r, err, errlen);
+            rc = tr__save_checkpoint(r, err, errlen);
         if (rc) return rc;
         if (stop_requested) {
             fprintf(r->out, "stopped by signal %d at step %lld%s\n", (int)stop_requested,
@@ -1467,8 +1363,8 @@ static int train_loop(run *r, char *err, size_t errlen) {
  * as a device with emulate_device, which also takes --precision). Returns 0, or
  * TN_EINVAL with the reason (no GPU, too few GPUs for --devices, no cuBLAS, a GPU this
  * build has no code for, a precision the CPU lacks: re-running cannot help). */
-static int open_backends(const tr_config *c, int first, int n, const kn_backend **ks, FILE *out,
-                         char *err, size_t errlen) {
+int tr__open_backends(const tr_config *c, int first, int n, const kn_backend **ks,
+                      FILE *out, char *err, size_t errlen) {
     if (c->device != TR_GPU) {
         if (c->precision != KN_FP32 && !c->emulate_device)
             return tn_error(err, errlen, TN_EINVAL,
@@ -1514,387 +1410,6 @@ static int open_backends(const tr_config *c, int first, int n, const kn_backend 
     return 0;
 }
 
-/* Loads an evaluation set as the flags say (CSV or IDX). */
-static int load_eval(const tr_config *c, ds_dataset *eval, char *err, size_t errlen) {
-    const char *dir = c->data_dir ? c->data_dir : DS_DEFAULT_DIR;
-    return c->eval_file ? ds_load_csv(c->eval_file, c->label_column, (float)c->feature_scale,
-                                      c->max_eval_examples, eval, err, errlen)
-                        : ds_load_idx_dir(dir, 0, c->max_eval_examples, eval, err, errlen);
-}
-
-/* Builds the model a checkpoint or model file holds, with its parameters, checked
- * against the evaluation data. */
-static int model_from_file(const ckpt_file *f, const char *path, const tr_config *c,
-                           const kn_backend *k, const ds_dataset *eval, mdl_model **out,
-                           char *err, size_t errlen) {
-    mdl_config cfg;
-    uint64_t size;
-    const void *data = ckpt_find(f, TAG_CONFIG, &size);
-    if (!data) return tn_error(err, errlen, TN_EFORMAT, "%s: not a model file", path);
-    int rc = config_decode(data, size, &cfg, err, errlen);
-    if (rc) return rc;
-    if (eval->d != cfg.in_c * cfg.in_h * cfg.in_w || eval->classes > cfg.classes)
-        return tn_error(err, errlen, TN_EMISMATCH,
-                        "the model in %s takes %d features and %d classes; the data have %d "
-                        "features and %d classes",
-                        path, cfg.in_c * cfg.in_h * cfg.in_w, cfg.classes, eval->d,
-                        eval->classes);
-    mdl_model *m = mdl_new(&cfg, k, c->batch_size);
-    m->k->set_threads(c->threads);
-    float *params = tn_xmalloc(m->nparams * sizeof(float));
-    rc = take_section(f, TAG_PARAMS, params, m->nparams * sizeof(float), path, err, errlen);
-    if (!rc) mdl_set_params(m, params);
-    free(params);
-    if (rc) {
-        mdl_free(m);
-        return rc;
-    }
-    *out = m;
-    return 0;
-}
-
-static int eval_only(const tr_config *c, FILE *out, char *err, size_t errlen) {
-    char *path = NULL;
-    if (c->model_file) {
-        path = tn_xstrdup(c->model_file);
-    } else if (c->job_dir) {
-        size_t len = strlen(c->job_dir) + 16;
-        path = tn_xmalloc(len);
-        snprintf(path, len, "%s/model.ckpt", c->job_dir);
-    } else {
-        return tn_error(err, errlen, TN_EINVAL, "--eval_only needs --model_file or --job-dir");
-    }
-    ds_dataset eval = {0};
-    ht_writer *metrics = NULL;
-    ckpt_file *f = NULL;
-    mdl_model *m = NULL;
-    const kn_backend *k = NULL;
-    int rc = open_backends(c, 0, 1, &k, out, err, errlen);
-    if (!rc) rc = ckpt_read(path, &f, err, errlen);
-    if (!rc) rc = load_eval(c, &eval, err, errlen);
-    if (!rc) rc = model_from_file(f, path, c, k, &eval, &m, err, errlen);
-    if (!rc) {
-        double loss, acc;
-        evaluate(m, &eval, &loss, &acc);
-        uint64_t state[STATE_WORDS] = {0};
-        take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0);
-        ht_metric met[] = {{"accuracy", acc}, {"loss", loss}};
-        rc = ht_writer_open(c->metric_file, NULL, &metrics, err, errlen);
-        if (!rc)
-            rc = ht_report(metrics, (int64_t)state[0], met, 2, path, now_seconds(CLOCK_REALTIME),
-                           err, errlen);
-        if (!rc)
-            fprintf(out, "evaluated %s on %lld examples: accuracy %.4f  loss %.4f\n", path,
-                    (long long)eval.n, acc, loss);
-    }
-    ht_writer_free(metrics);
-    mdl_free(m);
-    ckpt_file_free(f);
-    ds_clear(&eval);
-    free(path);
-    return rc;
-}
-
-/* Sleeps about `seconds`, returning early on a stop signal. */
-static void nap(double seconds) {
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-/* ckpt_check_fn of the evaluator: the state's step is the file name's and its epoch
- * within the run's, so a damaged-but-sealed file cannot make it skip the checkpoints
- * after it or stop early (the model's sections are checked when it is built). */
-static int check_evaluated(const ckpt_file *f, int64_t step, void *ctx, char *why,
-                           size_t whylen) {
-    const tr_config *c = ctx;
-    uint64_t size, state[STATE_WORDS];
-    const void *data = ckpt_find(f, TAG_STATE, &size);
-    if (!data || size != sizeof state)
-        return tn_error(why, whylen, TN_EFORMAT, "state: %s (expected %zu bytes)",
-                        data ? "the wrong size" : "missing", sizeof state);
-    memcpy(state, data, sizeof state);
-    if ((int64_t)state[0] != step)
-        return tn_error(why, whylen, TN_EFORMAT,
-                        "state: global_step %lld differs from the step in the file's name (%lld)",
-                        (long long)(int64_t)state[0], (long long)step);
-    if ((int64_t)state[1] < 0 || (int64_t)state[1] > c->epochs)
-        return tn_error(why, whylen, TN_EFORMAT, "state: epoch %lld is outside [0, %d]",
-                        (long long)(int64_t)state[1], c->epochs);
-    return 0;
-}
-
-int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
-    if (!c->job_dir)
-        return tn_error(err, errlen, TN_EINVAL,
-                        "the evaluator needs --job-dir: the chief's, whose checkpoints it "
-                        "evaluates");
-    size_t len = strlen(c->job_dir) + 16;
-    char *dir = tn_xmalloc(len);
-    snprintf(dir, len, "%s/checkpoints", c->job_dir);
-    ds_dataset eval = {0};
-    ht_writer *metrics = NULL;
-    const kn_backend *k = NULL;
-    int rc = open_backends(c, 0, 1, &k, out, err, errlen);
-    if (!rc) rc = load_eval(c, &eval, err, errlen);
-    if (!rc) rc = ht_writer_open(c->metric_file, NULL, &metrics, err, errlen);
-    if (!rc)
-        fprintf(out, "evaluator: following the checkpoints in %s (%lld evaluation examples)\n",
-                dir, (long long)eval.n);
-    int64_t last = -1;
-    double waited = 0;
-    while (!rc) {
-        if (stop_requested) {
-            fprintf(out, "evaluator: stopped by signal %d\n", (int)stop_requested);
-            rc = TR_INTERRUPTED;
-            break;
-        }
-        ckpt_file *f = NULL;
-        char path[4096];
-        /* a file it skips is told when it looks after an evaluation, not every poll */
-        int got = ckpt_load_newest_checked(dir, check_evaluated, (void *)c, &f, path,
-                                           sizeof path, waited == 0 ? out : NULL, err, errlen);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        uint64_t state[STATE_WORDS] = {0};
-        int done = 0;
-        if (got == 0 && !take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0) &&
-            (int64_t)state[0] > last) {
-            mdl_model *m = NULL;
-            rc = model_from_file(f, path, c, k, &eval, &m, err, errlen);
-            if (!rc) {
-                double loss, acc;
-                evaluate(m, &eval, &loss, &acc);
-                ht_metric met[] = {{"eval_accuracy", acc}, {"eval_loss", loss}};
-                rc = ht_report(metrics, (int64_t)state[0], met, 2, path,
-                               now_seconds(CLOCK_REALTIME), err, errlen);
-                fprintf(out, "evaluator: step %lld  eval_loss %.4f  eval_accuracy %.4f  (%s)\n",
-                        (long long)state[0], loss, acc, path);
-                fflush(out);
-            }
-            mdl_free(m);
-            last = (int64_t)state[0];
-            done = (int64_t)state[1] >= c->epochs;
-            waited = 0;
-        }
-        ckpt_file_free(f);
-        if (rc || done) break;
-        if (waited >= 60 && (int)waited % 60 == 0)
-            fprintf(out, "evaluator: no new checkpoint for %.0f s\n", waited);
-        nap(0.25);
-        waited += 0.25;
-    }
-    if (!rc)
-        fprintf(out, "evaluator: evaluated the final checkpoint (step %lld)\n",
-                (long long)last);
-    ht_writer_free(metrics);
-    ds_clear(&eval);
-    free(dir);
-    return rc;
-}
-
-/* ---- parameter server: asynchronous training ---- */
-
-/* Whether example i is this worker's under the shard policy (FILE: a block; DATA:
- * every world-th example; OFF: all of them). */
-static int ps_mine(const run *r, int64_t i, int rank) {
-    if (r->shard == TR_SHARD_OFF) return 1;
-    if (r->shard == TR_SHARD_FILE) {
-        int64_t lo, hi;
-        block(r->train.n, r->world, rank, &lo, &hi);
-        return i >= lo && i < hi;
-    }
-    return i % r->world == rank;
-}
-
-/* Examples worker `rank` trains on per epoch. */
-static int64_t ps_share(const run *r, int rank) {
-    int64_t n = r->train.n, W = r->world, lo, hi;
-    if (r->shard == TR_SHARD_OFF) return n;
-    if (r->shard == TR_SHARD_FILE) {
-        block(n, (int)W, rank, &lo, &hi);
-        return hi - lo;
-    }
-    return (n - rank + W - 1) / W;
-}
-
-/* Updates in the whole job: every worker's steps, for the learning-rate schedule. */
-static int64_t ps_total_steps(const run *r) {
-    int64_t steps = 0, B = r->c->batch_size;
-    for (int q = 0; q < r->world; q++) steps += (ps_share(r, q) + B - 1) / B;
-    return steps * r->c->epochs;
-}
-
-/* After the order changes: this worker's examples, in that order. */
-static void ps_make_local(run *r) {
-    r->nlocal = 0;
-    for (int64_t i = 0; i < r->train.n; i++)
-        if (ps_mine(r, r->order[i], r->rank)) r->local[r->nlocal++] = r->order[i];
-}
-
-/* Copies the variables and optimiser state the ps tasks hold into the model and the
- * local optimiser buffers (the chief, before a checkpoint). */
-static int ps_fetch(run *r, char *err, size_t errlen) {
-    size_t p = r->model->nparams;
-    const kn_backend *k = r->model->k;
-    float *params = tn_xmalloc(p * sizeof(float)), *m = tn_xmalloc(p * sizeof(float));
-    float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
-    int64_t t, version;
-    int rc = ps_client_fetch(r->ps, params, m, v, &t, &version, err, errlen);
-    if (!rc) {
-        mdl_set_params(r->model, params);
-        k->upload(r->opt->m, m, p * sizeof(float));
-        if (v) k->upload(r->opt->v, v, p * sizeof(float));
-        r->opt->t = t;
-        r->st.global_step = version;
-    }
-    free(params);
-    free(m);
-    free(v);
-    return rc;
-}
-
-/* Connects to the ps tasks. The chief adopts the variables they hold (they are newer
- * than any checkpoint), or else gives them its own: restored from its newest
- * checkpoint, or freshly initialised. */
-static int ps_setup(run *r, uint64_t hash, int64_t total_steps, char *err, size_t errlen) {
-    int initialised = 0;
-    fprintf(r->out, "parameter server: worker %d of %d, %zu ps task%s\n", r->rank, r->world,
-            r->c->cluster->cluster[TF_PS].n, r->c->cluster->cluster[TF_PS].n == 1 ? "" : "s");
-    fflush(r->out);
-    int rc = ps_client_open(r->c->cluster, r->model->nparams, r->c->peer_timeout, hash, &r->ps,
-                            &initialised, err, errlen);
-    if (rc || !r->chief) return rc;
-    rc = restore(r, err, errlen);
-    if (rc < 0) return rc;
-    if (initialised) {
-        fprintf(r->out, "the ps tasks already hold the variables: carrying on from them\n");
-        return ps_fetch(r, err, errlen);
-    }
-    size_t p = r->model->nparams;
-    const kn_backend *k = r->model->k;
-    float *params = tn_xmalloc(p * sizeof(float)), *m = tn_xmalloc(p * sizeof(float));
-    float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
-    mdl_get_params(r->model, params);
-    k->download(m, r->opt->m, p * sizeof(float));
-    if (v) k->download(v, r->opt->v, p * sizeof(float));
-    opt_config oc = r->opt->cfg;
-    oc.total_steps = total_steps;
-    rc = ps_client_init(r->ps, params, m, v, r->opt->t, &oc, err, errlen);
-    free(params);
-    free(m);
-    free(v);
-    return rc;
-}
-
-static int ps_loop(run *r, char *err, size_t errlen) {
-    const tr_config *c = r->c;
-    mdl_model *m = r->model;
-    size_t p = m->nparams;
-    int B = c->batch_size;
-    float *params = tn_xmalloc(p * sizeof(float));
-    float *grads = m->k->host_memory ? NULL : tn_xmalloc(p * sizeof(float));
-    int rc = 0, first = 1;
-    while (!rc && r->st.epoch < c->epochs) {
-        if (r->st.step_in_epoch == 0) {
-            shuffle(r);
-            ps_make_local(r);
-        }
-        double t0 = now_seconds(CLOCK_MONOTONIC);
-        int64_t version;
-        rc = ps_client_pull(r->ps, params, &version, err, errlen);
-        if (rc == PS_FINISHED) {
-            fprintf(r->out, "the chief has finished training: stopping at update %lld\n",
-                    (long long)version);
-            rc = 0;
-            break;
-        }
-        if (rc) break;
-        if (first && !r->chief) {
-            /* a worker (re)joining a job under way starts at the job's epoch */
-            int64_t total = ps_total_steps(r);
-            r->st.epoch = version * c->epochs / (total ? total : 1);
-            first = 0;
-            if (r->st.epoch >= c->epochs) break;
-        }
-        mdl_set_params(m, params);
-        int64_t start = r->st.step_in_epoch * B;
-        int b = (int)clamp64(r->nlocal - start, 0, B);
-        double loss = 0.0;
-        int64_t correct = 0;
-        if (b > 0) {
-            memcpy(r->idx, r->local + start, (size_t)b * sizeof(int32_t));
-            tn_rng drop;
-            r->st.global_step = version;
-            dropout_stream(r, r->rank, &drop);
-            mdl_forward_rows(m, r->train.x, r->train.y, r->idx, b, 1, &drop, &loss, &correct);
-            if (!isfinite(loss)) {
-                rc = tn_error(err, errlen, TN_EINVAL,
-                              "training diverged: the loss is %g at update %lld; hint: lower "
-                              "--learning_rate",
-                              loss, (long long)version + 1);
-                rc = TR_DIVERGED;
-                break;
-            }
-            mdl_backward(m, b);
-            const float *g = m->grads;
-            if (grads) {
-                m->k->download(grads, m->grads, p * sizeof(float));
-                g = grads;
-            }
-            int64_t stale = 0;
-            rc = ps_client_push(r->ps, g, &stale, err, errlen);
-            if (rc) break;
-            r->stale_sum += (double)stale;
-            r->stale_count++;
-            if (stale > r->stale_max) r->stale_max = stale;
-            r->st.global_step = version + 1;
-        }
-        r->period_seconds += now_seconds(CLOCK_MONOTONIC) - t0;
-        r->st.period_loss += loss;
-        r->st.period_correct += correct;
-        r->st.period_count += b;
-        int end_of_epoch = ++r->st.step_in_epoch == r->steps_per_epoch;
-        if (end_of_epoch) {
-            r->st.epoch++;
-            r->st.step_in_epoch = 0;
-        }
-        if (r->chief && (end_of_epoch || stop_requested ||
-                         (c->report_every > 0 && r->st.global_step % c->report_every == 0) ||
-                         (c->checkpoint_every > 0 &&
-                          r->st.global_step % c->checkpoint_every == 0))) {
-            /* the newest variables, for the report and the checkpoint */
-            rc = ps_fetch(r, err, errlen);
-            if (!rc && (end_of_epoch || (c->report_every > 0 &&
-                                         r->st.global_step % c->report_every == 0)))
-                rc = report(r, err, errlen);
-            if (!rc) rc = save_checkpoint(r, err, errlen);
-        } else if (!r->chief && end_of_epoch) {
-            fprintf(r->out, "epoch %lld/%d done (update %lld); staleness mean %.2f, max %lld\n",
-                    (long long)r->st.epoch, c->epochs, (long long)r->st.global_step,
-                    r->stale_count ? r->stale_sum / (double)r->stale_count : 0.0,
-                    (long long)r->stale_max);
-            fflush(r->out);
-        }
-        if (!rc && stop_requested) {
-            fprintf(r->out, "stopped by signal %d at update %lld%s\n", (int)stop_requested,
-                    (long long)r->st.global_step, r->chief ? " (checkpoint saved)" : "");
-            rc = TR_INTERRUPTED;
-        }
-    }
-    if (!rc && r->chief) {
-        rc = ps_fetch(r, err, errlen);
-        if (!rc) rc = ps_client_done(r->ps, err, errlen);
-        if (!rc)
-            fprintf(r->out, "parameter server: largest staleness seen %lld\n",
-                    (long long)r->stale_max);
-    }
-    free(params);
-    free(grads);
-    return rc;
-}
-
 const char *tr_strategy_name(int strategy) {
     switch (strategy) {
     case TR_AUTO: return "auto";
@@ -1919,7 +1434,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
                         c->batch_size);
     if (c->threads < 1 || c->threads > 1024)
         return tn_error(err, errlen, TN_EINVAL, "--threads must be 1 to 1024, got %d", c->threads);
-    if (c->eval_only) return eval_only(c, out, err, errlen);
+    if (c->eval_only) return tr__eval_only(c, out, err, errlen);
     if (c->epochs < 1) return tn_error(err, errlen, TN_EINVAL, "--epochs must be >= 1");
     if (c->keep_checkpoints < 1)
         return tn_error(err, errlen, TN_EINVAL, "--keep_checkpoints must be >= 1");
@@ -1942,7 +1457,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
                         "--shard_policy=%s applies to the multi-worker strategies; devices in "
                         "one process split each batch",
                         r.shard == TR_SHARD_FILE ? "file" : "off");
-    r.start_time = now_seconds(CLOCK_MONOTONIC);
+    r.start_time = tr__now_seconds(CLOCK_MONOTONIC);
     mdl_config mc;
     opt_config oc = c->opt;
     int rc = load_data(&r, err, errlen);
@@ -1952,9 +1467,9 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
                       (long long)r.train.n, r.world);
     if (!rc) rc = shape_model(&r, &mc, err, errlen);
     if (!rc) {
-        r.steps_per_epoch = ps_mode ? (ps_share(&r, r.rank) + c->batch_size - 1) / c->batch_size
+        r.steps_per_epoch = ps_mode ? (tr__ps_share(&r, r.rank) + c->batch_size - 1) / c->batch_size
                                     : epoch_steps(&r);
-        oc.total_steps = ps_mode ? ps_total_steps(&r) : r.steps_per_epoch * c->epochs;
+        oc.total_steps = ps_mode ? tr__ps_total_steps(&r) : r.steps_per_epoch * c->epochs;
         rc = opt_config_check(&oc, err, errlen);
     }
     if (!rc && r.chief) rc = ht_writer_open(c->metric_file, NULL, &r.metrics, err, errlen);
@@ -1962,7 +1477,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
 
     /* a replica of a multi-worker job takes GPU rank % count */
     const kn_backend *ks[DV_MAX];
-    rc = open_backends(c, r.world > 1 && r.ndev == 1 ? r.rank : 0, r.ndev, ks, out, err, errlen);
+    rc = tr__open_backends(c, r.world > 1 && r.ndev == 1 ? r.rank : 0, r.ndev, ks, out, err, errlen);
     if (rc) goto done;
     const kn_backend *k = ks[0];
     /* devices in one process share the cores */
@@ -2017,8 +1532,8 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
             (long long)r.eval.n, (long long)oc.total_steps, c->batch_size,
             r.world > 1 ? " per replica" : "", c->threads, c->threads == 1 ? "" : "s");
     if (ps_mode) {
-        rc = ps_setup(&r, ps_config_hash(&r, &oc), oc.total_steps, err, errlen);
-        if (!rc) rc = ps_loop(&r, err, errlen);
+        rc = tr__ps_setup(&r, ps_config_hash(&r, &oc), oc.total_steps, err, errlen);
+        if (!rc) rc = tr__ps_loop(&r, err, errlen);
         if (rc == 0 && r.chief) rc = save_model(&r, err, errlen);
         if (rc == 0 && r.chief) print_fingerprint(&r);
         goto done;
@@ -2032,7 +1547,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
         start_reducer(&r);
     }
     if (r.chief) {
-        rc = restore(&r, err, errlen);
+        rc = tr__restore(&r, err, errlen);
         if (rc < 0) goto done;
     }
     rc = sync_state(&r, err, errlen);
