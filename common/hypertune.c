@@ -163,7 +163,7 @@ int ht_report(ht_writer *w, int64_t global_step, const ht_metric *metrics, size_
     json_object_set_new(obj, "trial", json_string(w->trial));
     char *line = json_dumps(obj, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(obj);
-    if (!line) abort(); /* jansson fails only on out-of-memory here */
+    if (!line) tn_out_of_memory("a metric record"); /* jansson's only failure here */
     ring_push(w, tn_xstrdup(line));
     free(line);
     return rewrite_file(w, err, errlen);

@@ -34,6 +34,11 @@ int tn_error(char *err, size_t errlen, int code, const char *fmt, ...) {
     return code;
 }
 
+void tn_out_of_memory(const char *what) {
+    fprintf(stderr, "fatal: out of memory (%s)\n", what);
+    abort();
+}
+
 static void oom(size_t size) {
     fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", size);
     abort();

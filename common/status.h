@@ -42,6 +42,10 @@ void *tn_xcalloc(size_t count, size_t size);
 void *tn_xrealloc(void *ptr, size_t size);
 char *tn_xstrdup(const char *s);
 
+/* Prints "fatal: out of memory (WHAT)" and aborts: for the allocations of libraries
+ * (jansson, libevent, SQLite) that fail only when memory runs out. */
+void tn_out_of_memory(const char *what) __attribute__((noreturn));
+
 /* printf into a new string, aborting on out-of-memory: yours to free. */
 char *tn_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *tn_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

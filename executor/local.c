@@ -551,7 +551,7 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
     lj->retry_ev = evtimer_new(x->base, on_retry_due, j);
     for (size_t i = 0; i < j->nreps; i++)
         lj->reps[i].restart_ev = evtimer_new(x->base, on_restart_due, &lj->reps[i]);
-    if (!lj->grace_ev || !lj->retry_ev) abort(); /* out of memory */
+    if (!lj->grace_ev || !lj->retry_ev) tn_out_of_memory("a job's timers");
     return start_attempt(j, err, errlen);
 }
 

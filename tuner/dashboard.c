@@ -254,7 +254,7 @@ static void send_body(struct evhttp_request *req, int status, const char *type, 
                       const void *body, size_t len) {
     common_headers(req, type, no_store);
     struct evbuffer *b = evbuffer_new();
-    if (!b) abort(); /* out of memory */
+    if (!b) tn_out_of_memory("a reply's buffer");
     if (len) evbuffer_add(b, body, len);
     evhttp_send_reply(req, status, reason(status), b);
     evbuffer_free(b);
@@ -381,7 +381,7 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
         conn->d = d;
         conn->evcon = evcon;
         conn->deadline = evtimer_new(d->base, on_deadline, conn);
-        if (!conn->deadline) abort(); /* out of memory */
+        if (!conn->deadline) tn_out_of_memory("a connection's timer");
         conn_await_request(conn);
         conn->next = d->conns;
         if (d->conns) d->conns->prev = conn;
@@ -451,7 +451,7 @@ static int client_send(dash_client *c, const char *text, size_t len) {
         return -1;
     }
     struct evbuffer *b = evbuffer_new();
-    if (!b) abort();
+    if (!b) tn_out_of_memory("a stream's buffer");
     evbuffer_add(b, text, len);
     evhttp_send_reply_chunk(c->req, b);
     evbuffer_free(b);
@@ -970,7 +970,8 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     d->poll_ev = event_new(d->base, -1, EV_PERSIST, on_poll, d);
     d->beat_ev = event_new(d->base, -1, EV_PERSIST, on_heartbeat, d);
     d->adopt_ev = event_new(d->base, -1, 0, on_adopt, d);
-    if (!d->stop_ev || !d->poll_ev || !d->beat_ev || !d->adopt_ev) abort(); /* out of memory */
+    if (!d->stop_ev || !d->poll_ev || !d->beat_ev || !d->adopt_ev)
+        tn_out_of_memory("the dashboard's timers");
     event_add(d->stop_ev, NULL);
     event_add(d->poll_ev, &poll);
     event_add(d->beat_ev, &beat);
@@ -1049,7 +1050,7 @@ void dash_stop(dash_server *d) {
 int dash_run(dash_server *d) {
     d->sigint_ev = evsignal_new(d->base, SIGINT, on_signal, d);
     d->sigterm_ev = evsignal_new(d->base, SIGTERM, on_signal, d);
-    if (!d->sigint_ev || !d->sigterm_ev) abort();
+    if (!d->sigint_ev || !d->sigterm_ev) tn_out_of_memory("the dashboard's signal events");
     evsignal_add(d->sigint_ev, NULL);
     evsignal_add(d->sigterm_ev, NULL);
     event_base_dispatch(d->base);

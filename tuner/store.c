@@ -343,10 +343,6 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static _Noreturn void out_of_memory(void) {
-    fprintf(stderr, "fatal: out of memory in the SQLite store\n");
-    abort();
-}
 
 /* ---------------------------------------------------------------------------------
  * Errors and statements
@@ -470,7 +466,7 @@ static int exec_q(st_store *s, enum query q, const char *op, char *err, size_t e
 static char *col_text(sqlite3_stmt *st, int i) {
     if (sqlite3_column_type(st, i) == SQLITE_NULL) return NULL;
     const unsigned char *t = sqlite3_column_text(st, i);
-    if (!t) out_of_memory(); /* the only reason a non-NULL value has no text */
+    if (!t) tn_out_of_memory("the SQLite store"); /* the only reason a non-NULL value has no text */
     return tn_xstrdup((const char *)t);
 }
 
@@ -762,7 +758,7 @@ int st_open(const char *path, st_store **out, char *err, size_t errlen) {
     int src = sqlite3_open_v2(path, &s->db,
                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                               NULL);
-    if (!s->db) out_of_memory(); /* SQLite returns no handle only when malloc failed */
+    if (!s->db) tn_out_of_memory("the SQLite store"); /* SQLite returns no handle only when malloc failed */
     if (src != SQLITE_OK) {
         int e = sqlite3_system_errno(s->db);
         rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s%s%s%s", path,
@@ -855,7 +851,7 @@ static int open_readonly(const char *path, const char *why, st_store **out, char
                                       (immutable ? SQLITE_OPEN_URI : 0),
                                   NULL);
         free(uri);
-        if (!s->db) out_of_memory();
+        if (!s->db) tn_out_of_memory("the SQLite store");
         if (src == SQLITE_OK) src = sqlite3_extended_result_codes(s->db, 1);
         if (src == SQLITE_OK) src = sqlite3_busy_timeout(s->db, ST_BUSY_TIMEOUT_MS);
         rc = src == SQLITE_OK ? read_version(s, &version, err, errlen)
