@@ -385,6 +385,108 @@ static const char *shown(const char *s) {
     return s;
 }
 
+/* What ds_load_csv knows of the file while it reads it. */
+typedef struct csv_reader {
+    const char *path;
+    int label_column;    /* as given: negative counts from the end */
+    float scale;
+    size_t ncols;        /* columns per line, set by the first data line */
+    size_t lc;           /* the label column, 0-based */
+    size_t xcap, ycap;   /* rows of out->x and out->y allocated */
+    int32_t maxlab;      /* the largest label so far */
+} csv_reader;
+
+/* Sets the columns from the first data line, which has nf fields: 0, or an error. */
+static int csv_columns(csv_reader *c, size_t nf, long long lineno, char *err, size_t errlen) {
+    if (nf < 2)
+        return tn_error(err, errlen, TN_EFORMAT,
+                        "%s: line %lld has 1 column; expected a label and at least one "
+                        "feature",
+                        c->path, lineno);
+    if (nf - 1 > DS_MAX_FEATURES)
+        return tn_error(err, errlen, TN_EFORMAT,
+                        "%s: line %lld has %zu columns, more than the %d features supported",
+                        c->path, lineno, nf, DS_MAX_FEATURES);
+    long long l = c->label_column < 0 ? (long long)nf + c->label_column : c->label_column;
+    if (l < 0 || l >= (long long)nf)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s: label column %d is out of range: line %lld has %zu columns",
+                        c->path, c->label_column, lineno, nf);
+    c->ncols = nf;
+    c->lc = (size_t)l;
+    return 0;
+}
+
+/* Appends example n, the line's fields, to out: 0, or an error naming the field. */
+static int csv_example(csv_reader *c, char **fields, int64_t n, long long lineno,
+                       ds_dataset *out, char *err, size_t errlen) {
+    size_t d = c->ncols - 1;
+    if ((size_t)n * d + d > c->xcap) {
+        c->xcap = c->xcap ? c->xcap * 2 : d * 256;
+        out->x = tn_xrealloc(out->x, c->xcap * sizeof(float));
+    }
+    if ((size_t)n + 1 > c->ycap) {
+        c->ycap = c->ycap ? c->ycap * 2 : 256;
+        out->y = tn_xrealloc(out->y, c->ycap * sizeof(int32_t));
+    }
+    float *xr = out->x + (size_t)n * d;
+    for (size_t col = 0; col < c->ncols; col++) {
+        const char *field = fields[col];
+        double v;
+        if (parse_number(field, &v) < 0)
+            return tn_error(err, errlen, TN_EFORMAT,
+                            "%s: line %lld, column %zu: '%.40s' is not a number", c->path,
+                            lineno, col + 1, shown(field));
+        if (col == c->lc) {
+            const char *why = NULL;
+            if (!isfinite(v) || v != floor(v)) why = "is not an integer";
+            else if (v < 0) why = "is negative";
+            else if (v > CSV_MAX_LABEL) why = "is too large (at most 65535)";
+            if (why)
+                return tn_error(err, errlen, TN_EFORMAT,
+                                "%s: line %lld, column %zu: label '%.40s' %s", c->path,
+                                lineno, col + 1, shown(field), why);
+            out->y[n] = (int32_t)v;
+            if (out->y[n] > c->maxlab) c->maxlab = out->y[n];
+            continue;
+        }
+        double scaled = v * c->scale;
+        if (!isfinite(v))
+            return tn_error(err, errlen, TN_EFORMAT,
+                            "%s: line %lld, column %zu: '%.40s' is not a finite number",
+                            c->path, lineno, col + 1, shown(field));
+        if (!isfinite(scaled) || fabs(scaled) > FLT_MAX)
+            return tn_error(err, errlen, TN_EFORMAT,
+                            "%s: line %lld, column %zu: '%.40s' times scale %g does not fit "
+                            "in a float",
+                            c->path, lineno, col + 1, shown(field), (double)c->scale);
+        *xr++ = (float)scaled;
+    }
+    return 0;
+}
+
+/* Whether the first non-empty line, split into nf fields, is a header: not all
+ * numbers. */
+static int csv_is_header(char **fields, size_t nf) {
+    double v;
+    for (size_t i = 0; i < nf; i++)
+        if (parse_number(fields[i], &v) != 0) return 1;
+    return 0;
+}
+
+/* Sets the examples' count, features and classes, and a square image's shape. */
+static void csv_finish(const csv_reader *c, int64_t n, ds_dataset *out) {
+    out->n = n;
+    out->d = (int32_t)(c->ncols - 1);
+    out->classes = c->maxlab + 1 < 2 ? 2 : c->maxlab + 1;
+    int32_t side = (int32_t)lround(sqrt((double)out->d));
+    if ((int64_t)side * side == out->d) {
+        out->channels = 1;
+        out->height = side;
+        out->width = side;
+    }
+}
+
 int ds_load_csv(const char *path, int label_column, float scale, int64_t limit,
                 ds_dataset *out, char *err, size_t errlen) {
     if (!out) return tn_error(err, errlen, TN_EINVAL, "ds_load_csv: no output dataset");
@@ -400,26 +502,19 @@ int ds_load_csv(const char *path, int label_column, float scale, int64_t limit,
         return tn_error(err, errlen, TN_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
 
-    char *line = NULL;
-    size_t linecap = 0;
-    char **fields = NULL;
-    size_t fcap = 0;
-    size_t ncols = 0;     /* columns per line, set by the first data line */
-    size_t lc = 0;        /* label column, 0-based, resolved from label_column */
-    size_t xcap = 0, ycap = 0;
+    csv_reader c = {.path = path, .label_column = label_column, .scale = scale};
+    char *line = NULL, **fields = NULL;
+    size_t linecap = 0, fcap = 0;
     int64_t n = 0;
-    int32_t maxlab = 0;
     long long lineno = 0;
-    int seen_first = 0, had_header = 0;
-    int rc = 0;
+    int seen_first = 0, had_header = 0, rc = 0;
     ssize_t len;
-
-    while ((limit <= 0 || n < limit) && (len = getline(&line, &linecap, f)) >= 0) {
+    while (!rc && (limit <= 0 || n < limit) && (len = getline(&line, &linecap, f)) >= 0) {
         lineno++;
         if ((size_t)len != strlen(line)) {
             rc = tn_error(err, errlen, TN_EFORMAT, "%s: line %lld contains a NUL byte",
                           path, lineno);
-            goto done;
+            break;
         }
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         const char *q = line;
@@ -429,119 +524,25 @@ int ds_load_csv(const char *path, int label_column, float scale, int64_t limit,
         size_t nf = split_fields(line, &fields, &fcap);
         if (!seen_first) {
             seen_first = 1;
-            double v;
-            size_t i = 0;
-            while (i < nf && parse_number(fields[i], &v) == 0) i++;
-            if (i < nf) { /* not all numbers: a header */
-                had_header = 1;
-                continue;
-            }
+            if ((had_header = csv_is_header(fields, nf))) continue;
         }
-        if (ncols == 0) {
-            if (nf < 2) {
-                rc = tn_error(err, errlen, TN_EFORMAT,
-                              "%s: line %lld has 1 column; expected a label and at least "
-                              "one feature",
-                              path, lineno);
-                goto done;
-            }
-            if (nf - 1 > DS_MAX_FEATURES) {
-                rc = tn_error(err, errlen, TN_EFORMAT,
-                              "%s: line %lld has %zu columns, more than the %d features "
-                              "supported",
-                              path, lineno, nf, DS_MAX_FEATURES);
-                goto done;
-            }
-            long long l = label_column < 0 ? (long long)nf + label_column : label_column;
-            if (l < 0 || l >= (long long)nf) {
-                rc = tn_error(err, errlen, TN_EINVAL,
-                              "%s: label column %d is out of range: line %lld has %zu "
-                              "columns",
-                              path, label_column, lineno, nf);
-                goto done;
-            }
-            ncols = nf;
-            lc = (size_t)l;
-        } else if (nf != ncols) {
+        if (c.ncols == 0)
+            rc = csv_columns(&c, nf, lineno, err, errlen);
+        else if (nf != c.ncols)
             rc = tn_error(err, errlen, TN_EFORMAT, "%s: line %lld has %zu columns, expected %zu",
-                          path, lineno, nf, ncols);
-            goto done;
-        }
-
-        size_t d = ncols - 1;
-        if ((size_t)n * d + d > xcap) {
-            xcap = xcap ? xcap * 2 : d * 256;
-            out->x = tn_xrealloc(out->x, xcap * sizeof(float));
-        }
-        if ((size_t)n + 1 > ycap) {
-            ycap = ycap ? ycap * 2 : 256;
-            out->y = tn_xrealloc(out->y, ycap * sizeof(int32_t));
-        }
-        float *xr = out->x + (size_t)n * d;
-        for (size_t c = 0; c < ncols; c++) {
-            double v;
-            if (parse_number(fields[c], &v) < 0) {
-                rc = tn_error(err, errlen, TN_EFORMAT,
-                              "%s: line %lld, column %zu: '%.40s' is not a number", path,
-                              lineno, c + 1, shown(fields[c]));
-                goto done;
-            }
-            if (c == lc) {
-                const char *why = NULL;
-                if (!isfinite(v) || v != floor(v)) why = "is not an integer";
-                else if (v < 0) why = "is negative";
-                else if (v > CSV_MAX_LABEL) why = "is too large (at most 65535)";
-                if (why) {
-                    rc = tn_error(err, errlen, TN_EFORMAT,
-                                  "%s: line %lld, column %zu: label '%.40s' %s", path,
-                                  lineno, c + 1, shown(fields[c]), why);
-                    goto done;
-                }
-                out->y[n] = (int32_t)v;
-                if (out->y[n] > maxlab) maxlab = out->y[n];
-                continue;
-            }
-            double s = v * scale;
-            if (!isfinite(v)) {
-                rc = tn_error(err, errlen, TN_EFORMAT,
-                              "%s: line %lld, column %zu: '%.40s' is not a finite number",
-                              path, lineno, c + 1, shown(fields[c]));
-                goto done;
-            }
-            if (!isfinite(s) || fabs(s) > FLT_MAX) {
-                rc = tn_error(err, errlen, TN_EFORMAT,
-                              "%s: line %lld, column %zu: '%.40s' times scale %g does not "
-                              "fit in a float",
-                              path, lineno, c + 1, shown(fields[c]), (double)scale);
-                goto done;
-            }
-            *xr++ = (float)s;
-        }
-        n++;
+                          path, lineno, nf, c.ncols);
+        if (!rc) rc = csv_example(&c, fields, n, lineno, out, err, errlen);
+        if (!rc) n++;
     }
-    if (ferror(f)) {
-        rc = tn_error(err, errlen, TN_EIO, "%s: read failed at line %lld: %s", path,
-                      lineno, strerror(errno));
-        goto done;
-    }
-    if (n == 0) {
+    if (!rc && ferror(f))
+        rc = tn_error(err, errlen, TN_EIO, "%s: read failed at line %lld: %s", path, lineno,
+                      strerror(errno));
+    else if (!rc && n == 0)
         rc = tn_error(err, errlen, TN_EFORMAT, "%s: holds no examples%s", path,
                       had_header ? " (only a header line)"
                       : lineno > 0 ? " (only empty lines)" : " (the file is empty)");
-        goto done;
-    }
+    if (!rc) csv_finish(&c, n, out);
 
-    out->n = n;
-    out->d = (int32_t)(ncols - 1);
-    out->classes = maxlab + 1 < 2 ? 2 : maxlab + 1;
-    int32_t s = (int32_t)lround(sqrt((double)out->d));
-    if ((int64_t)s * s == out->d) {
-        out->channels = 1;
-        out->height = s;
-        out->width = s;
-    }
-
-done:
     free(line);
     free(fields);
     fclose(f);
