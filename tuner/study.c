@@ -1081,6 +1081,165 @@ static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, s
     return rc;
 }
 
+/* Counts what an earlier run of the study finished, and its best so far. */
+static void count_finished(loop *L, const st_trial *trials, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        switch (trials[i].state) {
+        case ST_TRIAL_PENDING:
+        case ST_TRIAL_RUNNING: break; /* resumed once the executor is up */
+        case ST_TRIAL_SUCCEEDED:
+            L->succeeded++;
+            if (trials[i].has_objective &&
+                (!L->has_best || better(L, trials[i].objective, L->best))) {
+                L->has_best = 1;
+                L->best = trials[i].objective;
+                L->best_trial = trials[i].number;
+            }
+            break;
+        case ST_TRIAL_FAILED: L->failed++; break;
+        case ST_TRIAL_STOPPED: L->stopped++; break;
+        default: L->cancelled++; break;
+        }
+    }
+}
+
+/* The stored learning curves of the trials, which the early-stopping rule compares. */
+static int load_curves(loop *L, const st_trial *trials, size_t n, char *err, size_t errlen) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        curve *c = curve_of(L, trials[i].number);
+        c->state = state_to_sp(trials[i].state);
+        st_measurement *ms = NULL;
+        size_t nm = 0;
+        rc = st_measurement_list(L->st, L->study->id, trials[i].number, &ms, &nm, err, errlen);
+        for (size_t k = 0; k < nm; k++) {
+            json_t *obj = json_loads(ms[k].metrics, 0, NULL);
+            json_t *v = json_object_get(obj, L->spec->metric_tag);
+            if (json_is_number(v) && isfinite(json_number_value(v)))
+                curve_add(c, ms[k].replica, ms[k].step, ms[k].attempt, json_number_value(v));
+            json_decref(obj);
+        }
+        st_measurements_free(ms, nm);
+    }
+    return rc;
+}
+
+/* Says what resumePreviousJobId brings: how many trials warm-start the sampler. */
+static int tell_warm_start(loop *L, char *err, size_t errlen) {
+    const tn_spec *spec = L->spec;
+    st_trial *prev = NULL;
+    size_t nprev = 0, skipped = 0, used = 0;
+    int rc = previous_trials(L->st, spec, &prev, &nprev, err, errlen);
+    if (rc) return rc;
+    if (nprev) {
+        double *vals = tn_xcalloc(nprev * spec->space.n + 1, sizeof *vals);
+        sp_trial *hist = tn_xcalloc(nprev + 1, sizeof *hist);
+        used = warm_start(L->st, spec, prev, nprev, hist, vals, &skipped);
+        free(vals);
+        free(hist);
+    }
+    st_trials_free(prev, nprev);
+    if (!sp_uses_history(spec->algorithm))
+        log_line(L, "resumePreviousJobId %s: no warm start, %s does not use the history",
+                 spec->resume_previous_job_id,
+                 spec->algorithm == SP_ALGO_GRID ? "grid search" : "random search");
+    else
+        log_line(L, "warm start from study %s: %zu succeeded trial%s%s",
+                 spec->resume_previous_job_id, used, used == 1 ? "" : "s",
+                 skipped ? " (some skipped: their parameters are not in this space)" : "");
+    return 0;
+}
+
+/* Runs the event loop until the study is over: the executor, the earlier run's trials
+ * resumed, signals, the progress line once a second, and the first trials. */
+static int run_loop(loop *L, const ex_options *xo, const st_trial *trials, size_t n,
+                    char *err, size_t errlen) {
+    L->base = event_base_new();
+    int rc = ex_executor_new(L->base, xo, &L->x, err, errlen);
+    if (!rc) rc = resume_trials(L, trials, n, err, errlen);
+    if (rc) return rc;
+    L->sigint_ev = evsignal_new(L->base, SIGINT, on_signal, L);
+    L->sigterm_ev = evsignal_new(L->base, SIGTERM, on_signal, L);
+    evsignal_add(L->sigint_ev, NULL);
+    evsignal_add(L->sigterm_ev, NULL);
+    L->progress_ev = event_new(L->base, -1, EV_PERSIST, on_progress, L);
+    struct timeval second = {1, 0};
+    evtimer_add(L->progress_ev, &second);
+    L->t0 = wall_clock();
+    schedule(L);
+    if (!L->done) event_base_dispatch(L->base);
+    if (L->o->log && L->o->progress && isatty(fileno(L->o->log))) {
+        progress_line(L);
+        fputc('\n', L->o->log);
+    }
+    return 0;
+}
+
+/* Stores how the study ended (why, when it failed) and returns study_run's result. */
+static int finish_study(loop *L, char *err, size_t errlen) {
+    const tn_spec *spec = L->spec;
+    st_study_state state;
+    char why[4096] = "";
+    int rc;
+    if (L->fatal) {
+        state = ST_STUDY_FAILED;
+        snprintf(why, sizeof why, "%s", L->error);
+        rc = tn_error(err, errlen, L->error_rc ? L->error_rc : TN_EIO, "%s", L->error);
+    } else if (L->cancel_requested) {
+        state = ST_STUDY_CANCELLED;
+        rc = STUDY_INTERRUPTED;
+    } else if (L->interrupted) {
+        state = ST_STUDY_STOPPED;
+        rc = STUDY_INTERRUPTED;
+    } else if (L->failing) {
+        state = ST_STUDY_FAILED;
+        snprintf(why, sizeof why, "%lld trial%s failed (maxFailedTrials is %d)%s%s",
+                 (long long)L->failed, L->failed == 1 ? "" : "s", spec->max_failed_trials,
+                 L->last_failure ? "; the last, " : "", L->last_failure ? L->last_failure : "");
+        tn_error(err, errlen, TN_EINVAL, "%s", why);
+        rc = STUDY_FAILED;
+    } else {
+        state = ST_STUDY_SUCCEEDED;
+        rc = STUDY_DONE;
+    }
+    char serr[512];
+    if (st_study_set_state(L->st, L->study->id, state, why[0] ? why : NULL, serr,
+                           sizeof serr) != 0 &&
+        rc >= 0)
+        rc = tn_error(err, errlen, TN_EIO, "%s", serr);
+    if (rc == STUDY_DONE || rc == STUDY_FAILED)
+        log_line(L, "%s: %lld succeeded, %lld failed, %lld stopped early%s",
+                 st_study_state_name(state), (long long)L->succeeded, (long long)L->failed,
+                 (long long)L->stopped, L->exhausted ? " (the grid is exhausted)" : "");
+    return rc;
+}
+
+/* Releases what the loop holds; running trials (after a fatal error) are aborted. */
+static void loop_free(loop *L) {
+    if (L->nrunning > 0) ex_abort_all(L->x);
+    while (L->nrunning > 0) {
+        trial_run *t = L->running[0];
+        release(L, t);
+        ex_job_free(t->job);
+        trial_run_free(t);
+    }
+    ex_executor_free(L->x);
+    if (L->sigint_ev) event_free(L->sigint_ev);
+    if (L->sigterm_ev) event_free(L->sigterm_ev);
+    if (L->progress_ev) event_free(L->progress_ev);
+    if (L->base) event_base_free(L->base);
+    for (size_t i = 0; i < L->ncurves; i++) {
+        free(L->curves[i].pts);
+        free(L->curves[i].attempt);
+        free(L->curves[i].replica);
+    }
+    free(L->curves);
+    free(L->running);
+    free(L->rerun);
+    free(L->last_failure);
+    free(L->program);
+}
+
 int study_run(st_store *st, const tn_spec *spec, const st_study *study, const study_opts *o,
               char *err, size_t errlen) {
     loop L;
@@ -1099,48 +1258,14 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     L.program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                               : tn_xstrdup("python3");
 
-    /* What an earlier run left: finished counts, and trials to run again. */
+    /* What an earlier run left: finished counts, curves, and trials to run again. */
     rc = st_trial_list(st, study->id, &trials, &n, err, errlen);
     if (rc) goto done;
     L.created = (int64_t)n;
     L.rerun = tn_xcalloc(n + 1, sizeof *L.rerun);
-    for (size_t i = 0; i < n; i++) {
-        switch (trials[i].state) {
-        case ST_TRIAL_PENDING:
-        case ST_TRIAL_RUNNING: break; /* resumed below, once the executor is up */
-        case ST_TRIAL_SUCCEEDED:
-            L.succeeded++;
-            if (trials[i].has_objective &&
-                (!L.has_best || better(&L, trials[i].objective, L.best))) {
-                L.has_best = 1;
-                L.best = trials[i].objective;
-                L.best_trial = trials[i].number;
-            }
-            break;
-        case ST_TRIAL_FAILED: L.failed++; break;
-        case ST_TRIAL_STOPPED: L.stopped++; break;
-        default: L.cancelled++; break;
-        }
-    }
-    if (spec->early_stopping.policy != ES_NONE) { /* the curves the rule compares */
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            curve *c = curve_of(&L, trials[i].number);
-            c->state = state_to_sp(trials[i].state);
-            st_measurement *ms = NULL;
-            size_t nm = 0;
-            rc = st_measurement_list(st, study->id, trials[i].number, &ms, &nm, err, errlen);
-            for (size_t k = 0; k < nm; k++) {
-                json_t *obj = json_loads(ms[k].metrics, 0, NULL);
-                json_t *v = json_object_get(obj, spec->metric_tag);
-                if (json_is_number(v) && isfinite(json_number_value(v)))
-                    curve_add(c, ms[k].replica, ms[k].step, ms[k].attempt,
-                              json_number_value(v));
-                json_decref(obj);
-            }
-            st_measurements_free(ms, nm);
-        }
-    }
-    if (rc) goto done;
+    count_finished(&L, trials, n);
+    if (spec->early_stopping.policy != ES_NONE && (rc = load_curves(&L, trials, n, err, errlen)))
+        goto done;
     if (L.failed >= spec->max_failed_trials) {
         rc = tn_error(err, errlen, TN_EINVAL,
                       "study %s already has %lld failed trials (maxFailedTrials is %d)",
@@ -1148,108 +1273,13 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
         goto done;
     }
     rc = st_study_set_state(st, study->id, ST_STUDY_RUNNING, NULL, err, errlen);
-    if (rc) goto done;
-    if (spec->resume_previous_job_id) { /* say what the warm start brings */
-        st_trial *prev = NULL;
-        size_t nprev = 0, skipped = 0, used = 0;
-        rc = previous_trials(st, spec, &prev, &nprev, err, errlen);
-        if (rc) goto done;
-        if (nprev) {
-            double *vals = tn_xcalloc(nprev * spec->space.n + 1, sizeof *vals);
-            sp_trial *hist = tn_xcalloc(nprev + 1, sizeof *hist);
-            used = warm_start(st, spec, prev, nprev, hist, vals, &skipped);
-            free(vals);
-            free(hist);
-        }
-        st_trials_free(prev, nprev);
-        if (!sp_uses_history(spec->algorithm))
-            log_line(&L, "resumePreviousJobId %s: no warm start, %s does not use the history",
-                     spec->resume_previous_job_id,
-                     spec->algorithm == SP_ALGO_GRID ? "grid search" : "random search");
-        else
-            log_line(&L, "warm start from study %s: %zu succeeded trial%s%s", spec->resume_previous_job_id,
-                     used, used == 1 ? "" : "s",
-                     skipped ? " (some skipped: their parameters are not in this space)" : "");
-    }
-
-    L.base = event_base_new();
-    rc = ex_executor_new(L.base, &xo, &L.x, err, errlen);
-    if (rc) goto done;
-    rc = resume_trials(&L, trials, n, err, errlen);
-    if (rc) goto done;
-    L.sigint_ev = evsignal_new(L.base, SIGINT, on_signal, &L);
-    L.sigterm_ev = evsignal_new(L.base, SIGTERM, on_signal, &L);
-    evsignal_add(L.sigint_ev, NULL);
-    evsignal_add(L.sigterm_ev, NULL);
-    L.progress_ev = event_new(L.base, -1, EV_PERSIST, on_progress, &L);
-    struct timeval second = {1, 0};
-    evtimer_add(L.progress_ev, &second);
-    L.t0 = wall_clock();
-    schedule(&L);
-    if (!L.done) event_base_dispatch(L.base);
-    if (o->log && o->progress && isatty(fileno(o->log))) {
-        progress_line(&L);
-        fputc('\n', o->log);
-    }
-
-    st_study_state state;
-    char why[4096] = "";
-    if (L.fatal) {
-        state = ST_STUDY_FAILED;
-        snprintf(why, sizeof why, "%s", L.error);
-        rc = tn_error(err, errlen, L.error_rc ? L.error_rc : TN_EIO, "%s", L.error);
-    } else if (L.cancel_requested) {
-        state = ST_STUDY_CANCELLED;
-        rc = STUDY_INTERRUPTED;
-    } else if (L.interrupted) {
-        state = ST_STUDY_STOPPED;
-        rc = STUDY_INTERRUPTED;
-    } else if (L.failing) {
-        state = ST_STUDY_FAILED;
-        snprintf(why, sizeof why, "%lld trial%s failed (maxFailedTrials is %d)%s%s",
-                 (long long)L.failed, L.failed == 1 ? "" : "s", spec->max_failed_trials,
-                 L.last_failure ? "; the last, " : "", L.last_failure ? L.last_failure : "");
-        tn_error(err, errlen, TN_EINVAL, "%s", why);
-        rc = STUDY_FAILED;
-    } else {
-        state = ST_STUDY_SUCCEEDED;
-        rc = STUDY_DONE;
-    }
-    char serr[512];
-    if (st_study_set_state(st, study->id, state, why[0] ? why : NULL, serr, sizeof serr) != 0 &&
-        rc >= 0) {
-        rc = tn_error(err, errlen, TN_EIO, "%s", serr);
-    }
-    if (rc == STUDY_DONE || rc == STUDY_FAILED)
-        log_line(&L, "%s: %lld succeeded, %lld failed, %lld stopped early%s",
-                 st_study_state_name(state),
-                 (long long)L.succeeded, (long long)L.failed, (long long)L.stopped,
-                 L.exhausted ? " (the grid is exhausted)" : "");
+    if (!rc && spec->resume_previous_job_id) rc = tell_warm_start(&L, err, errlen);
+    if (!rc) rc = run_loop(&L, &xo, trials, n, err, errlen);
+    if (!rc) rc = finish_study(&L, err, errlen);
 
 done:
     st_trials_free(trials, n);
     executor_options_clear(&xo);
-    if (L.nrunning > 0) ex_abort_all(L.x);
-    while (L.nrunning > 0) { /* only after a fatal error */
-        trial_run *t = L.running[0];
-        release(&L, t);
-        ex_job_free(t->job);
-        trial_run_free(t);
-    }
-    ex_executor_free(L.x);
-    if (L.sigint_ev) event_free(L.sigint_ev);
-    if (L.sigterm_ev) event_free(L.sigterm_ev);
-    if (L.progress_ev) event_free(L.progress_ev);
-    if (L.base) event_base_free(L.base);
-    for (size_t i = 0; i < L.ncurves; i++) {
-        free(L.curves[i].pts);
-        free(L.curves[i].attempt);
-        free(L.curves[i].replica);
-    }
-    free(L.curves);
-    free(L.running);
-    free(L.rerun);
-    free(L.last_failure);
-    free(L.program);
+    loop_free(&L);
     return rc;
 }

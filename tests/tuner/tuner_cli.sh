@@ -14,6 +14,16 @@ TUNER="$BIN/tuner"
 CHECK="$HERE/check_replica.py"
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 cd "$WORK" || exit 1
+# procs_in STUDY PATTERN: the processes whose command line matches PATTERN and that
+# belong to a trial of STUDY here (their CLOUD_ML_HP_METRIC_FILE lies under its job
+# dir), so that the same commands run by other tests on this machine never count.
+procs_in() {
+  local p
+  for p in $(pgrep -f "$2"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+      grep -q "^CLOUD_ML_HP_METRIC_FILE=$WORK/runs/$1/" && echo "$p"
+  done
+}
 export TUNER_DB="$WORK/tuner.db"
 
 # spec NAME TIER EXTRA_TRAINING_INPUT MAX_TRIALS PARALLEL COMMAND_JSON [HP_EXTRA] [PARAMS]
@@ -646,7 +656,7 @@ kill -INT $pid; wait $pid; rc=$?
 check sigint_exit130 test $rc -eq 130
 check sigint_study_stopped test "$(study_state intr)" = STOPPED
 check sigint_trials_pending test "$(count_state intr PENDING)" -eq 2
-check sigint_no_orphans sh -c "! pgrep -f '[s]leep 30' >/dev/null"
+check sigint_no_orphans test -z "$(procs_in intr '[s]leep 30')"
 
 # --- hostile trials and files: nothing blocks, nothing wrong is recorded ---------------
 # A replica that makes its metric file a FIFO: the loop never blocks on it, the trial
@@ -726,12 +736,12 @@ orphan="[\"/bin/sh\", \"-c\", \"if [ -e $PWD/orphan.ran ]; then echo '{\\\"score
 spec orphan BASIC "" 1 1 "$orphan"
 "$TUNER" run orphan.json --quiet >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 50); do pgrep -f "sleep 313" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 50); do [ -n "$(procs_in orphan '[s]leep 313')" ] && break; sleep 0.1; done
 kill -9 $pid; wait $pid 2>/dev/null
 sleep 0.3
-check orphan_left_behind pgrep -f "sleep 313"
+check orphan_left_behind test -n "$(procs_in orphan '[s]leep 313')"
 "$TUNER" resume orphan 2>orphan.err >/dev/null
-check orphan_killed_on_resume sh -c "! pgrep -f '[s]leep 313' >/dev/null"
+check orphan_killed_on_resume test -z "$(procs_in orphan '[s]leep 313')"
 check orphan_said grep -Eq "killed [0-9]+ process(es)? an earlier run of the study left behind" orphan.err
 check orphan_trial_ran_again test "$(count_state orphan SUCCEEDED)" -eq 1
 # What a chief leaves behind when it succeeds, in its process group or out of it
@@ -739,8 +749,8 @@ check orphan_trial_ran_again test "$(count_state orphan SUCCEEDED)" -eq 1
 spec strays BASIC "" 1 1 '["/bin/sh", "-c", "sleep 314 & setsid sleep 315 & sleep 0.5; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 "$TUNER" run strays.json --quiet >/dev/null 2>&1
 check strays_trial_succeeded test "$(count_state strays SUCCEEDED)" -eq 1
-check strays_group_killed sh -c "! pgrep -f '[s]leep 314' >/dev/null"
-check strays_setsid_killed sh -c "! pgrep -f '[s]leep 315' >/dev/null"
+check strays_group_killed test -z "$(procs_in strays '[s]leep 314')"
+check strays_setsid_killed test -z "$(procs_in strays '[s]leep 315')"
 check strays_told grep -q "killed 1 process the job left behind outside" <<<"$(event_details strays stopping)"
 
 # A run that another tuner's lock refuses stores nothing: it can be run later.
