@@ -1,0 +1,317 @@
+/*
+ * test_study.c — the study loop (study_run) and the single-trial operations (study_ask,
+ * study_tell, study_best_index, study_preflight) against a real store and real local
+ * replicas: small /bin/sh programs that report a metric from their --x flag.
+ *
+ * Covered: a grid study run to the end (every point once, objectives from the flags,
+ * parallel trials, the study SUCCEEDED); failing trials ending the study at
+ * maxFailedTrials with the last failure named; a study resumed after a crash (a trial
+ * left PENDING runs again, the finished ones are counted, not re-run); ask and tell
+ * (numbering, exhaustion, bad objectives, unknown and finished trials); the best
+ * trial by goal with ties; the checks before anything runs.
+ *
+ * Scratch files go under $TN_TEST_TMP (or /tmp) and are removed at the end.
+ */
+#include "tuner/study.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/status.h"
+#include "tests/check.h"
+#include "tests/testutil.h"
+
+static char g_dir[PATH_LEN];
+
+/* Reports x as the metric "score"; fails (exit 1) when x is negative. */
+static const char *const REPORT_X =
+    "for a; do case $a in --x=*) x=${a#--x=};; esac; done; "
+    "case $x in -*) echo bad x >&2; exit 1;; esac; "
+    "echo \"{\\\"score\\\": \\\"$x\\\"}\" > $CLOUD_ML_HP_METRIC_FILE";
+
+/* A spec of study `name`: a DISCRETE x over values (n of them) searched by algorithm,
+ * run by REPORT_X (no command when ask_tell). Yours to spec_clear. */
+static int make_spec(const char *name, const char *algorithm, const double *values, size_t n,
+                     int max_trials, int parallel, int max_failed, int ask_tell,
+                     tn_spec *spec) {
+    json_t *vals = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(vals, json_real(values[i]));
+    char job_dir[PATH_LEN];
+    fmt_path(job_dir, "%s/runs/%s", g_dir, name);
+    json_t *ti = json_pack(
+        "{s:s, s:s, s:{s:i, s:i}, s:{s:s, s:s, s:i, s:i, s:i, s:s, s:[{s:s, s:s, s:o}]}}",
+        "scaleTier", "BASIC", "jobDir", job_dir, "restartPolicy", "maxReplicaRestarts", 0,
+        "maxJobRetries", 0, "hyperparameters", "goal", "MAXIMIZE",
+        "hyperparameterMetricTag", "score", "maxTrials", max_trials, "maxParallelTrials",
+        parallel, "maxFailedTrials", max_failed, "algorithm", algorithm, "params",
+        "parameterName", "x", "type", "DISCRETE", "discreteValues", vals);
+    if (!ask_tell)
+        json_object_set_new(ti, "command", json_pack("[s, s, s, s]", "/bin/sh", "-c", REPORT_X,
+                                                     "sh"));
+    json_t *doc = json_pack("{s:s, s:o}", "jobId", name, "trainingInput", ti);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    spec_errors errs;
+    int rc = spec_parse(text, name, ask_tell, spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    free(text);
+    return rc;
+}
+
+/* A fresh store with the study of spec stored (state CREATED, seed 7). */
+static st_store *store_with(const char *file, const tn_spec *spec, st_study *study) {
+    char path[PATH_LEN];
+    fmt_path(path, "%s/%s", g_dir, file);
+    unlink(path);
+    st_store *st = NULL;
+    char err[512];
+    CHECK_MSG(st_open(path, &st, err, sizeof err) == 0, "%s", err);
+    if (!st) return NULL;
+    int64_t id = 0;
+    CHECK(st_study_create(st, spec->job_id, "{}", 7, ST_STUDY_CREATED, &id, err, sizeof err) ==
+          0);
+    CHECK(st_study_get(st, spec->job_id, study, err, sizeof err) == 0);
+    return st;
+}
+
+static study_opts quiet_opts(void) {
+    return (study_opts){.cores = 2, .oversubscribe = 1, .poll_seconds = 0.05,
+                        .grace_seconds = 1};
+}
+
+/* The study's trials, and how many are in state. */
+static int count_state(st_store *st, int64_t id, st_trial_state state) {
+    st_trial *t = NULL;
+    size_t n = 0;
+    char err[512];
+    if (st_trial_list(st, id, &t, &n, err, sizeof err) != 0) return -1;
+    int k = 0;
+    for (size_t i = 0; i < n; i++) k += t[i].state == state;
+    st_trials_free(t, n);
+    return k;
+}
+
+static void test_grid_study_runs_to_the_end(void) {
+    static const double xs[] = {1, 2, 3, 4};
+    tn_spec spec;
+    if (make_spec("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec) != 0) {
+        CHECK_MSG(0, "the grid spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("grid.db", &spec, &study);
+    if (!st) return;
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    st_trial *t = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 4); /* the grid is exhausted before maxTrials */
+    int seen[5] = {0};
+    for (size_t i = 0; i < n; i++) {
+        CHECK_MSG(t[i].state == ST_TRIAL_SUCCEEDED, "trial %lld is %s: %s",
+                  (long long)t[i].number, st_trial_state_name(t[i].state),
+                  t[i].error ? t[i].error : "");
+        json_t *p = json_loads(t[i].params, 0, NULL);
+        double x = json_number_value(json_object_get(p, "x"));
+        json_decref(p);
+        CHECK(t[i].has_objective && t[i].objective == x); /* the objective is its own x */
+        if (x >= 1 && x <= 4) seen[(int)x]++;
+        CHECK(t[i].attempts == 1 && t[i].finished >= t[i].started && t[i].started > 0);
+    }
+    CHECK(seen[1] == 1 && seen[2] == 1 && seen[3] == 1 && seen[4] == 1); /* each point once */
+    long b = study_best_index(t, n, SPEC_MAXIMIZE);
+    CHECK(b >= 0 && t[b].objective == 4);
+    st_trials_free(t, n);
+    st_study now;
+    CHECK(st_study_get(st, "grid", &now, err, sizeof err) == 0 &&
+          now.state == ST_STUDY_SUCCEEDED && now.error == NULL);
+    st_study_clear(&now);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+static void test_failures_end_the_study(void) {
+    static const double xs[] = {-5, -4, -3, -2, -1};
+    tn_spec spec;
+    if (make_spec("failing", "RANDOM_SEARCH", xs, 5, 5, 1, 2, 0, &spec) != 0) {
+        CHECK_MSG(0, "the failing spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("failing.db", &spec, &study);
+    if (!st) return;
+    study_opts o = quiet_opts();
+    char err[2048] = "";
+    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_INT_EQ(rc, STUDY_FAILED);
+    CHECK_STR_CONTAINS(err, "2 trials failed (maxFailedTrials is 2)");
+    CHECK_STR_CONTAINS(err, "the last, trial 2:");
+    CHECK_STR_CONTAINS(err, "bad x"); /* the log's last line travels with it */
+    CHECK_INT_EQ(count_state(st, study.id, ST_TRIAL_FAILED), 2);
+    st_study now;
+    CHECK(st_study_get(st, "failing", &now, err, sizeof err) == 0 &&
+          now.state == ST_STUDY_FAILED && now.error && strstr(now.error, "maxFailedTrials"));
+    st_study_clear(&now);
+    /* resuming a study that already failed that often refuses at once */
+    rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_INT_EQ(rc, TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "already has 2 failed trials");
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+static void test_resume_runs_what_was_left(void) {
+    static const double xs[] = {1, 2, 3};
+    tn_spec spec;
+    if (make_spec("resumed", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec) != 0) {
+        CHECK_MSG(0, "the resumed spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("resumed.db", &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    /* what a crashed run left: trial 1 done, trial 2 started but never finished */
+    int64_t num = 0;
+    CHECK(st_trial_create(st, study.id, "{\"x\": 1}", ST_TRIAL_RUNNING, &num, err,
+                          sizeof err) == 0);
+    st_trial t;
+    CHECK(st_trial_get(st, study.id, num, &t, err, sizeof err) == 0);
+    t.state = ST_TRIAL_SUCCEEDED;
+    t.has_objective = 1;
+    t.objective = 1;
+    t.attempts = 1;
+    t.finished = t.started + 1;
+    CHECK(st_trial_update(st, &t, err, sizeof err) == 0);
+    st_trial_clear(&t);
+    CHECK(st_trial_create(st, study.id, "{\"x\": 2}", ST_TRIAL_RUNNING, &num, err,
+                          sizeof err) == 0);
+    study_opts o = quiet_opts();
+    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    st_trial *all = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &all, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 3);
+    if (n == 3) {
+        CHECK(all[0].state == ST_TRIAL_SUCCEEDED && all[0].attempts == 1); /* not re-run */
+        CHECK(all[1].state == ST_TRIAL_SUCCEEDED && all[1].objective == 2); /* re-run */
+        CHECK(all[2].state == ST_TRIAL_SUCCEEDED && all[2].objective == 3); /* the rest */
+    }
+    st_trials_free(all, n);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+static void test_ask_and_tell(void) {
+    static const double xs[] = {0.25, 0.5};
+    tn_spec spec;
+    if (make_spec("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
+        CHECK_MSG(0, "the ask/tell spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("asktell.db", &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    int64_t a = 0, b = 0, c = 0;
+    char *pa = NULL, *pb = NULL, *pc = NULL;
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &a, &pa, err, sizeof err), 0);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &b, &pb, err, sizeof err), 0);
+    CHECK(a == 1 && b == 2 && pa && pb && strcmp(pa, pb) != 0);
+    /* the grid has two points: no third trial */
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &c, &pc, err, sizeof err), 1);
+    CHECK(pc == NULL);
+    CHECK_INT_EQ(study_tell(st, &study, a, 0, NAN, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "finite");
+    CHECK_INT_EQ(study_tell(st, &study, a, 0, 0.75, err, sizeof err), 0);
+    CHECK_INT_EQ(study_tell(st, &study, a, 0, 0.5, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "trial 1 of asktell is already SUCCEEDED");
+    CHECK_INT_EQ(study_tell(st, &study, 99, 0, 0.5, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "has no trial 99");
+    CHECK_INT_EQ(study_tell(st, &study, b, 1, NAN, err, sizeof err), 0); /* failed */
+    st_trial t;
+    CHECK(st_trial_get(st, study.id, a, &t, err, sizeof err) == 0 &&
+          t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.attempts == 1);
+    st_trial_clear(&t);
+    CHECK(st_trial_get(st, study.id, b, &t, err, sizeof err) == 0 &&
+          t.state == ST_TRIAL_FAILED && !t.has_objective);
+    st_trial_clear(&t);
+    free(pa);
+    free(pb);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+static void test_best_index(void) {
+    st_trial t[5];
+    memset(t, 0, sizeof t);
+    const st_trial_state states[5] = {ST_TRIAL_FAILED, ST_TRIAL_SUCCEEDED, ST_TRIAL_SUCCEEDED,
+                                      ST_TRIAL_STOPPED, ST_TRIAL_SUCCEEDED};
+    const double obj[5] = {9, 0.5, 0.8, 0.9, 0.8};
+    for (int i = 0; i < 5; i++)
+        t[i] = (st_trial){.number = i + 1, .state = states[i], .has_objective = 1,
+                          .objective = obj[i]};
+    CHECK_INT_EQ(study_best_index(t, 5, SPEC_MAXIMIZE), 2); /* a tie: the lower number */
+    CHECK_INT_EQ(study_best_index(t, 5, SPEC_MINIMIZE), 1); /* FAILED and STOPPED never */
+    t[1].objective = NAN;
+    CHECK_INT_EQ(study_best_index(t, 5, SPEC_MINIMIZE), 2);
+    t[2].has_objective = t[4].has_objective = 0;
+    CHECK_INT_EQ(study_best_index(t, 5, SPEC_MAXIMIZE), -1);
+    CHECK_INT_EQ(study_best_index(t, 0, SPEC_MAXIMIZE), -1);
+}
+
+static void test_preflight(void) {
+    static const double xs[] = {1};
+    tn_spec spec;
+    if (make_spec("pre", "GRID_SEARCH", xs, 1, 1, 1, 1, 0, &spec) != 0) {
+        CHECK_MSG(0, "the preflight spec does not parse");
+        return;
+    }
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    CHECK_MSG(study_preflight(&spec, &o, err, sizeof err) == 0, "%s", err);
+    free(spec.command[0]);
+    spec.command[0] = tn_xstrdup("/no/such/trainer");
+    CHECK_INT_EQ(study_preflight(&spec, &o, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "cannot run '/no/such/trainer'");
+    CHECK_STR_CONTAINS(err, "hint: fix trainingInput.command");
+    spec_clear(&spec);
+    if (make_spec("pre2", "GRID_SEARCH", xs, 1, 1, 1, 1, 1, &spec) != 0) {
+        CHECK_MSG(0, "the ask/tell preflight spec does not parse");
+        return;
+    }
+    CHECK_INT_EQ(study_preflight(&spec, &o, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "tuner ask");
+    spec_clear(&spec);
+}
+
+int main(void) {
+    const char *tmp = getenv("TN_TEST_TMP");
+    fmt_path(g_dir, "%s/test_study.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(g_dir)) {
+        perror(g_dir);
+        return 1;
+    }
+    RUN(test_grid_study_runs_to_the_end);
+    RUN(test_failures_end_the_study);
+    RUN(test_resume_runs_what_was_left);
+    RUN(test_ask_and_tell);
+    RUN(test_best_index);
+    RUN(test_preflight);
+    rm_rf(g_dir);
+    return check_summary();
+}
