@@ -26,39 +26,13 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "executor/executor.h"
+#include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "tuner/dashboard.h"
 #include "tuner/package.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
 #include "tuner/study.h"
-
-#define NFLAGS(t) (sizeof(t) / sizeof((t)[0]))
-
-static int usage_error(const char *cmd, const char *msg) {
-    fprintf(stderr, "tuner: error: %s\nhint: run 'tuner %s%s--help'\n", msg, cmd, *cmd ? " " : "");
-    return TUNER_EXIT_USAGE;
-}
-
-/* Parses a command's flags; prints help or the error. Returns -1 to go on, else the
- * exit code to return. */
-static int parse_cmd(const char *cmd, const char *synopsis, const char *about,
-                     const tn_flag *flags, size_t n, int argc, char **argv, int *pos, int maxpos,
-                     int *npos) {
-    char err[512];
-    int rc = tn_flags_parse(flags, n, argc, argv, pos, maxpos, npos, err, sizeof err);
-    if (rc == 1) {
-        printf("usage: tuner %s\n\n%s\n", synopsis, about);
-        if (n) {
-            printf("\nflags:\n");
-            tn_flags_help(stdout, flags, n);
-        }
-        printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
-        return TUNER_EXIT_OK;
-    }
-    if (rc) return usage_error(cmd, err);
-    return -1;
-}
 
 /* Each problem as FILE[:LINE:COLUMN]: [PATH: ]MESSAGE (a YAML file's have the line and
  * column), then how many. */
@@ -92,7 +66,7 @@ static void print_spec_notes(const char *path, const tn_spec *spec) {
 static int read_spec(const char *cmd, const char *path, const char *job_id, int for_ask_tell,
                      tn_spec *spec, char **text) {
     if (job_id && !spec_job_id_valid(job_id))
-        return usage_error(cmd, "--job-id must start with a letter and hold only letters, "
+        return cli_usage(cmd, "--job-id must start with a letter and hold only letters, "
                                 "digits and underscores (at most 128 characters)");
     spec_errors errs = {0};
     if (spec_read_named(path, job_id, for_ask_tell, spec, &errs, text) != 0) {
@@ -338,11 +312,11 @@ static int apply_executor_flag(const run_flags *rf, tn_spec *spec, const char *c
     int type;
     if (!strcmp(rf->executor, "local")) type = SPEC_EXECUTOR_LOCAL;
     else if (!strcmp(rf->executor, "slurm")) type = SPEC_EXECUTOR_SLURM;
-    else return usage_error(cmd, "--executor must be local or slurm");
+    else return cli_usage(cmd, "--executor must be local or slurm");
     if (type == SPEC_EXECUTOR_LOCAL && spec->executor.type == SPEC_EXECUTOR_SLURM &&
         (spec->executor.partition || spec->executor.account || spec->executor.qos ||
          spec->executor.time_limit || spec->executor.nextra))
-        return usage_error(cmd, "--executor=local, but the spec's executor has Slurm fields; "
+        return cli_usage(cmd, "--executor=local, but the spec's executor has Slurm fields; "
                                 "remove them or run with --executor=slurm");
     spec->executor.type = type;
     return -1;
@@ -352,13 +326,13 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const char *job_id = NULL;
     const tn_flag flags[] = {JOB_ID_FLAG(job_id), RUN_FLAGS(rf)};
-    int pos[1], npos = 0;
-    int rc = parse_cmd("run", "run SPEC.json|CONFIG.yaml [flags]", run_about, flags,
-                       NFLAGS(flags), argc, argv, pos, 1, &npos);
-    if (rc >= 0) return rc;
-    if (npos != 1) return usage_error("run", "run takes one argument: the spec file");
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "run", "run SPEC.json|CONFIG.yaml [flags]", run_about, {"SPEC"}, 1, 0};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
-        return usage_error("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+        return cli_usage("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
@@ -477,17 +451,18 @@ static int load_study(const cli_env *env, const char *name, st_store **st, st_st
 int cmd_resume(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
-    int pos[1], npos = 0;
-    int rc = parse_cmd("resume", "resume STUDY [flags]",
-                       "Carries on a study that was interrupted, killed or cancelled: trials that\n"
-                       "were running run again (their replicas resume from their checkpoints),\n"
-                       "finished trials are kept, and new trials are sampled up to maxTrials.",
-                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
-    if (rc >= 0) return rc;
-    if (npos != 1) return usage_error("resume", "resume takes one argument: the study name");
-    if (rf.seed >= 0) return usage_error("resume", "--seed is fixed when a study is created");
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "resume", "resume STUDY [flags]",
+        "Carries on a study that was interrupted, killed or cancelled: trials that\n"
+        "were running run again (their replicas resume from their checkpoints),\n"
+        "finished trials are kept, and new trials are sampled up to maxTrials.",
+        {"STUDY"}, 1, 0};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if (rf.seed >= 0) return cli_usage("resume", "--seed is fixed when a study is created");
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
-        return usage_error("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+        return cli_usage("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;
     st_study study = {0};
@@ -530,13 +505,14 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     const tn_flag flags[] = {
         {"seed", TN_FLAG_INT64, &seed, "N", "sampler seed (default: random, stored)"},
         JOB_ID_FLAG(job_id)};
-    int pos[1], npos = 0;
-    int rc = parse_cmd("create", "create SPEC.json|CONFIG.yaml [--seed=N] [--job-id=ID]",
-                       "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
-                       "(the spec then needs no command), or to run later with `tuner resume`.",
-                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
-    if (rc >= 0) return rc;
-    if (npos != 1) return usage_error("create", "create takes one argument: the spec file");
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "create", "create SPEC.json|CONFIG.yaml [--seed=N] [--job-id=ID]",
+        "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
+        "(the spec then needs no command), or to run later with `tuner resume`.",
+        {"SPEC"}, 1, 0};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
     char err[1024], *raw = NULL;
@@ -571,19 +547,20 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
                              {"executor", TN_FLAG_STRING, &rf.executor, "local|slurm",
                               "check against this executor (default: the spec's)"},
                              JOB_ID_FLAG(job_id)};
-    int pos[1], npos = 0;
-    int rc = parse_cmd("validate",
-                       "validate SPEC.json|CONFIG.yaml [--ask-tell] [--executor=local|slurm] "
-                       "[--job-id=ID]",
-                       "Checks a spec (JSON, or gcloud's YAML training config file) and reports\n"
-                       "every problem at once, each with the path of the field (and its line and\n"
-                       "column in a YAML file) and what was expected, and notes the AI Platform\n"
-                       "fields that have no effect here. Runs nothing; exit 0 when valid.\n"
-                       "For the Slurm executor it also asks the cluster (sinfo) whether the\n"
-                       "partition exists and some node has what one replica asks for.",
-                       flags, NFLAGS(flags), argc, argv, pos, 1, &npos);
-    if (rc >= 0) return rc;
-    if (npos != 1) return usage_error("validate", "validate takes one argument: the spec file");
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "validate",
+        "validate SPEC.json|CONFIG.yaml [--ask-tell] [--executor=local|slurm] "
+        "[--job-id=ID]",
+        "Checks a spec (JSON, or gcloud's YAML training config file) and reports\n"
+        "every problem at once, each with the path of the field (and its line and\n"
+        "column in a YAML file) and what was expected, and notes the AI Platform\n"
+        "fields that have no effect here. Runs nothing; exit 0 when valid.\n"
+        "For the Slurm executor it also asks the cluster (sinfo) whether the\n"
+        "partition exists and some node has what one replica asks for.",
+        {"SPEC"}, 1, 0};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
     if ((rc = read_spec("validate", path, job_id, ask_tell, &spec, NULL)) >= 0) return rc;
@@ -634,16 +611,17 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
 }
 
 int cmd_ask(int argc, char **argv, const cli_env *env) {
-    int pos[1], npos = 0;
-    int rc = parse_cmd("ask", "ask STUDY",
-                       "Creates the study's next trial and prints it as JSON:\n"
-                       "  {\"trial\": N, \"parameters\": {\"NAME\": VALUE, ...}}\n"
-                       "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
-                       "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
-                       "no trials left (maxTrials reached, or the grid exhausted).",
-                       NULL, 0, argc, argv, pos, 1, &npos);
-    if (rc >= 0) return rc;
-    if (npos != 1) return usage_error("ask", "ask takes one argument: the study name");
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "ask", "ask STUDY",
+        "Creates the study's next trial and prints it as JSON:\n"
+        "  {\"trial\": N, \"parameters\": {\"NAME\": VALUE, ...}}\n"
+        "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
+        "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
+        "no trials left (maxTrials reached, or the grid exhausted).",
+        {"STUDY"}, 1, 0};
+    int rc = cli_parse(&def, NULL, 0, argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
@@ -681,25 +659,27 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     int failed = 0;
     const tn_flag flags[] = {
         {"failed", TN_FLAG_BOOL, &failed, NULL, "the trial failed (give no VALUE)"}};
-    int pos[3], npos = 0;
-    int rc = parse_cmd("tell", "tell STUDY TRIAL VALUE | tell STUDY TRIAL --failed",
-                       "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
-                       "value, or that it failed.",
-                       flags, NFLAGS(flags), argc, argv, pos, 3, &npos);
-    if (rc >= 0) return rc;
+    int pos[CLI_MAX_POSITIONAL], npos = 0;
+    static const cli_command def = {
+        "tell", "tell STUDY TRIAL VALUE | tell STUDY TRIAL --failed",
+        "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
+        "value, or that it failed.",
+        {"STUDY", "TRIAL", "VALUE"}, 2, 1};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
+    if (rc != CLI_CONTINUE) return rc;
     if (npos != (failed ? 2 : 3))
-        return usage_error("tell", failed ? "tell --failed takes STUDY and TRIAL"
+        return cli_usage("tell", "%s", failed ? "tell --failed takes STUDY and TRIAL"
                                           : "tell takes STUDY, TRIAL and VALUE (or --failed)");
     char *end;
     errno = 0;
     long long number = strtoll(argv[pos[1]], &end, 10);
     if (*end || end == argv[pos[1]] || number < 1 || errno)
-        return usage_error("tell", "TRIAL must be a trial number (1, 2, ...)");
+        return cli_usage("tell", "TRIAL must be a trial number (1, 2, ...)");
     double value = 0;
     if (!failed) {
         value = strtod(argv[pos[2]], &end);
         if (*end || end == argv[pos[2]])
-            return usage_error("tell", "VALUE must be a number");
+            return cli_usage("tell", "VALUE must be a number");
     }
     st_store *st = NULL;
     st_study study = {0};
@@ -730,15 +710,17 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
          "where to serve (default 127.0.0.1:8470, or the next free port)"},
         {"public", TN_FLAG_BOOL, &public_access, NULL,
          "allow an address other than loopback (every API request then needs the token)"}};
-    int pos[1], npos = 0;
-    int rc = parse_cmd("serve", "serve [--listen=ADDR:PORT] [--public]",
-                       "Serves the dashboard of every study in the store, without running\n"
-                       "anything: studies another `tuner run` is running update live. Prints the\n"
-                       "page's address with its token, writes the token to DB.dashboard-token\n"
-                       "(mode 0600; $XDG_RUNTIME_DIR/tuner-dashboard-PORT.token when the store's\n"
-                       "folder is not writable) and serves until Ctrl-C. Docs: docs/dashboard.md",
-                       flags, NFLAGS(flags), argc, argv, pos, 0, &npos);
-    if (rc >= 0) return rc;
+    int pos[CLI_MAX_POSITIONAL];
+    static const cli_command def = {
+        "serve", "serve [--listen=ADDR:PORT] [--public]",
+        "Serves the dashboard of every study in the store, without running\n"
+        "anything: studies another `tuner run` is running update live. Prints the\n"
+        "page's address with its token, writes the token to DB.dashboard-token\n"
+        "(mode 0600; $XDG_RUNTIME_DIR/tuner-dashboard-PORT.token when the store's\n"
+        "folder is not writable) and serves until Ctrl-C. Docs: docs/dashboard.md",
+        {NULL}, 0, 0};
+    int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     char err[1024];
     if (listen && dash_check_address(listen, public_access, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: --listen: %s\n", err);
@@ -810,7 +792,7 @@ static void main_usage(FILE *out) {
                  "(JSON, or gcloud's YAML training config file), trials are distributed training\n"
                  "jobs of local processes, everything is kept in an SQLite store (--db,\n"
                  "$TUNER_DB, default tuner.db).\n\ncommands:\n");
-    for (size_t i = 0; i < NFLAGS(commands); i++)
+    for (size_t i = 0; i < CLI_NFLAGS(commands); i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].about);
     fprintf(out, "\n'tuner COMMAND --help' tells more. Docs: docs/cli.md\n");
 }
@@ -833,7 +815,7 @@ int main(int argc, char **argv) {
         if (!strncmp(argv[i], "--db=", 5)) {
             env.db = argv[i] + 5;
         } else if (!strcmp(argv[i], "--db")) {
-            if (i + 1 >= argc) return usage_error("", "--db needs a value (--db=PATH)");
+            if (i + 1 >= argc) return cli_usage("", "--db needs a value (--db=PATH)");
             env.db = argv[++i];
         } else if (!strcmp(argv[i], "--")) {
             while (i < argc) argv[n++] = argv[i++];
@@ -850,16 +832,16 @@ int main(int argc, char **argv) {
     }
     char *dir = self_dir();
     env.self_dir = dir;
-    for (size_t i = 0; i < NFLAGS(commands); i++) {
+    for (size_t i = 0; i < CLI_NFLAGS(commands); i++) {
         if (!strcmp(argv[1], commands[i].name)) {
             int rc = commands[i].fn(argc - 1, argv + 1, &env);
             free(dir);
             return rc;
         }
     }
-    const char *names[NFLAGS(commands)];
-    for (size_t i = 0; i < NFLAGS(commands); i++) names[i] = commands[i].name;
-    const char *near = tn_closest(argv[1], names, NFLAGS(commands));
+    const char *names[CLI_NFLAGS(commands)];
+    for (size_t i = 0; i < CLI_NFLAGS(commands); i++) names[i] = commands[i].name;
+    const char *near = tn_closest(argv[1], names, CLI_NFLAGS(commands));
     fprintf(stderr, "tuner: error: unknown command '%s'\n", argv[1]);
     if (near) fprintf(stderr, "hint: did you mean 'tuner %s'?\n", near);
     else fprintf(stderr, "hint: run 'tuner --help'\n");

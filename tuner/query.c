@@ -30,88 +30,19 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "executor/contract.h"
+#include "tuner/cli.h"
 #include "tuner/output.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
 #include "tuner/study.h"
 
-#define NFLAGS(table) (sizeof(table) / sizeof((table)[0]))
-#define MAX_POSITIONAL 2
-#define CONTINUE (-1) /* a helper's "no exit code yet: go on" */
 #define FOLLOW_POLL_NS 200000000L
 
-/* ---- messages ---- */
-
-static int fail(int code, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Prints "tuner: error: MESSAGE" and, when hint is not NULL, "hint: HINT"; returns
- * code, so a command can end with `return fail(...)`. */
-static int fail(int code, const char *hint, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("tuner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    if (hint) fprintf(stderr, "hint: %s\n", hint);
-    return code;
-}
-
-/* A usage error of command `cmd`, with the hint pointing at its --help. */
-static int usage_fail(const char *cmd, const char *msg) {
-    char hint[64];
-    snprintf(hint, sizeof hint, "run 'tuner %s --help'", cmd);
-    return fail(TUNER_EXIT_USAGE, hint, "%s", msg);
-}
-
-/* ---- command lines ---- */
-
-/* What a command's --help shows, and the positional arguments it takes. */
-typedef struct cmd_def {
-    const char *name;                 /* "trials" */
-    const char *synopsis;             /* after "usage: tuner " */
-    const char *about;                /* a paragraph, ending in '\n' */
-    const char *pos[MAX_POSITIONAL];  /* names of the positional arguments, in order */
-    int npos;                         /* how many there must be */
-    int more;                         /* how many more may follow */
-} cmd_def;
-
-/* The same layout as main.c's commands: usage, the paragraph, the flags and --db. */
-static void print_help(const cmd_def *d, const tn_flag *flags, size_t n) {
-    printf("usage: tuner %s\n\n%s\nflags:\n", d->synopsis, d->about);
-    tn_flags_help(stdout, flags, n);
-    printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
-}
-
-/* Parses argv by the flag table and checks the positional count. Returns CONTINUE
- * with pos[i] the index in argv of positional argument i (-1 for an optional one not
- * given), or the exit code (0 after --help). */
-static int parse_args(const cmd_def *d, const tn_flag *flags, size_t n, int argc, char **argv,
-                      int pos[MAX_POSITIONAL]) {
-    char err[512];
-    int npos = 0;
-    for (int i = 0; i < MAX_POSITIONAL; i++) pos[i] = -1;
-    int rc = tn_flags_parse(flags, n, argc, argv, pos, d->npos + d->more, &npos, err,
-                            sizeof err);
-    if (rc == 1) {
-        print_help(d, flags, n);
-        return TUNER_EXIT_OK;
-    }
-    if (rc) return usage_fail(d->name, err);
-    if (npos < d->npos) {
-        snprintf(err, sizeof err, "missing argument %s (usage: tuner %s)", d->pos[npos],
-                 d->synopsis);
-        return usage_fail(d->name, err);
-    }
-    return CONTINUE;
-}
-
-/* Parses the --format value into *format. Returns CONTINUE or the usage exit code. */
+/* Parses the --format value into *format. Returns CLI_CONTINUE or the usage exit code. */
 static int parse_format(const char *value, int *format) {
     char err[256];
-    if (out_parse_format(value, format, err, sizeof err) == 0) return CONTINUE;
-    return fail(TUNER_EXIT_USAGE, "use --format=table, --format=json or --format=csv",
+    if (out_parse_format(value, format, err, sizeof err) == 0) return CLI_CONTINUE;
+    return cli_fail(TUNER_EXIT_USAGE, "use --format=table, --format=json or --format=csv",
                 "--format: %s", err);
 }
 
@@ -127,13 +58,13 @@ static int store_exists(const char *path) {
 }
 
 /* Opens the store to read it (read-only when it cannot be written; a warning on
- * stderr if that loses anything). Returns CONTINUE with *st open, or an exit code. */
+ * stderr if that loses anything). Returns CLI_CONTINUE with *st open, or an exit code. */
 static int open_store(const char *path, st_store **st) {
     char err[1024];
     if (st_open_read(path, st, err, sizeof err) != 0)
-        return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        return cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
     if (st_note(*st)) fprintf(stderr, "tuner: warning: %s\n", st_note(*st));
-    return CONTINUE;
+    return CLI_CONTINUE;
 }
 
 /* The not-found error of a study. */
@@ -146,10 +77,10 @@ static int no_study(const char *path, const char *name, int store_missing) {
                  path);
     else
         snprintf(hint, sizeof hint, "run 'tuner list'");
-    return fail(TUNER_EXIT_NOT_FOUND, hint, "no study named %s in %s", name, path);
+    return cli_fail(TUNER_EXIT_NOT_FOUND, hint, "no study named %s in %s", name, path);
 }
 
-/* Opens the store and reads the study named name. Returns CONTINUE with *st open and
+/* Opens the store and reads the study named name. Returns CLI_CONTINUE with *st open and
  * *study filled (the caller closes and clears them), or an exit code with nothing
  * left open. */
 static int open_study(const cli_env *env, const char *name, st_store **st, st_study *study) {
@@ -159,13 +90,13 @@ static int open_study(const cli_env *env, const char *name, st_store **st, st_st
     *st = NULL;
     if (!store_exists(path)) return no_study(path, name, 1);
     int rc = open_store(path, st);
-    if (rc != CONTINUE) return rc;
+    if (rc != CLI_CONTINUE) return rc;
     rc = st_study_get(*st, name, study, err, sizeof err);
-    if (rc == 0) return CONTINUE;
+    if (rc == 0) return CLI_CONTINUE;
     st_close(*st);
     *st = NULL;
     if (rc == 1) return no_study(path, name, 0);
-    return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    return cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
 }
 
 /* Parses the spec stored with a study into *spec. Returns 0, or TN_EINVAL with the
@@ -188,8 +119,8 @@ static int parse_spec(const st_study *study, tn_spec *spec, char *msg, size_t le
 /* parse_spec for the commands that cannot do without the spec. */
 static int need_spec(const st_study *study, tn_spec *spec) {
     char msg[1024];
-    if (parse_spec(study, spec, msg, sizeof msg) == 0) return CONTINUE;
-    return fail(TUNER_EXIT_ERROR,
+    if (parse_spec(study, spec, msg, sizeof msg) == 0) return CLI_CONTINUE;
+    return cli_fail(TUNER_EXIT_ERROR,
                 "the store may have been written by another version of tuner", "%s", msg);
 }
 
@@ -211,17 +142,17 @@ static void report_clear(report *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Opens the study named name with its spec and trials. Returns CONTINUE with *r
+/* Opens the study named name with its spec and trials. Returns CLI_CONTINUE with *r
  * filled (release it with report_clear), or an exit code with nothing left open. */
 static int report_open(const cli_env *env, const char *name, report *r) {
     char err[1024];
     memset(r, 0, sizeof *r);
     int rc = open_study(env, name, &r->st, &r->study);
-    if (rc != CONTINUE) return rc;
-    if ((rc = need_spec(&r->study, &r->spec)) == CONTINUE &&
+    if (rc != CLI_CONTINUE) return rc;
+    if ((rc = need_spec(&r->study, &r->spec)) == CLI_CONTINUE &&
         st_trial_list(r->st, r->study.id, &r->trials, &r->n, err, sizeof err) != 0)
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
-    if (rc != CONTINUE) report_clear(r);
+        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    if (rc != CLI_CONTINUE) report_clear(r);
     return rc;
 }
 
@@ -310,12 +241,12 @@ static int print_rows(const out_table *t, int format, const char *empty, int rec
     char err[256];
     int rc = record ? out_print_record(t, format, stdout, err, sizeof err)
                     : out_print(t, format, stdout, empty, err, sizeof err);
-    return rc ? fail(TUNER_EXIT_ERROR, NULL, "%s", err) : TUNER_EXIT_OK;
+    return rc ? cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err) : TUNER_EXIT_OK;
 }
 
 /* ---- list ---- */
 
-static const cmd_def list_def = {
+static const cli_command list_def = {
     "list", "list [--format=table|json|csv]",
     "Lists every study in the store, oldest first: its state, how many trials it has (of\n"
     "maxTrials) and how many succeeded, failed or are running, the best objective so far\n"
@@ -331,7 +262,7 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
     st_trial *trials = NULL;
     size_t n = 0;
     if (st_trial_list(st, s->id, &trials, &n, err, sizeof err) != 0) {
-        *rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        *rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         return;
     }
     tn_spec spec;
@@ -340,7 +271,7 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
     int64_t c[ST_TRIAL_NSTATES];
     if (st_trial_counts(st, s->id, c, err, sizeof err) != 0) {
         st_trials_free(trials, n);
-        *rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        *rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         return;
     }
     long b = have_spec ? study_best_index(trials, n, spec.goal) : -1;
@@ -382,10 +313,10 @@ int cmd_list(int argc, char **argv, const cli_env *env) {
     const tn_flag flags[] = {
         {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
     };
-    int pos[MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = parse_args(&list_def, flags, NFLAGS(flags), argc, argv, pos);
-    if (rc != CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = cli_parse(&list_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     const char *path = db_path(env);
     char err[512], empty[600];
@@ -403,17 +334,17 @@ int cmd_list(int argc, char **argv, const cli_env *env) {
     out_column(t, "created", "CREATED", 0);
     out_column(t, "updated", "UPDATED", 0);
 
-    rc = CONTINUE;
+    rc = CLI_CONTINUE;
     st_store *st = NULL;
     st_study *studies = NULL;
     size_t n = 0;
     if (store_exists(path)) { /* else: empty, and not created by a read */
         rc = open_store(path, &st);
-        if (rc == CONTINUE && st_study_list(st, &studies, &n, err, sizeof err) != 0)
-            rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
-        for (size_t i = 0; i < n && rc == CONTINUE; i++) list_row(t, st, &studies[i], &rc);
+        if (rc == CLI_CONTINUE && st_study_list(st, &studies, &n, err, sizeof err) != 0)
+            rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        for (size_t i = 0; i < n && rc == CLI_CONTINUE; i++) list_row(t, st, &studies[i], &rc);
     }
-    if (rc == CONTINUE) rc = print_rows(t, format, empty, 0);
+    if (rc == CLI_CONTINUE) rc = print_rows(t, format, empty, 0);
     st_studies_free(studies, n);
     st_close(st);
     out_free(t);
@@ -422,7 +353,7 @@ int cmd_list(int argc, char **argv, const cli_env *env) {
 
 /* ---- show ---- */
 
-static const cmd_def show_def = {
+static const cli_command show_def = {
     "show", "show STUDY [--format=table|json|csv]",
     "Shows one study: its state (and error), goal and metric, algorithm, trial limits,\n"
     "trials by state, the best trial with its parameters, when it was created and last\n"
@@ -459,18 +390,18 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     const tn_flag flags[] = {
         {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
     };
-    int pos[MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = parse_args(&show_def, flags, NFLAGS(flags), argc, argv, pos);
-    if (rc != CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = cli_parse(&show_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
-    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
     out_table *t = NULL;
     char err[1024], text[256];
     int64_t c[ST_TRIAL_NSTATES];
     if (st_trial_counts(r.st, r.study.id, c, err, sizeof err) != 0) {
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
     long b = study_best_index(r.trials, r.n, r.spec.goal);
@@ -551,7 +482,7 @@ static int parse_trial_number(const char *s, int64_t *out) {
 }
 
 /* Parses --replica=TYPE[:INDEX] against the spec into *type and *index (trials and
- * logs). Returns CONTINUE or an exit code. */
+ * logs). Returns CLI_CONTINUE or an exit code. */
 static int parse_replica(const char *value, const tn_spec *spec, const char *study, int *type,
                          int *index) {
     static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
@@ -565,7 +496,7 @@ static int parse_replica(const char *value, const tn_spec *spec, const char *stu
         if (len == strlen(names[i]) && !strncmp(value, names[i], len)) *type = types[i];
     if (*type < 0) {
         const char *near = tn_closest(name, names, 5);
-        return fail(TUNER_EXIT_USAGE,
+        return cli_fail(TUNER_EXIT_USAGE,
                     "write --replica=TYPE:INDEX; TYPE is chief, master, worker, ps or evaluator",
                     "--replica: unknown replica type '%s'%s%s%s", name,
                     near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
@@ -576,7 +507,7 @@ static int parse_replica(const char *value, const tn_spec *spec, const char *stu
         errno = 0;
         long v = strtol(colon + 1, &end, 10);
         if (!colon[1] || *end || errno == ERANGE || v < 0 || v > 1000000)
-            return fail(TUNER_EXIT_USAGE, "write it as TYPE:INDEX, e.g. --replica=worker:1",
+            return cli_fail(TUNER_EXIT_USAGE, "write it as TYPE:INDEX, e.g. --replica=worker:1",
                         "--replica: bad index '%s'", colon + 1);
         *index = (int)v;
     }
@@ -597,13 +528,13 @@ static int parse_replica(const char *value, const tn_spec *spec, const char *stu
         }
         char hint[300];
         snprintf(hint, sizeof hint, "its replicas are %s", list);
-        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no replica %s:%d", study,
+        return cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no replica %s:%d", study,
                     spec_replica_name(spec, *type), *index);
     }
-    return CONTINUE;
+    return CLI_CONTINUE;
 }
 
-static const cmd_def trials_def = {
+static const cli_command trials_def = {
     "trials", "trials STUDY [TRIAL] [--state=STATE] [--replica=TYPE:INDEX] "
               "[--format=table|json|csv]",
     "Lists the trials of a study in number order: state, objective, one column per\n"
@@ -622,7 +553,7 @@ static const cmd_def trials_def = {
     1};
 
 /* Checks a --state value (any case) and writes the state it names to *state. Returns
- * CONTINUE or the usage exit code. */
+ * CLI_CONTINUE or the usage exit code. */
 static int parse_state(const char *value, int *state) {
     char up[32];
     size_t i = 0;
@@ -632,10 +563,10 @@ static int parse_state(const char *value, int *state) {
     int s = value[i] ? -1 : st_trial_state_parse(up);
     if (s >= 0) {
         *state = s;
-        return CONTINUE;
+        return CLI_CONTINUE;
     }
     const char *near = tn_closest(up, st_trial_state_names, ST_TRIAL_NSTATES);
-    return fail(TUNER_EXIT_USAGE,
+    return cli_fail(TUNER_EXIT_USAGE,
                 "the states are PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED and CANCELLED",
                 "--state: unknown trial state '%s'%s%s%s", value, near ? " (did you mean " : "",
                 near ? near : "", near ? "?)" : "");
@@ -672,31 +603,28 @@ static void add_name(char ***names, size_t *n, const char *name) {
 static int print_measurements(const report *r, const char *trial_s, const char *replica_s,
                               int format) {
     int64_t number = 0;
-    if (parse_trial_number(trial_s, &number) != 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "TRIAL must be a positive integer (a trial number), got '%s'",
-                 trial_s);
-        return usage_fail(trials_def.name, msg);
-    }
+    if (parse_trial_number(trial_s, &number) != 0)
+        return cli_usage(trials_def.name,
+                         "TRIAL must be a positive integer (a trial number), got '%s'", trial_s);
     int found = 0;
     for (size_t i = 0; i < r->n && !found; i++) found = r->trials[i].number == number;
     if (!found) {
         char hint[300];
         snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", r->study.name);
-        return fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", r->study.name,
+        return cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", r->study.name,
                     (long long)number);
     }
     char only[48] = "";
     if (replica_s[0]) {
         int type, index, rc = parse_replica(replica_s, &r->spec, r->study.name, &type, &index);
-        if (rc != CONTINUE) return rc;
+        if (rc != CLI_CONTINUE) return rc;
         snprintf(only, sizeof only, "%s:%d", spec_replica_name(&r->spec, type), index);
     }
     st_measurement *ms = NULL;
     size_t n = 0;
     char err[1024];
     if (st_measurement_list(r->st, r->study.id, number, &ms, &n, err, sizeof err) != 0)
-        return fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        return cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
     /* The metrics, parsed once: the study's metric first, then the others in the order
      * the records first name them. */
     json_t **metrics = tn_xcalloc(n + 1, sizeof *metrics);
@@ -768,23 +696,23 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
         {"replica", TN_FLAG_STRING, &replica_s, "TYPE:INDEX",
          "with TRIAL: only this replica's measurements (chief, worker:1, ...)"},
     };
-    int pos[MAX_POSITIONAL], format = CLI_TABLE;
+    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
     int only = -1; /* a st_trial_state, or -1: every state */
-    int rc = parse_args(&trials_def, flags, NFLAGS(flags), argc, argv, pos);
-    if (rc != CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    int rc = cli_parse(&trials_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
     int one = pos[1] >= 0; /* a trial's measurements */
     if (one && state_s[0])
-        return usage_fail(trials_def.name, "--state chooses trials to list; it does not go "
+        return cli_usage(trials_def.name, "--state chooses trials to list; it does not go "
                                            "with a trial number");
     if (!one && replica_s[0])
-        return usage_fail(trials_def.name, "--replica chooses a replica's measurements: give "
+        return cli_usage(trials_def.name, "--replica chooses a replica's measurements: give "
                                            "a trial number too (tuner trials STUDY TRIAL "
                                            "--replica=TYPE:INDEX)");
-    if (state_s[0] && (rc = parse_state(state_s, &only)) != CONTINUE) return rc;
+    if (state_s[0] && (rc = parse_state(state_s, &only)) != CLI_CONTINUE) return rc;
 
     report r;
-    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
     if (one) {
         rc = print_measurements(&r, argv[pos[1]], replica_s, format);
         report_clear(&r);
@@ -848,7 +776,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
 
 /* ---- best ---- */
 
-static const cmd_def best_def = {
+static const cli_command best_def = {
     "best", "best STUDY [--format=table|json|csv]",
     "Shows the best succeeded trial of a study by the spec's goal (MAXIMIZE or MINIMIZE;\n"
     "ties go to the lowest trial number): its number, objective and parameters.\n",
@@ -861,19 +789,19 @@ int cmd_best(int argc, char **argv, const cli_env *env) {
     const tn_flag flags[] = {
         {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
     };
-    int pos[MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = parse_args(&best_def, flags, NFLAGS(flags), argc, argv, pos);
-    if (rc != CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CONTINUE) return rc;
+    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
+    int rc = cli_parse(&best_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
+    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
-    if ((rc = report_open(env, argv[pos[0]], &r)) != CONTINUE) return rc;
+    if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
     out_table *t = NULL;
     long b = study_best_index(r.trials, r.n, r.spec.goal);
     if (b < 0) {
         char hint[300];
         snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", r.study.name);
-        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet",
+        rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet",
                   r.study.name);
         goto done;
     }
@@ -906,7 +834,7 @@ done:
 
 /* ---- logs ---- */
 
-static const cmd_def logs_def = {
+static const cli_command logs_def = {
     "logs", "logs STUDY TRIAL [--replica=TYPE:INDEX] [-f|--follow]",
     "Prints the log of one replica of a trial: JOB_DIR/TRIAL/logs/TYPE-INDEX.log, where\n"
     "JOB_DIR is the spec's jobDir (relative to the folder 'tuner run' ran in). The\n"
@@ -946,9 +874,9 @@ static int missing_log(const char *path, const char *dir, const tn_spec *spec,
             snprintf(hint, sizeof hint, "trial %lld wrote no logs (it is %s)",
                      (long long)trial->number, st_trial_state_name(trial->state));
         if (e == ENOENT)
-            return fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s: the folder %s does not exist",
+            return cli_fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s: the folder %s does not exist",
                         path, dir);
-        return fail(TUNER_EXIT_ERROR, NULL, "cannot list %s: %s", dir, strerror(e));
+        return cli_fail(TUNER_EXIT_ERROR, NULL, "cannot list %s: %s", dir, strerror(e));
     }
     char **names = NULL;
     size_t n = 0, cap = 0, total = 0;
@@ -976,7 +904,7 @@ static int missing_log(const char *path, const char *dir, const tn_spec *spec,
                                      names[i]);
         snprintf(hint + used, total + 128 - used, " (choose with --replica=TYPE:INDEX)");
     }
-    int rc = fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s", path);
+    int rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "no log file %s", path);
     free(hint);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
@@ -995,17 +923,17 @@ static int copy_new(FILE *in, const char *path, off_t *pos) {
     size_t got;
     while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
         if (fwrite(buf, 1, got, stdout) != got) {
-            fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
+            cli_fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
             return TN_EIO;
         }
         *pos += (off_t)got;
     }
     if (ferror(in)) {
-        fail(TUNER_EXIT_ERROR, NULL, "cannot read %s: %s", path, strerror(errno));
+        cli_fail(TUNER_EXIT_ERROR, NULL, "cannot read %s: %s", path, strerror(errno));
         return TN_EIO;
     }
     if (fflush(stdout) != 0) {
-        fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
+        cli_fail(TUNER_EXIT_ERROR, NULL, "cannot write the output: %s", strerror(errno));
         return TN_EIO;
     }
     return 0;
@@ -1026,7 +954,7 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
             int fd = tn_open_regular(path, "log", err, sizeof err);
             if (fd >= 0 && !(in = fdopen(fd, "rb"))) close(fd);
             if (fd < 0 && fd != TN_ENOENT) {
-                rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+                rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
                 break;
             }
         }
@@ -1045,9 +973,9 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
         st_trial now;
         int grc = st_trial_get(st, study->id, trial->number, &now, err, sizeof err);
         if (grc != 0) {
-            rc = grc == 1 ? fail(TUNER_EXIT_NOT_FOUND, NULL, "trial %lld of %s is gone",
+            rc = grc == 1 ? cli_fail(TUNER_EXIT_NOT_FOUND, NULL, "trial %lld of %s is gone",
                                  (long long)trial->number, study->name)
-                          : fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+                          : cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
             break;
         }
         st_trial_clear(trial);
@@ -1072,44 +1000,41 @@ int cmd_logs(int argc, char **argv, const cli_env *env) {
         if (!strcmp(argv[i], "--")) dash = 1;
         args[i] = i > 0 && !dash && !strcmp(argv[i], "-f") ? (char *)"--follow" : argv[i];
     }
-    int pos[MAX_POSITIONAL];
-    int rc = parse_args(&logs_def, flags, NFLAGS(flags), argc, args, pos);
-    const char *name = rc == CONTINUE ? args[pos[0]] : NULL;
-    const char *trial_s = rc == CONTINUE ? args[pos[1]] : NULL;
+    int pos[CLI_MAX_POSITIONAL];
+    int rc = cli_parse(&logs_def, flags, CLI_NFLAGS(flags), argc, args, pos, NULL);
+    const char *name = rc == CLI_CONTINUE ? args[pos[0]] : NULL;
+    const char *trial_s = rc == CLI_CONTINUE ? args[pos[1]] : NULL;
     free(args);
-    if (rc != CONTINUE) return rc;
+    if (rc != CLI_CONTINUE) return rc;
     int64_t number = 0;
-    if (parse_trial_number(trial_s, &number) != 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "TRIAL must be a positive integer (a trial number), got '%s'",
-                 trial_s);
-        return usage_fail(logs_def.name, msg);
-    }
+    if (parse_trial_number(trial_s, &number) != 0)
+        return cli_usage(logs_def.name,
+                         "TRIAL must be a positive integer (a trial number), got '%s'", trial_s);
 
     st_store *st = NULL;
     st_study study;
-    if ((rc = open_study(env, name, &st, &study)) != CONTINUE) return rc;
+    if ((rc = open_study(env, name, &st, &study)) != CLI_CONTINUE) return rc;
     tn_spec spec = {0};
     st_trial trial = {0};
     char err[1024], *path = NULL, *dir = NULL;
-    if ((rc = need_spec(&study, &spec)) != CONTINUE) goto done;
+    if ((rc = need_spec(&study, &spec)) != CLI_CONTINUE) goto done;
     int grc = st_trial_get(st, study.id, number, &trial, err, sizeof err);
     if (grc == 1) {
         char hint[300];
         snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
         memset(&trial, 0, sizeof trial);
-        rc = fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", study.name,
+        rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", study.name,
                   (long long)number);
         goto done;
     }
     if (grc != 0) {
         memset(&trial, 0, sizeof trial);
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
     int type = SPEC_CHIEF, index = 0;
     if (replica_s[0] &&
-        (rc = parse_replica(replica_s, &spec, study.name, &type, &index)) != CONTINUE)
+        (rc = parse_replica(replica_s, &spec, study.name, &type, &index)) != CLI_CONTINUE)
         goto done;
 
     char *trial_dir = ex_trial_dir(spec.job_dir, (long long)number);
@@ -1130,7 +1055,7 @@ done:
 
 /* ---- cancel ---- */
 
-static const cmd_def cancel_def = {
+static const cli_command cancel_def = {
     "cancel", "cancel STUDY",
     "Cancels a study: sets its state to CANCELLED. A 'tuner run' or 'tuner resume' of it\n"
     "notices within a second, stops its running trials (recorded as CANCELLED) and\n"
@@ -1142,13 +1067,13 @@ static const cmd_def cancel_def = {
     0};
 
 int cmd_cancel(int argc, char **argv, const cli_env *env) {
-    int pos[MAX_POSITIONAL];
-    int rc = parse_args(&cancel_def, NULL, 0, argc, argv, pos);
-    if (rc != CONTINUE) return rc;
+    int pos[CLI_MAX_POSITIONAL];
+    int rc = cli_parse(&cancel_def, NULL, 0, argc, argv, pos, NULL);
+    if (rc != CLI_CONTINUE) return rc;
     const char *path = db_path(env), *name = argv[pos[0]];
     if (!store_exists(path)) return no_study(path, name, 1);
     st_store *st = NULL;
-    if ((rc = open_store(path, &st)) != CONTINUE) return rc;
+    if ((rc = open_store(path, &st)) != CLI_CONTINUE) return rc;
     /* one transaction reads the state and sets CANCELLED, so a `run` finishing at the
      * same moment cannot be overwritten */
     st_study s;
@@ -1160,7 +1085,7 @@ int cmd_cancel(int argc, char **argv, const cli_env *env) {
         st_study_clear(&s);
     }
     if (got < 0) {
-        rc = fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
     } else if (got == 1) {
         rc = no_study(path, name, 0);
     } else if (was == ST_STUDY_CANCELLED) {
@@ -1169,7 +1094,7 @@ int cmd_cancel(int argc, char **argv, const cli_env *env) {
     } else if (st_study_state_final(was)) { /* SUCCEEDED or FAILED */
         char hint[300];
         snprintf(hint, sizeof hint, "see its outcome with 'tuner show %s'", name);
-        rc = fail(TUNER_EXIT_USAGE, hint, "study %s already finished (%s): nothing to cancel",
+        rc = cli_fail(TUNER_EXIT_USAGE, hint, "study %s already finished (%s): nothing to cancel",
                   name, st_study_state_name(was));
     } else {
         printf("cancelled study %s\n", name);

@@ -1,0 +1,60 @@
+/*
+ * cli.c — the command-line scaffold of the `tuner` commands (see cli.h).
+ */
+#include "tuner/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tuner/commands.h"
+
+int cli_fail(int code, const char *hint, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tuner: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    return code;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tuner: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nhint: run 'tuner %s%s--help'\n", cmd, *cmd ? " " : "");
+    return TUNER_EXIT_USAGE;
+}
+
+/* usage, the paragraph, the flags and the global --db. */
+static void print_help(const cli_command *c, const tn_flag *flags, size_t n) {
+    size_t len = strlen(c->about);
+    printf("usage: tuner %s\n\n%s%s\nflags:\n", c->synopsis, c->about,
+           len && c->about[len - 1] == '\n' ? "" : "\n");
+    if (n) tn_flags_help(stdout, flags, n);
+    printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
+}
+
+int cli_parse(const cli_command *c, const tn_flag *flags, size_t n, int argc, char **argv,
+              int pos[CLI_MAX_POSITIONAL], int *npos) {
+    char err[512];
+    int given = 0;
+    for (int i = 0; i < CLI_MAX_POSITIONAL; i++) pos[i] = -1;
+    int max = c->npos + c->more;
+    if (max > CLI_MAX_POSITIONAL) max = CLI_MAX_POSITIONAL;
+    int rc = tn_flags_parse(flags, n, argc, argv, pos, max, &given, err, sizeof err);
+    if (npos) *npos = given;
+    if (rc == 1) {
+        print_help(c, flags, n);
+        return TUNER_EXIT_OK;
+    }
+    if (rc) return cli_usage(c->name, "%s", err);
+    if (given < c->npos)
+        return cli_usage(c->name, "missing argument %s (usage: tuner %s)", c->pos[given],
+                         c->synopsis);
+    return CLI_CONTINUE;
+}
