@@ -455,6 +455,12 @@ check("page_nosniff_frame", hdrs.get("x-content-type-options") == "nosniff" and
       hdrs.get("x-frame-options") == "DENY" and hdrs.get("referrer-policy") == "no-referrer")
 check("app_js", request(sport, "GET", "/app.js")[1].get("content-type") ==
       "text/javascript; charset=utf-8")
+# the page's ES modules: a browser runs one only when served with a JavaScript type
+web = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tuner", "web")
+for name in sorted(f for f in os.listdir(web) if f.endswith(".js")):
+    s_, h_, b_ = request(sport, "GET", "/" + name)
+    check("module " + name, s_ == 200 and h_.get("content-type") == "text/javascript; charset=utf-8"
+          and b_ == open(os.path.join(web, name), "rb").read(), "%s %s" % (s_, h_.get("content-type")))
 check("app_css", request(sport, "GET", "/app.css")[1].get("content-type") ==
       "text/css; charset=utf-8")
 check("favicon", request(sport, "GET", "/favicon.ico")[0] in (200, 204))

@@ -10,10 +10,12 @@
  * of a version 1 file (data kept, the same schema as a new file), the change sequences,
  * paging, sorting, filters, the best trial, cancelling, learning curves (the chief's
  * points preferred, a repeated step keeping the newest value), replicas derived from
- * events, and the event stream's text. The end-to-end HTTP tests are
- * tests/tuner/dashboard_api.py.
+ * events, and the event stream's text. The page's embedded files: each is served by its
+ * own name, and every file index.html or a script names is embedded. The end-to-end
+ * HTTP tests are tests/tuner/dashboard_api.py.
  */
 #include "tuner/api.h"
+#include "tuner/dashboard.h"
 #include "tuner/store.h"
 
 #include "common/jsonutil.h"
@@ -113,6 +115,81 @@ static void test_route_table(void) {
     CHECK_INT_EQ(api_route_parse(path, &r), API_STUDY);
     snprintf(path, sizeof path, "/api/studies/%sa", name);
     CHECK_INT_EQ(api_route_parse(path, &r), API_NOT_FOUND);
+}
+
+/* The embedded file whose name is the n bytes at s, or NULL. */
+static const dash_asset *asset_named(const char *s, size_t n) {
+    for (size_t i = 0; i < dash_nassets; i++)
+        if (strlen(dash_assets[i].name) == n && !memcmp(dash_assets[i].name, s, n))
+            return &dash_assets[i];
+    return NULL;
+}
+
+/* Checks each reference in a's text that follows `key` and runs to `end`: it must be
+ * prefix + the name of an embedded file, which is then marked in reached[]. "data:"
+ * and "#..." references are not files. Returns how many it saw. */
+static int check_refs(const dash_asset *a, const char *key, const char *prefix, char end,
+                      int *reached) {
+    const char *d = (const char *)a->data;
+    size_t klen = strlen(key), plen = strlen(prefix);
+    int n = 0;
+    for (size_t i = 0; i + klen <= a->len; i++) {
+        if (memcmp(d + i, key, klen) != 0) continue;
+        size_t s = i + klen, e = s;
+        while (e < a->len && d[e] != end && d[e] != '\n') e++;
+        if ((e - s >= 5 && !memcmp(d + s, "data:", 5)) || (e > s && d[s] == '#')) continue;
+        n++;
+        int prefixed = e - s > plen && !memcmp(d + s, prefix, plen);
+        CHECK_MSG(prefixed, "%s: '%.*s' is not %s<file>", a->name, (int)(e - s), d + s, prefix);
+        if (!prefixed) continue;
+        const dash_asset *t = asset_named(d + s + plen, e - s - plen);
+        CHECK_MSG(t, "%s names '%.*s': no such file in tuner/web/ (only files directly in it "
+                  "are embedded)", a->name, (int)(e - s), d + s);
+        if (t) reached[t - dash_assets] = 1;
+    }
+    return n;
+}
+
+/* The page's files (tuner/web/, embedded by tuner/embed.cmake). The server looks a path
+ * up by exact name, so each file must route to its own name; and every file the page
+ * loads (index.html's src= and href=, each module's imports) must be there, or the
+ * page breaks in the browser only: embed.cmake skips folders and unusual names. */
+static void test_page_files(void) {
+    int reached[64] = {0};
+    CHECK(dash_nassets > 0 && dash_nassets <= sizeof reached / sizeof reached[0]);
+    if (dash_nassets == 0 || dash_nassets > sizeof reached / sizeof reached[0]) return;
+    const dash_asset *page = asset_named("index.html", strlen("index.html"));
+    CHECK(page != NULL);
+    if (page) reached[page - dash_assets] = 1;
+    for (size_t i = 0; i < dash_nassets; i++) {
+        const dash_asset *a = &dash_assets[i];
+        char path[80];
+        api_route r;
+        snprintf(path, sizeof path, "/%s", a->name);
+        CHECK_MSG(api_route_parse(path, &r) == API_STATIC && !strcmp(r.asset, a->name),
+                  "%s does not route to %s", path, a->name);
+    }
+    /* from index.html, what it loads, then what each module loaded imports */
+    int scanned[64] = {0};
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t i = 0; i < dash_nassets; i++) {
+            const dash_asset *a = &dash_assets[i];
+            size_t len = strlen(a->name);
+            if (!reached[i] || scanned[i]) continue;
+            scanned[i] = again = 1;
+            if (a == page) {
+                int n = check_refs(a, "src=\"", "", '"', reached);
+                n += check_refs(a, "href=\"", "", '"', reached);
+                CHECK(n >= 2); /* app.css and app.js at least */
+            } else if (len > 3 && !strcmp(a->name + len - 3, ".js")) {
+                check_refs(a, "from '", "./", '\'', reached);
+                check_refs(a, "from \"", "./", '"', reached);
+            }
+        }
+    }
+    for (size_t i = 0; i < dash_nassets; i++)
+        CHECK_MSG(reached[i], "%s is embedded but the page never loads it", dash_assets[i].name);
 }
 
 static void test_replica_names(void) {
@@ -876,6 +953,7 @@ int main(void) {
         return 1;
     }
     RUN(test_route_table);
+    RUN(test_page_files);
     RUN(test_replica_names);
     RUN(test_parse_int);
     RUN(test_json_text);
