@@ -123,7 +123,7 @@ static char *stored_spec_text(const char *text, tn_spec *spec) {
                 json_array_set_new(uris, i, json_string(abs));
     char *out = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_INDENT(2));
     json_decref(doc);
-    if (!out) abort(); /* out of memory */
+    if (!out) tn_out_of_memory("the spec's text to store");
     char *copy = tn_xstrdup(out);
     free(out);
     return copy;

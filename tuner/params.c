@@ -29,7 +29,7 @@ char *tp_to_json(const sp_space *s, const double *v) {
     }
     char *text = json_dumps(obj, JSON_PRESERVE_ORDER | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(obj);
-    if (!text) abort(); /* only on out-of-memory */
+    if (!text) tn_out_of_memory("a trial's parameters");
     char *copy = tn_xstrdup(text);
     free(text);
     return copy;

@@ -1257,7 +1257,11 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
         read_bool(c, v, &e->running_average);
         pop(c);
     }
-    if (e->policy == ES_HYPERBAND && e->max_step <= e->grace_period)
+    if (e->policy == ES_HYPERBAND && e->max_step <= 0)
+        fail_at(c, "maxStep",
+                "hyperband needs maxStep, the step at which trials end (its brackets are "
+                "built from it)");
+    else if (e->policy == ES_HYPERBAND && e->max_step <= e->grace_period)
         fail_at(c, "maxStep",
                 "hyperband needs maxStep, the step at which trials end, above gracePeriod "
                 "(%lld); got %lld",

@@ -160,7 +160,7 @@ def spec(name, maxtrials):
         "hyperparameters": {
             "goal": "MAXIMIZE", "hyperparameterMetricTag": "score", "maxTrials": maxtrials,
             "maxParallelTrials": PARALLEL, "algorithm": "RANDOM_SEARCH",
-            "enableTrialEarlyStopping": True, "earlyStopping": {"minTrials": 3},
+            "enableTrialEarlyStopping": True, "earlyStopping": {"policy": "median", "minTrials": 3},
             "params": [
                 {"parameterName": "lr", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 0.1,
                  "scaleType": "UNIT_LOG_SCALE"},

@@ -262,7 +262,8 @@ static const bad_case BAD[] = {
      "trainingInput.hyperparameters.earlyStopping.gracePeriod", "must be >= 0, got -1", 0, 0},
     {HP("{\"earlyStopping\": {\"policy\": \"hyperband\"}}"), NULL,
      "trainingInput.hyperparameters.earlyStopping.maxStep",
-     "hyperband needs maxStep, the step at which trials end", 0, 0},
+     "hyperband needs maxStep, the step at which trials end (its brackets are built from "
+     "it)", 0, 0},
     {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"gracePeriod\": 9, "
         "\"maxStep\": 9}}"), NULL, "trainingInput.hyperparameters.earlyStopping.maxStep",
      "above gracePeriod (9); got 9", 0, 0},
