@@ -58,11 +58,20 @@ void tf_config_set_job(tf_config *c, json_t *job) {
     c->job = job;
 }
 
-const char *tf_type_name(const tf_config *c, int type) {
-    if (type == TF_CHIEF && c->master) return "master";
+const char *tf_type_label(int type, int master) {
+    if (type == TF_CHIEF && master) return "master";
     if (type < 0 || type >= TF_NTYPES) return "?";
     return k_type_names[type];
 }
+
+int tf_type_parse(const char *name) {
+    if (!strcmp(name, "master")) return TF_CHIEF;
+    for (int t = 0; t < TF_NTYPES; t++)
+        if (!strcmp(name, k_type_names[t])) return t;
+    return -1;
+}
+
+const char *tf_type_name(const tf_config *c, int type) { return tf_type_label(type, c->master); }
 
 /* ---------------------------------------------------------------------------------
  * Addresses

@@ -19,9 +19,17 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Replica types. The first TF_NCLUSTER are the ones listed in the cluster. */
+/* Replica types, in replica order: the one enum of the spec, the executor and
+ * TF_CONFIG (arrays of every type are indexed by it). The first TF_NCLUSTER are the
+ * ones listed in the cluster. */
 enum tf_type { TF_CHIEF = 0, TF_WORKER, TF_PS, TF_EVALUATOR, TF_NTYPES };
 #define TF_NCLUSTER 3
+
+/* The name of a type: "chief" (or "master" when master, AI Platform's legacy name),
+ * "worker", "ps", "evaluator"; "?" for anything else. Static storage. */
+const char *tf_type_label(int type, int master);
+/* The type named name ("master" is the chief), or -1. */
+int tf_type_parse(const char *name);
 
 /* One cluster entry: the addresses of the replicas of a type, by index. */
 typedef struct tf_list {

@@ -25,27 +25,13 @@ extern char **environ;
 #define NSIG 65 /* Linux: signals 1..64 */
 #endif
 
-const char *ex_type_name(int type, int use_chief_name) {
-    static const char *const names[EX_NTYPES] = {"chief", "worker", "ps", "evaluator"};
-    if (type < 0 || type >= EX_NTYPES) return "?";
-    if (type == EX_CHIEF && !use_chief_name) return "master";
-    return names[type];
-}
-
-int ex_type_parse(const char *name) {
-    if (!strcmp(name, "master")) return EX_CHIEF;
-    for (int t = 0; t < EX_NTYPES; t++)
-        if (!strcmp(name, ex_type_name(t, 1))) return t;
-    return -1;
-}
-
 int ex_replica_parse(const char *name, int *type, int *index) {
     const char *sep = strpbrk(name, ":-");
     if (!sep || sep == name || (size_t)(sep - name) >= 16) return -1;
     char tname[16];
     memcpy(tname, name, (size_t)(sep - name));
     tname[sep - name] = '\0';
-    int t = ex_type_parse(tname);
+    int t = tf_type_parse(tname);
     const char *d = sep + 1;
     size_t nd = strlen(d);
     if (t < 0 || nd == 0 || nd > 9 || strspn(d, "0123456789") != nd) return -1;
@@ -56,7 +42,7 @@ int ex_replica_parse(const char *name, int *type, int *index) {
 
 int ex_replica_is_chief(const char *name) {
     int type, index;
-    return ex_replica_parse(name, &type, &index) == 0 && type == EX_CHIEF;
+    return ex_replica_parse(name, &type, &index) == 0 && type == TF_CHIEF;
 }
 
 int ex_replica_cmp(const char *a, const char *b) {
@@ -282,7 +268,7 @@ void ex_describe_status(int status, char *buf, size_t len) {
 
 int ex_exit_action(int type, int status, int restarts, int max_restarts) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return type == EX_CHIEF ? EX_EXIT_JOB_SUCCEEDED : EX_EXIT_DONE;
+        return type == TF_CHIEF ? EX_EXIT_JOB_SUCCEEDED : EX_EXIT_DONE;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return EX_EXIT_PERMANENT;
     return restarts < max_restarts ? EX_EXIT_RESTART : EX_EXIT_GIVE_UP;
 }

@@ -17,16 +17,9 @@
 
 #include "common/tfconfig.h"
 
-/* Replica types, in replica order (chief, workers, ps, evaluators); the same values
- * as enum tf_type, so a type indexes both. */
-enum ex_type { EX_CHIEF = TF_CHIEF, EX_WORKER = TF_WORKER, EX_PS = TF_PS,
-               EX_EVALUATOR = TF_EVALUATOR, EX_NTYPES = TF_NTYPES };
-
-/* "chief" (or "master" when !use_chief_name), "worker", "ps", "evaluator". */
-const char *ex_type_name(int type, int use_chief_name);
-
-/* The type named by name ("master" is the chief), or -1. */
-int ex_type_parse(const char *name);
+/* Replica types are common/tfconfig.h's enum tf_type (TF_CHIEF, TF_WORKER, TF_PS,
+ * TF_EVALUATOR; TF_NTYPES), in replica order, the one enum of the spec, the executor
+ * and TF_CONFIG; their names: tf_type_label and tf_type_parse. */
 
 /* A replica's name, TYPE SEP INDEX with SEP ':' ("worker:1": the contract's, stored
  * and shown) or '-' ("worker-1": files and URLs). ex_replica_parse reads either into

@@ -334,7 +334,7 @@ static void on_done(evutil_socket_t fd, short what, void *arg) {
  * cannot be made. */
 static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb,
                        void *ctx, char *err, size_t errlen) {
-    if (cfg->argc < 1 || cfg->count[EX_CHIEF] != 1) {
+    if (cfg->argc < 1 || cfg->count[TF_CHIEF] != 1) {
         tn_error(err, errlen, TN_EINVAL, "a job needs a program and exactly one chief");
         return NULL;
     }
@@ -366,7 +366,7 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
     for (size_t i = 0; i < cfg->argc; i++) j->argv[i] = tn_xstrdup(cfg->argv[i]);
     j->argv[cfg->argc] = tn_xasprintf("--job-dir=%s", cfg->job_dir);
     j->cfg.argv = (const char *const *)j->argv;
-    for (int t = 0; t < EX_NTYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         size_t n = 0;
         while (cfg->env[t] && cfg->env[t][n]) n++;
         j->env[t] = cfg->env[t] ? tn_xcalloc(n + 1, sizeof *j->env[t]) : NULL;
@@ -375,11 +375,11 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
     }
     if (j->cfg.restart_backoff_max < j->cfg.restart_backoff)
         j->cfg.restart_backoff_max = j->cfg.restart_backoff;
-    for (int t = 0; t < EX_NTYPES; t++) j->nreps += (size_t)cfg->count[t];
+    for (int t = 0; t < TF_NTYPES; t++) j->nreps += (size_t)cfg->count[t];
     j->reps = tn_xcalloc(j->nreps, sizeof *j->reps);
     size_t k = 0;
-    for (int t = 0; t < EX_NTYPES; t++) {
-        const char *tname = ex_type_name(t, cfg->use_chief_name);
+    for (int t = 0; t < TF_NTYPES; t++) {
+        const char *tname = tf_type_label(t, !cfg->use_chief_name);
         for (int i = 0; i < cfg->count[t]; i++, k++) {
             ex_replica *r = &j->reps[k];
             r->type = t;
@@ -411,7 +411,7 @@ static void job_destroy(ex_job *j) {
     }
     free(j->reps);
     ex_strv_free(j->argv);
-    for (int t = 0; t < EX_NTYPES; t++) ex_strv_free(j->env[t]);
+    for (int t = 0; t < TF_NTYPES; t++) ex_strv_free(j->env[t]);
     free(j->job_dir);
     free(j->study);
     free(j->trial);

@@ -83,10 +83,10 @@ typedef struct ex_job_config {
     const char *metric_tag;       /* CLOUD_ML_HP_METRIC_TAG */
     json_t *job;                  /* TF_CONFIG's "job" (borrowed), or NULL */
     int use_chief_name;           /* 1: "chief"; 0: legacy "master" */
-    int count[EX_NTYPES];         /* replicas per type; count[EX_CHIEF] must be 1 */
-    int cores[EX_NTYPES];         /* cores per replica of a type (OMP_NUM_THREADS...) */
-    int gpus[EX_NTYPES];          /* GPUs per replica of a type */
-    int memory_mb[EX_NTYPES];     /* memory per replica of a type in MiB (0: not said;
+    int count[TF_NTYPES];         /* replicas per type; count[TF_CHIEF] must be 1 */
+    int cores[TF_NTYPES];         /* cores per replica of a type (OMP_NUM_THREADS...) */
+    int gpus[TF_NTYPES];          /* GPUs per replica of a type */
+    int memory_mb[TF_NTYPES];     /* memory per replica of a type in MiB (0: not said;
                                      Slurm: --mem-per-cpu) */
     int max_replica_restarts;     /* restarts in place per replica per attempt */
     int max_job_retries;          /* re-runs of the whole job */
@@ -97,7 +97,7 @@ typedef struct ex_job_config {
     int fail_on_repeat;           /* 1: a replica that fails twice the same way before
                                      reporting anything fails the trial at once
                                      (ex_failure_repeats) */
-    const char *const *env[EX_NTYPES]; /* the spec's env of each replica type: "NAME=VALUE"
+    const char *const *env[TF_NTYPES]; /* the spec's env of each replica type: "NAME=VALUE"
                                           strings, NULL-terminated, or NULL (copied) */
     double timeout_seconds;       /* > 0: the job fails when it runs longer */
     double grace_seconds;         /* SIGTERM to SIGKILL, > 0 */

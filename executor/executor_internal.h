@@ -90,7 +90,7 @@ struct ex_job {
     ex_executor *x;
     ex_job_config cfg;          /* copy; strings below are owned */
     char **argv;                /* cfg.argv + --job-dir=DIR + NULL */
-    char **env[EX_NTYPES];      /* copies of cfg.env (cfg.env points here) */
+    char **env[TF_NTYPES];      /* copies of cfg.env (cfg.env points here) */
     char *job_dir;
     char *study, *trial, *metric_tag;
     json_t *job;                /* a reference */

@@ -79,12 +79,12 @@ typedef struct job_desc {
     char **argv;                     /* NULL-terminated, --job-dir included */
     json_t *job;                     /* TF_CONFIG's "job" (borrowed from doc), or NULL */
     int use_chief_name;
-    int count[EX_NTYPES], cores[EX_NTYPES], gpus[EX_NTYPES], memory_mb[EX_NTYPES];
-    int het_group[EX_NTYPES];        /* -1: not a heterogeneous job */
+    int count[TF_NTYPES], cores[TF_NTYPES], gpus[TF_NTYPES], memory_mb[TF_NTYPES];
+    int het_group[TF_NTYPES];        /* -1: not a heterogeneous job */
     int max_restarts;
     double backoff, backoff_max;     /* restart backoff (ex_backoff) */
     int fail_on_repeat;              /* a repeated identical failure fails the trial */
-    char **env[EX_NTYPES];           /* the spec's env per type ("NAME=VALUE"), or NULL */
+    char **env[TF_NTYPES];           /* the spec's env per type ("NAME=VALUE"), or NULL */
     double grace, rendezvous;
 } job_desc;
 
@@ -96,9 +96,9 @@ static const char *str_field(json_t *doc, const char *key, const char *path) {
 
 static void int_array(json_t *doc, const char *key, int *out, const char *path) {
     json_t *a = json_object_get(doc, key);
-    if (!json_is_array(a) || json_array_size(a) != EX_NTYPES)
-        die("%s: field \"%s\" must be an array of %d integers", path, key, EX_NTYPES);
-    for (int t = 0; t < EX_NTYPES; t++) {
+    if (!json_is_array(a) || json_array_size(a) != TF_NTYPES)
+        die("%s: field \"%s\" must be an array of %d integers", path, key, TF_NTYPES);
+    for (int t = 0; t < TF_NTYPES; t++) {
         json_t *v = json_array_get(a, (size_t)t);
         if (!json_is_integer(v)) die("%s: %s[%d] is not an integer", path, key, t);
         out[t] = (int)json_integer_value(v);
@@ -135,14 +135,14 @@ static void load_job(const char *path, job_desc *d) {
     int_array(d->doc, "gpus", d->gpus, path);
     int_array(d->doc, "memory_mb", d->memory_mb, path);
     int_array(d->doc, "het_group", d->het_group, path);
-    if (d->count[EX_CHIEF] != 1) die("%s: a job has exactly one chief", path);
+    if (d->count[TF_CHIEF] != 1) die("%s: a job has exactly one chief", path);
     d->max_restarts = (int)json_integer_value(json_object_get(d->doc, "max_replica_restarts"));
     /* absent in the job.json of an older tuner: no backoff, no repeat rule, no env */
     d->backoff = json_number_value(json_object_get(d->doc, "restart_backoff"));
     d->backoff_max = json_number_value(json_object_get(d->doc, "restart_backoff_max"));
     d->fail_on_repeat = json_is_true(json_object_get(d->doc, "fail_on_repeat"));
     json_t *env = json_object_get(d->doc, "env");
-    for (int t = 0; t < EX_NTYPES && env; t++) {
+    for (int t = 0; t < TF_NTYPES && env; t++) {
         json_t *list = json_array_get(env, (size_t)t);
         if (!json_is_array(list)) continue;
         d->env[t] = tn_xcalloc(json_array_size(list) + 1, sizeof *d->env[t]);
@@ -284,7 +284,7 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
         int missing = 0;
         for (int t = 0; t < TF_NCLUSTER && !missing; t++)
             for (int i = 0; i < d->count[t] && !missing; i++) {
-                char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
+                char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, tf_type_label(t, !d->use_chief_name), i);
                 missing = !exists(p);
                 free(p);
             }
@@ -298,7 +298,7 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
     }
     for (int t = 0; t < TF_NCLUSTER; t++)
         for (int i = 0; i < d->count[t]; i++) {
-            char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, ex_type_name(t, d->use_chief_name), i);
+            char *p = tn_xasprintf("%s/rv/%s-%d", run_dir, tf_type_label(t, !d->use_chief_name), i);
             char addr[512] = "";
             FILE *f = fopen(p, "r");
             if (!f || !fgets(addr, sizeof addr, f)) die("cannot read %s: %s", p, strerror(errno));
@@ -361,7 +361,7 @@ static void save_failure(const char *path, const ex_failure *f) {
 }
 
 static int run_replica(const job_desc *d, const char *run_dir, const char *type_name) {
-    int type = ex_type_parse(type_name);
+    int type = tf_type_parse(type_name);
     if (type < 0) die("unknown replica type '%s' (chief, master, worker, ps, evaluator)", type_name);
     const char *procid = getenv("SLURM_PROCID");
     if (!procid) die("SLURM_PROCID is not set: `tuner-launch replica` runs as a task of srun");
@@ -369,7 +369,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     if (index < 0 || index >= d->count[type])
         die("task %d of the %s step, but the job has %d %s replica%s", index, type_name,
             d->count[type], type_name, d->count[type] == 1 ? "" : "s");
-    const char *tname = ex_type_name(type, d->use_chief_name);
+    const char *tname = tf_type_label(type, !d->use_chief_name);
     char name[64], host[256] = "localhost", err[1024];
     snprintf(name, sizeof name, "%s:%d", tname, index);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
@@ -528,7 +528,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
 
 static void free_job(job_desc *d) {
     free(d->argv);
-    for (int t = 0; t < EX_NTYPES; t++) free(d->env[t]); /* its strings are doc's */
+    for (int t = 0; t < TF_NTYPES; t++) free(d->env[t]); /* its strings are doc's */
     json_decref(d->doc);
 }
 
@@ -555,9 +555,9 @@ static int run_job(const job_desc *d, const char *self) {
     fprintf(stderr, "tuner-launch: trial %s of %s, Slurm job %s (run %s) on %s\n", d->trial,
             d->study, jobid, restart && *restart ? restart : "0",
             getenv("SLURM_JOB_NODELIST") ? getenv("SLURM_JOB_NODELIST") : "?");
-    step steps[EX_NTYPES];
+    step steps[TF_NTYPES];
     int nsteps = 0;
-    for (int t = 0; t < EX_NTYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         if (d->count[t] == 0) continue;
         char *args[16], *owned[8];
         int n = 0, nowned = 0;
@@ -577,7 +577,7 @@ static int run_job(const job_desc *d, const char *self) {
         args[n++] = "replica";
         args[n++] = (char *)d->path;
         args[n++] = run_dir;
-        args[n++] = (char *)ex_type_name(t, d->use_chief_name);
+        args[n++] = (char *)tf_type_label(t, !d->use_chief_name);
         args[n] = NULL;
         pid_t pid = fork();
         if (pid < 0) die("fork: %s", strerror(errno));
@@ -609,7 +609,7 @@ static int run_job(const job_desc *d, const char *self) {
                     snprintf(msg, sizeof msg,
                              "the srun step of the %s replicas ended (%s) before the run was "
                              "decided; see %s/slurm/slurm-%s.out",
-                             ex_type_name(steps[s].type, d->use_chief_name), how, d->job_dir, jobid);
+                             tf_type_label(steps[s].type, !d->use_chief_name), how, d->job_dir, jobid);
                     event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", msg);
                     decide(run_dir, "failed", 1, msg);
                 }

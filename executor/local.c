@@ -75,13 +75,13 @@ static int online_cores(void) {
 
 static int job_cores(const ex_job_config *cfg) {
     int n = 0;
-    for (int t = 0; t < EX_NTYPES; t++) n += cfg->count[t] * (cfg->cores[t] > 0 ? cfg->cores[t] : 1);
+    for (int t = 0; t < TF_NTYPES; t++) n += cfg->count[t] * (cfg->cores[t] > 0 ? cfg->cores[t] : 1);
     return n;
 }
 
 static int job_gpus(const ex_job_config *cfg) {
     int n = 0;
-    for (int t = 0; t < EX_NTYPES; t++) n += cfg->count[t] * cfg->gpus[t];
+    for (int t = 0; t < TF_NTYPES; t++) n += cfg->count[t] * cfg->gpus[t];
     return n;
 }
 
@@ -538,7 +538,7 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
     j->impl = lj;
     lj->reps = tn_xcalloc(j->nreps + 1, sizeof *lj->reps);
     for (size_t i = 0; i < j->nreps; i++) lj->reps[i] = (local_replica){.job = j, .r = &j->reps[i]};
-    lj->ncluster = j->cfg.count[EX_CHIEF] + j->cfg.count[EX_WORKER] + j->cfg.count[EX_PS];
+    lj->ncluster = j->cfg.count[TF_CHIEF] + j->cfg.count[TF_WORKER] + j->cfg.count[TF_PS];
     lj->addrs = tn_xcalloc((size_t)lj->ncluster + 1, sizeof *lj->addrs);
     if (take_resources(j) == EX_BUSY) {
         free(lj->reps);

@@ -137,7 +137,7 @@ static void reset_events(ex_job *j) {
     for (size_t i = 0; i < j->nreps; i++) {
         const ex_replica *r = &j->reps[i];
         sj->ev[i].path = tn_xasprintf("%s/events/%s-%d.jsonl", dir,
-                                      ex_type_name(r->type, j->cfg.use_chief_name), r->index);
+                                      tf_type_label(r->type, !j->cfg.use_chief_name), r->index);
         sj->ev[i].who = r->name;
     }
     sj->ev[j->nreps].path = tn_xasprintf("%s/events/job.jsonl", dir);
@@ -547,9 +547,9 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
 
 /* The job components: replica types with the same cores, memory and GPUs share one.
  * group[t] gets the component of type t (-1: no replicas); returns how many. */
-static int components(const ex_job_config *c, int group[EX_NTYPES]) {
-    int rep[EX_NTYPES], n = 0; /* a type standing for each component */
-    for (int t = 0; t < EX_NTYPES; t++) {
+static int components(const ex_job_config *c, int group[TF_NTYPES]) {
+    int rep[TF_NTYPES], n = 0; /* a type standing for each component */
+    for (int t = 0; t < TF_NTYPES; t++) {
         group[t] = -1;
         if (c->count[t] == 0) continue;
         for (int g = 0; g < n && group[t] < 0; g++) {
@@ -610,7 +610,7 @@ static char *sh_quote(const char *s) {
 }
 
 /* Writes JOB_DIR/slurm/job.json (what the launchers need) and job.sh. */
-static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, size_t errlen) {
+static int write_job_files(ex_job *j, const int group[TF_NTYPES], char *err, size_t errlen) {
     const ex_job_config *c = &j->cfg;
     char *dir = tn_xasprintf("%s/slurm", j->job_dir);
     int rc = ex_make_dirs(dir, err, errlen);
@@ -621,8 +621,8 @@ static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, siz
     json_t *count = json_array(), *cores = json_array(), *gpus = json_array(),
            *mem = json_array(), *het = json_array();
     int ncomp = 0;
-    for (int t = 0; t < EX_NTYPES; t++) ncomp = group[t] + 1 > ncomp ? group[t] + 1 : ncomp;
-    for (int t = 0; t < EX_NTYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) ncomp = group[t] + 1 > ncomp ? group[t] + 1 : ncomp;
+    for (int t = 0; t < TF_NTYPES; t++) {
         json_array_append_new(count, json_integer(c->count[t]));
         json_array_append_new(cores, json_integer(c->cores[t] > 0 ? c->cores[t] : 1));
         json_array_append_new(gpus, json_integer(c->gpus[t]));
@@ -639,7 +639,7 @@ static int write_job_files(ex_job *j, const int group[EX_NTYPES], char *err, siz
                             c->grace_seconds, "rendezvous_seconds", 600.0);
     if (!doc) return tn_error(err, errlen, TN_EIO, "cannot describe the job (out of memory)");
     json_t *env = json_array();
-    for (int t = 0; t < EX_NTYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         json_t *list = json_array();
         for (size_t i = 0; c->env[t] && c->env[t][i]; i++)
             json_array_append_new(list, json_string(c->env[t][i]));
@@ -685,7 +685,7 @@ static char *percent_escaped(const char *s) {
 }
 
 /* The sbatch command line of the job: yours to ex_strv_free. */
-static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp) {
+static char **sbatch_argv(const ex_job *j, const int group[TF_NTYPES], int ncomp) {
     const ex_job_config *c = &j->cfg;
     const ex_slurm_options *o = &j->x->o.slurm;
     size_t cap = 9 + (size_t)ncomp * (12 + o->nextra), n = 0;
@@ -703,7 +703,7 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
     for (int g = 0; g < ncomp; g++) {
         if (g > 0) argv[n++] = tn_xstrdup(":");
         int tasks = 0, t0 = -1;
-        for (int t = 0; t < EX_NTYPES; t++) {
+        for (int t = 0; t < TF_NTYPES; t++) {
             if (group[t] != g) continue;
             tasks += c->count[t];
             if (t0 < 0) t0 = t;
@@ -729,7 +729,7 @@ static char **sbatch_argv(const ex_job *j, const int group[EX_NTYPES], int ncomp
  * code with a message. */
 static int submit(ex_job *j, char *err, size_t errlen) {
     slurm_job *sj = j->impl;
-    int group[EX_NTYPES];
+    int group[TF_NTYPES];
     int ncomp = components(&j->cfg, group);
     int rc = write_job_files(j, group, err, errlen);
     if (rc) return rc;
@@ -1172,9 +1172,9 @@ int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, si
                         "the Slurm cluster has no default partition (it has: %s)\nhint: set "
                         "executor.partition in the spec",
                         known[0] ? known : "none");
-    for (int t = 0; t < EX_NTYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         if (cfg->count[t] == 0) continue;
-        const char *who = ex_type_name(t, cfg->use_chief_name);
+        const char *who = tf_type_label(t, !cfg->use_chief_name);
         int cores = cfg->cores[t] > 0 ? cfg->cores[t] : 1;
         if (cores > max_cores)
             return tn_error(err, errlen, TN_EINVAL,
@@ -1197,7 +1197,7 @@ int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, si
                             max_gpus ? "the largest node" : "no node", part,
                             max_gpus ? "" : "GPUs: ", max_gpus);
     }
-    int group[EX_NTYPES];
+    int group[TF_NTYPES];
     int ncomp = components(cfg, group);
     if (ncomp > 1 && nodes < ncomp)
         return tn_error(err, errlen, TN_EINVAL,

@@ -570,7 +570,7 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
         return rc;
     }
     int gpus = 0;
-    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++)
+    for (int t = 0; t < TF_NTYPES; t++)
         gpus += spec_replica_count(&spec, t) * spec.resources[t].gpus;
     if (spec.executor.type == SPEC_EXECUTOR_LOCAL && gpus > 0) { /* this host's GPUs */
         char why[256] = "";
@@ -601,8 +601,8 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
            "replicas: 1 %s",
            path, spec.job_id, spec.space.n, spec.space.n == 1 ? "" : "s", algos[spec.algorithm],
            spec.goal == SPEC_MAXIMIZE ? "maximize" : "minimize", spec.metric_tag, spec.max_trials,
-           spec.max_parallel_trials, spec_replica_name(&spec, SPEC_CHIEF));
-    for (int t = SPEC_WORKER; t < SPEC_NREPLICA_TYPES; t++)
+           spec.max_parallel_trials, spec_replica_name(&spec, TF_CHIEF));
+    for (int t = TF_WORKER; t < TF_NTYPES; t++)
         if (spec_replica_count(&spec, t))
             printf(" + %d %s", spec_replica_count(&spec, t), spec_replica_name(&spec, t));
     printf(", executor %s\n", spec_executor_name(spec.executor.type));

@@ -486,14 +486,11 @@ static int parse_trial_number(const char *s, int64_t *out) {
 static int parse_replica(const char *value, const tn_spec *spec, const char *study, int *type,
                          int *index) {
     static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
-    static const int types[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
     const char *colon = strchr(value, ':');
     size_t len = colon ? (size_t)(colon - value) : strlen(value);
     char name[32];
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), value);
-    *type = -1;
-    for (int i = 0; i < 5; i++)
-        if (len == strlen(names[i]) && !strncmp(value, names[i], len)) *type = types[i];
+    *type = len < sizeof name ? tf_type_parse(name) : -1;
     if (*type < 0) {
         const char *near = tn_closest(name, names, 5);
         return cli_fail(TUNER_EXIT_USAGE,
@@ -515,7 +512,7 @@ static int parse_replica(const char *value, const tn_spec *spec, const char *stu
     if (*index >= count) {
         char list[256] = "";
         size_t used = 0;
-        for (int ty = 0; ty < SPEC_NREPLICA_TYPES && used < sizeof list; ty++) {
+        for (int ty = 0; ty < TF_NTYPES && used < sizeof list; ty++) {
             int k = spec_replica_count(spec, ty);
             if (k <= 0) continue;
             const char *nm = spec_replica_name(spec, ty);
@@ -1032,7 +1029,7 @@ int cmd_logs(int argc, char **argv, const cli_env *env) {
         rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
-    int type = SPEC_CHIEF, index = 0;
+    int type = TF_CHIEF, index = 0;
     if (replica_s[0] &&
         (rc = parse_replica(replica_s, &spec, study.name, &type, &index)) != CLI_CONTINUE)
         goto done;

@@ -100,7 +100,7 @@ static const char *const RESOURCE_FIELDS[] = {"cores", "gpus", "memory"};
 /* AI Platform's ReplicaConfig (masterConfig, workerConfig, ...) and AcceleratorConfig. */
 static const char *const CONFIG_KEYS[] = {"masterConfig", "workerConfig",
                                           "parameterServerConfig", "evaluatorConfig"};
-static const int CONFIG_TYPES[] = {SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+static const int CONFIG_TYPES[] = {TF_CHIEF, TF_WORKER, TF_PS, TF_EVALUATOR};
 static const char *const REPLICA_CONFIG_FIELDS[] = {"acceleratorConfig", "env", "imageUri",
                                                     "tpuTfVersion", "containerCommand",
                                                     "containerArgs", "diskConfig"};
@@ -1444,7 +1444,7 @@ static int read_memory(ctx *c, const json_t *v, int *out_mb) {
 }
 
 static void read_resources(ctx *c, json_t *res, int *gpus_given, tn_spec *out) {
-    static const int TYPES[] = {SPEC_CHIEF, SPEC_CHIEF, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR};
+    static const int TYPES[] = {TF_CHIEF, TF_CHIEF, TF_WORKER, TF_PS, TF_EVALUATOR};
     check_fields(c, res, RESOURCE_KEYS, NELEM(RESOURCE_KEYS));
     for (size_t k = 0; k < NELEM(RESOURCE_KEYS); k++) {
         json_t *r, *v;
@@ -1622,8 +1622,8 @@ static void read_replica_config(ctx *c, json_t *rc, int type, const int *gpus_gi
             spec_resources *sr = &out->resources[type];
             if (gpus_given[type] && sr->gpus != count)
                 fail(c, "says %d GPU%s but trainingInput.resources.%s.gpus says %d; give one",
-                     count, count == 1 ? "" : "s", type == SPEC_CHIEF ? "chief" :
-                     type == SPEC_WORKER ? "worker" : type == SPEC_PS ? "ps" : "evaluator",
+                     count, count == 1 ? "" : "s", type == TF_CHIEF ? "chief" :
+                     type == TF_WORKER ? "worker" : type == TF_PS ? "ps" : "evaluator",
                      sr->gpus);
             else
                 sr->gpus = count;
@@ -1702,7 +1702,7 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
     } else {
         tier_known = !misspelled(ti, "scaleTier", INPUT_FIELDS, NI);
     }
-    if (out->scale_tier == SPEC_BASIC_GPU) out->resources[SPEC_CHIEF].gpus = 1;
+    if (out->scale_tier == SPEC_BASIC_GPU) out->resources[TF_CHIEF].gpus = 1;
 
     static const char *const COUNTS[] = {"workerCount", "parameterServerCount",
                                          "evaluatorCount"};
@@ -1796,7 +1796,7 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
     if ((v = enter(c, ti, "env"))) { /* first: each TYPEConfig's env goes over it */
         char **all = NULL;
         read_env(c, v, &all);
-        for (int t = 0; t < SPEC_NREPLICA_TYPES; t++)
+        for (int t = 0; t < TF_NTYPES; t++)
             for (size_t i = 0; all && all[i]; i++) {
                 char *eq = strchr(all[i], '=');
                 *eq = '\0';
@@ -1806,7 +1806,7 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
         ex_strv_free(all);
         pop(c);
     }
-    int gpus_given[SPEC_NREPLICA_TYPES] = {0};
+    int gpus_given[TF_NTYPES] = {0};
     if ((v = enter(c, ti, "resources"))) {
         if (json_is_object(v))
             read_resources(c, v, gpus_given, out);
@@ -1948,7 +1948,7 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
 static void set_defaults(tn_spec *s) {
     s->scale_tier = SPEC_BASIC;
     s->use_chief_in_tf_config = 1;
-    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         s->resources[t].cores = 1;
         s->resources[t].gpus = 0;
     }
@@ -2269,7 +2269,7 @@ void spec_clear(tn_spec *s) {
     free(s->executor.time_limit);
     for (size_t i = 0; i < s->executor.nextra; i++) free(s->executor.extra_args[i]);
     free(s->executor.extra_args);
-    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) ex_strv_free(s->env[t]);
+    for (int t = 0; t < TF_NTYPES; t++) ex_strv_free(s->env[t]);
     memset(s, 0, sizeof *s);
 }
 
@@ -2285,21 +2285,15 @@ void spec_errors_clear(spec_errors *e) {
 }
 
 const char *spec_replica_name(const tn_spec *s, int type) {
-    switch (type) {
-    case SPEC_CHIEF: return s->use_chief_in_tf_config ? "chief" : "master";
-    case SPEC_WORKER: return "worker";
-    case SPEC_PS: return "ps";
-    case SPEC_EVALUATOR: return "evaluator";
-    default: return "unknown";
-    }
+    return tf_type_label(type, !s->use_chief_in_tf_config);
 }
 
 int spec_replica_count(const tn_spec *s, int type) {
     switch (type) {
-    case SPEC_CHIEF: return 1;
-    case SPEC_WORKER: return s->worker_count;
-    case SPEC_PS: return s->ps_count;
-    case SPEC_EVALUATOR: return s->evaluator_count;
+    case TF_CHIEF: return 1;
+    case TF_WORKER: return s->worker_count;
+    case TF_PS: return s->ps_count;
+    case TF_EVALUATOR: return s->evaluator_count;
     default: return 0;
     }
 }

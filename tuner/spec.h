@@ -14,13 +14,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "search/space.h"
+#include "common/tfconfig.h"
 #include "search/bo.h"
+#include "search/space.h"
 #include "search/stopping.h"
 
 enum spec_tier { SPEC_BASIC = 1, SPEC_BASIC_GPU, SPEC_STANDARD_1, SPEC_CUSTOM };
 enum spec_goal { SPEC_MAXIMIZE = 1, SPEC_MINIMIZE };
-enum spec_replica { SPEC_CHIEF = 0, SPEC_WORKER, SPEC_PS, SPEC_EVALUATOR, SPEC_NREPLICA_TYPES };
+/* Replica types: common/tfconfig.h's enum tf_type, which indexes resources and env. */
 
 /* What one replica of a type asks of the machine. */
 typedef struct spec_resources {
@@ -60,14 +61,14 @@ typedef struct tn_spec {
     char *python_module;           /* pythonModule: runs as python3 -m MODULE */
     char **args;                   /* args: more fixed flags */
     size_t nargs;
-    spec_resources resources[SPEC_NREPLICA_TYPES]; /* extension: "resources" */
+    spec_resources resources[TF_NTYPES]; /* extension: "resources" */
     int max_replica_restarts;      /* extension "restartPolicy": default 5 */
     int max_job_retries;           /* default 3 */
     double restart_backoff;        /* backoffSeconds: before the first restart or re-run,
                                       doubling after; default 1, 0: none */
     double restart_backoff_max;    /* maxBackoffSeconds: default 30 */
     int fail_on_repeat;            /* failOnRepeatedError: default true */
-    char **env[SPEC_NREPLICA_TYPES]; /* extension "env" (all replicas) merged with each
+    char **env[TF_NTYPES]; /* extension "env" (all replicas) merged with each
                                       TYPEConfig's "env": "NAME=VALUE" strings,
                                       NULL-terminated; NULL when none */
     double trial_timeout_seconds;  /* extension "trialTimeout" ("600s" or 600); 0: none */

@@ -963,7 +963,7 @@ static void job_shape(const tn_spec *spec, const study_opts *o, ex_job_config *c
     cfg->metric_tag = spec->metric_tag;
     cfg->job = spec->training_input;
     cfg->use_chief_name = spec->use_chief_in_tf_config;
-    for (int type = 0; type < SPEC_NREPLICA_TYPES; type++) {
+    for (int type = 0; type < TF_NTYPES; type++) {
         cfg->count[type] = spec_replica_count(spec, type);
         cfg->cores[type] = spec->resources[type].cores;
         cfg->gpus[type] = spec->resources[type].gpus;

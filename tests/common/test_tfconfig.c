@@ -611,7 +611,24 @@ static void test_world_rank_chief_table(void) {
     tf_config_clear(&c);
 }
 
+/* The one table of replica type names, both ways. */
+static void test_type_names(void) {
+    static const char *const names[TF_NTYPES] = {"chief", "worker", "ps", "evaluator"};
+    for (int t = 0; t < TF_NTYPES; t++) {
+        CHECK(!strcmp(tf_type_label(t, 0), names[t]));
+        CHECK_INT_EQ(tf_type_parse(names[t]), t);
+    }
+    CHECK(!strcmp(tf_type_label(TF_CHIEF, 1), "master"));
+    CHECK(!strcmp(tf_type_label(TF_WORKER, 1), "worker")); /* only the chief has two */
+    CHECK_INT_EQ(tf_type_parse("master"), TF_CHIEF);
+    CHECK(!strcmp(tf_type_label(-1, 0), "?") && !strcmp(tf_type_label(TF_NTYPES, 0), "?"));
+    CHECK_INT_EQ(tf_type_parse("workers"), -1);
+    CHECK_INT_EQ(tf_type_parse("Chief"), -1);
+    CHECK_INT_EQ(tf_type_parse(""), -1);
+}
+
 int main(void) {
+    RUN(test_type_names);
     RUN(test_emit_exact_text);
     RUN(test_round_trip_basic);
     RUN(test_round_trip_standard_1);

@@ -139,9 +139,9 @@ static int cmp_replica_strings(const void *a, const void *b) {
 /* Replica names, their order and a trial's files: the one place they are defined. */
 static void test_replica_names_and_files(void) {
     int type = -1, index = -1;
-    CHECK(ex_replica_parse("worker:12", &type, &index) == 0 && type == EX_WORKER && index == 12);
-    CHECK(ex_replica_parse("master-0", &type, &index) == 0 && type == EX_CHIEF && index == 0);
-    CHECK(ex_replica_parse("evaluator-3", &type, &index) == 0 && type == EX_EVALUATOR &&
+    CHECK(ex_replica_parse("worker:12", &type, &index) == 0 && type == TF_WORKER && index == 12);
+    CHECK(ex_replica_parse("master-0", &type, &index) == 0 && type == TF_CHIEF && index == 0);
+    CHECK(ex_replica_parse("evaluator-3", &type, &index) == 0 && type == TF_EVALUATOR &&
           index == 3);
     static const char *const bad[] = {"chief",   "chief:",     "chief:x",      "chief:-1",
                                       ":0",      "workers:1",  "Chief:0",      "chief:0/..",

@@ -840,30 +840,30 @@ static void test_check_against_sinfo(void) {
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "Slurm has no partition 'nope' (it has: debug, big)");
     o.slurm.partition = NULL; /* the default */
-    cfg.cores[EX_WORKER] = 8;
+    cfg.cores[TF_WORKER] = 8;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "a worker replica asks for 8 cores, but the largest node of Slurm "
                             "partition debug has 4");
     o.slurm.partition = "big";
     CHECK_MSG(ex_check(&o, &cfg, err, sizeof err) == 0, "%s", err);
-    cfg.gpus[EX_CHIEF] = 8;
+    cfg.gpus[TF_CHIEF] = 8;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "a chief replica asks for 8 GPUs, but the largest node");
-    cfg.gpus[EX_CHIEF] = 4;
-    cfg.memory_mb[EX_PS] = 600000;
+    cfg.gpus[TF_CHIEF] = 4;
+    cfg.memory_mb[TF_PS] = 600000;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "a ps replica asks for 600000 MiB");
-    cfg.memory_mb[EX_PS] = 0;
+    cfg.memory_mb[TF_PS] = 0;
     /* three different shapes: a heterogeneous job of 3 components on 2 nodes */
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "3 components");
-    cfg.gpus[EX_CHIEF] = 0;
-    cfg.cores[EX_WORKER] = 1;
+    cfg.gpus[TF_CHIEF] = 0;
+    cfg.cores[TF_WORKER] = 1;
     o.slurm.partition = "debug";
-    cfg.gpus[EX_WORKER] = 1;
+    cfg.gpus[TF_WORKER] = 1;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "no node of Slurm partition debug has GPUs");
-    cfg.gpus[EX_WORKER] = 0;
+    cfg.gpus[TF_WORKER] = 0;
     fake_write("sinfo", "debug|4|4000|(null)|3\n");
     o.slurm.partition = NULL;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);

@@ -36,7 +36,7 @@ static void parse_once(const char *text, int for_ask_tell) {
         FUZZ_CHECK(spec.max_parallel_trials >= 1 && spec.max_parallel_trials <= spec.max_trials);
         FUZZ_CHECK(spec.metric_tag != NULL && spec.job_dir != NULL);
         FUZZ_CHECK(for_ask_tell || spec.ncommand >= 1 || spec.python_module != NULL);
-        for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) {
+        for (int t = 0; t < TF_NTYPES; t++) {
             FUZZ_CHECK(spec_replica_name(&spec, t) != NULL);
             FUZZ_CHECK(spec_replica_count(&spec, t) >= 0);
         }

@@ -721,7 +721,7 @@ static void test_design_example(void) {
     CHECK_INT_EQ(s.max_replica_restarts, 5);
     CHECK_INT_EQ(s.max_job_retries, 3);
     CHECK(s.trial_timeout_seconds == 0);
-    for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) {
+    for (int t = 0; t < TF_NTYPES; t++) {
         CHECK_INT_EQ(s.resources[t].cores, 1);
         CHECK_INT_EQ(s.resources[t].gpus, 0);
     }
@@ -753,14 +753,14 @@ static void test_design_example(void) {
           == 0);
     CHECK(json_is_object(json_object_get(s.training_input, "hyperparameters")));
 
-    CHECK(strcmp(spec_replica_name(&s, SPEC_CHIEF), "chief") == 0);
-    CHECK(strcmp(spec_replica_name(&s, SPEC_WORKER), "worker") == 0);
-    CHECK(strcmp(spec_replica_name(&s, SPEC_PS), "ps") == 0);
-    CHECK(strcmp(spec_replica_name(&s, SPEC_EVALUATOR), "evaluator") == 0);
-    CHECK_INT_EQ(spec_replica_count(&s, SPEC_CHIEF), 1);
-    CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 1);
-    CHECK_INT_EQ(spec_replica_count(&s, SPEC_PS), 0);
-    CHECK_INT_EQ(spec_replica_count(&s, SPEC_EVALUATOR), 0);
+    CHECK(strcmp(spec_replica_name(&s, TF_CHIEF), "chief") == 0);
+    CHECK(strcmp(spec_replica_name(&s, TF_WORKER), "worker") == 0);
+    CHECK(strcmp(spec_replica_name(&s, TF_PS), "ps") == 0);
+    CHECK(strcmp(spec_replica_name(&s, TF_EVALUATOR), "evaluator") == 0);
+    CHECK_INT_EQ(spec_replica_count(&s, TF_CHIEF), 1);
+    CHECK_INT_EQ(spec_replica_count(&s, TF_WORKER), 1);
+    CHECK_INT_EQ(spec_replica_count(&s, TF_PS), 0);
+    CHECK_INT_EQ(spec_replica_count(&s, TF_EVALUATOR), 0);
     spec_clear(&s);
     CHECK(spec_is_zero(&s));
     spec_clear(&s); /* a cleared spec clears again */
@@ -791,11 +791,11 @@ static void test_defaults(void) {
     CHECK_INT_EQ(s.max_replica_restarts, 5);
     CHECK_INT_EQ(s.max_job_retries, 3);
     CHECK(s.trial_timeout_seconds == 0);
-    CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 1);
-    CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 0);
+    CHECK_INT_EQ(s.resources[TF_CHIEF].cores, 1);
+    CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 0);
     CHECK(s.args == NULL && s.nargs == 0);
     CHECK_INT_EQ(s.space.n, 1);
-    CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 0);
+    CHECK_INT_EQ(spec_replica_count(&s, TF_WORKER), 0);
     spec_clear(&s);
 
     /* maxFailedTrials 0 is AI Platform's "decide for me": maxTrials. null is "not set". */
@@ -847,22 +847,22 @@ static void test_tiers(void) {
     tn_spec s;
     if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"BASIC_GPU\","), 0, &s) == 0) {
         CHECK_INT_EQ(s.scale_tier, SPEC_BASIC_GPU);
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 1);
-        CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 0);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 1);
+        CHECK_INT_EQ(s.resources[TF_WORKER].gpus, 0);
         CHECK_INT_EQ(s.worker_count + s.ps_count + s.evaluator_count, 0);
         spec_clear(&s);
     }
     if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"BASIC_GPU\", \"resources\": "
                          "{\"chief\": {\"cores\": 4, \"gpus\": 2}},"), 0, &s) == 0) {
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 4);
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 2);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].cores, 4);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 2);
         spec_clear(&s);
     }
     if (parse_ok(MINIMAL("\"command\": [\"t\"], \"scaleTier\": \"STANDARD_1\","), 0, &s) == 0) {
         CHECK_INT_EQ(s.scale_tier, SPEC_STANDARD_1);
-        CHECK_INT_EQ(spec_replica_count(&s, SPEC_WORKER), 4);
-        CHECK_INT_EQ(spec_replica_count(&s, SPEC_PS), 3);
-        CHECK_INT_EQ(spec_replica_count(&s, SPEC_EVALUATOR), 0);
+        CHECK_INT_EQ(spec_replica_count(&s, TF_WORKER), 4);
+        CHECK_INT_EQ(spec_replica_count(&s, TF_PS), 3);
+        CHECK_INT_EQ(spec_replica_count(&s, TF_EVALUATOR), 0);
         spec_clear(&s);
     }
     /* CUSTOM with AI Platform's int64-as-string counts. */
@@ -889,13 +889,13 @@ static void test_master_and_extensions(void) {
         "{\"cores\": 2, \"gpus\": 1}, \"ps\": {}}, \"restartPolicy\": {\"maxReplicaRestarts\": "
         "0, \"maxJobRetries\": 7}, \"trialTimeout\": \"1.5s\", \"args\": [\"--a=1\", \"--b\"],");
     if (parse_ok(text, 0, &s) != 0) return;
-    CHECK(strcmp(spec_replica_name(&s, SPEC_CHIEF), "master") == 0);
-    CHECK(strcmp(spec_replica_name(&s, SPEC_WORKER), "worker") == 0);
-    CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 8);
-    CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 0);
-    CHECK_INT_EQ(s.resources[SPEC_WORKER].cores, 2);
-    CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 1);
-    CHECK_INT_EQ(s.resources[SPEC_PS].cores, 1);
+    CHECK(strcmp(spec_replica_name(&s, TF_CHIEF), "master") == 0);
+    CHECK(strcmp(spec_replica_name(&s, TF_WORKER), "worker") == 0);
+    CHECK_INT_EQ(s.resources[TF_CHIEF].cores, 8);
+    CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 0);
+    CHECK_INT_EQ(s.resources[TF_WORKER].cores, 2);
+    CHECK_INT_EQ(s.resources[TF_WORKER].gpus, 1);
+    CHECK_INT_EQ(s.resources[TF_PS].cores, 1);
     CHECK_INT_EQ(s.max_replica_restarts, 0);
     CHECK_INT_EQ(s.max_job_retries, 7);
     CHECK_NEAR(s.trial_timeout_seconds, 1.5, 0, 0);
@@ -1005,7 +1005,7 @@ static void test_compat_fields(void) {
 static void test_env_and_restart_policy(void) {
     tn_spec s;
     if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
-        for (int t = 0; t < SPEC_NREPLICA_TYPES; t++) CHECK(s.env[t] == NULL);
+        for (int t = 0; t < TF_NTYPES; t++) CHECK(s.env[t] == NULL);
         CHECK(s.restart_backoff == 1 && s.restart_backoff_max == 30 && s.fail_on_repeat == 1);
         spec_clear(&s);
     }
@@ -1015,13 +1015,13 @@ static void test_env_and_restart_policy(void) {
                          "\"a=b c\"}]}, \"restartPolicy\": {\"backoffSeconds\": 0.5, "
                          "\"failOnRepeatedError\": false}}}");
     if (parse_ok(text, 0, &s) == 0) {
-        char **chief = s.env[SPEC_CHIEF], **worker = s.env[SPEC_WORKER];
+        char **chief = s.env[TF_CHIEF], **worker = s.env[TF_WORKER];
         CHECK(chief && !strcmp(chief[0], "TF_USE_LEGACY_KERAS=1") &&
               !strcmp(chief[1], "MODE=all") && !chief[2]);
         CHECK(worker && !strcmp(worker[0], "TF_USE_LEGACY_KERAS=1") &&
               !strcmp(worker[1], "MODE=worker") && !strcmp(worker[2], "EXTRA=a=b c") &&
               !worker[3]);
-        CHECK(s.env[SPEC_PS] && !strcmp(s.env[SPEC_PS][1], "MODE=all"));
+        CHECK(s.env[TF_PS] && !strcmp(s.env[TF_PS][1], "MODE=all"));
         /* maxBackoffSeconds not given: at least backoffSeconds, the default 30 here */
         CHECK(s.restart_backoff == 0.5 && s.restart_backoff_max == 30 && !s.fail_on_repeat);
         spec_clear(&s);
@@ -1095,27 +1095,27 @@ static void test_executor_gpus_memory(void) {
                       "{\"gpus\": 1, \"memory\": \"1.5G\"}, \"chief\": {\"memory\": 512}, "
                       "\"ps\": {\"memory\": \"64K\"}, \"evaluator\": {\"memory\": \"2gb\"}}}"));
     if (parse_ok(text, 0, &s) == 0) {
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 2);
-        CHECK_INT_EQ(s.resources[SPEC_WORKER].gpus, 1);
-        CHECK_INT_EQ(s.resources[SPEC_PS].gpus, 0);
-        CHECK_INT_EQ(s.resources[SPEC_WORKER].memory_mb, 1536);
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].memory_mb, 512);
-        CHECK_INT_EQ(s.resources[SPEC_PS].memory_mb, 1); /* rounded up to whole MiB */
-        CHECK_INT_EQ(s.resources[SPEC_EVALUATOR].memory_mb, 2048); /* units in any case */
+        CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 2);
+        CHECK_INT_EQ(s.resources[TF_WORKER].gpus, 1);
+        CHECK_INT_EQ(s.resources[TF_PS].gpus, 0);
+        CHECK_INT_EQ(s.resources[TF_WORKER].memory_mb, 1536);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].memory_mb, 512);
+        CHECK_INT_EQ(s.resources[TF_PS].memory_mb, 1); /* rounded up to whole MiB */
+        CHECK_INT_EQ(s.resources[TF_EVALUATOR].memory_mb, 2048); /* units in any case */
         spec_clear(&s);
     }
     free(text);
     /* BASIC_GPU's chief GPU, and acceleratorConfig overriding it */
     text = patched(TI("{\"scaleTier\": \"BASIC_GPU\", \"workerCount\": null, \"parameterServerCount\": null, \"evaluatorCount\": null}"));
     if (parse_ok(text, 0, &s) == 0) {
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 1);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 1);
         spec_clear(&s);
     }
     free(text);
     text = patched(TI("{\"scaleTier\": \"BASIC_GPU\", \"workerCount\": null, \"parameterServerCount\": null, \"evaluatorCount\": null, \"masterConfig\": "
                       "{\"acceleratorConfig\": {\"count\": 4, \"type\": \"NVIDIA_H100_80GB\"}}}"));
     if (parse_ok(text, 0, &s) == 0) {
-        CHECK_INT_EQ(s.resources[SPEC_CHIEF].gpus, 4);
+        CHECK_INT_EQ(s.resources[TF_CHIEF].gpus, 4);
         spec_clear(&s);
     }
     free(text);

@@ -415,11 +415,11 @@ static void test_anchors(void) {
     if (rc) print_errors(&errs);
     spec_errors_clear(&errs);
     if (rc) return;
-    CHECK_INT_EQ(s.resources[SPEC_CHIEF].cores, 2);
-    CHECK_INT_EQ(s.resources[SPEC_WORKER].cores, 2);
-    CHECK_INT_EQ(s.resources[SPEC_WORKER].memory_mb, 4096);
-    CHECK_INT_EQ(s.resources[SPEC_PS].cores, 1);      /* the key written wins */
-    CHECK_INT_EQ(s.resources[SPEC_PS].memory_mb, 4096); /* the rest is merged */
+    CHECK_INT_EQ(s.resources[TF_CHIEF].cores, 2);
+    CHECK_INT_EQ(s.resources[TF_WORKER].cores, 2);
+    CHECK_INT_EQ(s.resources[TF_WORKER].memory_mb, 4096);
+    CHECK_INT_EQ(s.resources[TF_PS].cores, 1);      /* the key written wins */
+    CHECK_INT_EQ(s.resources[TF_PS].memory_mb, 4096); /* the rest is merged */
     CHECK_INT_EQ(s.space.n, 2);
     json_t *p1 = json_array_get(json_object_get(json_object_get(s.training_input,
                                 "hyperparameters"), "params"), 1);
