@@ -53,6 +53,7 @@
 
 #include "common/flags.h"
 #include "common/status.h"
+#include "search/sampler.h"
 #include "search/space.h"
 
 typedef struct bench_fn {

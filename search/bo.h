@@ -46,7 +46,7 @@ typedef struct bo_options {
 /* Suggests the point of the study's trial number `index` (the number of trials
  * created before it) from the history h (may be NULL or empty) and writes its n legal
  * values to out[0..s->n) (a point of the space: inactive conditional parameters NaN,
- * sp_point_is_legal). The space must be valid as sp_suggest checks it; only
+ * sp_point_is_legal). The space must be valid (sp_space_ok); only
  * obviously unusable parameters are rejected again here. opt may be NULL (defaults).
  * note (may be NULL; notelen bytes, yours) receives one sentence when the suggestion
  * is worth a log line (a fallback to random or to the design, running trials left

@@ -1,5 +1,6 @@
 /*
- * space.h — the search space of a study and the samplers that draw from it.
+ * space.h — the search space of a study: its parameters, their scales and conditions,
+ * the grid, and what a sampler is given (search/sampler.h draws from it).
  *
  * Pure: no I/O, no clocks, no global state. A parameter's value is always a double:
  * the number itself for DOUBLE, INTEGER (integral) and DISCRETE (one of the listed
@@ -90,6 +91,11 @@ int sp_space_is_conditional(const sp_space *s);
  * value, each a legal value of the parent. The samplers refuse a space without it. */
 int sp_conditions_ok(const sp_space *s);
 
+/* Whether every parameter has a known type and scale and at least one legal value
+ * (log scales with positive bounds) and every condition is well formed: what the
+ * samplers (search/sampler.h, search/bo.h) require of a space. */
+int sp_space_ok(const sp_space *s);
+
 /* The value as the replica's flag gets it: DOUBLE in shortest round-trip form,
  * INTEGER as an integer, DISCRETE as the listed number (integers without ".0"),
  * CATEGORICAL as the category string. Returns buf. */
@@ -132,35 +138,9 @@ typedef struct sp_history {
     int maximize;          /* 1: larger objectives are better */
 } sp_history;
 
-enum sp_algorithm { SP_ALGO_UNSPECIFIED = 1, SP_ALGO_GRID, SP_ALGO_RANDOM };
-
-#define SP_EXHAUSTED 1 /* sp_suggest: no points left (grid search is complete) */
-
 /* The seed of random search's generator for trial `index`: tn_mix64(tn_mix64(seed)
  * ^ index), one-to-one in seed for a fixed index and in index for a fixed seed. The
  * Bayesian sampler's fallback uses it to give random search's very point. */
 uint64_t sp_random_key(uint64_t seed, uint64_t index);
-
-/* Whether the algorithm's suggestions depend on the history (so that callers may
- * skip building it when they do not): 0 for grid and random search, 1 for Bayesian
- * optimisation. */
-int sp_uses_history(int algorithm);
-
-/* Suggests the point of the study's trial number `index` (0 for the first trial,
- * i.e. the number of trials created before it) into out[0..n); the point is legal
- * (sp_point_is_legal: inactive parameters NaN). Grid: grid point `index`,
- * SP_EXHAUSTED past the end (TN_EINVAL when the space has a DOUBLE). Random: a uniform
- * draw in the unit cube mapped through sp_from_unit, from a generator seeded by
- * (seed, index) alone, so the same seed gives the same sequence whatever the order of
- * completion; every parameter consumes its draw, active or not, and the inactive ones
- * are then masked. A space whose conditions are malformed (a parent that is DOUBLE or
- * not before its child, no values, a value the parent cannot take) is TN_EINVAL.
- * ALGORITHM_UNSPECIFIED: Bayesian optimisation (search/bo.h, default options) on the
- * history h, which must hold every trial of the study (pending ones
- * with their points). note (notelen bytes, may be NULL) receives a sentence worth
- * logging (a fallback to random search, ...) or "". Returns 0, SP_EXHAUSTED, or a
- * negative TN_E* code. */
-int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
-               uint64_t index, double *out, char *note, size_t notelen);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "common/tfconfig.h"
 #include "search/bo.h"
+#include "search/sampler.h"
 #include "search/space.h"
 #include "search/stopping.h"
 

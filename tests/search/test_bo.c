@@ -19,6 +19,7 @@
 #include "search/bo.h"
 
 #include "common/status.h"
+#include "search/sampler.h"
 #include "search/space.h"
 #include "tests/check.h"
 

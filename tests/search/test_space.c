@@ -13,6 +13,7 @@
  * Most tests run over one table of parameters (cases[]) that covers every
  * type x scale, so a new case is checked by all of them.
  */
+#include "search/sampler.h"
 #include "search/space.h"
 
 #include "common/rng.h"
