@@ -12,46 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/capture.h"
 #include "tests/check.h"
 #include "tuner/commands.h"
-
-/* What a call printed on stdout and stderr. */
-typedef struct captured {
-    char out[4096];
-    char err[4096];
-} captured;
-
-static int saved_out = -1, saved_err = -1;
-static FILE *tmp_out, *tmp_err;
-
-static void capture_begin(void) {
-    fflush(stdout);
-    fflush(stderr);
-    tmp_out = tmpfile();
-    tmp_err = tmpfile();
-    saved_out = dup(1);
-    saved_err = dup(2);
-    dup2(fileno(tmp_out), 1);
-    dup2(fileno(tmp_err), 2);
-}
-
-static void read_all(FILE *f, char *buf, size_t len) {
-    rewind(f);
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-static void capture_end(captured *c) {
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
-    read_all(tmp_out, c->out, sizeof c->out);
-    read_all(tmp_err, c->err, sizeof c->err);
-}
 
 static const cli_command SHOW = {"show", "show STUDY [TRIAL] [--format=table|json|csv]",
                                  "Shows one study.\n", {"STUDY", "TRIAL"}, 1, 1};
@@ -67,9 +30,9 @@ static int parse(const cli_command *c, const tn_flag *flags, size_t n, captured 
         argv[argc] = words[argc - 1];
         argc++;
     }
-    capture_begin();
+    capture_state cs = capture_begin();
     int rc = cli_parse(c, flags, n, argc, argv, pos, npos);
-    capture_end(out);
+    capture_end(&cs, out);
     return rc;
 }
 
@@ -112,11 +75,11 @@ static void test_errors(void) {
                  TUNER_EXIT_USAGE);
     CHECK_STR_CONTAINS(c.err, "tuner: error:");
     CHECK_STR_CONTAINS(c.err, "'3'");
-    capture_begin();
+    capture_state cs = capture_begin();
     int rc = cli_usage("", "--db needs a value (%s)", "--db=PATH");
     int rc2 = cli_fail(TUNER_EXIT_NOT_FOUND, NULL, "no study %s", "x");
     int rc3 = cli_fail(TUNER_EXIT_ERROR, "check the disk", "cannot write %d bytes", 7);
-    capture_end(&c);
+    capture_end(&cs, &c);
     CHECK(rc == TUNER_EXIT_USAGE && rc2 == TUNER_EXIT_NOT_FOUND && rc3 == TUNER_EXIT_ERROR);
     CHECK_MSG(!strcmp(c.err, "tuner: error: --db needs a value (--db=PATH)\n"
                              "hint: run 'tuner --help'\n"
