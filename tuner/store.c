@@ -516,6 +516,21 @@ static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, siz
     return rc;
 }
 
+/* Steps a bound statement (brc: the result of binding) that returns at most one row,
+ * reads the row into row with fn, and resets the statement: 0, 1 when there is no row,
+ * or a negative code with err. */
+static int read_one(st_store *s, sqlite3_stmt *st, int brc, const char *op, row_reader fn,
+                    void *row, char *err, size_t errlen) {
+    int src = brc, rc;
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        rc = fn(st, row, err, errlen);
+    else
+        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
 /* ---------------------------------------------------------------------------------
  * Transactions: BEGIN IMMEDIATE at the outside, SAVEPOINTs inside
  * --------------------------------------------------------------------------------- */
@@ -979,14 +994,8 @@ int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "t", name);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        if ((rc = read_study(st, out, err, errlen)) != 0) st_study_clear(out);
-    } else {
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
-    }
-    done(st);
+    rc = read_one(s, st, bind(st, "t", name), op, read_study, out, err, errlen);
+    if (rc < 0) st_study_clear(out);
     return rc;
 }
 
@@ -1142,14 +1151,8 @@ int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, c
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_GET, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "ii", study_id, number);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        if ((rc = read_trial(st, out, err, errlen)) != 0) st_trial_clear(out);
-    } else {
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
-    }
-    done(st);
+    rc = read_one(s, st, bind(st, "ii", study_id, number), op, read_trial, out, err, errlen);
+    if (rc < 0) st_trial_clear(out);
     return rc;
 }
 
@@ -1410,14 +1413,8 @@ int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t er
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET_ID, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        if ((rc = read_study(st, out, err, errlen)) != 0) st_study_clear(out);
-    } else {
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
-    }
-    done(st);
+    rc = read_one(s, st, bind(st, "i", id), op, read_study, out, err, errlen);
+    if (rc < 0) st_study_clear(out);
     return rc;
 }
 
@@ -1516,6 +1513,20 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
     return read_trials(s, st, brc, op, out, n, err, errlen);
 }
 
+/* Where st_trial_best's row goes. */
+typedef struct best_row {
+    int64_t *number;
+    double *value;
+} best_row;
+
+static int read_best(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
+    best_row *b = row;
+    *b->number = sqlite3_column_int64(st, 0);
+    *b->value = sqlite3_column_double(st, 1);
+    (void)err, (void)errlen;
+    return 0;
+}
+
 int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
                   char *err, size_t errlen) {
     assert(s && number && value);
@@ -1524,16 +1535,8 @@ int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, 
     sqlite3_stmt *st = NULL;
     int rc = prep(s, maximize ? Q_TRIAL_BEST_MAX : Q_TRIAL_BEST_MIN, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        *number = sqlite3_column_int64(st, 0);
-        *value = sqlite3_column_double(st, 1);
-    } else {
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
-    }
-    done(st);
-    return rc;
+    best_row row = {number, value};
+    return read_one(s, st, bind(st, "i", study_id), op, read_best, &row, err, errlen);
 }
 
 int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,
