@@ -67,4 +67,12 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
  * parameters". */
 size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group);
 
+/* Which values the sampler would fit its GP to, for measured points X (n x D,
+ * row-major, in [0, 1]) with values z (n, larger is better), fitted as bo_suggest
+ * fits n trials (seed keys the fit's starts): 0 for z as it is, k >= 1 for the k-th
+ * monotone warp -log(max z - z + c) (docs/bayesian-optimisation.md, "Data"), chosen
+ * by the fits' evidence. Returns TN_EINVAL for bad arguments, or gp_fit's negative
+ * status when no candidate could be fitted. For tests and benchmarks. */
+int bo_choose_warp(const double *X, const double *z, size_t n, size_t D, uint64_t seed);
+
 #endif

@@ -757,6 +757,17 @@ void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_li
     if (log_likelihood) *log_likelihood = m->log_lik;
 }
 
+double gp_log_evidence(const gp_model *m) {
+    size_t nl = m->nl;
+    double lp = 0;
+    for (size_t p = 0; p < nl + 2; p++) {
+        double th = p < nl ? m->log_l[p] : p == nl ? m->log_s2 : m->log_s2n;
+        double sd = prior_sd(p, nl), t = (th - prior_mean(p, nl)) / sd;
+        lp -= 0.5 * t * t + log(sd) + HALF_LOG_2PI;
+    }
+    return m->log_lik - (double)m->n * log(m->y_sd) + lp;
+}
+
 void gp_free(gp_model *m) {
     if (!m) return;
     free(m->X);

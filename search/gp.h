@@ -71,6 +71,14 @@ void gp_predict(const gp_model *m, const double *x, double *mean, double *var);
  * likelihood at them. */
 void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_likelihood);
 
+/* The fit's log posterior density of y in y's own units: the log marginal likelihood
+ * of the standardised z at the fitted hyperparameters, minus n log sd(y) (the
+ * Jacobian of the standardisation), plus the log density of the hyperparameters'
+ * priors. Fits of differently transformed values of the same data compare by it once
+ * the caller adds the log Jacobian of its own transform, sum log |dw/dy| (bo.c's
+ * choice between raw and warped values). */
+double gp_log_evidence(const gp_model *m);
+
 void gp_free(gp_model *m);
 
 /* log of the expected improvement over `best` of a Gaussian N(mean, sd^2), for
