@@ -43,7 +43,8 @@
  * the history and the times.
  *
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
- *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5] [--list]
+ *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
+ *            [--model_points=0 (ours: bo_options.model_points; 0 the default)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@
 
 #include "common/flags.h"
 #include "common/status.h"
+#include "search/bo.h"
 #include "search/space.h"
 
 typedef struct bench_fn {
@@ -222,6 +224,20 @@ static void make_space(const bench_fn *fn, sp_space *s) {
     }
 }
 
+/* --model_points: our sampler with bo_options.model_points set (0: sp_suggest's
+ * defaults). */
+static int g_model_points = 0;
+
+static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
+                   uint64_t index, double *out, char *note, size_t notelen) {
+    if (algo != SP_ALGO_UNSPECIFIED || g_model_points == 0) {
+        return sp_suggest(algo, s, h, seed, index, out, note, notelen);
+    }
+    bo_options o = {0};
+    o.model_points = g_model_points;
+    return bo_suggest(s, h, seed, index, &o, out, note, notelen);
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -277,8 +293,8 @@ static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
     for (int i = 0; i < trials; i++) {
         sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
         double t0 = now();
-        rc = sp_suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
-                        sizeof note);
+        rc = suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
+                     sizeof note);
         secs[i] = now() - t0;
         if (rc != 0) {
             fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n", fn->name,
@@ -333,7 +349,7 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
     sp_history h = {.trials = tr, .n = (size_t)history, .maximize = 0};
     for (int r = 0; r <= reps && rc == 0; r++) { /* r = 0: untimed */
         double t0 = now();
-        rc = sp_suggest(SP_ALGO_UNSPECIFIED, &s, &h, (uint64_t)(r == 0 ? 1000 : r),
+        rc = suggest(SP_ALGO_UNSPECIFIED, &s, &h, (uint64_t)(r == 0 ? 1000 : r),
                         (uint64_t)history, out, note, sizeof note);
         if (r > 0) ms[r - 1] = 1e3 * (now() - t0);
     }
@@ -372,6 +388,8 @@ int main(int argc, char **argv) {
         {"timing", TN_FLAG_INT, &timing, "N", "time suggestions after N random trials of "
                                               "hartmann6 instead"},
         {"reps", TN_FLAG_INT, &reps, "N", "timed suggestions (--timing)"},
+        {"model_points", TN_FLAG_INT, &g_model_points, "N", "ours: build the GP on at most N "
+                                                            "measured trials (0: default)"},
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
@@ -391,8 +409,9 @@ int main(int argc, char **argv) {
                  algos ? function : algo);
         rc = TN_EINVAL;
     }
-    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1)) {
-        snprintf(err, sizeof err, "--seeds and --reps must be >= 1, --trials and --timing >= 0");
+    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0)) {
+        snprintf(err, sizeof err, "--seeds and --reps must be >= 1, --trials, --timing and "
+                 "--model_points >= 0");
         rc = TN_EINVAL;
     }
     if (rc) {

@@ -58,6 +58,7 @@
 #define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
 #define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
 #define BO_MIN_FIT_ITERS 10
+#define BO_MODEL_POINTS 500     /* measured trials the GP is built on at most */
 #define BO_CHEAP_N 40           /* trials up to which the fit gets its full budget */
 #define BO_SD_FLOOR 1e-10       /* gp_log_ei needs sd > 0 */
 #define BO_TRIES 128            /* design / random draws before giving up on "new" */
@@ -67,7 +68,7 @@
                                    unit circle: its ends 1 apart, the centre 1 from all */
 
 /* Uses of randomness, each keyed separately by (seed, index). */
-enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT };
+enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT, USE_SUBSET };
 
 /* ---- Small helpers ---- */
 
@@ -566,6 +567,44 @@ static int refine_iterations(size_t n) {
     return it > BO_MIN_REFINE_ITERS ? (int)it : BO_MIN_REFINE_ITERS;
 }
 
+/* Keeps at most m of the n measured rows of X (n, D), z (n) and uobs (n, P), in their
+ * order: the best m / 2 by z and a random draw (keyed by key) of m - m / 2 of the
+ * others, so that the model's cost stops growing with the study while it still sees
+ * the region of the incumbent closely and the rest of the space coarsely. Returns the
+ * rows kept. */
+static size_t keep_subset(double *X, double *z, double *uobs, size_t n, size_t D, size_t P,
+                          size_t m, uint64_t key) {
+    if (n <= m) return n;
+    ranked *order = tn_xmalloc(n * sizeof *order);
+    unsigned char *keep = tn_xcalloc(n, 1);
+    for (size_t k = 0; k < n; k++) order[k] = (ranked){z[k], k};
+    qsort(order, n, sizeof *order, ranked_cmp);
+    size_t top = m / 2;
+    for (size_t k = 0; k < top; k++) keep[order[k].i] = 1;
+    tn_rng g;
+    tn_rng_seed(&g, key);
+    for (size_t k = top; k < m; k++) { /* partial Fisher-Yates over the rest */
+        size_t j = k + (size_t)tn_rng_below(&g, (uint64_t)(n - k));
+        ranked tmp = order[k];
+        order[k] = order[j];
+        order[j] = tmp;
+        keep[order[k].i] = 1;
+    }
+    size_t out = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!keep[k]) continue;
+        if (out != k) {
+            memmove(X + out * D, X + k * D, D * sizeof *X);
+            memmove(uobs + out * P, uobs + k * P, P * sizeof *uobs);
+            z[out] = z[k];
+        }
+        out++;
+    }
+    free(keep);
+    free(order);
+    return out;
+}
+
 /* The model path: fits, believes the pending trials, maximises the acquisition and
  * writes the winner to out. Returns 0, or -1 with *note set when the caller should
  * fall back to random. */
@@ -606,6 +645,9 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         rc = -1;
         goto done;
     }
+    size_t mp = o->model_points > 0 ? (size_t)o->model_points : BO_MODEL_POINTS;
+    n = keep_subset(X, z, uobs, n, D, P, mp, use_key(seed, index, USE_SUBSET));
+
     int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
     gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT),
                          e.conditional ? e.group : NULL, e.conditional ? e.ngroups : 0};
@@ -746,6 +788,7 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
     if (!s || (s->n > 0 && (!s->params || !out)) || !space_usable(s)) return TN_EINVAL;
     if (h && h->n > 0 && !h->trials) return TN_EINVAL;
     if (opt && (opt->initial_trials < 0 || opt->candidates < 0 || opt->fit_restarts < 0 ||
+                opt->model_points < 0 ||
                 (opt->acquisition != BO_LOG_EI && opt->acquisition != BO_UCB) ||
                 !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta))) {
         return TN_EINVAL;

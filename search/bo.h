@@ -41,6 +41,9 @@ typedef struct bo_options {
     int fit_restarts;     /* starts of the hyperparameter fit; 0: 3, and 1 past 40
                              measured trials */
     int force_fallback;   /* tests: act as if the model could not be fitted */
+    int model_points;     /* measured trials the GP is built on at most: past it, the
+                             best half of them and a seeded random draw of the rest;
+                             0: 500 */
 } bo_options;
 
 /* Suggests the point of the study's trial number `index` (the number of trials

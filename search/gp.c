@@ -45,6 +45,11 @@
 #include "common/rng.h"
 #include "common/status.h"
 
+/* OpenBLAS, which GSL's BLAS calls go to (search/CMakeLists.txt), on one thread: the
+ * GP's matrices (at most a few hundred rows) are factored faster on one than on
+ * several. Declared here: OpenBLAS's cblas.h clashes with GSL's gsl_cblas.h. */
+void openblas_set_num_threads(int num_threads);
+
 /* ---- Constants: priors, box, jitter, minimiser (all documented in the design) ---- */
 
 #define SQRT5 2.23606797749978969641
@@ -558,6 +563,7 @@ static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_
 int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_hyper *h,
                  gp_model **out, char *log, size_t loglen) {
     gsl_set_error_handler_off();
+    openblas_set_num_threads(1);
     if (log && loglen) log[0] = '\0';
     int rc = check_data(X, y, n, d, out, log, loglen);
     if (rc) return rc;
@@ -608,6 +614,7 @@ done:
 int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_options *opt,
            gp_model **out, char *log, size_t loglen) {
     gsl_set_error_handler_off();
+    openblas_set_num_threads(1);
     if (log && loglen) log[0] = '\0';
     int rc = check_data(X, y, n, d, out, log, loglen);
     if (rc) return rc;

@@ -15,7 +15,8 @@
  * with GSL's multimin (from several seeded starts); the Cholesky factor gets growing
  * jitter when the matrix is not numerically positive definite. GSL's abort-on-error
  * handler is never relied on: callers turn it off (gsl_set_error_handler_off) and
- * every status is checked. Pure apart from that: no I/O, no clocks, no globals.
+ * every status is checked, and OpenBLAS (GSL's BLAS here) is set to one thread. Pure
+ * apart from those: no I/O, no clocks, no globals.
  * Design: docs/bayesian-optimisation.md.
  */
 #ifndef TN_SEARCH_GP_H
