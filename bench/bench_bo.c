@@ -20,6 +20,10 @@
  *   mixed       lr DOUBLE [1e-5, 1] log, units INTEGER [1, 128], cat CATEGORICAL
  *               {a, b, c}: f = (log10(lr) + 2)^2 + (units - 37)^2 / 1000
  *               + {0, 0.3, 0.7}[cat]                             f* = 0
+ * Harder rows, run only when named (bench/bo.py --hard):
+ *   ackley10    ackley in [-32.768, 32.768]^10                 f* = 0
+ *   mixed20     20 parameters (6 DOUBLE, 2 on a log scale; 5 INTEGER, 1 log; 4
+ *               DISCRETE; 5 CATEGORICAL): mixed20() below      f* = 0
  * Conditional spaces, run only when named (bench/bo.py --conditional;
  * docs/benchmarks/conditional.md):
  *   conditional optimizer CATEGORICAL {sgd, adam}; momentum DOUBLE [0, 0.99] only
@@ -121,14 +125,18 @@ static double rosenbrock(const double *x) {
     return s;
 }
 
-static double ackley(const double *x) {
+static double ackley_d(const double *x, int d) {
     double sq = 0, cs = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < d; i++) {
         sq += x[i] * x[i];
         cs += cos(2 * PI * x[i]);
     }
-    return -20 * exp(-0.2 * sqrt(sq / 5)) - exp(cs / 5) + 20 + exp(1.0);
+    return -20 * exp(-0.2 * sqrt(sq / d)) - exp(cs / d) + 20 + exp(1.0);
 }
+
+static double ackley(const double *x) { return ackley_d(x, 5); }
+
+static double ackley10(const double *x) { return ackley_d(x, 10); }
 
 static double levy(const double *x) {
     double w[4];
@@ -154,6 +162,44 @@ static double mixed(const double *x) { /* lr, units, cat (the category's index) 
     return l * l + u * u / 1000 + CAT[(int)x[2]];
 }
 
+/* mixed20: a made-up training run with 20 hyperparameters of every type, two of them
+ * irrelevant (noise, bucket), with interactions (the best learning rate depends on the
+ * optimiser and the batch size, the best weight decay on dropout). x in the order of
+ * make_space, categories as their index. Its minimum, 0, is at lr 10^-2.5, wd 1e-4,
+ * momentum 0.9, dropout 0.2, smoothing 0.1, layers 4, units 256, epochs 60, heads 8,
+ * batch 128, kernel 3, width 0.75, clip 1, adamw, gelu, batchnorm, cosine, he. */
+static const double M20_BATCH[] = {16, 32, 64, 128, 256, 512};
+static const double M20_KERNEL[] = {1, 3, 5, 7};
+static const double M20_WIDTH[] = {0.25, 0.5, 0.75, 1, 1.25};
+static const double M20_CLIP[] = {0.1, 0.5, 1, 5, 10};
+static char *M20_OPT[] = {"sgd", "adam", "adamw", "rmsprop"};
+static char *M20_ACT[] = {"relu", "gelu", "tanh"};
+static char *M20_NORM[] = {"batchnorm", "layernorm", "none"};
+static char *M20_SCHED[] = {"constant", "cosine", "step"};
+static char *M20_INIT[] = {"he", "xavier"};
+
+static double mixed20(const double *x) {
+    static const double OPT[] = {0.4, 0.1, 0, 0.3}, ACT[] = {0.05, 0, 0.3},
+                        NORM[] = {0, 0.05, 0.4}, SCHED[] = {0.2, 0, 0.1}, INIT[] = {0, 0.1};
+    int opt = (int)x[15];
+    double b = log2(x[11]) - 7;
+    double t_lr = log10(x[0]) - (opt == 0 ? -1.5 : -2.5) - 0.15 * b;
+    double t_wd = log10(x[1]) + 4 + 2 * (x[3] - 0.2);
+    double f = t_lr * t_lr + 0.3 * t_wd * t_wd + 2 * (x[3] - 0.2) * (x[3] - 0.2);
+    f += 4 * (x[2] - 0.9) * (x[2] - 0.9) * (opt == 0 || opt == 3 ? 1 : 0.25);
+    f += 10 * (x[4] - 0.1) * (x[4] - 0.1);
+    f += 0.02 * (x[6] - 4) * (x[6] - 4);
+    f += 0.1 * (log2(x[7]) - 8) * (log2(x[7]) - 8);
+    f += (x[8] - 60) * (x[8] - 60) / 2000;
+    f += 0.01 * (x[9] - 8) * (x[9] - 8);
+    f += 0.1 * b * b;
+    f += 0.05 * ((x[12] - 3) / 2) * ((x[12] - 3) / 2);
+    f += 0.5 * (x[13] - 0.75) * (x[13] - 0.75);
+    f += 0.05 * log10(x[14]) * log10(x[14]);
+    return f + OPT[opt] + ACT[(int)x[16]] + NORM[(int)x[17]] + SCHED[(int)x[18]] +
+           INIT[(int)x[19]];
+}
+
 /* optimizer (0 sgd, 1 adam), momentum, beta1, lr, schedule (0 constant, 1 step),
  * decay; the parameters that do not apply are NaN (conditional) or ignored (flat). */
 static double conditional(const double *x) {
@@ -173,6 +219,8 @@ static const bench_fn FUNCS[] = {
     {"hartmann6", 0, 6, 0, 1, -3.322368011415515, 100, hartmann6},
     {"rosenbrock", 0, 4, -5, 10, 0, 50, rosenbrock},
     {"ackley", 0, 5, -32.768, 32.768, 0, 50, ackley},
+    {"ackley10", 1, 10, -32.768, 32.768, 0, 100, ackley10},
+    {"mixed20", 1, 20, 0, 0, 0, 100, mixed20},
     {"levy", 0, 4, -10, 10, 0, 50, levy},
     {"styblinski", 0, 5, -5, 5, -39.16616570377142 * 5, 50, styblinski},
     {"mixed", 0, 3, 0, 0, 0, 50, mixed},
@@ -180,6 +228,28 @@ static const bench_fn FUNCS[] = {
     {"conditional_flat", 1, 6, 0, 0, 0, 50, conditional},
 };
 #define NFUNCS (sizeof FUNCS / sizeof FUNCS[0])
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void add_double(sp_space *s, const char *name, int scale, double lo, double hi) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_DOUBLE, .scale = scale,
+                                .min = lo, .max = hi});
+}
+
+static void add_int(sp_space *s, const char *name, int scale, double lo, double hi) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_INTEGER, .scale = scale,
+                                .min = lo, .max = hi});
+}
+
+static void add_discrete(sp_space *s, const char *name, const double *v, size_t n) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_DISCRETE,
+                                .values = (double *)v, .nvalues = n});
+}
+
+static void add_cat(sp_space *s, const char *name, char **c, size_t n) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_CATEGORICAL,
+                                .categories = c, .ncategories = n});
+}
 
 /* The function's search space, into a zeroed s. */
 static void make_space(const bench_fn *fn, sp_space *s) {
@@ -200,6 +270,29 @@ static void make_space(const bench_fn *fn, sp_space *s) {
                                     .categories = scheds, .ncategories = 2});
         sp_space_add(s, &(sp_param){.name = "decay", .type = SP_DOUBLE, .min = 0.1, .max = 0.9,
                                     .conditional = cond, .parent = 4, .when = &step, .nwhen = 1});
+        return;
+    }
+    if (strcmp(fn->name, "mixed20") == 0) {
+        add_double(s, "lr", SP_LOG, 1e-5, 1);
+        add_double(s, "wd", SP_LOG, 1e-6, 1e-1);
+        add_double(s, "momentum", SP_LINEAR, 0.5, 0.99);
+        add_double(s, "dropout", SP_LINEAR, 0, 0.8);
+        add_double(s, "smoothing", SP_LINEAR, 0, 0.3);
+        add_double(s, "noise", SP_LINEAR, 0, 1);
+        add_int(s, "layers", SP_LINEAR, 1, 12);
+        add_int(s, "units", SP_LOG, 16, 1024);
+        add_int(s, "epochs", SP_LINEAR, 1, 100);
+        add_int(s, "heads", SP_LINEAR, 1, 16);
+        add_int(s, "bucket", SP_LINEAR, 0, 1000);
+        add_discrete(s, "batch", M20_BATCH, NELEM(M20_BATCH));
+        add_discrete(s, "kernel", M20_KERNEL, NELEM(M20_KERNEL));
+        add_discrete(s, "width", M20_WIDTH, NELEM(M20_WIDTH));
+        add_discrete(s, "clip", M20_CLIP, NELEM(M20_CLIP));
+        add_cat(s, "optimizer", M20_OPT, NELEM(M20_OPT));
+        add_cat(s, "activation", M20_ACT, NELEM(M20_ACT));
+        add_cat(s, "norm", M20_NORM, NELEM(M20_NORM));
+        add_cat(s, "schedule", M20_SCHED, NELEM(M20_SCHED));
+        add_cat(s, "init", M20_INIT, NELEM(M20_INIT));
         return;
     }
     if (strcmp(fn->name, "mixed") == 0) {
