@@ -8,7 +8,9 @@
  *
  * A study, per (function, algorithm, seed): for trial i = 0 .. trials-1, sp_suggest
  * with the history of trials 0 .. i-1, all COMPLETE with their objective, minimised;
- * the trial is then evaluated and completes. Functions (minimised, DOUBLE parameters
+ * the trial is then evaluated and completes. With --workers=W > 1, W simulated workers
+ * instead (run_study): a trial is suggested while up to W - 1 others run (PENDING),
+ * each taking a seeded simulated time. Functions (minimised, DOUBLE parameters
  * on a linear scale unless said otherwise; f* the global minimum):
  *   branin      x0 in [-5, 10], x1 in [0, 15]                 f* = 0.397887...
  *   hartmann3   [0, 1]^3                                       f* = -3.862780...
@@ -57,6 +59,7 @@
 #include <time.h>
 
 #include "common/flags.h"
+#include "common/rng.h"
 #include "common/status.h"
 #include "search/bo.h"
 #include "search/space.h"
@@ -372,35 +375,61 @@ static void print_json_string(const char *s) {
     putchar('"');
 }
 
-/* One sequential study; prints its JSON line. Returns 0 or the sampler's error. */
-static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
+/* Simulated duration of trial i of the study with this seed: 0.5 + U[0, 1), U from
+ * tn_mix64(tn_mix64(seed) ^ (i + 1)) >> 11 (bench/bo.py computes the same). */
+static double duration(int seed, int i) {
+    uint64_t r = tn_mix64(tn_mix64((uint64_t)seed) ^ (uint64_t)(i + 1));
+    return 0.5 + (double)(r >> 11) * 0x1.0p-53;
+}
+
+/* One study with `workers` simulated workers; prints its JSON line. While fewer than
+ * `workers` trials run and the budget is not spent, the next trial is suggested from
+ * every trial so far (finished ones COMPLETE, running ones PENDING); then the running
+ * trial that finishes first (ties: the lower number) completes. workers 1 is the
+ * sequential study. Returns 0 or the sampler's error. */
+static int run_study(const bench_fn *fn, int algo, int seed, int trials, int workers) {
     sp_space s = {0};
     make_space(fn, &s);
     size_t n = s.n;
     double *x = tn_xcalloc((size_t)trials * n, sizeof *x);
     double *y = tn_xcalloc((size_t)trials, sizeof *y);
     double *secs = tn_xcalloc((size_t)trials, sizeof *secs);
+    double *finish = tn_xcalloc((size_t)trials, sizeof *finish);
     sp_trial *tr = tn_xcalloc((size_t)trials, sizeof *tr);
     char note[512], first_note[512] = "";
-    int notes = 0, rc = 0;
-    for (int i = 0; i < trials; i++) {
-        sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
-        double t0 = now();
-        rc = suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
-                     sizeof note);
-        secs[i] = now() - t0;
-        if (rc != 0) {
-            fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n", fn->name,
-                    seed, i, tn_strerror(rc));
-            goto done;
+    int notes = 0, rc = 0, created = 0, running = 0;
+    double clock = 0;
+    while (created < trials || running > 0) {
+        while (running < workers && created < trials) {
+            int i = created;
+            sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
+            double t0 = now();
+            rc = suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
+                         sizeof note);
+            secs[i] = now() - t0;
+            if (rc != 0) {
+                fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n",
+                        fn->name, seed, i, tn_strerror(rc));
+                goto done;
+            }
+            if (note[0] && notes++ == 0) snprintf(first_note, sizeof first_note, "%s", note);
+            tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_PENDING};
+            finish[i] = clock + duration(seed, i);
+            created++;
+            running++;
         }
-        if (note[0] && notes++ == 0) snprintf(first_note, sizeof first_note, "%s", note);
-        y[i] = fn->f(x + (size_t)i * n);
-        tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_COMPLETE,
-                           .has_objective = 1, .objective = y[i]};
+        int next = -1; /* the running trial that finishes first */
+        for (int i = 0; i < created; i++) {
+            if (tr[i].state == SP_PENDING && (next < 0 || finish[i] < finish[next])) next = i;
+        }
+        clock = finish[next];
+        y[next] = fn->f(x + (size_t)next * n);
+        tr[next] = (sp_trial){.values = x + (size_t)next * n, .state = SP_COMPLETE,
+                              .has_objective = 1, .objective = y[next]};
+        running--;
     }
-    printf("{\"kind\": \"run\", \"function\": \"%s\", \"algo\": \"%s\", \"seed\": %d, ", fn->name,
-           algo == SP_ALGO_RANDOM ? "random" : "bo", seed);
+    printf("{\"kind\": \"run\", \"function\": \"%s\", \"algo\": \"%s\", \"seed\": %d, "
+           "\"workers\": %d, ", fn->name, algo == SP_ALGO_RANDOM ? "random" : "bo", seed, workers);
     print_points("x", x, trials, n);
     printf(", ");
     print_doubles("y", y, trials, 17);
@@ -412,6 +441,7 @@ static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
     fflush(stdout);
 done:
     free(tr);
+    free(finish);
     free(secs);
     free(y);
     free(x);
@@ -471,13 +501,14 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
 
 int main(int argc, char **argv) {
     const char *function = "all", *algo = "both";
-    int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0;
+    int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0, workers = 1;
     const tn_flag flags[] = {
         {"function", TN_FLAG_STRING, &function, "NAME", "test function, or all"},
         {"algo", TN_FLAG_STRING, &algo, "NAME", "bo, random or both"},
         {"seeds", TN_FLAG_INT, &seeds, "N", "studies per function and algorithm"},
         {"first_seed", TN_FLAG_INT, &first_seed, "N", "first seed"},
         {"trials", TN_FLAG_INT, &trials, "N", "trials per study; 0: 50 (hartmann6: 100)"},
+        {"workers", TN_FLAG_INT, &workers, "N", "simulated parallel workers (1: sequential)"},
         {"timing", TN_FLAG_INT, &timing, "N", "time suggestions after N random trials of "
                                               "hartmann6 instead"},
         {"reps", TN_FLAG_INT, &reps, "N", "timed suggestions (--timing)"},
@@ -502,9 +533,10 @@ int main(int argc, char **argv) {
                  algos ? function : algo);
         rc = TN_EINVAL;
     }
-    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0)) {
-        snprintf(err, sizeof err, "--seeds and --reps must be >= 1, --trials, --timing and "
-                 "--model_points >= 0");
+    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0 ||
+                    workers < 1)) {
+        snprintf(err, sizeof err, "--seeds, --reps and --workers must be >= 1, --trials, "
+                 "--timing and --model_points >= 0");
         rc = TN_EINVAL;
     }
     if (rc) {
@@ -529,8 +561,8 @@ int main(int argc, char **argv) {
             continue;
         int t = trials ? trials : fn->trials;
         for (int seed = first_seed; seed < first_seed + seeds; seed++) {
-            if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t)) return 1;
-            if ((algos & 2) && run_study(fn, SP_ALGO_RANDOM, seed, t)) return 1;
+            if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t, workers)) return 1;
+            if ((algos & 2) && run_study(fn, SP_ALGO_RANDOM, seed, t, workers)) return 1;
         }
     }
     return 0;

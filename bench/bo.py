@@ -368,6 +368,8 @@ def main():
         return cond_main()
     if "--hard" in sys.argv[1:]:
         return hard_main()
+    if "--parallel" in sys.argv[1:]:
+        return par_main()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=20, help="studies per function and sampler")
     p.add_argument("--gp-seeds", type=int, default=20,
@@ -823,6 +825,132 @@ their defaults, one torch thread each):
   the optimiser and the batch size, the best weight decay on dropout. Minimum 0
   (bench/bench_bo.c, mixed20()). Optuna gets the DISCRETE values through
   suggest_categorical (it has no ordered list of values), ours as ordered values.
+"""
+
+
+M64 = (1 << 64) - 1
+
+
+def mix64(z):
+    """common/rng.c's tn_mix64."""
+    z = (z + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def duration(seed, i):
+    """bench_bo.c's duration(): trial i's simulated time, 0.5 + U[0, 1)."""
+    return 0.5 + (mix64(mix64(seed) ^ (i + 1)) >> 11) * 2.0 ** -53
+
+
+PAR_FUNCS = ("branin", "hartmann6", "mixed")
+PAR_WORKERS = (1, 4, 8)
+PAR_LABEL = {"bo": "ours (BO, kriging believer)", "tpe": "Optuna TPE (multivariate, "
+             "constant_liar)", "gp": "Optuna GPSampler"}
+
+
+def par_job(j):
+    """("ours", fname, workers, seeds) runs bench_bo; (sampler, fname, workers, seed)
+    one Optuna study with the same simulated workers and durations."""
+    if j[0] == "ours":
+        out = subprocess.run([BIN, "--function=" + j[1], "--algo=bo", "--workers=%d" % j[2],
+                              "--seeds=%d" % j[3]], check=True, capture_output=True,
+                             text=True).stdout
+        return j, [json.loads(l) for l in out.splitlines()]
+    which, fname, workers, seed = j
+    optuna = quiet_optuna()
+    f, space, _, trials = FUNCS[fname]
+    sampler = (optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=seed)
+               if which == "tpe" else optuna.samplers.GPSampler(seed=seed))
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    ys = [None] * trials
+    running, created, clock = [], 0, 0.0
+    while created < trials or running:
+        while len(running) < workers and created < trials:
+            t = study.ask()
+            running.append((clock + duration(seed, created), created, t, suggest(t, space)))
+            created += 1
+        running.sort(key=lambda r: (r[0], r[1]))
+        clock, i, t, x = running.pop(0)
+        ys[i] = f(x)
+        study.tell(t, ys[i])
+    return j, {"y": ys}
+
+
+def par_main():
+    """Parallel studies: W simulated workers (bench_bo --workers), W = 1, 4, 8, on three
+    functions; writes docs/benchmarks/bayesian-optimisation-parallel.md."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--parallel", action="store_true")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
+                                                 "bayesian-optimisation-parallel.md"))
+    a = p.parse_args()
+    jobs = [("ours", f, w, a.seeds) for f in PAR_FUNCS for w in PAR_WORKERS]
+    jobs += [(x, f, w, s) for f in PAR_FUNCS for w in PAR_WORKERS for x in ("gp", "tpe")
+             for s in range(1, a.seeds + 1)]
+    final = {}
+    t0 = time.perf_counter()
+    with multiprocessing.Pool(a.jobs) as pool:
+        for j, r in pool.imap_unordered(par_job, jobs):
+            fmin = FUNCS[j[1]][2]
+            if j[0] == "ours":
+                for run in r:
+                    final.setdefault(("bo", j[1], j[2]), []).append(min(run["y"]) - fmin)
+            else:
+                final.setdefault((j[0], j[1], j[2]), []).append(min(r["y"]) - fmin)
+            print("bo.py: %s done" % (j,), flush=True)
+    total = time.perf_counter() - t0
+    rows = ["| function | trials | sampler | " + " | ".join("%d worker%s" % (w, "s" * (w > 1))
+                                                      for w in PAR_WORKERS) + " |",
+            "|---|---|---|" + "---|" * len(PAR_WORKERS)]
+    for fname in PAR_FUNCS:
+        for algo in ("bo", "tpe", "gp"):
+            rows.append("| %s | %d | %s | %s |" % (
+                fname, FUNCS[fname][3], PAR_LABEL[algo],
+                " | ".join(mqq(final[(algo, fname, w)]) for w in PAR_WORKERS)))
+    reading = []
+    for w in PAR_WORKERS[1:]:
+        for x in ("tpe", "gp"):
+            won = [f for f in PAR_FUNCS
+                   if median(final[("bo", f, w)]) < median(final[(x, f, w)])]
+            reading.append("- %d workers: ours lower than %s on %d of %d (%s)." % (
+                w, PAR_LABEL[x], len(won), len(PAR_FUNCS), ", ".join(won) or "none"))
+        cost = ["%s %s against %s" % (f, fmt(median(final[("bo", f, w)])),
+                                      fmt(median(final[("bo", f, 1)]))) for f in PAR_FUNCS]
+        reading.append("- %d workers against 1 (ours, the same budget): %s." % (
+            w, "; ".join(cost)))
+    import optuna
+    with open(a.out, "w") as fo:
+        fo.write("# Bayesian optimisation: parallel studies\n\n")
+        fo.write("Written by `bench/bo.py --parallel` on %s on %s (%d cores, shared with "
+                 "other work; %d processes at a time): %.0f s in all. Seeds 1..%d for every "
+                 "sampler and number of workers. Optuna %s.\n\n" % (
+                     datetime.date.today().isoformat(), cpu_model(), os.cpu_count(), a.jobs,
+                     total, a.seeds, optuna.__version__))
+        fo.write(PAR_SETUP)
+        fo.write("\n## Final regret\n\nMedian [quartiles] over the seeds of the best value "
+                 "minus the global minimum after the whole budget (the same number of "
+                 "trials for every number of workers).\n\n")
+        fo.write("\n".join(rows) + "\n\n## Reading\n\n" + "\n".join(reading) + "\n")
+    print("\n".join(rows + [""] + reading))
+    print("bo.py: wrote %s" % os.path.relpath(a.out, ROOT))
+
+
+PAR_SETUP = """\
+W simulated workers: while fewer than W trials run and the budget is not spent, the
+sampler is asked for the next trial, with the running ones in the history (ours: as
+PENDING trials; Optuna: as RUNNING trials of the study); then the running trial that
+finishes first completes. Trial i takes 0.5 + U[0, 1) units of simulated time, U from
+the seed and i (bench_bo.c's duration(), the same for every sampler), so trials finish
+out of order. W = 1 is the sequential study. Ours believes each running trial at the
+GP's mean there (kriging believer, docs/bayesian-optimisation.md, "Pending trials");
+TPE runs with constant_liar=True (running trials count as the worst value);
+GPSampler with its defaults (it does not model running trials: Optuna 4.7 leaves
+them out of the fit). The budgets are those of the main table (50 trials, 100 for
+hartmann6).
 """
 
 
