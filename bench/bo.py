@@ -798,7 +798,7 @@ def hard_main():
         fo.write("# Bayesian optimisation: the harder rows\n\n")
         fo.write("Written by `bench/bo.py --hard` on %s on %s (%d cores, shared with other "
                  "work; %d processes at a time): %.0f s in all. Seeds 1..%d for every "
-                 "sampler (fewer than the main table's: GPSampler takes seconds per "
+                 "sampler (fewer than the main table's: GPSampler takes up to half a second per "
                  "suggestion here). Optuna %s.\n\n" % (
                      datetime.date.today().isoformat(), cpu_model(), os.cpu_count(), a.jobs,
                      total, a.seeds, optuna.__version__))
