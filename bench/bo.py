@@ -649,8 +649,9 @@ suggestion instead of 1e-3, which had stopped the refinement of mixed's lr short
 NOTES = """
 Caveats: 8 noise-free test functions, not training runs; sequential studies only
 (ours believes running trials at the model's mean, Optuna's GPSampler and TPE handle
-them otherwise, and none of that is measured here: parallel studies are not
-benchmarked yet); each sampler runs with its
+them otherwise: parallel studies are in
+docs/benchmarks/bayesian-optimisation-parallel.md, the harder rows (ackley10, mixed20)
+in docs/benchmarks/bayesian-optimisation-hard.md); each sampler runs with its
 defaults, none tuned to these functions; regret is measured in the function's own
 units, so rows compare samplers, not functions.
 """
