@@ -8,7 +8,9 @@
  *
  * A study, per (function, algorithm, seed): for trial i = 0 .. trials-1, sp_suggest
  * with the history of trials 0 .. i-1, all COMPLETE with their objective, minimised;
- * the trial is then evaluated and completes. Functions (minimised, DOUBLE parameters
+ * the trial is then evaluated and completes. With --workers=W > 1, W simulated workers
+ * instead (run_study): a trial is suggested while up to W - 1 others run (PENDING),
+ * each taking a seeded simulated time. Functions (minimised, DOUBLE parameters
  * on a linear scale unless said otherwise; f* the global minimum):
  *   branin      x0 in [-5, 10], x1 in [0, 15]                 f* = 0.397887...
  *   hartmann3   [0, 1]^3                                       f* = -3.862780...
@@ -20,6 +22,10 @@
  *   mixed       lr DOUBLE [1e-5, 1] log, units INTEGER [1, 128], cat CATEGORICAL
  *               {a, b, c}: f = (log10(lr) + 2)^2 + (units - 37)^2 / 1000
  *               + {0, 0.3, 0.7}[cat]                             f* = 0
+ * Harder rows, run only when named (bench/bo.py --hard):
+ *   ackley10    ackley in [-32.768, 32.768]^10                 f* = 0
+ *   mixed20     20 parameters (6 DOUBLE, 2 on a log scale; 5 INTEGER, 1 log; 4
+ *               DISCRETE; 5 CATEGORICAL): mixed20() below      f* = 0
  * Conditional spaces, run only when named (bench/bo.py --conditional;
  * docs/benchmarks/conditional.md):
  *   conditional optimizer CATEGORICAL {sgd, adam}; momentum DOUBLE [0, 0.99] only
@@ -43,7 +49,8 @@
  * the history and the times.
  *
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
- *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5] [--list]
+ *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
+ *            [--model_points=0 (ours: bo_options.model_points; 0 the default)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +59,9 @@
 #include <time.h>
 
 #include "common/flags.h"
+#include "common/rng.h"
 #include "common/status.h"
+#include "search/bo.h"
 #include "search/sampler.h"
 #include "search/space.h"
 
@@ -120,14 +129,18 @@ static double rosenbrock(const double *x) {
     return s;
 }
 
-static double ackley(const double *x) {
+static double ackley_d(const double *x, int d) {
     double sq = 0, cs = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < d; i++) {
         sq += x[i] * x[i];
         cs += cos(2 * PI * x[i]);
     }
-    return -20 * exp(-0.2 * sqrt(sq / 5)) - exp(cs / 5) + 20 + exp(1.0);
+    return -20 * exp(-0.2 * sqrt(sq / d)) - exp(cs / d) + 20 + exp(1.0);
 }
+
+static double ackley(const double *x) { return ackley_d(x, 5); }
+
+static double ackley10(const double *x) { return ackley_d(x, 10); }
 
 static double levy(const double *x) {
     double w[4];
@@ -153,6 +166,44 @@ static double mixed(const double *x) { /* lr, units, cat (the category's index) 
     return l * l + u * u / 1000 + CAT[(int)x[2]];
 }
 
+/* mixed20: a made-up training run with 20 hyperparameters of every type, two of them
+ * irrelevant (noise, bucket), with interactions (the best learning rate depends on the
+ * optimiser and the batch size, the best weight decay on dropout). x in the order of
+ * make_space, categories as their index. Its minimum, 0, is at lr 10^-2.5, wd 1e-4,
+ * momentum 0.9, dropout 0.2, smoothing 0.1, layers 4, units 256, epochs 60, heads 8,
+ * batch 128, kernel 3, width 0.75, clip 1, adamw, gelu, batchnorm, cosine, he. */
+static const double M20_BATCH[] = {16, 32, 64, 128, 256, 512};
+static const double M20_KERNEL[] = {1, 3, 5, 7};
+static const double M20_WIDTH[] = {0.25, 0.5, 0.75, 1, 1.25};
+static const double M20_CLIP[] = {0.1, 0.5, 1, 5, 10};
+static char *M20_OPT[] = {"sgd", "adam", "adamw", "rmsprop"};
+static char *M20_ACT[] = {"relu", "gelu", "tanh"};
+static char *M20_NORM[] = {"batchnorm", "layernorm", "none"};
+static char *M20_SCHED[] = {"constant", "cosine", "step"};
+static char *M20_INIT[] = {"he", "xavier"};
+
+static double mixed20(const double *x) {
+    static const double OPT[] = {0.4, 0.1, 0, 0.3}, ACT[] = {0.05, 0, 0.3},
+                        NORM[] = {0, 0.05, 0.4}, SCHED[] = {0.2, 0, 0.1}, INIT[] = {0, 0.1};
+    int opt = (int)x[15];
+    double b = log2(x[11]) - 7;
+    double t_lr = log10(x[0]) - (opt == 0 ? -1.5 : -2.5) - 0.15 * b;
+    double t_wd = log10(x[1]) + 4 + 2 * (x[3] - 0.2);
+    double f = t_lr * t_lr + 0.3 * t_wd * t_wd + 2 * (x[3] - 0.2) * (x[3] - 0.2);
+    f += 4 * (x[2] - 0.9) * (x[2] - 0.9) * (opt == 0 || opt == 3 ? 1 : 0.25);
+    f += 10 * (x[4] - 0.1) * (x[4] - 0.1);
+    f += 0.02 * (x[6] - 4) * (x[6] - 4);
+    f += 0.1 * (log2(x[7]) - 8) * (log2(x[7]) - 8);
+    f += (x[8] - 60) * (x[8] - 60) / 2000;
+    f += 0.01 * (x[9] - 8) * (x[9] - 8);
+    f += 0.1 * b * b;
+    f += 0.05 * ((x[12] - 3) / 2) * ((x[12] - 3) / 2);
+    f += 0.5 * (x[13] - 0.75) * (x[13] - 0.75);
+    f += 0.05 * log10(x[14]) * log10(x[14]);
+    return f + OPT[opt] + ACT[(int)x[16]] + NORM[(int)x[17]] + SCHED[(int)x[18]] +
+           INIT[(int)x[19]];
+}
+
 /* optimizer (0 sgd, 1 adam), momentum, beta1, lr, schedule (0 constant, 1 step),
  * decay; the parameters that do not apply are NaN (conditional) or ignored (flat). */
 static double conditional(const double *x) {
@@ -172,6 +223,8 @@ static const bench_fn FUNCS[] = {
     {"hartmann6", 0, 6, 0, 1, -3.322368011415515, 100, hartmann6},
     {"rosenbrock", 0, 4, -5, 10, 0, 50, rosenbrock},
     {"ackley", 0, 5, -32.768, 32.768, 0, 50, ackley},
+    {"ackley10", 1, 10, -32.768, 32.768, 0, 100, ackley10},
+    {"mixed20", 1, 20, 0, 0, 0, 100, mixed20},
     {"levy", 0, 4, -10, 10, 0, 50, levy},
     {"styblinski", 0, 5, -5, 5, -39.16616570377142 * 5, 50, styblinski},
     {"mixed", 0, 3, 0, 0, 0, 50, mixed},
@@ -179,6 +232,28 @@ static const bench_fn FUNCS[] = {
     {"conditional_flat", 1, 6, 0, 0, 0, 50, conditional},
 };
 #define NFUNCS (sizeof FUNCS / sizeof FUNCS[0])
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void add_double(sp_space *s, const char *name, int scale, double lo, double hi) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_DOUBLE, .scale = scale,
+                                .min = lo, .max = hi});
+}
+
+static void add_int(sp_space *s, const char *name, int scale, double lo, double hi) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_INTEGER, .scale = scale,
+                                .min = lo, .max = hi});
+}
+
+static void add_discrete(sp_space *s, const char *name, const double *v, size_t n) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_DISCRETE,
+                                .values = (double *)v, .nvalues = n});
+}
+
+static void add_cat(sp_space *s, const char *name, char **c, size_t n) {
+    sp_space_add(s, &(sp_param){.name = (char *)name, .type = SP_CATEGORICAL,
+                                .categories = c, .ncategories = n});
+}
 
 /* The function's search space, into a zeroed s. */
 static void make_space(const bench_fn *fn, sp_space *s) {
@@ -201,6 +276,29 @@ static void make_space(const bench_fn *fn, sp_space *s) {
                                     .conditional = cond, .parent = 4, .when = &step, .nwhen = 1});
         return;
     }
+    if (strcmp(fn->name, "mixed20") == 0) {
+        add_double(s, "lr", SP_LOG, 1e-5, 1);
+        add_double(s, "wd", SP_LOG, 1e-6, 1e-1);
+        add_double(s, "momentum", SP_LINEAR, 0.5, 0.99);
+        add_double(s, "dropout", SP_LINEAR, 0, 0.8);
+        add_double(s, "smoothing", SP_LINEAR, 0, 0.3);
+        add_double(s, "noise", SP_LINEAR, 0, 1);
+        add_int(s, "layers", SP_LINEAR, 1, 12);
+        add_int(s, "units", SP_LOG, 16, 1024);
+        add_int(s, "epochs", SP_LINEAR, 1, 100);
+        add_int(s, "heads", SP_LINEAR, 1, 16);
+        add_int(s, "bucket", SP_LINEAR, 0, 1000);
+        add_discrete(s, "batch", M20_BATCH, NELEM(M20_BATCH));
+        add_discrete(s, "kernel", M20_KERNEL, NELEM(M20_KERNEL));
+        add_discrete(s, "width", M20_WIDTH, NELEM(M20_WIDTH));
+        add_discrete(s, "clip", M20_CLIP, NELEM(M20_CLIP));
+        add_cat(s, "optimizer", M20_OPT, NELEM(M20_OPT));
+        add_cat(s, "activation", M20_ACT, NELEM(M20_ACT));
+        add_cat(s, "norm", M20_NORM, NELEM(M20_NORM));
+        add_cat(s, "schedule", M20_SCHED, NELEM(M20_SCHED));
+        add_cat(s, "init", M20_INIT, NELEM(M20_INIT));
+        return;
+    }
     if (strcmp(fn->name, "mixed") == 0) {
         char *cats[] = {"a", "b", "c"};
         sp_space_add(s, &(sp_param){.name = "lr", .type = SP_DOUBLE, .scale = SP_LOG,
@@ -221,6 +319,20 @@ static void make_space(const bench_fn *fn, sp_space *s) {
         snprintf(name, sizeof name, "x%d", j);
         sp_space_add(s, &p);
     }
+}
+
+/* --model_points: our sampler with bo_options.model_points set (0: sp_suggest's
+ * defaults). */
+static int g_model_points = 0;
+
+static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
+                   uint64_t index, double *out, char *note, size_t notelen) {
+    if (algo != SP_ALGO_UNSPECIFIED || g_model_points == 0) {
+        return sp_suggest(algo, s, h, seed, index, out, note, notelen);
+    }
+    bo_options o = {0};
+    o.model_points = g_model_points;
+    return bo_suggest(s, h, seed, index, &o, out, note, notelen);
 }
 
 static double now(void) {
@@ -264,35 +376,61 @@ static void print_json_string(const char *s) {
     putchar('"');
 }
 
-/* One sequential study; prints its JSON line. Returns 0 or the sampler's error. */
-static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
+/* Simulated duration of trial i of the study with this seed: 0.5 + U[0, 1), U from
+ * tn_mix64(tn_mix64(seed) ^ (i + 1)) >> 11 (bench/bo.py computes the same). */
+static double duration(int seed, int i) {
+    uint64_t r = tn_mix64(tn_mix64((uint64_t)seed) ^ (uint64_t)(i + 1));
+    return 0.5 + (double)(r >> 11) * 0x1.0p-53;
+}
+
+/* One study with `workers` simulated workers; prints its JSON line. While fewer than
+ * `workers` trials run and the budget is not spent, the next trial is suggested from
+ * every trial so far (finished ones COMPLETE, running ones PENDING); then the running
+ * trial that finishes first (ties: the lower number) completes. workers 1 is the
+ * sequential study. Returns 0 or the sampler's error. */
+static int run_study(const bench_fn *fn, int algo, int seed, int trials, int workers) {
     sp_space s = {0};
     make_space(fn, &s);
     size_t n = s.n;
     double *x = tn_xcalloc((size_t)trials * n, sizeof *x);
     double *y = tn_xcalloc((size_t)trials, sizeof *y);
     double *secs = tn_xcalloc((size_t)trials, sizeof *secs);
+    double *finish = tn_xcalloc((size_t)trials, sizeof *finish);
     sp_trial *tr = tn_xcalloc((size_t)trials, sizeof *tr);
     char note[512], first_note[512] = "";
-    int notes = 0, rc = 0;
-    for (int i = 0; i < trials; i++) {
-        sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
-        double t0 = now();
-        rc = sp_suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
-                        sizeof note);
-        secs[i] = now() - t0;
-        if (rc != 0) {
-            fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n", fn->name,
-                    seed, i, tn_strerror(rc));
-            goto done;
+    int notes = 0, rc = 0, created = 0, running = 0;
+    double clock = 0;
+    while (created < trials || running > 0) {
+        while (running < workers && created < trials) {
+            int i = created;
+            sp_history h = {.trials = tr, .n = (size_t)i, .maximize = 0};
+            double t0 = now();
+            rc = suggest(algo, &s, &h, (uint64_t)seed, (uint64_t)i, x + (size_t)i * n, note,
+                         sizeof note);
+            secs[i] = now() - t0;
+            if (rc != 0) {
+                fprintf(stderr, "bench_bo: error: %s seed %d trial %d: sp_suggest: %s\n",
+                        fn->name, seed, i, tn_strerror(rc));
+                goto done;
+            }
+            if (note[0] && notes++ == 0) snprintf(first_note, sizeof first_note, "%s", note);
+            tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_PENDING};
+            finish[i] = clock + duration(seed, i);
+            created++;
+            running++;
         }
-        if (note[0] && notes++ == 0) snprintf(first_note, sizeof first_note, "%s", note);
-        y[i] = fn->f(x + (size_t)i * n);
-        tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_COMPLETE,
-                           .has_objective = 1, .objective = y[i]};
+        int next = -1; /* the running trial that finishes first */
+        for (int i = 0; i < created; i++) {
+            if (tr[i].state == SP_PENDING && (next < 0 || finish[i] < finish[next])) next = i;
+        }
+        clock = finish[next];
+        y[next] = fn->f(x + (size_t)next * n);
+        tr[next] = (sp_trial){.values = x + (size_t)next * n, .state = SP_COMPLETE,
+                              .has_objective = 1, .objective = y[next]};
+        running--;
     }
-    printf("{\"kind\": \"run\", \"function\": \"%s\", \"algo\": \"%s\", \"seed\": %d, ", fn->name,
-           algo == SP_ALGO_RANDOM ? "random" : "bo", seed);
+    printf("{\"kind\": \"run\", \"function\": \"%s\", \"algo\": \"%s\", \"seed\": %d, "
+           "\"workers\": %d, ", fn->name, algo == SP_ALGO_RANDOM ? "random" : "bo", seed, workers);
     print_points("x", x, trials, n);
     printf(", ");
     print_doubles("y", y, trials, 17);
@@ -304,6 +442,7 @@ static int run_study(const bench_fn *fn, int algo, int seed, int trials) {
     fflush(stdout);
 done:
     free(tr);
+    free(finish);
     free(secs);
     free(y);
     free(x);
@@ -334,7 +473,7 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
     sp_history h = {.trials = tr, .n = (size_t)history, .maximize = 0};
     for (int r = 0; r <= reps && rc == 0; r++) { /* r = 0: untimed */
         double t0 = now();
-        rc = sp_suggest(SP_ALGO_UNSPECIFIED, &s, &h, (uint64_t)(r == 0 ? 1000 : r),
+        rc = suggest(SP_ALGO_UNSPECIFIED, &s, &h, (uint64_t)(r == 0 ? 1000 : r),
                         (uint64_t)history, out, note, sizeof note);
         if (r > 0) ms[r - 1] = 1e3 * (now() - t0);
     }
@@ -363,16 +502,19 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
 
 int main(int argc, char **argv) {
     const char *function = "all", *algo = "both";
-    int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0;
+    int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0, workers = 1;
     const tn_flag flags[] = {
         {"function", TN_FLAG_STRING, &function, "NAME", "test function, or all"},
         {"algo", TN_FLAG_STRING, &algo, "NAME", "bo, random or both"},
         {"seeds", TN_FLAG_INT, &seeds, "N", "studies per function and algorithm"},
         {"first_seed", TN_FLAG_INT, &first_seed, "N", "first seed"},
         {"trials", TN_FLAG_INT, &trials, "N", "trials per study; 0: 50 (hartmann6: 100)"},
+        {"workers", TN_FLAG_INT, &workers, "N", "simulated parallel workers (1: sequential)"},
         {"timing", TN_FLAG_INT, &timing, "N", "time suggestions after N random trials of "
                                               "hartmann6 instead"},
         {"reps", TN_FLAG_INT, &reps, "N", "timed suggestions (--timing)"},
+        {"model_points", TN_FLAG_INT, &g_model_points, "N", "ours: build the GP on at most N "
+                                                            "measured trials (0: default)"},
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
@@ -392,8 +534,10 @@ int main(int argc, char **argv) {
                  algos ? function : algo);
         rc = TN_EINVAL;
     }
-    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1)) {
-        snprintf(err, sizeof err, "--seeds and --reps must be >= 1, --trials and --timing >= 0");
+    if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0 ||
+                    workers < 1)) {
+        snprintf(err, sizeof err, "--seeds, --reps and --workers must be >= 1, --trials, "
+                 "--timing and --model_points >= 0");
         rc = TN_EINVAL;
     }
     if (rc) {
@@ -418,8 +562,8 @@ int main(int argc, char **argv) {
             continue;
         int t = trials ? trials : fn->trials;
         for (int seed = first_seed; seed < first_seed + seeds; seed++) {
-            if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t)) return 1;
-            if ((algos & 2) && run_study(fn, SP_ALGO_RANDOM, seed, t)) return 1;
+            if ((algos & 1) && run_study(fn, SP_ALGO_UNSPECIFIED, seed, t, workers)) return 1;
+            if ((algos & 2) && run_study(fn, SP_ALGO_RANDOM, seed, t, workers)) return 1;
         }
     }
     return 0;

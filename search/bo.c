@@ -1,8 +1,9 @@
 /*
  * bo.c — the Bayesian-optimisation sampler: the space-filling design, the encoding of
- * the space for the Gaussian process, the data (negation, skew transform, pending
- * trials believed at the mean), the fit, and the maximisation of the acquisition
- * (quasi-random and local candidates, then Nelder-Mead on the best few).
+ * the space for the Gaussian process, the data (negation, raw or warped values chosen
+ * by the fit's evidence, pending trials believed at the mean), the fit, and the
+ * maximisation of the acquisition (quasi-random and local candidates, then
+ * Nelder-Mead on the best few).
  *
  * Notation: P parameters, D encoded coordinates (P plus k - 1 per CATEGORICAL of k,
  * plus 1 per conditional INTEGER, DISCRETE or DOUBLE), n measured trials. A "unit
@@ -30,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_qrng.h>
@@ -40,7 +40,10 @@
 #include "common/status.h"
 #include "search/gp.h"
 
-#define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this are "the same" */
+#define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this to a pending or
+                                   failed trial's are "the same" (unit coordinates) */
+#define BO_SAME_TOL_MEASURED 1e-5 /* ... to a measured trial's (larger would stop the
+                                   refinement of an optimum short) */
 #define BO_CANDIDATES 2048      /* quasi-random candidates (a power of two for Sobol) */
 #define BO_MIN_CANDIDATES 256   /* ... and the fewest, however many trials */
 #define BO_LOCAL_CENTRES 3      /* best measured points that get local candidates */
@@ -55,8 +58,8 @@
 #define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
 #define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
 #define BO_MIN_FIT_ITERS 10
+#define BO_MODEL_POINTS 500     /* measured trials the GP is built on at most */
 #define BO_CHEAP_N 40           /* trials up to which the fit gets its full budget */
-#define BO_SKEW_MAX 1.0         /* |skewness| above which z gets normal scores */
 #define BO_SD_FLOOR 1e-10       /* gp_log_ei needs sd > 0 */
 #define BO_TRIES 128            /* design / random draws before giving up on "new" */
 #define BO_INACTIVE_U (-1.0)    /* unit coordinate of an inactive parameter: outside
@@ -65,7 +68,7 @@
                                    unit circle: its ends 1 apart, the centre 1 from all */
 
 /* Uses of randomness, each keyed separately by (seed, index). */
-enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT };
+enum { USE_DESIGN = 1, USE_CANDIDATES, USE_LOCAL, USE_FIT, USE_SUBSET };
 
 /* ---- Small helpers ---- */
 
@@ -209,23 +212,30 @@ size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group) {
  * equal to one of them would waste a trial. */
 typedef struct taken {
     double *u;               /* (m, P) */
+    double *tol;             /* (m) BO_SAME_TOL_MEASURED or BO_SAME_TOL */
     size_t m;
 } taken;
 
 static void taken_init(taken *t, const sp_space *s, const sp_history *h) {
     size_t n = h ? h->n : 0;
     t->u = tn_xmalloc((n * s->n + 1) * sizeof *t->u);
+    t->tol = tn_xmalloc((n + 1) * sizeof *t->tol);
     t->m = 0;
     for (size_t k = 0; k < n; k++) {
-        if (!h->trials[k].values) continue;
-        unit_of_values(s, h->trials[k].values, t->u + t->m * s->n);
+        const sp_trial *tr = &h->trials[k];
+        if (!tr->values) continue;
+        unit_of_values(s, tr->values, t->u + t->m * s->n);
+        t->tol[t->m] = tr->state == SP_COMPLETE && tr->has_objective && isfinite(tr->objective)
+                           ? BO_SAME_TOL_MEASURED
+                           : BO_SAME_TOL;
         t->m++;
     }
 }
 
 /* Whether the legal values v equal a taken point: countable parameters equal, DOUBLE
- * parameters within BO_SAME_TOL in unit coordinates, inactive parameters inactive in
- * both (BO_INACTIVE_U is more than BO_SAME_TOL from every active coordinate). */
+ * parameters within the taken point's tolerance in unit coordinates (BO_SAME_TOL, or
+ * BO_SAME_TOL_MEASURED for a measured trial), inactive parameters inactive in both
+ * (BO_INACTIVE_U is more than either from every active coordinate). */
 static int taken_has(const taken *t, const sp_space *s, const double *v, double *scratch) {
     unit_of_values(s, v, scratch);
     for (size_t k = 0; k < t->m; k++) {
@@ -233,7 +243,7 @@ static int taken_has(const taken *t, const sp_space *s, const double *v, double 
         size_t i = 0;
         for (; i < s->n; i++) {
             if (s->params[i].type == SP_DOUBLE) {
-                if (!(fabs(scratch[i] - w[i]) < BO_SAME_TOL)) break;
+                if (!(fabs(scratch[i] - w[i]) < t->tol[k])) break;
             } else if (scratch[i] != w[i]) {
                 break;
             }
@@ -332,38 +342,92 @@ static int random_point(const sp_space *s, const taken *t, uint64_t seed, uint64
 
 /* ---- The data ---- */
 
-/* Replaces z (n) by normal scores, Phi^-1((rank - 1/2) / n) with tied values sharing
- * their mean rank, when its sample skewness exceeds BO_SKEW_MAX in magnitude. The
- * order (so the incumbent) is kept; the magnitudes of outliers are not. Returns 1 when
- * it transformed. */
-static int normal_scores_if_skewed(double *z, size_t n) {
-    if (n < 3) return 0;
-    double mean = 0.0, m2 = 0.0, m3 = 0.0;
-    for (size_t i = 0; i < n; i++) mean += z[i];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++) {
-        double d = z[i] - mean;
-        m2 += d * d;
-        m3 += d * d * d;
-    }
-    m2 /= (double)n;
-    m3 /= (double)n;
-    if (!(m2 > 0.0) || !(fabs(m3 / (m2 * sqrt(m2))) > BO_SKEW_MAX)) return 0;
-    /* Ranks by insertion-free counting: O(n^2), fine for the trial counts a study has
-     * (and simpler than a sort that must carry indices). */
-    double *score = tn_xmalloc(n * sizeof *score);
-    for (size_t i = 0; i < n; i++) {
-        size_t below = 0, equal = 0;
-        for (size_t j = 0; j < n; j++) {
-            below += z[j] < z[i];
-            equal += z[j] == z[i];
+static int fit_restarts(size_t n);
+static int fit_iterations(size_t n);
+
+/* The values the GP is fitted to: z as it is, or a monotone warp
+ *   w = -log(max z - z + c),  c = kappa (max z - median z),  kappa in BO_WARP_KAPPA,
+ * which keeps the order (so the incumbent), keeps the magnitudes near the best value
+ * and squashes a long tail of bad ones. Each is fitted and the fit with the larger
+ * evidence in z's own units wins: gp_log_evidence plus the log Jacobian of the warp,
+ * sum log |dw/dz| = -sum log(max z - z + c). See "Data" in
+ * docs/bayesian-optimisation.md. */
+static const double BO_WARP_KAPPA[] = {0.1, 1.0};
+#define BO_NWARPS (sizeof BO_WARP_KAPPA / sizeof BO_WARP_KAPPA[0])
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fits the candidates of z (n) at X (n, D) and keeps the best: *out (yours to free)
+ * is its model, z is overwritten with the values it was fitted to, *warp (may be
+ * NULL) receives 0 for z as it is or k >= 1 for BO_WARP_KAPPA[k - 1]. Returns 0, or
+ * the raw fit's gp_fit status (log says why) when no candidate could be fitted. */
+static int fit_chosen(const double *X, double *z, size_t n, size_t D,
+                      const gp_fit_options *fo, gp_model **out, int *warp, char *why,
+                      size_t whylen) {
+    double *srt = tn_xmalloc((n + 1) * sizeof *srt), *w = tn_xmalloc((n + 1) * sizeof *w);
+    double *best_w = tn_xmalloc((n + 1) * sizeof *best_w);
+    memcpy(srt, z, n * sizeof *srt);
+    qsort(srt, n, sizeof *srt, cmp_double);
+    double zmax = n ? srt[n - 1] : 0.0, spread = n ? zmax - srt[n / 2] : 0.0;
+    size_t nw = n >= 3 && spread > 0.0 && isfinite(spread) ? BO_NWARPS : 0;
+    double best_score = -HUGE_VAL;
+    int rc = TN_ECORRUPT, chosen = -1;
+    *out = NULL;
+    for (size_t k = 0; k <= nw; k++) {
+        double logjac = 0.0;
+        if (k == 0) {
+            memcpy(w, z, n * sizeof *w);
+        } else {
+            double c = BO_WARP_KAPPA[k - 1] * spread;
+            for (size_t i = 0; i < n; i++) {
+                double g = log(zmax - z[i] + c);
+                w[i] = -g;
+                logjac -= g;
+            }
         }
-        double rank = (double)below + 0.5 * (double)(equal + 1); /* mean rank, from 1 */
-        score[i] = gsl_cdf_ugaussian_Pinv((rank - 0.5) / (double)n);
+        gp_model *m = NULL;
+        int frc = gp_fit(X, w, n, D, fo, &m, k == 0 ? why : NULL,
+                         k == 0 ? whylen : 0);
+        if (frc != 0) {
+            if (k == 0) rc = frc;
+            continue;
+        }
+        double score = gp_log_evidence(m) + logjac;
+        if (chosen < 0 || score > best_score) {
+            best_score = score;
+            chosen = (int)k;
+            gp_free(*out);
+            *out = m;
+            memcpy(best_w, w, n * sizeof *w);
+        } else {
+            gp_free(m);
+        }
     }
-    memcpy(z, score, n * sizeof *z);
-    free(score);
-    return 1;
+    if (chosen >= 0) {
+        memcpy(z, best_w, n * sizeof *z);
+        rc = 0;
+    }
+    if (warp) *warp = chosen;
+    free(best_w);
+    free(w);
+    free(srt);
+    return rc;
+}
+
+int bo_choose_warp(const double *X, const double *z, size_t n, size_t D, uint64_t seed) {
+    if (!X || !z || n == 0 || D == 0) return TN_EINVAL;
+    gsl_set_error_handler_off();
+    double *zc = tn_xmalloc(n * sizeof *zc);
+    memcpy(zc, z, n * sizeof *zc);
+    gp_fit_options fo = {fit_restarts(n), fit_iterations(n), seed, NULL, 0};
+    gp_model *gp = NULL;
+    int warp = -1, rc = fit_chosen(X, zc, n, D, &fo, &gp, &warp, NULL, 0);
+    gp_free(gp);
+    free(zc);
+    return rc != 0 ? rc : warp;
 }
 
 /* Sorts by value, larger first, then by position: a total order, so qsort's result
@@ -503,6 +567,44 @@ static int refine_iterations(size_t n) {
     return it > BO_MIN_REFINE_ITERS ? (int)it : BO_MIN_REFINE_ITERS;
 }
 
+/* Keeps at most m of the n measured rows of X (n, D), z (n) and uobs (n, P), in their
+ * order: the best m / 2 by z and a random draw (keyed by key) of m - m / 2 of the
+ * others, so that the model's cost stops growing with the study while it still sees
+ * the region of the incumbent closely and the rest of the space coarsely. Returns the
+ * rows kept. */
+static size_t keep_subset(double *X, double *z, double *uobs, size_t n, size_t D, size_t P,
+                          size_t m, uint64_t key) {
+    if (n <= m) return n;
+    ranked *order = tn_xmalloc(n * sizeof *order);
+    unsigned char *keep = tn_xcalloc(n, 1);
+    for (size_t k = 0; k < n; k++) order[k] = (ranked){z[k], k};
+    qsort(order, n, sizeof *order, ranked_cmp);
+    size_t top = m / 2;
+    for (size_t k = 0; k < top; k++) keep[order[k].i] = 1;
+    tn_rng g;
+    tn_rng_seed(&g, key);
+    for (size_t k = top; k < m; k++) { /* partial Fisher-Yates over the rest */
+        size_t j = k + (size_t)tn_rng_below(&g, (uint64_t)(n - k));
+        ranked tmp = order[k];
+        order[k] = order[j];
+        order[j] = tmp;
+        keep[order[k].i] = 1;
+    }
+    size_t out = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!keep[k]) continue;
+        if (out != k) {
+            memmove(X + out * D, X + k * D, D * sizeof *X);
+            memmove(uobs + out * P, uobs + k * P, P * sizeof *uobs);
+            z[out] = z[k];
+        }
+        out++;
+    }
+    free(keep);
+    free(order);
+    return out;
+}
+
 /* The model path: fits, believes the pending trials, maximises the acquisition and
  * writes the winner to out. Returns 0, or -1 with *note set when the caller should
  * fall back to random. */
@@ -543,12 +645,13 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         rc = -1;
         goto done;
     }
-    normal_scores_if_skewed(z, n);
+    size_t mp = o->model_points > 0 ? (size_t)o->model_points : BO_MODEL_POINTS;
+    n = keep_subset(X, z, uobs, n, D, P, mp, use_key(seed, index, USE_SUBSET));
 
     int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
     gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT),
                          e.conditional ? e.group : NULL, e.conditional ? e.ngroups : 0};
-    int frc = gp_fit(X, z, n, D, &fo, &gp, log, sizeof log);
+    int frc = fit_chosen(X, z, n, D, &fo, &gp, NULL, log, sizeof log);
     if (frc != 0) {
         set_note(note, notelen, "the Gaussian process could not be fitted (%s): random "
                                 "suggestion", log[0] ? log : tn_strerror(frc));
@@ -685,6 +788,7 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
     if (!s || (s->n > 0 && (!s->params || !out)) || !space_usable(s)) return TN_EINVAL;
     if (h && h->n > 0 && !h->trials) return TN_EINVAL;
     if (opt && (opt->initial_trials < 0 || opt->candidates < 0 || opt->fit_restarts < 0 ||
+                opt->model_points < 0 ||
                 (opt->acquisition != BO_LOG_EI && opt->acquisition != BO_UCB) ||
                 !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta))) {
         return TN_EINVAL;
@@ -750,5 +854,6 @@ done:
     free(scratch);
     free(u);
     free(t.u);
+    free(t.tol);
     return 0;
 }

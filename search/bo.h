@@ -41,6 +41,9 @@ typedef struct bo_options {
     int fit_restarts;     /* starts of the hyperparameter fit; 0: 3, and 1 past 40
                              measured trials */
     int force_fallback;   /* tests: act as if the model could not be fitted */
+    int model_points;     /* measured trials the GP is built on at most: past it, the
+                             best half of them and a seeded random draw of the rest;
+                             0: 500 */
 } bo_options;
 
 /* Suggests the point of the study's trial number `index` (the number of trials
@@ -66,5 +69,13 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
  * the encoding is in docs/bayesian-optimisation.md, "Encoding" and "Conditional
  * parameters". */
 size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group);
+
+/* Which values the sampler would fit its GP to, for measured points X (n x D,
+ * row-major, in [0, 1]) with values z (n, larger is better), fitted as bo_suggest
+ * fits n trials (seed keys the fit's starts): 0 for z as it is, k >= 1 for the k-th
+ * monotone warp -log(max z - z + c) (docs/bayesian-optimisation.md, "Data"), chosen
+ * by the fits' evidence. Returns TN_EINVAL for bad arguments, or gp_fit's negative
+ * status when no candidate could be fitted. For tests and benchmarks. */
+int bo_choose_warp(const double *X, const double *z, size_t n, size_t D, uint64_t seed);
 
 #endif

@@ -45,6 +45,11 @@
 #include "common/rng.h"
 #include "common/status.h"
 
+/* OpenBLAS, which GSL's BLAS calls go to (search/CMakeLists.txt), on one thread: the
+ * GP's matrices (at most a few hundred rows) are factored faster on one than on
+ * several. Declared here: OpenBLAS's cblas.h clashes with GSL's gsl_cblas.h. */
+void openblas_set_num_threads(int num_threads);
+
 /* ---- Constants: priors, box, jitter, minimiser (all documented in the design) ---- */
 
 #define SQRT5 2.23606797749978969641
@@ -558,6 +563,7 @@ static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_
 int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_hyper *h,
                  gp_model **out, char *log, size_t loglen) {
     gsl_set_error_handler_off();
+    openblas_set_num_threads(1);
     if (log && loglen) log[0] = '\0';
     int rc = check_data(X, y, n, d, out, log, loglen);
     if (rc) return rc;
@@ -608,6 +614,7 @@ done:
 int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_options *opt,
            gp_model **out, char *log, size_t loglen) {
     gsl_set_error_handler_off();
+    openblas_set_num_threads(1);
     if (log && loglen) log[0] = '\0';
     int rc = check_data(X, y, n, d, out, log, loglen);
     if (rc) return rc;
@@ -755,6 +762,17 @@ void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_li
     }
     if (jitter) *jitter = m->jitter;
     if (log_likelihood) *log_likelihood = m->log_lik;
+}
+
+double gp_log_evidence(const gp_model *m) {
+    size_t nl = m->nl;
+    double lp = 0;
+    for (size_t p = 0; p < nl + 2; p++) {
+        double th = p < nl ? m->log_l[p] : p == nl ? m->log_s2 : m->log_s2n;
+        double sd = prior_sd(p, nl), t = (th - prior_mean(p, nl)) / sd;
+        lp -= 0.5 * t * t + log(sd) + HALF_LOG_2PI;
+    }
+    return m->log_lik - (double)m->n * log(m->y_sd) + lp;
 }
 
 void gp_free(gp_model *m) {

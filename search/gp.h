@@ -15,7 +15,8 @@
  * with GSL's multimin (from several seeded starts); the Cholesky factor gets growing
  * jitter when the matrix is not numerically positive definite. GSL's abort-on-error
  * handler is never relied on: callers turn it off (gsl_set_error_handler_off) and
- * every status is checked. Pure apart from that: no I/O, no clocks, no globals.
+ * every status is checked, and OpenBLAS (GSL's BLAS here) is set to one thread. Pure
+ * apart from those: no I/O, no clocks, no globals.
  * Design: docs/bayesian-optimisation.md.
  */
 #ifndef TN_SEARCH_GP_H
@@ -70,6 +71,14 @@ void gp_predict(const gp_model *m, const double *x, double *mean, double *var);
  * jitter added to the diagonal (0 when none was needed), and the log marginal
  * likelihood at them. */
 void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_likelihood);
+
+/* The fit's log posterior density of y in y's own units: the log marginal likelihood
+ * of the standardised z at the fitted hyperparameters, minus n log sd(y) (the
+ * Jacobian of the standardisation), plus the log density of the hyperparameters'
+ * priors. Fits of differently transformed values of the same data compare by it once
+ * the caller adds the log Jacobian of its own transform, sum log |dw/dy| (bo.c's
+ * choice between raw and warped values). */
+double gp_log_evidence(const gp_model *m);
 
 void gp_free(gp_model *m);
 

@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "search/bo.h"
 
+#include "common/rng.h"
 #include "common/status.h"
 #include "search/sampler.h"
 #include "search/space.h"
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- Spaces ---- */
 
@@ -321,6 +321,61 @@ static void test_skewed_outlier(void) {
     sp_space_clear(&s);
 }
 
+/* The evidence's choice of values (bo_choose_warp): 30 points of a smooth function
+ * with no tail are fitted as they are; a long tail of bad values (a maximised
+ * -exp(6 |x - c|), from about -1 to -400, the shape of branin's values) is warped;
+ * bad arguments are refused. */
+static void test_warp_choice(void) {
+    enum { N = 30, D = 2 };
+    double X[N * D], smooth[N], tail[N];
+    tn_rng r;
+    tn_rng_seed(&r, 11);
+    for (int i = 0; i < N; i++) {
+        double a = tn_rng_uniform(&r), b = tn_rng_uniform(&r);
+        X[i * D] = a;
+        X[i * D + 1] = b;
+        smooth[i] = sin(3.0 * a) + 0.5 * cos(2.0 * b);
+        tail[i] = -exp(6.0 * sqrt((a - 0.3) * (a - 0.3) + (b - 0.6) * (b - 0.6)));
+    }
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        int ws = bo_choose_warp(X, smooth, N, D, seed), wt = bo_choose_warp(X, tail, N, D, seed);
+        CHECK_MSG(ws == 0, "seed %d: smooth values warped (%d)", (int)seed, ws);
+        CHECK_MSG(wt >= 1, "seed %d: long-tailed values not warped (%d)", (int)seed, wt);
+    }
+    CHECK_INT_EQ(bo_choose_warp(NULL, smooth, N, D, 1), TN_EINVAL);
+    CHECK_INT_EQ(bo_choose_warp(X, smooth, 0, D, 1), TN_EINVAL);
+}
+
+/* Past model_points measured trials the GP is built on a subset (the best half and a
+ * random draw of the rest): 40 trials of a 2-D bowl give another suggestion with
+ * model_points 10 than with all of them, the same one with model_points 40 (not
+ * past it), and one still near the bowl's minimum; a negative value is refused. */
+static void test_model_subset(void) {
+    sp_space s;
+    make_unit_space(&s, 2);
+    study_reset(0);
+    tn_rng r;
+    tn_rng_seed(&r, 5);
+    for (int k = 0; k < 40; k++) {
+        double u[2] = {tn_rng_uniform(&r), tn_rng_uniform(&r)};
+        study_add(u, 2, SP_COMPLETE, bowl(u, 2));
+    }
+    double all[2], same[2], sub[2];
+    bo_options o = {0};
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, 40, &o, all, NULL, 0), 0);
+    o.model_points = 40;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, 40, &o, same, NULL, 0), 0);
+    o.model_points = 10;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, 40, &o, sub, NULL, 0), 0);
+    CHECK(memcmp(all, same, sizeof all) == 0);
+    CHECK_MSG(memcmp(all, sub, sizeof all) != 0, "(%g, %g) both ways", all[0], all[1]);
+    CHECK_MSG(bowl(sub, 2) < 0.1, "subset model's point (%g, %g): %g", sub[0], sub[1],
+              bowl(sub, 2));
+    o.model_points = -1;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 2, 40, &o, sub, NULL, 0), TN_EINVAL);
+    sp_space_clear(&s);
+}
+
 /* Parallel suggestions differ: each suggestion is added as pending before the next
  * is asked for, and with 3 pending trials at the incumbent the next one is elsewhere.
  * The pending trials act through the model (believed at its mean), not only as taken
@@ -511,22 +566,30 @@ static void test_small_space_exhausted(void) {
     sp_space_clear(&s);
 }
 
-/* A categorical optimum is found: the third category is worth much more. */
+/* A categorical optimum is found: the third category is worth much more. Once x is
+ * refined to 1e-4 of its optimum, EI may spend a trial on another category. */
 static void test_categorical_optimum(void) {
     static const sp_param ps[] = {P_DOUBLE("x", SP_LINEAR, 0, 1), P_CAT("c", cats3)};
     sp_space s;
     make_space(&s, ps, 2);
     study_reset(1);
     int picks = 0;
+    double best = -HUGE_VAL, best_v[2] = {0, 0};
     for (uint64_t k = 0; k < 20; k++) {
         double v[2];
         CHECK_INT_EQ(bo_suggest(&s, &st.h, 3, k, NULL, v, NULL, 0), 0);
         CHECK(all_legal(&s, v));
         if (k >= 14) picks += v[1] == 2.0;
         double y = -(v[0] - 0.6) * (v[0] - 0.6) + (v[1] == 2.0 ? 0.5 : 0.0);
+        if (y > best) {
+            best = y;
+            memcpy(best_v, v, sizeof best_v);
+        }
         study_add(v, 2, SP_COMPLETE, y);
     }
-    CHECK_MSG(picks >= 5, "category 2 in %d of the last 6 suggestions", picks);
+    CHECK_MSG(picks >= 4, "category 2 in %d of the last 6 suggestions", picks);
+    CHECK_MSG(best_v[1] == 2.0 && fabs(best_v[0] - 0.6) < 0.01, "best (%g, %g)", best_v[0],
+              best_v[1]);
     sp_space_clear(&s);
 }
 
@@ -690,9 +753,12 @@ static void test_conditional_optimum(void) {
     sp_space_clear(&s);
 }
 
-/* A branch that is far better but used up does not distract the model from the
- * other: adam (momentum inactive: one point, taken) measured far above every sgd
- * trial, whose values peak at momentum 0.75; the next point is sgd near its peak. */
+/* A branch that is far better but used up is not suggested again, and the inactive
+ * momentum is not taken for a value: adam (momentum inactive: one point, taken)
+ * measured far above every sgd trial, whose values peak at momentum 0.75; the next
+ * point is sgd. (With normal scores it was sgd near its peak; with the raw values that
+ * the evidence now prefers, EI against the unreachable incumbent explores sgd's ends:
+ * docs/bayesian-optimisation.md, "Data", limitations.) */
 static void test_inactive_not_a_value(void) {
     static const sp_param ps[] = {
         P_CAT("optimizer", cats2),
@@ -714,7 +780,7 @@ static void test_inactive_not_a_value(void) {
         o.initial_trials = 2;
         CHECK_INT_EQ(bo_suggest(&s, &st.h, 5 + (uint64_t)rep, 7, &o, v, note, sizeof note), 0);
         CHECK_INT_EQ(note[0], 0);
-        CHECK_MSG(v[0] == 0 && fabs(v[1] - 0.75) < 0.12, "rep %d: suggested (%g, %g)", rep, v[0],
+        CHECK_MSG(v[0] == 0 && v[1] >= 0 && v[1] <= 1, "rep %d: suggested (%g, %g)", rep, v[0],
                   v[1]);
     }
     sp_space_clear(&s);
@@ -854,56 +920,6 @@ static void test_bad_arguments(void) {
     sp_space_clear(&s);
 }
 
-/* ---- Timing (printed, not asserted) ---- */
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median time of 5 suggestions with n complete trials (random points) in 6-D. */
-static void time_with(size_t n) {
-    static const sp_param ps[] = {
-        P_DOUBLE("a", SP_LINEAR, 0, 1),  P_DOUBLE("b", SP_LOG, 1e-4, 1),
-        P_DOUBLE("c", SP_LINEAR, -1, 1), P_DOUBLE("d", SP_REVERSE_LOG, 0.9, 0.999),
-        P_INT("e", SP_LINEAR, 1, 64),    P_DISC("f", SP_SCALE_NONE, disc_batch),
-    };
-    sp_space s;
-    make_space(&s, ps, 6);
-    study_reset(0);
-    for (size_t k = 0; k < n; k++) {
-        double v[6];
-        sp_suggest(SP_ALGO_RANDOM, &s, NULL, 17, k, v, NULL, 0);
-        study_add(v, 6, SP_COMPLETE, objective_of(&s, v));
-    }
-    double ms[5];
-    int ok = 1;
-    for (int r = 0; r < 5; r++) {
-        double v[6];
-        char note[256];
-        double t0 = now_ms();
-        int rc = bo_suggest(&s, &st.h, 17, n + (uint64_t)r, NULL, v, note, sizeof note);
-        ms[r] = now_ms() - t0;
-        ok &= rc == 0 && all_legal(&s, v) && note[0] == 0;
-    }
-    CHECK(ok);
-    qsort(ms, 5, sizeof ms[0], cmp_double);
-    printf("  %zu trials, 6-D: median %.1f ms (min %.1f, max %.1f) per suggestion\n", n,
-           ms[2], ms[0], ms[4]);
-    sp_space_clear(&s);
-}
-
-static void test_timing(void) {
-    time_with(100);
-    time_with(500);
-}
-
 int main(void) {
     RUN(test_legal_mixed_parallel);
     RUN(test_reproducible);
@@ -912,6 +928,8 @@ int main(void) {
     RUN(test_quadratic_optimum);
     RUN(test_quadratic_ucb);
     RUN(test_skewed_outlier);
+    RUN(test_warp_choice);
+    RUN(test_model_subset);
     RUN(test_parallel_distinct);
     RUN(test_failed_ignored);
     RUN(test_stopped_not_modelled);
@@ -927,6 +945,5 @@ int main(void) {
     RUN(test_inactive_encoding);
     RUN(test_conditional_exhausted);
     RUN(test_bad_arguments);
-    RUN(test_timing);
     return check_summary();
 }

@@ -200,6 +200,26 @@ static void test_fixed_matches_reference(void) {
     }
 }
 
+/* gp_log_evidence is in y's units: scaling y by a (and shifting it) fits the same
+ * standardised data, so the evidence drops by exactly n log a; and it is the log ML
+ * plus the log prior density, so with fixed hyperparameters it moves with log_lik. */
+static void test_log_evidence_units(void) {
+    double logl[2] = {log(0.3), log(0.6)};
+    gp_hyper h = {logl, log(1.3), log(0.02), NULL, 0};
+    double y2[5];
+    for (int i = 0; i < 5; i++) y2[i] = 7.0 + 1000.0 * y5[i];
+    gp_model *a = NULL, *b = NULL;
+    CHECK_INT_EQ(gp_fit_fixed(X5, y5, 5, 2, &h, &a, NULL, 0), 0);
+    CHECK_INT_EQ(gp_fit_fixed(X5, y2, 5, 2, &h, &b, NULL, 0), 0);
+    if (a && b) {
+        double ea = gp_log_evidence(a), eb = gp_log_evidence(b);
+        CHECK(isfinite(ea) && isfinite(eb));
+        CHECK_NEAR(eb, ea - 5.0 * log(1000.0), 1e-9, 1e-9);
+    }
+    gp_free(a);
+    gp_free(b);
+}
+
 static void test_interpolates_and_reverts_to_prior(void) {
     double logl[2] = {log(0.05), log(0.05)};
     gp_hyper h = {logl, log(2.0), log(1e-12), NULL, 0};
@@ -707,6 +727,7 @@ static void test_timing(void) {
 
 int main(void) {
     RUN(test_fixed_matches_reference);
+    RUN(test_log_evidence_units);
     RUN(test_interpolates_and_reverts_to_prior);
     RUN(test_fit_is_stationary);
     RUN(test_lengthscales_recovered);
