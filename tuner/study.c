@@ -231,6 +231,8 @@ char *study_resolve_program(const char *name, const char *self_dir) {
     return tn_xstrdup(name);
 }
 
+_Static_assert(ST_MAX_VALUES >= SPEC_MAX_METRICS, "a trial holds a value of every metric");
+
 /* ---- the loop ---- */
 
 typedef struct loop loop;
@@ -255,6 +257,12 @@ typedef struct trial_run {
     char last_replica[32]; /* and its replica */
     int has_objective;     /* the last finite value of the metric (a stopped trial's) */
     double objective;
+    struct {               /* the study's metrics[1 ..] (several metrics), each as the
+                              first: the last value by arrival, the chief's first */
+        int has;           /* reported, finite or not */
+        double last;
+        int rank;          /* 1: from the chief, 0: from another replica */
+    } more[SPEC_MAX_METRICS];
     int lost_record; /* a measurement or event could not be stored: never SUCCEEDED */
     char *metric_problem;  /* the last trouble reading a metric file, for messages */
     double started;
@@ -530,11 +538,19 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
         return;
     }
     double v;
-    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) return;
     /* The objective is the last value reported, by arrival (the reader hands records
      * over once, in the order written), the chief's records before any other's: never
-     * ordered by a timestamp the trial controls. */
+     * ordered by a timestamp the trial controls. So is every other metric's value. */
     int rank = ex_replica_is_chief(replica);
+    for (size_t k = 1; k < L->spec->nmetrics; k++) {
+        if (!htr_record_metric(rec, L->spec->metrics[k].id, &v)) continue;
+        if (!t->more[k].has || rank >= t->more[k].rank) {
+            t->more[k].has = 1;
+            t->more[k].last = v;
+            t->more[k].rank = rank;
+        }
+    }
+    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) return;
     if (!t->has_last || rank >= t->last_rank) {
         t->has_last = 1;
         t->last = v;
@@ -602,11 +618,38 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         } else {
             state = ST_TRIAL_FAILED;
         }
+        /* a study with several metrics: each must have its last value a number */
+        size_t k = 1;
+        while (state == ST_TRIAL_SUCCEEDED && k < L->spec->nmetrics && t->more[k].has &&
+               isfinite(t->more[k].last))
+            k++;
+        if (state == ST_TRIAL_SUCCEEDED && k < L->spec->nmetrics) {
+            state = ST_TRIAL_FAILED;
+            if (t->more[k].has)
+                snprintf(msg, sizeof msg,
+                         "the last value of the metric '%s' (metric %zu of the study's %zu) "
+                         "is %g: the run diverged or reported no number",
+                         L->spec->metrics[k].id, k + 1, L->spec->nmetrics, t->more[k].last);
+            else
+                snprintf(msg, sizeof msg,
+                         "the job succeeded but no replica reported the metric '%s' (metric "
+                         "%zu of the study's %zu; see %s/%lld/logs)",
+                         L->spec->metrics[k].id, k + 1, L->spec->nmetrics, L->spec->job_dir,
+                         (long long)t->number);
+            why = msg;
+        }
         row.state = state;
         free(row.error);
         row.error = why && state != ST_TRIAL_PENDING ? tn_xstrdup(why) : NULL;
         row.has_objective = t->has_objective;
         row.objective = t->objective;
+        row.nvalues = t->has_objective;
+        row.values[0] = t->objective;
+        for (k = 1; k < L->spec->nmetrics && t->has_objective; k++) {
+            if (!t->more[k].has || !isfinite(t->more[k].last)) break;
+            row.values[k] = t->more[k].last;
+        }
+        if (k == L->spec->nmetrics) row.nvalues = (int)k; /* else the objective alone */
         row.attempts = t->attempts_before + ex_job_attempts(t->job);
         row.restarts = t->restarts_before + ex_job_restarts(t->job);
         row.finished = state != ST_TRIAL_PENDING ? wall_clock() : 0;
@@ -625,8 +668,18 @@ static void on_finished(void *ctx, int outcome, const char *error) {
                 L->best = t->objective;
                 L->best_trial = t->number;
             }
-            log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
-                  L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
+            if (L->spec->nmetrics == 1) {
+                log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
+                         L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
+            } else {
+                char line[1024];
+                size_t len = 0;
+                for (k = 0; k < L->spec->nmetrics && len < sizeof line; k++)
+                    len += (size_t)snprintf(line + len, sizeof line - len, "%s%s = %.6g",
+                                            k ? ", " : "", L->spec->metrics[k].id,
+                                            row.values[k]);
+                log_line(L, "trial %lld succeeded: %s", (long long)t->number, line);
+            }
             break;
         }
         case ST_TRIAL_FAILED:

@@ -430,7 +430,7 @@ static void test_migration_from_v1(void) {
     if (rc) return;
     char buf[4096], want[4096];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "5"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
           study.state == ST_STUDY_SUCCEEDED);
@@ -460,6 +460,7 @@ static void test_migration_from_v1(void) {
     CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated:\n%s\nnew:\n%s", buf, want);
     CHECK_STR_CONTAINS(want, "trials_by_change(changed)");
     CHECK_STR_CONTAINS(want, "trials.executor_job:TEXT");
+    CHECK_STR_CONTAINS(want, "trials.objectives:TEXT");
     CHECK_STR_CONTAINS(want, "measurements_by_seq(seq)");
     CHECK_STR_CONTAINS(want, "measurements_by_step(step)");
 }
