@@ -296,7 +296,15 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
     if (st_trial_list(st, study->id, &trials, &n, err, sizeof err) == 0) {
         long b = study_best_index(trials, n, spec->goal);
         const st_trial *best = b >= 0 ? &trials[b] : NULL;
-        if (best)
+        unsigned char *front = spec->nmetrics > 1 ? tn_xcalloc(n + 1, 1) : NULL;
+        size_t nfront = front ? study_pareto(spec, trials, n, front) : 0;
+        free(front);
+        if (spec->nmetrics > 1 && nfront)
+            printf("Pareto front: %zu trial%s of %zu metrics (tuner best %s)\n", nfront,
+                   nfront == 1 ? "" : "s", spec->nmetrics, study->name);
+        else if (spec->nmetrics > 1)
+            printf("no trial succeeded with a value of every metric\n");
+        else if (best)
             printf("best: trial %lld, %s = %.6g, %s\n", (long long)best->number, spec->metric_tag,
                    best->objective, best->params);
         else

@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "executor/executor.h"
 #include "search/bo.h"
+#include "search/pareto.h"
 #include "search/space.h"
 #include "search/stopping.h"
 #include "tuner/params.h"
@@ -219,6 +220,29 @@ long study_best_index(const st_trial *t, size_t n, int goal) {
             best = (long)i;
     }
     return best;
+}
+
+size_t study_pareto(const tn_spec *spec, const st_trial *t, size_t n,
+                    unsigned char *on_front) {
+    size_t m = spec->nmetrics, k = 0;
+    int maximize[SPEC_MAX_METRICS];
+    for (size_t j = 0; j < m; j++) maximize[j] = spec->metrics[j].goal == SPEC_MAXIMIZE;
+    double *pts = tn_xcalloc(n * m + 1, sizeof *pts);      /* (k, m): the candidates */
+    size_t *which = tn_xcalloc(n + 1, sizeof *which);       /* (k): their indices */
+    unsigned char *front = tn_xcalloc(n + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        on_front[i] = 0;
+        if (t[i].state != ST_TRIAL_SUCCEEDED || !t[i].has_objective || t[i].nvalues < (int)m)
+            continue;
+        memcpy(pts + k * m, t[i].values, m * sizeof *pts);
+        which[k++] = i;
+    }
+    size_t count = pa_front(pts, k, m, maximize, front);
+    for (size_t j = 0; j < k; j++) on_front[which[j]] = front[j];
+    free(pts);
+    free(which);
+    free(front);
+    return count;
 }
 
 char *study_resolve_program(const char *name, const char *self_dir) {

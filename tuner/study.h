@@ -65,6 +65,14 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
  * there is none. */
 long study_best_index(const st_trial *trials, size_t n, int goal);
 
+/* The Pareto front of a study's trials by all of the spec's metrics and goals
+ * (search/pareto.h): on_front[i] = 1 for each SUCCEEDED trial that has a value of
+ * every metric and that no other such trial dominates, 0 for every other trial.
+ * Returns how many are on it. With one metric: every SUCCEEDED trial with the best
+ * objective (ties included). */
+size_t study_pareto(const tn_spec *spec, const st_trial *trials, size_t n,
+                    unsigned char *on_front);
+
 /* Resolves a spec's command[0] as the executor will run it: a name with a '/' as is;
  * a bare name beside the tuner binary (self_dir) if there, else as is (for PATH).
  * Returns a string that is yours to free. */
