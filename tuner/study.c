@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "executor/executor.h"
 #include "search/bo.h"
+#include "search/mobo.h"
 #include "search/pareto.h"
 #include "search/space.h"
 #include "search/stopping.h"
@@ -124,17 +125,34 @@ static int ask_in_txn(st_store *st, void *arg) {
     double *vals = tn_xcalloc((listed + nprev) * space->n + 1, sizeof *vals);
     sp_trial *hist = tn_xcalloc(listed + nprev + 1, sizeof *hist);
     size_t skipped;
-    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped);
+    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped), warm = h;
     st_trials_free(prev, nprev);
+    /* several metrics: the same trials with every objective (mo_history) */
+    size_t m = a->spec->nmetrics;
+    mo_trial *mo = m > 1 ? tn_xcalloc(listed + 1, sizeof *mo) : NULL;
     for (size_t i = 0; i < listed; i++) {
         if (tp_from_json(space, trials[i].params, vals + h * space->n, NULL, 0) != 0) continue;
         hist[h] = (sp_trial){.values = vals + h * space->n, .state = state_to_sp(trials[i].state),
                              .has_objective = trials[i].has_objective,
                              .objective = trials[i].objective};
+        if (mo)
+            mo[h - warm] = (mo_trial){
+                .values = hist[h].values, .state = hist[h].state,
+                .objectives = trials[i].state == ST_TRIAL_SUCCEEDED && trials[i].has_objective &&
+                                      trials[i].nvalues >= (int)m
+                                  ? trials[i].values
+                                  : NULL};
         h++;
     }
     sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
-    if (a->spec->algorithm == SP_ALGO_UNSPECIFIED) /* with the spec's sampler options */
+    int maximize[SPEC_MAX_METRICS];
+    for (size_t k = 0; k < m; k++) maximize[k] = a->spec->metrics[k].goal == SPEC_MAXIMIZE;
+    /* (the warm start's trials, of another study, have one objective: left out) */
+    mo_history mo_hist = {.trials = mo, .n = h - warm, .m = m, .maximize = maximize};
+    if (a->spec->algorithm == SP_ALGO_UNSPECIFIED && mo) /* random scalarisations */
+        rc = mo_suggest(space, &mo_hist, (uint64_t)a->study->seed, (uint64_t)n,
+                        &a->spec->bayesian, a->values, a->note, sizeof a->note);
+    else if (a->spec->algorithm == SP_ALGO_UNSPECIFIED) /* with the spec's sampler options */
         rc = bo_suggest(space, &history, (uint64_t)a->study->seed, (uint64_t)n,
                         &a->spec->bayesian, a->values, a->note, sizeof a->note);
     else
@@ -148,6 +166,7 @@ static int ask_in_txn(st_store *st, void *arg) {
     }
     free(vals);
     free(hist);
+    free(mo);
     st_trials_free(trials, listed);
     return rc;
 }

@@ -897,6 +897,15 @@ check two_metrics_trials_json python3 -c '
 import json, sys
 rows = json.load(sys.stdin)
 sys.exit(0 if all(r["values"]["score"] == r["objective"] == r["params"]["x"] for r in rows) and len(rows) == 4 else rows)' <<<"$("$TUNER" trials two --format=json)"
+# the same study with the Bayesian sampler (random scalarisations, search/mobo.h)
+sed -e 's/"two"/"twobo"/' -e 's|runs/two|runs/twobo|' -e 's/GRID_SEARCH/ALGORITHM_UNSPECIFIED/' \
+  -e 's/"maxParallelTrials": 2/"maxParallelTrials": 1/' two.json >twobo.json
+"$TUNER" run twobo.json --quiet --seed=3 >twobo.out 2>&1
+check two_metrics_bo_run_exit0 test $? -eq 0
+check two_metrics_bo_front python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+sys.exit(0 if rows and all(set(r["values"]) == {"score", "cost"} for r in rows) else rows)' <<<"$("$TUNER" best twobo --format=json)"
 err=$(sed 's/"metrics"/"hyperparameterMetricTag": "score", "metrics"/' two.json >both.json; "$TUNER" validate both.json 2>&1); rc=$?
 check two_metrics_both_forms_refused grep -q "this spec has metrics and hyperparameterMetricTag" <<<"$err"
 
