@@ -1226,14 +1226,14 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
     es_config *e = &out->early_stopping;
     json_t *v;
     check_fields(c, es, ES_FIELDS, NELEM(ES_FIELDS));
-    e->policy = ES_DEFAULT_POLICY;
+    e->policy = out->nmetrics > 1 ? ES_DOMINANCE : ES_DEFAULT_POLICY;
     if ((v = enter(c, es, "policy"))) {
         const char *name;
         if (read_string(c, v, 1, &name) == 0) {
             int policy = es_policy_parse(name);
             if (policy < 0)
-                fail(c, "expected one of \"median\", \"asha\", \"hyperband\", \"none\", got \"%s\"",
-                     name);
+                fail(c, "expected one of \"median\", \"asha\", \"hyperband\", \"dominance\", "
+                        "\"none\", got \"%s\"", name);
             else
                 e->policy = policy;
         }
@@ -1441,7 +1441,9 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         read_bool(c, v, &out->enable_early_stopping);
         pop(c);
     }
-    if (out->enable_early_stopping) out->early_stopping.policy = ES_DEFAULT_POLICY;
+    /* enableTrialEarlyStopping alone: the default rule, dominance with several metrics */
+    if (out->enable_early_stopping)
+        out->early_stopping.policy = out->nmetrics > 1 ? ES_DOMINANCE : ES_DEFAULT_POLICY;
     if ((v = enter(c, hp, "earlyStopping"))) {
         if (json_is_object(v))
             read_early_stopping(c, v, out);

@@ -334,6 +334,9 @@ typedef struct curve {
                               known, a store older than schema version 4) */
     size_t n, cap;
     char *replica;         /* whose records these are; the chief's win */
+    struct curve *more;    /* (nmetrics - 1) a study of several metrics: the curves of
+                              metrics[1 ..], for the dominance rule; NULL until one has
+                              a point (their state is not used: this curve's is) */
 } curve;
 
 struct loop {
@@ -454,6 +457,20 @@ static curve *curve_of(loop *L, int64_t number) {
     return &L->curves[i];
 }
 
+/* The trial's curve of the study's metric k (0: the metric tag's, curve_of). */
+static curve *metric_curve(loop *L, int64_t number, size_t k) {
+    curve *c = curve_of(L, number);
+    if (k == 0) return c;
+    if (!c->more) c->more = tn_xcalloc(L->spec->nmetrics - 1, sizeof *c->more);
+    return &c->more[k - 1];
+}
+
+static void curve_clear(curve *c) {
+    free(c->pts);
+    free(c->attempt);
+    free(c->replica);
+}
+
 /* Adds a measurement of replica to the curve: the chief's records replace any other
  * replica's, another replica's are ignored once a replica is chosen. A repeated step
  * (a restarted replica reporting it again) keeps one value, the newest attempt's;
@@ -493,13 +510,35 @@ static void curve_add(curve *c, const char *replica, int64_t step, int attempt, 
 static void decide_early_stop(loop *L, trial_run *t) {
     const es_config *cfg = &L->spec->early_stopping;
     if (cfg->policy == ES_NONE || t->early_stopped || !ex_job_is_running(t->job)) return;
-    es_trial *view = tn_xcalloc(L->ncurves, sizeof *view);
-    for (size_t i = 0; i < L->ncurves; i++)
-        view[i] = (es_trial){.number = (int64_t)i + 1, .state = L->curves[i].state,
-                             .curve = L->curves[i].pts, .n = L->curves[i].n};
+    size_t m = L->spec->nmetrics;
     es_decision d;
-    es_decide(cfg, view, L->ncurves, (size_t)t->number - 1, &d);
-    free(view);
+    if (cfg->policy == ES_DOMINANCE && m > 1) { /* every metric's curve */
+        es_trial *flat = tn_xcalloc(L->ncurves * m, sizeof *flat); /* (ncurves, m) */
+        es_mtrial *view = tn_xcalloc(L->ncurves, sizeof *view);
+        int maximize[SPEC_MAX_METRICS];
+        for (size_t k = 0; k < m; k++) maximize[k] = L->spec->metrics[k].goal == SPEC_MAXIMIZE;
+        for (size_t i = 0; i < L->ncurves; i++) {
+            for (size_t k = 0; k < m; k++) {
+                const curve *c = k == 0 ? &L->curves[i]
+                                 : L->curves[i].more ? &L->curves[i].more[k - 1] : NULL;
+                flat[i * m + k] = (es_trial){.number = (int64_t)i + 1,
+                                             .state = L->curves[i].state,
+                                             .curve = c ? c->pts : NULL, .n = c ? c->n : 0};
+            }
+            view[i] = (es_mtrial){.number = (int64_t)i + 1, .state = L->curves[i].state,
+                                  .metrics = flat + i * m};
+        }
+        es_decide_dominance(cfg, maximize, m, view, L->ncurves, (size_t)t->number - 1, &d);
+        free(view);
+        free(flat);
+    } else {
+        es_trial *view = tn_xcalloc(L->ncurves, sizeof *view);
+        for (size_t i = 0; i < L->ncurves; i++)
+            view[i] = (es_trial){.number = (int64_t)i + 1, .state = L->curves[i].state,
+                                 .curve = L->curves[i].pts, .n = L->curves[i].n};
+        es_decide(cfg, view, L->ncurves, (size_t)t->number - 1, &d);
+        free(view);
+    }
     char detail[400];
     snprintf(detail, sizeof detail, "%s: %s: %s", es_policy_name(cfg->policy),
              d.stop ? "stop" : "continue", d.reason);
@@ -585,6 +624,7 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
      * over once, in the order written), the chief's records before any other's: never
      * ordered by a timestamp the trial controls. So is every other metric's value. */
     int rank = ex_replica_is_chief(replica);
+    int more_added = 0; /* a point of another metric's curve (the dominance rule's) */
     for (size_t k = 1; k < L->spec->nmetrics; k++) {
         if (!htr_record_metric(rec, L->spec->metrics[k].id, &v)) continue;
         if (!t->more[k].has || rank >= t->more[k].rank) {
@@ -592,8 +632,16 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
             t->more[k].last = v;
             t->more[k].rank = rank;
         }
+        if (isfinite(v)) {
+            curve_add(metric_curve(L, t->number, k), replica, rec->step, attempt, v);
+            more_added = 1;
+        }
     }
-    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) return;
+    int dominance = L->spec->early_stopping.policy == ES_DOMINANCE;
+    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) {
+        if (more_added && dominance) decide_early_stop(L, t);
+        return;
+    }
     if (!t->has_last || rank >= t->last_rank) {
         t->has_last = 1;
         t->last = v;
@@ -605,7 +653,10 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
             t->objective = v;
         }
     }
-    if (!isfinite(v)) return;
+    if (!isfinite(v)) {
+        if (more_added && dominance) decide_early_stop(L, t);
+        return;
+    }
     curve_add(curve_of(L, t->number), replica, rec->step, attempt, v);
     decide_early_stop(L, t);
 }
@@ -1210,9 +1261,12 @@ static int load_curves(loop *L, const st_trial *trials, size_t n, char *err, siz
         rc = st_measurement_list(L->st, L->study->id, trials[i].number, &ms, &nm, err, errlen);
         for (size_t k = 0; k < nm; k++) {
             json_t *obj = json_loads(ms[k].metrics, 0, NULL);
-            json_t *v = json_object_get(obj, L->spec->metric_tag);
-            if (json_is_number(v) && isfinite(json_number_value(v)))
-                curve_add(c, ms[k].replica, ms[k].step, ms[k].attempt, json_number_value(v));
+            for (size_t j = 0; j < L->spec->nmetrics; j++) { /* every metric's curve */
+                json_t *v = json_object_get(obj, L->spec->metrics[j].id);
+                if (json_is_number(v) && isfinite(json_number_value(v)))
+                    curve_add(metric_curve(L, trials[i].number, j), ms[k].replica, ms[k].step,
+                              ms[k].attempt, json_number_value(v));
+            }
             json_decref(obj);
         }
         st_measurements_free(ms, nm);
@@ -1325,9 +1379,10 @@ static void loop_free(loop *L) {
     if (L->progress_ev) event_free(L->progress_ev);
     if (L->base) event_base_free(L->base);
     for (size_t i = 0; i < L->ncurves; i++) {
-        free(L->curves[i].pts);
-        free(L->curves[i].attempt);
-        free(L->curves[i].replica);
+        for (size_t k = 0; L->curves[i].more && k + 1 < L->spec->nmetrics; k++)
+            curve_clear(&L->curves[i].more[k]);
+        free(L->curves[i].more);
+        curve_clear(&L->curves[i]);
     }
     free(L->curves);
     free(L->running);

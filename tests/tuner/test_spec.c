@@ -865,9 +865,38 @@ static void test_metrics(void) {
         CHECK(!strcmp(s.metrics[2].id, "latency") && s.metrics[2].goal == SPEC_MINIMIZE);
         CHECK(!strcmp(s.metric_tag, "loss") && s.goal == SPEC_MINIMIZE);
         CHECK(!s.early_stopping.maximize); /* the rule judges the first metric */
+        /* enableTrialEarlyStopping alone: dominance with several metrics */
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DOMINANCE);
         spec_clear(&s);
     }
     free(text);
+    text = patched(HP("{\"goal\": null, \"hyperparameterMetricTag\": null, \"metrics\": ["
+                      MET("a", "MAXIMIZE") "," MET("b", "MINIMIZE") "], \"earlyStopping\": "
+                      "{\"minTrials\": 3}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK(s.early_stopping.policy == ES_DOMINANCE && s.early_stopping.min_trials == 3);
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(HP("{\"goal\": null, \"hyperparameterMetricTag\": null, \"metrics\": ["
+                      MET("a", "MAXIMIZE") "," MET("b", "MINIMIZE") "], \"earlyStopping\": "
+                      "{\"policy\": \"asha\"}}"));
+    if (parse_ok(text, 0, &s) == 0) { /* a named rule judges the first metric */
+        CHECK_INT_EQ(s.early_stopping.policy, ES_ASHA);
+        spec_clear(&s);
+    }
+    free(text);
+    /* one metric: the default stays ASHA; dominance can be named */
+    text = patched(HP("{\"earlyStopping\": {\"policy\": \"Dominance\"}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DOMINANCE);
+        spec_clear(&s);
+    }
+    free(text);
+    if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DEFAULT_POLICY);
+        spec_clear(&s);
+    }
     text = patched(MX("[" MET4("a") "," MET4("b") "," MET4("c") "," MET4("d") "]"));
     if (parse_ok(text, 0, &s) == 0) {
         CHECK_INT_EQ(s.nmetrics, SPEC_MAX_METRICS);

@@ -226,6 +226,78 @@ static void test_two_metrics(void) {
     spec_clear(&spec);
 }
 
+/* Three steps, 0.3 s apart, of score and cost by x: x = 1 and 2 are good at every
+ * step, x = 3 is worse in both from step 1 on (and sleeps on after its first). */
+static const char *const REPORT_STEPS =
+    "for a; do case $a in --x=*) x=${a#--x=};; esac; done; f=$CLOUD_ML_HP_METRIC_FILE; "
+    "case $x in 3*) s=0.1; c=9;; *) s=0.9; c=1;; esac; "
+    "for i in 1 2 3; do "
+    "  echo \"{\\\"timestamp\\\": $i, \\\"global_step\\\": $i, \\\"score\\\": \\\"$s\\\", "
+    "\\\"cost\\\": \\\"$c\\\"}\" >> $f; sleep 0.3; "
+    "done";
+
+/* Early stopping by dominance in a study of two metrics: trial 3, dominated at its
+ * first step by both completed trials (minTrials 2), is STOPPED with the rule's
+ * reason; the first two run to the end. */
+static void test_two_metrics_dominance(void) {
+    char job_dir[PATH_LEN];
+    fmt_path(job_dir, "%s/runs/dom", g_dir);
+    json_t *doc = json_pack(
+        "{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:{s:[{s:s, s:s}, {s:s, s:s}], "
+        "s:i, s:i, s:s, s:{s:s, s:i, s:i}, s:[{s:s, s:s, s:[i, i, i]}]}}}",
+        "jobId", "dom", "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
+        "/bin/sh", "-c", REPORT_STEPS, "sh", "restartPolicy", "maxReplicaRestarts", 0,
+        "maxJobRetries", 0, "hyperparameters", "metrics", "metricId", "score", "goal",
+        "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 3,
+        "maxParallelTrials", 1, "algorithm", "GRID_SEARCH", "earlyStopping", "policy",
+        "dominance", "minTrials", 2, "minStep", 1, "params", "parameterName", "x", "type",
+        "DISCRETE", "discreteValues", 1, 2, 3);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    tn_spec spec;
+    spec_errors errs;
+    int rc = spec_parse(text, "dom", 0, &spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    free(text);
+    if (rc != 0) {
+        CHECK_MSG(0, "the dominance spec does not parse");
+        return;
+    }
+    CHECK_INT_EQ(spec.early_stopping.policy, ES_DOMINANCE);
+    st_study study;
+    st_store *st = store_with("dom.db", &spec, &study);
+    if (!st) return;
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    st_trial *t = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = t[i].error ? t[i].error : "";
+        if (t[i].number < 3) {
+            CHECK_MSG(t[i].state == ST_TRIAL_SUCCEEDED && t[i].nvalues == 2 &&
+                          t[i].values[0] == 0.9 && t[i].values[1] == 1,
+                      "trial %lld: %s %s", (long long)t[i].number,
+                      st_trial_state_name(t[i].state), why);
+        } else {
+            CHECK_MSG(t[i].state == ST_TRIAL_STOPPED, "trial 3: %s %s",
+                      st_trial_state_name(t[i].state), why);
+            CHECK_STR_CONTAINS(why, "dominance: stop: step 1: dominated by 2 of 2 completed "
+                                    "trials (minTrials 2)");
+            CHECK(t[i].nvalues == 2 && t[i].values[0] == 0.1 && t[i].values[1] == 9);
+        }
+    }
+    st_trials_free(t, n);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
 static void test_failures_end_the_study(void) {
     static const double xs[] = {-5, -4, -3, -2, -1};
     tn_spec spec;
@@ -394,6 +466,7 @@ int main(void) {
     }
     RUN(test_grid_study_runs_to_the_end);
     RUN(test_two_metrics);
+    RUN(test_two_metrics_dominance);
     RUN(test_failures_end_the_study);
     RUN(test_resume_runs_what_was_left);
     RUN(test_ask_and_tell);

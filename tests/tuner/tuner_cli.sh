@@ -295,7 +295,7 @@ cat >es_bad.json <<'JSON'
  "params": [{"parameterName": "a", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
 JSON
 err=$("$TUNER" validate es_bad.json 2>&1)
-check es_bad_policy grep -q 'earlyStopping.policy: expected one of "median", "asha", "hyperband", "none"' <<<"$err"
+check es_bad_policy grep -q 'earlyStopping.policy: expected one of "median", "asha", "hyperband", "dominance", "none"' <<<"$err"
 check es_bad_factor grep -q "earlyStopping.reductionFactor" <<<"$err"
 check es_bad_typo grep -q 'earlyStopping.minTrial: unknown field (did you mean "minTrials"?)' <<<"$err"
 
