@@ -689,13 +689,14 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     int failed = 0;
     const tn_flag flags[] = {
         {"failed", TN_FLAG_BOOL, &failed, NULL, "the trial failed (give no VALUE)"}};
-    int pos[3], npos = 0;
-    int rc = parse_cmd("tell", "tell STUDY TRIAL VALUE | tell STUDY TRIAL --failed",
+    int pos[2 + SPEC_MAX_METRICS], npos = 0;
+    int rc = parse_cmd("tell", "tell STUDY TRIAL VALUE... | tell STUDY TRIAL --failed",
                        "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
-                       "value, or that it failed.",
-                       flags, NFLAGS(flags), argc, argv, pos, 3, &npos);
+                       "value (a study of several metrics: one VALUE per metric, in the spec's\n"
+                       "order), or that it failed.",
+                       flags, NFLAGS(flags), argc, argv, pos, 2 + SPEC_MAX_METRICS, &npos);
     if (rc >= 0) return rc;
-    if (npos != (failed ? 2 : 3))
+    if (failed ? npos != 2 : npos < 3)
         return usage_error("tell", failed ? "tell --failed takes STUDY and TRIAL"
                                           : "tell takes STUDY, TRIAL and VALUE (or --failed)");
     char *end;
@@ -703,19 +704,27 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     long long number = strtoll(argv[pos[1]], &end, 10);
     if (*end || end == argv[pos[1]] || number < 1 || errno)
         return usage_error("tell", "TRIAL must be a trial number (1, 2, ...)");
-    double value = 0;
-    if (!failed) {
-        value = strtod(argv[pos[2]], &end);
-        if (*end || end == argv[pos[2]])
+    double values[SPEC_MAX_METRICS] = {0};
+    size_t nvalues = failed ? 0 : (size_t)npos - 2;
+    for (size_t k = 0; k < nvalues; k++) {
+        values[k] = strtod(argv[pos[2 + k]], &end);
+        if (*end || end == argv[pos[2 + k]])
             return usage_error("tell", "VALUE must be a number");
     }
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0 && !failed && nvalues != spec.nmetrics) {
+        char why[200];
+        snprintf(why, sizeof why, "study %s has %zu metric%s: tell takes %zu VALUE%s, got %zu",
+                 study.name, spec.nmetrics, spec.nmetrics == 1 ? "" : "s", spec.nmetrics,
+                 spec.nmetrics == 1 ? "" : "s", nvalues);
+        exit_code = usage_error("tell", why);
+    }
     if (exit_code < 0) {
         char err[1024];
-        rc = study_tell(st, &study, number, failed, value, err, sizeof err);
+        rc = study_tell_values(st, &study, number, failed, values, nvalues, err, sizeof err);
         if (rc) {
             fprintf(stderr, "tuner: error: %s\n", err);
             exit_code = strstr(err, "has no trial") ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_USAGE;

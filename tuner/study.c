@@ -201,6 +201,19 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
 
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
                double objective, char *err, size_t errlen) {
+    return study_tell_values(st, study, number, failed, &objective, 1, err, errlen);
+}
+
+int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
+                      const double *values, size_t nvalues, char *err, size_t errlen) {
+    if (!failed && (nvalues < 1 || nvalues > ST_MAX_VALUES))
+        return tn_error(err, errlen, TN_EINVAL, "a trial has 1 to %d values, not %zu",
+                        ST_MAX_VALUES, nvalues);
+    for (size_t k = 0; k < nvalues && !failed; k++)
+        if (!isfinite(values[k]))
+            return tn_error(err, errlen, TN_EINVAL, "%s must be a finite number",
+                            k ? "every value" : "the objective");
+    double objective = failed ? 0.0 : values[0];
     st_trial t;
     int rc = st_trial_get(st, study->id, number, &t, err, errlen);
     if (rc == 1)
@@ -220,6 +233,8 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
     t.state = failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
     t.has_objective = !failed;
     t.objective = failed ? 0.0 : objective;
+    t.nvalues = failed ? 0 : (int)nvalues;
+    for (size_t k = 0; k < nvalues && !failed; k++) t.values[k] = values[k];
     t.finished = wall_clock();
     if (t.started == 0) t.started = t.created;
     t.attempts = t.attempts ? t.attempts : 1;

@@ -60,6 +60,11 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
                double objective, char *err, size_t errlen);
 
+/* study_tell with the trial's value of each of the study's metrics (values[0] the
+ * objective; nvalues 1 ..= ST_MAX_VALUES, every one finite; ignored when failed). */
+int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
+                      const double *values, size_t nvalues, char *err, size_t errlen);
+
 /* Index of the best SUCCEEDED trial with an objective by the spec's goal (ties: the
  * earlier in the array, i.e. the lower number for a st_trial_list result); -1 when
  * there is none. */

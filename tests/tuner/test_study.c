@@ -373,6 +373,42 @@ static void test_resume_runs_what_was_left(void) {
     spec_clear(&spec);
 }
 
+/* tell with a value of each metric: stored in order, the first the objective; the
+ * checks on the values (finite, 1 to ST_MAX_VALUES). */
+static void test_tell_values(void) {
+    static const double xs[] = {0.25, 0.5};
+    tn_spec spec;
+    if (make_spec("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
+        CHECK_MSG(0, "the ask/tell spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("tellv.db", &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    int64_t a = 0;
+    char *pa = NULL;
+    CHECK(study_ask(st, &spec, &study, &a, &pa, err, sizeof err) == 0);
+    free(pa);
+    const double bad[] = {1, NAN};
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, bad, 2, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "every value must be a finite number");
+    double many[ST_MAX_VALUES + 1] = {0};
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, ST_MAX_VALUES + 1, err, sizeof err),
+                 TN_EINVAL);
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, 0, err, sizeof err), TN_EINVAL);
+    const double two[] = {0.75, -2};
+    CHECK_MSG(study_tell_values(st, &study, a, 0, two, 2, err, sizeof err) == 0, "%s", err);
+    st_trial t;
+    CHECK(st_trial_get(st, study.id, a, &t, err, sizeof err) == 0);
+    CHECK(t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.nvalues == 2 &&
+          t.values[1] == -2);
+    st_trial_clear(&t);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
 static void test_ask_and_tell(void) {
     static const double xs[] = {0.25, 0.5};
     tn_spec spec;
@@ -470,6 +506,7 @@ int main(void) {
     RUN(test_failures_end_the_study);
     RUN(test_resume_runs_what_was_left);
     RUN(test_ask_and_tell);
+    RUN(test_tell_values);
     RUN(test_best_index);
     RUN(test_preflight);
     rm_rf(g_dir);

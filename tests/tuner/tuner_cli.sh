@@ -906,6 +906,22 @@ check two_metrics_bo_front python3 -c '
 import json, sys
 rows = json.load(sys.stdin)
 sys.exit(0 if rows and all(set(r["values"]) == {"score", "cost"} for r in rows) else rows)' <<<"$("$TUNER" best twobo --format=json)"
+# ask and tell with two metrics: one VALUE per metric, in the spec's order
+cat >twoat.json <<'JSON'
+{"jobId": "twoat", "trainingInput": {"hyperparameters": {"metrics": [
+  {"metricId": "score", "goal": "MAXIMIZE"}, {"metricId": "cost", "goal": "MINIMIZE"}],
+ "maxTrials": 5, "algorithm": "RANDOM_SEARCH",
+ "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
+JSON
+"$TUNER" create twoat.json >/dev/null
+for i in 1 2 3; do "$TUNER" ask twoat >/dev/null; done
+err=$("$TUNER" tell twoat 1 0.5 2>&1); rc=$?
+check two_metrics_tell_one_value_refused test $rc -eq 2
+check two_metrics_tell_says_count grep -q "study twoat has 2 metrics: tell takes 2 VALUEs, got 1" <<<"$err"
+"$TUNER" tell twoat 1 0.5 -3 >/dev/null && "$TUNER" tell twoat 2 0.9 7 >/dev/null && \
+  "$TUNER" tell twoat 3 0.4 -2 >/dev/null
+check two_metrics_tell_ok test $? -eq 0
+check two_metrics_tell_front test "$("$TUNER" best twoat --format=csv | cut -d, -f2-4 | tr '\n' ' ')" = "number,score,cost 1,0.5,-3 2,0.9,7 "
 err=$(sed 's/"metrics"/"hyperparameterMetricTag": "score", "metrics"/' two.json >both.json; "$TUNER" validate both.json 2>&1); rc=$?
 check two_metrics_both_forms_refused grep -q "this spec has metrics and hyperparameterMetricTag" <<<"$err"
 
