@@ -26,7 +26,7 @@
 
 #define FIELD "trainingInput.hyperparameters.earlyStopping."
 
-static const char *const policy_names[] = {"none", "median", "asha", "hyperband"};
+static const char *const policy_names[] = {"none", "median", "asha", "hyperband", "dominance"};
 #define NPOLICIES (sizeof(policy_names) / sizeof(policy_names[0]))
 
 /* ---- Policy names ---- */
@@ -60,6 +60,7 @@ int es_config_check(const es_config *c, char *err, size_t errlen) {
     case ES_NONE:
         return 0;
     case ES_MEDIAN:
+    case ES_DOMINANCE:
         if (c->min_trials < 1)
             return tn_error(err, errlen, TN_EINVAL, FIELD "minTrials must be >= 1, got %d",
                             c->min_trials);
@@ -99,7 +100,7 @@ int es_config_check(const es_config *c, char *err, size_t errlen) {
         return 0;
     default:
         return tn_error(err, errlen, TN_EINVAL,
-                        FIELD "policy must be one of none, median, asha, hyperband, got %d",
+                        FIELD "policy must be one of none, median, asha, hyperband, dominance, got %d",
                         c->policy);
     }
 }
@@ -402,6 +403,79 @@ static void hyperband_decide(const es_config *c, const es_trial *trials, size_t 
 
 /* ---- Decisions ---- */
 
+/* ---- Dominance (several metrics) ---- */
+
+/* The last value (as a loss for its goal; NaN as +inf) of tr at or before step s:
+ * 0 when it has none. */
+static int loss_upto(const es_trial *tr, int maximize, int64_t s, double *loss) {
+    size_t lo = 0, hi = tr->n; /* the first point past s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tr->curve[mid].step > s) hi = mid;
+        else lo = mid + 1;
+    }
+    if (lo == 0) return 0;
+    double v = tr->curve[lo - 1].value;
+    *loss = isnan(v) ? INFINITY : maximize ? -v : v;
+    return 1;
+}
+
+void es_decide_dominance(const es_config *c, const int *maximize, size_t m,
+                         const es_mtrial *trials, size_t n, size_t t, es_decision *out) {
+    out->stop = 0;
+    out->reason[0] = '\0';
+    char err[200];
+    if (!c || c->policy != ES_DOMINANCE || es_config_check(c, err, sizeof err) != 0) {
+        snprintf(out->reason, sizeof out->reason, "invalid early-stopping configuration: %s",
+                 c && c->policy != ES_DOMINANCE ? "the policy is not dominance" : err);
+        return;
+    }
+    if (!trials || t >= n || m == 0 || m > ES_MAX_METRICS || !maximize) {
+        snprintf(out->reason, sizeof out->reason, "no trial %zu among %zu (or no metrics)", t, n);
+        return;
+    }
+    const es_mtrial *me = &trials[t];
+    int64_t s = INT64_MIN;
+    for (size_t k = 0; k < m; k++)
+        if (me->metrics[k].n && me->metrics[k].curve[me->metrics[k].n - 1].step > s)
+            s = me->metrics[k].curve[me->metrics[k].n - 1].step;
+    if (s == INT64_MIN) {
+        snprintf(out->reason, sizeof out->reason, "no measurement yet");
+        return;
+    }
+    if (s < c->min_step) {
+        snprintf(out->reason, sizeof out->reason, "step %lld is before minStep %lld",
+                 (long long)s, (long long)c->min_step);
+        return;
+    }
+    double mine[ES_MAX_METRICS], other[ES_MAX_METRICS];
+    for (size_t k = 0; k < m; k++) {
+        if (!loss_upto(&me->metrics[k], maximize[k], s, &mine[k])) {
+            snprintf(out->reason, sizeof out->reason, "step %lld: no value of metric %zu yet",
+                     (long long)s, k + 1);
+            return;
+        }
+    }
+    size_t completed = 0, dominating = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == t || trials[i].state != SP_COMPLETE || !trials[i].metrics) continue;
+        size_t k = 0;
+        while (k < m && loss_upto(&trials[i].metrics[k], maximize[k], s, &other[k])) k++;
+        if (k < m) continue; /* no value of every metric at s */
+        completed++;
+        int no_worse = 1, better = 0;
+        for (k = 0; k < m; k++) {
+            if (other[k] > mine[k]) no_worse = 0;
+            if (other[k] < mine[k]) better = 1;
+        }
+        dominating += no_worse && better;
+    }
+    out->stop = completed >= (size_t)c->min_trials && dominating >= (size_t)c->min_trials;
+    snprintf(out->reason, sizeof out->reason,
+             "step %lld: dominated by %zu of %zu completed trial%s (minTrials %d)",
+             (long long)s, dominating, completed, completed == 1 ? "" : "s", c->min_trials);
+}
+
 void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
                es_decision *out) {
     out->stop = 0;
@@ -428,6 +502,15 @@ void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
     case ES_MEDIAN:
         median_decide(c, trials, n, t, out);
         break;
+    case ES_DOMINANCE: { /* one metric: each trial's curve is its one metric's */
+        es_mtrial *mt = tn_xcalloc(n, sizeof *mt);
+        for (size_t i = 0; i < n; i++)
+            mt[i] = (es_mtrial){.number = trials[i].number, .state = trials[i].state,
+                                .metrics = &trials[i]};
+        es_decide_dominance(c, &c->maximize, 1, mt, n, t, out);
+        free(mt);
+        break;
+    }
     case ES_ASHA:
         if (c->grace_period == 0)
             asha_auto_decide(c, trials, n, t, out);

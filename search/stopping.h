@@ -26,6 +26,12 @@
  *              bracket (k - 1) mod (B + 1) and is compared only with its bracket.
  *              Grace 0: an eighth of max_step, rounded up.
  *
+ *   dominance  for several metrics (es_decide_dominance): at step s (>= min_step), a
+ *              trial whose values at s (each metric's last value at or before s) are
+ *              dominated (no better in any metric, worse in one) by those of at least
+ *              min_trials COMPLETED trials is stopped. With one metric (es_decide):
+ *              worse than min_trials completed trials at s.
+ *
  * "Better" follows the goal (maximize or minimize); ties never stop a trial.
  * Design and measurements: docs/early-stopping.md.
  */
@@ -35,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum es_policy { ES_NONE = 0, ES_MEDIAN, ES_ASHA, ES_HYPERBAND };
+enum es_policy { ES_NONE = 0, ES_MEDIAN, ES_ASHA, ES_HYPERBAND, ES_DOMINANCE };
 
 /* The rule that `enableTrialEarlyStopping: true` alone turns on, chosen from
  * measurements (docs/benchmarks/early-stopping-synthetic.md). */
@@ -101,7 +107,27 @@ int es_config_check(const es_config *c, char *err, size_t errlen);
 void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,
                es_decision *out);
 
-/* "none", "median", "asha", "hyperband"; and back (case-insensitive; -1 if unknown). */
+/* One trial of a study with several metrics: its curve of each. */
+/* The most metrics es_decide_dominance compares (the spec's SPEC_MAX_METRICS). */
+#define ES_MAX_METRICS 16
+
+typedef struct es_mtrial {
+    int64_t number;          /* as es_trial's */
+    int state;               /* as es_trial's */
+    const es_trial *metrics; /* (M) the curve of each metric (their number and state
+                                are not read) */
+} es_mtrial;
+
+/* The dominance rule for trials[t], a running trial of a study with m metrics
+ * (maximize[k]: metric k is better larger), given every trial (trials[t] included).
+ * Its step s is the newest step among its curves; it continues while s < min_step or
+ * while a metric has no value at or before s. c must have policy ES_DOMINANCE
+ * (min_trials, min_step); other fields are not read. NaN is worse than any number. */
+void es_decide_dominance(const es_config *c, const int *maximize, size_t m,
+                         const es_mtrial *trials, size_t n, size_t t, es_decision *out);
+
+/* "none", "median", "asha", "hyperband", "dominance"; and back (case-insensitive; -1
+ * if unknown). */
 const char *es_policy_name(int policy);
 int es_policy_parse(const char *name);
 

@@ -29,6 +29,7 @@
 #include "common/status.h"
 #include "executor/contract.h"
 #include "tuner/spec.h"
+#include "tuner/study.h"
 
 #define API_DEFAULT_LIMIT 100    /* trials per page when not asked */
 #define API_MAX_LIMIT 1000       /* the most trials per page */
@@ -355,6 +356,14 @@ static int study_entry(st_store *st, const study_ref *s, json_t **out, char *err
                         s->have_spec ? json_integer(s->spec.max_trials) : json_null());
     json_object_set_new(o, "goal", s->have_spec ? json_string(goal_name(s->spec.goal)) : json_null());
     json_object_set_new(o, "metric", s->have_spec ? json_string(s->spec.metric_tag) : json_null());
+    json_t *metrics = json_null();
+    if (s->have_spec) {
+        metrics = json_array();
+        for (size_t k = 0; k < s->spec.nmetrics; k++)
+            json_array_append_new(metrics, json_pack("{ssss}", "metricId", s->spec.metrics[k].id,
+                                                     "goal", goal_name(s->spec.metrics[k].goal)));
+    }
+    json_object_set_new(o, "metrics", metrics);
     json_t *best = json_null();
     if (s->have_spec) {
         int64_t number;
@@ -477,6 +486,32 @@ static void best_so_far_row(void *arg, int64_t number, double value) {
                                                     "value", value, "best", c->best));
 }
 
+/* The study's "pareto": the numbers of its Pareto front's trials (study_pareto) when
+ * it has several metrics; with one, the best trial's ([] when none). */
+static int pareto_list(st_store *st, study_ctx *c, json_t *o) {
+    json_t *list = json_array();
+    if (c->s.have_spec && c->s.spec.nmetrics > 1) {
+        st_trial *t = NULL;
+        size_t n = 0;
+        int rc = st_trial_list(st, c->s.row.id, &t, &n, c->err, sizeof c->err);
+        if (rc) {
+            json_decref(list);
+            return rc;
+        }
+        unsigned char *front = tn_xcalloc(n + 1, 1);
+        study_pareto(&c->s.spec, t, n, front);
+        for (size_t i = 0; i < n; i++)
+            if (front[i]) json_array_append_new(list, json_integer(t[i].number));
+        free(front);
+        st_trials_free(t, n);
+    } else {
+        json_t *trial = json_object_get(json_object_get(o, "best"), "trial");
+        if (trial) json_array_append(list, trial);
+    }
+    json_object_set_new(o, "pareto", list);
+    return 0;
+}
+
 static int study_read(st_store *st, void *arg) {
     study_ctx *c = arg;
     int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
@@ -505,6 +540,7 @@ static int study_read(st_store *st, void *arg) {
     rc = st_trial_outcomes(st, c->s.row.id, best_so_far_row, c, c->err, sizeof c->err);
     json_object_set_new(o, "best_so_far", c->best_so_far);
     c->best_so_far = NULL;
+    if (rc == 0) rc = pareto_list(st, c, o);
     return rc;
 }
 
@@ -540,6 +576,9 @@ static json_t *trial_json(const st_trial *t, double now) {
     }
     json_object_set_new(o, "params", params);
     json_object_set_new(o, "value", t->has_objective ? json_real(t->objective) : json_null());
+    json_t *values = json_array(); /* each metric's, in the study's order */
+    for (int k = 0; k < t->nvalues; k++) json_array_append_new(values, json_real(t->values[k]));
+    json_object_set_new(o, "values", values);
     json_object_set_new(o, "created", time_json(t->created));
     json_object_set_new(o, "started", time_json(t->started));
     json_object_set_new(o, "finished", time_json(t->finished));

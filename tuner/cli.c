@@ -40,12 +40,11 @@ static void print_help(const cli_command *c, const tn_flag *flags, size_t n) {
 }
 
 int cli_parse(const cli_command *c, const tn_flag *flags, size_t n, int argc, char **argv,
-              int pos[CLI_MAX_POSITIONAL], int *npos) {
+              int *pos, int *npos) {
     char err[512];
     int given = 0;
-    for (int i = 0; i < CLI_MAX_POSITIONAL; i++) pos[i] = -1;
     int max = c->npos + c->more;
-    if (max > CLI_MAX_POSITIONAL) max = CLI_MAX_POSITIONAL;
+    for (int i = 0; i < max; i++) pos[i] = -1;
     int rc = tn_flags_parse(flags, n, argc, argv, pos, max, &given, err, sizeof err);
     if (npos) *npos = given;
     if (rc == 1) {

@@ -22,7 +22,8 @@ typedef struct cli_command {
     const char *name;                    /* "trials" */
     const char *synopsis;                /* after "usage: tuner " */
     const char *about;                   /* a paragraph */
-    const char *pos[CLI_MAX_POSITIONAL]; /* names of the positional arguments, in order */
+    const char *pos[CLI_MAX_POSITIONAL]; /* names of the positional arguments, in order
+                                            (those that must be there, at least) */
     int npos;                            /* how many there must be */
     int more;                            /* how many more may follow */
 } cli_command;
@@ -37,12 +38,13 @@ int cli_fail(int code, const char *hint, const char *fmt, ...)
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parses argv[0..argc) (argv[0] the command's name) by the flag table and checks the
- * positional arguments' count. Returns CLI_CONTINUE with pos[i] the index in argv of
- * positional argument i (-1 for an optional one not given) and *npos (may be NULL)
+ * positional arguments' count. pos has room for c->npos + c->more entries. Returns
+ * CLI_CONTINUE with pos[i] the index in argv of positional argument i (-1 for an
+ * optional one not given) and *npos (may be NULL)
  * how many were given; or the exit code to return: TUNER_EXIT_OK after printing
  * --help, TUNER_EXIT_USAGE after printing the error (an unknown flag, a bad value, a
  * missing or an extra argument). */
 int cli_parse(const cli_command *c, const tn_flag *flags, size_t n, int argc, char **argv,
-              int pos[CLI_MAX_POSITIONAL], int *npos);
+              int *pos, int *npos);
 
 #endif

@@ -270,7 +270,15 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
     if (st_trial_list(st, study->id, &trials, &n, err, sizeof err) == 0) {
         long b = study_best_index(trials, n, spec->goal);
         const st_trial *best = b >= 0 ? &trials[b] : NULL;
-        if (best)
+        unsigned char *front = spec->nmetrics > 1 ? tn_xcalloc(n + 1, 1) : NULL;
+        size_t nfront = front ? study_pareto(spec, trials, n, front) : 0;
+        free(front);
+        if (spec->nmetrics > 1 && nfront)
+            printf("Pareto front: %zu trial%s of %zu metrics (tuner best %s)\n", nfront,
+                   nfront == 1 ? "" : "s", spec->nmetrics, study->name);
+        else if (spec->nmetrics > 1)
+            printf("no trial succeeded with a value of every metric\n");
+        else if (best)
             printf("best: trial %lld, %s = %.6g, %s\n", (long long)best->number, spec->metric_tag,
                    best->objective, best->params);
         else
@@ -659,15 +667,16 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     int failed = 0;
     const tn_flag flags[] = {
         {"failed", TN_FLAG_BOOL, &failed, NULL, "the trial failed (give no VALUE)"}};
-    int pos[CLI_MAX_POSITIONAL], npos = 0;
+    int pos[2 + SPEC_MAX_METRICS], npos = 0;
     static const cli_command def = {
-        "tell", "tell STUDY TRIAL VALUE | tell STUDY TRIAL --failed",
+        "tell", "tell STUDY TRIAL VALUE... | tell STUDY TRIAL --failed",
         "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
-        "value, or that it failed.",
-        {"STUDY", "TRIAL", "VALUE"}, 2, 1};
+        "value (a study of several metrics: one VALUE per metric, in the spec's\n"
+        "order), or that it failed.",
+        {"STUDY", "TRIAL", "VALUE"}, 2, SPEC_MAX_METRICS};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
     if (rc != CLI_CONTINUE) return rc;
-    if (npos != (failed ? 2 : 3))
+    if (failed ? npos != 2 : npos < 3)
         return cli_usage("tell", "%s", failed ? "tell --failed takes STUDY and TRIAL"
                                           : "tell takes STUDY, TRIAL and VALUE (or --failed)");
     char *end;
@@ -675,19 +684,25 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     long long number = strtoll(argv[pos[1]], &end, 10);
     if (*end || end == argv[pos[1]] || number < 1 || errno)
         return cli_usage("tell", "TRIAL must be a trial number (1, 2, ...)");
-    double value = 0;
-    if (!failed) {
-        value = strtod(argv[pos[2]], &end);
-        if (*end || end == argv[pos[2]])
+    double values[SPEC_MAX_METRICS] = {0};
+    size_t nvalues = failed ? 0 : (size_t)npos - 2;
+    for (size_t k = 0; k < nvalues; k++) {
+        values[k] = strtod(argv[pos[2 + k]], &end);
+        if (*end || end == argv[pos[2 + k]])
             return cli_usage("tell", "VALUE must be a number");
     }
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0 && !failed && nvalues != spec.nmetrics) {
+        exit_code = cli_usage("tell", "study %s has %zu metric%s: tell takes %zu VALUE%s, got %zu",
+                              study.name, spec.nmetrics, spec.nmetrics == 1 ? "" : "s",
+                              spec.nmetrics, spec.nmetrics == 1 ? "" : "s", nvalues);
+    }
     if (exit_code < 0) {
         char err[1024];
-        rc = study_tell(st, &study, number, failed, value, err, sizeof err);
+        rc = study_tell_values(st, &study, number, failed, values, nvalues, err, sizeof err);
         if (rc) {
             fprintf(stderr, "tuner: error: %s\n", err);
             exit_code = strstr(err, "has no trial") ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_USAGE;

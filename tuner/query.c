@@ -684,6 +684,29 @@ static int print_measurements(const report *r, const char *trial_s, const char *
     return rc;
 }
 
+/* The columns of a study's metrics, one per metric named by its metricId (table and
+ * CSV; JSON has them in `values`). */
+static void metric_columns(out_table *t, const tn_spec *spec) {
+    for (size_t k = 0; k < spec->nmetrics; k++)
+        out_column(t, spec->metrics[k].id, spec->metrics[k].id, OUT_RIGHT | OUT_NO_JSON);
+}
+
+/* A trial's `values` object ({"metricId": value, ...}; null without an objective) and
+ * its cells of metric_columns: each metric's value, empty when it has none. */
+static void metric_cells(out_table *t, const tn_spec *spec, const st_trial *tr) {
+    json_t *values = tr->has_objective ? json_object() : json_null();
+    for (size_t k = 0; k < spec->nmetrics && tr->has_objective; k++)
+        json_object_set_new(values, spec->metrics[k].id,
+                            (int)k < tr->nvalues ? json_real(tr->values[k]) : json_null());
+    out_json(t, values);
+    for (size_t k = 0; k < spec->nmetrics; k++) {
+        if (tr->has_objective && (int)k < tr->nvalues)
+            out_num(t, tr->values[k]);
+        else
+            out_null(t);
+    }
+}
+
 int cmd_trials(int argc, char **argv, const cli_env *env) {
     const char *format_s = "table", *state_s = "", *replica_s = "";
     const tn_flag flags[] = {
@@ -719,7 +742,14 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
     out_table *t = out_new();
     out_column(t, "number", "TRIAL", OUT_RIGHT);
     out_column(t, "state", "STATE", 0);
-    out_column(t, "objective", "OBJECTIVE", OUT_RIGHT);
+    /* several metrics: one column each (table, CSV) and `values` (JSON); the
+     * objective, the first's, stays in JSON and CSV */
+    int several = r.spec.nmetrics > 1;
+    out_column(t, "objective", "OBJECTIVE", OUT_RIGHT | (several ? OUT_NO_TABLE : 0));
+    if (several) {
+        out_column(t, "values", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+        metric_columns(t, &r.spec);
+    }
     out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
     param_columns(t, &r.spec);
     out_column(t, "duration", "SECONDS", OUT_RIGHT);
@@ -742,6 +772,7 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
             out_num(t, tr->objective);
         else
             out_null(t);
+        if (several) metric_cells(t, &r.spec, tr);
         json_t *params = params_object(tr);
         out_json(t, json_incref(params));
         param_cells(t, &r.spec, params);
@@ -776,10 +807,50 @@ int cmd_trials(int argc, char **argv, const cli_env *env) {
 static const cli_command best_def = {
     "best", "best STUDY [--format=table|json|csv]",
     "Shows the best succeeded trial of a study by the spec's goal (MAXIMIZE or MINIMIZE;\n"
-    "ties go to the lowest trial number): its number, objective and parameters.\n",
+    "ties go to the lowest trial number): its number, objective and parameters. A study\n"
+    "of several metrics has no one best: its Pareto front, the succeeded trials no other\n"
+    "beats in every metric, one row each with every metric's value.\n",
     {"STUDY"},
     1,
     0};
+
+/* `tuner best` of a study with several metrics: its Pareto front (study_pareto), one
+ * row per trial in number order. */
+static int print_pareto(report *r, int format) {
+    unsigned char *front = tn_xcalloc(r->n + 1, 1);
+    size_t k = study_pareto(&r->spec, r->trials, r->n, front);
+    int rc;
+    if (k == 0) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", r->study.name);
+        rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no succeeded trial yet",
+                  r->study.name);
+        free(front);
+        return rc;
+    }
+    out_table *t = out_new();
+    out_column(t, "study", NULL, OUT_DATA_ONLY);
+    out_column(t, "number", "TRIAL", OUT_RIGHT);
+    out_column(t, "values", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+    metric_columns(t, &r->spec);
+    out_column(t, "params", NULL, OUT_NO_TABLE | OUT_NO_CSV);
+    param_columns(t, &r->spec);
+    for (size_t i = 0; i < r->n; i++) {
+        if (!front[i]) continue;
+        out_row(t);
+        out_str(t, r->study.name);
+        out_int(t, r->trials[i].number);
+        metric_cells(t, &r->spec, &r->trials[i]);
+        json_t *params = params_object(&r->trials[i]);
+        out_json(t, json_incref(params));
+        param_cells(t, &r->spec, params);
+        json_decref(params);
+    }
+    rc = print_rows(t, format, NULL, 0);
+    out_free(t);
+    free(front);
+    return rc;
+}
 
 int cmd_best(int argc, char **argv, const cli_env *env) {
     const char *format_s = "table";
@@ -794,6 +865,10 @@ int cmd_best(int argc, char **argv, const cli_env *env) {
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
     out_table *t = NULL;
+    if (r.spec.nmetrics > 1) {
+        rc = print_pareto(&r, format);
+        goto done;
+    }
     long b = study_best_index(r.trials, r.n, r.spec.goal);
     if (b < 0) {
         char hint[300];

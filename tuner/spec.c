@@ -70,8 +70,13 @@ static const char *const HP_FIELDS[] = {
     "goal", "params", "maxTrials", "maxParallelTrials", "maxFailedTrials",
     "hyperparameterMetricTag", "enableTrialEarlyStopping", "resumePreviousJobId",
     "algorithm",
+    /* Vertex AI's StudySpec */
+    "metrics",
     /* extensions */
     "earlyStopping", "bayesianOptimization"};
+
+/* Vertex AI's MetricSpec. */
+static const char *const METRIC_FIELDS[] = {"metricId", "goal"};
 
 static const char *const BO_FIELDS[] = {"initialTrials", "acquisition", "ucbBeta"};
 static const char *const ACQ_NAMES[] = {"LOG_EI", "UCB"};
@@ -1221,14 +1226,14 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
     es_config *e = &out->early_stopping;
     json_t *v;
     check_fields(c, es, ES_FIELDS, NELEM(ES_FIELDS));
-    e->policy = ES_DEFAULT_POLICY;
+    e->policy = out->nmetrics > 1 ? ES_DOMINANCE : ES_DEFAULT_POLICY;
     if ((v = enter(c, es, "policy"))) {
         const char *name;
         if (read_string(c, v, 1, &name) == 0) {
             int policy = es_policy_parse(name);
             if (policy < 0)
-                fail(c, "expected one of \"median\", \"asha\", \"hyperband\", \"none\", got \"%s\"",
-                     name);
+                fail(c, "expected one of \"median\", \"asha\", \"hyperband\", \"dominance\", "
+                        "\"none\", got \"%s\"", name);
             else
                 e->policy = policy;
         }
@@ -1293,6 +1298,97 @@ static void read_bayesian(ctx *c, json_t *bo, tn_spec *out) {
     }
 }
 
+/* Sets the study's metrics to the one of metric_tag and goal. */
+static void single_metric(tn_spec *out) {
+    for (size_t i = 0; i < out->nmetrics; i++) free(out->metrics[i].id);
+    out->metrics = tn_xrealloc(out->metrics, sizeof *out->metrics);
+    out->metrics[0] = (spec_metric){.id = tn_xstrdup(out->metric_tag), .goal = out->goal};
+    out->nmetrics = 1;
+}
+
+/* One MetricSpec, {"metricId": "loss", "goal": "MINIMIZE"}, into *m (its id copied);
+ * -1 when it has a problem (reported). */
+static int read_metric(ctx *c, json_t *obj, spec_metric *m) {
+    static const char *const GOALS[] = {"MAXIMIZE", "MINIMIZE"};
+    static const int GOAL_OF[] = {SPEC_MAXIMIZE, SPEC_MINIMIZE};
+    const size_t NM = NELEM(METRIC_FIELDS);
+    size_t before = c->errs.n;
+    json_t *v;
+    const char *id = NULL;
+    check_fields(c, obj, METRIC_FIELDS, NM);
+    if ((v = enter(c, obj, "metricId"))) {
+        read_string(c, v, 1, &id);
+        pop(c);
+    } else {
+        missing(c, obj, "metricId", METRIC_FIELDS, NM, "the metric's name in the hypertune file");
+    }
+    if ((v = enter(c, obj, "goal"))) {
+        if (json_is_string(v) && strcmp(json_string_value(v), "GOAL_TYPE_UNSPECIFIED") == 0)
+            fail(c, "must be MAXIMIZE or MINIMIZE (a metric of \"metrics\" names its goal), "
+                    "got GOAL_TYPE_UNSPECIFIED");
+        else
+            read_enum(c, v, GOALS, GOAL_OF, NELEM(GOALS), &m->goal);
+        pop(c);
+    } else {
+        missing(c, obj, "goal", METRIC_FIELDS, NM, "MAXIMIZE or MINIMIZE");
+    }
+    if (c->errs.n != before || !id) return -1;
+    m->id = tn_xstrdup(id);
+    return 0;
+}
+
+/* Vertex AI's "metrics": 1 ..= SPEC_MAX_METRICS MetricSpecs with distinct metricIds,
+ * into out->metrics, the first also into metric_tag and goal. */
+static void read_metrics(ctx *c, json_t *v, tn_spec *out) {
+    if (!json_is_array(v)) {
+        fail_type(c, "an array of metrics: [{\"metricId\": \"loss\", \"goal\": \"MINIMIZE\"}]", v);
+        return;
+    }
+    size_t n = json_array_size(v);
+    if (n == 0) {
+        fail(c, "must hold at least one metric");
+        return;
+    }
+    if (n > SPEC_MAX_METRICS) {
+        fail(c, "must hold at most %d metrics, got %zu", SPEC_MAX_METRICS, n);
+        return;
+    }
+    spec_metric *ms = tn_xcalloc(n, sizeof *ms);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(v, i);
+        push_index(c, i);
+        if (!json_is_object(m)) {
+            fail_type(c, "an object: {\"metricId\": \"loss\", \"goal\": \"MINIMIZE\"}", m);
+            ok = 0;
+        } else if (read_metric(c, m, &ms[i]) != 0) {
+            ok = 0;
+        } else {
+            for (size_t j = 0; j < i; j++) {
+                if (ms[j].id && strcmp(ms[j].id, ms[i].id) == 0) {
+                    fail_at(c, "metricId", "\"%.*s\" is already metrics[%zu]'s; each metric "
+                                           "is named once", CLIP, ms[i].id, j);
+                    ok = 0;
+                    break;
+                }
+            }
+        }
+        pop(c);
+    }
+    if (!ok) {
+        for (size_t i = 0; i < n; i++) free(ms[i].id);
+        free(ms);
+        return;
+    }
+    for (size_t i = 0; i < out->nmetrics; i++) free(out->metrics[i].id);
+    free(out->metrics);
+    out->metrics = ms;
+    out->nmetrics = n;
+    free(out->metric_tag);
+    out->metric_tag = tn_xstrdup(ms[0].id);
+    out->goal = ms[0].goal;
+}
+
 static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     const size_t NH = NELEM(HP_FIELDS);
     json_t *v;
@@ -1333,11 +1429,25 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         }
         pop(c);
     }
+    single_metric(out);
+    if ((v = enter(c, hp, "metrics"))) {
+        const char *other = json_object_get(hp, "hyperparameterMetricTag") ? "hyperparameterMetricTag"
+                            : json_object_get(hp, "goal")                  ? "goal"
+                                                                           : NULL;
+        if (other)
+            fail(c, "give either metrics (Vertex AI) or hyperparameterMetricTag and goal (AI "
+                    "Platform, one metric), not both: this spec has metrics and %s", other);
+        else
+            read_metrics(c, v, out);
+        pop(c);
+    }
     if ((v = enter(c, hp, "enableTrialEarlyStopping"))) {
         read_bool(c, v, &out->enable_early_stopping);
         pop(c);
     }
-    if (out->enable_early_stopping) out->early_stopping.policy = ES_DEFAULT_POLICY;
+    /* enableTrialEarlyStopping alone: the default rule, dominance with several metrics */
+    if (out->enable_early_stopping)
+        out->early_stopping.policy = out->nmetrics > 1 ? ES_DOMINANCE : ES_DEFAULT_POLICY;
     if ((v = enter(c, hp, "earlyStopping"))) {
         if (json_is_object(v))
             read_early_stopping(c, v, out);
@@ -1960,6 +2070,7 @@ static void set_defaults(tn_spec *s) {
     s->fail_on_repeat = 1;
     s->goal = SPEC_MAXIMIZE;
     s->metric_tag = tn_xstrdup(DEFAULT_METRIC_TAG);
+    single_metric(s);
     s->max_trials = 1;
     s->max_parallel_trials = 1;
     s->max_failed_trials = 0;
@@ -2260,6 +2371,8 @@ void spec_clear(tn_spec *s) {
     for (size_t i = 0; i < s->nargs; i++) free(s->args[i]);
     free(s->args);
     free(s->metric_tag);
+    for (size_t i = 0; i < s->nmetrics; i++) free(s->metrics[i].id);
+    free(s->metrics);
     free(s->resume_previous_job_id);
     sp_space_clear(&s->space);
     json_decref(s->training_input);

@@ -33,6 +33,15 @@ typedef struct spec_resources {
                        default; the local executor does not schedule memory) */
 } spec_resources;
 
+/* The most metrics a study may have ("metrics"). */
+#define SPEC_MAX_METRICS 16
+
+/* One metric of the study (Vertex AI's MetricSpec). */
+typedef struct spec_metric {
+    char *id;       /* metricId: the name in the hypertune file */
+    int goal;       /* enum spec_goal */
+} spec_metric;
+
 enum spec_executor_type { SPEC_EXECUTOR_LOCAL = 1, SPEC_EXECUTOR_SLURM };
 
 /* Where trials run: the extension "executor" (docs/spec.md, docs/slurm.md). */
@@ -74,8 +83,15 @@ typedef struct tn_spec {
                                       NULL-terminated; NULL when none */
     double trial_timeout_seconds;  /* extension "trialTimeout" ("600s" or 600); 0: none */
     /* trainingInput.hyperparameters */
-    int goal;                      /* enum spec_goal; default MAXIMIZE */
-    char *metric_tag;              /* hyperparameterMetricTag; default "training/hptuning/metric" */
+    int goal;                      /* enum spec_goal of the first metric; default MAXIMIZE */
+    char *metric_tag;              /* the first metric's id: hyperparameterMetricTag, or
+                                      metrics[0].metricId; default
+                                      "training/hptuning/metric" */
+    spec_metric *metrics;          /* (nmetrics, 1 ..= SPEC_MAX_METRICS) the study's
+                                      metrics in the spec's order: Vertex AI's "metrics",
+                                      or the one of hyperparameterMetricTag and goal;
+                                      metrics[0] is metric_tag and goal */
+    size_t nmetrics;
     int max_trials;                /* default 1 */
     int max_parallel_trials;       /* default 1 */
     int max_failed_trials;         /* the study fails once this many trials failed; 0 in the

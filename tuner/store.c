@@ -27,14 +27,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ST_SCHEMA_VERSION 5      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 6      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 5 (docs/store.md describes every column; version 2 added the
+/* The schema, version 6 (docs/store.md describes every column; version 2 added the
  * change sequences the dashboard follows: docs/dashboard.md, "Change detection";
  * version 3 the executor's handle of a trial's job, so that a resumed tuner
  * re-attaches to its Slurm jobs; version 4 the attempt of each measurement, which run
- * of its replica wrote it; version 5 how a replica's run ended, as data). A new file gets this directly; an older file gets
+ * of its replica wrote it; version 5 how a replica's run ended, as data; version 6 a
+ * trial's value of every metric of a study with several). A new file gets this directly; an older file gets
  * the migrations from its version on, and the result is the same schema
  * (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
@@ -64,6 +65,7 @@ static const char schema_sql[] =
     "  error TEXT,\n"
     "  changed INTEGER NOT NULL DEFAULT 0,\n"
     "  executor_job TEXT,\n"
+    "  objectives TEXT,\n"
     "  PRIMARY KEY (study_id, number)) WITHOUT ROWID;\n"
     "CREATE INDEX trials_by_state ON trials(study_id, state);\n"
     "CREATE INDEX trials_by_change ON trials(study_id, changed);\n"
@@ -91,7 +93,7 @@ static const char schema_sql[] =
     "  exit_code INTEGER,\n"
     "  signal INTEGER);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '5');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '6');\n";
 
 /* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
  * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
@@ -117,6 +119,10 @@ static const char *const migrations[ST_SCHEMA_VERSION] = {
     "WHERE kind = 'exited' AND detail GLOB 'exit status [0-9]*';\n"
     "UPDATE events SET signal = CAST(substr(detail, 18) AS INTEGER) "
     "WHERE kind = 'exited' AND detail GLOB 'killed by signal [0-9]*';\n",
+    [5] = /* 5 -> 6: a trial's value of every metric of a study with several (a JSON
+           * array in the spec's order). Rows written before get NULL: their studies
+           * have one metric, whose value is `objective`. */
+    "ALTER TABLE trials ADD COLUMN objectives TEXT;\n",
 };
 
 /* The cached statements, one per query the store runs. */
@@ -162,7 +168,7 @@ enum query {
 #define STUDY_COLUMNS "id, name, spec, state, seed, created, updated, error"
 #define TRIAL_COLUMNS                                                                   \
     "study_id, number, params, state, objective, created, started, finished, attempts, " \
-    "restarts, error, changed, executor_job"
+    "restarts, error, changed, executor_job, objectives"
 /* The next number of the study's trial change sequence (?1 is the study). */
 #define NEXT_CHANGE "(SELECT COALESCE(MAX(changed), 0) + 1 FROM trials WHERE study_id = ?1)"
 /* TRIAL_COLUMNS and the highest step of the trial's measurements (index
@@ -210,7 +216,7 @@ static const char *const query_sql[Q_COUNT] = {
     [Q_TRIAL_LIST] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY number",
     [Q_TRIAL_UPDATE] = "UPDATE trials SET state = ?3, objective = ?4, started = ?5, "
                        "finished = ?6, attempts = ?7, restarts = ?8, error = ?9, "
-                       "executor_job = ?10, "
+                       "executor_job = ?10, objectives = ?11, "
                        "changed = " NEXT_CHANGE " WHERE study_id = ?1 AND number = ?2",
     [Q_TRIAL_COUNTS] = "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state",
     /* ON CONFLICT names the key, so only a duplicate record is skipped; a missing trial
@@ -1059,6 +1065,30 @@ void st_studies_free(st_study *list, size_t n) {
  * Trials
  * --------------------------------------------------------------------------------- */
 
+/* A trial's values as stored in trials.objectives: a JSON array of 2 ..= ST_MAX_VALUES
+ * finite numbers, "[0.93,12.5]", into out->values and nvalues. 0, or -1 when json is
+ * not that. */
+static int parse_values(const char *json, st_trial *out) {
+    const char *p = json;
+    int n = 0;
+    if (*p++ != '[') return -1;
+    for (;;) {
+        char *end;
+        while (*p == ' ') p++;
+        if (n == ST_MAX_VALUES) return -1;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || !isfinite(v)) return -1;
+        out->values[n++] = v;
+        for (p = end; *p == ' ';) p++;
+        if (*p == ']' && p[1] == '\0') break;
+        if (*p++ != ',') return -1;
+    }
+    if (n < 2) return -1;
+    out->nvalues = n;
+    return 0;
+}
+
 static int read_trial(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     st_trial *out = row;
     out->study_id = sqlite3_column_int64(st, 0);
@@ -1074,9 +1104,23 @@ static int read_trial(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     out->error = col_text(st, 10);
     out->changed = sqlite3_column_int64(st, 11);
     out->executor_job = col_text(st, 12);
+    out->nvalues = 0;
+    if (out->has_objective) {
+        out->nvalues = 1;
+        out->values[0] = out->objective;
+        const char *json = (const char *)sqlite3_column_text(st, 13);
+        if (json && parse_values(json, out) != 0) {
+            char what[96];
+            snprintf(what, sizeof what, "trial %lld of study %lld", (long long)out->number,
+                     (long long)out->study_id);
+            st_trial_clear(out);
+            return tn_error(err, errlen, TN_EIO, "%s: its objectives are not a list of "
+                            "numbers", what);
+        }
+    }
     /* TRIAL_COLUMNS_STEP adds the highest step of its measurements */
-    out->has_last_step = sqlite3_column_count(st) > 13 && sqlite3_column_type(st, 13) != SQLITE_NULL;
-    out->last_step = out->has_last_step ? sqlite3_column_int64(st, 13) : 0;
+    out->has_last_step = sqlite3_column_count(st) > 14 && sqlite3_column_type(st, 14) != SQLITE_NULL;
+    out->last_step = out->has_last_step ? sqlite3_column_int64(st, 14) : 0;
     int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 3));
     if (state < 0) {
         char what[96];
@@ -1183,16 +1227,37 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
         return tn_error(err, errlen, TN_EINVAL, "%s: the objective is NaN", op);
     if (t->attempts < 0 || t->restarts < 0)
         return tn_error(err, errlen, TN_EINVAL, "%s: negative attempts or restarts", op);
+    /* the values of a study with several metrics, as JSON: [v0,v1,...] */
+    char values[ST_MAX_VALUES * 26 + 4] = "";
+    int nvalues = t->has_objective ? t->nvalues : 0;
+    if (nvalues > ST_MAX_VALUES || nvalues < 0)
+        return tn_error(err, errlen, TN_EINVAL, "%s: %d values (at most %d)", op, nvalues,
+                        ST_MAX_VALUES);
+    if (nvalues >= 2) {
+        if (t->values[0] != t->objective)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "%s: the first value (%.17g) is not the objective (%.17g)", op,
+                            t->values[0], t->objective);
+        size_t len = 0;
+        for (int i = 0; i < nvalues; i++) {
+            if (!isfinite(t->values[i]))
+                return tn_error(err, errlen, TN_EINVAL, "%s: value %d is not finite (%g)", op,
+                                i + 1, t->values[i]);
+            len += (size_t)snprintf(values + len, sizeof values - len, "%s%.17g",
+                                    i ? "," : "[", t->values[i]);
+        }
+        snprintf(values + len, sizeof values - len, "]");
+    }
     sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
     if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
         (rc = step_done(s, st,
-                        bind(st, "iitnzziitt", t->study_id, t->number,
+                        bind(st, "iitnzziittt", t->study_id, t->number,
                              st_trial_state_name(t->state),
                              t->has_objective ? t->objective : NAN, t->started, t->finished,
                              (int64_t)t->attempts, (int64_t)t->restarts, t->error,
-                             t->executor_job),
+                             t->executor_job, nvalues >= 2 ? values : NULL),
                         op, err, errlen, NULL)))
         goto fail;
     if (sqlite3_changes(s->db) == 0) {

@@ -64,6 +64,10 @@ typedef struct st_study {
     char *error;        /* why it failed, or NULL */
 } st_study;
 
+/* The most values a trial holds: one per metric of its study (spec.h's
+ * SPEC_MAX_METRICS). */
+#define ST_MAX_VALUES 16
+
 typedef struct st_trial {
     int64_t study_id;
     int64_t number;     /* 1, 2, ... within the study */
@@ -71,7 +75,13 @@ typedef struct st_trial {
                            categorical parameters) */
     st_trial_state state;
     int has_objective;
-    double objective;
+    double objective;   /* the study's first metric: values[0] */
+    int nvalues;        /* when has_objective: its value of each of the study's metrics,
+                           in the spec's order (values[0] == objective); read back as 1
+                           (the objective) for a trial stored without more, 0 when it
+                           has no objective. Stored only for nvalues >= 2 (column
+                           trials.objectives, docs/store.md) */
+    double values[ST_MAX_VALUES];
     double created, started, finished;  /* 0 when not yet */
     int attempts;       /* job runs started (1 + retries) */
     int restarts;       /* replica restarts in all */
@@ -149,8 +159,10 @@ int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, c
 /* All trials of a study in number order. */
 int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char *err,
                   size_t errlen);
-/* Writes a trial's mutable fields (state, objective, times, attempts, restarts, error,
- * executor_job) as given in t (matched by study_id and number). */
+/* Writes a trial's mutable fields (state, objective and values, times, attempts,
+ * restarts, error, executor_job) as given in t (matched by study_id and number).
+ * TN_EINVAL when has_objective and nvalues >= 2 with values[0] != objective or a value
+ * that is not finite. */
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen);
 /* Trials per state of a study (counts[state]), for progress lines. */
 int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,

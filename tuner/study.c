@@ -25,6 +25,8 @@
 #include "common/status.h"
 #include "executor/executor.h"
 #include "search/bo.h"
+#include "search/mobo.h"
+#include "search/pareto.h"
 #include "search/space.h"
 #include "search/stopping.h"
 #include "tuner/params.h"
@@ -123,17 +125,34 @@ static int ask_in_txn(st_store *st, void *arg) {
     double *vals = tn_xcalloc((listed + nprev) * space->n + 1, sizeof *vals);
     sp_trial *hist = tn_xcalloc(listed + nprev + 1, sizeof *hist);
     size_t skipped;
-    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped);
+    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped), warm = h;
     st_trials_free(prev, nprev);
+    /* several metrics: the same trials with every objective (mo_history) */
+    size_t m = a->spec->nmetrics;
+    mo_trial *mo = m > 1 ? tn_xcalloc(listed + 1, sizeof *mo) : NULL;
     for (size_t i = 0; i < listed; i++) {
         if (tp_from_json(space, trials[i].params, vals + h * space->n, NULL, 0) != 0) continue;
         hist[h] = (sp_trial){.values = vals + h * space->n, .state = state_to_sp(trials[i].state),
                              .has_objective = trials[i].has_objective,
                              .objective = trials[i].objective};
+        if (mo)
+            mo[h - warm] = (mo_trial){
+                .values = hist[h].values, .state = hist[h].state,
+                .objectives = trials[i].state == ST_TRIAL_SUCCEEDED && trials[i].has_objective &&
+                                      trials[i].nvalues >= (int)m
+                                  ? trials[i].values
+                                  : NULL};
         h++;
     }
     sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
-    if (a->spec->algorithm == SP_ALGO_UNSPECIFIED) /* with the spec's sampler options */
+    int maximize[SPEC_MAX_METRICS];
+    for (size_t k = 0; k < m; k++) maximize[k] = a->spec->metrics[k].goal == SPEC_MAXIMIZE;
+    /* (the warm start's trials, of another study, have one objective: left out) */
+    mo_history mo_hist = {.trials = mo, .n = h - warm, .m = m, .maximize = maximize};
+    if (a->spec->algorithm == SP_ALGO_UNSPECIFIED && mo) /* random scalarisations */
+        rc = mo_suggest(space, &mo_hist, (uint64_t)a->study->seed, (uint64_t)n,
+                        &a->spec->bayesian, a->values, a->note, sizeof a->note);
+    else if (a->spec->algorithm == SP_ALGO_UNSPECIFIED) /* with the spec's sampler options */
         rc = bo_suggest(space, &history, (uint64_t)a->study->seed, (uint64_t)n,
                         &a->spec->bayesian, a->values, a->note, sizeof a->note);
     else
@@ -147,6 +166,7 @@ static int ask_in_txn(st_store *st, void *arg) {
     }
     free(vals);
     free(hist);
+    free(mo);
     st_trials_free(trials, listed);
     return rc;
 }
@@ -181,6 +201,19 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
 
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
                double objective, char *err, size_t errlen) {
+    return study_tell_values(st, study, number, failed, &objective, 1, err, errlen);
+}
+
+int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
+                      const double *values, size_t nvalues, char *err, size_t errlen) {
+    if (!failed && (nvalues < 1 || nvalues > ST_MAX_VALUES))
+        return tn_error(err, errlen, TN_EINVAL, "a trial has 1 to %d values, not %zu",
+                        ST_MAX_VALUES, nvalues);
+    for (size_t k = 0; k < nvalues && !failed; k++)
+        if (!isfinite(values[k]))
+            return tn_error(err, errlen, TN_EINVAL, "%s must be a finite number",
+                            k ? "every value" : "the objective");
+    double objective = failed ? 0.0 : values[0];
     st_trial t;
     int rc = st_trial_get(st, study->id, number, &t, err, errlen);
     if (rc == 1)
@@ -200,6 +233,8 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
     t.state = failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
     t.has_objective = !failed;
     t.objective = failed ? 0.0 : objective;
+    t.nvalues = failed ? 0 : (int)nvalues;
+    for (size_t k = 0; k < nvalues && !failed; k++) t.values[k] = values[k];
     t.finished = wall_clock();
     if (t.started == 0) t.started = t.created;
     t.attempts = t.attempts ? t.attempts : 1;
@@ -221,6 +256,29 @@ long study_best_index(const st_trial *t, size_t n, int goal) {
     return best;
 }
 
+size_t study_pareto(const tn_spec *spec, const st_trial *t, size_t n,
+                    unsigned char *on_front) {
+    size_t m = spec->nmetrics, k = 0;
+    int maximize[SPEC_MAX_METRICS];
+    for (size_t j = 0; j < m; j++) maximize[j] = spec->metrics[j].goal == SPEC_MAXIMIZE;
+    double *pts = tn_xcalloc(n * m + 1, sizeof *pts);      /* (k, m): the candidates */
+    size_t *which = tn_xcalloc(n + 1, sizeof *which);       /* (k): their indices */
+    unsigned char *front = tn_xcalloc(n + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        on_front[i] = 0;
+        if (t[i].state != ST_TRIAL_SUCCEEDED || !t[i].has_objective || t[i].nvalues < (int)m)
+            continue;
+        memcpy(pts + k * m, t[i].values, m * sizeof *pts);
+        which[k++] = i;
+    }
+    size_t count = pa_front(pts, k, m, maximize, front);
+    for (size_t j = 0; j < k; j++) on_front[which[j]] = front[j];
+    free(pts);
+    free(which);
+    free(front);
+    return count;
+}
+
 char *study_resolve_program(const char *name, const char *self_dir) {
     if (strchr(name, '/') || !self_dir) return tn_xstrdup(name);
     size_t len = strlen(self_dir) + strlen(name) + 2;
@@ -230,6 +288,8 @@ char *study_resolve_program(const char *name, const char *self_dir) {
     free(beside);
     return tn_xstrdup(name);
 }
+
+_Static_assert(ST_MAX_VALUES >= SPEC_MAX_METRICS, "a trial holds a value of every metric");
 
 /* ---- the loop ---- */
 
@@ -255,6 +315,12 @@ typedef struct trial_run {
     char last_replica[32]; /* and its replica */
     int has_objective;     /* the last finite value of the metric (a stopped trial's) */
     double objective;
+    struct {               /* the study's metrics[1 ..] (several metrics), each as the
+                              first: the last value by arrival, the chief's first */
+        int has;           /* reported, finite or not */
+        double last;
+        int rank;          /* 1: from the chief, 0: from another replica */
+    } more[SPEC_MAX_METRICS];
     int lost_record; /* a measurement or event could not be stored: never SUCCEEDED */
     char *metric_problem;  /* the last trouble reading a metric file, for messages */
     double started;
@@ -283,6 +349,9 @@ typedef struct curve {
                               known, a store older than schema version 4) */
     size_t n, cap;
     char *replica;         /* whose records these are; the chief's win */
+    struct curve *more;    /* (nmetrics - 1) a study of several metrics: the curves of
+                              metrics[1 ..], for the dominance rule; NULL until one has
+                              a point (their state is not used: this curve's is) */
 } curve;
 
 struct loop {
@@ -403,6 +472,20 @@ static curve *curve_of(loop *L, int64_t number) {
     return &L->curves[i];
 }
 
+/* The trial's curve of the study's metric k (0: the metric tag's, curve_of). */
+static curve *metric_curve(loop *L, int64_t number, size_t k) {
+    curve *c = curve_of(L, number);
+    if (k == 0) return c;
+    if (!c->more) c->more = tn_xcalloc(L->spec->nmetrics - 1, sizeof *c->more);
+    return &c->more[k - 1];
+}
+
+static void curve_clear(curve *c) {
+    free(c->pts);
+    free(c->attempt);
+    free(c->replica);
+}
+
 /* Adds a measurement of replica to the curve: the chief's records replace any other
  * replica's, another replica's are ignored once a replica is chosen. A repeated step
  * (a restarted replica reporting it again) keeps one value, the newest attempt's;
@@ -442,13 +525,35 @@ static void curve_add(curve *c, const char *replica, int64_t step, int attempt, 
 static void decide_early_stop(loop *L, trial_run *t) {
     const es_config *cfg = &L->spec->early_stopping;
     if (cfg->policy == ES_NONE || t->early_stopped || !ex_job_is_running(t->job)) return;
-    es_trial *view = tn_xcalloc(L->ncurves, sizeof *view);
-    for (size_t i = 0; i < L->ncurves; i++)
-        view[i] = (es_trial){.number = (int64_t)i + 1, .state = L->curves[i].state,
-                             .curve = L->curves[i].pts, .n = L->curves[i].n};
+    size_t m = L->spec->nmetrics;
     es_decision d;
-    es_decide(cfg, view, L->ncurves, (size_t)t->number - 1, &d);
-    free(view);
+    if (cfg->policy == ES_DOMINANCE && m > 1) { /* every metric's curve */
+        es_trial *flat = tn_xcalloc(L->ncurves * m, sizeof *flat); /* (ncurves, m) */
+        es_mtrial *view = tn_xcalloc(L->ncurves, sizeof *view);
+        int maximize[SPEC_MAX_METRICS];
+        for (size_t k = 0; k < m; k++) maximize[k] = L->spec->metrics[k].goal == SPEC_MAXIMIZE;
+        for (size_t i = 0; i < L->ncurves; i++) {
+            for (size_t k = 0; k < m; k++) {
+                const curve *c = k == 0 ? &L->curves[i]
+                                 : L->curves[i].more ? &L->curves[i].more[k - 1] : NULL;
+                flat[i * m + k] = (es_trial){.number = (int64_t)i + 1,
+                                             .state = L->curves[i].state,
+                                             .curve = c ? c->pts : NULL, .n = c ? c->n : 0};
+            }
+            view[i] = (es_mtrial){.number = (int64_t)i + 1, .state = L->curves[i].state,
+                                  .metrics = flat + i * m};
+        }
+        es_decide_dominance(cfg, maximize, m, view, L->ncurves, (size_t)t->number - 1, &d);
+        free(view);
+        free(flat);
+    } else {
+        es_trial *view = tn_xcalloc(L->ncurves, sizeof *view);
+        for (size_t i = 0; i < L->ncurves; i++)
+            view[i] = (es_trial){.number = (int64_t)i + 1, .state = L->curves[i].state,
+                                 .curve = L->curves[i].pts, .n = L->curves[i].n};
+        es_decide(cfg, view, L->ncurves, (size_t)t->number - 1, &d);
+        free(view);
+    }
     char detail[400];
     snprintf(detail, sizeof detail, "%s: %s: %s", es_policy_name(cfg->policy),
              d.stop ? "stop" : "continue", d.reason);
@@ -530,11 +635,28 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
         return;
     }
     double v;
-    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) return;
     /* The objective is the last value reported, by arrival (the reader hands records
      * over once, in the order written), the chief's records before any other's: never
-     * ordered by a timestamp the trial controls. */
+     * ordered by a timestamp the trial controls. So is every other metric's value. */
     int rank = ex_replica_is_chief(replica);
+    int more_added = 0; /* a point of another metric's curve (the dominance rule's) */
+    for (size_t k = 1; k < L->spec->nmetrics; k++) {
+        if (!htr_record_metric(rec, L->spec->metrics[k].id, &v)) continue;
+        if (!t->more[k].has || rank >= t->more[k].rank) {
+            t->more[k].has = 1;
+            t->more[k].last = v;
+            t->more[k].rank = rank;
+        }
+        if (isfinite(v)) {
+            curve_add(metric_curve(L, t->number, k), replica, rec->step, attempt, v);
+            more_added = 1;
+        }
+    }
+    int dominance = L->spec->early_stopping.policy == ES_DOMINANCE;
+    if (!htr_record_metric(rec, L->spec->metric_tag, &v)) {
+        if (more_added && dominance) decide_early_stop(L, t);
+        return;
+    }
     if (!t->has_last || rank >= t->last_rank) {
         t->has_last = 1;
         t->last = v;
@@ -546,7 +668,10 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
             t->objective = v;
         }
     }
-    if (!isfinite(v)) return;
+    if (!isfinite(v)) {
+        if (more_added && dominance) decide_early_stop(L, t);
+        return;
+    }
     curve_add(curve_of(L, t->number), replica, rec->step, attempt, v);
     decide_early_stop(L, t);
 }
@@ -602,11 +727,38 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         } else {
             state = ST_TRIAL_FAILED;
         }
+        /* a study with several metrics: each must have its last value a number */
+        size_t k = 1;
+        while (state == ST_TRIAL_SUCCEEDED && k < L->spec->nmetrics && t->more[k].has &&
+               isfinite(t->more[k].last))
+            k++;
+        if (state == ST_TRIAL_SUCCEEDED && k < L->spec->nmetrics) {
+            state = ST_TRIAL_FAILED;
+            if (t->more[k].has)
+                snprintf(msg, sizeof msg,
+                         "the last value of the metric '%s' (metric %zu of the study's %zu) "
+                         "is %g: the run diverged or reported no number",
+                         L->spec->metrics[k].id, k + 1, L->spec->nmetrics, t->more[k].last);
+            else
+                snprintf(msg, sizeof msg,
+                         "the job succeeded but no replica reported the metric '%s' (metric "
+                         "%zu of the study's %zu; see %s/%lld/logs)",
+                         L->spec->metrics[k].id, k + 1, L->spec->nmetrics, L->spec->job_dir,
+                         (long long)t->number);
+            why = msg;
+        }
         row.state = state;
         free(row.error);
         row.error = why && state != ST_TRIAL_PENDING ? tn_xstrdup(why) : NULL;
         row.has_objective = t->has_objective;
         row.objective = t->objective;
+        row.nvalues = t->has_objective;
+        row.values[0] = t->objective;
+        for (k = 1; k < L->spec->nmetrics && t->has_objective; k++) {
+            if (!t->more[k].has || !isfinite(t->more[k].last)) break;
+            row.values[k] = t->more[k].last;
+        }
+        if (k == L->spec->nmetrics) row.nvalues = (int)k; /* else the objective alone */
         row.attempts = t->attempts_before + ex_job_attempts(t->job);
         row.restarts = t->restarts_before + ex_job_restarts(t->job);
         row.finished = state != ST_TRIAL_PENDING ? wall_clock() : 0;
@@ -625,8 +777,18 @@ static void on_finished(void *ctx, int outcome, const char *error) {
                 L->best = t->objective;
                 L->best_trial = t->number;
             }
-            log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
-                  L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
+            if (L->spec->nmetrics == 1) {
+                log_line(L, "trial %lld succeeded: %s = %.6g%s", (long long)t->number,
+                         L->spec->metric_tag, t->objective, is_best ? " (best so far)" : "");
+            } else {
+                char line[1024];
+                size_t len = 0;
+                for (k = 0; k < L->spec->nmetrics && len < sizeof line; k++)
+                    len += (size_t)snprintf(line + len, sizeof line - len, "%s%s = %.6g",
+                                            k ? ", " : "", L->spec->metrics[k].id,
+                                            row.values[k]);
+                log_line(L, "trial %lld succeeded: %s", (long long)t->number, line);
+            }
             break;
         }
         case ST_TRIAL_FAILED:
@@ -1114,9 +1276,12 @@ static int load_curves(loop *L, const st_trial *trials, size_t n, char *err, siz
         rc = st_measurement_list(L->st, L->study->id, trials[i].number, &ms, &nm, err, errlen);
         for (size_t k = 0; k < nm; k++) {
             json_t *obj = json_loads(ms[k].metrics, 0, NULL);
-            json_t *v = json_object_get(obj, L->spec->metric_tag);
-            if (json_is_number(v) && isfinite(json_number_value(v)))
-                curve_add(c, ms[k].replica, ms[k].step, ms[k].attempt, json_number_value(v));
+            for (size_t j = 0; j < L->spec->nmetrics; j++) { /* every metric's curve */
+                json_t *v = json_object_get(obj, L->spec->metrics[j].id);
+                if (json_is_number(v) && isfinite(json_number_value(v)))
+                    curve_add(metric_curve(L, trials[i].number, j), ms[k].replica, ms[k].step,
+                              ms[k].attempt, json_number_value(v));
+            }
             json_decref(obj);
         }
         st_measurements_free(ms, nm);
@@ -1229,9 +1394,10 @@ static void loop_free(loop *L) {
     if (L->progress_ev) event_free(L->progress_ev);
     if (L->base) event_base_free(L->base);
     for (size_t i = 0; i < L->ncurves; i++) {
-        free(L->curves[i].pts);
-        free(L->curves[i].attempt);
-        free(L->curves[i].replica);
+        for (size_t k = 0; L->curves[i].more && k + 1 < L->spec->nmetrics; k++)
+            curve_clear(&L->curves[i].more[k]);
+        free(L->curves[i].more);
+        curve_clear(&L->curves[i]);
     }
     free(L->curves);
     free(L->running);

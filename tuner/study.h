@@ -60,10 +60,23 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
                double objective, char *err, size_t errlen);
 
+/* study_tell with the trial's value of each of the study's metrics (values[0] the
+ * objective; nvalues 1 ..= ST_MAX_VALUES, every one finite; ignored when failed). */
+int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
+                      const double *values, size_t nvalues, char *err, size_t errlen);
+
 /* Index of the best SUCCEEDED trial with an objective by the spec's goal (ties: the
  * earlier in the array, i.e. the lower number for a st_trial_list result); -1 when
  * there is none. */
 long study_best_index(const st_trial *trials, size_t n, int goal);
+
+/* The Pareto front of a study's trials by all of the spec's metrics and goals
+ * (search/pareto.h): on_front[i] = 1 for each SUCCEEDED trial that has a value of
+ * every metric and that no other such trial dominates, 0 for every other trial.
+ * Returns how many are on it. With one metric: every SUCCEEDED trial with the best
+ * objective (ties included). */
+size_t study_pareto(const tn_spec *spec, const st_trial *trials, size_t n,
+                    unsigned char *on_front);
 
 /* Resolves a spec's command[0] as the executor will run it: a name with a '/' as is;
  * a bare name beside the tuner binary (self_dir) if there, else as is (for PATH).

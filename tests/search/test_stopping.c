@@ -615,8 +615,8 @@ static void test_config_check(void) {
         const char *want; /* NULL: valid */
     } cases[] = {
         {{.policy = ES_NONE, .min_trials = -5, .reduction_factor = -1, .max_step = -3}, NULL},
-        {{.policy = 7}, F_ "policy must be one of none, median, asha, hyperband, got 7"},
-        {{.policy = -1}, F_ "policy must be one of none, median, asha, hyperband, got -1"},
+        {{.policy = 7}, F_ "policy must be one of none, median, asha, hyperband, dominance, got 7"},
+        {{.policy = -1}, F_ "policy must be one of none, median, asha, hyperband, dominance, got -1"},
         {MEDIAN(1, 0, 0), NULL},
         {MEDIAN(5, 10, 1), NULL},
         {MEDIAN(0, 0, 0), F_ "minTrials must be >= 1, got 0"},
@@ -668,13 +668,13 @@ static void test_config_check(void) {
 }
 
 static void test_policy_names(void) {
-    for (int p = ES_NONE; p <= ES_HYPERBAND; p++)
+    for (int p = ES_NONE; p <= ES_DOMINANCE; p++)
         CHECK_INT_EQ(es_policy_parse(es_policy_name(p)), p);
     CHECK(strcmp(es_policy_name(ES_NONE), "none") == 0);
     CHECK(strcmp(es_policy_name(ES_MEDIAN), "median") == 0);
     CHECK(strcmp(es_policy_name(ES_ASHA), "asha") == 0);
     CHECK(strcmp(es_policy_name(ES_HYPERBAND), "hyperband") == 0);
-    CHECK(es_policy_name(4) != NULL && es_policy_name(-1) != NULL);
+    CHECK(es_policy_name(5) != NULL && es_policy_name(-1) != NULL);
     CHECK_INT_EQ(es_policy_parse("MEDIAN"), ES_MEDIAN);
     CHECK_INT_EQ(es_policy_parse("Asha"), ES_ASHA);
     CHECK_INT_EQ(es_policy_parse("HyperBand"), ES_HYPERBAND);
@@ -684,6 +684,86 @@ static void test_policy_names(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(es_policy_parse(bad[i]) == -1, "\"%s\" parsed", bad[i]);
     CHECK_INT_EQ(es_policy_parse(NULL), -1);
+}
+
+/* ---- Dominance (several metrics) ---- */
+
+/* Two metrics, the first maximised, the second minimised. The running trial R is at
+ * step 2 with (0.4, 5). A (0.6, 4) and B (0.9, 1 at step 1; its step 3 is later)
+ * dominate it; C (equal) and E (a trade-off) do not; D has no value by step 2; F
+ * dominates but FAILED. */
+static void test_dominance(void) {
+    static const es_point r0[] = {{1, 0.5}, {2, 0.4}}, r1[] = {{1, 3}, {2, 5}};
+    static const es_point a0[] = {{2, 0.6}}, a1[] = {{2, 4}};
+    static const es_point b0[] = {{1, 0.9}, {3, 0.1}}, b1[] = {{1, 1}};
+    static const es_point c0[] = {{2, 0.4}}, c1[] = {{2, 5}};
+    static const es_point d0[] = {{3, 1}}, d1[] = {{3, 0}};
+    static const es_point e0[] = {{2, 0.3}}, e1[] = {{2, 1}};
+#define CURVES(x, y) {{0, 0, x, sizeof x / sizeof x[0]}, {0, 0, y, sizeof y / sizeof y[0]}}
+    es_trial m[7][2] = {CURVES(r0, r1), CURVES(a0, a1), CURVES(b0, b1), CURVES(c0, c1),
+                        CURVES(d0, d1), CURVES(e0, e1), CURVES(a0, b1)};
+#undef CURVES
+    es_mtrial tr[7];
+    for (int i = 0; i < 7; i++)
+        tr[i] = (es_mtrial){i + 1, i == 0 ? SP_PENDING : i == 6 ? SP_FAILED : SP_COMPLETE, m[i]};
+    const int goals[] = {1, 0};
+    es_config c;
+    es_config_default(&c);
+    c.policy = ES_DOMINANCE;
+    c.min_trials = 2;
+    es_decision d;
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK_MSG(d.stop && !strcmp(d.reason, "step 2: dominated by 2 of 4 completed trials "
+                                          "(minTrials 2)"), "%d %s", d.stop, d.reason);
+    c.min_trials = 3; /* one more needed */
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK_MSG(!d.stop && strstr(d.reason, "dominated by 2 of 4"), "%s", d.reason);
+    c.min_trials = 2;
+    c.min_step = 3;
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK_MSG(!d.stop && !strcmp(d.reason, "step 2 is before minStep 3"), "%s", d.reason);
+    c.min_step = 1;
+    /* the goals turned round: R dominates A and B instead; C still equal, E a trade-off */
+    const int other[] = {0, 1};
+    es_decide_dominance(&c, other, 2, tr, 7, 0, &d);
+    CHECK_MSG(!d.stop && strstr(d.reason, "dominated by 0 of 4"), "%s", d.reason);
+    /* a metric without a value yet */
+    m[0][1].n = 0;
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK_MSG(!d.stop && !strcmp(d.reason, "step 2: no value of metric 2 yet"), "%s", d.reason);
+    m[0][1].n = 2;
+    /* NaN is worse than any number: with R's first metric NaN, C (equal in the second)
+     * and E (0.3, 1) dominate too */
+    static const es_point rn[] = {{1, 0.5}, {2, NAN}};
+    m[0][0].curve = rn;
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK_MSG(d.stop && strstr(d.reason, "dominated by 4 of 4"), "%s", d.reason);
+    m[0][0].curve = r0;
+    /* bad arguments continue */
+    es_decide_dominance(&c, goals, 0, tr, 7, 0, &d);
+    CHECK(!d.stop);
+    es_decide_dominance(&c, goals, 2, tr, 7, 7, &d);
+    CHECK(!d.stop);
+    c.policy = ES_MEDIAN;
+    es_decide_dominance(&c, goals, 2, tr, 7, 0, &d);
+    CHECK(!d.stop && strstr(d.reason, "not dominance"));
+    /* one metric through es_decide: worse than min_trials completed trials; a tie is not */
+    static const es_point run[] = {{1, 0.5}}, hi1[] = {{1, 0.9}}, hi2[] = {{1, 0.8}},
+                          tie[] = {{1, 0.5}};
+    es_trial one[] = {{1, SP_PENDING, run, 1}, {2, SP_COMPLETE, hi1, 1},
+                      {3, SP_COMPLETE, tie, 1}, {4, SP_COMPLETE, hi2, 1}};
+    c.policy = ES_DOMINANCE;
+    c.maximize = 1;
+    es_decide(&c, one, 4, 0, &d);
+    CHECK_MSG(d.stop && strstr(d.reason, "dominated by 2 of 3"), "%s", d.reason);
+    c.min_trials = 3;
+    es_decide(&c, one, 4, 0, &d);
+    CHECK_MSG(!d.stop, "%s", d.reason);
+    c.min_trials = 0;
+    char err[200];
+    CHECK_INT_EQ(es_config_check(&c, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(es_policy_parse("Dominance"), ES_DOMINANCE);
+    CHECK(!strcmp(es_policy_name(ES_DOMINANCE), "dominance"));
 }
 
 /* ---- Properties over random histories ---- */
@@ -810,6 +890,7 @@ int main(void) {
     RUN(test_trivial);
     RUN(test_config_check);
     RUN(test_policy_names);
+    RUN(test_dominance);
     RUN(test_property_best_never_stopped);
     RUN(test_property_order_independent);
     return check_summary();

@@ -311,6 +311,9 @@ if study:
         ok = ok and abs(b["best"] - run_best) < 1e-12
     check("study_best_so_far", ok, str(bsf)[:300])
     check("study_best_is_max", study["best"]["value"] == max(b["value"] for b in bsf))
+    check("study_one_metric_and_pareto",
+          study["metrics"] == [{"metricId": study["metric"], "goal": "MAXIMIZE"}] and
+          study["pareto"] == [study["best"]["trial"]], str(study.get("pareto")))
     check("study_by_numeric_id", get_json(sport, "/api/studies/%d" % study["id"])[2]["name"] == "dash")
 check("planted_markup_escaped_in_params", b"<script>" not in body and
       b"\\u003cscript\\u003e" in body)
@@ -321,7 +324,8 @@ check("trials_default_page", status == 200 and page["total"] == 8 and page["offs
       page["limit"] == 100 and [t["number"] for t in page["trials"]] == list(range(1, 9)))
 check("trial_shape", set(t0) == {"number", "state", "params", "value", "created", "started",
                                  "finished", "duration", "attempts", "restarts", "error",
-                                 "executor_job", "last_step"} and t0["last_step"] == 6
+                                 "executor_job", "last_step", "values"} and t0["last_step"] == 6
+      and t0["values"] == [t0["value"]]
       and t0["attempts"] == 1 and t0["executor_job"] is None
       and t0["duration"] > 0 and set(t0["params"]) == {"x", "opt"}, str(t0))
 got = []

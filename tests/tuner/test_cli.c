@@ -95,7 +95,7 @@ static void test_positional(void) {
     captured c;
     char *one[] = {"study1", "--format", "json", NULL};
     CHECK_INT_EQ(parse(&SHOW, flags, 1, &c, pos, &npos, one), CLI_CONTINUE);
-    CHECK(npos == 1 && pos[0] == 1 && pos[1] == -1 && pos[2] == -1);
+    CHECK(npos == 1 && pos[0] == 1 && pos[1] == -1); /* the optional TRIAL not given */
     CHECK(!strcmp(format, "json"));
     CHECK(c.out[0] == '\0' && c.err[0] == '\0');
     char *two[] = {"--format=csv", "study1", "7", NULL};

@@ -507,7 +507,7 @@ static void test_migration_from_v1(void) {
     if (rc) return;
     char buf[4096], want[4096];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "5"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
           study.state == ST_STUDY_SUCCEEDED);
@@ -537,6 +537,7 @@ static void test_migration_from_v1(void) {
     CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated:\n%s\nnew:\n%s", buf, want);
     CHECK_STR_CONTAINS(want, "trials_by_change(changed)");
     CHECK_STR_CONTAINS(want, "trials.executor_job:TEXT");
+    CHECK_STR_CONTAINS(want, "trials.objectives:TEXT");
     CHECK_STR_CONTAINS(want, "measurements_by_seq(seq)");
     CHECK_STR_CONTAINS(want, "measurements_by_step(step)");
 }
@@ -877,6 +878,72 @@ static void test_trials_endpoint_errors(void) {
     st_close(s);
 }
 
+/* A study of two metrics through the API: the study's metrics and its Pareto front
+ * (trials 1, 3 and 4: trial 2 is beaten by 3 in both; a failed trial never counts),
+ * and each trial's values in the metrics' order. */
+static void test_two_metrics(void) {
+    static const char two_spec[] =
+        "{\"jobId\": \"s\", \"trainingInput\": {\"hyperparameters\": {\"metrics\": ["
+        "{\"metricId\": \"score\", \"goal\": \"MAXIMIZE\"}, "
+        "{\"metricId\": \"cost\", \"goal\": \"MINIMIZE\"}], \"maxTrials\": 5, "
+        "\"params\": [{\"parameterName\": \"x\", \"type\": \"DOUBLE\", "
+        "\"minValue\": 0, \"maxValue\": 1}]}}}";
+    char path[PATH_LEN], err[512] = "";
+    fmt_path(path, "%s/%s", tmpdir, "two.db");
+    st_store *s = NULL;
+    int64_t id = 0, number = 0;
+    if (st_open(path, &s, err, sizeof err) != 0 ||
+        st_study_create(s, "s", two_spec, 1, ST_STUDY_RUNNING, &id, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s", err);
+        st_close(s);
+        return;
+    }
+    static const double values[][2] = {{1, 1}, {2, 3}, {3, 2}, {4, 5}, {9, 0}};
+    for (int i = 0; i < 5; i++) {
+        CHECK(st_trial_create(s, id, "{\"x\": 0.5}", ST_TRIAL_RUNNING, &number, err, sizeof err) == 0);
+        st_trial t;
+        CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
+        t.state = i == 4 ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
+        t.has_objective = 1;
+        t.objective = values[i][0];
+        t.nvalues = 2;
+        t.values[0] = values[i][0];
+        t.values[1] = values[i][1];
+        CHECK_MSG(st_trial_update(s, &t, err, sizeof err) == 0, "%s", err);
+        st_trial_clear(&t);
+    }
+    api_reply r = {0};
+    api_study(s, "s", 0, &r);
+    CHECK_INT_EQ(r.status, 200);
+    json_t *study = json_loadb(r.body.data, r.body.len, 0, NULL);
+    char *metrics = json_dumps(json_object_get(study, "metrics"), JSON_COMPACT);
+    char *pareto = json_dumps(json_object_get(study, "pareto"), JSON_COMPACT);
+    CHECK_MSG(metrics && !strcmp(metrics, "[{\"metricId\":\"score\",\"goal\":\"MAXIMIZE\"},"
+                                          "{\"metricId\":\"cost\",\"goal\":\"MINIMIZE\"}]"),
+              "metrics %s", metrics ? metrics : "none");
+    CHECK_MSG(pareto && !strcmp(pareto, "[1,3,4]"), "pareto %s", pareto ? pareto : "none");
+    free(metrics);
+    free(pareto);
+    json_decref(study);
+    api_reply_clear(&r);
+    api_page_query all = {0};
+    api_trials(s, "s", &all, 0, &r);
+    CHECK_INT_EQ(r.status, 200);
+    json_t *page = json_loadb(r.body.data, r.body.len, 0, NULL);
+    json_t *trials = json_object_get(page, "trials");
+    CHECK_INT_EQ(json_array_size(trials), 5);
+    for (size_t i = 0; i < json_array_size(trials) && i < 5; i++) {
+        json_t *v = json_object_get(json_array_get(trials, i), "values");
+        CHECK_MSG(json_array_size(v) == 2 &&
+                      json_number_value(json_array_get(v, 0)) == values[i][0] &&
+                      json_number_value(json_array_get(v, 1)) == values[i][1],
+                  "trial %zu's values", i + 1);
+    }
+    json_decref(page);
+    api_reply_clear(&r);
+    st_close(s);
+}
+
 /* Counts the lines of text that start with prefix. */
 static int count_prefix(const char *text, const char *prefix) {
     int n = 0;
@@ -966,6 +1033,7 @@ int main(void) {
     RUN(test_curves);
     RUN(test_trial_detail_replicas);
     RUN(test_trials_endpoint_errors);
+    RUN(test_two_metrics);
     RUN(test_event_stream_text);
     rm_rf(tmpdir);
     return check_summary();

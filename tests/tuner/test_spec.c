@@ -75,6 +75,14 @@ static const char *const DESIGN_SPEC =
 #define P_BS "{\"parameterName\": \"batch_size\", \"type\": \"DISCRETE\", " \
              "\"discreteValues\": [64, 128, 256]}"
 
+/* Vertex AI's metrics: MX(list) replaces the example's hyperparameterMetricTag and goal
+ * with "metrics": list; MET(id, goal) is one MetricSpec. */
+#define MX(x) HP("{\"goal\": null, \"hyperparameterMetricTag\": null, \"metrics\": " x "}")
+#define MET(id, goal) "{\"metricId\": \"" id "\", \"goal\": \"" goal "\"}"
+#define MET4(p) MET(p "1", "MAXIMIZE") "," MET(p "2", "MAXIMIZE") "," MET(p "3", "MAXIMIZE") \
+    "," MET(p "4", "MAXIMIZE")
+#define HPM "trainingInput.hyperparameters.metrics"
+
 /* Conditional parameters: OPT_IF(entries) is the example's optimizer with the given
  * conditionalParameterSpecs; MOM a DOUBLE child; IF_SGD(spec) the entry that makes spec
  * a child under "sgd"; C0 the path of the first entry. */
@@ -149,6 +157,30 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case BAD[] = {
+    /* metrics (Vertex AI's StudySpec) */
+    {MX("5"), NULL, HPM, "expected an array of metrics", 0, 0},
+    {MX("[]"), NULL, HPM, "must hold at least one metric", 0, 0},
+    {MX("[" MET4("a") "," MET4("b") "," MET4("c") "," MET4("d") "," MET("e", "MINIMIZE") "]"),
+     NULL, HPM, "must hold at most 16 metrics, got 17", 0, 0},
+    {MX("[3]"), NULL, HPM "[0]", "expected an object", 0, 0},
+    {MX("[{\"goal\": \"MAXIMIZE\"}]"), NULL, HPM "[0].metricId", "required field is missing",
+     0, 0},
+    {MX("[{\"metricId\": \"a\"}]"), NULL, HPM "[0].goal", "required field is missing", 0, 0},
+    {MX("[{\"metricId\": \"a\", \"goa\": \"MAXIMIZE\"}]"), NULL, HPM "[0].goa",
+     "did you mean \"goal\"?", 0, 0},
+    {MX("[" MET("", "MAXIMIZE") "]"), NULL, HPM "[0].metricId", "must not be empty", 0, 0},
+    {MX("[{\"metricId\": 3, \"goal\": \"MAXIMIZE\"}]"), NULL, HPM "[0].metricId",
+     "expected a string, got 3", 0, 0},
+    {MX("[" MET("a", "MAXIMISE") "]"), NULL, HPM "[0].goal", "did you mean \"MAXIMIZE\"?", 0, 0},
+    {MX("[" MET("a", "GOAL_TYPE_UNSPECIFIED") "]"), NULL, HPM "[0].goal",
+     "must be MAXIMIZE or MINIMIZE", 0, 0},
+    {MX("[" MET("a", "MAXIMIZE") "," MET("b", "MINIMIZE") "," MET("a", "MINIMIZE") "]"), NULL,
+     HPM "[2].metricId", "\"a\" is already metrics[0]'s", 0, 0},
+    {MX("[" MET("a", "MAXIMIZE") ", 1, {}]"), NULL, HPM "[2].goal", "required", 3, 0},
+    {HP("{\"metrics\": [" MET("a", "MAXIMIZE") "]}"), NULL, HPM,
+     "not both: this spec has metrics and hyperparameterMetricTag", 0, 0},
+    {HP("{\"hyperparameterMetricTag\": null, \"metrics\": [" MET("a", "MAXIMIZE") "]}"),
+     NULL, HPM, "not both: this spec has metrics and goal", 0, 0},
     /* JSON itself */
     {NULL, "{\n  \"jobId\": }\n", "", "spec.json:2:", 0, 0},
     {NULL, "{\"jobId\": \"a\", \"jobId\": \"b\"}", "", "duplicate object key", 0, 0},
@@ -821,6 +853,81 @@ static void test_defaults(void) {
 }
 
 /* jobId: at most 128 characters; resumePreviousJobId follows the same rule. */
+/* Vertex AI's metrics: several, in order, the first also the metric tag and goal
+ * everything of one metric reads; the one-metric form (and the default) one metric. */
+static void test_metrics(void) {
+    tn_spec s;
+    char *text = patched(MX("[" MET("loss", "MINIMIZE") "," MET("accuracy", "MAXIMIZE") ","
+                            MET("latency", "MINIMIZE") "]"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.nmetrics, 3);
+        CHECK(!strcmp(s.metrics[0].id, "loss") && s.metrics[0].goal == SPEC_MINIMIZE);
+        CHECK(!strcmp(s.metrics[1].id, "accuracy") && s.metrics[1].goal == SPEC_MAXIMIZE);
+        CHECK(!strcmp(s.metrics[2].id, "latency") && s.metrics[2].goal == SPEC_MINIMIZE);
+        CHECK(!strcmp(s.metric_tag, "loss") && s.goal == SPEC_MINIMIZE);
+        CHECK(!s.early_stopping.maximize); /* the rule judges the first metric */
+        /* enableTrialEarlyStopping alone: dominance with several metrics */
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DOMINANCE);
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(HP("{\"goal\": null, \"hyperparameterMetricTag\": null, \"metrics\": ["
+                      MET("a", "MAXIMIZE") "," MET("b", "MINIMIZE") "], \"earlyStopping\": "
+                      "{\"minTrials\": 3}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK(s.early_stopping.policy == ES_DOMINANCE && s.early_stopping.min_trials == 3);
+        spec_clear(&s);
+    }
+    free(text);
+    text = patched(HP("{\"goal\": null, \"hyperparameterMetricTag\": null, \"metrics\": ["
+                      MET("a", "MAXIMIZE") "," MET("b", "MINIMIZE") "], \"earlyStopping\": "
+                      "{\"policy\": \"asha\"}}"));
+    if (parse_ok(text, 0, &s) == 0) { /* a named rule judges the first metric */
+        CHECK_INT_EQ(s.early_stopping.policy, ES_ASHA);
+        spec_clear(&s);
+    }
+    free(text);
+    /* one metric: the default stays ASHA; dominance can be named */
+    text = patched(HP("{\"earlyStopping\": {\"policy\": \"Dominance\"}}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DOMINANCE);
+        spec_clear(&s);
+    }
+    free(text);
+    if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
+        CHECK_INT_EQ(s.early_stopping.policy, ES_DEFAULT_POLICY);
+        spec_clear(&s);
+    }
+    text = patched(MX("[" MET4("a") "," MET4("b") "," MET4("c") "," MET4("d") "]"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.nmetrics, SPEC_MAX_METRICS);
+        CHECK(!strcmp(s.metrics[15].id, "d4"));
+        spec_clear(&s);
+    }
+    free(text);
+    /* the one-metric form */
+    if (parse_ok(DESIGN_SPEC, 0, &s) == 0) {
+        CHECK_INT_EQ(s.nmetrics, 1);
+        CHECK(!strcmp(s.metrics[0].id, "accuracy") && s.metrics[0].goal == SPEC_MAXIMIZE);
+        spec_clear(&s);
+    }
+    text = patched(HP("{\"goal\": \"MINIMIZE\", \"hyperparameterMetricTag\": null}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.nmetrics, 1);
+        CHECK(!strcmp(s.metrics[0].id, "training/hptuning/metric") &&
+              s.metrics[0].goal == SPEC_MINIMIZE);
+        spec_clear(&s);
+    }
+    free(text);
+    /* "metrics": null is not given (proto3 JSON) */
+    text = patched(HP("{\"metrics\": null}"));
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK(s.nmetrics == 1 && !strcmp(s.metrics[0].id, "accuracy"));
+        spec_clear(&s);
+    }
+    free(text);
+}
+
 static void test_job_id_length(void) {
     char id[130], patch[300];
     memset(id, 'a', 129);
@@ -1471,6 +1578,7 @@ int main(void) {
     RUN(test_design_example);
     RUN(test_defaults);
     RUN(test_job_id_length);
+    RUN(test_metrics);
     RUN(test_tiers);
     RUN(test_master_and_extensions);
     RUN(test_program);

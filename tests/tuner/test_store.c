@@ -85,7 +85,7 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "5") == 0);
+    CHECK(strcmp(buf, "6") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
@@ -133,7 +133,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 5");
+    CHECK_STR_CONTAINS(err, "reads up to 6");
     st_close(s);
 }
 
@@ -941,7 +941,7 @@ static void test_migration_from_v3(void) {
     if (rc) return;
     char buf[1024], want[1024];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "5"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
     st_study study;
     CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5);
     st_study_clear(&study);
@@ -949,6 +949,15 @@ static void test_migration_from_v3(void) {
     CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.objective == 0.75 &&
           t.restarts == 1 && t.changed == 3 && t.executor_job &&
           !strcmp(t.executor_job, "slurm:17"));
+    /* a trial from before schema 6 has one value: its objective */
+    CHECK(t.nvalues == 1 && t.values[0] == 0.75);
+    /* and now takes two */
+    t.nvalues = 2;
+    t.values[1] = -3.5;
+    CHECK_MSG(st_trial_update(s, &t, err, sizeof err) == 0, "%s", err);
+    st_trial_clear(&t);
+    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.nvalues == 2 &&
+          t.values[0] == 0.75 && t.values[1] == -3.5);
     st_trial_clear(&t);
     st_event *ev = NULL;
     size_t n = 0;
@@ -993,6 +1002,86 @@ static void test_migration_from_v3(void) {
     CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated: %s\nnew: %s", buf, want);
     CHECK_STR_CONTAINS(want, "exit_code:INTEGER:0::0");
     CHECK_STR_CONTAINS(want, "signal:INTEGER:0::0");
+    table_columns(path, "trials", buf, sizeof buf);
+    table_columns(fresh, "trials", want, sizeof want);
+    CHECK_MSG(buf[0] && !strcmp(buf, want), "migrated: %s\nnew: %s", buf, want);
+    CHECK_STR_CONTAINS(want, "objectives:TEXT:0::0");
+}
+
+/* A trial's value of each metric: written for two or more, read back exactly (17
+ * digits), the objective the first; one value is the objective alone (no column);
+ * no objective, no values; the checks on what is written; a damaged column is an
+ * error naming the trial. */
+static void test_trial_values(void) {
+    char path[600], err[512] = "";
+    st_store *s = open_fresh("values.db", path, sizeof path);
+    if (!s) return;
+    int64_t id = 0, num = 0;
+    CHECK_INT_EQ(st_study_create(s, "v", "{}", 1, ST_STUDY_RUNNING, &id, err, sizeof err), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
+    st_trial t;
+    /* trial 1: three values, one of them a long fraction */
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK(t.nvalues == 0 && !t.has_objective);
+    t.state = ST_TRIAL_SUCCEEDED;
+    t.has_objective = 1;
+    t.objective = 0.1;
+    t.nvalues = 3;
+    t.values[0] = 0.1;
+    t.values[1] = 1.0 / 3.0;
+    t.values[2] = -1e300;
+    CHECK_MSG(st_trial_update(s, &t, err, sizeof err) == 0, "%s", err);
+    st_trial_clear(&t);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK(t.has_objective && t.objective == 0.1 && t.nvalues == 3);
+    CHECK(t.values[0] == 0.1 && t.values[1] == 1.0 / 3.0 && t.values[2] == -1e300);
+    /* the first value must be the objective */
+    t.values[0] = 0.2;
+    CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "is not the objective");
+    t.values[0] = 0.1;
+    t.values[2] = NAN;
+    CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "value 3 is not finite");
+    t.values[2] = 1;
+    t.nvalues = ST_MAX_VALUES + 1;
+    CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "at most 16");
+    st_trial_clear(&t);
+    /* trial 2: one value is the objective, stored as before */
+    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, err, sizeof err), 0);
+    t.has_objective = 1;
+    t.objective = 4;
+    t.nvalues = 1;
+    t.values[0] = 4;
+    CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
+    st_trial_clear(&t);
+    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, err, sizeof err), 0);
+    CHECK(t.nvalues == 1 && t.values[0] == 4);
+    st_trial_clear(&t);
+    char buf[256];
+    raw_text(path, "SELECT count(*) FROM trials WHERE objectives IS NOT NULL", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "1"), "%s rows with objectives, want 1", buf);
+    /* values without an objective are not written */
+    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, err, sizeof err), 0);
+    t.nvalues = 2;
+    CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
+    st_trial_clear(&t);
+    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, err, sizeof err), 0);
+    CHECK(!t.has_objective && t.nvalues == 0);
+    st_trial_clear(&t);
+    /* a column that is not a list of numbers */
+    static const char *const bad[] = {"[1]", "1,2", "[1,x]", "[1,2", "[1,2]x", "[]",
+                                      "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "UPDATE trials SET objectives = '%s' WHERE number = 1", bad[i]);
+        CHECK(raw_exec(path, sql) == 0);
+        CHECK_MSG(st_trial_get(s, id, 1, &t, err, sizeof err) == TN_EIO, "%s", bad[i]);
+        CHECK_STR_CONTAINS(err, "trial 1 of study 1: its objectives are not a list");
+    }
+    st_close(s);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -1228,6 +1317,7 @@ int main(void) {
     RUN(test_transaction_commit_and_rollback);
     RUN(test_reopen_keeps_everything);
     RUN(test_migration_from_v3);
+    RUN(test_trial_values);
     RUN(test_concurrent_trial_numbers);
     RUN(test_concurrent_first_open);
     RUN(test_ten_thousand_trials);

@@ -140,6 +140,164 @@ static void test_grid_study_runs_to_the_end(void) {
     spec_clear(&spec);
 }
 
+/* Reports x as "score" and a cost by x: x = 1 reports cost 100, then 9 (the last by
+ * arrival counts); x = 2 cost 4; x = 3 no cost at all; x = 4 a cost that is NaN. */
+static const char *const REPORT_TWO =
+    "for a; do case $a in --x=*) x=${a#--x=};; esac; done; f=$CLOUD_ML_HP_METRIC_FILE; "
+    "case $x in "
+    "1*) echo '{\"timestamp\": 1, \"score\": \"1\", \"cost\": \"100\"}' > $f; "
+    "    echo '{\"timestamp\": 2, \"score\": \"1\", \"cost\": \"9\"}' >> $f;; "
+    "2*) echo '{\"score\": \"2\", \"cost\": \"4\"}' > $f;; "
+    "3*) echo '{\"score\": \"3\"}' > $f;; "
+    "*) echo '{\"score\": \"4\", \"cost\": \"nan\"}' > $f;; "
+    "esac";
+
+/* A study of two metrics (Vertex AI's "metrics") run to the end: every trial stores
+ * both values (the first is the objective), and a trial without a number for the
+ * second fails saying which metric. */
+static void test_two_metrics(void) {
+    char job_dir[PATH_LEN];
+    fmt_path(job_dir, "%s/runs/two", g_dir);
+    json_t *doc = json_pack(
+        "{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:{s:[{s:s, s:s}, {s:s, s:s}], "
+        "s:i, s:i, s:i, s:s, s:[{s:s, s:s, s:[i, i, i, i]}]}}}",
+        "jobId", "two", "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
+        "/bin/sh", "-c", REPORT_TWO, "sh", "restartPolicy", "maxReplicaRestarts", 0,
+        "maxJobRetries", 0, "hyperparameters", "metrics", "metricId", "score", "goal",
+        "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 4,
+        "maxParallelTrials", 2, "maxFailedTrials", 3, "algorithm", "GRID_SEARCH", "params",
+        "parameterName", "x", "type", "DISCRETE", "discreteValues", 1, 2, 3, 4);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    tn_spec spec;
+    spec_errors errs;
+    int rc = spec_parse(text, "two", 0, &spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    free(text);
+    if (rc != 0) {
+        CHECK_MSG(0, "the two-metric spec does not parse");
+        return;
+    }
+    CHECK_INT_EQ(spec.nmetrics, 2);
+    st_study study;
+    st_store *st = store_with("two.db", &spec, &study);
+    if (!st) return;
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    st_trial *t = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_loads(t[i].params, 0, NULL);
+        int x = (int)json_number_value(json_object_get(p, "x"));
+        json_decref(p);
+        const char *why = t[i].error ? t[i].error : "";
+        switch (x) {
+        case 1:
+        case 2:
+            CHECK_MSG(t[i].state == ST_TRIAL_SUCCEEDED, "x = %d: %s", x, why);
+            CHECK(t[i].has_objective && t[i].objective == x && t[i].nvalues == 2);
+            CHECK(t[i].values[0] == x && t[i].values[1] == (x == 1 ? 9 : 4));
+            break;
+        case 3:
+            CHECK_MSG(t[i].state == ST_TRIAL_FAILED, "x = 3: %s", st_trial_state_name(t[i].state));
+            CHECK_STR_CONTAINS(why, "no replica reported the metric 'cost' (metric 2 of the "
+                                    "study's 2");
+            break;
+        case 4:
+            CHECK_MSG(t[i].state == ST_TRIAL_FAILED, "x = 4: %s", st_trial_state_name(t[i].state));
+            CHECK_STR_CONTAINS(why, "the last value of the metric 'cost' (metric 2 of the "
+                                    "study's 2) is nan");
+            break;
+        default: CHECK_MSG(0, "x = %d", x);
+        }
+    }
+    st_trials_free(t, n);
+    st_study now;
+    CHECK(st_study_get(st, "two", &now, err, sizeof err) == 0 && now.state == ST_STUDY_SUCCEEDED);
+    st_study_clear(&now);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+/* Three steps, 0.3 s apart, of score and cost by x: x = 1 and 2 are good at every
+ * step, x = 3 is worse in both from step 1 on (and sleeps on after its first). */
+static const char *const REPORT_STEPS =
+    "for a; do case $a in --x=*) x=${a#--x=};; esac; done; f=$CLOUD_ML_HP_METRIC_FILE; "
+    "case $x in 3*) s=0.1; c=9;; *) s=0.9; c=1;; esac; "
+    "for i in 1 2 3; do "
+    "  echo \"{\\\"timestamp\\\": $i, \\\"global_step\\\": $i, \\\"score\\\": \\\"$s\\\", "
+    "\\\"cost\\\": \\\"$c\\\"}\" >> $f; sleep 0.3; "
+    "done";
+
+/* Early stopping by dominance in a study of two metrics: trial 3, dominated at its
+ * first step by both completed trials (minTrials 2), is STOPPED with the rule's
+ * reason; the first two run to the end. */
+static void test_two_metrics_dominance(void) {
+    char job_dir[PATH_LEN];
+    fmt_path(job_dir, "%s/runs/dom", g_dir);
+    json_t *doc = json_pack(
+        "{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:{s:[{s:s, s:s}, {s:s, s:s}], "
+        "s:i, s:i, s:s, s:{s:s, s:i, s:i}, s:[{s:s, s:s, s:[i, i, i]}]}}}",
+        "jobId", "dom", "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
+        "/bin/sh", "-c", REPORT_STEPS, "sh", "restartPolicy", "maxReplicaRestarts", 0,
+        "maxJobRetries", 0, "hyperparameters", "metrics", "metricId", "score", "goal",
+        "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 3,
+        "maxParallelTrials", 1, "algorithm", "GRID_SEARCH", "earlyStopping", "policy",
+        "dominance", "minTrials", 2, "minStep", 1, "params", "parameterName", "x", "type",
+        "DISCRETE", "discreteValues", 1, 2, 3);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    tn_spec spec;
+    spec_errors errs;
+    int rc = spec_parse(text, "dom", 0, &spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    free(text);
+    if (rc != 0) {
+        CHECK_MSG(0, "the dominance spec does not parse");
+        return;
+    }
+    CHECK_INT_EQ(spec.early_stopping.policy, ES_DOMINANCE);
+    st_study study;
+    st_store *st = store_with("dom.db", &spec, &study);
+    if (!st) return;
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    st_trial *t = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    CHECK_INT_EQ(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = t[i].error ? t[i].error : "";
+        if (t[i].number < 3) {
+            CHECK_MSG(t[i].state == ST_TRIAL_SUCCEEDED && t[i].nvalues == 2 &&
+                          t[i].values[0] == 0.9 && t[i].values[1] == 1,
+                      "trial %lld: %s %s", (long long)t[i].number,
+                      st_trial_state_name(t[i].state), why);
+        } else {
+            CHECK_MSG(t[i].state == ST_TRIAL_STOPPED, "trial 3: %s %s",
+                      st_trial_state_name(t[i].state), why);
+            CHECK_STR_CONTAINS(why, "dominance: stop: step 1: dominated by 2 of 2 completed "
+                                    "trials (minTrials 2)");
+            CHECK(t[i].nvalues == 2 && t[i].values[0] == 0.1 && t[i].values[1] == 9);
+        }
+    }
+    st_trials_free(t, n);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
 static void test_failures_end_the_study(void) {
     static const double xs[] = {-5, -4, -3, -2, -1};
     tn_spec spec;
@@ -210,6 +368,42 @@ static void test_resume_runs_what_was_left(void) {
         CHECK(all[2].state == ST_TRIAL_SUCCEEDED && all[2].objective == 3); /* the rest */
     }
     st_trials_free(all, n);
+    st_study_clear(&study);
+    st_close(st);
+    spec_clear(&spec);
+}
+
+/* tell with a value of each metric: stored in order, the first the objective; the
+ * checks on the values (finite, 1 to ST_MAX_VALUES). */
+static void test_tell_values(void) {
+    static const double xs[] = {0.25, 0.5};
+    tn_spec spec;
+    if (make_spec("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
+        CHECK_MSG(0, "the ask/tell spec does not parse");
+        return;
+    }
+    st_study study;
+    st_store *st = store_with("tellv.db", &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    int64_t a = 0;
+    char *pa = NULL;
+    CHECK(study_ask(st, &spec, &study, &a, &pa, err, sizeof err) == 0);
+    free(pa);
+    const double bad[] = {1, NAN};
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, bad, 2, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "every value must be a finite number");
+    double many[ST_MAX_VALUES + 1] = {0};
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, ST_MAX_VALUES + 1, err, sizeof err),
+                 TN_EINVAL);
+    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, 0, err, sizeof err), TN_EINVAL);
+    const double two[] = {0.75, -2};
+    CHECK_MSG(study_tell_values(st, &study, a, 0, two, 2, err, sizeof err) == 0, "%s", err);
+    st_trial t;
+    CHECK(st_trial_get(st, study.id, a, &t, err, sizeof err) == 0);
+    CHECK(t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.nvalues == 2 &&
+          t.values[1] == -2);
+    st_trial_clear(&t);
     st_study_clear(&study);
     st_close(st);
     spec_clear(&spec);
@@ -307,9 +501,12 @@ int main(void) {
         return 1;
     }
     RUN(test_grid_study_runs_to_the_end);
+    RUN(test_two_metrics);
+    RUN(test_two_metrics_dominance);
     RUN(test_failures_end_the_study);
     RUN(test_resume_runs_what_was_left);
     RUN(test_ask_and_tell);
+    RUN(test_tell_values);
     RUN(test_best_index);
     RUN(test_preflight);
     rm_rf(g_dir);

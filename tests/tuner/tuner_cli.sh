@@ -295,7 +295,7 @@ cat >es_bad.json <<'JSON'
  "params": [{"parameterName": "a", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
 JSON
 err=$("$TUNER" validate es_bad.json 2>&1)
-check es_bad_policy grep -q 'earlyStopping.policy: expected one of "median", "asha", "hyperband", "none"' <<<"$err"
+check es_bad_policy grep -q 'earlyStopping.policy: expected one of "median", "asha", "hyperband", "dominance", "none"' <<<"$err"
 check es_bad_factor grep -q "earlyStopping.reductionFactor" <<<"$err"
 check es_bad_typo grep -q 'earlyStopping.minTrial: unknown field (did you mean "minTrials"?)' <<<"$err"
 
@@ -864,6 +864,66 @@ pts = [json.dumps(json.load(open("cask%d.json" % i))["parameters"], sort_keys=Tr
 if len(set(pts)) != 8: sys.exit("repeated: %s" % pts)
 if sum("momentum" in p for p in pts) != 6: sys.exit("momentum in %s" % pts)'
 check cond_trials_table grep -q "^ *8  SUCCEEDED  *0.8  adam  *1 " <<<"$("$TUNER" trials condgrid)"
+
+# --- several metrics (Vertex AI's "metrics"): each trial keeps all; best is the front ----
+# score = x (maximize) and a cost (minimize) by x: 1 -> 1, 2 -> 3, 3 -> 2, 4 -> 5. The
+# Pareto front is x = 1, 3, 4 (x = 2 is beaten by x = 3 in both).
+cat >two.sh <<'SH'
+#!/bin/sh
+for a; do case $a in --x=*) x=${a#--x=};; esac; done
+case $x in 1*) c=1;; 2*) c=3;; 3*) c=2;; *) c=5;; esac
+echo "{\"score\": \"$x\", \"cost\": \"$c\"}" > "$CLOUD_ML_HP_METRIC_FILE"
+SH
+chmod +x two.sh
+cat >two.json <<JSON
+{"jobId": "two", "trainingInput": {"scaleTier": "BASIC", "jobDir": "runs/two",
+ "command": ["$WORK/two.sh"], "hyperparameters": {
+  "metrics": [{"metricId": "score", "goal": "MAXIMIZE"}, {"metricId": "cost", "goal": "MINIMIZE"}],
+  "maxTrials": 4, "maxParallelTrials": 2, "algorithm": "GRID_SEARCH",
+  "params": [{"parameterName": "x", "type": "DISCRETE", "discreteValues": [1, 2, 3, 4]}]}}}
+JSON
+"$TUNER" run two.json --quiet >two.out 2>&1
+check two_metrics_run_exit0 test $? -eq 0
+check two_metrics_run_says_front grep -q "Pareto front: 3 trials of 2 metrics (tuner best two)" two.out
+check two_metrics_front python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+got = sorted((r["params"]["x"], r["values"]["score"], r["values"]["cost"]) for r in rows)
+sys.exit(0 if got == [(1, 1, 1), (3, 3, 2), (4, 4, 5)] else "front %s" % got)' <<<"$("$TUNER" best two --format=json)"
+check two_metrics_best_csv test "$("$TUNER" best two --format=csv | head -1)" = "study,number,score,cost,x"
+check two_metrics_best_table grep -Eq "^ *TRIAL +score +cost +x" <<<"$("$TUNER" best two)"
+check two_metrics_trials_columns grep -Eq "^ *TRIAL +STATE +score +cost" <<<"$("$TUNER" trials two)"
+check two_metrics_trials_json python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+sys.exit(0 if all(r["values"]["score"] == r["objective"] == r["params"]["x"] for r in rows) and len(rows) == 4 else rows)' <<<"$("$TUNER" trials two --format=json)"
+# the same study with the Bayesian sampler (random scalarisations, search/mobo.h)
+sed -e 's/"two"/"twobo"/' -e 's|runs/two|runs/twobo|' -e 's/GRID_SEARCH/ALGORITHM_UNSPECIFIED/' \
+  -e 's/"maxParallelTrials": 2/"maxParallelTrials": 1/' two.json >twobo.json
+"$TUNER" run twobo.json --quiet --seed=3 >twobo.out 2>&1
+check two_metrics_bo_run_exit0 test $? -eq 0
+check two_metrics_bo_front python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+sys.exit(0 if rows and all(set(r["values"]) == {"score", "cost"} for r in rows) else rows)' <<<"$("$TUNER" best twobo --format=json)"
+# ask and tell with two metrics: one VALUE per metric, in the spec's order
+cat >twoat.json <<'JSON'
+{"jobId": "twoat", "trainingInput": {"hyperparameters": {"metrics": [
+  {"metricId": "score", "goal": "MAXIMIZE"}, {"metricId": "cost", "goal": "MINIMIZE"}],
+ "maxTrials": 5, "algorithm": "RANDOM_SEARCH",
+ "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
+JSON
+"$TUNER" create twoat.json >/dev/null
+for i in 1 2 3; do "$TUNER" ask twoat >/dev/null; done
+err=$("$TUNER" tell twoat 1 0.5 2>&1); rc=$?
+check two_metrics_tell_one_value_refused test $rc -eq 2
+check two_metrics_tell_says_count grep -q "study twoat has 2 metrics: tell takes 2 VALUEs, got 1" <<<"$err"
+"$TUNER" tell twoat 1 0.5 -3 >/dev/null && "$TUNER" tell twoat 2 0.9 7 >/dev/null && \
+  "$TUNER" tell twoat 3 0.4 -2 >/dev/null
+check two_metrics_tell_ok test $? -eq 0
+check two_metrics_tell_front test "$("$TUNER" best twoat --format=csv | cut -d, -f2-4 | tr '\n' ' ')" = "number,score,cost 1,0.5,-3 2,0.9,7 "
+err=$(sed 's/"metrics"/"hyperparameterMetricTag": "score", "metrics"/' two.json >both.json; "$TUNER" validate both.json 2>&1); rc=$?
+check two_metrics_both_forms_refused grep -q "this spec has metrics and hyperparameterMetricTag" <<<"$err"
 
 # --- read commands --------------------------------------------------------------
 out=$("$TUNER" list)
