@@ -4,12 +4,22 @@
  *
  * Loads Fashion-MNIST into memory, builds the model as `trainer` would, and times
  * (a) full training steps (batch gather, forward, backward, optimiser update: what
- * `trainer` does per step) and (b) only the cblas_sgemm calls of one step, with the
- * same shapes, transposes and order, on scratch buffers. Prints one JSON object.
- * Driven by bench/run_train_bench.sh, which compares against PyTorch in the same run.
+ * `trainer` does per step) and (b) the GEMM floor: the same steps with every kernel
+ * call but the matrix products skipped (the conv blocks' own non-GEMM work too:
+ * kn_cpu_gemm_only) and no optimiser update, so the products are the step's own, with
+ * the same shapes, order, buffers and threads. Prints one JSON object. Driven by
+ * bench/train_speed.py, which compares against PyTorch in the same run.
+ *
+ * --profile also times every kernel call of the step (by function; matrix products by
+ * shape) and prints where a step's time goes to stderr. step_cpu_ms and floor_cpu_ms are
+ * the process's CPU time per step (all threads'): on one thread, a figure that other
+ * processes on the machine disturb less than the wall clock. --unfused runs the CNN's conv
+ * blocks as separate calls (im2col, one GEMM over the batch, bias, activation,
+ * pooling: the CUDA backend's way, and the CPU's before it had conv blocks), to compare.
  *
  *   bench_train [--model=mlp|cnn] [--threads=N] [--batch_size=N] [--steps=N]
  *               [--hidden_units=256,256] [--conv_filters=32,64] [--data_dir=DIR]
+ *               [--profile] [--unfused]
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -30,6 +40,122 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU time of the whole process: on one thread, the step's time without the time other
+ * processes took the core away (this machine is shared). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- --profile: every kernel call of the step timed, by function (gemm by shape) ---- */
+
+static const kn_backend *prof_base; /* the table the profiled one forwards to */
+static kn_backend prof_table;
+#define PROF_MAX 64
+static struct prof_entry {
+    char name[64];
+    double seconds;
+    long calls;
+} prof_entries[PROF_MAX];
+static int prof_n;
+
+static void prof_add(const char *name, double seconds) {
+    int i = 0;
+    while (i < prof_n && strcmp(prof_entries[i].name, name)) i++;
+    if (i == prof_n) {
+        if (prof_n == PROF_MAX) return;
+        snprintf(prof_entries[prof_n++].name, sizeof prof_entries[0].name, "%s", name);
+    }
+    prof_entries[i].seconds += seconds;
+    prof_entries[i].calls++;
+}
+
+#define PROF(fn, params, args)                                                           \
+    static void prof_##fn params {                                                       \
+        double t_ = now();                                                               \
+        prof_base->fn args;                                                              \
+        prof_add(#fn, now() - t_);                                                       \
+    }
+PROF(fill, (float *x, float v, size_t n), (x, v, n))
+PROF(copy, (void *d, const void *s, size_t n), (d, s, n))
+PROF(broadcast_rows, (float *y, const float *b, int r, int c), (y, b, r, c))
+PROF(sum_rows, (float *db, const float *dy, int r, int c), (db, dy, r, c))
+PROF(sum_channels, (float *db, const float *dy, int b, int c, int s), (db, dy, b, c, s))
+PROF(add_channel_bias, (float *y, const float *bias, int b, int c, int s), (y, bias, b, c, s))
+PROF(relu_forward, (float *y, const float *x, size_t n), (y, x, n))
+PROF(relu_backward, (float *dx, const float *dy, const float *x, const float *y, size_t n),
+     (dx, dy, x, y, n))
+PROF(softmax_xent,
+     (const float *z, const int32_t *l, int b, int k, float *dz, double *loss, int64_t *c),
+     (z, l, b, k, dz, loss, c))
+PROF(swap01, (float *y, const float *x, int p, int q, int s), (y, x, p, q, s))
+PROF(maxpool2_forward, (float *y, int32_t *a, const float *x, int n, int h, int w),
+     (y, a, x, n, h, w))
+PROF(maxpool2_backward, (float *dx, const float *dy, const int32_t *a, int n, int h, int w),
+     (dx, dy, a, n, h, w))
+PROF(sgd_momentum,
+     (float *p, const float *g, float *v, size_t n, float lr, float mu, float wd, int nest),
+     (p, g, v, n, lr, mu, wd, nest))
+PROF(im2col_batch,
+     (float *col, const float *x, int b, size_t is, size_t cs, int c, int h, int w, int kh,
+      int kw, int pad),
+     (col, x, b, is, cs, c, h, w, kh, kw, pad))
+PROF(conv_block_forward,
+     (float *y, int32_t *a, float *z, const float *x, int b, size_t is, size_t cs, int c, int h,
+      int w, const float *W, const float *bias, int f, int act),
+     (y, a, z, x, b, is, cs, c, h, w, W, bias, f, act))
+PROF(conv_block_backward,
+     (float *dW, float *db, float *dx, const float *dy, const int32_t *a, const float *y,
+      const float *z, const float *x, int b, size_t is, size_t cs, int c, int h, int w,
+      const float *W, int f, int act),
+     (dW, db, dx, dy, a, y, z, x, b, is, cs, c, h, w, W, f, act))
+PROF(col2im_batch,
+     (float *dx, int b, size_t is, size_t cs, const float *col, int c, int h, int w, int kh,
+      int kw, int pad),
+     (dx, b, is, cs, col, c, h, w, kh, kw, pad))
+#undef PROF
+
+static void prof_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc) {
+    double t = now();
+    prof_base->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    char name[64];
+    snprintf(name, sizeof name, "gemm %c%c %dx%dx%d", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
+    prof_add(name, now() - t);
+}
+
+/* A copy of base whose calls are timed (the ones a CPU training step makes). */
+static const kn_backend *prof_wrap(const kn_backend *base) {
+    prof_base = base;
+    prof_table = *base;
+#define W(fn) prof_table.fn = prof_##fn
+    W(fill); W(copy); W(broadcast_rows); W(sum_rows); W(sum_channels); W(add_channel_bias);
+    W(relu_forward); W(relu_backward); W(softmax_xent); W(swap01); W(maxpool2_forward);
+    W(maxpool2_backward); W(sgd_momentum); W(im2col_batch); W(col2im_batch); W(gemm);
+    if (base->conv_block_forward) {
+        W(conv_block_forward);
+        W(conv_block_backward);
+    }
+#undef W
+    return &prof_table;
+}
+
+/* Prints the profile of `steps` steps that took total seconds, to stderr. */
+static void prof_print(int steps, double total) {
+    double sum = 0;
+    fprintf(stderr, "%-36s %9s %7s %6s\n", "kernel", "ms/step", "calls", "share");
+    for (int i = 0; i < prof_n; i++) {
+        struct prof_entry *e = &prof_entries[i];
+        sum += e->seconds;
+        fprintf(stderr, "%-36s %9.3f %7ld %5.1f%%\n", e->name, 1e3 * e->seconds / steps,
+                e->calls / steps, 100 * e->seconds / total);
+    }
+    fprintf(stderr, "%-36s %9.3f %7s %5.1f%%\n", "(outside kernels)", 1e3 * (total - sum) / steps,
+            "", 100 * (total - sum) / total);
+    fprintf(stderr, "%-36s %9.3f\n", "step", 1e3 * total / steps);
+}
+
 static int parse_list(const char *s, int32_t *out, int max) {
     int n = 0;
     while (*s && n < max) {
@@ -39,43 +165,73 @@ static int parse_list(const char *s, int32_t *out, int max) {
     return n;
 }
 
-/* The GEMMs of one training step of m for batch b, in the order mdl_forward and
- * mdl_backward issue them, on scratch buffers big enough for any of them. */
-static void step_gemms(const mdl_model *m, int b, float *A, float *B, float *C) {
-    for (int l = 0; l < m->nlayers; l++) {
-        const mdl_layer *L = &m->layers[l];
-        if (L->type == MDL_DENSE)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, L->out_size, L->in_size, 1.0f,
-                        A, L->in_size, B, L->in_size, 1.0f, C, L->out_size);
-        if (L->type == MDL_CONV) {
-            int ld = b * L->h * L->w, ck = L->c_in * 9;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L->c_out, ld, ck, 1.0f, A, ck,
-                        B, ld, 0.0f, C, ld);
-        }
-    }
-    for (int l = m->nlayers - 1; l >= 0; l--) {
-        const mdl_layer *L = &m->layers[l];
-        if (L->type == MDL_DENSE) {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L->out_size, L->in_size, b, 1.0f,
-                        A, L->out_size, B, L->in_size, 0.0f, C, L->in_size);
-            if (l > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, L->in_size, L->out_size,
-                            1.0f, A, L->out_size, B, L->in_size, 0.0f, C, L->in_size);
-        }
-        if (L->type == MDL_CONV) {
-            int ld = b * L->h * L->w, ck = L->c_in * 9;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L->c_out, ck, ld, 1.0f, A, ld, B,
-                        ld, 0.0f, C, ck);
-            if (l > 0)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ck, ld, L->c_out, 1.0f, A, ck,
-                            B, ld, 0.0f, C, ld);
-        }
-    }
+/* ---- the GEMM floor: the step with every call but its matrix products skipped ---- */
+
+static kn_backend floor_table;
+
+static void skip_fill(float *x, float v, size_t n) { (void)x, (void)v, (void)n; }
+static void skip_rows(float *y, const float *b, int r, int c) { (void)y, (void)b, (void)r, (void)c; }
+static void skip_channels(float *y, const float *b, int n, int c, int s) {
+    (void)y, (void)b, (void)n, (void)c, (void)s;
+}
+static void skip_unary(float *y, const float *x, size_t n) { (void)y, (void)x, (void)n; }
+static void skip_binary(float *dx, const float *dy, const float *x, const float *y, size_t n) {
+    (void)dx, (void)dy, (void)x, (void)y, (void)n;
+}
+static void skip_mul(float *y, const float *x, const float *m, size_t n) {
+    (void)y, (void)x, (void)m, (void)n;
+}
+static void skip_xent(const float *z, const int32_t *l, int b, int k, float *dz, double *loss,
+                      int64_t *c) {
+    (void)z, (void)l, (void)b, (void)k, (void)dz;
+    if (loss) *loss = 0;
+    if (c) *c = 0;
+}
+static void skip_swap01(float *y, const float *x, int p, int q, int s) {
+    (void)y, (void)x, (void)p, (void)q, (void)s;
+}
+static void skip_pool_fwd(float *y, int32_t *a, const float *x, int n, int h, int w) {
+    (void)y, (void)a, (void)x, (void)n, (void)h, (void)w;
+}
+static void skip_pool_bwd(float *dx, const float *dy, const int32_t *a, int n, int h, int w) {
+    (void)dx, (void)dy, (void)a, (void)n, (void)h, (void)w;
+}
+static void skip_im2col(float *col, const float *x, int b, size_t is, size_t cs, int c, int h,
+                        int w, int kh, int kw, int pad) {
+    (void)col, (void)x, (void)b, (void)is, (void)cs, (void)c, (void)h, (void)w, (void)kh,
+        (void)kw, (void)pad;
+}
+static void skip_col2im(float *dx, int b, size_t is, size_t cs, const float *col, int c, int h,
+                        int w, int kh, int kw, int pad) {
+    (void)dx, (void)b, (void)is, (void)cs, (void)col, (void)c, (void)h, (void)w, (void)kh,
+        (void)kw, (void)pad;
+}
+
+/* A copy of base whose calls other than the matrix products do nothing (the conv
+ * blocks' own non-GEMM work is skipped by kn_cpu_gemm_only). */
+static const kn_backend *floor_wrap(const kn_backend *base) {
+    floor_table = *base;
+    kn_backend *t = &floor_table;
+    t->fill = skip_fill;
+    t->broadcast_rows = skip_rows;
+    t->sum_rows = skip_rows;
+    t->sum_channels = skip_channels;
+    t->add_channel_bias = skip_channels;
+    t->relu_forward = t->tanh_forward = t->gelu_forward = skip_unary;
+    t->relu_backward = t->tanh_backward = t->gelu_backward = skip_binary;
+    t->mul = skip_mul;
+    t->softmax_xent = skip_xent;
+    t->swap01 = skip_swap01;
+    t->maxpool2_forward = skip_pool_fwd;
+    t->maxpool2_backward = skip_pool_bwd;
+    t->im2col_batch = skip_im2col;
+    t->col2im_batch = skip_col2im;
+    return t;
 }
 
 int main(int argc, char **argv) {
     const char *model = "mlp", *hidden = NULL, *filters = "32,64", *data_dir = DS_DEFAULT_DIR;
-    int threads = 1, batch = 128, steps = 300;
+    int threads = 1, batch = 128, steps = 300, profile = 0, unfused = 0;
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model"},
         {"threads", TN_FLAG_INT, &threads, "N", "threads"},
@@ -84,6 +240,8 @@ int main(int argc, char **argv) {
         {"hidden_units", TN_FLAG_STRING, &hidden, "N,N", "hidden widths"},
         {"conv_filters", TN_FLAG_STRING, &filters, "N,N", "cnn filters"},
         {"data_dir", TN_FLAG_STRING, &data_dir, "DIR", "IDX folder"},
+        {"profile", TN_FLAG_BOOL, &profile, "", "time every kernel call, print a table to stderr"},
+        {"unfused", TN_FLAG_BOOL, &unfused, "", "cnn: conv, activation, pooling as separate calls"},
     };
     char err[512];
     int rc = tn_flags_parse(flags, sizeof flags / sizeof flags[0], argc, argv, NULL, 0, NULL, err,
@@ -110,57 +268,68 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_train: error: %s\n", err);
         return 2;
     }
+    static kn_backend plain;
     const kn_backend *k = kn_cpu();
+    if (unfused) { /* the table without its conv blocks: the model makes them of calls */
+        plain = *k;
+        plain.conv_block_forward = NULL;
+        plain.conv_block_backward = NULL;
+        k = &plain;
+    }
     k->set_threads(threads);
-    mdl_model *m = mdl_new(&cfg, k, batch);
+    const kn_backend *km = profile ? prof_wrap(k) : k; /* the model's and optimiser's */
+    mdl_model *m = mdl_new(&cfg, km, batch);
     tn_rng rng;
     tn_rng_seed(&rng, 1);
     mdl_init_params(m, &rng);
     opt_config oc = {.kind = OPT_MOMENTUM, .learning_rate = 0.05, .momentum = 0.9, .beta1 = 0.9,
                      .beta2 = 0.999, .epsilon = 1e-8, .schedule = OPT_CONSTANT};
-    opt_state *opt = opt_new(&oc, k, m->nparams);
+    opt_state *opt = opt_new(&oc, km, m->nparams);
     int32_t *idx = tn_xmalloc((size_t)batch * sizeof(int32_t));
 
     /* (a) full steps over random batches, after a warm-up */
     double loss = 0;
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     int warmup = steps / 10 + 5;
     for (int s = -warmup; s < steps; s++) {
-        if (s == 0) t0 = now();
+        if (s == 0) {
+            t0 = now();
+            c0 = cpu_now();
+            prof_n = 0;
+            memset(prof_entries, 0, sizeof prof_entries);
+        }
         for (int i = 0; i < batch; i++) idx[i] = (int32_t)tn_rng_below(&rng, (uint64_t)ds.n);
         int64_t correct;
         mdl_forward_rows(m, ds.x, ds.y, idx, batch, 1, &rng, &loss, &correct);
         mdl_backward(m, batch);
         opt_step(opt, m->params, m->grads);
     }
-    double step_s = (now() - t0) / steps;
+    double step_s = (now() - t0) / steps, step_cpu = (cpu_now() - c0) / steps;
+    if (profile) prof_print(steps, step_s * steps);
 
-    /* (b) the same GEMMs alone */
-    size_t big = 0;
-    for (int l = 0; l < m->nlayers; l++) {
-        const mdl_layer *L = &m->layers[l];
-        size_t need = (size_t)batch * (L->in_size > L->out_size ? L->in_size : L->out_size);
-        if (L->type == MDL_CONV)
-            need = (size_t)batch * (L->c_in * 9 > L->c_out ? L->c_in * 9 : L->c_out) * L->h * L->w;
-        if (need > big) big = need;
-    }
-    if ((size_t)m->nparams > big) big = m->nparams;
-    float *A = k->alloc(big * sizeof(float)), *B = k->alloc(big * sizeof(float)),
-          *C = k->alloc(big * sizeof(float));
+    /* (b) the same steps with only their GEMMs: the same calls, shapes, order and
+     * threads, on the buffers as the last step left them; no optimiser update */
+    m->k = floor_wrap(k);
+    kn_cpu_gemm_only(1);
     for (int s = -warmup; s < steps; s++) {
-        if (s == 0) t0 = now();
-        step_gemms(m, batch, A, B, C);
+        if (s == 0) {
+            t0 = now();
+            c0 = cpu_now();
+        }
+        mdl_forward_rows(m, ds.x, ds.y, idx, batch, 1, &rng, NULL, NULL);
+        mdl_backward(m, batch);
     }
-    double gemm_s = (now() - t0) / steps;
+    double gemm_s = (now() - t0) / steps, gemm_cpu = (cpu_now() - c0) / steps;
+    kn_cpu_gemm_only(0);
+    m->k = km;
 
     printf("{\"framework\": \"tuner\", \"model\": \"%s\", \"threads\": %d, \"batch_size\": %d, "
            "\"steps\": %d, \"examples_per_sec\": %.1f, \"gemm_floor_examples_per_sec\": %.1f, "
-           "\"fraction_of_floor\": %.3f, \"final_loss\": %.4f}\n",
+           "\"fraction_of_floor\": %.3f, \"final_loss\": %.4f, \"conv\": \"%s\", "
+           "\"step_cpu_ms\": %.3f, \"floor_cpu_ms\": %.3f, \"blas\": \"%s\"}\n",
            model, threads, batch, steps, batch / step_s, batch / gemm_s, gemm_s / step_s,
-           loss / batch);
-    k->free(A);
-    k->free(B);
-    k->free(C);
+           loss / batch, !cnn ? "none" : m->fused ? "fused" : "unfused", 1e3 * step_cpu, 1e3 * gemm_cpu,
+           openblas_get_config());
     free(idx);
     opt_free(opt);
     mdl_free(m);

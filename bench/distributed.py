@@ -16,7 +16,9 @@ The trainer's throughput is its reported examples_per_sec for the epoch (trainin
 steps only: the clock stops for evaluation and checkpoints), PyTorch's the timed steps
 of pytorch_ddp.py. Each configuration runs --repeats times; the median is kept. Also
 runs bench_allreduce (all-reduce bandwidth of the TCP ring and of shared memory, vs
-memcpy) and pytorch_ddp.py --allreduce_bench (gloo). Prints tables; --markdown FILE writes them for docs/.
+memcpy) and pytorch_ddp.py --allreduce_bench (gloo). Prints tables, headed by the CPU
+model and the load average before and after the training runs (the machine is shared);
+--markdown FILE writes them for docs/.
 
     /usr/bin/python3 bench/distributed.py --bin build/bin [--repeats 3] [--markdown F]
 """
@@ -117,17 +119,37 @@ def emit(s=""):
     lines.append(s)
 
 
-emit("## Training throughput (examples/s, global batch 128, 1 thread per process)")
-emit()
-emit("| model | trainer x1 | trainer x2 | x2 / x1 | x2 tcp | x2 tcp / x1 | torch x1 | torch DDP x2 "
-     "| x2 / DDP x2 | x2 tcp / DDP x2 |")
-emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+load_before = loadavg()
+rows = []
 for model in args.models.split(","):
     t1 = median_of(trainer_eps, model, 1)
     t2 = median_of(trainer_eps, model, 2)
     tt = median_of(trainer_eps, model, 2, "tcp")
     p1 = median_of(torch_eps, model, 1)
     p2 = median_of(torch_eps, model, 2)
+    rows.append((model, t1, t2, tt, p1, p2))
+emit(f"{cpu_model()}, {os.cpu_count()} cores; load average {load_before} before the training "
+     f"runs, {loadavg()} after.")
+emit()
+emit("## Training throughput (examples/s, global batch 128, 1 thread per process)")
+emit()
+emit("| model | trainer x1 | trainer x2 | x2 / x1 | x2 tcp | x2 tcp / x1 | torch x1 | torch DDP x2 "
+     "| x2 / DDP x2 | x2 tcp / DDP x2 |")
+emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for model, t1, t2, tt, p1, p2 in rows:
     emit(f"| {model} | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f} | {tt:,.0f} | {tt / t1:.2f} "
          f"| {p1:,.0f} | {p2:,.0f} | {t2 / p2:.2f} | {tt / p2:.2f} |")
 

@@ -5,6 +5,12 @@
  * interface allows it, unit strides, no calls in the inner loop except libm's).
  * Notation and contracts: kernels.h.
  *
+ * Threads: all of them are the backend's own (cpu_workers.c); OpenBLAS is kept to one
+ * thread, the calling one. On several threads a big product is split between the
+ * workers along the longer side of its result, and a big optimiser update element by
+ * element, and the conv blocks (conv + bias + activation + pooling in one call, worked
+ * a few images at a time: cpu_conv.c) hand groups of images to the workers.
+ *
  * The same functions make a second table, kn_cpu_device: the CPU presented as a
  * device with memory of its own (host_memory 0), so that the trainer's GPU code paths
  * (staging, the step without the host) run and are tested on any machine. The
@@ -44,6 +50,8 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "kernels/cpu_internal.h"
+#include "kernels/cpu_workers.h"
 
 static void *cpu_alloc(size_t bytes) {
     /* 64-byte aligned so vector loads never split cache lines. */
@@ -71,12 +79,65 @@ static void cpu_fill(float *x, float value, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = value;
 }
 
-static void cpu_set_threads(int threads) { openblas_set_num_threads(threads); }
+/* Every thread is the backend's own (cpu_workers.h); OpenBLAS runs on the thread that
+ * calls it, so its threads never compete with ours for the cores. */
+static void cpu_set_threads(int threads) {
+    openblas_set_num_threads(1);
+    kw_set_threads(threads);
+}
 
-static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                     const float *b, int ldb, float beta, float *c, int ldc) {
+static void cpu_gemm_1(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* A product split between the threads: part t of `parts` computes the rows (by_rows) or
+ * columns [lo, hi) of c, whole sums over k each, so no element's sum depends on the
+ * split. */
+typedef struct gemm_split {
+    int ta, tb, m, n, k, lda, ldb, ldc, parts, by_rows;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} gemm_split;
+
+#define CPU_SPLIT_FLOPS 4e6 /* smaller products run whole: a worker's wake-up costs more */
+#define CPU_SPLIT_ALIGN 16  /* rows or columns per part, a multiple of */
+#define CPU_SPLIT_ELEMENTS 65536 /* smaller copies and updates run on one thread */
+
+static int split_at(int total, int parts, int t) {
+    int per = (total + parts - 1) / parts;
+    per = (per + CPU_SPLIT_ALIGN - 1) / CPU_SPLIT_ALIGN * CPU_SPLIT_ALIGN;
+    return t * per < total ? t * per : total;
+}
+
+static void gemm_part(void *ctx, int t) {
+    const gemm_split *g = ctx;
+    int lo = split_at(g->by_rows ? g->m : g->n, g->parts, t);
+    int hi = split_at(g->by_rows ? g->m : g->n, g->parts, t + 1);
+    if (hi <= lo) return;
+    if (g->by_rows)
+        cpu_gemm_1(g->ta, g->tb, hi - lo, g->n, g->k, g->alpha,
+                   g->ta ? g->a + lo : g->a + (size_t)lo * g->lda, g->lda, g->b, g->ldb, g->beta,
+                   g->c + (size_t)lo * g->ldc, g->ldc);
+    else
+        cpu_gemm_1(g->ta, g->tb, g->m, hi - lo, g->k, g->alpha, g->a, g->lda,
+                   g->tb ? g->b + (size_t)lo * g->ldb : g->b + lo, g->ldb, g->beta, g->c + lo,
+                   g->ldc);
+}
+
+/* On several threads, a product big enough is split along the longer side of c. */
+static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc) {
+    int threads = kw_threads();
+    if (threads > 1 && !kw_inside() && 2.0 * m * n * k >= CPU_SPLIT_FLOPS &&
+        (m > n ? m : n) >= 2 * CPU_SPLIT_ALIGN) {
+        gemm_split g = {ta, tb, m, n, k, lda, ldb, ldc, threads, m > n, alpha, beta, a, b, c};
+        kw_run(threads, gemm_part, &g);
+        return;
+    }
+    cpu_gemm_1(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void cpu_broadcast_rows(float *y, const float *bias, int rows, int cols) {
@@ -260,10 +321,30 @@ VECTORISE static void cpu_col2im(float *dx, size_t cstride, const float *col, in
     }
 }
 
+typedef struct swap_split {
+    float *y;
+    const float *x;
+    int p, q, s, parts;
+} swap_split;
+
+/* Part t of a swap01: rows i of x (and their places in y) in its share of [0, p). */
+static void swap01_part(void *ctx, int t) {
+    const swap_split *w = ctx;
+    int lo = (int)((long long)w->p * t / w->parts), hi = (int)((long long)w->p * (t + 1) / w->parts);
+    for (int i = lo; i < hi; i++)
+        for (int j = 0; j < w->q; j++)
+            memcpy(w->y + ((size_t)j * w->p + i) * w->s, w->x + ((size_t)i * w->q + j) * w->s,
+                   (size_t)w->s * sizeof *w->y);
+}
+
 static void cpu_swap01(float *y, const float *x, int p, int q, int s) {
-    for (int i = 0; i < p; i++)
-        for (int j = 0; j < q; j++)
-            memcpy(y + ((size_t)j * p + i) * s, x + ((size_t)i * q + j) * s, (size_t)s * sizeof *y);
+    swap_split w = {y, x, p, q, s, 1};
+    if ((size_t)p * q * s >= CPU_SPLIT_ELEMENTS && !kw_inside()) w.parts = kw_threads();
+    if (w.parts > p) w.parts = p;
+    if (w.parts > 1)
+        kw_run(w.parts, swap01_part, &w);
+    else
+        swap01_part(&w, 0);
 }
 
 static void cpu_maxpool2_forward(float *y, int32_t *argmax, const float *x, int n, int h,
@@ -308,8 +389,8 @@ static void cpu_maxpool2_backward(float *dx, const float *dy, const int32_t *arg
     }
 }
 
-VECTORISE static void cpu_sgd_momentum(float *restrict p, const float *restrict g, float *restrict v,
-                             size_t n, float lr, float mu, float wd, int nesterov) {
+VECTORISE static void sgd_momentum_1(float *restrict p, const float *restrict g, float *restrict v,
+                                      size_t n, float lr, float mu, float wd, int nesterov) {
     if (nesterov) {
         for (size_t i = 0; i < n; i++) {
             float gi = g[i] + wd * p[i];
@@ -326,9 +407,9 @@ VECTORISE static void cpu_sgd_momentum(float *restrict p, const float *restrict 
     }
 }
 
-VECTORISE static void cpu_adam(float *restrict p, const float *restrict g, float *restrict m,
-                     float *restrict v, size_t n, float lr, float b1, float b2, float eps,
-                     float wd, int decoupled, float bc1, float bc2) {
+VECTORISE static void adam_1(float *restrict p, const float *restrict g, float *restrict m,
+                              float *restrict v, size_t n, float lr, float b1, float b2, float eps,
+                              float wd, int decoupled, float bc1, float bc2) {
     float l2 = decoupled ? 0.0f : wd;
     float shrink = decoupled ? 1.0f - lr * wd : 1.0f;
     float inv_bc1 = 1.0f / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
@@ -340,6 +421,61 @@ VECTORISE static void cpu_adam(float *restrict p, const float *restrict g, float
         v[i] = vi;
         p[i] = p[i] * shrink - lr * (mi * inv_bc1) / (sqrtf(vi) * inv_sqrt_bc2 + eps);
     }
+}
+
+/* The optimiser updates split between the threads: element by element, so the split
+ * changes nothing in the result. */
+
+typedef struct optim_split {
+    int parts, kind; /* kind 0: sgd_momentum, 1: adam */
+    size_t n;
+    float *p, *m, *v;
+    const float *g;
+    float lr, mu, wd, b1, b2, eps, bc1, bc2;
+    int flag; /* nesterov, or decoupled */
+} optim_split;
+
+static void optim_part(void *ctx, int t) {
+    const optim_split *o = ctx;
+    size_t per = (o->n + o->parts - 1) / o->parts;
+    per = (per + CPU_SPLIT_ALIGN - 1) / CPU_SPLIT_ALIGN * CPU_SPLIT_ALIGN;
+    size_t lo = (size_t)t * per < o->n ? (size_t)t * per : o->n;
+    size_t hi = lo + per < o->n ? lo + per : o->n;
+    if (o->kind == 0)
+        sgd_momentum_1(o->p + lo, o->g + lo, o->v + lo, hi - lo, o->lr, o->mu, o->wd, o->flag);
+    else
+        adam_1(o->p + lo, o->g + lo, o->m + lo, o->v + lo, hi - lo, o->lr, o->b1, o->b2, o->eps,
+               o->wd, o->flag, o->bc1, o->bc2);
+}
+
+static int optim_parts(size_t n) {
+    int threads = kw_threads();
+    return threads > 1 && !kw_inside() && n >= CPU_SPLIT_ELEMENTS ? threads : 1;
+}
+
+static void cpu_sgd_momentum(float *p, const float *g, float *v, size_t n, float lr, float mu,
+                             float wd, int nesterov) {
+    int parts = optim_parts(n);
+    if (parts == 1) {
+        sgd_momentum_1(p, g, v, n, lr, mu, wd, nesterov);
+        return;
+    }
+    optim_split o = {.parts = parts, .kind = 0, .n = n, .p = p, .v = v, .g = g, .lr = lr,
+                     .mu = mu, .wd = wd, .flag = nesterov};
+    kw_run(parts, optim_part, &o);
+}
+
+static void cpu_adam(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                     float b2, float eps, float wd, int decoupled, float bc1, float bc2) {
+    int parts = optim_parts(n);
+    if (parts == 1) {
+        adam_1(p, g, m, v, n, lr, b1, b2, eps, wd, decoupled, bc1, bc2);
+        return;
+    }
+    optim_split o = {.parts = parts, .kind = 1, .n = n, .p = p, .m = m, .v = v, .g = g,
+                     .lr = lr, .wd = wd, .b1 = b1, .b2 = b2, .eps = eps, .bc1 = bc1,
+                     .bc2 = bc2, .flag = decoupled};
+    kw_run(parts, optim_part, &o);
 }
 
 /* ---- for steps without the host (kernels.h); thin wrappers over the above ---- */
@@ -443,6 +579,21 @@ static void cpu_from_bf16(float *dst, const uint16_t *src, size_t n) {
     }
 }
 
+static void cpu_conv_block_forward(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+                                   size_t istride, size_t cstride, int c, int h, int w,
+                                   const float *W, const float *bias, int f, int act) {
+    kc_conv_block_forward(cpu_gemm, y, argmax, zmax, x, b, istride, cstride, c, h, w, W, bias,
+                          f, act);
+}
+
+static void cpu_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
+                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const float *x, int b, size_t istride, size_t cstride, int c,
+                                    int h, int w, const float *W, int f, int act) {
+    kc_conv_block_backward(cpu_gemm, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c,
+                           h, w, W, f, act);
+}
+
 static const kn_backend cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
@@ -465,6 +616,7 @@ static const kn_backend cpu_backend = {
     .im2col_batch = cpu_im2col_batch, .col2im_batch = cpu_col2im_batch,
     .sgd_momentum_dev = cpu_sgd_momentum_dev, .adam_dev = cpu_adam_dev,
     .to_bf16 = cpu_to_bf16, .from_bf16 = cpu_from_bf16,
+    .conv_block_forward = cpu_conv_block_forward, .conv_block_backward = cpu_conv_block_backward,
 };
 
 const kn_backend *kn_cpu(void) { return &cpu_backend; }
@@ -664,6 +816,24 @@ DEV_CALL(to_bf16, (uint16_t *d, const float *s, size_t n), (d, s, n))
 DEV_CALL(from_bf16, (float *d, const uint16_t *s, size_t n), (d, s, n))
 #undef DEV_CALL
 
+/* The conv blocks with dev_gemm's products (rounded as set_precision says). */
+static void dev_conv_block_forward(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+                                   size_t istride, size_t cstride, int c, int h, int w,
+                                   const float *W, const float *bias, int f, int act) {
+    if (!dev_recording)
+        kc_conv_block_forward(dev_gemm, y, argmax, zmax, x, b, istride, cstride, c, h, w, W,
+                              bias, f, act);
+}
+
+static void dev_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
+                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const float *x, int b, size_t istride, size_t cstride, int c,
+                                    int h, int w, const float *W, int f, int act) {
+    if (!dev_recording)
+        kc_conv_block_backward(dev_gemm, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride,
+                               c, h, w, W, f, act);
+}
+
 static const kn_backend cpu_device_backend = {
     .name = "cpu-device",
     .host_memory = 0,
@@ -686,6 +856,7 @@ static const kn_backend cpu_device_backend = {
     .im2col_batch = dev_im2col_batch, .col2im_batch = dev_col2im_batch,
     .sgd_momentum_dev = dev_sgd_momentum_dev, .adam_dev = dev_adam_dev,
     .to_bf16 = dev_to_bf16, .from_bf16 = dev_from_bf16,
+    .conv_block_forward = dev_conv_block_forward, .conv_block_backward = dev_conv_block_backward,
 };
 
 const kn_backend *kn_cpu_device(void) { return &cpu_device_backend; }

@@ -22,6 +22,12 @@
  * are the same as if every call were synchronous, and the host only waits where it
  * reads something back.
  *
+ * Optional entries. A backend may leave the last entries of the table NULL (the CUDA
+ * backend does): conv_block_forward and conv_block_backward, a whole conv block (conv,
+ * bias, activation, max-pool) in one call, which the CPU backend works a few images at
+ * a time on all its threads (kernels/cpu_conv.c). The model makes the block of the
+ * separate calls where they are NULL (trainer/model.h, mdl_model.fused).
+ *
  * Steps without the host. A training step on a GPU is a few dozen short launches; the
  * host should neither wait for the device every step nor pay for each launch. For that
  * the table also has: a data set kept on the device and batches gathered there
@@ -92,7 +98,8 @@ typedef struct kn_backend {
     void (*fill)(float *x, float value, size_t n);
     void (*scale)(float *x, float a, size_t n); /* x *= a */
 
-    /* Threads the backend may use (CPU: OpenBLAS threads). */
+    /* Threads the backend may use (CPU: OpenBLAS's for the products, and as many of its
+     * own for the conv blocks). */
     void (*set_threads)(int threads);
 
     /* c (m, n) = alpha * op(a) op(b) + beta * c, op(x) = x or x^T per ta / tb;
@@ -242,7 +249,37 @@ typedef struct kn_backend {
      * bfloat16; dst and src do not overlap. */
     void (*to_bf16)(uint16_t *dst, const float *src, size_t n);
     void (*from_bf16)(float *dst, const uint16_t *src, size_t n);
+
+    /* ---- optional: NULL where a backend does not have them (CUDA); the model then
+     * makes a conv block of the calls above ----
+     *
+     * A conv block in one call: conv 3x3 (zero padding 1, stride 1), + bias, activation
+     * act (enum kn_activation), 2x2 max pooling (stride 2, an odd last row or column
+     * dropped). x holds b images of c channels of h x w: image i at x + i*istride, its
+     * channel planes cstride apart (im2col_batch's layout, so (b, c, h, w) and
+     * (c, b, h, w) both work). W (f, c*9) as PyTorch's (f, c, 3, 3), bias (f).
+     * forward writes y (f, b, h/2, w/2), the pooled activations; argmax (f, b, h/2, w/2),
+     * the index within its h x w plane of the element each output took (the first of
+     * equal ones, as maxpool2_forward); and, when zmax is not NULL, zmax (f, b, h/2, w/2),
+     * the pre-activation (conv + bias) there. The numbers are those of im2col_batch, gemm,
+     * add_channel_bias, the activation and maxpool2_forward in turn. */
+    void (*conv_block_forward)(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+                               size_t istride, size_t cstride, int c, int h, int w,
+                               const float *W, const float *bias, int f, int act);
+    /* The gradients of a conv block given dy (f, b, h/2, w/2), the gradient of the loss
+     * w.r.t. its y, and its forward pass's x, argmax, and y (relu, tanh) or zmax (gelu):
+     * writes dW (f, c*9), db (f) and, when dx is not NULL, dx, the gradient w.r.t. x,
+     * in x's layout (istride, cstride): every element of the b images' planes. Sums may
+     * be taken in another order than the unfused calls' (gemm, sum_channels), so results
+     * agree with theirs to rounding. */
+    void (*conv_block_backward)(float *dW, float *db, float *dx, const float *dy,
+                                const int32_t *argmax, const float *y, const float *zmax,
+                                const float *x, int b, size_t istride, size_t cstride, int c,
+                                int h, int w, const float *W, int f, int act);
 } kn_backend;
+
+/* Activations of conv_block_forward/backward: y = max(x, 0), tanh(x), x * Phi(x). */
+enum kn_activation { KN_RELU = 1, KN_TANH = 2, KN_GELU = 3 };
 
 /* The CPU backend (always available). Its buffers are host memory (host_memory 1). */
 const kn_backend *kn_cpu(void);
@@ -263,6 +300,12 @@ const kn_backend *kn_cpu_device(void);
  * does when a capture fails. 0 (the default) gives no graphs at all. Call it before
  * the table is used from other threads. */
 void kn_cpu_device_fail_graphs(int on);
+
+/* For benchmarks of the GEMM floor (bench/bench_train.c): with on, the conv blocks of
+ * kn_cpu and kn_cpu_device make only their matrix products, with the same shapes, order
+ * and threads, on whatever their buffers hold; everything else they would do is
+ * skipped and their outputs are left as they are. 0 (the default) computes. */
+void kn_cpu_gemm_only(int on);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,9 @@
  * im2cols every image into one (C_in*9, B*H*W) matrix and multiplies it once. The
  * backward pass walks back with the gradient in one of two ping-pong buffers;
  * activation and dropout layers work in place on it. The first layer's input
- * gradient is never computed (nothing needs it).
+ * gradient is never computed (nothing needs it). With a backend's conv blocks
+ * (m->fused), each conv -> act -> pool triple is one forward and one backward call,
+ * made at the conv layer going forward and at the pool layer going back.
  */
 #include "trainer/model.h"
 
@@ -20,6 +22,10 @@
 
 #define KSIZE 3 /* conv kernels are 3x3 */
 #define KPAD 1  /* with zero padding 1: same height and width out */
+
+_Static_assert((int)MDL_RELU == (int)KN_RELU && (int)MDL_TANH == (int)KN_TANH &&
+                   (int)MDL_GELU == (int)KN_GELU,
+               "the conv blocks take the model's activation codes");
 
 int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen) {
     if (cfg->kind != MDL_MLP && cfg->kind != MDL_CNN)
@@ -136,6 +142,14 @@ int mdl_parse_widths(const char *flag, const char *s, int32_t *out, int max, cha
     }
 }
 
+/* Whether layer l's out is stored: not for a fused conv block's conv and activation. */
+static int keeps_out(const mdl_model *m, int l) {
+    const mdl_layer *L = &m->layers[l];
+    int in_block = L->type == MDL_CONV ||
+                   (L->type == MDL_ACT && l + 1 < m->nlayers && m->layers[l + 1].type == MDL_POOL);
+    return !(m->fused && in_block);
+}
+
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     assert(mdl_config_check(cfg, NULL, 0) == 0 && max_batch > 0);
     mdl_model *m = tn_xcalloc(1, sizeof *m);
@@ -144,16 +158,21 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     m->max_batch = max_batch;
     m->input_size = cfg->in_c * cfg->in_h * cfg->in_w;
     m->nparams = plan_layers(cfg, m);
+    m->fused = cfg->kind == MDL_CNN && k->conv_block_forward && k->conv_block_backward;
     m->params = k->alloc(m->nparams * sizeof(float));
     m->grads = k->alloc((m->nparams + MDL_GRAD_SPARE) * sizeof(float));
 
-    /* Size the activation arena, then carve it. */
+    /* Size the activation arena, then carve it. A fused conv block keeps only its pool
+     * layer's out, argmax and (gelu) zmax. */
     size_t B = (size_t)max_batch, acts = 0, argmaxes = 0, widest = (size_t)m->input_size,
            mask = 0;
     for (int l = 0; l < m->nlayers; l++) {
         mdl_layer *L = &m->layers[l];
-        acts += B * L->out_size;
-        if (L->type == MDL_CONV) acts += B * L->c_in * KSIZE * KSIZE * L->h * L->w;
+        int stored = keeps_out(m, l);
+        if (stored) acts += B * L->out_size;
+        if (L->type == MDL_CONV && !m->fused) acts += B * L->c_in * KSIZE * KSIZE * L->h * L->w;
+        if (L->type == MDL_POOL && m->fused && cfg->activation == MDL_GELU)
+            acts += B * L->out_size;
         if (L->type == MDL_DROPOUT) {
             acts += B * L->out_size;
             if ((size_t)L->out_size > mask) mask = L->out_size;
@@ -167,11 +186,18 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     int32_t *g = m->argmaxes;
     for (int l = 0; l < m->nlayers; l++) {
         mdl_layer *L = &m->layers[l];
-        L->out = a;
-        a += B * L->out_size;
-        if (L->type == MDL_CONV) {
+        int stored = keeps_out(m, l);
+        if (stored) {
+            L->out = a;
+            a += B * L->out_size;
+        }
+        if (L->type == MDL_CONV && !m->fused) {
             L->col = a;
             a += B * L->c_in * KSIZE * KSIZE * L->h * L->w;
+        }
+        if (L->type == MDL_POOL && m->fused && cfg->activation == MDL_GELU) {
+            L->zmax = a;
+            a += B * L->out_size;
         }
         if (L->type == MDL_DROPOUT) {
             L->mask = a;
@@ -282,6 +308,16 @@ static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rn
             /* The batch input is (b, c_in, h, w); later conv layers read (c_in, b, h, w). */
             size_t cstride = l == 0 ? (size_t)hw : (size_t)ld;
             size_t istride = l == 0 ? (size_t)L->in_size : (size_t)hw;
+            if (m->fused) { /* conv, act, pool in one: the pool layer's out (c_out, b, ...) */
+                mdl_layer *P = &m->layers[l + 2];
+                assert(m->layers[l + 1].type == MDL_ACT && P->type == MDL_POOL);
+                k->conv_block_forward(P->out, P->argmax, P->zmax, in, b, istride, cstride,
+                                      L->c_in, L->h, L->w, W, bias, L->c_out,
+                                      m->layers[l + 1].activation);
+                l += 2;
+                L = P;
+                break;
+            }
             k->im2col_batch(L->col, in, b, istride, cstride, L->c_in, L->h, L->w, KSIZE, KSIZE,
                             KPAD);
             k->gemm(0, 0, L->c_out, ld, ck, 1.0f, W, ck, L->col, ld, 0.0f, L->out, ld);
@@ -423,6 +459,22 @@ void mdl_backward(mdl_model *m, int b) {
             act_backward(k, L->activation, g, g, in, L->out, n);
             break;
         case MDL_POOL:
+            if (m->fused) { /* the whole conv block: g is the gradient w.r.t. its pool out */
+                const mdl_layer *A = &m->layers[l - 1], *C = &m->layers[l - 2];
+                assert(A->type == MDL_ACT && C->type == MDL_CONV);
+                int hw = C->h * C->w, first = l - 2 == 0;
+                const float *cin = first ? m->input : m->layers[l - 3].out;
+                size_t cstride = first ? (size_t)hw : (size_t)b * hw;
+                size_t istride = first ? (size_t)C->in_size : (size_t)hw;
+                k->conv_block_backward(m->grads + C->w_off, m->grads + C->b_off,
+                                       first ? NULL : dx, g, L->argmax, L->out, L->zmax, cin,
+                                       b, istride, cstride, C->c_in, C->h, C->w,
+                                       m->params + C->w_off, C->c_out, A->activation);
+                if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, C->w_off);
+                g = dx;
+                l -= 2;
+                break;
+            }
             k->maxpool2_backward(dx, g, L->argmax, b * L->c_in, L->h, L->w);
             g = dx;
             break;

@@ -14,7 +14,10 @@
  *
  * The conv stack keeps its activations as (C, B, H, W), so that each conv layer is
  * one GEMM over the whole batch, W (C_out, C_in*9) x col (C_in*9, B*H*W), rather than
- * B small ones; the flatten layer transposes to (B, C*H*W) for the dense head.
+ * B small ones; the flatten layer transposes to (B, C*H*W) for the dense head. Where
+ * the backend has conv blocks (the CPU: kernels.h, conv_block_forward), a conv, its
+ * activation and its pooling are one call instead, which works a few images at a time
+ * on all cores and keeps only the pooled activations (mdl_model.fused).
  *
  * Notation: B batch, D input features, K classes, P parameters. Dense weights are
  * (out, in) and conv weights (C_out, C_in*3*3), as in PyTorch, and initialised as
@@ -69,6 +72,8 @@ typedef struct mdl_layer {
                           pass overwrites it with the gradient of the same shape */
     float *mask;       /* dropout: (B, out_size) 0 or 1/keep */
     int32_t *argmax;   /* pool: (B, out_size) */
+    float *zmax;       /* pool of a fused conv block with gelu: (C, B, H/2, W/2) the
+                          pre-activation at each arg-max (its derivative needs it) */
 } mdl_layer;
 
 typedef struct mdl_model {
@@ -81,6 +86,10 @@ typedef struct mdl_model {
     float *grads;        /* (P + MDL_GRAD_SPARE) on the device: the gradients, then
                             spare words the caller may use (the multi-worker strategy
                             all-reduces its control words with the gradients) */
+    int fused;           /* cnn: each conv -> act -> pool runs as one call of the backend
+                            (kn_backend.conv_block_*; the CPU's), which stores only the pool
+                            layer's out, argmax and zmax: the conv and act layers' out and
+                            the conv layer's col are NULL. 0: the calls one by one (CUDA) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
     float *input;        /* (B, D) the current batch, on the device */

@@ -19,17 +19,21 @@
 #include "kernels/kernels.h"
 
 #include "common/rng.h"
+#include "kernels/cpu_workers.h"
 #include "kernels/cuda.h"
 #include "common/status.h"
 #include "tests/check.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const kn_backend *K; /* the backend under test */
+static int g_cuda;          /* K is the CUDA backend */
 static tn_rng g_rng;        /* every random input; seeded once in main */
 
 #define SENTINEL 12345.0f /* in padding and past the end: must be left alone */
@@ -241,13 +245,21 @@ static void test_gemm(void) {
 }
 
 /* The result does not depend on the thread count (beyond rounding). */
+/* On several threads the CPU splits products of 4 MFLOP and more along the longer side
+ * of c (kernels/cpu.c): rows (m > n) and columns, odd sizes, every transpose, padded
+ * strides, on 1 to 3 threads. */
 static void test_gemm_threads(void) {
-    gemm_shape big = {96, 80, 128};
-    for (int threads = 1; threads <= 2; threads++) {
+    gemm_shape big = {96, 80, 128}, rows = {133, 47, 331}, cols = {37, 250, 300};
+    for (int threads = 1; threads <= 3; threads++) {
         K->set_threads(threads);
         gemm_case(0, 1, big, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
         gemm_case(1, 0, big, (gemm_scalars){0.5f, 2}, (gemm_pads){1, 2, 3});
+        for (int t = 0; t < 4; t++) {
+            gemm_case(t & 1, t >> 1, rows, (gemm_scalars){1, 1}, (gemm_pads){t, 2, 1});
+            gemm_case(t & 1, t >> 1, cols, (gemm_scalars){-2, 0.5f}, (gemm_pads){1, t, 3});
+        }
     }
+    K->set_threads(1);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -793,10 +805,14 @@ static void test_im2col_strided(void) {
     }
 }
 
+/* Also on 2 and 3 threads, with copies of 65,536 floats and more, which the CPU splits
+ * between its threads. */
 static void test_swap01(void) {
-    const int shapes[][3] = {{1, 1, 1}, {2, 3, 4}, {5, 1, 7}, {3, 4, 1}, {64, 8, 49}};
-    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
-        int p = shapes[t][0], q = shapes[t][1], sz = shapes[t][2];
+    const int shapes[][3] = {{1, 1, 1},    {2, 3, 4},    {5, 1, 7},  {3, 4, 1},
+                             {64, 8, 49},  {64, 128, 49}, {129, 37, 17}, {2, 40000, 1}};
+    for (size_t t = 0; t < 3 * sizeof shapes / sizeof shapes[0]; t++) {
+        int p = shapes[t / 3][0], q = shapes[t / 3][1], sz = shapes[t / 3][2];
+        K->set_threads(1 + (int)(t % 3));
         size_t n = (size_t)p * q * sz;
         float *x = host_floats(n), *y = host_floats(n + 1), *back = host_floats(n);
         rand_fill(x, n, -1, 1);
@@ -823,6 +839,7 @@ static void test_swap01(void) {
         free(y);
         free(back);
     }
+    K->set_threads(1);
 }
 
 static void test_im2col_col2im(void) {
@@ -1009,6 +1026,465 @@ static void test_maxpool2_ties(void) {
     K->free(darg);
 }
 
+/* The updates of more than 65536 parameters are split between the CPU's threads
+ * (kernels/cpu.c), element by element: the same bits on 1, 2 and 3 threads. */
+static void test_optim_threads(void) {
+    const size_t n = 200003;
+    float *p0 = host_floats(n), *g = host_floats(n), *v0 = host_floats(n), *m0 = host_floats(n);
+    float *got[3][3];
+    rand_fill(p0, n, -1, 1);
+    rand_fill(g, n, -1, 1);
+    rand_fill(m0, n, -0.1f, 0.1f);
+    rand_fill(v0, n, 0, 0.01f);
+    for (int kind = 0; kind < 4; kind++) {
+        for (int threads = 1; threads <= 3; threads++) {
+            float *dp = dev_dup(p0, n), *dg = dev_dup(g, n), *dm = dev_dup(m0, n);
+            float *dv = dev_dup(v0, n);
+            K->set_threads(threads);
+            if (kind < 2)
+                K->sgd_momentum(dp, dg, dv, n, 0.05f, 0.9f, 1e-4f, kind);
+            else
+                K->adam(dp, dg, dm, dv, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, kind - 2, 0.1f,
+                        0.001f);
+            K->set_threads(1);
+            float **out = got[threads - 1];
+            out[0] = host_floats(n);
+            out[1] = host_floats(n);
+            out[2] = host_floats(n);
+            dev_get(out[0], dp, n);
+            dev_get(out[1], dm, n);
+            dev_get(out[2], dv, n);
+            K->free(dp);
+            K->free(dg);
+            K->free(dm);
+            K->free(dv);
+        }
+        for (int t = 1; t < 3; t++)
+            for (int i = 0; i < 3; i++)
+                CHECK_MSG(memcmp(got[t][i], got[0][i], n * sizeof(float)) == 0,
+                          "optimiser %d on %d threads: buffer %d differs from one thread's",
+                          kind, t + 1, i);
+        size_t changed = 0;
+        for (size_t i = 0; i < n; i++) changed += got[0][0][i] != p0[i];
+        CHECK_MSG(changed > n / 2, "optimiser %d: only %zu of %zu parameters moved", kind,
+                  changed, n);
+        for (int t = 0; t < 3; t++)
+            for (int i = 0; i < 3; i++) free(got[t][i]);
+    }
+    free(p0);
+    free(g);
+    free(v0);
+    free(m0);
+}
+
+/* ---------------------------------------------------------------------------------
+ * Conv blocks (optional: conv_block_forward, conv_block_backward)
+ * --------------------------------------------------------------------------------- */
+
+static const struct block_case {
+    int b, c, h, w, f, act;
+    int planar; /* x as (c, b, h, w) with a gap of one image per channel; else (b, c, h, w)
+                   with a gap of 3 floats after each image */
+} block_cases[] = {
+    {3, 1, 6, 6, 2, KN_RELU, 0},
+    {5, 2, 7, 5, 3, KN_TANH, 1},   /* odd h and w: the last row and column are dropped */
+    {2, 3, 9, 8, 4, KN_GELU, 0},
+    {1, 2, 2, 2, 1, KN_RELU, 1},   /* one image, one pooled output per plane */
+    {17, 4, 3, 5, 5, KN_GELU, 1},  /* more images than groups (16) */
+    {37, 1, 28, 28, 16, KN_RELU, 0}, /* the model's first layer: chunks of several images */
+    {21, 16, 20, 18, 24, KN_RELU, 1}, /* the second: several chunks in some groups */
+    {6, 3, 11, 13, 4, KN_TANH, 0},
+    {2, 2, 1, 3, 2, KN_RELU, 1},   /* one row: nothing to pool, every gradient 0 */
+    {3, 1, 3, 1, 2, KN_GELU, 0},   /* one column */
+};
+
+static double ref_act(int act, double v) {
+    return act == KN_RELU ? ref_relu(v) : act == KN_TANH ? ref_tanh(v) : ref_gelu(v);
+}
+static double ref_dact(int act, double v) {
+    return act == KN_RELU ? ref_drelu(v) : act == KN_TANH ? ref_dtanh(v) : ref_dgelu(v);
+}
+
+/* Where a block's input element (image i, channel ch, y, x) lives. */
+static size_t block_at(const struct block_case *bc, int i, int ch, int yy, int xx) {
+    size_t hw = (size_t)bc->h * bc->w;
+    size_t istride = bc->planar ? hw : (size_t)bc->c * hw + 3;
+    size_t cstride = bc->planar ? (size_t)(bc->b + 1) * hw : hw;
+    return i * istride + ch * cstride + (size_t)yy * bc->w + xx;
+}
+
+static size_t block_x_size(const struct block_case *bc) {
+    return block_at(bc, bc->b - 1, bc->c - 1, bc->h - 1, bc->w - 1) + 1 +
+           (bc->planar ? (size_t)bc->h * bc->w : 3); /* the last gap too */
+}
+
+/* What one forward and backward pass of a block wrote. */
+typedef struct block_out {
+    float *y, *zmax, *dW, *db, *dx; /* with a sentinel past the end; dx as x */
+    int32_t *arg;
+} block_out;
+
+/* Runs the block on K with `threads` threads; zmax asked for when want_zmax, dx when
+ * want_dx (else the dx of block_out stays as it was set up: NaN and sentinels). */
+static block_out block_run_dx(const struct block_case *bc, const float *x, const float *W,
+                              const float *bias, const float *dy, int threads, int want_zmax,
+                              int want_dx) {
+    size_t hw = (size_t)bc->h * bc->w, np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2);
+    size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
+    size_t istride = bc->planar ? hw : (size_t)bc->c * hw + 3;
+    size_t cstride = bc->planar ? (size_t)(bc->b + 1) * hw : hw;
+    float *dxv = dev_dup(x, nx), *dW = dev_dup(W, nw), *dbias = dev_dup(bias, bc->f);
+    float *ddy = dev_dup(dy, np);
+    float *dyo = K->alloc((np + 1) * sizeof(float)), *dz = K->alloc((np + 1) * sizeof(float));
+    int32_t *darg = K->alloc((np + 1) * sizeof(int32_t));
+    float *dgw = K->alloc((nw + 1) * sizeof(float)), *dgb = K->alloc((bc->f + 1) * sizeof(float));
+    float *dgx = K->alloc(nx * sizeof(float));
+    K->fill(dyo, NAN, np);
+    K->fill(dyo + np, SENTINEL, 1);
+    K->fill(dz, NAN, np);
+    K->fill(dz + np, SENTINEL, 1);
+    K->fill(dgw, NAN, nw);
+    K->fill(dgw + nw, SENTINEL, 1);
+    K->fill(dgb, NAN, bc->f);
+    K->fill(dgb + bc->f, SENTINEL, 1);
+    /* dx: NaN on the images' planes (all written), SENTINEL in the gaps (none) */
+    float *gx = host_floats(nx);
+    for (size_t i = 0; i < nx; i++) gx[i] = SENTINEL;
+    for (int i = 0; i < bc->b; i++)
+        for (int ch = 0; ch < bc->c; ch++)
+            for (size_t p = 0; p < hw; p++) gx[block_at(bc, i, ch, 0, 0) + p] = NAN;
+    K->upload(dgx, gx, nx * sizeof(float));
+    K->set_threads(threads);
+    K->conv_block_forward(dyo, darg, want_zmax ? dz : NULL, dxv, bc->b, istride, cstride, bc->c,
+                          bc->h, bc->w, dW, dbias, bc->f, bc->act);
+    K->conv_block_backward(dgw, dgb, want_dx ? dgx : NULL, ddy, darg, dyo, dz, dxv, bc->b,
+                           istride, cstride, bc->c, bc->h, bc->w, dW, bc->f, bc->act);
+    K->set_threads(1);
+    block_out o = {host_floats(np + 1), host_floats(np + 1), host_floats(nw + 1),
+                   host_floats(bc->f + 1), gx, tn_xcalloc(np + 1, sizeof(int32_t))};
+    dev_get(o.y, dyo, np + 1);
+    dev_get(o.zmax, dz, np + 1);
+    dev_get(o.dW, dgw, nw + 1);
+    dev_get(o.db, dgb, bc->f + 1);
+    dev_get(o.dx, dgx, nx);
+    K->download(o.arg, darg, np * sizeof(int32_t));
+    void *bufs[] = {dxv, dW, dbias, ddy, dyo, dz, darg, dgw, dgb, dgx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
+    return o;
+}
+
+static block_out block_run(const struct block_case *bc, const float *x, const float *W,
+                           const float *bias, const float *dy, int threads, int want_zmax) {
+    return block_run_dx(bc, x, W, bias, dy, threads, want_zmax, 1);
+}
+
+static void block_out_free(block_out *o) {
+    free(o->y);
+    free(o->zmax);
+    free(o->dW);
+    free(o->db);
+    free(o->dx);
+    free(o->arg);
+}
+
+/* The block against a reference in double written from the definition: conv with
+ * zero padding, + bias, the activation, the first largest of each 2x2 window; backward
+ * the derivative at each window's arg-max, dW, db and dx by the chain rule. On one
+ * thread and two (the same bits: the sums do not depend on the threads), with and
+ * without zmax (relu, tanh), with and without dx (a first layer's, which nothing
+ * needs), in both layouts with gaps that must keep their sentinels. */
+static void test_conv_block(void) {
+    if (!K->conv_block_forward || !K->conv_block_backward) {
+        printf("  (the backend has no conv blocks: the model makes them of calls)\n");
+        return;
+    }
+    for (size_t t = 0; t < sizeof block_cases / sizeof block_cases[0]; t++) {
+        const struct block_case *bc = &block_cases[t];
+        int ph = bc->h / 2, pw = bc->w / 2, hw = bc->h * bc->w;
+        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
+        size_t np = (size_t)bc->f * bc->b * ph * pw;
+        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
+        float *dy = host_floats(np);
+        rand_fill(x, nx, -1, 1);
+        rand_fill(W, nw, -0.5f, 0.5f);
+        rand_fill(bias, bc->f, -0.3f, 0.3f);
+        rand_fill(dy, np, -1, 1);
+        /* the reference: z (f, b, h, w), then pooling */
+        double *z = host_doubles((size_t)bc->f * bc->b * hw);
+        for (int co = 0; co < bc->f; co++)
+            for (int i = 0; i < bc->b; i++)
+                for (int yy = 0; yy < bc->h; yy++)
+                    for (int xx = 0; xx < bc->w; xx++) {
+                        double acc = bias[co];
+                        for (int ch = 0; ch < bc->c; ch++)
+                            for (int tap = 0; tap < 9; tap++) {
+                                int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+                                if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+                                acc += (double)W[((size_t)co * bc->c + ch) * 9 + tap] *
+                                       x[block_at(bc, i, ch, iy, ix)];
+                            }
+                        z[(((size_t)co * bc->b + i) * bc->h + yy) * bc->w + xx] = acc;
+                    }
+        double *want_y = host_doubles(np + 1), *want_z = host_doubles(np + 1);
+        double *want_dw = host_doubles(nw + 1), *want_db = host_doubles(bc->f + 1);
+        double *want_dx = host_doubles(nx);
+        int32_t *want_arg = tn_xcalloc(np, sizeof(int32_t));
+        for (size_t i = 0; i < nx; i++) want_dx[i] = SENTINEL;
+        for (int i = 0; i < bc->b; i++)
+            for (int ch = 0; ch < bc->c; ch++)
+                for (int p = 0; p < hw; p++) want_dx[block_at(bc, i, ch, 0, 0) + p] = 0;
+        for (int co = 0; co < bc->f; co++)
+            for (int i = 0; i < bc->b; i++)
+                for (int py = 0; py < ph; py++)
+                    for (int px = 0; px < pw; px++) {
+                        const double *zp = z + ((size_t)co * bc->b + i) * hw;
+                        int taps[4] = {2 * py * bc->w + 2 * px, 2 * py * bc->w + 2 * px + 1,
+                                       (2 * py + 1) * bc->w + 2 * px,
+                                       (2 * py + 1) * bc->w + 2 * px + 1};
+                        int best = taps[0];
+                        for (int k = 1; k < 4; k++)
+                            if (ref_act(bc->act, zp[taps[k]]) > ref_act(bc->act, zp[best]))
+                                best = taps[k];
+                        size_t o = (((size_t)co * bc->b + i) * ph + py) * pw + px;
+                        want_arg[o] = best;
+                        want_y[o] = ref_act(bc->act, zp[best]);
+                        want_z[o] = zp[best];
+                        double d = dy[o] * ref_dact(bc->act, zp[best]);
+                        int yy = best / bc->w, xx = best % bc->w;
+                        want_db[co] += d;
+                        for (int ch = 0; ch < bc->c; ch++)
+                            for (int tap = 0; tap < 9; tap++) {
+                                int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+                                if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+                                size_t wi = ((size_t)co * bc->c + ch) * 9 + tap;
+                                size_t xi = block_at(bc, i, ch, iy, ix);
+                                want_dw[wi] += d * x[xi];
+                                want_dx[xi] += d * W[wi];
+                            }
+                    }
+        want_y[np] = want_z[np] = SENTINEL;
+        want_dw[nw] = want_db[bc->f] = SENTINEL;
+
+        char label[128];
+        float *one_nodx_dW = host_floats(nw + 1);
+        block_out one = block_run(bc, x, W, bias, dy, 1, 1);
+        snprintf(label, sizeof label, "conv block b=%d c=%d %dx%d f=%d act=%d%s", bc->b, bc->c,
+                 bc->h, bc->w, bc->f, bc->act, bc->planar ? " (c,b,h,w)" : "");
+        double sums = (double)bc->b * ph * pw; /* terms of a dW or db sum */
+        CHECK_ALL_NEAR(label, one.y, want_y, np + 1, 1e-5, 1e-5);
+        CHECK_ALL_NEAR(label, one.zmax, want_z, np + 1, 1e-5, 1e-5);
+        CHECK_MSG(memcmp(one.arg, want_arg, np * sizeof(int32_t)) == 0, "%s: argmax differs",
+                  label);
+        CHECK_ALL_NEAR(label, one.dW, want_dw, nw + 1, 1e-6 * sums, 1e-4);
+        CHECK_ALL_NEAR(label, one.db, want_db, (size_t)bc->f + 1, 1e-6 * sums, 1e-4);
+        CHECK_ALL_NEAR(label, one.dx, want_dx, nx, 1e-5 * bc->f, 1e-4);
+
+        block_out two = block_run(bc, x, W, bias, dy, 2, 1);
+        CHECK_MSG(memcmp(one.y, two.y, (np + 1) * sizeof(float)) == 0 &&
+                      memcmp(one.arg, two.arg, np * sizeof(int32_t)) == 0 &&
+                      memcmp(one.dW, two.dW, (nw + 1) * sizeof(float)) == 0 &&
+                      memcmp(one.db, two.db, (bc->f + 1) * sizeof(float)) == 0 &&
+                      memcmp(one.dx, two.dx, nx * sizeof(float)) == 0,
+                  "%s: two threads give other bits than one", label);
+        block_out_free(&two);
+        /* Without dx (a first layer's), on one thread and two. */
+        for (int threads = 1; threads <= 2; threads++) {
+            block_out nodx = block_run_dx(bc, x, W, bias, dy, threads, 1, 0);
+            char l2[160];
+            snprintf(l2, sizeof l2, "%s, no dx, %d thread%s", label, threads,
+                     threads > 1 ? "s" : "");
+            CHECK_ALL_NEAR(l2, nodx.dW, want_dw, nw + 1, 1e-6 * sums, 1e-4);
+            CHECK_ALL_NEAR(l2, nodx.db, want_db, (size_t)bc->f + 1, 1e-6 * sums, 1e-4);
+            size_t touched = 0;
+            for (size_t i = 0; i < nx; i++) touched += !isnan(nodx.dx[i]) && nodx.dx[i] != SENTINEL;
+            CHECK_MSG(touched == 0, "%s: %zu elements of dx written", l2, touched);
+            if (threads == 2)
+                CHECK_MSG(memcmp(nodx.dW, one_nodx_dW, (nw + 1) * sizeof(float)) == 0,
+                          "%s: other bits than on one thread", l2);
+            else
+                memcpy(one_nodx_dW, nodx.dW, (nw + 1) * sizeof(float));
+            block_out_free(&nodx);
+        }
+        if (bc->act != KN_GELU) { /* zmax is optional where y gives the derivative */
+            block_out no_z = block_run(bc, x, W, bias, dy, 2, 0);
+            CHECK_MSG(memcmp(one.y, no_z.y, np * sizeof(float)) == 0 &&
+                          memcmp(one.dW, no_z.dW, nw * sizeof(float)) == 0 &&
+                          memcmp(one.dx, no_z.dx, nx * sizeof(float)) == 0,
+                      "%s: without zmax the results differ", label);
+            size_t untouched = 0;
+            for (size_t i = 0; i <= np; i++) untouched += isnan(no_z.zmax[i]) || i == np;
+            CHECK_MSG(untouched == np + 1, "%s: zmax written though NULL was passed", label);
+            block_out_free(&no_z);
+        }
+        block_out_free(&one);
+        free(one_nodx_dW);
+        free(x);
+        free(W);
+        free(bias);
+        free(dy);
+        free(z);
+        free(want_y);
+        free(want_z);
+        free(want_dw);
+        free(want_db);
+        free(want_dx);
+        free(want_arg);
+    }
+}
+
+/* Ties go to the first largest element of a window, as maxpool2_forward's; with relu
+ * a window whose pre-activations are all negative takes its first element (every
+ * activation there is 0), and its gradient is 0. Hand-checked: one 1x4x4 image, one
+ * filter that only passes the centre tap (weight 1), bias 0. */
+static void test_conv_block_ties(void) {
+    if (!K->conv_block_forward) return;
+    static const float x[16] = {
+        1, 3, /**/ 7, 7,   /* window 0: 3 at index 1; window 1: 7 at 2 */
+        3, 0, /**/ 7, 7,
+        -2, -1, /**/ 0, 5, /* window 2: all negative: index 8, y 0; window 3: 5 at 11 */
+        -3, -4, /**/ 5, 1,
+    };
+    float W[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0}, bias = 0, dy[4] = {1, 1, 1, 1};
+    static const int32_t want_arg[4] = {1, 2, 8, 11};
+    static const float want_y[4] = {3, 7, 0, 5};
+    float *dx = dev_dup(x, 16), *dw = dev_dup(W, 9), *db = dev_dup(&bias, 1);
+    float *dyv = dev_dup(dy, 4), *y = K->alloc(4 * sizeof(float));
+    float *gw = K->alloc(9 * sizeof(float)), *gb = K->alloc(sizeof(float));
+    float *gx = K->alloc(16 * sizeof(float));
+    int32_t *arg = K->alloc(4 * sizeof(int32_t));
+    K->conv_block_forward(y, arg, NULL, dx, 1, 16, 16, 1, 4, 4, dw, db, 1, KN_RELU);
+    K->conv_block_backward(gw, gb, gx, dyv, arg, y, NULL, dx, 1, 16, 16, 1, 4, 4, dw, 1, KN_RELU);
+    int32_t got_arg[4];
+    float got_y[4], got_b, got_x[16];
+    K->download(got_arg, arg, sizeof got_arg);
+    dev_get(got_y, y, 4);
+    dev_get(&got_b, gb, 1);
+    dev_get(got_x, gx, 16);
+    CHECK(memcmp(got_arg, want_arg, sizeof want_arg) == 0);
+    CHECK(memcmp(got_y, want_y, sizeof want_y) == 0);
+    CHECK_NEAR(got_b, 3.0, 0, 0); /* window 2 passes no gradient */
+    for (int i = 0; i < 16; i++) /* the centre tap: dx is dz */
+        CHECK_NEAR(got_x[i], i == 1 || i == 2 || i == 11 ? 1.0 : 0.0, 0, 0);
+    void *bufs[] = {dx, dw, db, dyv, y, gw, gb, gx, arg};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
+}
+
+/* kn_cpu_gemm_only (the benchmark's GEMM floor): the blocks make their products and
+ * nothing else: every output is left as it was. */
+static void test_conv_block_gemm_only(void) {
+    if (!K->conv_block_forward) return;
+    const struct block_case *bc = &block_cases[6];
+    size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
+    size_t np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2);
+    float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
+    float *dy = host_floats(np);
+    rand_fill(x, nx, -1, 1);
+    rand_fill(W, nw, -1, 1);
+    rand_fill(dy, np, -1, 1);
+    kn_cpu_gemm_only(1);
+    block_out o = block_run(bc, x, W, bias, dy, 2, 1);
+    kn_cpu_gemm_only(0);
+    size_t written = 0;
+    for (size_t i = 0; i < np; i++) written += !isnan(o.y[i]) + !isnan(o.zmax[i]);
+    for (size_t i = 0; i < nw; i++) written += !isnan(o.dW[i]);
+    for (size_t i = 0; i < (size_t)bc->f; i++) written += !isnan(o.db[i]);
+    for (size_t i = 0; i < nx; i++) written += !isnan(o.dx[i]) && o.dx[i] != SENTINEL;
+    CHECK_MSG(written == 0, "%zu outputs written in GEMM-only mode", written);
+    block_out_free(&o);
+    free(x);
+    free(W);
+    free(bias);
+    free(dy);
+}
+
+/* The CPU backend's own threads (kernels/cpu_workers.h, under the conv blocks): every
+ * task of a run runs exactly once and before kw_run returns, on 1, 2 and 5 threads
+ * (more than this machine may have cores), with fewer tasks than threads, after the
+ * count went down, with two callers at once (one waits for the other's run), and from
+ * inside a task (the inner run's tasks run in that task's thread). */
+#define KW_TASKS 1000
+typedef struct kw_count {
+    _Atomic int ran[KW_TASKS];
+} kw_count;
+
+static void kw_count_task(void *ctx, int task) {
+    kw_count *c = ctx;
+    volatile double x = 0; /* some work, so that tasks overlap; task 1 takes longest, so */
+    for (int i = 0; i < (task == 1 ? 200000 : 200); i++) x += i; /* a run that returned */
+    atomic_fetch_add(&c->ran[task], 1); /* before its workers were done would show */
+}
+
+static int kw_count_check(kw_count *c, int ntasks) {
+    int bad = 0;
+    for (int t = 0; t < KW_TASKS; t++) {
+        bad += atomic_load(&c->ran[t]) != (t < ntasks);
+        atomic_store(&c->ran[t], 0);
+    }
+    return bad;
+}
+
+/* A task that asks for a run of 50 tasks of its own (numbered after its own). */
+typedef struct kw_nest {
+    kw_count *c;
+    int base;
+} kw_nest;
+
+static _Atomic int kw_outside; /* inner tasks that ran outside a task */
+
+static void kw_nest_task(void *ctx, int task) {
+    const kw_nest *n = ctx;
+    if (!kw_inside()) atomic_fetch_add(&kw_outside, 1);
+    kw_count_task(n->c, n->base + task);
+}
+
+static void kw_nested_task(void *ctx, int task) {
+    kw_nest n = {ctx, task * 50};
+    kw_run(50, kw_nest_task, &n);
+}
+
+static void *kw_caller(void *arg) {
+    kw_count *c = arg;
+    for (int r = 0; r < 50; r++) {
+        kw_run(KW_TASKS, kw_count_task, c);
+        if (kw_count_check(c, KW_TASKS)) return c; /* failed */
+    }
+    return NULL;
+}
+
+static void test_workers(void) {
+    if (g_cuda) return;
+    static kw_count c, c2;
+    static const int threads[] = {1, 2, 5, 2, 1};
+    static const int ntasks[] = {KW_TASKS, 3, 1, 0};
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        kw_set_threads(threads[i]);
+        CHECK_INT_EQ(kw_threads(), threads[i]);
+        for (size_t n = 0; n < sizeof ntasks / sizeof ntasks[0]; n++)
+            for (int r = 0; r < 20; r++) {
+                kw_run(ntasks[n], kw_count_task, &c);
+                CHECK_MSG(kw_count_check(&c, ntasks[n]) == 0,
+                          "%d threads, %d tasks: a task did not run exactly once", threads[i],
+                          ntasks[n]);
+            }
+    }
+    kw_set_threads(2);
+    kw_run(4, kw_nested_task, &c);
+    CHECK_MSG(kw_count_check(&c, 4 * 50) == 0, "runs inside tasks: a task did not run once");
+    CHECK_INT_EQ(atomic_load(&kw_outside), 0);
+    CHECK(!kw_inside());
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, kw_caller, &c2) == 0);
+    void *failed = kw_caller(&c);
+    void *failed2 = NULL;
+    pthread_join(th, &failed2);
+    CHECK_MSG(failed == NULL && failed2 == NULL, "two callers at once: a task did not run once");
+    kw_set_threads(0);
+    CHECK_INT_EQ(kw_threads(), 1);
+    kw_set_threads(1000);
+    CHECK_INT_EQ(kw_threads(), 64);
+    kw_set_threads(1);
+}
+
 /* ---------------------------------------------------------------------------------
  * Optimisers: the formulas of kernels.h over a few steps
  * --------------------------------------------------------------------------------- */
@@ -1173,7 +1649,6 @@ static void test_adam_first_step(void) {
  * The additions for steps without the host
  * --------------------------------------------------------------------------------- */
 
-static int g_cuda; /* K is the CUDA backend */
 
 /* FP32 is every backend's; the CPU has nothing else. The CUDA backend and the CPU
  * presented as a device (which rounds as cuda.cu does: kernels.h) also take TF32 and
@@ -1640,10 +2115,15 @@ int main(int argc, char **argv) {
     RUN(test_swap01);
     RUN(test_maxpool2);
     RUN(test_maxpool2_ties);
+    RUN(test_conv_block);
+    RUN(test_conv_block_ties);
+    RUN(test_conv_block_gemm_only);
+    RUN(test_workers);
     RUN(test_sgd_momentum);
     RUN(test_sgd_momentum_values);
     RUN(test_adam);
     RUN(test_adam_first_step);
+    RUN(test_optim_threads);
     RUN(test_set_precision);
     RUN(test_upload_small);
     RUN(test_gather_rows);

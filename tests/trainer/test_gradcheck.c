@@ -14,13 +14,20 @@
  * Kinks. Where a perturbation moves a ReLU input across 0 or changes a max-pool
  * window's arg-max, the loss is not differentiable inside [p - eps, p + eps] and the
  * difference quotient measures no derivative. After each forward pass the test
- * records the sign of every ReLU input and every pool arg-max; a coordinate whose
- * +eps or -eps pass differs from the unperturbed one anywhere is retried with eps/10
- * (and a ten times larger atol), and skipped when that crosses a kink too. Each case
- * asserts that at least 3/4 of the sampled coordinates, and at least half of each
- * tensor's, were compared. (With the seeds here every coordinate is compared; 83 of
- * about 2100 need the smaller step, all in the 2x8x8 CNNs, where one conv parameter
- * moves hundreds of pre-activations at once.) TN_TEST_VERBOSE=1 prints these counts.
+ * records the sign of every ReLU input of the dense layers, and every pool arg-max
+ * and the sign of every pooled maximum (a ReLU followed by a max-pool reaches the loss
+ * only through the maxima); a coordinate whose +eps or -eps pass differs from the
+ * unperturbed one anywhere is retried with eps/10 (and a ten times larger atol), and
+ * skipped when that crosses a kink too. Each case asserts that at least 3/4 of the
+ * sampled coordinates, and at least half of each tensor's, were compared. (With the
+ * seeds here every coordinate is compared; 78 of about 2100 need the smaller step,
+ * all in the 2x8x8 CNNs, where one conv parameter moves hundreds of pre-activations at
+ * once.) TN_TEST_VERBOSE=1 prints these counts.
+ *
+ * The cases run twice: on the CPU backend as the trainer uses it, where a conv block
+ * (conv, activation, pooling) is one call (kernels.h, conv_block_*), and with those
+ * calls taken out of the table, so that the model makes each block of separate calls
+ * as on a GPU. test_fused_matches_unfused compares the two on larger batches.
  *
  * The CPU backend's device memory is host memory, so the test perturbs m->params
  * and reads m->grads and the layers' outputs directly. Contracts: trainer/model.h.
@@ -85,28 +92,39 @@ static mdl_model *model_new(const mdl_config *cfg, int max_batch) {
     return m;
 }
 
+/* An activation a max-pool follows (in the conv stack): the loss sees it only through
+ * the pool's maxima, so its kinks are recorded at the pool (kink_record). */
+static int pooled_act(const mdl_model *m, int l) {
+    return l + 1 < m->nlayers && m->layers[l + 1].type == MDL_POOL;
+}
+
 /* Number of kink indicators kink_record writes for a batch of b. */
 static size_t kink_count(const mdl_model *m, int b) {
     size_t n = 0;
     for (int l = 0; l < m->nlayers; l++) {
         const mdl_layer *L = &m->layers[l];
-        if (L->type == MDL_ACT && L->activation == MDL_RELU) n += (size_t)b * L->in_size;
-        if (L->type == MDL_POOL) n += (size_t)b * L->out_size;
+        if (L->type == MDL_ACT && L->activation == MDL_RELU && !pooled_act(m, l))
+            n += (size_t)b * L->in_size;
+        if (L->type == MDL_POOL) n += (size_t)2 * b * L->out_size;
     }
     return n;
 }
 
 /* Records, after a forward pass over b examples, where the loss is piecewise: the
- * sign of every ReLU input and every max-pool arg-max. */
+ * sign of every ReLU input of the dense layers, and every max-pool's arg-maxes and the
+ * signs of its maxima (where the ReLU before it has its kink: a window's other
+ * elements do not reach the loss). That is all a conv block's fused forward pass keeps
+ * (model.h, mdl_model.fused), and all the loss depends on in either form. */
 static void kink_record(const mdl_model *m, int b, int32_t *sig) {
     for (int l = 0; l < m->nlayers; l++) {
         const mdl_layer *L = &m->layers[l];
-        if (L->type == MDL_ACT && L->activation == MDL_RELU) {
+        if (L->type == MDL_ACT && L->activation == MDL_RELU && !pooled_act(m, l)) {
             const float *in = m->layers[l - 1].out; /* an activation never comes first */
             for (size_t i = 0; i < (size_t)b * L->in_size; i++) *sig++ = in[i] > 0.0f;
         } else if (L->type == MDL_POOL) {
             memcpy(sig, L->argmax, (size_t)b * L->out_size * sizeof *sig);
             sig += (size_t)b * L->out_size;
+            for (size_t i = 0; i < (size_t)b * L->out_size; i++) *sig++ = L->out[i] > 0.0f;
         }
     }
 }
@@ -492,17 +510,65 @@ static void test_forward_reference(void) {
  * The first layer's input gradient, smaller batches
  * --------------------------------------------------------------------------------- */
 
+/* A table that forwards to K and notes each conv block backward call's dx. */
+static const float *spy_dx[8];
+static int spy_calls;
+
+static void spy_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
+                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const float *x, int b, size_t istride, size_t cstride, int c,
+                                    int h, int w, const float *W, int f, int act) {
+    if (spy_calls < 8) spy_dx[spy_calls] = dx;
+    spy_calls++;
+    K->conv_block_backward(dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c, h, w, W,
+                           f, act);
+}
+
 /* model.c never computes the first layer's input gradient: with only one dense
- * layer neither ping-pong buffer is touched, and in a CNN with one conv block the
+ * layer neither ping-pong buffer is touched; in a CNN with one conv block the
  * conv layer's col (which the input-gradient GEMM would overwrite) survives backward
- * unchanged. */
+ * unchanged, and where the backend runs conv blocks in one call (model.h,
+ * mdl_model.fused), the first block's is asked for no dx, the second's is. */
+static void test_fused_first_block_no_dx(void) {
+    if (!K->conv_block_backward) return;
+    kn_backend spy = *K;
+    spy.conv_block_backward = spy_conv_block_backward;
+    const mdl_config cfg = {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 2, .in_h = 8,
+                            .in_w = 6, .classes = 3, .nconv = 2, .filters = {3, 4}};
+    mdl_model *m = mdl_new(&cfg, &spy, 5);
+    CHECK(m->fused);
+    for (int l = 0; l < m->nlayers; l++) { /* only the pool layers keep activations */
+        const mdl_layer *L = &m->layers[l];
+        if (L->type == MDL_CONV) CHECK(L->out == NULL && L->col == NULL);
+        if (L->type == MDL_POOL) CHECK(L->out != NULL && L->argmax != NULL);
+    }
+    tn_rng r;
+    tn_rng_seed(&r, INIT_SEED);
+    mdl_init_params(m, &r);
+    batch bt = batch_new(&cfg, 5, DATA_SEED);
+    batch_loss(m, &bt, NULL);
+    spy_calls = 0;
+    mdl_backward(m, 5);
+    CHECK_INT_EQ(spy_calls, 2);
+    CHECK_MSG(spy_dx[0] != NULL, "the second block's input gradient was not asked for");
+    CHECK_MSG(spy_dx[1] == NULL, "the first block's input gradient was asked for");
+    batch_free(&bt);
+    mdl_free(m);
+}
+
 static void test_first_layer_input_grad_unused(void) {
     const mdl_config mlp = MLP(MDL_RELU, 0.0f, 4, 0, 0);
     const mdl_config cnn = {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 6,
                             .in_w = 6, .classes = 3, .nconv = 1, .filters = {3}};
     const mdl_config *cfgs[2] = {&mlp, &cnn};
+    kn_backend unfused = *K; /* the conv block as separate calls, with a col */
+    unfused.conv_block_forward = NULL;
+    unfused.conv_block_backward = NULL;
     for (int c = 0; c < 2; c++) {
+        const kn_backend *keep = K;
+        if (c == 1) K = &unfused;
         mdl_model *m = model_new(cfgs[c], 4);
+        K = keep;
         if (!m) continue;
         batch bt = batch_new(cfgs[c], 4, DATA_SEED);
         batch_loss(m, &bt, NULL);
@@ -629,6 +695,101 @@ static void test_partial_batch(void) {
 }
 
 /* ---------------------------------------------------------------------------------
+ * Conv blocks in one call against the separate calls
+ * --------------------------------------------------------------------------------- */
+
+/* Runs a training forward and backward pass of cfg on b examples on backend k with
+ * threads threads; returns the model (yours) with the loss in *loss. */
+static mdl_model *pass_on(const kn_backend *k, int threads, const mdl_config *cfg, const batch *bt,
+                          double *loss, int64_t *correct) {
+    k->set_threads(threads);
+    mdl_model *m = mdl_new(cfg, k, bt->b);
+    tn_rng r;
+    tn_rng_seed(&r, INIT_SEED);
+    mdl_init_params(m, &r);
+    tn_rng drop;
+    tn_rng_seed(&drop, DROPOUT_SEED);
+    mdl_forward(m, bt->x, bt->y, bt->b, 1, &drop, loss, correct);
+    mdl_backward(m, bt->b);
+    k->set_threads(1);
+    return m;
+}
+
+/* The CPU's conv blocks (kernels.h, conv_block_*; model.h, mdl_model.fused) give the
+ * loss, the pooled activations and the gradients of the separate calls (which the CUDA
+ * backend makes, and test_gradcheck_cases_unfused checks), to rounding; on batches
+ * that span several groups and chunks of cpu_conv.c, odd sizes, every activation, on
+ * one thread and on two. */
+static void test_fused_matches_unfused(void) {
+    static const struct fused_case {
+        mdl_config cfg;
+        int b;
+    } cases[] = {
+        {{.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 28, .in_w = 28,
+          .classes = 10, .nhidden = 1, .hidden = {16}, .nconv = 2, .filters = {8, 16}},
+         37},
+        {{.kind = MDL_CNN, .activation = MDL_TANH, .in_c = 3, .in_h = 13, .in_w = 11,
+          .classes = 4, .nconv = 2, .filters = {5, 7}},
+         19},
+        {{.kind = MDL_CNN, .activation = MDL_GELU, .dropout = 0.2f, .in_c = 2, .in_h = 9,
+          .in_w = 10, .classes = 3, .nhidden = 1, .hidden = {6}, .nconv = 2, .filters = {4, 3}},
+         3},
+        {{.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 16, .in_h = 32, .in_w = 30,
+          .classes = 5, .nconv = 1, .filters = {24}},
+         21}, /* a chunk is one image: 21 images in 16 groups of 1 or 2 chunks */
+    };
+    kn_backend unfused = *K;
+    unfused.conv_block_forward = NULL;
+    unfused.conv_block_backward = NULL;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const mdl_config *cfg = &cases[c].cfg;
+        batch bt = batch_new(cfg, cases[c].b, DATA_SEED + 300 + c);
+        double lu, lf, l2;
+        int64_t cu, cf, c2;
+        mdl_model *mu = pass_on(&unfused, 1, cfg, &bt, &lu, &cu);
+        mdl_model *mf = pass_on(K, 1, cfg, &bt, &lf, &cf);
+        mdl_model *m2 = pass_on(K, 2, cfg, &bt, &l2, &c2);
+        CHECK(!mu->fused && mf->fused);
+        CHECK_NEAR(lf, lu, 1e-6, 1e-6);
+        CHECK_INT_EQ(cf, cu);
+        for (int l = 0; l < mf->nlayers; l++) {
+            const mdl_layer *U = &mu->layers[l], *F = &mf->layers[l];
+            if (F->type != MDL_POOL) continue;
+            size_t n = (size_t)bt.b * F->out_size, far = 0, moved = 0;
+            for (size_t i = 0; i < n; i++) {
+                far += !(fabsf(F->out[i] - U->out[i]) <= 1e-6f + 1e-5f * fabsf(U->out[i]));
+                moved += F->argmax[i] != U->argmax[i];
+            }
+            CHECK_MSG(far == 0, "case %zu layer %d: %zu of %zu pooled values differ", c, l, far, n);
+            CHECK_MSG(moved == 0, "case %zu layer %d: %zu of %zu arg-maxes differ", c, l, moved, n);
+        }
+        double scale = 0;
+        for (size_t i = 0; i < mu->nparams; i++)
+            if (fabsf(mu->grads[i]) > scale) scale = fabsf(mu->grads[i]);
+        size_t far = 0;
+        for (size_t i = 0; i < mu->nparams; i++)
+            far += !(fabs((double)mf->grads[i] - mu->grads[i]) <=
+                     1e-6 * scale + 1e-4 * fabs((double)mu->grads[i]));
+        CHECK_MSG(far == 0, "case %zu: %zu of %zu gradients differ", c, far, mu->nparams);
+        CHECK_MSG(scale > 0, "case %zu: every gradient is zero", c);
+        /* OpenBLAS's products of the dense layers may round otherwise on two threads
+         * (the conv blocks' own results do not depend on the threads: test_kernels) */
+        CHECK_NEAR(l2, lf, 1e-6, 1e-6);
+        CHECK_INT_EQ(c2, cf);
+        far = 0;
+        for (size_t i = 0; i < mu->nparams; i++)
+            far += !(fabs((double)m2->grads[i] - mf->grads[i]) <=
+                     1e-6 * scale + 1e-4 * fabs((double)mf->grads[i]));
+        CHECK_MSG(far == 0, "case %zu: %zu of %zu gradients differ on 2 threads", c, far,
+                  mu->nparams);
+        mdl_free(mu);
+        mdl_free(mf);
+        mdl_free(m2);
+        batch_free(&bt);
+    }
+}
+
+/* ---------------------------------------------------------------------------------
  * Parameter counts and configuration checks
  * --------------------------------------------------------------------------------- */
 
@@ -714,12 +875,36 @@ static void test_config_check(void) {
     }
 }
 
+/* The same checks with the conv blocks as separate calls (as on a GPU). */
+static kn_backend g_unfused;
+
+static void test_gradcheck_cases_unfused(void) {
+    const kn_backend *keep = K;
+    K = &g_unfused;
+    test_gradcheck_cases();
+    K = keep;
+}
+
+static void test_forward_reference_unfused(void) {
+    const kn_backend *keep = K;
+    K = &g_unfused;
+    test_forward_reference();
+    K = keep;
+}
+
 int main(void) {
     K = kn_cpu();
+    g_unfused = *K;
+    g_unfused.conv_block_forward = NULL;
+    g_unfused.conv_block_backward = NULL;
     RUN(test_gradcheck_cases);
+    RUN(test_gradcheck_cases_unfused);
     RUN(test_gradcheck_detects_errors);
     RUN(test_forward_reference);
+    RUN(test_forward_reference_unfused);
+    RUN(test_fused_matches_unfused);
     RUN(test_first_layer_input_grad_unused);
+    RUN(test_fused_first_block_no_dx);
     RUN(test_partial_batch);
     RUN(test_forward_rows);
     RUN(test_param_count);

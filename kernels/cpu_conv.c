@@ -1,0 +1,626 @@
+/*
+ * cpu_conv.c — the CPU backend's conv blocks (kernels.h: conv_block_forward and
+ * conv_block_backward): conv 3x3 (zero padding 1) + bias + activation + 2x2 max-pool in
+ * one call, worked a few images at a time so that what passes from one step to the next
+ * stays in the core's cache, on all the backend's threads.
+ *
+ * Notation as kernels.h: b images of c channels of h x w, f filters, hw = h*w,
+ * ck = c*9 (the rows of an image's im2col), ph x pw = (h/2) x (w/2) the pooled planes.
+ *
+ * The batch is cut into G groups of consecutive images (G = min(b, CC_GROUPS), fewer
+ * when the groups' partial weight gradients would be large), each one task for the
+ * threads of cpu_workers.h, and a group into chunks of nc images whose im2col
+ * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together. Per chunk:
+ *
+ *   forward:  col = im2col(x);  z = W col (one GEMM);  y, argmax, zmax = pool(act(z + bias))
+ *   backward: dz = act'(z) * unpool(dy) (zero off the arg-maxes);  db_g += sum of dz;
+ *             col = im2col(x) again (cheaper than keeping the whole batch's);
+ *             dW_g += dz col^T (or dW_g^T += col dz^T);  dcol = W^T dz (into col);
+ *             dx = col2im(dcol)
+ *
+ * then dW = dW_0 + ... + dW_{G-1} and db likewise, in group order, so the result does
+ * not depend on which thread ran which group nor on how many threads there were. Each
+ * GEMM is OpenBLAS's on the group's thread: a layer's big products become many products
+ * on data in cache instead of one over a (ck, b*hw) matrix of tens of MiB in DRAM, and
+ * im2col, col2im, the bias, the activation and the pooling never make a pass over the
+ * whole batch of their own. Where there are fewer groups than threads (a batch of one
+ * image, or huge layers), the groups run one after another, each product split between
+ * the threads (cpu.c).
+ *
+ * The pooling and its backward pass for ReLU (the model's default) are also written in
+ * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
+ * turns them off: the tests run both forms); tanh and GELU take the plain loops.
+ *
+ * Numbers: the forward pass computes what im2col_batch, gemm, add_channel_bias, the
+ * activation and maxpool2_forward compute (the same products, sums and comparisons);
+ * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
+ * compute, except that dW and db are summed per group first (and per chunk in eight
+ * lanes by the AVX2 unpooling).
+ */
+#include "kernels/cpu_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu_workers.h"
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VECTORISE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTORISE
+#endif
+
+#define CC_GROUPS 16                    /* groups of a batch, at most */
+#define CC_CHUNK_BYTES (768 << 10)      /* a chunk's col + z, about */
+#define CC_PARTIAL_BYTES (64u << 20)    /* the groups' partial dW and db, at most */
+#define CC_PAD 32                       /* floats after a chunk's scratch: the SIMD pooling
+                                           reads and writes up to 16 past a row */
+
+static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
+
+void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
+
+/* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
+
+typedef struct cc_buf {
+    float *p;
+    size_t cap; /* floats */
+} cc_buf;
+
+static pthread_key_t cc_keys[2]; /* 0: a chunk's col and z; 1: a call's partial sums */
+static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
+
+static void cc_buf_free(void *p) {
+    cc_buf *b = p;
+    free(b->p);
+    free(b);
+}
+
+static void cc_make_keys(void) {
+    for (int i = 0; i < 2; i++)
+        if (pthread_key_create(&cc_keys[i], cc_buf_free) != 0) {
+            fprintf(stderr, "fatal: kernels/cpu_conv.c: pthread_key_create failed\n");
+            abort();
+        }
+}
+
+/* This thread's scratch number `which`, of at least n floats (zeroed when grown). */
+static float *cc_scratch(int which, size_t n) {
+    pthread_once(&cc_once, cc_make_keys);
+    cc_buf *b = pthread_getspecific(cc_keys[which]);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(cc_keys[which], b) != 0) goto oom;
+    }
+    if (b->cap < n) {
+        size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+        free(b->p);
+        b->p = aligned_alloc(64, bytes);
+        if (!b->p) goto oom;
+        memset(b->p, 0, bytes);
+        b->cap = n;
+    }
+    return b->p;
+oom:
+    fprintf(stderr, "fatal: out of memory allocating %zu bytes of conv scratch\n",
+            n * sizeof(float));
+    abort();
+}
+
+/* ---- one call ---- */
+
+typedef struct cc_block {
+    kc_gemm_fn *gemm;
+    int b, c, h, w, f, act;
+    size_t istride, cstride;
+    int hw, ck, ph, pw;
+    int groups, nc; /* groups of the batch; images per chunk */
+    int gemm_only;  /* kn_cpu_gemm_only when the call began */
+    const float *x, *W, *bias;
+    /* forward */
+    float *y, *zmax_out;
+    int32_t *argmax_out;
+    /* backward */
+    const float *dy, *yin, *zmax;
+    const int32_t *argmax;
+    float *dx;
+    int dwt;        /* the groups' dW are kept transposed, (ck, f) */
+    float *partial; /* (groups, f*ck + f): each group's dW (or dW^T), then its db */
+} cc_block;
+
+static int cc_group_lo(const cc_block *k, int g) {
+    return (int)((long long)g * k->b / k->groups);
+}
+
+/* out = the n consecutive h x w planes at in, each shifted by (dy, dx) in {-1, 0, 1}:
+ * out[y][x] = in[y+dy][x+dx] within a plane, 0 where that falls outside it. One
+ * contiguous copy, then the rows and columns that fall outside are zeroed. */
+static void cc_shift_planes(float *restrict out, const float *restrict in, int n, int h, int w,
+                            int dy, int dx) {
+    size_t hw = (size_t)h * w, total = (size_t)n * hw;
+    ptrdiff_t s = (ptrdiff_t)dy * w + dx;
+    size_t a = s < 0 ? (size_t)-s : 0, e = s > 0 ? (size_t)s : 0; /* e: from the end */
+    a = a < total ? a : total;
+    e = e < total - a ? total - e : a;
+    for (size_t p = 0; p < a; p++) out[p] = 0.0f; /* a, total - e <= w + 1: no calls */
+    memcpy(out + a, in + (ptrdiff_t)a + s, (e - a) * sizeof *out);
+    for (size_t p = e; p < total; p++) out[p] = 0.0f;
+    if (dy)
+        for (int j = 0; j < n; j++) {
+            float *row = out + j * hw + (dy < 0 ? 0 : (size_t)(h - 1) * w);
+            for (int x = 0; x < w; x++) row[x] = 0.0f;
+        }
+    if (dx)
+        for (size_t r = 0, c = dx < 0 ? 0 : (size_t)w - 1; r < (size_t)n * h; r++)
+            out[r * w + c] = 0.0f;
+}
+
+/* The adjoint of cc_shift_planes: out[y+dy][x+dx] += in[y][x] where that is inside
+ * its plane. The entries of in that would leave their plane or row are zeroed first (in
+ * is scratch), so that one contiguous loop adds 0 there. */
+VECTORISE static void cc_unshift_add_planes(float *restrict out, float *restrict in, int n, int h,
+                                            int w, int dy, int dx) {
+    size_t hw = (size_t)h * w, total = (size_t)n * hw;
+    if (dy)
+        for (int j = 0; j < n; j++) {
+            float *row = in + j * hw + (dy < 0 ? 0 : (size_t)(h - 1) * w);
+            for (int x = 0; x < w; x++) row[x] = 0.0f;
+        }
+    if (dx)
+        for (size_t r = 0, c = dx < 0 ? 0 : (size_t)w - 1; r < (size_t)n * h; r++)
+            in[r * w + c] = 0.0f;
+    ptrdiff_t s = (ptrdiff_t)dy * w + dx;
+    size_t a = s < 0 ? (size_t)-s : 0, e = s > 0 ? (size_t)s : 0;
+    a = a < total ? a : total;
+    e = e < total - a ? total - e : a;
+    float *o = out + s;
+    for (size_t p = a; p < e; p++) o[p] += in[p];
+}
+
+/* col (ck, n*hw), row stride ld, of images [i0, i0+n). Where an image's planes follow
+ * the previous image's (x as (c, b, h, w), or one channel), a channel's n planes are
+ * shifted in one go. */
+static void cc_im2col(const cc_block *k, float *col, int ld, int i0, int n) {
+    int run = k->istride == (size_t)k->hw ? n : 1; /* images per shifted block */
+    for (int j = 0; j < n; j += run) {
+        const float *img = k->x + (size_t)(i0 + j) * k->istride;
+        for (int ch = 0; ch < k->c; ch++) {
+            const float *plane = img + (size_t)ch * k->cstride;
+            for (int t = 0; t < 9; t++)
+                cc_shift_planes(col + ((size_t)ch * 9 + t) * ld + (size_t)j * k->hw, plane, run,
+                                k->h, k->w, t / 3 - 1, t % 3 - 1);
+        }
+    }
+}
+
+/* dx of images [i0, i0+n) = col2im(col); col is scratch and is changed. */
+static void cc_col2im(const cc_block *k, float *col, int ld, int i0, int n) {
+    int run = k->istride == (size_t)k->hw ? n : 1;
+    for (int j = 0; j < n; j += run) {
+        float *img = k->dx + (size_t)(i0 + j) * k->istride;
+        for (int ch = 0; ch < k->c; ch++) {
+            float *plane = img + (size_t)ch * k->cstride;
+            memset(plane, 0, (size_t)run * k->hw * sizeof *plane);
+            for (int t = 0; t < 9; t++)
+                cc_unshift_add_planes(plane, col + ((size_t)ch * 9 + t) * ld + (size_t)j * k->hw,
+                                      run, k->h, k->w, t / 3 - 1, t % 3 - 1);
+        }
+    }
+}
+
+static float cc_act(int act, float v) {
+    switch (act) {
+    case KN_RELU: return v > 0.0f ? v : 0.0f;
+    case KN_TANH: return tanhf(v);
+    default: return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+    }
+}
+
+/* ---- pooling, one pair of rows at a time: r0, r1 the rows 2py and 2py+1 of a conv
+ * output plane, pw windows; the outputs of row py of the pooled plane. Arg-max indices
+ * are within the plane: top = 2py*w. ---- */
+
+/* ReLU pools first and activates the maximum, which takes the same element (the first
+ * of the largest when it is positive, else the window's first, where every activation
+ * is 0) for a quarter of the work. */
+static void cc_pool_row(const float *r0, const float *r1, int pw, int w, int32_t top, float bias,
+                        int act, float *y, int32_t *arg, float *zmax) {
+    for (int px = 0; px < pw; px++) {
+        int32_t i00 = top + 2 * px;
+        float v0 = r0[2 * px] + bias, v1 = r0[2 * px + 1] + bias;
+        float v2 = r1[2 * px] + bias, v3 = r1[2 * px + 1] + bias;
+        float m, zm;
+        int32_t a;
+        if (act == KN_RELU) {
+            m = v0;
+            a = i00;
+            a = v1 > m ? i00 + 1 : a;
+            m = v1 > m ? v1 : m;
+            a = v2 > m ? i00 + w : a;
+            m = v2 > m ? v2 : m;
+            a = v3 > m ? i00 + w + 1 : a;
+            m = v3 > m ? v3 : m;
+            zm = m > 0.0f ? m : v0;
+            a = m > 0.0f ? a : i00;
+            m = m > 0.0f ? m : 0.0f;
+        } else {
+            float u;
+            m = cc_act(act, v0);
+            a = i00;
+            zm = v0;
+            if ((u = cc_act(act, v1)) > m) m = u, a = i00 + 1, zm = v1;
+            if ((u = cc_act(act, v2)) > m) m = u, a = i00 + w, zm = v2;
+            if ((u = cc_act(act, v3)) > m) m = u, a = i00 + w + 1, zm = v3;
+        }
+        y[px] = m;
+        arg[px] = a;
+        if (zmax) zmax[px] = zm;
+    }
+}
+
+/* The gradient of a pooled row: d0, d1 (rows 2py, 2py+1 of dz, zero already) get at
+ * each window's arg-max the activation's derivative there times g; returns their sum. */
+static float cc_unpool_row(float *d0, int pw, int32_t top, int act, const float *g,
+                           const int32_t *arg, const float *y, const float *zmax) {
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    float sum = 0.0f;
+    for (int px = 0; px < pw; px++) {
+        float v;
+        if (act == KN_RELU) {
+            v = y[px] > 0.0f ? g[px] : 0.0f;
+        } else if (act == KN_TANH) {
+            v = g[px] * (1.0f - y[px] * y[px]);
+        } else {
+            float x = zmax[px];
+            float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+            float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
+            v = g[px] * (cdf + x * pdf);
+        }
+        d0[arg[px] - top] = v; /* d0 + (index - top) reaches into d1 */
+        sum += v;
+    }
+    return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CC_AVX2 __attribute__((target("avx2,fma")))
+
+/* Lanes [0, n) of a mask (n may be <= 0 or >= 8). */
+CC_AVX2 static __m256i cc_lanes(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The even and odd elements of the 16 floats at p (which may run past the row: the
+ * caller ignores those lanes, and the scratch has CC_PAD floats after its end). */
+CC_AVX2 static void cc_split(const float *p, __m256 *even, __m256 *odd) {
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 a8 a10 | a4 a6 a12 a14 */
+    __m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* cc_pool_row for ReLU, eight windows at a time: the same comparisons, lane by lane.
+ * y, arg and zmax have room for `room` >= pw outputs: where eight do not fit, the
+ * store is masked (AMD's masked stores are slow: elsewhere the lanes past pw are
+ * written and the next row overwrites them). */
+CC_AVX2 static void cc_pool_row_relu_avx2(const float *r0, const float *r1, int pw, int w,
+                                          int32_t top, float bias, float *y, int32_t *arg,
+                                          float *zmax, size_t room) {
+    const __m256 vb = _mm256_set1_ps(bias), zero = _mm256_setzero_ps();
+    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(w);
+    for (int px = 0; px < pw; px += 8) {
+        __m256 v0, v1, v2, v3;
+        cc_split(r0 + 2 * px, &v0, &v1);
+        cc_split(r1 + 2 * px, &v2, &v3);
+        v0 = _mm256_add_ps(v0, vb);
+        v1 = _mm256_add_ps(v1, vb);
+        v2 = _mm256_add_ps(v2, vb);
+        v3 = _mm256_add_ps(v3, vb);
+        __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step);
+        __m256i i01 = _mm256_add_epi32(i00, one), i10 = _mm256_add_epi32(i00, down);
+        __m256i i11 = _mm256_add_epi32(i10, one);
+        __m256 m = v0, c;
+        __m256i a = i00;
+        c = _mm256_cmp_ps(v1, m, _CMP_GT_OQ);
+        a = _mm256_blendv_epi8(a, i01, _mm256_castps_si256(c));
+        m = _mm256_blendv_ps(m, v1, c);
+        c = _mm256_cmp_ps(v2, m, _CMP_GT_OQ);
+        a = _mm256_blendv_epi8(a, i10, _mm256_castps_si256(c));
+        m = _mm256_blendv_ps(m, v2, c);
+        c = _mm256_cmp_ps(v3, m, _CMP_GT_OQ);
+        a = _mm256_blendv_epi8(a, i11, _mm256_castps_si256(c));
+        m = _mm256_blendv_ps(m, v3, c);
+        __m256 pos = _mm256_cmp_ps(m, zero, _CMP_GT_OQ);
+        __m256 yv = _mm256_blendv_ps(zero, m, pos), zv = _mm256_blendv_ps(v0, m, pos);
+        __m256i av = _mm256_blendv_epi8(i00, a, _mm256_castps_si256(pos));
+        if ((size_t)px + 8 <= room) {
+            _mm256_storeu_ps(y + px, yv);
+            _mm256_storeu_si256((__m256i *)(arg + px), av);
+            if (zmax) _mm256_storeu_ps(zmax + px, zv);
+        } else {
+            __m256i keep = cc_lanes(pw - px);
+            _mm256_maskstore_ps(y + px, keep, yv);
+            _mm256_maskstore_epi32(arg + px, keep, av);
+            if (zmax) _mm256_maskstore_ps(zmax + px, keep, zv);
+        }
+    }
+}
+
+/* Interleaves e and o into the 16 floats at p: e0 o0 e1 o1 ... */
+CC_AVX2 static void cc_merge(float *p, __m256 e, __m256 o) {
+    __m256 lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+    _mm256_storeu_ps(p, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+/* cc_unpool_row for ReLU: writes all of the first 2*pw columns of rows d0 and
+ * d1 = d0 + w (no need to zero them first), and zeros past them, up to 16 - 2*(pw % 8)
+ * floats into the rows that follow (which the caller writes after, or wants zero: the
+ * scratch has CC_PAD floats after its end). The windows go right to left, so that what
+ * the last ones put past the end of d0 (into d1) is overwritten by the first ones'.
+ * g, arg, y have `room` >= pw readable elements. The sum is taken in eight lanes. */
+CC_AVX2 static float cc_unpool_row_relu_avx2(float *d0, int pw, int w, int32_t top,
+                                             const float *g, const int32_t *arg, const float *y,
+                                             size_t room) {
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i at01 = _mm256_set1_epi32(1), at10 = _mm256_set1_epi32(w);
+    const __m256i at11 = _mm256_set1_epi32(w + 1);
+    __m256 sum = zero;
+    for (int px = (pw - 1) / 8 * 8; px >= 0; px -= 8) {
+        __m256 gv, yv;
+        __m256i av, keep = cc_lanes(pw - px);
+        if ((size_t)px + 8 <= room) {
+            gv = _mm256_loadu_ps(g + px);
+            yv = _mm256_loadu_ps(y + px);
+            av = _mm256_loadu_si256((const __m256i *)(arg + px));
+        } else {
+            gv = _mm256_maskload_ps(g + px, keep);
+            yv = _mm256_maskload_ps(y + px, keep);
+            av = _mm256_maskload_epi32(arg + px, keep);
+        }
+        __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ), _mm256_castsi256_ps(keep));
+        __m256 v = _mm256_and_ps(gv, live);
+        sum = _mm256_add_ps(sum, v);
+        __m256i rel = _mm256_sub_epi32(av, _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step));
+#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
+        cc_merge(d0 + 2 * px, CC_AT(_mm256_setzero_si256()), CC_AT(at01));
+        cc_merge(d0 + w + 2 * px, CC_AT(at10), CC_AT(at11));
+#undef CC_AT
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, sum);
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+/* cc_pool_row_relu_avx2 over the ph row pairs of a plane zp (h, w): y, arg, zmax of the
+ * pooled plane, with room for `room` >= ph*pw outputs. One call per plane, so that the
+ * rows' loop is in AVX2 code too. */
+CC_AVX2 static void cc_pool_plane_relu_avx2(const float *zp, int ph, int pw, int w, float bias,
+                                            float *y, int32_t *arg, float *zmax, size_t room) {
+    for (int py = 0; py < ph; py++) {
+        size_t q = (size_t)py * pw;
+        const float *r0 = zp + (size_t)2 * py * w;
+        cc_pool_row_relu_avx2(r0, r0 + w, pw, w, 2 * py * w, bias, y + q, arg + q,
+                              zmax ? zmax + q : NULL, room - q);
+    }
+}
+
+/* cc_unpool_row_relu_avx2 over the ph row pairs of a plane d (h, w), g, arg and y its
+ * pooled plane's, with `room` >= ph*pw readable; returns the sum of what it wrote. */
+CC_AVX2 static float cc_unpool_plane_relu_avx2(float *d, int ph, int pw, int w, const float *g,
+                                               const int32_t *arg, const float *y, size_t room) {
+    float sum = 0.0f;
+    for (int py = 0; py < ph; py++) {
+        size_t q = (size_t)py * pw;
+        sum += cc_unpool_row_relu_avx2(d + (size_t)2 * py * w, pw, w, 2 * py * w, g + q, arg + q,
+                                       y + q, room - q);
+    }
+    return sum;
+}
+#endif
+
+/* 1 where the AVX2 forms above run: x86-64 CPUs with AVX2 and FMA, unless
+ * TN_CPU_NO_SIMD=1 (the tests run both forms). */
+static int cc_avx2(void) {
+    static _Atomic int have = -1;
+    int h = atomic_load(&have);
+    if (h < 0) {
+        const char *off = getenv("TN_CPU_NO_SIMD");
+        h = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        h = !(off && *off == '1') && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+        atomic_store(&have, h);
+    }
+    return h;
+}
+
+/* y, argmax, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
+ * pool(act(z + bias)). */
+static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, int n) {
+    int w = k->w, ph = k->ph, pw = k->pw, act = k->act, simd = act == KN_RELU && cc_avx2();
+    size_t pp = (size_t)ph * pw;
+    for (int co = 0; co < k->f; co++) {
+        float bias = k->bias[co];
+        for (int j = 0; j < n; j++) {
+            const float *zp = z + (size_t)co * ld + (size_t)j * k->hw;
+            size_t o = ((size_t)co * k->b + i0 + j) * pp;
+            float *zo = k->zmax_out ? k->zmax_out + o : NULL;
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (simd) { /* room: up to the end of this chunk's planes of filter co */
+                cc_pool_plane_relu_avx2(zp, ph, pw, w, bias, k->y + o, k->argmax_out + o, zo,
+                                        ((size_t)n - j) * pp);
+                continue;
+            }
+#endif
+            for (int py = 0; py < ph; py++) {
+                size_t q = (size_t)py * pw;
+                const float *r0 = zp + (size_t)2 * py * w;
+                cc_pool_row(r0, r0 + w, pw, w, 2 * py * w, bias, act, k->y + o + q,
+                            k->argmax_out + o + q, zo ? zo + q : NULL);
+            }
+        }
+    }
+}
+
+/* dz (f, n*hw), row stride ld = n*hw, of images [i0, i0+n): the activation's derivative
+ * times dy at each arg-max, 0 elsewhere; adds each filter's sum of dz to db. */
+static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n, float *db) {
+    int w = k->w, h = k->h, ph = k->ph, pw = k->pw, act = k->act;
+    int simd = act == KN_RELU && cc_avx2();
+    size_t pp = (size_t)ph * pw, total = (size_t)k->f * k->b * pp;
+    /* The SIMD form writes all of the pooled rows and columns; the dropped ones, and the
+     * scalar form's untouched elements, must be 0. */
+    if (!simd || (h & 1) || (w & 1)) memset(dz, 0, (size_t)k->f * ld * sizeof *dz);
+    for (int co = 0; co < k->f; co++) {
+        float sum = 0.0f;
+        for (int j = 0; j < n; j++) {
+            size_t o = ((size_t)co * k->b + i0 + j) * pp;
+            float *d = dz + (size_t)co * ld + (size_t)j * k->hw;
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (simd) {
+                sum += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->argmax + o,
+                                                 k->yin + o, total - o);
+                continue;
+            }
+#endif
+            for (int py = 0; py < ph; py++) {
+                size_t q = o + (size_t)py * pw;
+                sum += cc_unpool_row(d + (size_t)2 * py * w, pw, 2 * py * w, act, k->dy + q,
+                                     k->argmax + q, k->yin + q, k->zmax ? k->zmax + q : NULL);
+            }
+        }
+        db[co] += sum;
+    }
+}
+
+/* This thread's chunk scratch: col (ck, nc*hw), then z (f, nc*hw). */
+static float *cc_chunk_scratch(const cc_block *k) {
+    return cc_scratch(0, (size_t)(k->ck + k->f) * k->nc * k->hw + CC_PAD);
+}
+
+static void cc_forward_group(void *ctx, int g) {
+    const cc_block *k = ctx;
+    int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
+    float *col = cc_chunk_scratch(k), *z = col + (size_t)k->ck * k->nc * k->hw;
+    for (int i = lo; i < hi; i += k->nc) {
+        int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
+        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
+        k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+        if (!k->gemm_only) cc_pool_forward(k, z, ld, i, n);
+    }
+}
+
+static void cc_backward_group(void *ctx, int g) {
+    const cc_block *k = ctx;
+    int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
+    size_t nw = (size_t)k->f * k->ck;
+    float *dW = k->partial + (size_t)g * (nw + k->f), *db = dW + nw;
+    float *col = cc_chunk_scratch(k), *dz = col + (size_t)k->ck * k->nc * k->hw;
+    memset(db, 0, (size_t)k->f * sizeof *db);
+    for (int i = lo; i < hi; i += k->nc) {
+        int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
+        if (!k->gemm_only) {
+            cc_pool_backward(k, dz, ld, i, n, db);
+            cc_im2col(k, col, ld, i, n);
+        }
+        float beta = i == lo ? 0.0f : 1.0f;
+        if (k->dwt) /* dW^T (ck, f) += col dz^T: the same sums (cc_plan says when) */
+            k->gemm(0, 1, k->ck, k->f, ld, 1.0f, col, ld, dz, ld, beta, dW, k->f);
+        else
+            k->gemm(0, 1, k->f, k->ck, ld, 1.0f, dz, ld, col, ld, beta, dW, k->ck);
+        if (k->dx) {
+            k->gemm(1, 0, k->ck, ld, k->f, 1.0f, k->W, k->ck, dz, ld, 0.0f, col, ld);
+            if (!k->gemm_only) cc_col2im(k, col, ld, i, n);
+        }
+    }
+}
+
+/* Fills in the plan of a call: groups, chunk size, the weight gradient's orientation. */
+static void cc_plan(cc_block *k) {
+    k->hw = k->h * k->w;
+    k->ck = k->c * 9;
+    k->ph = k->h / 2;
+    k->pw = k->w / 2;
+    size_t part = ((size_t)k->f * k->ck + k->f) * sizeof(float);
+    int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
+    while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
+    k->groups = g;
+    size_t per_image = (size_t)(k->ck + k->f) * k->hw * sizeof(float);
+    int most = (k->b + g - 1) / g; /* the largest group */
+    size_t nc = CC_CHUNK_BYTES / per_image;
+    k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;
+    k->gemm_only = atomic_load(&cc_gemm_only);
+    /* OpenBLAS (0.3.21, Haswell and SkylakeX kernels) makes the weight gradient faster as
+     * col dz^T, (ck, f), where ck >= f (the second layer: 3% and 7%); the first layer's
+     * (f = 32, ck = 9) is faster as dz col^T on AVX2. */
+    k->dwt = k->ck >= k->f;
+}
+
+/* Runs the groups on the workers when there are enough to go round (a product made
+ * inside a group then runs on its thread alone: the workers are taken); else one after
+ * the other, each product on all threads. */
+static void cc_run(cc_block *k, kw_task_fn fn) {
+    if (k->groups >= kw_threads()) {
+        kw_run(k->groups, fn, k);
+    } else {
+        for (int g = 0; g < k->groups; g++) fn(k, g);
+    }
+}
+
+void kc_conv_block_forward(kc_gemm_fn *gemm, float *y, int32_t *argmax, float *zmax,
+                           const float *x, int b, size_t istride, size_t cstride, int c, int h,
+                           int w, const float *W, const float *bias, int f, int act) {
+    if (b <= 0) return;
+    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
+                  .istride = istride, .cstride = cstride, .x = x, .W = W, .bias = bias,
+                  .y = y, .zmax_out = zmax, .argmax_out = argmax};
+    cc_plan(&k);
+    cc_run(&k, cc_forward_group);
+}
+
+/* out (rows, cols) = the sum of the groups' (rows, cols) at partial, stride apart, in
+ * group order; transposed: out (cols, rows) instead. */
+VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict partial, int rows,
+                                    int cols, size_t stride, int groups, int transposed) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = (size_t)r * cols + c;
+            float sum = partial[i];
+            for (int g = 1; g < groups; g++) sum += partial[(size_t)g * stride + i];
+            out[transposed ? (size_t)c * rows + r : i] = sum;
+        }
+}
+
+void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, const float *dy,
+                            const int32_t *argmax, const float *y, const float *zmax,
+                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
+                            int w, const float *W, int f, int act) {
+    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
+                  .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy, .yin = y,
+                  .zmax = zmax, .argmax = argmax, .dx = dx};
+    size_t nw = (size_t)f * c * 9;
+    if (b <= 0) {
+        memset(dW, 0, nw * sizeof *dW);
+        memset(db, 0, (size_t)f * sizeof *db);
+        return;
+    }
+    cc_plan(&k);
+    k.partial = cc_scratch(1, (size_t)k.groups * (nw + f));
+    cc_run(&k, cc_backward_group);
+    if (k.gemm_only) return;
+    if (k.dwt)
+        cc_sum_groups(dW, k.partial, k.ck, f, nw + f, k.groups, 1);
+    else
+        cc_sum_groups(dW, k.partial, f, k.ck, nw + f, k.groups, 0);
+    cc_sum_groups(db, k.partial + nw, 1, f, nw + f, k.groups, 0);
+}

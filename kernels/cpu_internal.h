@@ -1,0 +1,26 @@
+/*
+ * cpu_internal.h — what the CPU backend's files share (cpu.c, cpu_conv.c): the conv
+ * blocks, written once and made into both CPU tables (kn_cpu, kn_cpu_device) with the
+ * table's own matrix product, so that kn_cpu_device's tf32 and bf16 round inside a
+ * block too. Contracts: kernels.h (conv_block_forward, conv_block_backward).
+ */
+#ifndef TN_CPU_INTERNAL_H
+#define TN_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A table's gemm (kernels.h). */
+typedef void kc_gemm_fn(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* conv_block_forward and conv_block_backward with the products made by gemm. */
+void kc_conv_block_forward(kc_gemm_fn *gemm, float *y, int32_t *argmax, float *zmax,
+                           const float *x, int b, size_t istride, size_t cstride, int c, int h,
+                           int w, const float *W, const float *bias, int f, int act);
+void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, const float *dy,
+                            const int32_t *argmax, const float *y, const float *zmax,
+                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
+                            int w, const float *W, int f, int act);
+
+#endif
