@@ -150,8 +150,9 @@ def summary(tasks, runs, problem, rules, seeds):
             h = hypervolume([loss[i] for i, c in enumerate(mine["completed"]) if c], ref)
             gain.append(100 * (h / h0))
             started.append(mine["started"])
-        row["budget"] = {"hv": statistics.mean(gain), "better": sum(x > 100 for x in gain),
-                         "worse": sum(x < 100 for x in gain),
+        row["budget"] = {"hv": statistics.mean(gain),
+                         "better": sum(x > 100 + 1e-9 for x in gain),
+                         "worse": sum(x < 100 - 1e-9 for x in gain),
                          "started": statistics.mean(started)}
         out[r] = row
     return out
@@ -315,7 +316,42 @@ and the median rule, on the first metric alone (what `"policy": "asha"` or
 READING = """
 ## Reading
 
-(See the final report; this section is written from the tables above.)
+- **The dominance rule keeps the front.** At its defaults (minTrials 5, minStep 1) the
+  completed trials keep 99.95% and 99.69% of no stopping's hypervolume with two
+  metrics (24 and 50 trials) and 99.99% and 99.98% with three; it stopped a member of
+  no stopping's front in 26 of 200 two-metric studies of 24 trials (0.13 of 6.8 on
+  average). With 1, 2 or 4 trials at a time alike.
+- **But at its defaults it saves little**: 15% of the steps at 24 trials and 34% at
+  50 with two metrics, 2% and 9% with three. It acts only once 5 completed trials beat
+  a trial in every metric, and with 2 trials at a time 5 completed trials are a fifth
+  of a 24-trial study. With three metrics there is little to save without losing the
+  front at all: most random trials are on it (14.7 of 24), so an oracle stopping every
+  other trial at its first step would save 37% at 24 trials.
+- **The first metric alone loses the front.** The single-metric default rule (ASHA)
+  on metric 1 saves 63% to 66% of the steps but keeps only 86% of the hypervolume with
+  two metrics and 69% to 70% with three: it stops 4.4 of the 6.8 front members, and
+  no stopping's best trial by metric 2 in 181 of 200 studies (24 trials), because on
+  this front a trial with a poor metric 1 is one with a good metric 2. The median rule
+  on metric 1 is no better (93% to 95% with two metrics, 81% to 85% with three). Even
+  at equal compute ASHA on metric 1 ends with less hypervolume than no stopping (93%,
+  79%): the trials it adds are judged on one metric.
+- **minTrials is the knob.** Saving and loss move together with it, and minStep
+  moves along the same curve (minTrials 2 with minStep 4 is about minTrials 3 with
+  minStep 1). minTrials 3 saves twice what 5 does (29% and 48% with two metrics, 7%
+  and 19% with three) for a mean loss of 0.24% and 0.69% of the hypervolume (0.03% and
+  0.10% with three), though more studies lose over 1% (18 and 54 of 200 with two
+  metrics, against 3 and 23). minTrials 2 saves 40% and 59% but loses 1.24% at 50
+  trials; minTrials 1 saves 58% and 72% and loses 2.6% to 2.9%, stopping 2.5 to 4.1
+  front members a study.
+- **Equal compute.** Within 405 steps every dominance setting ends with at least the
+  hypervolume of no stopping on average, more the more it stops (100.7% at the
+  defaults, 102.4% with minTrials 3, 107.5% with minTrials 1, two metrics): the steps
+  saved go into more trials.
+
+Caveats: synthetic curves from one family (the single-metric benchmark's), every
+metric of a trial learning at the same pace, random search; a stopped trial is left
+off the front, as `tuner best` does; the reference points are fixed per problem, and
+a farther one would make every loss look smaller.
 """
 
 if __name__ == "__main__":
