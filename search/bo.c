@@ -461,14 +461,31 @@ typedef struct acq {
 
 /* The acquisition at the unit point u (larger is better); -HUGE_VAL when the model
  * returns something unusable. */
-static double acq_at(acq *a, const double *u, int relaxed) {
-    enc_unit(a->e, u, relaxed, a->x, a->vs);
-    double mean, var;
-    gp_predict(a->gp, a->x, &mean, &var);
+static double acq_value(const acq *a, double mean, double var) {
     double sd = sqrt(var > 0.0 ? var : 0.0);
     if (sd < BO_SD_FLOOR) sd = BO_SD_FLOOR;
     double v = a->kind == BO_UCB ? mean + a->beta * sd : gp_log_ei(mean, sd, a->best);
     return isfinite(v) ? v : -HUGE_VAL;
+}
+
+static double acq_at(acq *a, const double *u, int relaxed) {
+    enc_unit(a->e, u, relaxed, a->x, a->vs);
+    double mean, var;
+    gp_predict(a->gp, a->x, &mean, &var);
+    return acq_value(a, mean, var);
+}
+
+/* The acquisition at k unit points u (k, P), decoded (not relaxed), into order[j]
+ * (value, j): the candidates' scores, predicted together (gp_predict_many). */
+static void acq_rank(acq *a, const double *u, size_t k, ranked *order) {
+    size_t D = a->e->D, P = a->e->P;
+    double *x = tn_xmalloc((k ? k : 1) * D * sizeof *x);
+    double *mv = tn_xmalloc((k ? k : 1) * 2 * sizeof *mv);
+    for (size_t j = 0; j < k; j++) enc_unit(a->e, u + j * P, 0, x + j * D, a->vs);
+    gp_predict_many(a->gp, x, k, mv, mv + k);
+    for (size_t j = 0; j < k; j++) order[j] = (ranked){acq_value(a, mv[j], mv[k + j]), j};
+    free(mv);
+    free(x);
 }
 
 /* Nelder-Mead's objective: minus the acquisition at the relaxed point with the free
@@ -723,7 +740,7 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
     double *x = tn_xmalloc(D * sizeof *x), *ua = tn_xmalloc(P * sizeof *ua);
     acq a = {&e, gp, o->acquisition, o->ucb_beta > 0.0 ? o->ucb_beta : 2.0, best,
              x, vs, ua, free_dims, 0};
-    for (size_t k = 0; k < nc; k++) order[k] = (ranked){acq_at(&a, cand + k * P, 0), k};
+    acq_rank(&a, cand, nc, order);
     qsort(order, nc, sizeof *order, ranked_cmp);
 
     /* The best candidates that are not taken, refined; the winner is the best of them

@@ -732,24 +732,54 @@ done:
 
 /* ---- Using the model ---- */
 
-void gp_predict(const gp_model *m, const double *x, double *mean, double *var) {
+/* Rows predicted together: GP_PREDICT_ROWS x n kernel values, a few hundred KiB at
+ * the largest model (500 points), stay in cache through the triangular solve. */
+#define GP_PREDICT_ROWS 128
+
+void gp_predict_many(const gp_model *m, const double *x, size_t k, double *mean, double *var) {
     size_t n = m->n, d = m->d;
-    double *kbuf = tn_xmalloc(n * sizeof(double));
+    size_t rows = k < GP_PREDICT_ROWS ? k : GP_PREDICT_ROWS;
+    double *kx = tn_xmalloc((rows ? rows : 1) * n * sizeof(double)); /* (rows, n) k(x_j, X_i) */
     const double *alpha = m->alpha->data; /* stride 1: allocated by gsl_vector_alloc */
-    double mu = m->m, v2 = m->s2;
-    for (size_t i = 0; i < n; i++) {
-        kbuf[i] = m->s2 * matern52(SQRT5 * scaled_dist(x, m->X + i * d, m->inv_l, d));
-        mu += kbuf[i] * alpha[i];
+    for (size_t j0 = 0; j0 < k; j0 += rows) {
+        size_t r = k - j0 < rows ? k - j0 : rows;
+        for (size_t j = 0; j < r; j++) {
+            const double *xj = x + (j0 + j) * d;
+            double *kj = kx + j * n, mu = m->m;
+            for (size_t i = 0; i < n; i++) {
+                kj[i] = m->s2 * matern52(SQRT5 * scaled_dist(xj, m->X + i * d, m->inv_l, d));
+                mu += kj[i] * alpha[i];
+            }
+            mean[j0 + j] = m->y_mean + m->y_sd * mu;
+        }
+        /* V = Kx L^-T, so row j of V is (L^-1 k_j)' and var_j = s2 - |V_j|^2: one
+         * triangular solve with r right-hand sides instead of r solves (for one, the
+         * vector solve: the matrix one would pack L first) */
+        int ok;
+        if (r == 1) {
+            gsl_vector_view kv = gsl_vector_view_array(kx, n);
+            ok = gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, m->L, &kv.vector) ==
+                 GSL_SUCCESS;
+        } else {
+            gsl_matrix_view kv = gsl_matrix_view_array(kx, r, n);
+            ok = gsl_blas_dtrsm(CblasRight, CblasLower, CblasTrans, CblasNonUnit, 1.0, m->L,
+                                &kv.matrix) == GSL_SUCCESS;
+        }
+        for (size_t j = 0; j < r; j++) {
+            double v2 = m->s2;
+            if (ok) { /* (else, which cannot happen: the sizes match, the prior variance) */
+                const double *vj = kx + j * n;
+                for (size_t i = 0; i < n; i++) v2 -= vj[i] * vj[i];
+            }
+            if (!(v2 > 0)) v2 = 0;
+            var[j0 + j] = m->y_sd * m->y_sd * v2;
+        }
     }
-    /* v = L^-1 k*, var = s2 - v'v */
-    gsl_vector_view kv = gsl_vector_view_array(kbuf, n);
-    if (gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, m->L, &kv.vector) == GSL_SUCCESS) {
-        for (size_t i = 0; i < n; i++) v2 -= kbuf[i] * kbuf[i];
-    } /* else (cannot happen: the sizes match) the prior variance stands */
-    free(kbuf);
-    if (!(v2 > 0)) v2 = 0;
-    *mean = m->y_mean + m->y_sd * mu;
-    *var = m->y_sd * m->y_sd * v2;
+    free(kx);
+}
+
+void gp_predict(const gp_model *m, const double *x, double *mean, double *var) {
+    gp_predict_many(m, x, 1, mean, var);
 }
 
 void gp_get_hyper(const gp_model *m, gp_hyper *h, double *jitter, double *log_likelihood) {

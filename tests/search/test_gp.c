@@ -436,6 +436,53 @@ static void test_large_n_subset(void) {
     gp_free(m);
 }
 
+/* gp_predict_many at many points (more than one block of rows, and a last partial
+ * block) gives what gp_predict gives at each; on a small model it matches the
+ * reference; none is asked for without harm. */
+static void test_predict_many(void) {
+    enum { N = 160, D = 2, K = 300 };
+    static double X[N * D], y[N], xs[K * D], mean[K], var[K];
+    fit_case c = {"bowl", N, D, 0.01, f_bowl};
+    make_data(&c, 23, X, y);
+    double logl[D] = {log(0.3), log(0.2)};
+    gp_hyper h = {logl, log(1.1), log(0.01), NULL, 0};
+    gp_model *m = NULL;
+    CHECK_INT_EQ(gp_fit_fixed(X, y, N, D, &h, &m, NULL, 0), 0);
+    if (!m) return;
+    uniform_points(xs, K, D, 24);
+    for (size_t i = 0; i < D; i++) xs[i] = X[i]; /* a measured point: variance near 0 */
+    gp_predict_many(m, xs, K, mean, var);
+    int bad = 0;
+    for (size_t j = 0; j < K; j++) {
+        double m1, v1;
+        gp_predict(m, xs + j * D, &m1, &v1);
+        if (fabs(mean[j] - m1) > 1e-9 * (1 + fabs(m1)) || fabs(var[j] - v1) > 1e-9 ||
+            !(var[j] >= 0)) {
+            if (bad++ < 3)
+                printf("  point %zu: many %g %g, one %g %g\n", j, mean[j], var[j], m1, v1);
+        }
+    }
+    CHECK_INT_EQ(bad, 0);
+    CHECK(var[0] < 0.02);
+    gp_predict_many(m, xs, 0, mean, var);
+    gp_free(m);
+
+    double ls5[2] = {0.3, 0.6}, logl5[2] = {log(0.3), log(0.6)};
+    gp_hyper h5 = {logl5, log(1.3), log(0.02), NULL, 0};
+    CHECK_INT_EQ(gp_fit_fixed(X5, y5, 5, 2, &h5, &m, NULL, 0), 0);
+    if (!m) return;
+    ref_gp g;
+    ref_fit(&g, 5, 2, X5, y5, ls5, 1.3, 0.02);
+    gp_predict_many(m, xs, 7, mean, var);
+    for (size_t j = 0; j < 7; j++) {
+        double rm, rv;
+        ref_predict(&g, xs + j * 2, &rm, &rv);
+        CHECK_NEAR(mean[j], rm, 1e-10, 1e-10);
+        CHECK_NEAR(var[j], rv, 1e-10, 1e-9);
+    }
+    gp_free(m);
+}
+
 /* ---- Grouped lengthscales ---- */
 
 /* log ML + log prior at theta = (log l_0 .. log l_{L-1}, log s2, log s2n) with the
@@ -735,6 +782,7 @@ int main(void) {
     RUN(test_all_equal_y);
     RUN(test_single_point);
     RUN(test_large_n_subset);
+    RUN(test_predict_many);
     RUN(test_groups);
     RUN(test_bad_arguments);
     RUN(test_options_and_seeds);
