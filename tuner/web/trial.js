@@ -41,7 +41,7 @@ export function openTrial(n) {
   clear($('tv-replica'));
   $('tv-log').textContent = '';
   setText($('tv-log-note'), '');
-  invalidate('tvCurve', 'curvesHL', 'pcHL');
+  invalidate('tvCurve', 'curvesHL', 'pcHL', 'paretoHL');
   highlightBest();
   refillRows(n);
   invalidate('table');
@@ -58,7 +58,7 @@ export function closeTrial(push) {
   clearTimeout(tv.detailTimer);
   $('trial-view').hidden = true;
   refillRows();
-  invalidate('table', 'curvesHL', 'pcHL');
+  invalidate('table', 'curvesHL', 'pcHL', 'paretoHL');
   highlightBest();
   if (push) {
     writeRoute(S.name, null, true);
