@@ -12,9 +12,15 @@ categorical value of the study and a line each replica prints are planted HTML
 (<img src=x onerror=...>, <script>...</script>): they must show as text and never run.
 Then, once the run has ended, `tuner serve` serves the same store: the page shows the
 finished study, the trial view shows a log tail, and the "Cancel study" button asks for
-the token and cancels a second, stored study. No console errors and no CSP violations
+the token and cancels a second, stored study. Between the two, studies of two and three
+metrics (told by `tuner tell`, one metric id planted HTML) show the Pareto panel: one
+point per SUCCEEDED trial, the front's points and table rows are the API's "pareto",
+every metric in the table, an axis selector re-plots, hover and click reach a trial, a
+value told meanwhile joins the front live; a study of one metric has no such panel.
+No console errors and no CSP violations
 are allowed anywhere. Screenshots (1366x768) go to WORKDIR: dashboard-live.png (while
-running) and dashboard.png (the finished study; docs/dashboard.png is a copy of one).
+running), dashboard.png (the finished study; docs/dashboard.png is a copy of one) and
+dashboard-pareto.png (the three-metric study).
 
 Prints "ok NAME" / "FAIL NAME: why" per check and exits non-zero when anything failed.
 Without chromium, chromedriver or selenium it FAILS (it does not skip): install them with
@@ -28,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 HINT = ("install them with `sudo scripts/install-deps.sh` (Debian packages chromium, "
         "chromium-driver, python3-selenium)")
@@ -38,7 +45,9 @@ try:
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 except ImportError:
     # Debian's python3-selenium is installed for /usr/bin/python3; another python3 may
     # come first on PATH (pyenv, a venv): run again with Debian's.
@@ -272,6 +281,7 @@ return {
   optAxis: Array.from(document.querySelectorAll('#pc-axes g[data-axis="opt"] title')).map((e) => e.textContent),
   lrScale: (document.querySelector('#pc-axes g[data-axis="lr"]') || {getAttribute: () => null}).getAttribute('data-scale'),
   optCells: Array.from(document.querySelectorAll('#trial-body td.param')).map((e) => e.textContent),
+  paretoShown: !$('pareto-card').hidden,
   pixels: (function () {
     /* the canvases are not blank */
     const c = $('curves-canvas'), p = $('pc-canvas');
@@ -305,6 +315,167 @@ def open_trial_view(d, name):
     text = wait_for(lambda: d.execute_script(
         "const p = document.getElementById('tv-log'); return p.getAttribute('data-loaded') && p.textContent"), 10)
     return text or ""
+
+
+# ---- the Pareto front: studies of two and three metrics, told by `tuner tell` -------
+# Goals: ACC maximised, the others minimised. The first metric's id is planted HTML.
+METRIC_PLANT = '<img src=x onerror="window.__pwned=1">acc'
+PARETO2 = ("dash_pareto2", [(METRIC_PLANT, "MAXIMIZE"), ("latency_ms", "MINIMIZE")], [
+    (0.80, 10), (0.90, 20), (0.85, 25), (0.70, 5), "failed", (0.95, 40), (0.90, 20),
+    (0.60, 30), "open", (0.75, 12)])
+# front: 1, 2, 4, 6, 7 (7 a duplicate of 2); 3, 8, 10 dominated; 5 failed; 9 running
+PARETO3 = ("dash_pareto3", [("acc", "MAXIMIZE"), ("lat", "MINIMIZE"), ("<b>mem</b>", "MINIMIZE")], [
+    (0.90, 20, 100), (0.80, 10, 100), (0.80, 20, 50), (0.70, 25, 120), (0.85, 15, 200),
+    (0.60, 30, 40), (0.79, 11, 110)])
+# front: 1, 2, 3, 5, 6; of (acc, lat) alone 1, 2, 5; of (acc, mem) alone 1, 3, 6
+
+
+def tuner_cmd(*args):
+    return subprocess.run([TUNER] + [str(a) for a in args], env=env, capture_output=True, text=True)
+
+
+def make_pareto_studies():
+    for name, metrics, outcomes in (PARETO2, PARETO3):
+        s = {"jobId": name, "trainingInput": {"hyperparameters": {
+            "maxTrials": 20, "algorithm": "RANDOM_SEARCH",
+            "metrics": [{"metricId": m, "goal": g} for m, g in metrics],
+            "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 0.1,
+                        "scaleType": "UNIT_LOG_SCALE"}]}}}
+        with open(name + ".json", "w") as f:
+            json.dump(s, f)
+        r = tuner_cmd("create", name + ".json")
+        if r.returncode:
+            fail(name + "_create", r.stdout + r.stderr)
+            return
+        for o in outcomes:
+            n = json.loads(tuner_cmd("ask", name).stdout)["trial"]
+            if o == "failed":
+                r = tuner_cmd("tell", name, n, "--failed")
+            elif o != "open":
+                r = tuner_cmd("tell", name, n, *o)
+            if r.returncode:
+                fail(name + "_tell", r.stdout + r.stderr)
+
+
+def api_get(base, path):
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        return json.loads(r.read().decode())
+
+
+JS_PARETO = """
+const $ = (id) => document.getElementById(id);
+const svg = $('pareto-chart'), step = document.querySelector('#pareto-chart path.pareto-step');
+const nums = (s) => s ? s.split(',').map(Number) : [];
+return {
+  ready: document.body.dataset.ready === '1',
+  name: $('study-name').textContent,
+  shown: !$('pareto-card').hidden,
+  points: Number(svg.getAttribute('data-points') || -1),
+  front: nums(svg.getAttribute('data-front')),
+  circles: Array.from(document.querySelectorAll('#pareto-chart .pareto-front circle')).map((c) => Number(c.dataset.trial)),
+  line: nums(step ? step.dataset.trials : ''),
+  step: step ? step.getAttribute('d') : '',
+  study: svg.getAttribute('data-study'),
+  x: svg.getAttribute('data-x'), y: svg.getAttribute('data-y'),
+  titles: Array.from(document.querySelectorAll('#pareto-chart text.title')).map((e) => e.firstChild.textContent),
+  options: Array.from(document.querySelectorAll('#pareto-x option')).map((e) => e.textContent),
+  head: Array.from(document.querySelectorAll('#pareto-head th')).map((e) => e.getAttribute('title') || e.textContent),
+  sorted: Array.from(document.querySelectorAll('#pareto-head th')).map((e) => e.getAttribute('aria-sort')),
+  rows: Array.from(document.querySelectorAll('#pareto-body tr')).map((tr) =>
+    [Number(tr.dataset.trial)].concat(Array.from(tr.querySelectorAll('td')).slice(1).map((td) => td.textContent))),
+  tableHead: Array.from(document.querySelectorAll('#trial-head th')).map((e) => e.textContent),
+  goal: $('study-goal').textContent,
+  tip: $('pareto-tip').hidden ? null : $('pareto-tip').textContent,
+};
+"""
+
+
+def pareto_checks(d, base):
+    """The Pareto panel of the two- and three-metric studies, against the API."""
+    for name, metrics, outcomes in (PARETO2, PARETO3):
+        m = len(metrics)
+        d.get(base + "#study=" + name)
+        st = wait_for(lambda: (lambda p: p if p["ready"] and p["study"] == name and p["shown"] else None)(
+            d.execute_script(JS_PARETO)), 15)
+        if not check(name + "_panel_shown", st, str(d.execute_script(JS_PARETO))):
+            continue
+        study = api_get(base, "api/studies/" + name)
+        trials = {t["number"]: t for t in api_get(base, "api/studies/%s/trials?limit=1000" % name)["trials"]}
+        done = [n for n, t in trials.items() if t["state"] == "SUCCEEDED"]
+        pareto = sorted(study["pareto"])
+        check(name + "_one_point_per_trial", st["points"] == len(done) == len([o for o in outcomes if isinstance(o, tuple)]),
+              "%d points, %d SUCCEEDED trials" % (st["points"], len(done)))
+        check(name + "_front_is_api_pareto", st["front"] == pareto and sorted(st["circles"]) == pareto,
+              "page %s, circles %s, API %s" % (st["front"], st["circles"], pareto))
+        check(name + "_axes_default", st["x"] == "0" and st["y"] == "1", "%s %s" % (st["x"], st["y"]))
+        check(name + "_axis_titles", len(st["titles"]) == 2 and st["titles"][0].startswith(metrics[0][0]) and
+              "maximise" in st["titles"][0] and st["titles"][1].startswith(metrics[1][0]) and "minimise" in st["titles"][1],
+              str(st["titles"]))
+        check(name + "_selector_options", [o.rsplit(" ", 1)[0] for o in st["options"]] == [x[0] for x in metrics],
+              str(st["options"]))
+        check(name + "_table_head", all(any(h.startswith(mid) for h in st["head"]) for mid, _ in metrics),
+              str(st["head"]))
+        rows_ok = sorted(r[0] for r in st["rows"]) == pareto and all(
+            len(r) >= 1 + m and all(float(r[1 + k]) == trials[r[0]]["values"][k] for k in range(m)) for r in st["rows"])
+        check(name + "_table_is_front_with_every_metric", rows_ok, "rows %s, API pareto %s" % (st["rows"], pareto))
+        check(name + "_main_table_metric_columns", all(mid in st["tableHead"] for mid, _ in metrics), str(st["tableHead"]))
+        check(name + "_goal_names_metrics", all(mid in st["goal"] for mid, _ in metrics), st["goal"])
+        # the table sorts by a metric: ascending by the second (minimised) metric
+        d.find_element(By.CSS_SELECTOR, "#pareto-head th:nth-child(3) button").click()
+        srt = wait_for(lambda: (lambda p: p if p["sorted"][2] == "ascending" else None)(d.execute_script(JS_PARETO)), 5)
+        check(name + "_table_sorts", srt and [float(r[2]) for r in srt["rows"]] == sorted(float(r[2]) for r in srt["rows"]),
+              str(srt and srt["rows"]))
+
+    # two metrics: the step line joins the front; a click on a front point opens it
+    name = PARETO2[0]
+    d.get(base + "#study=" + name)
+    st = wait_for(lambda: (lambda p: p if p["ready"] and p["study"] == name else None)(
+        d.execute_script(JS_PARETO)), 15)
+    check("pareto2_step_line_is_front", st and st["line"] == st["front"], str(st))
+    dot = d.find_element(By.CSS_SELECTOR, '#pareto-chart .pareto-front circle[data-trial="6"]')
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", dot)
+    ActionChains(d).move_to_element(dot).perform()
+    tip = wait_for(lambda: d.execute_script(JS_PARETO)["tip"], 5)
+    check("pareto_hover_tip", tip and tip.startswith("trial 6 ") and "on the Pareto front" in tip and METRIC_PLANT in tip,
+          repr(tip))
+    ActionChains(d).move_to_element(dot).click().perform()
+    opened = wait_for(lambda: d.find_element(By.ID, "trial-view").is_displayed() and
+                      d.find_element(By.ID, "tv-title").text == "Trial 6" and "trial=6" in d.current_url, 5)
+    check("pareto_click_opens_trial", opened, d.current_url)
+    facts = d.execute_script("return Array.from(document.querySelectorAll('#tv-facts dt')).map((e) => e.textContent)")
+    check("trial_view_every_metric", METRIC_PLANT in facts and "latency_ms" in facts, str(facts))
+    d.find_element(By.ID, "tv-close").click()
+    # live: the open trial (9) is told a value that joins the front; no reload
+    d.execute_script("window.__tn_marker = 'pareto page';")
+    r = tuner_cmd("tell", name, 9, 0.99, 45)
+    st = wait_for(lambda: (lambda p: p if 9 in p["front"] else None)(d.execute_script(JS_PARETO)), 10)
+    pareto = sorted(api_get(base, "api/studies/" + name)["pareto"])
+    check("pareto_live", r.returncode == 0 and st and st["front"] == pareto and st["points"] == 9 and
+          9 in [x[0] for x in st["rows"]] and d.execute_script("return window.__tn_marker") == "pareto page",
+          "tell: %s; page %s; API %s" % (r.stderr.strip(), st and st["front"], pareto))
+
+    # three metrics: another axis re-plots (same points, same front, another step line)
+    name = PARETO3[0]
+    d.get(base + "#study=" + name)
+    before = wait_for(lambda: (lambda p: p if p["ready"] and p["study"] == name else None)(
+        d.execute_script(JS_PARETO)), 15)
+    check("pareto3_line_of_two_metrics", before and before["line"] == [1, 2, 5], str(before and before["line"]))
+    Select(d.find_element(By.ID, "pareto-y")).select_by_value("2")
+    after = wait_for(lambda: (lambda p: p if p["y"] == "2" else None)(d.execute_script(JS_PARETO)), 5)
+    check("pareto_axis_switch_replots", after and before and after["x"] == "0" and after["line"] == [1, 3, 6] and
+          after["step"] != before["step"] and after["front"] == before["front"] and after["points"] == before["points"] and
+          after["titles"][1].startswith("<b>mem</b>") and "minimise" in after["titles"][1],
+          "before %s; after %s" % (before, after))
+    # the same metric on both axes is not offered: x takes y's old metric instead
+    Select(d.find_element(By.ID, "pareto-x")).select_by_value("2")
+    swapped = wait_for(lambda: (lambda p: p if p["x"] == "2" else None)(d.execute_script(JS_PARETO)), 5)
+    check("pareto_axis_swap", swapped and swapped["y"] == "0", str(swapped and (swapped["x"], swapped["y"])))
+    s = state(d)
+    check("pareto_not_pwned", s["pwned"] == "undefined" and s["imgs"] == 0 and s["scripts"] == 1,
+          "pwned %s, %d img, %d script elements" % (s["pwned"], s["imgs"], s["scripts"]))
+    d.save_screenshot(os.path.join(WORK, "dashboard-pareto.png"))
+    bad = drain_console(d)
+    check("pareto_console_clean", not bad, "; ".join(bad))
 
 
 # ---- phase 1: a running study ---------------------------------------------------------
@@ -367,6 +538,7 @@ try:
         rc = None
     check("run_exit0", rc == 0, "tuner run exited %s; see %s/run.out" % (rc, WORK))
     trials = []
+    make_pareto_studies()
     cancel_spec = spec("dash_cancel", 3)
     subprocess.run([TUNER, "create", cancel_spec], env=env, check=False, stdout=subprocess.DEVNULL)
     serve = start(["serve", "--listen=127.0.0.1:0"], os.path.join(WORK, "serve.out"))
@@ -381,6 +553,7 @@ try:
         c = s["counts"]
         check("counts_add_up", c.get("SUCCEEDED", 0) + c.get("FAILED", 0) + c.get("STOPPED", 0) == TRIALS, str(c))
         check("final_state", s["state"] == "SUCCEEDED", s["state"])
+        check("one_metric_no_pareto_panel", not s["paretoShown"], "a study of one metric shows the Pareto panel")
         check("dots_per_valued_trial", s["dots"] == c.get("SUCCEEDED", 0) + c.get("STOPPED", 0), "%d dots, %s" % (s["dots"], c))
         trials = json.loads(subprocess.run([TUNER, "trials", "dash_live", "--format=json"], env=env,
                                            capture_output=True, text=True).stdout or "[]")
@@ -416,9 +589,12 @@ try:
     d.execute_script("window.scrollTo(0, 0)")
     d.save_screenshot(os.path.join(WORK, "dashboard.png"))
 
+    pareto_checks(d, base)
+
     # Cancel the stored study from the page: the token is asked for; a wrong one is refused.
     d.find_element(By.XPATH, "//ul[@id='study-list']//button[.//span[text()='dash_cancel']]").click()
     check("switch_study", wait_for(lambda: state(d)["name"] == "dash_cancel" and state(d)["ready"], 10), state(d)["name"])
+    check("pareto_panel_gone", wait_for(lambda: not state(d)["paretoShown"], 5), "the Pareto panel stayed for a study of one metric")
     d.find_element(By.ID, "cancel-btn").click()
     asked = wait_for(lambda: d.find_element(By.ID, "cancel-token").is_displayed(), 5)
     check("cancel_asks_token", asked, "no token field in the dialog")

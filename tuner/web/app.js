@@ -11,8 +11,8 @@
  *  - one EventSource for the selected study; events change the in-memory model and
  *    mark what must be redrawn; redraws happen once per animation frame, and the
  *    heavy charts (canvas) are redrawn at most as often as their cost allows;
- *  - imports point one way, down this list: util, api, model, charts, table, trial,
- *    summary, app. The one call upwards, navigate(), reaches route() here through
+ *  - imports point one way, down this list: util, api, model, charts, pareto, table,
+ *    trial, summary, app. The one call upwards, navigate(), reaches route() here through
  *    model.js's onNavigate.
  */
 import { $, setText, isNum, readColours } from './util.js';
@@ -24,6 +24,7 @@ import {
   S, invalidate, newCurve, addPoint, isLive, recount, readRoute, writeRoute, onNavigate
 } from './model.js';
 import { bindCharts, curveToBase, pcTrialChanged } from './charts.js';
+import { buildPareto, bindPareto } from './pareto.js';
 import {
   buildTableHead, buildStateFilter, queryTable, tableChanged, updateRow, removeRows, tickRows,
   bindTable
@@ -161,8 +162,9 @@ function loadStudy() {
     $('study-body').hidden = false;
     buildTableHead();
     buildStateFilter();
+    buildPareto();
     recount();
-    invalidate('summary', 'best', 'curves', 'pc', 'list');
+    invalidate('summary', 'best', 'curves', 'pc', 'pareto', 'list');
     queryTable(true);
     /* ready once the study is drawn: this frame callback runs after frame() */
     requestAnimationFrame(function () { document.body.setAttribute('data-ready', '1'); });
@@ -215,8 +217,8 @@ function applyTrial(t) {
     if (isLive(was) && !isLive(t.state)) { curveToBase(cur); invalidate('curvesLive'); }
     else invalidate('curves');
   }
-  if (!old || old.state !== t.state || old.value !== t.value) {
-    invalidate('summary', 'best');
+  if (!old || old.state !== t.state || old.value !== t.value || String(old.values) !== String(t.values)) {
+    invalidate('summary', 'best', 'pareto');
     pcTrialChanged(old, t);
   }
   updateRow(t);
@@ -296,6 +298,7 @@ function start() {
   readColours();
   readToken();
   bindCharts();
+  bindPareto();
   bindTable();
   bindTrialView();
   bindCancel();
@@ -307,10 +310,10 @@ function start() {
     if (mq.addEventListener) mq.addEventListener('change', onTheme);
   }
   if (window.ResizeObserver) {
-    var ro = new ResizeObserver(function () { invalidate('best', 'curves', 'pc', 'tvCurve'); });
-    ['best-chart-box', 'curves-box', 'pc-box'].forEach(function (id) { ro.observe($(id)); });
+    var ro = new ResizeObserver(function () { invalidate('best', 'curves', 'pc', 'pareto', 'tvCurve'); });
+    ['best-chart-box', 'curves-box', 'pc-box', 'pareto-box'].forEach(function (id) { ro.observe($(id)); });
   } else {
-    window.addEventListener('resize', function () { invalidate('best', 'curves', 'pc', 'tvCurve'); });
+    window.addEventListener('resize', function () { invalidate('best', 'curves', 'pc', 'pareto', 'tvCurve'); });
   }
   setInterval(tick, 1000);
   /* the list of studies: on study events (at most every 5 s), and every 10 s for

@@ -112,11 +112,12 @@ function bindBestHover() {
   svg.addEventListener('click', function (ev) { var p = pick(ev); if (p) navigate(S.name, p.t.number); });
 }
 
-function setHover(n) {
+/* The trial under the pointer in a chart (or none): outlined in every chart. */
+export function setHover(n) {
   if (S.hover === n) return;
   S.hover = n;
   highlightBest();
-  invalidate('curvesHL', 'pcHL');
+  invalidate('curvesHL', 'pcHL', 'paretoHL');
 }
 
 /* ------------------------------------------------------------ curves chart */

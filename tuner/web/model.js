@@ -85,17 +85,19 @@ export function invalidate() {
   if (!rafPending) { rafPending = true; requestAnimationFrame(frame); }
 }
 /* The redraws, by key; summary.js (list, summary), charts.js (best, curves*, pc*),
- * table.js (table) and trial.js (tvCurve) fill it in. */
+ * pareto.js (pareto*), table.js (table) and trial.js (tvCurve) fill it in. */
 export var RENDER = {};
-var ORDER = ['list', 'summary', 'best', 'curves', 'curvesLive', 'curvesHL', 'pc', 'pcLive', 'pcHL', 'table', 'tvCurve'];
+var ORDER = ['list', 'summary', 'best', 'curves', 'curvesLive', 'curvesHL', 'pc', 'pcLive', 'pcHL', 'pareto',
+  'paretoTable', 'paretoHL', 'table', 'tvCurve'];
 /* The full redraws of the big charts cost the most: at most one a frame. */
-var HEAVY = { best: 1, curves: 1, pc: 1 };
+var HEAVY = { best: 1, curves: 1, pc: 1, pareto: 1 };
 function frame() {
   rafPending = false;
   var d = dirty;
   dirty = new Set();
   if (d.has('curves')) d.delete('curvesLive');
   if (d.has('pc')) d.delete('pcLive');
+  if (d.has('pareto')) d.delete('paretoTable');
   var heavy = false;
   ORDER.forEach(function (k) {
     if (!d.has(k)) return;

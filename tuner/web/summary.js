@@ -64,7 +64,9 @@ RENDER.summary = function () {
   var badge = $('study-state');
   setText(badge, st.state);
   badge.className = 'badge st-' + st.state;
-  setText($('study-goal'), (st.goal === 'MINIMIZE' ? 'minimize ' : 'maximize ') + (st.metric || S.metric));
+  var ms = Array.isArray(st.metrics) && st.metrics.length > 1 ? st.metrics : null;
+  setText($('study-goal'), ms ? ms.map(function (m) { return (m.goal === 'MINIMIZE' ? 'minimize ' : 'maximize ') + m.metricId; }).join(' · ')
+    : (st.goal === 'MINIMIZE' ? 'minimize ' : 'maximize ') + (st.metric || S.metric));
   var err = $('study-error');
   err.hidden = !st.error;
   setText(err, st.error ? 'error: ' + st.error : '');

@@ -41,6 +41,11 @@ export function buildTableHead() {
   columns = [{ key: 'number', label: 'Trial', sort: 'number', num: true },
     { key: 'state', label: 'State', sort: 'state' },
     { key: 'value', label: S.metric || 'objective', sort: 'value', num: true }];
+  /* a study of several metrics: the others after the first (the objective), unsorted */
+  var metrics = (S.study && Array.isArray(S.study.metrics)) ? S.study.metrics : [];
+  metrics.forEach(function (m, i) {
+    if (i > 0 && m) columns.push({ key: 'm:' + i, label: String(m.metricId), metric: i, num: true });
+  });
   params.forEach(function (p) { columns.push({ key: 'p:' + p.name, label: p.name, param: p.name, num: p.type !== 'CATEGORICAL' }); });
   columns.push({ key: 'last_step', label: 'Step', num: true },
     { key: 'duration', label: 'Duration', sort: 'duration', num: true },
@@ -52,7 +57,7 @@ export function buildTableHead() {
       b.addEventListener('click', function () { sortBy(c.sort); });
       c.th = th;
     } else th.textContent = c.label;
-    if (c.param) th.setAttribute('title', c.label);
+    if (c.param || c.metric) th.setAttribute('title', c.label);
   });
   markSort();
 }
@@ -200,7 +205,7 @@ function makeRow(n) {
   return r;
 }
 function fillRow(r, t) {
-  var sig = t.state + '|' + t.value + '|' + t.duration + '|' + t.last_step + '|' + t.restarts + '|' + (S.best && S.best.trial === t.number) + '|' + (S.open === t.number);
+  var sig = t.state + '|' + t.value + '|' + t.values + '|' + t.duration + '|' + t.last_step + '|' + t.restarts + '|' + (S.best && S.best.trial === t.number) + '|' + (S.open === t.number);
   if (sig === r.sig) return;
   r.sig = sig;
   var c = r.cells;
@@ -210,6 +215,10 @@ function fillRow(r, t) {
   c.value.classList.toggle('best-mark', !!(S.best && S.best.trial === t.number));
   if (S.best && S.best.trial === t.number) c.value.setAttribute('title', 'best so far'); else c.value.removeAttribute('title');
   columns.forEach(function (col) {
+    if (col.metric) {
+      var mv = Array.isArray(t.values) ? t.values[col.metric] : null;
+      setText(c[col.key], typeof mv === 'number' ? fmtNum(mv) : '–');
+    }
     if (!col.param) return;
     var v = t.params ? t.params[col.param] : null;
     var inactive = t.params && !(col.param in t.params); /* a conditional parameter this trial does not have */

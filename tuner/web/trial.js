@@ -41,7 +41,7 @@ export function openTrial(n) {
   clear($('tv-replica'));
   $('tv-log').textContent = '';
   setText($('tv-log-note'), '');
-  invalidate('tvCurve', 'curvesHL', 'pcHL');
+  invalidate('tvCurve', 'curvesHL', 'pcHL', 'paretoHL');
   highlightBest();
   refillRows(n);
   invalidate('table');
@@ -58,7 +58,7 @@ export function closeTrial(push) {
   clearTimeout(tv.detailTimer);
   $('trial-view').hidden = true;
   refillRows();
-  invalidate('table', 'curvesHL', 'pcHL');
+  invalidate('table', 'curvesHL', 'pcHL', 'paretoHL');
   highlightBest();
   if (push) {
     writeRoute(S.name, null, true);
@@ -125,11 +125,16 @@ function renderTrialFacts(t) {
   var dl = $('tv-facts');
   clear(dl);
   if (!t) return;
-  [[S.metric, t.value == null ? '–' : fmtNum(t.value)], ['duration', fmtDur(liveDuration(t))],
+  var ms = (S.study && Array.isArray(S.study.metrics) && S.study.metrics.length > 1) ? S.study.metrics : null;
+  var values = ms ? ms.map(function (m, i) {
+    var v = Array.isArray(t.values) ? t.values[i] : null;
+    return [String(m.metricId), typeof v === 'number' ? fmtNum(v) : i === 0 && t.value != null ? fmtNum(t.value) : '–'];
+  }) : [[S.metric, t.value == null ? '–' : fmtNum(t.value)]];
+  values.concat([['duration', fmtDur(liveDuration(t))],
     ['last step', t.last_step == null ? '–' : fmtNum(t.last_step)],
     ['started', fmtTime(t.started, true)], ['finished', fmtTime(t.finished, true)],
     ['attempts / restarts', (t.attempts == null ? '–' : t.attempts) + ' / ' + (t.restarts == null ? '–' : t.restarts)]
-  ].forEach(function (f) {
+  ]).forEach(function (f) {
     var d = el('div', null, dl);
     el('dt', null, d, f[0]);
     el('dd', null, d, f[1]);
