@@ -523,16 +523,19 @@ static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, siz
 }
 
 /* Steps a bound statement (brc: the result of binding) that returns at most one row,
- * reads the row into row with fn, and resets the statement: 0, 1 when there is no row,
- * or a negative code with err. */
+ * reads the row into row with fn, and resets the statement: 0 with *found (whether
+ * there was a row), or a negative code with err. */
 static int read_one(st_store *s, sqlite3_stmt *st, int brc, const char *op, row_reader fn,
-                    void *row, char *err, size_t errlen) {
-    int src = brc, rc;
+                    void *row, int *found, char *err, size_t errlen) {
+    int src = brc, rc = 0;
+    *found = 0;
     if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
+    if (src == SQLITE_ROW) {
+        *found = 1;
         rc = fn(st, row, err, errlen);
-    else
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    } else if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+    }
     done(st);
     return rc;
 }
@@ -992,16 +995,18 @@ fail:
     return rc;
 }
 
-int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t errlen) {
-    assert(s && name && out);
+int st_study_get(st_store *s, const char *name, st_study *out, int *found, char *err,
+                 size_t errlen) {
+    assert(s && name && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[256];
     snprintf(op, sizeof op, "reading study %s", name);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "t", name), op, read_study, out, err, errlen);
-    if (rc < 0) st_study_clear(out);
+    rc = read_one(s, st, bind(st, "t", name), op, read_study, out, found, err, errlen);
+    if (rc) st_study_clear(out);
     return rc;
 }
 
@@ -1185,18 +1190,20 @@ fail:
     return rc;
 }
 
-int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, char *err,
-                 size_t errlen) {
-    assert(s && out);
+int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, int *found,
+                 char *err, size_t errlen) {
+    assert(s && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "reading trial %lld of study %lld", (long long)number,
              (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_GET, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "ii", study_id, number), op, read_trial, out, err, errlen);
-    if (rc < 0) st_trial_clear(out);
+    rc = read_one(s, st, bind(st, "ii", study_id, number), op, read_trial, out, found, err,
+                  errlen);
+    if (rc) st_trial_clear(out);
     return rc;
 }
 
@@ -1470,16 +1477,18 @@ void st_events_free(st_event *list, size_t n) {
  * Reads for the dashboard
  * --------------------------------------------------------------------------------- */
 
-int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t errlen) {
-    assert(s && out);
+int st_study_get_id(st_store *s, int64_t id, st_study *out, int *found, char *err,
+                    size_t errlen) {
+    assert(s && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "reading study %lld", (long long)id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET_ID, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "i", id), op, read_study, out, err, errlen);
-    if (rc < 0) st_study_clear(out);
+    rc = read_one(s, st, bind(st, "i", id), op, read_study, out, found, err, errlen);
+    if (rc) st_study_clear(out);
     return rc;
 }
 
@@ -1514,9 +1523,8 @@ typedef struct cancel_txn {
 static int cancel_in_txn(st_store *s, void *arg) {
     cancel_txn *c = arg;
     st_study study;
-    int rc = st_study_get_id(s, c->id, &study, c->err, c->errlen);
-    if (rc != 0) return rc < 0 ? rc : 0;
-    c->found = 1;
+    int rc = st_study_get_id(s, c->id, &study, &c->found, c->err, c->errlen);
+    if (rc || !c->found) return rc;
     c->was = study.state;
     if (!st_study_state_final(study.state))
         rc = st_study_set_state(s, study.id, ST_STUDY_CANCELLED, NULL, c->err, c->errlen);
@@ -1524,14 +1532,16 @@ static int cancel_in_txn(st_store *s, void *arg) {
     return rc;
 }
 
-int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, char *err,
+int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *found, char *err,
                     size_t errlen) {
-    assert(s);
+    assert(s && found);
     cancel_txn c = {.id = study_id, .err = err, .errlen = errlen};
+    *found = 0;
     int rc = st_transaction(s, cancel_in_txn, &c, err, errlen);
     if (rc) return rc;
     if (c.found && was) *was = c.was;
-    return c.found ? 0 : 1;
+    *found = c.found;
+    return 0;
 }
 
 /* Steps a bound statement (brc: the result of binding) and appends its trial rows to
@@ -1593,15 +1603,16 @@ static int read_best(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
 }
 
 int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
-                  char *err, size_t errlen) {
-    assert(s && number && value);
+                  int *found, char *err, size_t errlen) {
+    assert(s && number && value && found);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "finding the best trial of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, maximize ? Q_TRIAL_BEST_MAX : Q_TRIAL_BEST_MIN, &st, op, err, errlen);
     if (rc) return rc;
     best_row row = {number, value};
-    return read_one(s, st, bind(st, "i", study_id), op, read_best, &row, err, errlen);
+    return read_one(s, st, bind(st, "i", study_id), op, read_best, &row, found, err, errlen);
 }
 
 int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,

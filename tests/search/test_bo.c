@@ -493,6 +493,7 @@ static void test_stopped_not_modelled(void) {
 /* When the model cannot be fitted the suggestion is random search's point for
  * (seed, index), legal, and the note says so. */
 static void test_fallback_forced(void) {
+    int ex;
     sp_space s;
     make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(0);
@@ -506,7 +507,7 @@ static void test_fallback_forced(void) {
     double v[MAXP], r[MAXP];
     char note[256];
     CHECK_INT_EQ(bo_suggest(&s, &st.h, 11, 12, &o, v, note, sizeof note), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, &ex, NULL, 0), 0);
     CHECK(all_legal(&s, v));
     CHECK(memcmp(v, r, s.n * sizeof *v) == 0);
     CHECK_STR_CONTAINS(note, "could not be fitted");
@@ -613,6 +614,7 @@ static void test_many_dimensions(void) {
 /* On a smooth 4-D bowl, 30 trials of the sampler find a better point than 30 of
  * random search, for each of several seeds. */
 static void test_beats_random(void) {
+    int ex;
     sp_space s;
     make_unit_space(&s, 4);
     for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -621,7 +623,7 @@ static void test_beats_random(void) {
         for (uint64_t k = 0; k < 30; k++) {
             double v[4], r[4];
             CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, &ex, NULL, 0), 0);
             double y = objective_of(&s, v), yr = objective_of(&s, r);
             study_add(v, 4, SP_COMPLETE, y);
             if (y < best_bo) best_bo = y;
@@ -727,6 +729,7 @@ static void make_opt_space(sp_space *s) {
 /* The conditional optimum is found in 40 trials, better than random search's best,
  * for each of several seeds. */
 static void test_conditional_optimum(void) {
+    int ex;
     sp_space s;
     make_opt_space(&s);
     for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -735,7 +738,7 @@ static void test_conditional_optimum(void) {
         for (uint64_t k = 0; k < 40; k++) {
             double v[4], r[4];
             CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, &ex, NULL, 0), 0);
             CHECK(sp_point_is_legal(&s, v) && sp_point_is_legal(&s, r));
             double y = opt_objective(v), yr = opt_objective(r);
             study_add(v, 4, SP_COMPLETE, y);

@@ -519,28 +519,33 @@ static sp_space mixed_space(void) {
 }
 
 static void test_suggest_grid(void) {
+    int ex;
     const sp_param ps[] = {P_INT("a", SP_LINEAR, 1, 2), P_CAT("b", cats3)};
     sp_space s = make_space(ps, 2);
     char note[128] = "junk";
     for (uint64_t k = 0; k < 6; k++) {
         double out[2], want[2];
         sp_grid_point(&s, k, want);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, k, out, note, sizeof note), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, k, out, &ex, note, sizeof note), 0);
+        CHECK(!ex);
         CHECK(out[0] == want[0] && out[1] == want[1]);
         CHECK(note[0] == '\0');
     }
     double out[2];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, 6, out, NULL, 0), SP_EXHAUSTED);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, UINT64_MAX, out, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, 6, out, &ex, NULL, 0), 0);
+    CHECK(ex);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, UINT64_MAX, out, &ex, NULL, 0), 0);
+    CHECK(ex);
     sp_space_clear(&s);
 
     sp_space m = mixed_space(); /* has DOUBLEs */
     double mo[7];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &m, NULL, 42, 0, mo, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &m, NULL, 42, 0, mo, &ex, NULL, 0), TN_EINVAL);
     sp_space_clear(&m);
 }
 
 static void test_suggest_random(void) {
+    int ex;
     sp_space s = mixed_space();
     const size_t n = s.n;
     double a[7], b[7];
@@ -552,28 +557,28 @@ static void test_suggest_random(void) {
     double sum_drop = 0;
     for (uint64_t seed = 0; seed < 3; seed++) {
         for (uint64_t k = 0; k < 200; k++) {
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, a, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, a, &ex, NULL, 0), 0);
             for (size_t j = 0; j < n; j++) {
                 CHECK_MSG(sp_is_legal(&s.params[j], a[j]), "%s = %g", s.params[j].name, a[j]);
             }
             /* Same (seed, index), any history: the same point. */
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &empty, seed, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &empty, seed, k, b, &ex, NULL, 0), 0);
             CHECK(memcmp(a, b, sizeof a) == 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &full, seed, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &full, seed, k, b, &ex, NULL, 0), 0);
             CHECK(memcmp(a, b, sizeof a) == 0);
             /* Another index or another seed: another point. */
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k + 1, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k + 1, b, &ex, NULL, 0), 0);
             CHECK(a[0] != b[0]);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed + 1000, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed + 1000, k, b, &ex, NULL, 0), 0);
             CHECK(a[0] != b[0]);
             sum_drop += a[2];
         }
     }
     CHECK_NEAR(sum_drop / 600, 0.25, 0.03, 0); /* uniform on [0, 0.5] */
     /* The order of asking does not matter. */
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, a, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 2, b, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, b, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, a, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 2, b, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, b, &ex, NULL, 0), 0);
     CHECK(memcmp(a, b, sizeof a) == 0);
     sp_space_clear(&s);
 }
@@ -582,14 +587,15 @@ static void test_suggest_random(void) {
  * no history its points come from the space-filling design, not random search;
  * legal, reproducible, with no note. */
 static void test_suggest_unspecified(void) {
+    int ex;
     sp_space s = mixed_space();
     double a[7], b[7];
     char note[256] = "junk";
     sp_history empty = {.trials = NULL, .n = 0, .maximize = 1};
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, a, note, sizeof note), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, a, &ex, note, sizeof note), 0);
     CHECK(note[0] == '\0');
     for (size_t i = 0; i < s.n; i++) CHECK(sp_is_legal(&s.params[i], a[i]));
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, b, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, b, &ex, NULL, 0), 0);
     CHECK(memcmp(a, b, sizeof a) == 0);
     CHECK(sp_uses_history(SP_ALGO_UNSPECIFIED));
     CHECK(!sp_uses_history(SP_ALGO_RANDOM) && !sp_uses_history(SP_ALGO_GRID));
@@ -597,13 +603,15 @@ static void test_suggest_unspecified(void) {
 }
 
 static void test_suggest_rejects(void) {
+    int ex;
     sp_space s = mixed_space();
     double out[7];
     char note[64] = "junk";
-    CHECK_INT_EQ(sp_suggest(0, &s, NULL, 1, 0, out, note, sizeof note), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(0, &s, NULL, 1, 0, out, &ex, note, sizeof note), TN_EINVAL);
     CHECK(note[0] == '\0');
-    CHECK_INT_EQ(sp_suggest(99, &s, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, NULL, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(99, &s, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, NULL, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 1, 0, out, NULL, NULL, 0), TN_EINVAL);
     sp_space_clear(&s);
 
     /* Spaces no sampler can draw from. */
@@ -622,16 +630,18 @@ static void test_suggest_rejects(void) {
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         sp_space b = make_space(&bad[k], 1);
-        CHECK_MSG(sp_suggest(SP_ALGO_RANDOM, &b, NULL, 1, 0, out, NULL, 0) == TN_EINVAL,
+        CHECK_MSG(sp_suggest(SP_ALGO_RANDOM, &b, NULL, 1, 0, out, &ex, NULL, 0) == TN_EINVAL,
                   "bad space %zu accepted", k);
         sp_space_clear(&b);
     }
 
     /* An empty space has one (empty) point. */
     sp_space e = {0};
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &e, NULL, 1, 0, NULL, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 0, NULL, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 1, NULL, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &e, NULL, 1, 0, NULL, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 0, NULL, &ex, NULL, 0), 0);
+    CHECK(!ex);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 1, NULL, &ex, NULL, 0), 0);
+    CHECK(ex);
 }
 
 /* ---- Conditional parameters ---- */
@@ -710,6 +720,7 @@ static void test_conditions(void) {
 /* The grid of the tree holds every active combination once: the distinct masked
  * points of the full product, 18 of them. */
 static void test_conditional_grid(void) {
+    int ex;
     sp_space s = tree_space(0);
     double brute[72][5];
     size_t nb = 0;
@@ -743,7 +754,7 @@ static void test_conditional_grid(void) {
     sp_space d = tree_space(1);
     CHECK_INT_EQ(sp_grid_size(&d), 0);
     double out[5];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &d, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &d, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
     sp_space_clear(&d);
     sp_space_clear(&s);
 
@@ -767,11 +778,12 @@ static void test_conditional_grid(void) {
     for (uint64_t k = 0; k < 6; k++) {
         double a[3], b[3];
         sp_grid_point(&g, k, a);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, k, b, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, k, b, &ex, NULL, 0), 0);
         CHECK(same_point(a, b, 3));
     }
     double v3[3];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, 6, v3, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, 6, v3, &ex, NULL, 0), 0);
+    CHECK(ex);
     sp_space_clear(&g);
 
     /* Two children active at one value multiply; a child under every value. */
@@ -815,14 +827,15 @@ static void test_conditional_grid_huge(void) {
  * condition says, and the same draws as the space without conditions (a draw per
  * parameter, active or not, then masked). */
 static void test_conditional_random(void) {
+    int ex;
     sp_space s = tree_space(1), flat = tree_space(1);
     for (size_t i = 0; i < flat.n; i++) flat.params[i].conditional = 0;
     int mom = 0, nest = 0, beta = 0;
     const int N = 3000;
     for (int k = 0; k < N; k++) {
         double a[5], b[5];
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 7, (uint64_t)k, a, NULL, 0), 0);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &flat, NULL, 7, (uint64_t)k, b, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 7, (uint64_t)k, a, &ex, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &flat, NULL, 7, (uint64_t)k, b, &ex, NULL, 0), 0);
         CHECK(sp_point_is_legal(&s, a));
         for (size_t i = 0; i < 5; i++) CHECK(isnan(a[i]) || a[i] == b[i]);
         sp_mask_inactive(&s, b);
@@ -837,7 +850,7 @@ static void test_conditional_random(void) {
     /* Bayesian optimisation with no history: legal points of the tree too */
     for (uint64_t k = 0; k < 8; k++) {
         double a[5];
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, NULL, 7, k, a, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, NULL, 7, k, a, &ex, NULL, 0), 0);
         CHECK(sp_point_is_legal(&s, a));
     }
     sp_space_clear(&flat);
@@ -846,6 +859,7 @@ static void test_conditional_random(void) {
 
 /* Conditions no sampler can follow are refused by every algorithm. */
 static void test_conditional_rejects(void) {
+    int ex;
     static double when_none[] = {0}, when_bad_cat[] = {3}, when_frac[] = {1.5};
     const sp_param root_cat = P_CAT("opt", cats3), root_dbl = P_DOUBLE("x", SP_LINEAR, 0, 1);
     const sp_param root_int = P_INT("n", SP_LINEAR, 1, 4), leaf = P_INT("k", SP_LINEAR, 1, 2);
@@ -867,7 +881,7 @@ static void test_conditional_rejects(void) {
         double out[2];
         CHECK_MSG(!sp_conditions_ok(&s), "%s: accepted", bad[k].why);
         for (int algo = SP_ALGO_UNSPECIFIED; algo <= SP_ALGO_RANDOM; algo++)
-            CHECK_MSG(sp_suggest(algo, &s, NULL, 1, 0, out, NULL, 0) == TN_EINVAL,
+            CHECK_MSG(sp_suggest(algo, &s, NULL, 1, 0, out, &ex, NULL, 0) == TN_EINVAL,
                       "%s: algorithm %d accepted it", bad[k].why, algo);
         sp_space_clear(&s);
     }

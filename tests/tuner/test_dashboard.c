@@ -486,6 +486,7 @@ static void schema_text(const char *path, char *buf, size_t len) {
 }
 
 static void test_migration_from_v1(void) {
+    int found;
     char path[PATH_LEN], fresh[PATH_LEN], err[512] = "";
     fmt_path(path, "%s/v1.db", tmpdir);
     fmt_path(fresh, "%s/v2.db", tmpdir);
@@ -509,11 +510,11 @@ static void test_migration_from_v1(void) {
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
     CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
     st_study study;
-    CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
+    CHECK(st_study_get(s, "old", &study, &found, err, sizeof err) == 0 && found && study.seed == 5 &&
           study.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&study);
     st_trial t;
-    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.has_objective &&
+    CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.has_objective &&
           t.objective == 0.75 && t.changed == 0 && t.executor_job == NULL);
     st_trial_clear(&t);
     st_measurement *ms = NULL;
@@ -561,7 +562,8 @@ static void set_trial(st_store *s, int64_t id, int64_t number, st_trial_state st
                       double started, double finished) {
     st_trial t;
     char err[512];
-    CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
+    int found;
+    CHECK(st_trial_get(s, id, number, &t, &found, err, sizeof err) == 0 && found);
     t.state = state;
     t.has_objective = !isnan(obj);
     t.objective = isnan(obj) ? 0 : obj;
@@ -619,6 +621,7 @@ static void test_change_sequences(void) {
 }
 
 static void test_trial_page(void) {
+    int found;
     int64_t id;
     st_store *s = store_with_study("page.db", &id);
     if (!s) return;
@@ -681,8 +684,8 @@ static void test_trial_page(void) {
     }
     int64_t number = 0;
     double value = 0;
-    CHECK(st_trial_best(s, id, 1, &number, &value, err, sizeof err) == 0 && number == 3 && value == 0.9);
-    CHECK(st_trial_best(s, id, 0, &number, &value, err, sizeof err) == 0 && number == 1 && value == 0.5);
+    CHECK(st_trial_best(s, id, 1, &number, &value, &found, err, sizeof err) == 0 && found && number == 3 && value == 0.9);
+    CHECK(st_trial_best(s, id, 0, &number, &value, &found, err, sizeof err) == 0 && found && number == 1 && value == 0.5);
     double first, last;
     int64_t active;
     CHECK(st_trial_span(s, id, &first, &last, &active, err, sizeof err) == 0 && first == 100 &&
@@ -691,23 +694,25 @@ static void test_trial_page(void) {
 }
 
 static void test_cancel(void) {
+    int found;
     int64_t id;
     st_store *s = store_with_study("cancel.db", &id);
     if (!s) return;
     char err[512];
     st_study_state was = ST_STUDY_CREATED;
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_RUNNING);
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_RUNNING);
     st_study study;
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+    CHECK(st_study_get_id(s, id, &study, &found, err, sizeof err) == 0 && found &&
           study.state == ST_STUDY_CANCELLED);
     st_study_clear(&study);
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_CANCELLED);
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_CANCELLED);
     CHECK(st_study_set_state(s, id, ST_STUDY_SUCCEEDED, NULL, err, sizeof err) == 0);
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_SUCCEEDED);
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_SUCCEEDED);
+    CHECK(st_study_get_id(s, id, &study, &found, err, sizeof err) == 0 && found &&
           study.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&study);
-    CHECK_INT_EQ(st_study_cancel(s, 99, &was, err, sizeof err), 1);
+    CHECK_INT_EQ(st_study_cancel(s, 99, &was, &found, err, sizeof err), 0);
+    CHECK(!found);
     api_reply r = {0};
     api_cancel(s, "s", &r);
     CHECK_INT_EQ(r.status, 409);
@@ -882,6 +887,7 @@ static void test_trials_endpoint_errors(void) {
  * (trials 1, 3 and 4: trial 2 is beaten by 3 in both; a failed trial never counts),
  * and each trial's values in the metrics' order. */
 static void test_two_metrics(void) {
+    int found;
     static const char two_spec[] =
         "{\"jobId\": \"s\", \"trainingInput\": {\"hyperparameters\": {\"metrics\": ["
         "{\"metricId\": \"score\", \"goal\": \"MAXIMIZE\"}, "
@@ -902,7 +908,7 @@ static void test_two_metrics(void) {
     for (int i = 0; i < 5; i++) {
         CHECK(st_trial_create(s, id, "{\"x\": 0.5}", ST_TRIAL_RUNNING, &number, err, sizeof err) == 0);
         st_trial t;
-        CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
+        CHECK(st_trial_get(s, id, number, &t, &found, err, sizeof err) == 0 && found);
         t.state = i == 4 ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
         t.has_objective = 1;
         t.objective = values[i][0];
@@ -957,6 +963,7 @@ static int count_prefix(const char *text, const char *prefix) {
 }
 
 static void test_event_stream_text(void) {
+    int gone;
     int64_t id, n;
     st_store *s = store_with_study("sse.db", &id);
     if (!s) return;
@@ -971,7 +978,7 @@ static void test_event_stream_text(void) {
     add_point(s, id, n, "chief:0", 1, 1.0, 0.25);
     st_measurement m = {.step = 2, .replica = "chief:0", .metrics = "{\"loss\": 1}", .timestamp = 2};
     st_measurement_add(s, id, n, &m, err, sizeof err);
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone);
     CHECK(w.version == 2 && w.head.trials == 1 && w.head.measurements == 2);
     tn_buf b = {0};
     int events = api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err);
@@ -987,7 +994,7 @@ static void test_event_stream_text(void) {
     CHECK_STR_CONTAINS(b.data, "event: study\nid: 1.2\ndata: {\"id\":1,\"name\":\"s\"");
     tn_buf_clear(&b);
     /* nothing new: nothing sent, the version stays */
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0 && w.version == 2);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone && w.version == 2);
     CHECK_INT_EQ(api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err), 0);
     /* a batch cut short sends no measurements (they may be of trials not sent yet) */
     for (int i = 0; i < 3; i++) {
@@ -1003,7 +1010,7 @@ static void test_event_stream_text(void) {
     /* the study's state is part of what a poll notices */
     CHECK(st_study_set_state(s, id, ST_STUDY_STOPPED, NULL, err, sizeof err) == 0);
     uint64_t before = w.version;
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0 && w.version == before + 1);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone && w.version == before + 1);
     CHECK_STR_CONTAINS(w.entry, "\"state\":\"STOPPED\"");
     api_watch_clear(&w);
     api_reply_clear(&r);
