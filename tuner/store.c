@@ -408,9 +408,7 @@ static int prep(st_store *s, enum query q, sqlite3_stmt **out, const char *op, c
  *   'i' int64_t   't' const char * (NULL binds NULL)   'r' double
  *   'z' double, NULL when 0 (a time not yet set)   'n' double, NULL when NaN
  *   'p' int64_t, NULL when 0 or below   'N' int64_t, NULL when below 0 */
-static int bind(sqlite3_stmt *st, const char *types, ...) {
-    va_list ap;
-    va_start(ap, types);
+static int vbind(sqlite3_stmt *st, const char *types, va_list ap) {
     int rc = SQLITE_OK;
     for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
         int idx = i + 1;
@@ -445,6 +443,13 @@ static int bind(sqlite3_stmt *st, const char *types, ...) {
         default: assert(!"bad bind type"); rc = SQLITE_MISUSE;
         }
     }
+    return rc;
+}
+
+static int bind(sqlite3_stmt *st, const char *types, ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = vbind(st, types, ap);
     va_end(ap);
     return rc;
 }
@@ -459,6 +464,22 @@ static int step_done(st_store *s, sqlite3_stmt *st, int brc, const char *op, cha
     int ret = rc == SQLITE_DONE ? 0 : fail(s, rc, op, err, errlen);
     done(st);
     return ret;
+}
+
+/* Runs the cached statement q, which returns no rows, with ?1, ?2, ... bound to the
+ * values of `types` (as bind's): 0, or a negative code with err; *xrc (NULL: not
+ * wanted) gets the step's (extended) result, to tell a failed constraint. */
+static int write_q(st_store *s, enum query q, const char *op, int *xrc, char *err,
+                   size_t errlen, const char *types, ...) {
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, q, &st, op, err, errlen);
+    if (xrc) *xrc = SQLITE_OK;
+    if (rc) return rc;
+    va_list ap;
+    va_start(ap, types);
+    int brc = vbind(st, types, ap);
+    va_end(ap);
+    return step_done(s, st, brc, op, err, errlen, xrc);
 }
 
 /* Runs the cached statement q, which takes no parameters and returns no rows. */
@@ -587,6 +608,14 @@ static int tx_commit(st_store *s, const char *op, char *err, size_t errlen) {
         s->depth--;
         return 0;
     }
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+/* Ends the innermost transaction: commits it when rc is 0, else rolls it back and
+ * returns rc. */
+static int tx_end(st_store *s, int rc, const char *op, char *err, size_t errlen) {
+    if (rc == 0) return tx_commit(s, op, err, errlen);
     tx_rollback(s, err, errlen);
     return rc;
 }
@@ -976,23 +1005,14 @@ int st_study_create(st_store *s, const char *name, const char *spec_json, int64_
     assert(s && name && spec_json && (unsigned)state < ST_STUDY_NSTATES);
     char op[256];
     snprintf(op, sizeof op, "creating study %s", name);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_STUDY_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "tttir", name, spec_json, st_study_state_name(state), seed, now()), op, err,
-                   errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_UNIQUE)
-            rc = tn_error(err, errlen, TN_EINVAL, "a study named %s already exists", name);
-        goto fail;
-    }
-    if (id) *id = sqlite3_last_insert_rowid(s->db);
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_STUDY_INSERT, op, &xrc, err, errlen, "tttir", name, spec_json,
+                 st_study_state_name(state), seed, now());
+    if (rc && xrc == SQLITE_CONSTRAINT_UNIQUE)
+        rc = tn_error(err, errlen, TN_EINVAL, "a study named %s already exists", name);
+    if (rc == 0 && id) *id = sqlite3_last_insert_rowid(s->db);
+    return tx_end(s, rc, op, err, errlen);
 }
 
 int st_study_get(st_store *s, const char *name, st_study *out, int *found, char *err,
@@ -1034,22 +1054,14 @@ int st_study_set_state(st_store *s, int64_t id, st_study_state state, const char
     assert(s && (unsigned)state < ST_STUDY_NSTATES);
     char op[96];
     snprintf(op, sizeof op, "setting the state of study %lld", (long long)id);
-    sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_STUDY_SET_STATE, &st, op, err, errlen)) ||
-        (rc = step_done(s, st, bind(st, "ittr", id, st_study_state_name(state), error, now()), op, err, errlen,
-                        NULL)))
-        goto fail;
-    if (sqlite3_changes(s->db) == 0) {
+    rc = write_q(s, Q_STUDY_SET_STATE, op, NULL, err, errlen, "ittr", id,
+                 st_study_state_name(state), error, now());
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
         rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
                       (long long)id);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    return tx_end(s, rc, op, err, errlen);
 }
 
 void st_study_clear(st_study *st) {
@@ -1170,19 +1182,15 @@ int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
     done(st);
     if (rc) goto fail;
 
-    if ((rc = prep(s, Q_TRIAL_INSERT, &st, op, err, errlen))) goto fail;
     double t = now();
     double started = state == ST_TRIAL_RUNNING ? t : 0;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "iittrz", study_id, next, params_json, st_trial_state_name(state), t, started),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path,
-                          op, (long long)study_id);
-        goto fail;
-    }
-    if ((rc = tx_commit(s, op, err, errlen))) return rc;
+    int xrc;
+    rc = write_q(s, Q_TRIAL_INSERT, op, &xrc, err, errlen, "iittrz", study_id, next,
+                 params_json, st_trial_state_name(state), t, started);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                      (long long)study_id);
+    if ((rc = tx_end(s, rc, op, err, errlen))) return rc;
     if (number) *number = next;
     return 0;
 fail:
@@ -1255,29 +1263,18 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
         }
         snprintf(values + len, sizeof values - len, "]");
     }
-    sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
-        (rc = step_done(s, st,
-                        bind(st, "iitnzziittt", t->study_id, t->number,
-                             st_trial_state_name(t->state),
-                             t->has_objective ? t->objective : NAN, t->started, t->finished,
-                             (int64_t)t->attempts, (int64_t)t->restarts, t->error,
-                             t->executor_job, nvalues >= 2 ? values : NULL),
-                        op, err, errlen, NULL)))
-        goto fail;
-    if (sqlite3_changes(s->db) == 0) {
+    rc = write_q(s, Q_TRIAL_UPDATE, op, NULL, err, errlen, "iitnzziittt", t->study_id,
+                 t->number, st_trial_state_name(t->state),
+                 t->has_objective ? t->objective : NAN, t->started, t->finished,
+                 (int64_t)t->attempts, (int64_t)t->restarts, t->error, t->executor_job,
+                 nvalues >= 2 ? values : NULL);
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
         rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
-        goto fail;
-    }
-    if ((rc = prep(s, Q_STUDY_TOUCH, &st, op, err, errlen)) ||
-        (rc = step_done(s, st, bind(st, "ir", t->study_id, now()), op, err, errlen, NULL)))
-        goto fail;
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    if (rc == 0)
+        rc = write_q(s, Q_STUDY_TOUCH, op, NULL, err, errlen, "ir", t->study_id, now());
+    return tx_end(s, rc, op, err, errlen);
 }
 
 int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
@@ -1328,24 +1325,13 @@ int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_me
     if (!m->replica || !m->metrics || !isfinite(m->timestamp))
         return tn_error(err, errlen, TN_EINVAL,
                         "%s: a measurement needs a replica, metrics and a finite timestamp", op);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_MEASUREMENT_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st,
-                   bind(st, "iitirtp", study_id, trial, m->replica, m->step, m->timestamp,
-                        m->metrics, (int64_t)m->attempt),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_MEASUREMENT_INSERT, op, &xrc, err, errlen, "iitirtp", study_id, trial,
+                 m->replica, m->step, m->timestamp, m->metrics, (int64_t)m->attempt);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
+    return tx_end(s, rc, op, err, errlen);
 }
 
 static int read_measurement(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
@@ -1404,26 +1390,15 @@ int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e
         return tn_error(err, errlen, TN_EINVAL,
                         "%s: exit code %d or signal %d out of range", op, e->exit_code,
                         e->signal);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_EVENT_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st,
-                   bind(st, "iirtttNp", study_id, trial, e->time != 0 ? e->time : now(),
-                        e->replica, e->kind, e->detail,
-                        (int64_t)(e->has_exit_code ? e->exit_code : -1), (int64_t)e->signal),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
-                          (long long)study_id);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_EVENT_INSERT, op, &xrc, err, errlen, "iirtttNp", study_id, trial,
+                 e->time != 0 ? e->time : now(), e->replica, e->kind, e->detail,
+                 (int64_t)(e->has_exit_code ? e->exit_code : -1), (int64_t)e->signal);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                      (long long)study_id);
+    return tx_end(s, rc, op, err, errlen);
 }
 
 static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
