@@ -81,6 +81,29 @@ static st_store *store_with(const char *file, const tn_spec *spec, st_study *stu
     return st;
 }
 
+/* make_spec, then store_with in NAME.db: the store, with *spec and *study (close them
+ * with close_study), or NULL (reported; nothing left to free). */
+static st_store *open_study(const char *name, const char *algorithm, const double *values,
+                            size_t n, int max_trials, int parallel, int max_failed,
+                            int ask_tell, tn_spec *spec, st_study *study) {
+    if (make_spec(name, algorithm, values, n, max_trials, parallel, max_failed, ask_tell,
+                  spec) != 0) {
+        CHECK_MSG(0, "the spec of %s does not parse", name);
+        return NULL;
+    }
+    char file[128];
+    snprintf(file, sizeof file, "%s.db", name);
+    st_store *st = store_with(file, spec, study);
+    if (!st) spec_clear(spec);
+    return st;
+}
+
+static void close_study(st_store *st, st_study *study, tn_spec *spec) {
+    st_study_clear(study);
+    st_close(st);
+    spec_clear(spec);
+}
+
 static study_opts quiet_opts(void) {
     return (study_opts){.cores = 2, .oversubscribe = 1, .poll_seconds = 0.05,
                         .grace_seconds = 1};
@@ -102,12 +125,8 @@ static void test_grid_study_runs_to_the_end(void) {
     int outcome, found;
     static const double xs[] = {1, 2, 3, 4};
     tn_spec spec;
-    if (make_spec("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec) != 0) {
-        CHECK_MSG(0, "the grid spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("grid.db", &spec, &study);
+    st_store *st = open_study("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec, &study);
     if (!st) return;
     study_opts o = quiet_opts();
     char err[1024] = "";
@@ -137,9 +156,7 @@ static void test_grid_study_runs_to_the_end(void) {
     CHECK(st_study_get(st, "grid", &now, &found, err, sizeof err) == 0 && found &&
           now.state == ST_STUDY_SUCCEEDED && now.error == NULL);
     st_study_clear(&now);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* Reports x as "score" and a cost by x: x = 1 reports cost 100, then 9 (the last by
@@ -224,9 +241,7 @@ static void test_two_metrics(void) {
     st_study now;
     CHECK(st_study_get(st, "two", &now, &found, err, sizeof err) == 0 && found && now.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&now);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* Three steps, 0.3 s apart, of score and cost by x: x = 1 and 2 are good at every
@@ -297,21 +312,15 @@ static void test_two_metrics_dominance(void) {
         }
     }
     st_trials_free(t, n);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_failures_end_the_study(void) {
     int outcome, found;
     static const double xs[] = {-5, -4, -3, -2, -1};
     tn_spec spec;
-    if (make_spec("failing", "RANDOM_SEARCH", xs, 5, 5, 1, 2, 0, &spec) != 0) {
-        CHECK_MSG(0, "the failing spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("failing.db", &spec, &study);
+    st_store *st = open_study("failing", "RANDOM_SEARCH", xs, 5, 5, 1, 2, 0, &spec, &study);
     if (!st) return;
     study_opts o = quiet_opts();
     char err[2048] = "";
@@ -330,21 +339,15 @@ static void test_failures_end_the_study(void) {
     rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
     CHECK_INT_EQ(rc, TN_EINVAL);
     CHECK_STR_CONTAINS(err, "already has 2 failed trials");
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_resume_runs_what_was_left(void) {
     int outcome, found;
     static const double xs[] = {1, 2, 3};
     tn_spec spec;
-    if (make_spec("resumed", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec) != 0) {
-        CHECK_MSG(0, "the resumed spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("resumed.db", &spec, &study);
+    st_store *st = open_study("resumed", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     /* what a crashed run left: trial 1 done, trial 2 started but never finished */
@@ -375,9 +378,7 @@ static void test_resume_runs_what_was_left(void) {
         CHECK(all[2].state == ST_TRIAL_SUCCEEDED && all[2].objective == 3); /* the rest */
     }
     st_trials_free(all, n);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* tell with a value of each metric: stored in order, the first the objective; the
@@ -386,12 +387,8 @@ static void test_tell_values(void) {
     int found, exhausted;
     static const double xs[] = {0.25, 0.5};
     tn_spec spec;
-    if (make_spec("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
-        CHECK_MSG(0, "the ask/tell spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("tellv.db", &spec, &study);
+    st_store *st = open_study("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0;
@@ -412,21 +409,15 @@ static void test_tell_values(void) {
     CHECK(t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.nvalues == 2 &&
           t.values[1] == -2);
     st_trial_clear(&t);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_ask_and_tell(void) {
     int found, exhausted;
     static const double xs[] = {0.25, 0.5};
     tn_spec spec;
-    if (make_spec("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
-        CHECK_MSG(0, "the ask/tell spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("asktell.db", &spec, &study);
+    st_store *st = open_study("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0, b = 0, c = 0;
@@ -457,9 +448,7 @@ static void test_ask_and_tell(void) {
     st_trial_clear(&t);
     free(pa);
     free(pb);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_best_index(void) {
