@@ -24,6 +24,7 @@
 
 #include "tests/check.h"
 #include "tests/testutil.h"
+#include "tests/tuner/oldstore.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -440,19 +441,6 @@ static const char spec_json[] =
     "\"maxTrials\": 50, \"algorithm\": \"RANDOM_SEARCH\", \"params\": [{\"parameterName\": "
     "\"x\", \"type\": \"DOUBLE\", \"minValue\": 0, \"maxValue\": 1}]}}}";
 
-/* The first column of the first row of sql on the file, as text, into buf. */
-static void raw_text(const char *path, const char *sql, char *buf, size_t len) {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    buf[0] = '\0';
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-}
-
 /* The query plan of sql on the file: every row's detail, joined with ';'. */
 static void query_plan(const char *path, const char *sql, char *buf, size_t len) {
     sqlite3 *db = NULL;
@@ -490,29 +478,14 @@ static void test_migration_from_v1(void) {
     char path[PATH_LEN], fresh[PATH_LEN], err[512] = "";
     fmt_path(path, "%s/v1.db", tmpdir);
     fmt_path(fresh, "%s/v2.db", tmpdir);
-    sqlite3 *db = NULL;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, schema_v1, NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
-                       "INSERT INTO studies VALUES (1, 'old', '{}', 'SUCCEEDED', 5, 1.0, 2.0, NULL);"
-                       "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
-                       "2, 1, 0, NULL);"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 3, 1.5, '{\"acc\": 0.7}');"
-                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');",
-                       NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
-
-    st_store *s = NULL;
-    int rc = st_open(path, &s, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
-    if (rc) return;
+    st_store *s = old_store_open(
+        path, schema_v1,
+        "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, 2, 1, 0, "
+        "NULL);"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 3, 1.5, '{\"acc\": 0.7}');"
+        "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');");
+    if (!s) return;
     char buf[4096], want[4096];
-    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
-    st_study study;
-    CHECK(st_study_get(s, "old", &study, &found, err, sizeof err) == 0 && found && study.seed == 5 &&
-          study.state == ST_STUDY_SUCCEEDED);
-    st_study_clear(&study);
     st_trial t;
     CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.has_objective &&
           t.objective == 0.75 && t.changed == 0 && t.executor_job == NULL);

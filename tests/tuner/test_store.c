@@ -16,6 +16,7 @@
 #include "common/status.h"
 
 #include "tests/check.h"
+#include "tests/tuner/oldstore.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -59,19 +60,6 @@ static int raw_exec(const char *path, const char *sql) {
     if (rc != SQLITE_OK) fprintf(stderr, "raw_exec(%s): %s\n", sql, sqlite3_errmsg(db));
     sqlite3_close(db);
     return rc;
-}
-
-/* Column 0 of the first row of sql on the file as text, into buf ("" if none). */
-static void raw_text(const char *path, const char *sql, char *buf, size_t len) {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    buf[0] = '\0';
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -948,35 +936,21 @@ static void test_migration_from_v3(void) {
     char path[600], fresh[600], err[512] = "";
     tmp_path(path, sizeof path, "v3.db");
     tmp_path(fresh, sizeof fresh, "v4.db");
-    sqlite3 *db = NULL;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, schema_v3, NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
-                       "INSERT INTO studies VALUES (1, 'old', '{}', 'SUCCEEDED', 5, 1.0, 2.0, NULL);"
-                       "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
-                       "2, 1, 1, NULL, 3, 'slurm:17');"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
-                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');"
-                       "INSERT INTO events VALUES (2, 1, 1, 1.3, 'chief:0', 'exited', "
-                       "'exit status 3');"
-                       "INSERT INTO events VALUES (3, 1, 1, 1.4, 'worker:0', 'exited', "
-                       "'killed by signal 9 (Killed)');"
-                       "INSERT INTO events VALUES (4, 1, 1, 1.5, 'worker:1', 'exited', "
-                       "'cannot run ./t: No such file');",
-                       NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
-
-    st_store *s = NULL;
-    int rc = st_open(path, &s, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
-    if (rc) return;
+    st_store *s = old_store_open(
+        path, schema_v3,
+        "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
+        "2, 1, 1, NULL, 3, 'slurm:17');"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
+        "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');"
+        "INSERT INTO events VALUES (2, 1, 1, 1.3, 'chief:0', 'exited', "
+        "'exit status 3');"
+        "INSERT INTO events VALUES (3, 1, 1, 1.4, 'worker:0', 'exited', "
+        "'killed by signal 9 (Killed)');"
+        "INSERT INTO events VALUES (4, 1, 1, 1.5, 'worker:1', 'exited', "
+        "'cannot run ./t: No such file');");
+    if (!s) return;
     char buf[1024], want[1024];
-    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
-    st_study study;
-    CHECK(st_study_get(s, "old", &study, &found, err, sizeof err) == 0 && found && study.seed == 5);
-    st_study_clear(&study);
     st_trial t;
     CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.objective == 0.75 &&
           t.restarts == 1 && t.changed == 3 && t.executor_job &&
