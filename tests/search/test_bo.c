@@ -23,6 +23,7 @@
 #include "search/sampler.h"
 #include "search/space.h"
 #include "tests/check.h"
+#include "tests/search/params.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,15 +36,6 @@
 static double disc_batch[] = {16, 32, 64, 128, 256};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 
-#define P_DOUBLE(nm, sc, lo, hi) \
-    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) \
-    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
-#define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
-
 /* Every type and scale. */
 static const sp_param mixed_params[] = {
     P_DOUBLE("lr", SP_LOG, 1e-5, 1),
@@ -54,11 +46,6 @@ static const sp_param mixed_params[] = {
     P_DISC("batch", SP_SCALE_NONE, disc_batch),
     P_CAT("optimizer", cats3),
 };
-
-static void make_space(sp_space *s, const sp_param *params, size_t n) {
-    memset(s, 0, sizeof *s);
-    for (size_t i = 0; i < n; i++) sp_space_add(s, &params[i]);
-}
 
 static void make_unit_space(sp_space *s, size_t dims) {
     memset(s, 0, sizeof *s);
@@ -150,7 +137,7 @@ static double dist(const double *a, const double *b, size_t n) {
  * suggestion legal, no point suggested twice, no fallback needed. */
 static void test_legal_mixed_parallel(void) {
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(0);
     char note[256];
     int notes = 0;
@@ -179,7 +166,7 @@ static void test_legal_mixed_parallel(void) {
  * the history copied elsewhere. */
 static void test_reproducible(void) {
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(1);
     for (uint64_t k = 0; k < 14; k++) {
         double v[MAXP], w[MAXP];
@@ -495,7 +482,7 @@ static void test_stopped_not_modelled(void) {
 static void test_fallback_forced(void) {
     int ex;
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(0);
     for (uint64_t k = 0; k < 12; k++) {
         double v[MAXP];
@@ -549,7 +536,7 @@ static void test_no_two_distinct_points(void) {
 static void test_small_space_exhausted(void) {
     sp_space s;
     static const sp_param cat[] = {P_CAT("optimizer", cats3)};
-    make_space(&s, cat, 1);
+    s = make_space(cat, 1);
     bo_options o = {0};
     o.initial_trials = 2;
     study_reset(1);
@@ -572,7 +559,7 @@ static void test_small_space_exhausted(void) {
 static void test_categorical_optimum(void) {
     static const sp_param ps[] = {P_DOUBLE("x", SP_LINEAR, 0, 1), P_CAT("c", cats3)};
     sp_space s;
-    make_space(&s, ps, 2);
+    s = make_space(ps, 2);
     study_reset(1);
     int picks = 0;
     double best = -HUGE_VAL, best_v[2] = {0, 0};
@@ -668,7 +655,7 @@ static void make_tree(sp_space *s) {
         child((sp_param)P_CAT("schedule", cats2), 0, when1, 1),
         P_DOUBLE("lr", SP_LOG, 1e-4, 1),
     };
-    make_space(s, ps, sizeof ps / sizeof ps[0]);
+    *s = make_space(ps, sizeof ps / sizeof ps[0]);
 }
 
 /* A smooth objective of the tree's active values (to minimise). */
@@ -723,7 +710,7 @@ static void make_opt_space(sp_space *s) {
                            child((sp_param)P_DOUBLE("momentum", SP_LINEAR, 0, 1), 0, when0, 1),
                            child((sp_param)P_DOUBLE("beta1", SP_LINEAR, 0, 1), 0, when1, 1),
                            P_DOUBLE("lr", SP_LINEAR, 0, 1)};
-    make_space(s, ps, 4);
+    *s = make_space(ps, 4);
 }
 
 /* The conditional optimum is found in 40 trials, better than random search's best,
@@ -768,7 +755,7 @@ static void test_inactive_not_a_value(void) {
         {.name = (char *)"momentum", .type = SP_DOUBLE, .min = 0, .max = 1, .conditional = 1,
          .parent = 0, .when = when0, .nwhen = 1}};
     sp_space s;
-    make_space(&s, ps, 2);
+    s = make_space(ps, 2);
     for (int rep = 0; rep < 3; rep++) {
         study_reset(1);
         double adam[2] = {1, NAN};
@@ -837,7 +824,7 @@ static void test_inactive_encoding(void) {
     }
     /* a top-level parameter: the unit value itself */
     sp_space u;
-    make_space(&u, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    u = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     double v[7] = {0.01, 0.99, 0.25, 3, 64, 128, 2}, ux[16];
     size_t Du = bo_encode(&u, v, ux, group);
     CHECK_INT_EQ(Du, 9);
@@ -862,7 +849,7 @@ static void test_conditional_exhausted(void) {
         {.name = (char *)"y", .type = SP_DISCRETE, .values = disc_ab, .nvalues = 2,
          .conditional = 1, .parent = 0, .when = when1, .nwhen = 1}};
     sp_space s;
-    make_space(&s, ps, 3);
+    s = make_space(ps, 3);
     bo_options o = {0};
     o.initial_trials = 2;
     study_reset(0);
@@ -884,7 +871,7 @@ static void test_conditional_exhausted(void) {
 
     /* a malformed tree is refused */
     sp_space b;
-    make_space(&b, ps, 3);
+    b = make_space(ps, 3);
     b.params[2].parent = 2;
     CHECK_INT_EQ(bo_suggest(&b, NULL, 1, 0, NULL, v, NULL, 0), TN_EINVAL);
     b.params[2].parent = 0;

@@ -19,6 +19,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/search/params.h"
 
 #include <float.h>
 #include <math.h>
@@ -33,15 +34,6 @@ static double disc_lr[] = {0.001, 0.01, 0.5};
 static double disc_neg[] = {-3, -0.25, 0, 7.5};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 static char *cats1[] = {"only"};
-
-#define P_DOUBLE(nm, sc, lo, hi) \
-    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) \
-    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
-#define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
 
 /* Every type x scale, plus degenerate ranges. */
 static const sp_param cases[] = {
@@ -399,12 +391,6 @@ static void test_parse(void) {
 /* ---- Grid ---- */
 
 /* Builds a space from a list of parameters. */
-static sp_space make_space(const sp_param *ps, size_t n) {
-    sp_space s = {0};
-    for (size_t i = 0; i < n; i++) sp_space_add(&s, &ps[i]);
-    return s;
-}
-
 static void test_grid_size(void) {
     static const sp_param i14 = P_INT("a", SP_LINEAR, 1, 4);
     static const sp_param ilog = P_INT("a", SP_LOG, 1, 1024);
