@@ -287,21 +287,26 @@ static void test_equal_shares(void) {
     for (int k = 0; k < 3; k++) CHECK_NEAR(cc[k] / (double)N, 1.0 / 3.0, 0.01, 0);
 }
 
+/* A parameter of each type: the values test_legality and test_parse check. */
+static const sp_param one_d = P_DOUBLE("d", SP_LINEAR, 0, 1);
+static const sp_param one_i = P_INT("i", SP_LINEAR, 1, 4);
+static const sp_param one_q = P_DISC("q", SP_SCALE_NONE, disc_batch);
+static const sp_param one_c = P_CAT("c", cats3);
+
 static void test_legality(void) {
-    static const sp_param d = P_DOUBLE("d", SP_LINEAR, 0, 1);
-    static const sp_param i = P_INT("i", SP_LINEAR, 1, 4);
-    static const sp_param q = P_DISC("q", SP_SCALE_NONE, disc_batch);
-    static const sp_param c = P_CAT("c", cats3);
     static const struct {
         const sp_param *p;
         double v;
         int legal;
     } t[] = {
-        {&d, 0, 1}, {&d, 1, 1}, {&d, 0.5, 1}, {&d, -1e-300, 0}, {&d, 1.0000001, 0},
-        {&d, NAN, 0}, {&d, INFINITY, 0},
-        {&i, 1, 1}, {&i, 4, 1}, {&i, 2.5, 0}, {&i, 0, 0}, {&i, 5, 0}, {&i, NAN, 0},
-        {&q, 16, 1}, {&q, 256, 1}, {&q, 65, 0}, {&q, 0, 0}, {&q, 1000, 0}, {&q, NAN, 0},
-        {&c, 0, 1}, {&c, 2, 1}, {&c, 3, 0}, {&c, -1, 0}, {&c, 0.5, 0}, {&c, INFINITY, 0},
+        {&one_d, 0, 1}, {&one_d, 1, 1}, {&one_d, 0.5, 1}, {&one_d, -1e-300, 0},
+        {&one_d, 1.0000001, 0}, {&one_d, NAN, 0}, {&one_d, INFINITY, 0},
+        {&one_i, 1, 1}, {&one_i, 4, 1}, {&one_i, 2.5, 0}, {&one_i, 0, 0}, {&one_i, 5, 0},
+        {&one_i, NAN, 0},
+        {&one_q, 16, 1}, {&one_q, 256, 1}, {&one_q, 65, 0}, {&one_q, 0, 0}, {&one_q, 1000, 0},
+        {&one_q, NAN, 0},
+        {&one_c, 0, 1}, {&one_c, 2, 1}, {&one_c, 3, 0}, {&one_c, -1, 0}, {&one_c, 0.5, 0},
+        {&one_c, INFINITY, 0},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         CHECK_MSG(sp_is_legal(t[k].p, t[k].v) == t[k].legal, "%s: %g", t[k].p->name, t[k].v);
@@ -355,25 +360,23 @@ static void test_format_parse_round_trip(void) {
 }
 
 static void test_parse(void) {
-    static const sp_param d = P_DOUBLE("d", SP_LINEAR, 0, 1);
-    static const sp_param i = P_INT("i", SP_LINEAR, 1, 4);
-    static const sp_param q = P_DISC("q", SP_SCALE_NONE, disc_batch);
-    static const sp_param c = P_CAT("c", cats3);
     static const struct {
         const sp_param *p;
         const char *text;
         int rc;
         double want;
     } t[] = {
-        {&d, "0.25", 0, 0.25},   {&d, "1e-1", 0, 0.1},    {&d, "1", 0, 1},
-        {&d, "1.5", TN_EINVAL, 0}, {&d, "-0.1", TN_EINVAL, 0}, {&d, "inf", TN_EINVAL, 0},
-        {&d, "nan", TN_EINVAL, 0}, {&d, "", TN_EINVAL, 0},  {&d, " 0.5", TN_EINVAL, 0},
-        {&d, "0.5 ", TN_EINVAL, 0}, {&d, "0.5x", TN_EINVAL, 0}, {&d, "0x0.8", TN_EINVAL, 0},
-        {&i, "3", 0, 3},         {&i, "3.0", 0, 3},       {&i, "3.5", TN_EINVAL, 0},
-        {&i, "0", TN_EINVAL, 0}, {&i, "5", TN_EINVAL, 0}, {&i, "three", TN_EINVAL, 0},
-        {&q, "64", 0, 64},       {&q, "64.0", 0, 64},     {&q, "65", TN_EINVAL, 0},
-        {&c, "adam", 0, 1},      {&c, "sgd", 0, 0},       {&c, "SGD", TN_EINVAL, 0},
-        {&c, "1", TN_EINVAL, 0}, {&c, "", TN_EINVAL, 0},  {&c, "adam ", TN_EINVAL, 0},
+        {&one_d, "0.25", 0, 0.25}, {&one_d, "1e-1", 0, 0.1}, {&one_d, "1", 0, 1},
+        {&one_d, "1.5", TN_EINVAL, 0}, {&one_d, "-0.1", TN_EINVAL, 0},
+        {&one_d, "inf", TN_EINVAL, 0}, {&one_d, "nan", TN_EINVAL, 0},
+        {&one_d, "", TN_EINVAL, 0}, {&one_d, " 0.5", TN_EINVAL, 0},
+        {&one_d, "0.5 ", TN_EINVAL, 0}, {&one_d, "0.5x", TN_EINVAL, 0},
+        {&one_d, "0x0.8", TN_EINVAL, 0},
+        {&one_i, "3", 0, 3}, {&one_i, "3.0", 0, 3}, {&one_i, "3.5", TN_EINVAL, 0},
+        {&one_i, "0", TN_EINVAL, 0}, {&one_i, "5", TN_EINVAL, 0}, {&one_i, "three", TN_EINVAL, 0},
+        {&one_q, "64", 0, 64}, {&one_q, "64.0", 0, 64}, {&one_q, "65", TN_EINVAL, 0},
+        {&one_c, "adam", 0, 1}, {&one_c, "sgd", 0, 0}, {&one_c, "SGD", TN_EINVAL, 0},
+        {&one_c, "1", TN_EINVAL, 0}, {&one_c, "", TN_EINVAL, 0}, {&one_c, "adam ", TN_EINVAL, 0},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         double v = -12345;
