@@ -1,7 +1,8 @@
 /*
  * params.h — parameters and spaces for the search tests (header only): sp_param
  * literals of each type (P_DOUBLE, P_INT, P_DISC over a static array of values, P_CAT
- * over a static array of names), and a space made of an array of them.
+ * over a static array of names), a conditional child of one, and a space made of an
+ * array of them.
  */
 #ifndef TN_TESTS_SEARCH_PARAMS_H
 #define TN_TESTS_SEARCH_PARAMS_H
@@ -24,6 +25,15 @@ static inline sp_space make_space(const sp_param *ps, size_t n) {
     sp_space s = {0};
     for (size_t i = 0; i < n; i++) sp_space_add(&s, &ps[i]);
     return s;
+}
+
+/* p as a child of params[parent], active for the parent values when[0..n). */
+static inline sp_param child(sp_param p, size_t parent, double *when, size_t n) {
+    p.conditional = 1;
+    p.parent = parent;
+    p.when = when;
+    p.nwhen = n;
+    return p;
 }
 
 #endif

@@ -629,14 +629,6 @@ static char *cats2[] = {"sgd", "adam"};
 static double when0[] = {0}, when1[] = {1}, when_02[] = {0, 2}, when_4[] = {4};
 static double disc_ab[] = {0.5, 0.9};
 
-static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
-    p.conditional = 1;
-    p.parent = parent;
-    p.when = when;
-    p.nwhen = n;
-    return p;
-}
-
 static int same_point(const double *a, const double *b, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) return 0;

@@ -639,15 +639,6 @@ static char *cats_ny[] = {"no", "yes"};
 static double disc_mom[] = {0.5, 0.9};
 static double when_sgd_rms[] = {0, 2}, when_09[] = {0.9}, when_adam[] = {1};
 
-/* p as a child of params[parent], active for the parent values when[0..n). */
-static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
-    p.conditional = 1;
-    p.parent = parent;
-    p.when = when;
-    p.nwhen = n;
-    return p;
-}
-
 /* opt {sgd, adam, rmsprop}; mom {0.5, 0.9} under sgd and rmsprop; nest {no, yes}
  * under mom 0.9; beta 1..3 under adam; lr 1..2 (or a DOUBLE). */
 static sp_space tree_space(int lr_double) {
