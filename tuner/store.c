@@ -543,6 +543,18 @@ static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, siz
     return rc;
 }
 
+/* Steps a bound statement (brc: the result of binding) that returns one row (an
+ * aggregate's): 0 with the row to read (the caller then resets it with done), or a
+ * negative code with err and the statement reset (no row is an error too). */
+static int step_row(st_store *s, sqlite3_stmt *st, int brc, const char *op, char *err,
+                    size_t errlen) {
+    int src = brc == SQLITE_OK ? sqlite3_step(st) : brc;
+    if (src == SQLITE_ROW) return 0;
+    int rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
 /* Steps a bound statement (brc: the result of binding) that returns at most one row,
  * reads the row into row with fn, and resets the statement: 0 with *found (whether
  * there was a row), or a negative code with err. */
@@ -1173,14 +1185,11 @@ int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
      * is held from before MAX(number) is read until the new row is committed. */
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_TRIAL_NEXT, &st, op, err, errlen))) goto fail;
-    int64_t next = 0;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) next = sqlite3_column_int64(st, 0);
-    else rc = fail(s, src, op, err, errlen);
+    if ((rc = prep(s, Q_TRIAL_NEXT, &st, op, err, errlen)) ||
+        (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen)))
+        goto fail;
+    int64_t next = sqlite3_column_int64(st, 0);
     done(st);
-    if (rc) goto fail;
 
     double t = now();
     double started = state == ST_TRIAL_RUNNING ? t : 0;
@@ -1474,17 +1483,11 @@ int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *mea
     snprintf(op, sizeof op, "reading the change sequences of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_CURSOR, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        *trials = sqlite3_column_int64(st, 0);
-        *measurements = sqlite3_column_int64(st, 1);
-    } else {
-        rc = fail(s, src, op, err, errlen);
-    }
+    if (rc || (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen))) return rc;
+    *trials = sqlite3_column_int64(st, 0);
+    *measurements = sqlite3_column_int64(st, 1);
     done(st);
-    return rc;
+    return 0;
 }
 
 typedef struct cancel_txn {
@@ -1548,13 +1551,10 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
     snprintf(op, sizeof op, "listing the trials of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_FILTER_COUNT, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "ii", study_id, (int64_t)states);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) *total = sqlite3_column_int64(st, 0);
-    else rc = fail(s, src, op, err, errlen);
+    if (rc || (rc = step_row(s, st, bind(st, "ii", study_id, (int64_t)states), op, err, errlen)))
+        return rc;
+    *total = sqlite3_column_int64(st, 0);
     done(st);
-    if (rc) return rc;
     if ((rc = prep(s, (enum query)(Q_TRIAL_PAGE + sort), &st, op, err, errlen))) return rc;
     /* ?5 (now) is used by the duration orders only */
     int brc = sort == ST_SORT_DURATION || sort == ST_SORT_DURATION_DESC
@@ -1597,18 +1597,12 @@ int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *la
     snprintf(op, sizeof op, "reading the times of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_SPAN, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        *first_start = col_real(st, 0);
-        *last_finish = col_real(st, 1);
-        *active = sqlite3_column_int64(st, 2);
-    } else {
-        rc = fail(s, src, op, err, errlen);
-    }
+    if (rc || (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen))) return rc;
+    *first_start = col_real(st, 0);
+    *last_finish = col_real(st, 1);
+    *active = sqlite3_column_int64(st, 2);
     done(st);
-    return rc;
+    return 0;
 }
 
 int st_trial_outcomes(st_store *s, int64_t study_id,
