@@ -339,6 +339,13 @@ static int find_trial(st_store *st, const char *id, int64_t number, study_ref *s
     return rc;
 }
 
+/* Parses the {n} of a trial's URL into *out: 0, or -1 with r the 404. */
+static int parse_trial_number(const char *number, int64_t *out, api_reply *r) {
+    if (api_parse_int(number, 1, INT64_MAX, out) == 0) return 0;
+    api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
+    return -1;
+}
+
 /* The 404 of a study or trial that is missing (NO_STUDY: id names the study; NO_TRIAL:
  * s the study and number the trial), else the 500 of a read that failed with err. */
 static void read_error(api_reply *r, int missing, const char *id, const study_ref *s,
@@ -821,10 +828,7 @@ static int trial_read(st_store *st, void *arg) {
 
 void api_trial(st_store *st, const char *id, const char *number, double now, api_reply *r) {
     trial_ctx c = {.id = id};
-    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
-        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
-        return;
-    }
+    if (parse_trial_number(number, &c.number, r) != 0) return;
     char err[1024] = "";
     int rc = st_read(st, trial_read, &c, err, sizeof err);
     if (rc || c.missing) {
@@ -981,10 +985,7 @@ void api_log(st_store *st, const char *id, const char *number, const char *repli
         api_error(r, 400, "write lines=N with N from 1 to 5000", "bad lines '%.40s'", lines_s);
         return;
     }
-    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
-        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
-        return;
-    }
+    if (parse_trial_number(number, &c.number, r) != 0) return;
     char err[1024] = "";
     int rc = st_read(st, log_read, &c, err, sizeof err);
     if (rc || c.missing) {

@@ -46,6 +46,19 @@ static int parse_format(const char *value, int *format) {
                 "--format: %s", err);
 }
 
+/* Parses the command line of a command whose one flag is --format (list, show, best):
+ * CLI_CONTINUE with pos and *format, or an exit code. */
+static int parse_format_only(const cli_command *def, int argc, char **argv, int *pos,
+                             int *format) {
+    const char *format_s = "table";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+    };
+    *format = CLI_TABLE;
+    int rc = cli_parse(def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    return rc != CLI_CONTINUE ? rc : parse_format(format_s, format);
+}
+
 /* ---- the store and the study ---- */
 
 static const char *db_path(const cli_env *env) {
@@ -310,14 +323,9 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
 }
 
 int cmd_list(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&list_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&list_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     const char *path = db_path(env);
     char err[512], empty[600];
@@ -387,14 +395,9 @@ static void trials_summary(const int64_t c[ST_TRIAL_NSTATES], int max_trials, ch
 }
 
 int cmd_show(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&show_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&show_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
@@ -854,14 +857,9 @@ static int print_pareto(report *r, int format) {
 }
 
 int cmd_best(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&best_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&best_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
