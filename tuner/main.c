@@ -459,6 +459,14 @@ static int load_study(const cli_env *env, const char *name, st_store **st, st_st
     return -1;
 }
 
+/* Releases what load_study loaded (all of it may be empty) and returns exit_code. */
+static int unload_study(st_store *st, st_study *study, tn_spec *spec, int exit_code) {
+    spec_clear(spec);
+    st_study_clear(study);
+    st_close(st);
+    return exit_code;
+}
+
 int cmd_resume(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
@@ -504,10 +512,7 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         }
     }
     dash_free(dash);
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 int cmd_create(int argc, char **argv, const cli_env *env) {
@@ -661,10 +666,7 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         }
         free(params);
     }
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 int cmd_tell(int argc, char **argv, const cli_env *env) {
@@ -715,10 +717,7 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
             exit_code = TUNER_EXIT_OK;
         }
     }
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 static int cmd_serve(int argc, char **argv, const cli_env *env) {
