@@ -58,9 +58,10 @@ int main(int argc, char **argv) {
     st_store *st = NULL;
     int64_t id;
     st_study study;
+    int found, exhausted;
     if (st_open(db, &st, err, sizeof err) || st_study_create(st, "bench", spec_text, 1,
                                                              ST_STUDY_CREATED, &id, err, sizeof err) ||
-        st_study_get(st, "bench", &study, err, sizeof err)) {
+        st_study_get(st, "bench", &study, &found, err, sizeof err) || !found) {
         fprintf(stderr, "bench_asktell: error: %s\n", err);
         return 1;
     }
@@ -68,7 +69,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < trials; i++) {
         int64_t number;
         char *params = NULL;
-        if (study_ask(st, &spec, &study, &number, &params, err, sizeof err) != 0 ||
+        if (study_ask(st, &spec, &study, &number, &params, &exhausted, err, sizeof err) != 0 ||
+            exhausted ||
             study_tell(st, &study, number, 0, (double)i, err, sizeof err) != 0) {
             fprintf(stderr, "bench_asktell: error at trial %d: %s\n", i + 1, err);
             return 1;

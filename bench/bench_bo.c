@@ -328,7 +328,8 @@ static int g_model_points = 0;
 static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
                    uint64_t index, double *out, char *note, size_t notelen) {
     if (algo != SP_ALGO_UNSPECIFIED || g_model_points == 0) {
-        return sp_suggest(algo, s, h, seed, index, out, note, notelen);
+        int exhausted; /* random and Bayesian: never */
+        return sp_suggest(algo, s, h, seed, index, out, &exhausted, note, notelen);
     }
     bo_options o = {0};
     o.model_points = g_model_points;
@@ -462,10 +463,10 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
     double *out = tn_xcalloc(n, sizeof *out);
     sp_trial *tr = tn_xcalloc((size_t)history, sizeof *tr);
     char note[512] = "";
-    int rc = 0;
+    int rc = 0, exhausted;
     for (int i = 0; i < history && rc == 0; i++) {
         rc = sp_suggest(SP_ALGO_RANDOM, &s, NULL, (uint64_t)seed, (uint64_t)i,
-                        x + (size_t)i * n, NULL, 0);
+                        x + (size_t)i * n, &exhausted, NULL, 0);
         y[i] = fn->f(x + (size_t)i * n);
         tr[i] = (sp_trial){.values = x + (size_t)i * n, .state = SP_COMPLETE,
                            .has_objective = 1, .objective = y[i]};

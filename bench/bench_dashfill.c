@@ -64,7 +64,8 @@ static int fill_txn(st_store *st, void *arg) {
         }
         if (rc) break;
         st_trial t;
-        if ((rc = st_trial_get(st, f->study, number, &t, f->err, sizeof f->err))) break;
+        int found; /* created just above: always */
+        if ((rc = st_trial_get(st, f->study, number, &t, &found, f->err, sizeof f->err))) break;
         t.state = ST_TRIAL_SUCCEEDED;
         t.has_objective = 1;
         t.objective = score;
@@ -94,8 +95,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_dashfill: %s\n", err);
         goto done;
     }
-    int rc = st_study_get(st, argv[2], &study, err, sizeof err);
-    if (rc == 1) {
+    int found;
+    int rc = st_study_get(st, argv[2], &study, &found, err, sizeof err);
+    if (rc == 0 && !found) {
         fprintf(stderr, "bench_dashfill: no such study '%s' in %s\nhint: create it first "
                         "(tuner create SPEC.json --db=THIS_STORE)\n",
                 argv[2], argv[1]);

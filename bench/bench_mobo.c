@@ -80,9 +80,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < trials; i++) {
         mo_history h = {t, (size_t)i, 2, min2};
         double t0 = seconds();
+        int exhausted; /* random search: never */
         int rc = !strcmp(algo, "mobo")
                      ? mo_suggest(&s, &h, seed, (uint64_t)i, NULL, x + i * d, NULL, 0)
-                     : sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, (uint64_t)i, x + i * d, NULL, 0);
+                     : sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, (uint64_t)i, x + i * d,
+                                  &exhausted, NULL, 0);
         spent += seconds() - t0;
         if (rc != 0) {
             fprintf(stderr, "bench_mobo: the sampler failed (%d)\n", rc);

@@ -470,8 +470,13 @@ out:
 
 /* ---- Building and fitting ---- */
 
-static int check_data(const double *X, const double *y, size_t n, size_t d, gp_model **out,
-                      char *log, size_t loglen) {
+/* What each fit does first: GSL's errors returned (not aborting), OpenBLAS on one
+ * thread, log emptied; then the data checked: 0 or TN_EINVAL. */
+static int begin_fit(const double *X, const double *y, size_t n, size_t d, gp_model **out,
+                     char *log, size_t loglen) {
+    gsl_set_error_handler_off();
+    openblas_set_num_threads(1);
+    if (log && loglen) log[0] = '\0';
     if (out) *out = NULL;
     if (!X || !y || !out) return tn_error(log, loglen, TN_EINVAL, "gp: NULL argument");
     if (n < 1 || d < 1)
@@ -562,10 +567,7 @@ static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_
 
 int gp_fit_fixed(const double *X, const double *y, size_t n, size_t d, const gp_hyper *h,
                  gp_model **out, char *log, size_t loglen) {
-    gsl_set_error_handler_off();
-    openblas_set_num_threads(1);
-    if (log && loglen) log[0] = '\0';
-    int rc = check_data(X, y, n, d, out, log, loglen);
+    int rc = begin_fit(X, y, n, d, out, log, loglen);
     if (rc) return rc;
     if (!h || !h->log_lengthscale)
         return tn_error(log, loglen, TN_EINVAL, "gp: no hyperparameters given");
@@ -613,10 +615,7 @@ done:
 
 int gp_fit(const double *X, const double *y, size_t n, size_t d, const gp_fit_options *opt,
            gp_model **out, char *log, size_t loglen) {
-    gsl_set_error_handler_off();
-    openblas_set_num_threads(1);
-    if (log && loglen) log[0] = '\0';
-    int rc = check_data(X, y, n, d, out, log, loglen);
+    int rc = begin_fit(X, y, n, d, out, log, loglen);
     if (rc) return rc;
     gp_fit_options o = {0};
     if (opt) o = *opt;

@@ -20,8 +20,10 @@ static void random_point(const sp_space *s, uint64_t seed, uint64_t index, doubl
 }
 
 int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
-               uint64_t index, double *out, char *note, size_t notelen) {
+               uint64_t index, double *out, int *exhausted, char *note, size_t notelen) {
     if (note && notelen) note[0] = '\0';
+    if (!exhausted) return TN_EINVAL;
+    *exhausted = 0;
     if (algorithm != SP_ALGO_UNSPECIFIED && algorithm != SP_ALGO_GRID &&
         algorithm != SP_ALGO_RANDOM) {
         return TN_EINVAL;
@@ -31,7 +33,10 @@ int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t s
         for (size_t i = 0; i < s->n; i++) {
             if (s->params[i].type == SP_DOUBLE) return TN_EINVAL;
         }
-        if (index >= sp_grid_size(s)) return SP_EXHAUSTED;
+        if (index >= sp_grid_size(s)) {
+            *exhausted = 1;
+            return 0;
+        }
         sp_grid_point(s, index, out);
         return 0;
     }

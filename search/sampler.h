@@ -15,8 +15,6 @@
 
 enum sp_algorithm { SP_ALGO_UNSPECIFIED = 1, SP_ALGO_GRID, SP_ALGO_RANDOM };
 
-#define SP_EXHAUSTED 1 /* sp_suggest: no points left (grid search is complete) */
-
 
 /* Whether the algorithm's suggestions depend on the history (so that callers may
  * skip building it when they do not): 0 for grid and random search, 1 for Bayesian
@@ -25,8 +23,9 @@ int sp_uses_history(int algorithm);
 
 /* Suggests the point of the study's trial number `index` (0 for the first trial,
  * i.e. the number of trials created before it) into out[0..n); the point is legal
- * (sp_point_is_legal: inactive parameters NaN). Grid: grid point `index`,
- * SP_EXHAUSTED past the end (TN_EINVAL when the space has a DOUBLE). Random: a uniform
+ * (sp_point_is_legal: inactive parameters NaN). Grid: grid point `index`;
+ * past the end *exhausted is set to 1 and out is untouched (TN_EINVAL when the space
+ * has a DOUBLE). Random: a uniform
  * draw in the unit cube mapped through sp_from_unit, from a generator seeded by
  * (seed, index) alone, so the same seed gives the same sequence whatever the order of
  * completion; every parameter consumes its draw, active or not, and the inactive ones
@@ -35,9 +34,10 @@ int sp_uses_history(int algorithm);
  * ALGORITHM_UNSPECIFIED: Bayesian optimisation (search/bo.h, default options) on the
  * history h, which must hold every trial of the study (pending ones
  * with their points). note (notelen bytes, may be NULL) receives a sentence worth
- * logging (a fallback to random search, ...) or "". Returns 0, SP_EXHAUSTED, or a
- * negative TN_E* code. */
+ * logging (a fallback to random search, ...) or "". Returns 0 with *exhausted (1 when
+ * there are no points left, only ever for grid search; exhausted must not be NULL),
+ * or a negative TN_E* code. */
 int sp_suggest(int algorithm, const sp_space *s, const sp_history *h, uint64_t seed,
-               uint64_t index, double *out, char *note, size_t notelen);
+               uint64_t index, double *out, int *exhausted, char *note, size_t notelen);
 
 #endif

@@ -308,25 +308,52 @@ static void parse_spec(study_ref *s) {
     spec_errors_clear(&errs);
 }
 
-/* Reads the study `id` (a name, or digits: the numeric id). 0, 1 when there is none,
- * negative on error. */
-static int find_study(st_store *st, const char *id, study_ref *out, char *err, size_t errlen) {
+/* What a read of the API did not find (the `missing` of the read contexts). */
+enum { FOUND_ALL, NO_STUDY, NO_TRIAL };
+
+/* Reads the study `id` (a name, or digits: the numeric id): 0, with *missing set to
+ * NO_STUDY when there is none (else left as it is), or a negative code. */
+static int find_study(st_store *st, const char *id, study_ref *out, int *missing, char *err,
+                      size_t errlen) {
     memset(out, 0, sizeof *out);
-    int rc;
-    if (all_digits(id)) {
-        int64_t n;
-        if (api_parse_int(id, 1, INT64_MAX, &n) != 0) return 1;
-        rc = st_study_get_id(st, n, &out->row, err, errlen);
-    } else {
-        rc = st_study_get(st, id, &out->row, err, errlen);
-    }
-    if (rc == 0) parse_spec(out);
+    int64_t n;
+    int rc = 0, found = 0;
+    if (!all_digits(id))
+        rc = st_study_get(st, id, &out->row, &found, err, errlen);
+    else if (api_parse_int(id, 1, INT64_MAX, &n) == 0)
+        rc = st_study_get_id(st, n, &out->row, &found, err, errlen);
+    if (rc == 0 && found) parse_spec(out);
+    if (rc == 0 && !found) *missing = NO_STUDY;
     return rc;
 }
 
-/* The 404 or 500 for a failed find_study. */
-static void study_error(api_reply *r, int rc, const char *id, const char *err) {
-    if (rc == 1)
+/* find_study, then trial `number` of the study into *t: 0, with *missing set to NO_STUDY
+ * or NO_TRIAL when one is not there, or a negative code. */
+static int find_trial(st_store *st, const char *id, int64_t number, study_ref *s, st_trial *t,
+                      int *missing, char *err, size_t errlen) {
+    int found;
+    int rc = find_study(st, id, s, missing, err, errlen);
+    if (rc || *missing) return rc;
+    rc = st_trial_get(st, s->row.id, number, t, &found, err, errlen);
+    if (rc == 0 && !found) *missing = NO_TRIAL;
+    return rc;
+}
+
+/* Parses the {n} of a trial's URL into *out: 0, or -1 with r the 404. */
+static int parse_trial_number(const char *number, int64_t *out, api_reply *r) {
+    if (api_parse_int(number, 1, INT64_MAX, out) == 0) return 0;
+    api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
+    return -1;
+}
+
+/* The 404 of a study or trial that is missing (NO_STUDY: id names the study; NO_TRIAL:
+ * s the study and number the trial), else the 500 of a read that failed with err. */
+static void read_error(api_reply *r, int missing, const char *id, const study_ref *s,
+                       int64_t number, const char *err) {
+    if (missing == NO_TRIAL)
+        api_error(r, 404, "GET /api/studies/{id}/trials lists the trials",
+                  "study %s has no trial %lld", s->row.name, (long long)number);
+    else if (missing == NO_STUDY)
         api_error(r, 404, "GET /api/studies lists the studies in the store",
                   "no study named %s", id);
     else
@@ -368,14 +395,14 @@ static int study_entry(st_store *st, const study_ref *s, json_t **out, char *err
     if (s->have_spec) {
         int64_t number;
         double value;
-        rc = st_trial_best(st, s->row.id, s->spec.goal != SPEC_MINIMIZE, &number, &value, err,
-                           errlen);
-        if (rc < 0) {
+        int found;
+        rc = st_trial_best(st, s->row.id, s->spec.goal != SPEC_MINIMIZE, &number, &value,
+                           &found, err, errlen);
+        if (rc) {
             json_decref(o);
             return rc;
         }
-        if (rc == 0) best = json_pack("{sIsf}", "trial", (json_int_t)number, "value", value);
-        rc = 0;
+        if (found) best = json_pack("{sIsf}", "trial", (json_int_t)number, "value", value);
     }
     json_object_set_new(o, "best", best);
     *out = o;
@@ -474,7 +501,7 @@ typedef struct study_ctx {
     int maximize;
     int has_best;
     double best;
-    int found;              /* 0: the study exists; 1: no such study */
+    int missing;            /* FOUND_ALL, or NO_STUDY */
     char err[1024];
 } study_ctx;
 
@@ -514,11 +541,8 @@ static int pareto_list(st_store *st, study_ctx *c, json_t *o) {
 
 static int study_read(st_store *st, void *arg) {
     study_ctx *c = arg;
-    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc;
-        return rc < 0 ? rc : 0;
-    }
+    int rc = find_study(st, c->id, &c->s, &c->missing, c->err, sizeof c->err);
+    if (rc || c->missing) return rc;
     json_t *o = NULL;
     if ((rc = study_entry(st, &c->s, &o, c->err, sizeof c->err))) return rc;
     c->out = o;
@@ -548,8 +572,8 @@ void api_study(st_store *st, const char *id, double now, api_reply *r) {
     study_ctx c = {.id = id, .now = now};
     char err[1024] = "";
     int rc = st_read(st, study_read, &c, err, sizeof err);
-    if (rc || c.found) {
-        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    if (rc || c.missing) {
+        read_error(r, c.missing, id, &c.s, 0, c.err[0] ? c.err : err);
         json_decref(c.out);
     } else {
         reply_json(r, 200, c.out);
@@ -633,17 +657,14 @@ typedef struct trials_ctx {
     st_trial *rows;
     size_t n;
     int64_t total;
-    int found;
+    int missing;     /* FOUND_ALL, or NO_STUDY */
     char err[1024];
 } trials_ctx;
 
 static int trials_read(st_store *st, void *arg) {
     trials_ctx *c = arg;
-    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc;
-        return rc < 0 ? rc : 0;
-    }
+    int rc = find_study(st, c->id, &c->s, &c->missing, c->err, sizeof c->err);
+    if (rc || c->missing) return rc;
     return st_trial_page(st, c->s.row.id, c->sort, c->states, c->offset, c->limit, c->now,
                          &c->rows, &c->n, &c->total, c->err, sizeof c->err);
 }
@@ -679,8 +700,8 @@ void api_trials(st_store *st, const char *id, const api_page_query *q, double no
     }
     char err[1024] = "";
     int rc = st_read(st, trials_read, &c, err, sizeof err);
-    if (rc || c.found) {
-        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    if (rc || c.missing) {
+        read_error(r, c.missing, id, &c.s, 0, c.err[0] ? c.err : err);
     } else {
         json_t *list = json_array();
         for (size_t i = 0; i < c.n; i++) json_array_append_new(list, trial_json(&c.rows[i], now));
@@ -789,22 +810,15 @@ typedef struct trial_ctx {
     size_t nms;
     st_event *ev;
     size_t nev;
-    int found;          /* 1: no study; 2: no trial */
+    int missing;        /* FOUND_ALL, NO_STUDY or NO_TRIAL */
     char err[1024];
 } trial_ctx;
 
 static int trial_read(st_store *st, void *arg) {
     trial_ctx *c = arg;
-    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc;
-        return rc < 0 ? rc : 0;
-    }
-    rc = st_trial_get(st, c->s.row.id, c->number, &c->t, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc == 1 ? 2 : 0;
-        return rc < 0 ? rc : 0;
-    }
+    int rc = find_trial(st, c->id, c->number, &c->s, &c->t, &c->missing, c->err,
+                        sizeof c->err);
+    if (rc || c->missing) return rc;
     c->have_trial = 1;
     if ((rc = st_measurement_list(st, c->s.row.id, c->number, &c->ms, &c->nms, c->err,
                                   sizeof c->err)))
@@ -814,17 +828,11 @@ static int trial_read(st_store *st, void *arg) {
 
 void api_trial(st_store *st, const char *id, const char *number, double now, api_reply *r) {
     trial_ctx c = {.id = id};
-    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
-        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
-        return;
-    }
+    if (parse_trial_number(number, &c.number, r) != 0) return;
     char err[1024] = "";
     int rc = st_read(st, trial_read, &c, err, sizeof err);
-    if (c.found == 2) {
-        api_error(r, 404, "GET /api/studies/{id}/trials lists the trials",
-                  "study %s has no trial %lld", c.s.row.name, (long long)c.number);
-    } else if (rc || c.found) {
-        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    if (rc || c.missing) {
+        read_error(r, c.missing, id, &c.s, c.number, c.err[0] ? c.err : err);
     } else {
         for (size_t i = 0; i < c.nms; i++) {
             if (!c.t.has_last_step || c.ms[i].step > c.t.last_step) c.t.last_step = c.ms[i].step;
@@ -955,20 +963,13 @@ typedef struct log_ctx {
     int64_t number;
     study_ref s;
     st_trial t;
-    int found;       /* 1: no study; 2: no trial */
+    int missing;     /* FOUND_ALL, NO_STUDY or NO_TRIAL */
     char err[1024];
 } log_ctx;
 
 static int log_read(st_store *st, void *arg) {
     log_ctx *c = arg;
-    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc;
-        return rc < 0 ? rc : 0;
-    }
-    rc = st_trial_get(st, c->s.row.id, c->number, &c->t, c->err, sizeof c->err);
-    if (rc == 1) c->found = 2;
-    return rc < 0 ? rc : 0;
+    return find_trial(st, c->id, c->number, &c->s, &c->t, &c->missing, c->err, sizeof c->err);
 }
 
 void api_log(st_store *st, const char *id, const char *number, const char *replica,
@@ -984,17 +985,11 @@ void api_log(st_store *st, const char *id, const char *number, const char *repli
         api_error(r, 400, "write lines=N with N from 1 to 5000", "bad lines '%.40s'", lines_s);
         return;
     }
-    if (api_parse_int(number, 1, INT64_MAX, &c.number) != 0) {
-        api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
-        return;
-    }
+    if (parse_trial_number(number, &c.number, r) != 0) return;
     char err[1024] = "";
     int rc = st_read(st, log_read, &c, err, sizeof err);
-    if (c.found == 2) {
-        api_error(r, 404, "GET /api/studies/{id}/trials lists the trials",
-                  "study %s has no trial %lld", c.s.row.name, (long long)c.number);
-    } else if (rc || c.found) {
-        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    if (rc || c.missing) {
+        read_error(r, c.missing, id, &c.s, c.number, c.err[0] ? c.err : err);
     } else if (!c.s.have_spec) {
         api_error(r, 404, "the store may have been written by another version of tuner",
                   "the spec stored for study %s does not parse: its jobDir is unknown",
@@ -1070,7 +1065,7 @@ typedef struct curves_ctx {
     curve_pt *pts;
     size_t npts, ptcap;
     int written;             /* curves written so far (for commas) */
-    int found;
+    int missing;             /* FOUND_ALL, or NO_STUDY */
     char err[1024];
 } curves_ctx;
 
@@ -1158,11 +1153,8 @@ static void curves_point(void *arg, const st_point *p) {
 
 static int curves_read(st_store *st, void *arg) {
     curves_ctx *c = arg;
-    int rc = find_study(st, c->id, &c->s, c->err, sizeof c->err);
-    if (rc) {
-        c->found = rc;
-        return rc < 0 ? rc : 0;
-    }
+    int rc = find_study(st, c->id, &c->s, &c->missing, c->err, sizeof c->err);
+    if (rc || c->missing) return rc;
     if ((rc = st_trial_states(st, c->s.row.id, curves_state, c, c->err, sizeof c->err)))
         return rc;
     const char *metric = c->s.have_spec ? c->s.spec.metric_tag : "";
@@ -1184,8 +1176,8 @@ void api_curves(st_store *st, const char *id, api_reply *r) {
     r->body.len = 0;
     char err[1024] = "";
     int rc = st_read(st, curves_read, &c, err, sizeof err);
-    if (rc || c.found)
-        study_error(r, c.found ? c.found : rc, id, c.err[0] ? c.err : err);
+    if (rc || c.missing)
+        read_error(r, c.missing, id, &c.s, 0, c.err[0] ? c.err : err);
     else
         r->status = 200;
     free(c.tstates);
@@ -1202,9 +1194,10 @@ void api_cancel(st_store *st, const char *id, api_reply *r) {
     study_ref s;
     char err[1024] = "";
     st_study_state was = ST_STUDY_CREATED;
-    int rc = find_study(st, id, &s, err, sizeof err);
-    if (rc) {
-        study_error(r, rc, id, err);
+    int missing = FOUND_ALL, found;
+    int rc = find_study(st, id, &s, &missing, err, sizeof err);
+    if (rc || missing) {
+        read_error(r, missing, id, &s, 0, err);
         return;
     }
     if (st_readonly(st)) {
@@ -1214,9 +1207,9 @@ void api_cancel(st_store *st, const char *id, api_reply *r) {
         study_ref_clear(&s);
         return;
     }
-    rc = st_study_cancel(st, s.row.id, &was, err, sizeof err);
-    if (rc) {
-        study_error(r, rc, id, err);
+    rc = st_study_cancel(st, s.row.id, &was, &found, err, sizeof err);
+    if (rc || !found) {
+        read_error(r, rc ? FOUND_ALL : NO_STUDY, id, &s, 0, err);
     } else if (was == ST_STUDY_SUCCEEDED || was == ST_STUDY_FAILED) {
         api_error(r, 409, "a finished study cannot be cancelled",
                   "study %s already finished (%s): nothing to cancel", s.row.name,
@@ -1261,11 +1254,13 @@ static int watch_read(st_store *st, void *arg) {
     api_watch *w = c->w;
     study_ref s;
     memset(&s, 0, sizeof s);
-    int rc = c->id ? find_study(st, c->id, &s, c->err, sizeof c->err)
-                   : st_study_get_id(st, w->id, &s.row, c->err, sizeof c->err);
-    if (rc) {
-        c->gone = rc == 1;
-        return rc < 0 ? rc : 0;
+    int missing = FOUND_ALL, found = 1;
+    int rc = c->id ? find_study(st, c->id, &s, &missing, c->err, sizeof c->err)
+                   : st_study_get_id(st, w->id, &s.row, &found, c->err, sizeof c->err);
+    if (rc) return rc;
+    if (missing || !found) {
+        c->gone = 1;
+        return 0;
     }
     api_cursor head;
     rc = st_study_cursor(st, s.row.id, &head.trials, &head.measurements, c->err, sizeof c->err);
@@ -1304,19 +1299,21 @@ int api_watch_open(st_store *st, const char *id, api_watch *w, api_reply *r) {
     char err[1024] = "";
     int rc = st_read(st, watch_read, &c, err, sizeof err);
     if (rc || c.gone) {
-        study_error(r, c.gone ? 1 : rc, id, c.err[0] ? c.err : err);
+        read_error(r, c.gone ? NO_STUDY : FOUND_ALL, id, NULL, 0, c.err[0] ? c.err : err);
         api_watch_clear(w);
         return -1;
     }
     return 0;
 }
 
-int api_watch_poll(st_store *st, api_watch *w, char *err, size_t errlen) {
+int api_watch_poll(st_store *st, api_watch *w, int *gone, char *err, size_t errlen) {
     watch_ctx c = {.w = w};
     char terr[1024] = "";
+    *gone = 0;
     int rc = st_read(st, watch_read, &c, terr, sizeof terr);
     if (rc) return tn_error(err, errlen, rc, "%s", c.err[0] ? c.err : terr);
-    return c.gone ? 1 : 0;
+    *gone = c.gone;
+    return 0;
 }
 
 void api_watch_clear(api_watch *w) {

@@ -121,8 +121,9 @@ typedef struct api_watch {
  * Returns 0, or fills r with the error (404, 500) and returns -1. */
 int api_watch_open(st_store *st, const char *id, api_watch *w, api_reply *r);
 /* Re-reads the study's state and head; when something changed, rebuilds the entry and
- * bumps the version. Returns 0, 1 when the study is gone, negative on error. */
-int api_watch_poll(st_store *st, api_watch *w, char *err, size_t errlen);
+ * bumps the version. Returns 0 with *gone (1 when the study is no longer in the store),
+ * or a negative code. */
+int api_watch_poll(st_store *st, api_watch *w, int *gone, char *err, size_t errlen);
 void api_watch_clear(api_watch *w);
 
 /* Appends to out the SSE events of what the study wrote after *cur (at most `limit`

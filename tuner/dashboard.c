@@ -480,8 +480,9 @@ static int client_update(dash_client *c) {
 
 static void poll_streams(dash_server *d) {
     char err[1024];
-    for (dash_watch *w = d->watches; w; w = w->next)
-        w->gone = api_watch_poll(d->st, &w->w, err, sizeof err) == 1; /* errors: next time */
+    int gone;
+    for (dash_watch *w = d->watches; w; w = w->next) /* errors: next time */
+        w->gone = api_watch_poll(d->st, &w->w, &gone, err, sizeof err) == 0 && gone;
     for (dash_client *c = d->clients, *next; c; c = next) {
         next = c->next;
         if (c->watch->gone) /* the study left the store: nothing more will come */

@@ -250,20 +250,21 @@ static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
                     .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
     char err[5120];
     if (dash) start_dashboard(dash, spec, rf->quiet);
-    int rc = study_run(st, spec, study, &o, err, sizeof err);
+    int outcome;
+    int rc = study_run(st, spec, study, &o, &outcome, err, sizeof err);
     dash_stop(dash); /* the event streams get the study's last state first */
     close(lock);
     if (rc < 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         return rc == TN_EINVAL ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
     }
-    if (rc == STUDY_FAILED) {
+    if (outcome == STUDY_FAILED) {
         fprintf(stderr, "tuner: error: study %s failed: %s\nhint: see `tuner trials %s` and "
                         "`tuner logs %s TRIAL`\n",
                 study->name, err, study->name, study->name);
         return TUNER_EXIT_FAILED;
     }
-    if (rc == STUDY_INTERRUPTED) return TUNER_EXIT_INTERRUPTED;
+    if (outcome == STUDY_INTERRUPTED) return TUNER_EXIT_INTERRUPTED;
     /* Done: name the best trial. */
     st_trial *trials = NULL;
     size_t n = 0;
@@ -375,8 +376,9 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         fprintf(stderr, "tuner: error: %s\n", err);
         goto done;
     }
-    rc = st_study_get(st, spec.job_id, &study, err, sizeof err);
-    if (rc == 0) {
+    int found;
+    rc = st_study_get(st, spec.job_id, &study, &found, err, sizeof err);
+    if (rc == 0 && found) {
         fprintf(stderr,
                 "tuner: error: a study named %s already exists in %s (%s)\nhint: `tuner resume "
                 "%s` carries it on; for a new study change jobId\n",
@@ -390,11 +392,11 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     }
     if (spec.resume_previous_job_id) {
         st_study prev;
-        rc = st_study_get(st, spec.resume_previous_job_id, &prev, err, sizeof err);
-        if (rc != 0) {
+        rc = st_study_get(st, spec.resume_previous_job_id, &prev, &found, err, sizeof err);
+        if (rc != 0 || !found) {
             fprintf(stderr, "tuner: error: resumePreviousJobId: %s\n",
-                    rc == 1 ? "no such study in the store" : err);
-            exit_code = rc == 1 ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_ERROR;
+                    rc == 0 ? "no such study in the store" : err);
+            exit_code = rc == 0 ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_ERROR;
             goto done;
         }
         st_study_clear(&prev);
@@ -410,7 +412,7 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     int64_t seed = rf.seed >= 0 ? rf.seed : (int64_t)random_seed();
     int64_t id;
     if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
-        st_study_get(st, spec.job_id, &study, err, sizeof err) != 0) {
+        st_study_get(st, spec.job_id, &study, &found, err, sizeof err) != 0 || !found) {
         fprintf(stderr, "tuner: error: %s\n", err);
         close(lock);
         goto done;
@@ -437,8 +439,9 @@ static int load_study(const cli_env *env, const char *name, st_store **st, st_st
         fprintf(stderr, "tuner: error: %s\n", err);
         return TUNER_EXIT_ERROR;
     }
-    int rc = st_study_get(*st, name, study, err, sizeof err);
-    if (rc == 1) {
+    int found;
+    int rc = st_study_get(*st, name, study, &found, err, sizeof err);
+    if (rc == 0 && !found) {
         fprintf(stderr, "tuner: error: no study named %s in %s\nhint: run 'tuner list'\n", name,
                 env->db);
         return TUNER_EXIT_NOT_FOUND;
@@ -454,6 +457,14 @@ static int load_study(const cli_env *env, const char *name, st_store **st, st_st
         return TUNER_EXIT_ERROR;
     }
     return -1;
+}
+
+/* Releases what load_study loaded (all of it may be empty) and returns exit_code. */
+static int unload_study(st_store *st, st_study *study, tn_spec *spec, int exit_code) {
+    spec_clear(spec);
+    st_study_clear(study);
+    st_close(st);
+    return exit_code;
 }
 
 int cmd_resume(int argc, char **argv, const cli_env *env) {
@@ -501,10 +512,7 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         }
     }
     dash_free(dash);
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 int cmd_create(int argc, char **argv, const cli_env *env) {
@@ -642,11 +650,12 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
     if (exit_code < 0) {
         char err[1024], *params = NULL;
         int64_t number;
-        rc = study_ask(st, &spec, &study, &number, &params, err, sizeof err);
-        if (rc == 0) {
+        int exhausted;
+        rc = study_ask(st, &spec, &study, &number, &params, &exhausted, err, sizeof err);
+        if (rc == 0 && !exhausted) {
             printf("{\"trial\": %lld, \"parameters\": %s}\n", (long long)number, params);
             exit_code = TUNER_EXIT_OK;
-        } else if (rc == SP_EXHAUSTED) {
+        } else if (rc == 0) {
             fprintf(stderr, "tuner: error: study %s has no trials left to give (maxTrials %d%s)\n",
                     study.name, spec.max_trials,
                     spec.algorithm == SP_ALGO_GRID ? ", or the grid is exhausted" : "");
@@ -657,10 +666,7 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         }
         free(params);
     }
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 int cmd_tell(int argc, char **argv, const cli_env *env) {
@@ -711,10 +717,7 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
             exit_code = TUNER_EXIT_OK;
         }
     }
-    spec_clear(&spec);
-    st_study_clear(&study);
-    st_close(st);
-    return exit_code;
+    return unload_study(st, &study, &spec, exit_code);
 }
 
 static int cmd_serve(int argc, char **argv, const cli_env *env) {

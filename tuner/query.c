@@ -46,6 +46,19 @@ static int parse_format(const char *value, int *format) {
                 "--format: %s", err);
 }
 
+/* Parses the command line of a command whose one flag is --format (list, show, best):
+ * CLI_CONTINUE with pos and *format, or an exit code. */
+static int parse_format_only(const cli_command *def, int argc, char **argv, int *pos,
+                             int *format) {
+    const char *format_s = "table";
+    const tn_flag flags[] = {
+        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
+    };
+    *format = CLI_TABLE;
+    int rc = cli_parse(def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    return rc != CLI_CONTINUE ? rc : parse_format(format_s, format);
+}
+
 /* ---- the store and the study ---- */
 
 static const char *db_path(const cli_env *env) {
@@ -91,11 +104,12 @@ static int open_study(const cli_env *env, const char *name, st_store **st, st_st
     if (!store_exists(path)) return no_study(path, name, 1);
     int rc = open_store(path, st);
     if (rc != CLI_CONTINUE) return rc;
-    rc = st_study_get(*st, name, study, err, sizeof err);
-    if (rc == 0) return CLI_CONTINUE;
+    int found;
+    rc = st_study_get(*st, name, study, &found, err, sizeof err);
+    if (rc == 0 && found) return CLI_CONTINUE;
     st_close(*st);
     *st = NULL;
-    if (rc == 1) return no_study(path, name, 0);
+    if (rc == 0) return no_study(path, name, 0);
     return cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
 }
 
@@ -309,14 +323,9 @@ static void list_row(out_table *t, st_store *st, const st_study *s, int *rc) {
 }
 
 int cmd_list(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&list_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&list_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     const char *path = db_path(env);
     char err[512], empty[600];
@@ -386,14 +395,9 @@ static void trials_summary(const int64_t c[ST_TRIAL_NSTATES], int max_trials, ch
 }
 
 int cmd_show(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&show_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&show_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
@@ -853,14 +857,9 @@ static int print_pareto(report *r, int format) {
 }
 
 int cmd_best(int argc, char **argv, const cli_env *env) {
-    const char *format_s = "table";
-    const tn_flag flags[] = {
-        {"format", TN_FLAG_STRING, &format_s, "FORMAT", "table, json or csv"},
-    };
-    int pos[CLI_MAX_POSITIONAL], format = CLI_TABLE;
-    int rc = cli_parse(&best_def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
+    int pos[CLI_MAX_POSITIONAL], format;
+    int rc = parse_format_only(&best_def, argc, argv, pos, &format);
     if (rc != CLI_CONTINUE) return rc;
-    if ((rc = parse_format(format_s, &format)) != CLI_CONTINUE) return rc;
 
     report r;
     if ((rc = report_open(env, argv[pos[0]], &r)) != CLI_CONTINUE) return rc;
@@ -1043,10 +1042,11 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
         /* Read the state before the next copy, so the copy after the trial ends gets
          * everything its replicas wrote. */
         st_trial now;
-        int grc = st_trial_get(st, study->id, trial->number, &now, err, sizeof err);
-        if (grc != 0) {
-            rc = grc == 1 ? cli_fail(TUNER_EXIT_NOT_FOUND, NULL, "trial %lld of %s is gone",
-                                 (long long)trial->number, study->name)
+        int found;
+        int grc = st_trial_get(st, study->id, trial->number, &now, &found, err, sizeof err);
+        if (grc != 0 || !found) {
+            rc = grc == 0 ? cli_fail(TUNER_EXIT_NOT_FOUND, NULL, "trial %lld of %s is gone",
+                                     (long long)trial->number, study->name)
                           : cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
             break;
         }
@@ -1090,18 +1090,17 @@ int cmd_logs(int argc, char **argv, const cli_env *env) {
     st_trial trial = {0};
     char err[1024], *path = NULL, *dir = NULL;
     if ((rc = need_spec(&study, &spec)) != CLI_CONTINUE) goto done;
-    int grc = st_trial_get(st, study.id, number, &trial, err, sizeof err);
-    if (grc == 1) {
-        char hint[300];
-        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
-        memset(&trial, 0, sizeof trial);
-        rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", study.name,
-                  (long long)number);
+    int found;
+    int grc = st_trial_get(st, study.id, number, &trial, &found, err, sizeof err);
+    if (grc != 0) {
+        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
         goto done;
     }
-    if (grc != 0) {
-        memset(&trial, 0, sizeof trial);
-        rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
+    if (!found) {
+        char hint[300];
+        snprintf(hint, sizeof hint, "see its trials with 'tuner trials %s'", study.name);
+        rc = cli_fail(TUNER_EXIT_NOT_FOUND, hint, "study %s has no trial %lld", study.name,
+                  (long long)number);
         goto done;
     }
     int type = TF_CHIEF, index = 0;
@@ -1151,14 +1150,15 @@ int cmd_cancel(int argc, char **argv, const cli_env *env) {
     st_study s;
     char err[512] = "";
     st_study_state was = ST_STUDY_CREATED;
-    int got = st_study_get(st, name, &s, err, sizeof err);
-    if (got == 0) {
-        got = st_study_cancel(st, s.id, &was, err, sizeof err);
+    int found;
+    int got = st_study_get(st, name, &s, &found, err, sizeof err);
+    if (got == 0 && found) {
+        got = st_study_cancel(st, s.id, &was, &found, err, sizeof err);
         st_study_clear(&s);
     }
     if (got < 0) {
         rc = cli_fail(TUNER_EXIT_ERROR, NULL, "%s", err);
-    } else if (got == 1) {
+    } else if (!found) {
         rc = no_study(path, name, 0);
     } else if (was == ST_STUDY_CANCELLED) {
         printf("study %s is already cancelled\n", name);

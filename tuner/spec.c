@@ -738,6 +738,27 @@ static void read_conditional(ctx *c, json_t *e, int algorithm, seen_names *seen,
                              tn_spec *out, const char *pname, int ptype, int padded,
                              size_t pindex);
 
+/* The value v of a parameter's categoricalValues or discreteValues, which only a
+ * parameter of type `only` has (type: the parameter's, 0 when not known): 1 when it is
+ * an array with values to read, else 0 with the problem reported. expected: the JSON
+ * it must be ("an array of strings"). */
+static int value_array(ctx *c, const json_t *v, int type, int only, const char *expected) {
+    if (type && type != only) {
+        fail(c, "only for %s parameters (this one is %s)", TYPE_NAMES[only - SP_DOUBLE],
+             TYPE_NAMES[type - SP_DOUBLE]);
+        return 0;
+    }
+    if (!json_is_array(v)) {
+        fail_type(c, expected, v);
+        return 0;
+    }
+    if (json_array_size(v) == 0) {
+        fail(c, "must hold at least one value");
+        return 0;
+    }
+    return 1;
+}
+
 /* One entry of params (or a conditional parameter's parameterSpec; cond is then its
  * condition), at the current path; adds it to out->space when valid, then reads its
  * conditionalParameterSpecs. algorithm is 0 when it is not known (absent-but-misspelled
@@ -845,14 +866,7 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
     const char **cats = NULL;
     size_t ncats = 0;
     if ((v = enter(c, p, "categoricalValues"))) {
-        if (type && type != SP_CATEGORICAL) {
-            fail(c, "only for CATEGORICAL parameters (this one is %s)", tname);
-            ok = 0;
-        } else if (!json_is_array(v)) {
-            fail_type(c, "an array of strings", v);
-            ok = 0;
-        } else if (json_array_size(v) == 0) {
-            fail(c, "must hold at least one value");
+        if (!value_array(c, v, type, SP_CATEGORICAL, "an array of strings")) {
             ok = 0;
         } else {
             size_t i;
@@ -882,14 +896,7 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
     double *vals = NULL;
     size_t nvals = 0;
     if ((v = enter(c, p, "discreteValues"))) {
-        if (type && type != SP_DISCRETE) {
-            fail(c, "only for DISCRETE parameters (this one is %s)", tname);
-            ok = 0;
-        } else if (!json_is_array(v)) {
-            fail_type(c, "an array of numbers", v);
-            ok = 0;
-        } else if (json_array_size(v) == 0) {
-            fail(c, "must hold at least one value");
+        if (!value_array(c, v, type, SP_DISCRETE, "an array of numbers")) {
             ok = 0;
         } else {
             size_t i, last = 0;

@@ -408,9 +408,7 @@ static int prep(st_store *s, enum query q, sqlite3_stmt **out, const char *op, c
  *   'i' int64_t   't' const char * (NULL binds NULL)   'r' double
  *   'z' double, NULL when 0 (a time not yet set)   'n' double, NULL when NaN
  *   'p' int64_t, NULL when 0 or below   'N' int64_t, NULL when below 0 */
-static int bind(sqlite3_stmt *st, const char *types, ...) {
-    va_list ap;
-    va_start(ap, types);
+static int vbind(sqlite3_stmt *st, const char *types, va_list ap) {
     int rc = SQLITE_OK;
     for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
         int idx = i + 1;
@@ -445,6 +443,13 @@ static int bind(sqlite3_stmt *st, const char *types, ...) {
         default: assert(!"bad bind type"); rc = SQLITE_MISUSE;
         }
     }
+    return rc;
+}
+
+static int bind(sqlite3_stmt *st, const char *types, ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = vbind(st, types, ap);
     va_end(ap);
     return rc;
 }
@@ -459,6 +464,22 @@ static int step_done(st_store *s, sqlite3_stmt *st, int brc, const char *op, cha
     int ret = rc == SQLITE_DONE ? 0 : fail(s, rc, op, err, errlen);
     done(st);
     return ret;
+}
+
+/* Runs the cached statement q, which returns no rows, with ?1, ?2, ... bound to the
+ * values of `types` (as bind's): 0, or a negative code with err; *xrc (NULL: not
+ * wanted) gets the step's (extended) result, to tell a failed constraint. */
+static int write_q(st_store *s, enum query q, const char *op, int *xrc, char *err,
+                   size_t errlen, const char *types, ...) {
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s, q, &st, op, err, errlen);
+    if (xrc) *xrc = SQLITE_OK;
+    if (rc) return rc;
+    va_list ap;
+    va_start(ap, types);
+    int brc = vbind(st, types, ap);
+    va_end(ap);
+    return step_done(s, st, brc, op, err, errlen, xrc);
 }
 
 /* Runs the cached statement q, which takes no parameters and returns no rows. */
@@ -522,17 +543,32 @@ static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, siz
     return rc;
 }
 
+/* Steps a bound statement (brc: the result of binding) that returns one row (an
+ * aggregate's): 0 with the row to read (the caller then resets it with done), or a
+ * negative code with err and the statement reset (no row is an error too). */
+static int step_row(st_store *s, sqlite3_stmt *st, int brc, const char *op, char *err,
+                    size_t errlen) {
+    int src = brc == SQLITE_OK ? sqlite3_step(st) : brc;
+    if (src == SQLITE_ROW) return 0;
+    int rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
+
 /* Steps a bound statement (brc: the result of binding) that returns at most one row,
- * reads the row into row with fn, and resets the statement: 0, 1 when there is no row,
- * or a negative code with err. */
+ * reads the row into row with fn, and resets the statement: 0 with *found (whether
+ * there was a row), or a negative code with err. */
 static int read_one(st_store *s, sqlite3_stmt *st, int brc, const char *op, row_reader fn,
-                    void *row, char *err, size_t errlen) {
-    int src = brc, rc;
+                    void *row, int *found, char *err, size_t errlen) {
+    int src = brc, rc = 0;
+    *found = 0;
     if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
+    if (src == SQLITE_ROW) {
+        *found = 1;
         rc = fn(st, row, err, errlen);
-    else
-        rc = src == SQLITE_DONE ? 1 : fail(s, src, op, err, errlen);
+    } else if (src != SQLITE_DONE) {
+        rc = fail(s, src, op, err, errlen);
+    }
     done(st);
     return rc;
 }
@@ -584,6 +620,14 @@ static int tx_commit(st_store *s, const char *op, char *err, size_t errlen) {
         s->depth--;
         return 0;
     }
+    tx_rollback(s, err, errlen);
+    return rc;
+}
+
+/* Ends the innermost transaction: commits it when rc is 0, else rolls it back and
+ * returns rc. */
+static int tx_end(st_store *s, int rc, const char *op, char *err, size_t errlen) {
+    if (rc == 0) return tx_commit(s, op, err, errlen);
     tx_rollback(s, err, errlen);
     return rc;
 }
@@ -973,35 +1017,28 @@ int st_study_create(st_store *s, const char *name, const char *spec_json, int64_
     assert(s && name && spec_json && (unsigned)state < ST_STUDY_NSTATES);
     char op[256];
     snprintf(op, sizeof op, "creating study %s", name);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_STUDY_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "tttir", name, spec_json, st_study_state_name(state), seed, now()), op, err,
-                   errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_UNIQUE)
-            rc = tn_error(err, errlen, TN_EINVAL, "a study named %s already exists", name);
-        goto fail;
-    }
-    if (id) *id = sqlite3_last_insert_rowid(s->db);
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_STUDY_INSERT, op, &xrc, err, errlen, "tttir", name, spec_json,
+                 st_study_state_name(state), seed, now());
+    if (rc && xrc == SQLITE_CONSTRAINT_UNIQUE)
+        rc = tn_error(err, errlen, TN_EINVAL, "a study named %s already exists", name);
+    if (rc == 0 && id) *id = sqlite3_last_insert_rowid(s->db);
+    return tx_end(s, rc, op, err, errlen);
 }
 
-int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t errlen) {
-    assert(s && name && out);
+int st_study_get(st_store *s, const char *name, st_study *out, int *found, char *err,
+                 size_t errlen) {
+    assert(s && name && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[256];
     snprintf(op, sizeof op, "reading study %s", name);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "t", name), op, read_study, out, err, errlen);
-    if (rc < 0) st_study_clear(out);
+    rc = read_one(s, st, bind(st, "t", name), op, read_study, out, found, err, errlen);
+    if (rc) st_study_clear(out);
     return rc;
 }
 
@@ -1029,22 +1066,14 @@ int st_study_set_state(st_store *s, int64_t id, st_study_state state, const char
     assert(s && (unsigned)state < ST_STUDY_NSTATES);
     char op[96];
     snprintf(op, sizeof op, "setting the state of study %lld", (long long)id);
-    sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_STUDY_SET_STATE, &st, op, err, errlen)) ||
-        (rc = step_done(s, st, bind(st, "ittr", id, st_study_state_name(state), error, now()), op, err, errlen,
-                        NULL)))
-        goto fail;
-    if (sqlite3_changes(s->db) == 0) {
+    rc = write_q(s, Q_STUDY_SET_STATE, op, NULL, err, errlen, "ittr", id,
+                 st_study_state_name(state), error, now());
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
         rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
                       (long long)id);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    return tx_end(s, rc, op, err, errlen);
 }
 
 void st_study_clear(st_study *st) {
@@ -1156,28 +1185,21 @@ int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
      * is held from before MAX(number) is read until the new row is committed. */
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_TRIAL_NEXT, &st, op, err, errlen))) goto fail;
-    int64_t next = 0;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) next = sqlite3_column_int64(st, 0);
-    else rc = fail(s, src, op, err, errlen);
+    if ((rc = prep(s, Q_TRIAL_NEXT, &st, op, err, errlen)) ||
+        (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen)))
+        goto fail;
+    int64_t next = sqlite3_column_int64(st, 0);
     done(st);
-    if (rc) goto fail;
 
-    if ((rc = prep(s, Q_TRIAL_INSERT, &st, op, err, errlen))) goto fail;
     double t = now();
     double started = state == ST_TRIAL_RUNNING ? t : 0;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st, bind(st, "iittrz", study_id, next, params_json, st_trial_state_name(state), t, started),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path,
-                          op, (long long)study_id);
-        goto fail;
-    }
-    if ((rc = tx_commit(s, op, err, errlen))) return rc;
+    int xrc;
+    rc = write_q(s, Q_TRIAL_INSERT, op, &xrc, err, errlen, "iittrz", study_id, next,
+                 params_json, st_trial_state_name(state), t, started);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                      (long long)study_id);
+    if ((rc = tx_end(s, rc, op, err, errlen))) return rc;
     if (number) *number = next;
     return 0;
 fail:
@@ -1185,18 +1207,20 @@ fail:
     return rc;
 }
 
-int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, char *err,
-                 size_t errlen) {
-    assert(s && out);
+int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, int *found,
+                 char *err, size_t errlen) {
+    assert(s && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "reading trial %lld of study %lld", (long long)number,
              (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_GET, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "ii", study_id, number), op, read_trial, out, err, errlen);
-    if (rc < 0) st_trial_clear(out);
+    rc = read_one(s, st, bind(st, "ii", study_id, number), op, read_trial, out, found, err,
+                  errlen);
+    if (rc) st_trial_clear(out);
     return rc;
 }
 
@@ -1248,29 +1272,18 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
         }
         snprintf(values + len, sizeof values - len, "]");
     }
-    sqlite3_stmt *st = NULL;
     int rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_TRIAL_UPDATE, &st, op, err, errlen)) ||
-        (rc = step_done(s, st,
-                        bind(st, "iitnzziittt", t->study_id, t->number,
-                             st_trial_state_name(t->state),
-                             t->has_objective ? t->objective : NAN, t->started, t->finished,
-                             (int64_t)t->attempts, (int64_t)t->restarts, t->error,
-                             t->executor_job, nvalues >= 2 ? values : NULL),
-                        op, err, errlen, NULL)))
-        goto fail;
-    if (sqlite3_changes(s->db) == 0) {
+    rc = write_q(s, Q_TRIAL_UPDATE, op, NULL, err, errlen, "iitnzziittt", t->study_id,
+                 t->number, st_trial_state_name(t->state),
+                 t->has_objective ? t->objective : NAN, t->started, t->finished,
+                 (int64_t)t->attempts, (int64_t)t->restarts, t->error, t->executor_job,
+                 nvalues >= 2 ? values : NULL);
+    if (rc == 0 && sqlite3_changes(s->db) == 0)
         rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
-        goto fail;
-    }
-    if ((rc = prep(s, Q_STUDY_TOUCH, &st, op, err, errlen)) ||
-        (rc = step_done(s, st, bind(st, "ir", t->study_id, now()), op, err, errlen, NULL)))
-        goto fail;
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    if (rc == 0)
+        rc = write_q(s, Q_STUDY_TOUCH, op, NULL, err, errlen, "ir", t->study_id, now());
+    return tx_end(s, rc, op, err, errlen);
 }
 
 int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
@@ -1321,24 +1334,13 @@ int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_me
     if (!m->replica || !m->metrics || !isfinite(m->timestamp))
         return tn_error(err, errlen, TN_EINVAL,
                         "%s: a measurement needs a replica, metrics and a finite timestamp", op);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_MEASUREMENT_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st,
-                   bind(st, "iitirtp", study_id, trial, m->replica, m->step, m->timestamp,
-                        m->metrics, (int64_t)m->attempt),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_MEASUREMENT_INSERT, op, &xrc, err, errlen, "iitirtp", study_id, trial,
+                 m->replica, m->step, m->timestamp, m->metrics, (int64_t)m->attempt);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no such trial", s->path, op);
+    return tx_end(s, rc, op, err, errlen);
 }
 
 static int read_measurement(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
@@ -1397,26 +1399,15 @@ int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e
         return tn_error(err, errlen, TN_EINVAL,
                         "%s: exit code %d or signal %d out of range", op, e->exit_code,
                         e->signal);
-    sqlite3_stmt *st = NULL;
-    int rc = tx_begin(s, op, err, errlen);
+    int xrc, rc = tx_begin(s, op, err, errlen);
     if (rc) return rc;
-    if ((rc = prep(s, Q_EVENT_INSERT, &st, op, err, errlen))) goto fail;
-    int xrc = SQLITE_OK;
-    rc = step_done(s, st,
-                   bind(st, "iirtttNp", study_id, trial, e->time != 0 ? e->time : now(),
-                        e->replica, e->kind, e->detail,
-                        (int64_t)(e->has_exit_code ? e->exit_code : -1), (int64_t)e->signal),
-                   op, err, errlen, &xrc);
-    if (rc) {
-        if (xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
-                          (long long)study_id);
-        goto fail;
-    }
-    return tx_commit(s, op, err, errlen);
-fail:
-    tx_rollback(s, err, errlen);
-    return rc;
+    rc = write_q(s, Q_EVENT_INSERT, op, &xrc, err, errlen, "iirtttNp", study_id, trial,
+                 e->time != 0 ? e->time : now(), e->replica, e->kind, e->detail,
+                 (int64_t)(e->has_exit_code ? e->exit_code : -1), (int64_t)e->signal);
+    if (rc && xrc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        rc = tn_error(err, errlen, TN_ENOENT, "%s: %s: there is no study %lld", s->path, op,
+                      (long long)study_id);
+    return tx_end(s, rc, op, err, errlen);
 }
 
 static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
@@ -1470,16 +1461,18 @@ void st_events_free(st_event *list, size_t n) {
  * Reads for the dashboard
  * --------------------------------------------------------------------------------- */
 
-int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t errlen) {
-    assert(s && out);
+int st_study_get_id(st_store *s, int64_t id, st_study *out, int *found, char *err,
+                    size_t errlen) {
+    assert(s && out && found);
     memset(out, 0, sizeof *out);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "reading study %lld", (long long)id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_GET_ID, &st, op, err, errlen);
     if (rc) return rc;
-    rc = read_one(s, st, bind(st, "i", id), op, read_study, out, err, errlen);
-    if (rc < 0) st_study_clear(out);
+    rc = read_one(s, st, bind(st, "i", id), op, read_study, out, found, err, errlen);
+    if (rc) st_study_clear(out);
     return rc;
 }
 
@@ -1490,17 +1483,11 @@ int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *mea
     snprintf(op, sizeof op, "reading the change sequences of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_CURSOR, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        *trials = sqlite3_column_int64(st, 0);
-        *measurements = sqlite3_column_int64(st, 1);
-    } else {
-        rc = fail(s, src, op, err, errlen);
-    }
+    if (rc || (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen))) return rc;
+    *trials = sqlite3_column_int64(st, 0);
+    *measurements = sqlite3_column_int64(st, 1);
     done(st);
-    return rc;
+    return 0;
 }
 
 typedef struct cancel_txn {
@@ -1514,9 +1501,8 @@ typedef struct cancel_txn {
 static int cancel_in_txn(st_store *s, void *arg) {
     cancel_txn *c = arg;
     st_study study;
-    int rc = st_study_get_id(s, c->id, &study, c->err, c->errlen);
-    if (rc != 0) return rc < 0 ? rc : 0;
-    c->found = 1;
+    int rc = st_study_get_id(s, c->id, &study, &c->found, c->err, c->errlen);
+    if (rc || !c->found) return rc;
     c->was = study.state;
     if (!st_study_state_final(study.state))
         rc = st_study_set_state(s, study.id, ST_STUDY_CANCELLED, NULL, c->err, c->errlen);
@@ -1524,14 +1510,16 @@ static int cancel_in_txn(st_store *s, void *arg) {
     return rc;
 }
 
-int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, char *err,
+int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *found, char *err,
                     size_t errlen) {
-    assert(s);
+    assert(s && found);
     cancel_txn c = {.id = study_id, .err = err, .errlen = errlen};
+    *found = 0;
     int rc = st_transaction(s, cancel_in_txn, &c, err, errlen);
     if (rc) return rc;
     if (c.found && was) *was = c.was;
-    return c.found ? 0 : 1;
+    *found = c.found;
+    return 0;
 }
 
 /* Steps a bound statement (brc: the result of binding) and appends its trial rows to
@@ -1563,13 +1551,10 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
     snprintf(op, sizeof op, "listing the trials of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_FILTER_COUNT, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "ii", study_id, (int64_t)states);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) *total = sqlite3_column_int64(st, 0);
-    else rc = fail(s, src, op, err, errlen);
+    if (rc || (rc = step_row(s, st, bind(st, "ii", study_id, (int64_t)states), op, err, errlen)))
+        return rc;
+    *total = sqlite3_column_int64(st, 0);
     done(st);
-    if (rc) return rc;
     if ((rc = prep(s, (enum query)(Q_TRIAL_PAGE + sort), &st, op, err, errlen))) return rc;
     /* ?5 (now) is used by the duration orders only */
     int brc = sort == ST_SORT_DURATION || sort == ST_SORT_DURATION_DESC
@@ -1593,15 +1578,16 @@ static int read_best(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
 }
 
 int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
-                  char *err, size_t errlen) {
-    assert(s && number && value);
+                  int *found, char *err, size_t errlen) {
+    assert(s && number && value && found);
+    *found = 0;
     char op[96];
     snprintf(op, sizeof op, "finding the best trial of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, maximize ? Q_TRIAL_BEST_MAX : Q_TRIAL_BEST_MIN, &st, op, err, errlen);
     if (rc) return rc;
     best_row row = {number, value};
-    return read_one(s, st, bind(st, "i", study_id), op, read_best, &row, err, errlen);
+    return read_one(s, st, bind(st, "i", study_id), op, read_best, &row, found, err, errlen);
 }
 
 int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,
@@ -1611,18 +1597,12 @@ int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *la
     snprintf(op, sizeof op, "reading the times of study %lld", (long long)study_id);
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_SPAN, &st, op, err, errlen);
-    if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) {
-        *first_start = col_real(st, 0);
-        *last_finish = col_real(st, 1);
-        *active = sqlite3_column_int64(st, 2);
-    } else {
-        rc = fail(s, src, op, err, errlen);
-    }
+    if (rc || (rc = step_row(s, st, bind(st, "i", study_id), op, err, errlen))) return rc;
+    *first_start = col_real(st, 0);
+    *last_finish = col_real(st, 1);
+    *active = sqlite3_column_int64(st, 2);
     done(st);
-    return rc;
+    return 0;
 }
 
 int st_trial_outcomes(st_store *s, int64_t study_id,

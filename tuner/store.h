@@ -6,7 +6,8 @@
  * Every state change is one transaction; trial numbers are handed out inside an
  * IMMEDIATE transaction, so concurrent askers never get the same number. The schema
  * is versioned (table meta); an older schema is migrated, a newer one refused. The
- * schema, as tables: docs/store.md.
+ * schema, as tables: docs/store.md. A lookup that may find nothing (st_study_get, ...)
+ * returns 0 with *found 0 then: only errors are negative codes (docs/architecture.md).
  */
 #ifndef TN_TUNER_STORE_H
 #define TN_TUNER_STORE_H
@@ -137,9 +138,11 @@ void st_close(st_store *s);
  * name is taken. *id gets its id. */
 int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
                     st_study_state state, int64_t *id, char *err, size_t errlen);
-/* Looks a study up by name: 0 and *out filled (release with st_study_clear), 1 when
- * there is none, negative on error. */
-int st_study_get(st_store *s, const char *name, st_study *out, char *err, size_t errlen);
+/* Looks a study up by name: 0 with *found 1 and *out filled (release with
+ * st_study_clear), 0 with *found 0 and *out zeroed when there is none, or a negative
+ * code. */
+int st_study_get(st_store *s, const char *name, st_study *out, int *found, char *err,
+                 size_t errlen);
 /* All studies, oldest first; *out is an array of *n (release with st_studies_free). */
 int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errlen);
 /* Sets the state (and error, which may be NULL) of a study. */
@@ -153,9 +156,10 @@ void st_studies_free(st_study *list, size_t n);
  * processes included) get distinct numbers. */
 int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
                     st_trial_state state, int64_t *number, char *err, size_t errlen);
-/* Reads one trial: 0, 1 when there is none, negative on error. */
-int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, char *err,
-                 size_t errlen);
+/* Reads one trial: 0 with *found (0 and *out zeroed when there is none), or a negative
+ * code. */
+int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, int *found,
+                 char *err, size_t errlen);
 /* All trials of a study in number order. */
 int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char *err,
                   size_t errlen);
@@ -215,16 +219,17 @@ enum st_sort {
     ST_SORT_DURATION, ST_SORT_DURATION_DESC, ST_SORT_STATE, ST_SORT_STATE_DESC, ST_SORT_COUNT
 };
 
-/* st_study_get by id. 0, 1 when there is none, negative on error. */
-int st_study_get_id(st_store *s, int64_t id, st_study *out, char *err, size_t errlen);
+/* st_study_get by id: 0 with *found, or a negative code. */
+int st_study_get_id(st_store *s, int64_t id, st_study *out, int *found, char *err,
+                    size_t errlen);
 /* The newest numbers of the study's trial change and measurement sequences (0 when
  * nothing was written yet). */
 int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *measurements,
                     char *err, size_t errlen);
 /* Cancels a study as `tuner cancel` does: reads its state and, unless it is SUCCEEDED,
  * FAILED or already CANCELLED, sets CANCELLED, in one transaction. *was gets the state
- * before. 0, 1 when there is no such study, negative on error. */
-int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, char *err,
+ * before. 0 with *found (0 when there is no such study), or a negative code. */
+int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *found, char *err,
                     size_t errlen);
 
 /* The trials written after change `after`, in change order, at most limit, with their
@@ -239,9 +244,9 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
                   int64_t limit, double now, st_trial **out, size_t *n, int64_t *total,
                   char *err, size_t errlen);
 /* The best SUCCEEDED trial with an objective (maximize: the highest; ties: the lower
- * number). 0 with *number and *value, 1 when there is none, negative on error. */
+ * number). 0 with *found, and *number and *value when found; or a negative code. */
 int st_trial_best(st_store *s, int64_t study_id, int maximize, int64_t *number, double *value,
-                  char *err, size_t errlen);
+                  int *found, char *err, size_t errlen);
 /* The earliest start and latest finish of the study's trials (0 when none) and how many
  * are RUNNING or PENDING. */
 int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *last_finish,

@@ -46,6 +46,7 @@ typedef struct ask_ctx {
     double *values;         /* (n) the point */
     int64_t number;         /* the new trial's number */
     char *params;           /* its parameters as JSON */
+    int exhausted;          /* no trial left to give (nothing created) */
     char note[512];         /* the sampler's note, or "" */
     char err[1024];
 } ask_ctx;
@@ -88,9 +89,10 @@ static int previous_trials(st_store *st, const tn_spec *spec, st_trial **out, si
     *n = 0;
     if (!spec->resume_previous_job_id || !sp_uses_history(spec->algorithm)) return 0;
     st_study prev;
-    int rc = st_study_get(st, spec->resume_previous_job_id, &prev, err, errlen);
-    if (rc == 1) return 0; /* checked when the study was created; gone since: no warm start */
+    int found;
+    int rc = st_study_get(st, spec->resume_previous_job_id, &prev, &found, err, errlen);
     if (rc) return rc;
+    if (!found) return 0; /* checked when the study was created; gone since: no warm start */
     rc = st_trial_list(st, prev.id, out, n, err, errlen);
     st_study_clear(&prev);
     return rc;
@@ -112,7 +114,8 @@ static int ask_in_txn(st_store *st, void *arg) {
     if (rc) return rc;
     if ((int64_t)n >= a->spec->max_trials) {
         st_trials_free(trials, trials ? n : 0);
-        return SP_EXHAUSTED;
+        a->exhausted = 1;
+        return 0;
     }
     size_t listed = trials ? n : 0;
     st_trial *prev = NULL;
@@ -157,9 +160,9 @@ static int ask_in_txn(st_store *st, void *arg) {
                         &a->spec->bayesian, a->values, a->note, sizeof a->note);
     else
         rc = sp_suggest(a->spec->algorithm, space, &history, (uint64_t)a->study->seed,
-                        (uint64_t)n, a->values, a->note, sizeof a->note);
+                        (uint64_t)n, a->values, &a->exhausted, a->note, sizeof a->note);
     if (rc < 0) tn_error(a->err, sizeof a->err, rc, "the sampler failed: %s", tn_strerror(rc));
-    if (rc == 0) {
+    if (rc == 0 && !a->exhausted) {
         a->params = tp_to_json(space, a->values);
         rc = st_trial_create(st, a->study->id, a->params, a->state, &a->number, a->err,
                              sizeof a->err);
@@ -171,7 +174,8 @@ static int ask_in_txn(st_store *st, void *arg) {
     return rc;
 }
 
-/* Samples and creates the next trial. Returns 0, SP_EXHAUSTED or a negative code. */
+/* Samples and creates the next trial: 0 (a->exhausted when there was none left to
+ * create), or a negative code. */
 static int ask_next(st_store *st, const tn_spec *spec, const st_study *study,
                     st_trial_state state, ask_ctx *a, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
@@ -186,10 +190,11 @@ static int ask_next(st_store *st, const tn_spec *spec, const st_study *study,
 }
 
 int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number,
-              char **params, char *err, size_t errlen) {
+              char **params, int *exhausted, char *err, size_t errlen) {
     ask_ctx a;
     int rc = ask_next(st, spec, study, ST_TRIAL_PENDING, &a, err, errlen);
-    if (rc == 0) {
+    *exhausted = rc == 0 && a.exhausted;
+    if (rc == 0 && !a.exhausted) {
         *number = a.number;
         *params = a.params;
         a.params = NULL;
@@ -215,11 +220,12 @@ int study_tell_values(st_store *st, const st_study *study, int64_t number, int f
                             k ? "every value" : "the objective");
     double objective = failed ? 0.0 : values[0];
     st_trial t;
-    int rc = st_trial_get(st, study->id, number, &t, err, errlen);
-    if (rc == 1)
+    int found;
+    int rc = st_trial_get(st, study->id, number, &t, &found, err, errlen);
+    if (rc) return rc;
+    if (!found)
         return tn_error(err, errlen, TN_EINVAL, "study %s has no trial %lld", study->name,
                         (long long)number);
-    if (rc) return rc;
     if (st_trial_state_final(t.state)) {
         rc = tn_error(err, errlen, TN_EINVAL, "trial %lld of %s is already %s", (long long)number,
                       study->name, st_trial_state_name(t.state));
@@ -416,6 +422,16 @@ static void fail_loop(loop *L, int rc, const char *msg) {
         if (L->running[i]->job) ex_job_stop(L->running[i]->job, EX_STOPPED, msg);
 }
 
+/* Reads trial `number` of the loop's study into row: 0, or a negative code with err
+ * (a trial that is gone too: the loop made it, so the store lost it). */
+static int get_trial(loop *L, int64_t number, st_trial *row, char *err, size_t errlen) {
+    int found;
+    int rc = st_trial_get(L->st, L->study->id, number, row, &found, err, errlen);
+    if (rc == 0 && !found)
+        rc = tn_error(err, errlen, TN_EIO, "a running trial vanished from the store");
+    return rc;
+}
+
 /* Counts a failed trial; at maxFailedTrials the study fails and the trials still
  * running are stopped (and recorded as CANCELLED). */
 static void count_failure(loop *L) {
@@ -448,8 +464,10 @@ static void on_progress(evutil_socket_t fd, short what, void *arg) {
     loop *L = arg;
     progress_line(L);
     st_study now;
-    if (L->cancel_requested || st_study_get(L->st, L->study->name, &now, NULL, 0) != 0) return;
-    if (now.state == ST_STUDY_CANCELLED) {
+    int found;
+    if (L->cancel_requested || st_study_get(L->st, L->study->name, &now, &found, NULL, 0) != 0)
+        return;
+    if (found && now.state == ST_STUDY_CANCELLED) {
         L->cancel_requested = 1;
         log_line(L, "cancelled: stopping %zu running trial%s", L->nrunning,
               L->nrunning == 1 ? "" : "s");
@@ -576,8 +594,7 @@ static void store_counts(trial_run *t) {
     loop *L = t->L;
     st_trial row;
     char err[512];
-    if (!t->job || st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err) != 0)
-        return;
+    if (!t->job || get_trial(L, t->number, &row, err, sizeof err) != 0) return;
     row.attempts = t->attempts_before + ex_job_attempts(t->job);
     row.restarts = t->restarts_before + ex_job_restarts(t->job);
     if (st_trial_update(L->st, &row, err, sizeof err) != 0) {
@@ -690,7 +707,7 @@ static void on_finished(void *ctx, int outcome, const char *error) {
     loop *L = t->L;
     char err[512], msg[1200];
     st_trial row;
-    int rc = st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err);
+    int rc = get_trial(L, t->number, &row, err, sizeof err);
     if (rc == 0) {
         st_trial_state state;
         const char *why = error;
@@ -805,7 +822,7 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         curve_of(L, t->number)->state = state_to_sp(state);
         st_trial_clear(&row);
     } else {
-        fail_loop(L, rc < 0 ? rc : TN_EIO, rc < 0 ? err : "a running trial vanished from the store");
+        fail_loop(L, rc, err);
     }
     release(L, t);
     ex_job_free(t->job);
@@ -820,7 +837,7 @@ static void on_handle(void *ctx, const char *handle) {
     loop *L = t->L;
     st_trial row;
     char err[512];
-    int rc = st_trial_get(L->st, L->study->id, t->number, &row, err, sizeof err);
+    int rc = get_trial(L, t->number, &row, err, sizeof err);
     if (rc == 0) {
         free(row.executor_job);
         row.executor_job = tn_xstrdup(handle);
@@ -828,8 +845,7 @@ static void on_handle(void *ctx, const char *handle) {
         rc = st_trial_update(L->st, &row, err, sizeof err);
         st_trial_clear(&row);
     }
-    if (rc)
-        fail_loop(L, rc < 0 ? rc : TN_EIO, rc < 0 ? err : "a running trial vanished from the store");
+    if (rc) fail_loop(L, rc, err);
 }
 
 /* The trial's argv (program, fixed flags, args, one flag per parameter), yours to
@@ -905,7 +921,7 @@ static void add_running(loop *L, trial_run *t) {
 /* Records a trial that could not be started as FAILED with err. */
 static void fail_unstarted(loop *L, int64_t number, const char *err) {
     st_trial fail;
-    if (st_trial_get(L->st, L->study->id, number, &fail, NULL, 0) == 0) {
+    if (get_trial(L, number, &fail, NULL, 0) == 0) {
         fail.state = ST_TRIAL_FAILED;
         free(fail.error);
         fail.error = tn_xstrdup(err);
@@ -1043,7 +1059,7 @@ static void schedule(loop *L) {
         if (L->rerun_next < L->nrerun) { /* a trial an earlier run left unfinished */
             int64_t number = L->rerun[L->rerun_next++];
             st_trial row;
-            if (st_trial_get(L->st, L->study->id, number, &row, err, sizeof err) != 0) {
+            if (get_trial(L, number, &row, err, sizeof err) != 0) {
                 fail_loop(L, TN_EIO, err);
                 break;
             }
@@ -1061,10 +1077,10 @@ static void schedule(loop *L) {
         if (L->exhausted || L->created >= s->max_trials) break;
         ask_ctx a;
         int rc = ask_next(L->st, s, L->study, ST_TRIAL_RUNNING, &a, err, sizeof err);
-        if (rc == SP_EXHAUSTED) {
-            L->exhausted = 1;
-        } else if (rc < 0) {
+        if (rc < 0) {
             fail_loop(L, rc, err);
+        } else if (a.exhausted) {
+            L->exhausted = 1;
         } else {
             L->created++;
             if (a.note[0] && strcmp(L->note_logged, a.note) != 0) {
@@ -1094,7 +1110,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
         while (L->nrunning > 0) {
             trial_run *t = L->running[0];
             st_trial row;
-            if (st_trial_get(L->st, L->study->id, t->number, &row, NULL, 0) == 0) {
+            if (get_trial(L, t->number, &row, NULL, 0) == 0) {
                 row.state = ST_TRIAL_PENDING;
                 free(row.executor_job); /* its job is killed below: a resume runs it anew */
                 row.executor_job = NULL;
@@ -1340,39 +1356,39 @@ static int run_loop(loop *L, const ex_options *xo, const st_trial *trials, size_
     return 0;
 }
 
-/* Stores how the study ended (why, when it failed) and returns study_run's result. */
-static int finish_study(loop *L, char *err, size_t errlen) {
+/* Stores how the study ended (why, when it failed): study_run's result and *outcome. */
+static int finish_study(loop *L, int *outcome, char *err, size_t errlen) {
     const tn_spec *spec = L->spec;
     st_study_state state;
     char why[4096] = "";
-    int rc;
+    int rc = 0;
     if (L->fatal) {
         state = ST_STUDY_FAILED;
         snprintf(why, sizeof why, "%s", L->error);
         rc = tn_error(err, errlen, L->error_rc ? L->error_rc : TN_EIO, "%s", L->error);
     } else if (L->cancel_requested) {
         state = ST_STUDY_CANCELLED;
-        rc = STUDY_INTERRUPTED;
+        *outcome = STUDY_INTERRUPTED;
     } else if (L->interrupted) {
         state = ST_STUDY_STOPPED;
-        rc = STUDY_INTERRUPTED;
+        *outcome = STUDY_INTERRUPTED;
     } else if (L->failing) {
         state = ST_STUDY_FAILED;
         snprintf(why, sizeof why, "%lld trial%s failed (maxFailedTrials is %d)%s%s",
                  (long long)L->failed, L->failed == 1 ? "" : "s", spec->max_failed_trials,
                  L->last_failure ? "; the last, " : "", L->last_failure ? L->last_failure : "");
         tn_error(err, errlen, TN_EINVAL, "%s", why);
-        rc = STUDY_FAILED;
+        *outcome = STUDY_FAILED;
     } else {
         state = ST_STUDY_SUCCEEDED;
-        rc = STUDY_DONE;
+        *outcome = STUDY_DONE;
     }
     char serr[512];
     if (st_study_set_state(L->st, L->study->id, state, why[0] ? why : NULL, serr,
                            sizeof serr) != 0 &&
-        rc >= 0)
+        rc == 0)
         rc = tn_error(err, errlen, TN_EIO, "%s", serr);
-    if (rc == STUDY_DONE || rc == STUDY_FAILED)
+    if (rc == 0 && (*outcome == STUDY_DONE || *outcome == STUDY_FAILED))
         log_line(L, "%s: %lld succeeded, %lld failed, %lld stopped early%s",
                  st_study_state_name(state), (long long)L->succeeded, (long long)L->failed,
                  (long long)L->stopped, L->exhausted ? " (the grid is exhausted)" : "");
@@ -1407,7 +1423,8 @@ static void loop_free(loop *L) {
 }
 
 int study_run(st_store *st, const tn_spec *spec, const st_study *study, const study_opts *o,
-              char *err, size_t errlen) {
+              int *outcome, char *err, size_t errlen) {
+    *outcome = STUDY_DONE;
     loop L;
     memset(&L, 0, sizeof L);
     L.st = st;
@@ -1441,7 +1458,7 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     rc = st_study_set_state(st, study->id, ST_STUDY_RUNNING, NULL, err, errlen);
     if (!rc && spec->resume_previous_job_id) rc = tell_warm_start(&L, err, errlen);
     if (!rc) rc = run_loop(&L, &xo, trials, n, err, errlen);
-    if (!rc) rc = finish_study(&L, err, errlen);
+    if (!rc) rc = finish_study(&L, outcome, err, errlen);
 
 done:
     st_trials_free(trials, n);

@@ -31,11 +31,13 @@ typedef struct study_opts {
     FILE *log;             /* one line per trial event worth telling; NULL: quiet */
 } study_opts;
 
-/* Outcomes of study_run. */
-#define STUDY_DONE 0          /* every trial ran (or the grid was exhausted) */
-#define STUDY_FAILED 3        /* maxFailedTrials trials failed */
-#define STUDY_INTERRUPTED 130 /* SIGINT or SIGTERM (study STOPPED, resumable), or
-                                 `tuner cancel` (study CANCELLED): jobs stopped */
+/* Outcomes of study_run (its *outcome). */
+enum study_outcome {
+    STUDY_DONE,        /* every trial ran (or the grid was exhausted) */
+    STUDY_FAILED,      /* maxFailedTrials trials failed (err says which and why) */
+    STUDY_INTERRUPTED  /* SIGINT or SIGTERM (study STOPPED, resumable), or `tuner cancel`
+                          (study CANCELLED): jobs stopped */
+};
 
 /* Checks, before anything is stored or started, that the study can run here: it has
  * a command (or pythonModule), the program can be executed, and one trial's replicas
@@ -44,17 +46,18 @@ typedef struct study_opts {
 int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen);
 
 /* Runs the stored study to its end. Trials left RUNNING or PENDING by an earlier run
- * are run again first. Returns one of the outcomes above, or a negative TN_E* code
- * with the message in err (bad command, a trial that can never fit, store errors). */
+ * are run again first. Returns 0 with *outcome one of the outcomes above, or a
+ * negative TN_E* code with the message in err (bad command, a trial that can never
+ * fit, store errors). */
 int study_run(st_store *st, const tn_spec *spec, const st_study *study, const study_opts *o,
-              char *err, size_t errlen);
+              int *outcome, char *err, size_t errlen);
 
 /* Creates the next trial of a study in state PENDING with the sampler's point and
  * writes its number to *number and its parameters (JSON, yours to free) to *params.
- * Returns 0, SP_EXHAUSTED (1) when the study has no trials left to give (maxTrials
- * reached or the grid exhausted), or a negative code. */
+ * Returns 0 with *exhausted: 1 (and nothing created) when the study has no trials left
+ * to give (maxTrials reached or the grid exhausted); or a negative code. */
 int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number,
-              char **params, char *err, size_t errlen);
+              char **params, int *exhausted, char *err, size_t errlen);
 
 /* Records the outcome of a trial handed out by study_ask: its objective, or failed. */
 int study_tell(st_store *st, const st_study *study, int64_t number, int failed,

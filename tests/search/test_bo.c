@@ -23,6 +23,7 @@
 #include "search/sampler.h"
 #include "search/space.h"
 #include "tests/check.h"
+#include "tests/search/params.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,15 +36,6 @@
 static double disc_batch[] = {16, 32, 64, 128, 256};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 
-#define P_DOUBLE(nm, sc, lo, hi) \
-    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) \
-    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
-#define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
-
 /* Every type and scale. */
 static const sp_param mixed_params[] = {
     P_DOUBLE("lr", SP_LOG, 1e-5, 1),
@@ -54,11 +46,6 @@ static const sp_param mixed_params[] = {
     P_DISC("batch", SP_SCALE_NONE, disc_batch),
     P_CAT("optimizer", cats3),
 };
-
-static void make_space(sp_space *s, const sp_param *params, size_t n) {
-    memset(s, 0, sizeof *s);
-    for (size_t i = 0; i < n; i++) sp_space_add(s, &params[i]);
-}
 
 static void make_unit_space(sp_space *s, size_t dims) {
     memset(s, 0, sizeof *s);
@@ -150,7 +137,7 @@ static double dist(const double *a, const double *b, size_t n) {
  * suggestion legal, no point suggested twice, no fallback needed. */
 static void test_legal_mixed_parallel(void) {
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(0);
     char note[256];
     int notes = 0;
@@ -179,7 +166,7 @@ static void test_legal_mixed_parallel(void) {
  * the history copied elsewhere. */
 static void test_reproducible(void) {
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(1);
     for (uint64_t k = 0; k < 14; k++) {
         double v[MAXP], w[MAXP];
@@ -493,8 +480,9 @@ static void test_stopped_not_modelled(void) {
 /* When the model cannot be fitted the suggestion is random search's point for
  * (seed, index), legal, and the note says so. */
 static void test_fallback_forced(void) {
+    int ex;
     sp_space s;
-    make_space(&s, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     study_reset(0);
     for (uint64_t k = 0; k < 12; k++) {
         double v[MAXP];
@@ -506,7 +494,7 @@ static void test_fallback_forced(void) {
     double v[MAXP], r[MAXP];
     char note[256];
     CHECK_INT_EQ(bo_suggest(&s, &st.h, 11, 12, &o, v, note, sizeof note), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &st.h, 11, 12, r, &ex, NULL, 0), 0);
     CHECK(all_legal(&s, v));
     CHECK(memcmp(v, r, s.n * sizeof *v) == 0);
     CHECK_STR_CONTAINS(note, "could not be fitted");
@@ -548,7 +536,7 @@ static void test_no_two_distinct_points(void) {
 static void test_small_space_exhausted(void) {
     sp_space s;
     static const sp_param cat[] = {P_CAT("optimizer", cats3)};
-    make_space(&s, cat, 1);
+    s = make_space(cat, 1);
     bo_options o = {0};
     o.initial_trials = 2;
     study_reset(1);
@@ -571,7 +559,7 @@ static void test_small_space_exhausted(void) {
 static void test_categorical_optimum(void) {
     static const sp_param ps[] = {P_DOUBLE("x", SP_LINEAR, 0, 1), P_CAT("c", cats3)};
     sp_space s;
-    make_space(&s, ps, 2);
+    s = make_space(ps, 2);
     study_reset(1);
     int picks = 0;
     double best = -HUGE_VAL, best_v[2] = {0, 0};
@@ -613,6 +601,7 @@ static void test_many_dimensions(void) {
 /* On a smooth 4-D bowl, 30 trials of the sampler find a better point than 30 of
  * random search, for each of several seeds. */
 static void test_beats_random(void) {
+    int ex;
     sp_space s;
     make_unit_space(&s, 4);
     for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -621,7 +610,7 @@ static void test_beats_random(void) {
         for (uint64_t k = 0; k < 30; k++) {
             double v[4], r[4];
             CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, &ex, NULL, 0), 0);
             double y = objective_of(&s, v), yr = objective_of(&s, r);
             study_add(v, 4, SP_COMPLETE, y);
             if (y < best_bo) best_bo = y;
@@ -639,14 +628,6 @@ static void test_beats_random(void) {
 static char *cats2[] = {"sgd", "adam"};
 static double when0[] = {0}, when1[] = {1}, when_02[] = {0, 2}, when_4[] = {4};
 static double disc_ab[] = {0.5, 0.9};
-
-static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
-    p.conditional = 1;
-    p.parent = parent;
-    p.when = when;
-    p.nwhen = n;
-    return p;
-}
 
 static int same_point(const double *a, const double *b, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -666,7 +647,7 @@ static void make_tree(sp_space *s) {
         child((sp_param)P_CAT("schedule", cats2), 0, when1, 1),
         P_DOUBLE("lr", SP_LOG, 1e-4, 1),
     };
-    make_space(s, ps, sizeof ps / sizeof ps[0]);
+    *s = make_space(ps, sizeof ps / sizeof ps[0]);
 }
 
 /* A smooth objective of the tree's active values (to minimise). */
@@ -721,12 +702,13 @@ static void make_opt_space(sp_space *s) {
                            child((sp_param)P_DOUBLE("momentum", SP_LINEAR, 0, 1), 0, when0, 1),
                            child((sp_param)P_DOUBLE("beta1", SP_LINEAR, 0, 1), 0, when1, 1),
                            P_DOUBLE("lr", SP_LINEAR, 0, 1)};
-    make_space(s, ps, 4);
+    *s = make_space(ps, 4);
 }
 
 /* The conditional optimum is found in 40 trials, better than random search's best,
  * for each of several seeds. */
 static void test_conditional_optimum(void) {
+    int ex;
     sp_space s;
     make_opt_space(&s);
     for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -735,7 +717,7 @@ static void test_conditional_optimum(void) {
         for (uint64_t k = 0; k < 40; k++) {
             double v[4], r[4];
             CHECK_INT_EQ(bo_suggest(&s, &st.h, seed, k, NULL, v, NULL, 0), 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, r, &ex, NULL, 0), 0);
             CHECK(sp_point_is_legal(&s, v) && sp_point_is_legal(&s, r));
             double y = opt_objective(v), yr = opt_objective(r);
             study_add(v, 4, SP_COMPLETE, y);
@@ -765,7 +747,7 @@ static void test_inactive_not_a_value(void) {
         {.name = (char *)"momentum", .type = SP_DOUBLE, .min = 0, .max = 1, .conditional = 1,
          .parent = 0, .when = when0, .nwhen = 1}};
     sp_space s;
-    make_space(&s, ps, 2);
+    s = make_space(ps, 2);
     for (int rep = 0; rep < 3; rep++) {
         study_reset(1);
         double adam[2] = {1, NAN};
@@ -834,7 +816,7 @@ static void test_inactive_encoding(void) {
     }
     /* a top-level parameter: the unit value itself */
     sp_space u;
-    make_space(&u, mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    u = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
     double v[7] = {0.01, 0.99, 0.25, 3, 64, 128, 2}, ux[16];
     size_t Du = bo_encode(&u, v, ux, group);
     CHECK_INT_EQ(Du, 9);
@@ -859,7 +841,7 @@ static void test_conditional_exhausted(void) {
         {.name = (char *)"y", .type = SP_DISCRETE, .values = disc_ab, .nvalues = 2,
          .conditional = 1, .parent = 0, .when = when1, .nwhen = 1}};
     sp_space s;
-    make_space(&s, ps, 3);
+    s = make_space(ps, 3);
     bo_options o = {0};
     o.initial_trials = 2;
     study_reset(0);
@@ -881,7 +863,7 @@ static void test_conditional_exhausted(void) {
 
     /* a malformed tree is refused */
     sp_space b;
-    make_space(&b, ps, 3);
+    b = make_space(ps, 3);
     b.params[2].parent = 2;
     CHECK_INT_EQ(bo_suggest(&b, NULL, 1, 0, NULL, v, NULL, 0), TN_EINVAL);
     b.params[2].parent = 0;

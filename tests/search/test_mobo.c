@@ -121,6 +121,7 @@ static void zdt1(const double *x, double *f) {
 /* The hypervolume (reference (1.1, 11)) after `trials` trials of mo_suggest (mo) or of
  * random search. */
 static double run_zdt1(int mo, uint64_t seed, int trials) {
+    int ex;
     sp_space s;
     unit_space(&s, 2);
     double x[64][2], f[64][2];
@@ -129,7 +130,7 @@ static double run_zdt1(int mo, uint64_t seed, int trials) {
     for (int i = 0; i < trials; i++) {
         mo_history h = {t, (size_t)i, 2, min2};
         int rc = mo ? mo_suggest(&s, &h, seed, (uint64_t)i, NULL, x[i], NULL, 0)
-                    : sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, (uint64_t)i, x[i], NULL, 0);
+                    : sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, (uint64_t)i, x[i], &ex, NULL, 0);
         CHECK_INT_EQ(rc, 0);
         zdt1(x[i], f[i]);
         t[i] = (mo_trial){x[i], SP_COMPLETE, f[i]};

@@ -19,6 +19,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/search/params.h"
 
 #include <float.h>
 #include <math.h>
@@ -33,15 +34,6 @@ static double disc_lr[] = {0.001, 0.01, 0.5};
 static double disc_neg[] = {-3, -0.25, 0, 7.5};
 static char *cats3[] = {"sgd", "adam", "rmsprop"};
 static char *cats1[] = {"only"};
-
-#define P_DOUBLE(nm, sc, lo, hi) \
-    {(char *)(nm), SP_DOUBLE, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_INT(nm, sc, lo, hi) \
-    {(char *)(nm), SP_INTEGER, (sc), (lo), (hi), NULL, 0, NULL, 0, 0, 0, NULL, 0}
-#define P_DISC(nm, sc, v) \
-    {(char *)(nm), SP_DISCRETE, (sc), 0, 0, (v), sizeof(v) / sizeof(v)[0], NULL, 0, 0, 0, NULL, 0}
-#define P_CAT(nm, c) {(char *)(nm), SP_CATEGORICAL, SP_SCALE_NONE, 0, 0, NULL, 0, (c), \
-                      sizeof(c) / sizeof(c)[0], 0, 0, NULL, 0}
 
 /* Every type x scale, plus degenerate ranges. */
 static const sp_param cases[] = {
@@ -295,21 +287,26 @@ static void test_equal_shares(void) {
     for (int k = 0; k < 3; k++) CHECK_NEAR(cc[k] / (double)N, 1.0 / 3.0, 0.01, 0);
 }
 
+/* A parameter of each type: the values test_legality and test_parse check. */
+static const sp_param one_d = P_DOUBLE("d", SP_LINEAR, 0, 1);
+static const sp_param one_i = P_INT("i", SP_LINEAR, 1, 4);
+static const sp_param one_q = P_DISC("q", SP_SCALE_NONE, disc_batch);
+static const sp_param one_c = P_CAT("c", cats3);
+
 static void test_legality(void) {
-    static const sp_param d = P_DOUBLE("d", SP_LINEAR, 0, 1);
-    static const sp_param i = P_INT("i", SP_LINEAR, 1, 4);
-    static const sp_param q = P_DISC("q", SP_SCALE_NONE, disc_batch);
-    static const sp_param c = P_CAT("c", cats3);
     static const struct {
         const sp_param *p;
         double v;
         int legal;
     } t[] = {
-        {&d, 0, 1}, {&d, 1, 1}, {&d, 0.5, 1}, {&d, -1e-300, 0}, {&d, 1.0000001, 0},
-        {&d, NAN, 0}, {&d, INFINITY, 0},
-        {&i, 1, 1}, {&i, 4, 1}, {&i, 2.5, 0}, {&i, 0, 0}, {&i, 5, 0}, {&i, NAN, 0},
-        {&q, 16, 1}, {&q, 256, 1}, {&q, 65, 0}, {&q, 0, 0}, {&q, 1000, 0}, {&q, NAN, 0},
-        {&c, 0, 1}, {&c, 2, 1}, {&c, 3, 0}, {&c, -1, 0}, {&c, 0.5, 0}, {&c, INFINITY, 0},
+        {&one_d, 0, 1}, {&one_d, 1, 1}, {&one_d, 0.5, 1}, {&one_d, -1e-300, 0},
+        {&one_d, 1.0000001, 0}, {&one_d, NAN, 0}, {&one_d, INFINITY, 0},
+        {&one_i, 1, 1}, {&one_i, 4, 1}, {&one_i, 2.5, 0}, {&one_i, 0, 0}, {&one_i, 5, 0},
+        {&one_i, NAN, 0},
+        {&one_q, 16, 1}, {&one_q, 256, 1}, {&one_q, 65, 0}, {&one_q, 0, 0}, {&one_q, 1000, 0},
+        {&one_q, NAN, 0},
+        {&one_c, 0, 1}, {&one_c, 2, 1}, {&one_c, 3, 0}, {&one_c, -1, 0}, {&one_c, 0.5, 0},
+        {&one_c, INFINITY, 0},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         CHECK_MSG(sp_is_legal(t[k].p, t[k].v) == t[k].legal, "%s: %g", t[k].p->name, t[k].v);
@@ -363,25 +360,23 @@ static void test_format_parse_round_trip(void) {
 }
 
 static void test_parse(void) {
-    static const sp_param d = P_DOUBLE("d", SP_LINEAR, 0, 1);
-    static const sp_param i = P_INT("i", SP_LINEAR, 1, 4);
-    static const sp_param q = P_DISC("q", SP_SCALE_NONE, disc_batch);
-    static const sp_param c = P_CAT("c", cats3);
     static const struct {
         const sp_param *p;
         const char *text;
         int rc;
         double want;
     } t[] = {
-        {&d, "0.25", 0, 0.25},   {&d, "1e-1", 0, 0.1},    {&d, "1", 0, 1},
-        {&d, "1.5", TN_EINVAL, 0}, {&d, "-0.1", TN_EINVAL, 0}, {&d, "inf", TN_EINVAL, 0},
-        {&d, "nan", TN_EINVAL, 0}, {&d, "", TN_EINVAL, 0},  {&d, " 0.5", TN_EINVAL, 0},
-        {&d, "0.5 ", TN_EINVAL, 0}, {&d, "0.5x", TN_EINVAL, 0}, {&d, "0x0.8", TN_EINVAL, 0},
-        {&i, "3", 0, 3},         {&i, "3.0", 0, 3},       {&i, "3.5", TN_EINVAL, 0},
-        {&i, "0", TN_EINVAL, 0}, {&i, "5", TN_EINVAL, 0}, {&i, "three", TN_EINVAL, 0},
-        {&q, "64", 0, 64},       {&q, "64.0", 0, 64},     {&q, "65", TN_EINVAL, 0},
-        {&c, "adam", 0, 1},      {&c, "sgd", 0, 0},       {&c, "SGD", TN_EINVAL, 0},
-        {&c, "1", TN_EINVAL, 0}, {&c, "", TN_EINVAL, 0},  {&c, "adam ", TN_EINVAL, 0},
+        {&one_d, "0.25", 0, 0.25}, {&one_d, "1e-1", 0, 0.1}, {&one_d, "1", 0, 1},
+        {&one_d, "1.5", TN_EINVAL, 0}, {&one_d, "-0.1", TN_EINVAL, 0},
+        {&one_d, "inf", TN_EINVAL, 0}, {&one_d, "nan", TN_EINVAL, 0},
+        {&one_d, "", TN_EINVAL, 0}, {&one_d, " 0.5", TN_EINVAL, 0},
+        {&one_d, "0.5 ", TN_EINVAL, 0}, {&one_d, "0.5x", TN_EINVAL, 0},
+        {&one_d, "0x0.8", TN_EINVAL, 0},
+        {&one_i, "3", 0, 3}, {&one_i, "3.0", 0, 3}, {&one_i, "3.5", TN_EINVAL, 0},
+        {&one_i, "0", TN_EINVAL, 0}, {&one_i, "5", TN_EINVAL, 0}, {&one_i, "three", TN_EINVAL, 0},
+        {&one_q, "64", 0, 64}, {&one_q, "64.0", 0, 64}, {&one_q, "65", TN_EINVAL, 0},
+        {&one_c, "adam", 0, 1}, {&one_c, "sgd", 0, 0}, {&one_c, "SGD", TN_EINVAL, 0},
+        {&one_c, "1", TN_EINVAL, 0}, {&one_c, "", TN_EINVAL, 0}, {&one_c, "adam ", TN_EINVAL, 0},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         double v = -12345;
@@ -399,12 +394,6 @@ static void test_parse(void) {
 /* ---- Grid ---- */
 
 /* Builds a space from a list of parameters. */
-static sp_space make_space(const sp_param *ps, size_t n) {
-    sp_space s = {0};
-    for (size_t i = 0; i < n; i++) sp_space_add(&s, &ps[i]);
-    return s;
-}
-
 static void test_grid_size(void) {
     static const sp_param i14 = P_INT("a", SP_LINEAR, 1, 4);
     static const sp_param ilog = P_INT("a", SP_LOG, 1, 1024);
@@ -519,28 +508,33 @@ static sp_space mixed_space(void) {
 }
 
 static void test_suggest_grid(void) {
+    int ex;
     const sp_param ps[] = {P_INT("a", SP_LINEAR, 1, 2), P_CAT("b", cats3)};
     sp_space s = make_space(ps, 2);
     char note[128] = "junk";
     for (uint64_t k = 0; k < 6; k++) {
         double out[2], want[2];
         sp_grid_point(&s, k, want);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, k, out, note, sizeof note), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, k, out, &ex, note, sizeof note), 0);
+        CHECK(!ex);
         CHECK(out[0] == want[0] && out[1] == want[1]);
         CHECK(note[0] == '\0');
     }
     double out[2];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, 6, out, NULL, 0), SP_EXHAUSTED);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, UINT64_MAX, out, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, 6, out, &ex, NULL, 0), 0);
+    CHECK(ex);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 42, UINT64_MAX, out, &ex, NULL, 0), 0);
+    CHECK(ex);
     sp_space_clear(&s);
 
     sp_space m = mixed_space(); /* has DOUBLEs */
     double mo[7];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &m, NULL, 42, 0, mo, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &m, NULL, 42, 0, mo, &ex, NULL, 0), TN_EINVAL);
     sp_space_clear(&m);
 }
 
 static void test_suggest_random(void) {
+    int ex;
     sp_space s = mixed_space();
     const size_t n = s.n;
     double a[7], b[7];
@@ -552,28 +546,28 @@ static void test_suggest_random(void) {
     double sum_drop = 0;
     for (uint64_t seed = 0; seed < 3; seed++) {
         for (uint64_t k = 0; k < 200; k++) {
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, a, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k, a, &ex, NULL, 0), 0);
             for (size_t j = 0; j < n; j++) {
                 CHECK_MSG(sp_is_legal(&s.params[j], a[j]), "%s = %g", s.params[j].name, a[j]);
             }
             /* Same (seed, index), any history: the same point. */
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &empty, seed, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &empty, seed, k, b, &ex, NULL, 0), 0);
             CHECK(memcmp(a, b, sizeof a) == 0);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &full, seed, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, &full, seed, k, b, &ex, NULL, 0), 0);
             CHECK(memcmp(a, b, sizeof a) == 0);
             /* Another index or another seed: another point. */
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k + 1, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed, k + 1, b, &ex, NULL, 0), 0);
             CHECK(a[0] != b[0]);
-            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed + 1000, k, b, NULL, 0), 0);
+            CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, seed + 1000, k, b, &ex, NULL, 0), 0);
             CHECK(a[0] != b[0]);
             sum_drop += a[2];
         }
     }
     CHECK_NEAR(sum_drop / 600, 0.25, 0.03, 0); /* uniform on [0, 0.5] */
     /* The order of asking does not matter. */
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, a, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 2, b, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, b, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, a, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 2, b, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 9, 5, b, &ex, NULL, 0), 0);
     CHECK(memcmp(a, b, sizeof a) == 0);
     sp_space_clear(&s);
 }
@@ -582,14 +576,15 @@ static void test_suggest_random(void) {
  * no history its points come from the space-filling design, not random search;
  * legal, reproducible, with no note. */
 static void test_suggest_unspecified(void) {
+    int ex;
     sp_space s = mixed_space();
     double a[7], b[7];
     char note[256] = "junk";
     sp_history empty = {.trials = NULL, .n = 0, .maximize = 1};
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, a, note, sizeof note), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, a, &ex, note, sizeof note), 0);
     CHECK(note[0] == '\0');
     for (size_t i = 0; i < s.n; i++) CHECK(sp_is_legal(&s.params[i], a[i]));
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, b, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, &empty, 4, 3, b, &ex, NULL, 0), 0);
     CHECK(memcmp(a, b, sizeof a) == 0);
     CHECK(sp_uses_history(SP_ALGO_UNSPECIFIED));
     CHECK(!sp_uses_history(SP_ALGO_RANDOM) && !sp_uses_history(SP_ALGO_GRID));
@@ -597,13 +592,15 @@ static void test_suggest_unspecified(void) {
 }
 
 static void test_suggest_rejects(void) {
+    int ex;
     sp_space s = mixed_space();
     double out[7];
     char note[64] = "junk";
-    CHECK_INT_EQ(sp_suggest(0, &s, NULL, 1, 0, out, note, sizeof note), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(0, &s, NULL, 1, 0, out, &ex, note, sizeof note), TN_EINVAL);
     CHECK(note[0] == '\0');
-    CHECK_INT_EQ(sp_suggest(99, &s, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, NULL, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(99, &s, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, NULL, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &s, NULL, 1, 0, out, NULL, NULL, 0), TN_EINVAL);
     sp_space_clear(&s);
 
     /* Spaces no sampler can draw from. */
@@ -622,16 +619,18 @@ static void test_suggest_rejects(void) {
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         sp_space b = make_space(&bad[k], 1);
-        CHECK_MSG(sp_suggest(SP_ALGO_RANDOM, &b, NULL, 1, 0, out, NULL, 0) == TN_EINVAL,
+        CHECK_MSG(sp_suggest(SP_ALGO_RANDOM, &b, NULL, 1, 0, out, &ex, NULL, 0) == TN_EINVAL,
                   "bad space %zu accepted", k);
         sp_space_clear(&b);
     }
 
     /* An empty space has one (empty) point. */
     sp_space e = {0};
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &e, NULL, 1, 0, NULL, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 0, NULL, NULL, 0), 0);
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 1, NULL, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &e, NULL, 1, 0, NULL, &ex, NULL, 0), 0);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 0, NULL, &ex, NULL, 0), 0);
+    CHECK(!ex);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &e, NULL, 1, 1, NULL, &ex, NULL, 0), 0);
+    CHECK(ex);
 }
 
 /* ---- Conditional parameters ---- */
@@ -639,15 +638,6 @@ static void test_suggest_rejects(void) {
 static char *cats_ny[] = {"no", "yes"};
 static double disc_mom[] = {0.5, 0.9};
 static double when_sgd_rms[] = {0, 2}, when_09[] = {0.9}, when_adam[] = {1};
-
-/* p as a child of params[parent], active for the parent values when[0..n). */
-static sp_param child(sp_param p, size_t parent, double *when, size_t n) {
-    p.conditional = 1;
-    p.parent = parent;
-    p.when = when;
-    p.nwhen = n;
-    return p;
-}
 
 /* opt {sgd, adam, rmsprop}; mom {0.5, 0.9} under sgd and rmsprop; nest {no, yes}
  * under mom 0.9; beta 1..3 under adam; lr 1..2 (or a DOUBLE). */
@@ -710,6 +700,7 @@ static void test_conditions(void) {
 /* The grid of the tree holds every active combination once: the distinct masked
  * points of the full product, 18 of them. */
 static void test_conditional_grid(void) {
+    int ex;
     sp_space s = tree_space(0);
     double brute[72][5];
     size_t nb = 0;
@@ -743,7 +734,7 @@ static void test_conditional_grid(void) {
     sp_space d = tree_space(1);
     CHECK_INT_EQ(sp_grid_size(&d), 0);
     double out[5];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &d, NULL, 1, 0, out, NULL, 0), TN_EINVAL);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &d, NULL, 1, 0, out, &ex, NULL, 0), TN_EINVAL);
     sp_space_clear(&d);
     sp_space_clear(&s);
 
@@ -767,11 +758,12 @@ static void test_conditional_grid(void) {
     for (uint64_t k = 0; k < 6; k++) {
         double a[3], b[3];
         sp_grid_point(&g, k, a);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, k, b, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, k, b, &ex, NULL, 0), 0);
         CHECK(same_point(a, b, 3));
     }
     double v3[3];
-    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, 6, v3, NULL, 0), SP_EXHAUSTED);
+    CHECK_INT_EQ(sp_suggest(SP_ALGO_GRID, &g, NULL, 3, 6, v3, &ex, NULL, 0), 0);
+    CHECK(ex);
     sp_space_clear(&g);
 
     /* Two children active at one value multiply; a child under every value. */
@@ -815,14 +807,15 @@ static void test_conditional_grid_huge(void) {
  * condition says, and the same draws as the space without conditions (a draw per
  * parameter, active or not, then masked). */
 static void test_conditional_random(void) {
+    int ex;
     sp_space s = tree_space(1), flat = tree_space(1);
     for (size_t i = 0; i < flat.n; i++) flat.params[i].conditional = 0;
     int mom = 0, nest = 0, beta = 0;
     const int N = 3000;
     for (int k = 0; k < N; k++) {
         double a[5], b[5];
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 7, (uint64_t)k, a, NULL, 0), 0);
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &flat, NULL, 7, (uint64_t)k, b, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &s, NULL, 7, (uint64_t)k, a, &ex, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_RANDOM, &flat, NULL, 7, (uint64_t)k, b, &ex, NULL, 0), 0);
         CHECK(sp_point_is_legal(&s, a));
         for (size_t i = 0; i < 5; i++) CHECK(isnan(a[i]) || a[i] == b[i]);
         sp_mask_inactive(&s, b);
@@ -837,7 +830,7 @@ static void test_conditional_random(void) {
     /* Bayesian optimisation with no history: legal points of the tree too */
     for (uint64_t k = 0; k < 8; k++) {
         double a[5];
-        CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, NULL, 7, k, a, NULL, 0), 0);
+        CHECK_INT_EQ(sp_suggest(SP_ALGO_UNSPECIFIED, &s, NULL, 7, k, a, &ex, NULL, 0), 0);
         CHECK(sp_point_is_legal(&s, a));
     }
     sp_space_clear(&flat);
@@ -846,6 +839,7 @@ static void test_conditional_random(void) {
 
 /* Conditions no sampler can follow are refused by every algorithm. */
 static void test_conditional_rejects(void) {
+    int ex;
     static double when_none[] = {0}, when_bad_cat[] = {3}, when_frac[] = {1.5};
     const sp_param root_cat = P_CAT("opt", cats3), root_dbl = P_DOUBLE("x", SP_LINEAR, 0, 1);
     const sp_param root_int = P_INT("n", SP_LINEAR, 1, 4), leaf = P_INT("k", SP_LINEAR, 1, 2);
@@ -867,7 +861,7 @@ static void test_conditional_rejects(void) {
         double out[2];
         CHECK_MSG(!sp_conditions_ok(&s), "%s: accepted", bad[k].why);
         for (int algo = SP_ALGO_UNSPECIFIED; algo <= SP_ALGO_RANDOM; algo++)
-            CHECK_MSG(sp_suggest(algo, &s, NULL, 1, 0, out, NULL, 0) == TN_EINVAL,
+            CHECK_MSG(sp_suggest(algo, &s, NULL, 1, 0, out, &ex, NULL, 0) == TN_EINVAL,
                       "%s: algorithm %d accepted it", bad[k].why, algo);
         sp_space_clear(&s);
     }

@@ -24,6 +24,7 @@
 
 #include "tests/check.h"
 #include "tests/testutil.h"
+#include "tests/tuner/oldstore.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -440,19 +441,6 @@ static const char spec_json[] =
     "\"maxTrials\": 50, \"algorithm\": \"RANDOM_SEARCH\", \"params\": [{\"parameterName\": "
     "\"x\", \"type\": \"DOUBLE\", \"minValue\": 0, \"maxValue\": 1}]}}}";
 
-/* The first column of the first row of sql on the file, as text, into buf. */
-static void raw_text(const char *path, const char *sql, char *buf, size_t len) {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    buf[0] = '\0';
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-}
-
 /* The query plan of sql on the file: every row's detail, joined with ';'. */
 static void query_plan(const char *path, const char *sql, char *buf, size_t len) {
     sqlite3 *db = NULL;
@@ -486,34 +474,20 @@ static void schema_text(const char *path, char *buf, size_t len) {
 }
 
 static void test_migration_from_v1(void) {
+    int found;
     char path[PATH_LEN], fresh[PATH_LEN], err[512] = "";
     fmt_path(path, "%s/v1.db", tmpdir);
     fmt_path(fresh, "%s/v2.db", tmpdir);
-    sqlite3 *db = NULL;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, schema_v1, NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
-                       "INSERT INTO studies VALUES (1, 'old', '{}', 'SUCCEEDED', 5, 1.0, 2.0, NULL);"
-                       "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
-                       "2, 1, 0, NULL);"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 3, 1.5, '{\"acc\": 0.7}');"
-                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');",
-                       NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
-
-    st_store *s = NULL;
-    int rc = st_open(path, &s, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
-    if (rc) return;
+    st_store *s = old_store_open(
+        path, schema_v1,
+        "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, 2, 1, 0, "
+        "NULL);"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 3, 1.5, '{\"acc\": 0.7}');"
+        "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');");
+    if (!s) return;
     char buf[4096], want[4096];
-    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
-    st_study study;
-    CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5 &&
-          study.state == ST_STUDY_SUCCEEDED);
-    st_study_clear(&study);
     st_trial t;
-    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.has_objective &&
+    CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.has_objective &&
           t.objective == 0.75 && t.changed == 0 && t.executor_job == NULL);
     st_trial_clear(&t);
     st_measurement *ms = NULL;
@@ -561,7 +535,8 @@ static void set_trial(st_store *s, int64_t id, int64_t number, st_trial_state st
                       double started, double finished) {
     st_trial t;
     char err[512];
-    CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
+    int found;
+    CHECK(st_trial_get(s, id, number, &t, &found, err, sizeof err) == 0 && found);
     t.state = state;
     t.has_objective = !isnan(obj);
     t.objective = isnan(obj) ? 0 : obj;
@@ -619,6 +594,7 @@ static void test_change_sequences(void) {
 }
 
 static void test_trial_page(void) {
+    int found;
     int64_t id;
     st_store *s = store_with_study("page.db", &id);
     if (!s) return;
@@ -681,8 +657,8 @@ static void test_trial_page(void) {
     }
     int64_t number = 0;
     double value = 0;
-    CHECK(st_trial_best(s, id, 1, &number, &value, err, sizeof err) == 0 && number == 3 && value == 0.9);
-    CHECK(st_trial_best(s, id, 0, &number, &value, err, sizeof err) == 0 && number == 1 && value == 0.5);
+    CHECK(st_trial_best(s, id, 1, &number, &value, &found, err, sizeof err) == 0 && found && number == 3 && value == 0.9);
+    CHECK(st_trial_best(s, id, 0, &number, &value, &found, err, sizeof err) == 0 && found && number == 1 && value == 0.5);
     double first, last;
     int64_t active;
     CHECK(st_trial_span(s, id, &first, &last, &active, err, sizeof err) == 0 && first == 100 &&
@@ -691,23 +667,25 @@ static void test_trial_page(void) {
 }
 
 static void test_cancel(void) {
+    int found;
     int64_t id;
     st_store *s = store_with_study("cancel.db", &id);
     if (!s) return;
     char err[512];
     st_study_state was = ST_STUDY_CREATED;
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_RUNNING);
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_RUNNING);
     st_study study;
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+    CHECK(st_study_get_id(s, id, &study, &found, err, sizeof err) == 0 && found &&
           study.state == ST_STUDY_CANCELLED);
     st_study_clear(&study);
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_CANCELLED);
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_CANCELLED);
     CHECK(st_study_set_state(s, id, ST_STUDY_SUCCEEDED, NULL, err, sizeof err) == 0);
-    CHECK(st_study_cancel(s, id, &was, err, sizeof err) == 0 && was == ST_STUDY_SUCCEEDED);
-    CHECK(st_study_get_id(s, id, &study, err, sizeof err) == 0 &&
+    CHECK(st_study_cancel(s, id, &was, &found, err, sizeof err) == 0 && found && was == ST_STUDY_SUCCEEDED);
+    CHECK(st_study_get_id(s, id, &study, &found, err, sizeof err) == 0 && found &&
           study.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&study);
-    CHECK_INT_EQ(st_study_cancel(s, 99, &was, err, sizeof err), 1);
+    CHECK_INT_EQ(st_study_cancel(s, 99, &was, &found, err, sizeof err), 0);
+    CHECK(!found);
     api_reply r = {0};
     api_cancel(s, "s", &r);
     CHECK_INT_EQ(r.status, 409);
@@ -882,6 +860,7 @@ static void test_trials_endpoint_errors(void) {
  * (trials 1, 3 and 4: trial 2 is beaten by 3 in both; a failed trial never counts),
  * and each trial's values in the metrics' order. */
 static void test_two_metrics(void) {
+    int found;
     static const char two_spec[] =
         "{\"jobId\": \"s\", \"trainingInput\": {\"hyperparameters\": {\"metrics\": ["
         "{\"metricId\": \"score\", \"goal\": \"MAXIMIZE\"}, "
@@ -902,7 +881,7 @@ static void test_two_metrics(void) {
     for (int i = 0; i < 5; i++) {
         CHECK(st_trial_create(s, id, "{\"x\": 0.5}", ST_TRIAL_RUNNING, &number, err, sizeof err) == 0);
         st_trial t;
-        CHECK(st_trial_get(s, id, number, &t, err, sizeof err) == 0);
+        CHECK(st_trial_get(s, id, number, &t, &found, err, sizeof err) == 0 && found);
         t.state = i == 4 ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
         t.has_objective = 1;
         t.objective = values[i][0];
@@ -957,6 +936,7 @@ static int count_prefix(const char *text, const char *prefix) {
 }
 
 static void test_event_stream_text(void) {
+    int gone;
     int64_t id, n;
     st_store *s = store_with_study("sse.db", &id);
     if (!s) return;
@@ -971,7 +951,7 @@ static void test_event_stream_text(void) {
     add_point(s, id, n, "chief:0", 1, 1.0, 0.25);
     st_measurement m = {.step = 2, .replica = "chief:0", .metrics = "{\"loss\": 1}", .timestamp = 2};
     st_measurement_add(s, id, n, &m, err, sizeof err);
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone);
     CHECK(w.version == 2 && w.head.trials == 1 && w.head.measurements == 2);
     tn_buf b = {0};
     int events = api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err);
@@ -987,7 +967,7 @@ static void test_event_stream_text(void) {
     CHECK_STR_CONTAINS(b.data, "event: study\nid: 1.2\ndata: {\"id\":1,\"name\":\"s\"");
     tn_buf_clear(&b);
     /* nothing new: nothing sent, the version stays */
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0 && w.version == 2);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone && w.version == 2);
     CHECK_INT_EQ(api_sse_changes(s, &w, &cur, 100, &b, err, sizeof err), 0);
     /* a batch cut short sends no measurements (they may be of trials not sent yet) */
     for (int i = 0; i < 3; i++) {
@@ -1003,7 +983,7 @@ static void test_event_stream_text(void) {
     /* the study's state is part of what a poll notices */
     CHECK(st_study_set_state(s, id, ST_STUDY_STOPPED, NULL, err, sizeof err) == 0);
     uint64_t before = w.version;
-    CHECK(api_watch_poll(s, &w, err, sizeof err) == 0 && w.version == before + 1);
+    CHECK(api_watch_poll(s, &w, &gone, err, sizeof err) == 0 && !gone && w.version == before + 1);
     CHECK_STR_CONTAINS(w.entry, "\"state\":\"STOPPED\"");
     api_watch_clear(&w);
     api_reply_clear(&r);

@@ -33,12 +33,13 @@ static char *spec_text(const char *name, const char *goal) {
 
 /* Adds a trial in state with objective obj (NAN: none) and x; returns its number. */
 static int64_t add_trial(st_store *st, int64_t id, st_trial_state state, double obj, double x) {
+    int found;
     char err[512], params[64];
     snprintf(params, sizeof params, "{\"x\": %g}", x);
     int64_t n = 0;
     CHECK(st_trial_create(st, id, params, ST_TRIAL_RUNNING, &n, err, sizeof err) == 0);
     st_trial t;
-    CHECK(st_trial_get(st, id, n, &t, err, sizeof err) == 0);
+    CHECK(st_trial_get(st, id, n, &t, &found, err, sizeof err) == 0 && found);
     t.state = state;
     t.has_objective = obj == obj;
     t.objective = obj == obj ? obj : 0;

@@ -16,6 +16,7 @@
 #include "common/status.h"
 
 #include "tests/check.h"
+#include "tests/tuner/oldstore.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -59,19 +60,6 @@ static int raw_exec(const char *path, const char *sql) {
     if (rc != SQLITE_OK) fprintf(stderr, "raw_exec(%s): %s\n", sql, sqlite3_errmsg(db));
     sqlite3_close(db);
     return rc;
-}
-
-/* Column 0 of the first row of sql on the file as text, into buf ("" if none). */
-static void raw_text(const char *path, const char *sql, char *buf, size_t len) {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    buf[0] = '\0';
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -197,6 +185,7 @@ static void test_open_missing_folder(void) {
  * --------------------------------------------------------------------------------- */
 
 static void test_study_create_get_list(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("studies.db", path, sizeof path);
     if (!s) return;
@@ -210,7 +199,8 @@ static void test_study_create_get_list(void) {
     CHECK(a > 0 && b > 0 && a != b);
 
     st_study st;
-    CHECK_INT_EQ(st_study_get(s, "alpha", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "alpha", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK_INT_EQ(st.id, a);
     CHECK(st.name && strcmp(st.name, "alpha") == 0);
     CHECK(st.spec && strcmp(st.spec, "{\"jobId\": \"alpha\"}") == 0);
@@ -222,7 +212,8 @@ static void test_study_create_get_list(void) {
     st_study_clear(&st);
     CHECK(st.name == NULL); /* cleared */
 
-    CHECK_INT_EQ(st_study_get(s, "gamma", &st, err, sizeof err), 1);
+    CHECK_INT_EQ(st_study_get(s, "gamma", &st, &found, err, sizeof err), 0);
+    CHECK(!found);
     CHECK(st.name == NULL);
     st_study_clear(&st);
 
@@ -260,6 +251,7 @@ static void test_study_list_empty(void) {
 }
 
 static void test_study_duplicate_name(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("dup.db", path, sizeof path);
     if (!s) return;
@@ -271,7 +263,8 @@ static void test_study_duplicate_name(void) {
     CHECK(strcmp(err, "a study named mnist already exists") == 0);
     CHECK_INT_EQ(id2, -5); /* untouched on failure */
     st_study st;
-    CHECK_INT_EQ(st_study_get(s, "mnist", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "mnist", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(st.spec && strcmp(st.spec, "{}") == 0); /* the first one is untouched */
     CHECK_INT_EQ(st.seed, 1);
     st_study_clear(&st);
@@ -282,19 +275,22 @@ static void test_study_duplicate_name(void) {
 }
 
 static void test_study_set_state(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("state.db", path, sizeof path);
     if (!s) return;
     int64_t id = 0;
     CHECK_INT_EQ(st_study_create(s, "s1", "{}", 3, ST_STUDY_CREATED, &id, err, sizeof err), 0);
     st_study st;
-    CHECK_INT_EQ(st_study_get(s, "s1", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "s1", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     double created = st.created;
     st_study_clear(&st);
 
     CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_FAILED, "4 trials failed", err, sizeof err),
                  0);
-    CHECK_INT_EQ(st_study_get(s, "s1", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "s1", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(st.state == ST_STUDY_FAILED);
     CHECK(st.error && strcmp(st.error, "4 trials failed") == 0);
     CHECK(st.created == created);
@@ -302,7 +298,8 @@ static void test_study_set_state(void) {
     st_study_clear(&st);
 
     CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_RUNNING, NULL, err, sizeof err), 0);
-    CHECK_INT_EQ(st_study_get(s, "s1", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "s1", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(st.state == ST_STUDY_RUNNING);
     CHECK(st.error == NULL);
     st_study_clear(&st);
@@ -343,6 +340,7 @@ static void test_state_names(void) {
 /* A state the tuner never writes (the file changed by other means) is an error that
  * names the row, from every read of it, and never a made-up state. */
 static void test_foreign_state_refused(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("foreign_state.db", path, sizeof path);
     if (!s) return;
@@ -355,7 +353,7 @@ static void test_foreign_state_refused(void) {
     CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s", err);
     if (!s) return;
     st_trial t;
-    CHECK_INT_EQ(st_trial_get(s, id, num, &t, err, sizeof err), TN_EFORMAT);
+    CHECK_INT_EQ(st_trial_get(s, id, num, &t, &found, err, sizeof err), TN_EFORMAT);
     CHECK_STR_CONTAINS(err, "trial 1 of study");
     CHECK_STR_CONTAINS(err, "'PAUSED'");
     st_trial *list = NULL;
@@ -373,7 +371,7 @@ static void test_foreign_state_refused(void) {
     CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s", err);
     if (!s) return;
     st_study st;
-    CHECK_INT_EQ(st_study_get(s, "f", &st, err, sizeof err), TN_EFORMAT);
+    CHECK_INT_EQ(st_study_get(s, "f", &st, &found, err, sizeof err), TN_EFORMAT);
     CHECK_STR_CONTAINS(err, "study f has the state 'ARCHIVED'");
     st_close(s);
 }
@@ -383,6 +381,7 @@ static void test_foreign_state_refused(void) {
  * --------------------------------------------------------------------------------- */
 
 static void test_trial_numbering(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("numbering.db", path, sizeof path);
     if (!s) return;
@@ -401,7 +400,8 @@ static void test_trial_numbering(void) {
     CHECK_INT_EQ(num, 1); /* each study counts from 1 */
 
     st_trial t;
-    CHECK_INT_EQ(st_trial_get(s, b, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, b, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.state == ST_TRIAL_RUNNING);
     CHECK(t.created >= before - 1e-3);
     CHECK(t.started == t.created); /* RUNNING: started with it */
@@ -410,14 +410,17 @@ static void test_trial_numbering(void) {
     CHECK_INT_EQ(t.attempts, 0);
     CHECK_INT_EQ(t.restarts, 0);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, a, 3, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, a, 3, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.state == ST_TRIAL_PENDING);
     CHECK(t.created > 0 && t.started == 0); /* PENDING: not started */
     CHECK(strcmp(t.params, "{\"x\": 1}") == 0);
     st_trial_clear(&t);
 
-    CHECK_INT_EQ(st_trial_get(s, a, 6, &t, err, sizeof err), 1);
-    CHECK_INT_EQ(st_trial_get(s, b + 50, 1, &t, err, sizeof err), 1);
+    CHECK_INT_EQ(st_trial_get(s, a, 6, &t, &found, err, sizeof err), 0);
+    CHECK(!found);
+    CHECK_INT_EQ(st_trial_get(s, b + 50, 1, &t, &found, err, sizeof err), 0);
+    CHECK(!found);
     st_trial_clear(&t);
 
     int rc = st_trial_create(s, b + 50, "{}", ST_TRIAL_PENDING, &num, err, sizeof err);
@@ -427,6 +430,7 @@ static void test_trial_numbering(void) {
 }
 
 static void test_trial_update_round_trip(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("update.db", path, sizeof path);
     if (!s) return;
@@ -437,10 +441,12 @@ static void test_trial_update_round_trip(void) {
     CHECK_INT_EQ(st_trial_create(s, id, "{\"lr\": 0.02}", ST_TRIAL_PENDING, &num, err, sizeof err),
                  0);
     st_study before;
-    CHECK_INT_EQ(st_study_get(s, "u", &before, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "u", &before, &found, err, sizeof err), 0);
+    CHECK(found);
 
     st_trial t;
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     double created = t.created;
     t.state = ST_TRIAL_FAILED;
     t.has_objective = 1;
@@ -454,7 +460,8 @@ static void test_trial_update_round_trip(void) {
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
 
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK_INT_EQ(t.study_id, id);
     CHECK_INT_EQ(t.number, 1);
     CHECK(strcmp(t.params, "{\"lr\": 0.01, \"opt\": \"adam\"}") == 0);
@@ -478,7 +485,8 @@ static void test_trial_update_round_trip(void) {
     t.executor_job = NULL;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(!t.has_objective);
     CHECK(t.started == 0 && t.finished == 0);
     CHECK(t.error == NULL);
@@ -492,17 +500,20 @@ static void test_trial_update_round_trip(void) {
     t.objective = 0;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.has_objective && t.objective == 0);
 
     /* The study's updated time moved; trial 2 was not touched. */
     st_study after;
-    CHECK_INT_EQ(st_study_get(s, "u", &after, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "u", &after, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(after.updated > before.updated);
     st_study_clear(&before);
     st_study_clear(&after);
     st_trial t2;
-    CHECK_INT_EQ(st_trial_get(s, id, 2, &t2, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 2, &t2, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t2.state == ST_TRIAL_PENDING && !t2.has_objective && t2.error == NULL);
     st_trial_clear(&t2);
 
@@ -533,6 +544,7 @@ static void test_trial_update_round_trip(void) {
 }
 
 static void test_trial_counts(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("counts.db", path, sizeof path);
     if (!s) return;
@@ -548,7 +560,8 @@ static void test_trial_counts(void) {
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_PENDING, &num, err, sizeof err), 0);
         st_trial t;
-        CHECK_INT_EQ(st_trial_get(s, id, num, &t, err, sizeof err), 0);
+        CHECK_INT_EQ(st_trial_get(s, id, num, &t, &found, err, sizeof err), 0);
+        CHECK(found);
         t.state = states[i];
         CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
         st_trial_clear(&t);
@@ -749,6 +762,7 @@ static int create_and_nest(st_store *s, void *arg) {
 }
 
 static void test_transaction_commit_and_rollback(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("tx.db", path, sizeof path);
     if (!s) return;
@@ -806,7 +820,8 @@ static void test_transaction_commit_and_rollback(void) {
     st_store *s2 = open_fresh("tx2.db", path2, sizeof path2);
     if (s2) {
         CHECK_INT_EQ(st_transaction(s2, create_and_nest, &outer2, err, sizeof err), -3);
-        CHECK_INT_EQ(st_study_get(s2, "nested", &st, err, sizeof err), 1);
+        CHECK_INT_EQ(st_study_get(s2, "nested", &st, &found, err, sizeof err), 0);
+        CHECK(!found);
         st_study *studies = NULL;
         CHECK_INT_EQ(st_study_list(s2, &studies, &n, err, sizeof err), 0);
         CHECK_INT_EQ(n, 0);
@@ -824,6 +839,7 @@ static void test_transaction_commit_and_rollback(void) {
  * --------------------------------------------------------------------------------- */
 
 static void test_reopen_keeps_everything(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("reopen.db", path, sizeof path);
     if (!s) return;
@@ -832,7 +848,8 @@ static void test_reopen_keeps_everything(void) {
                                  err, sizeof err), 0);
     CHECK_INT_EQ(st_trial_create(s, id, "{\"a\": 1}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
     st_trial t;
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     t.state = ST_TRIAL_SUCCEEDED;
     t.has_objective = 1;
     t.objective = 0.875;
@@ -852,11 +869,13 @@ static void test_reopen_keeps_everything(void) {
     CHECK_INT_EQ(st_open(path, &s, err, sizeof err), 0);
     if (!s) return;
     st_study st;
-    CHECK_INT_EQ(st_study_get(s, "keep", &st, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_get(s, "keep", &st, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(st.id == id && st.seed == 99 && st.state == ST_STUDY_SUCCEEDED);
     CHECK(strcmp(st.spec, "{\"jobId\": \"keep\"}") == 0);
     st_study_clear(&st);
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.state == ST_TRIAL_SUCCEEDED && t.has_objective && t.objective == 0.875);
     CHECK(t.finished == t.started + 5 && t.attempts == 1);
     st_trial_clear(&t);
@@ -913,40 +932,27 @@ static void table_columns(const char *path, const char *table, char *buf, size_t
  * all there, old measurements have no attempt (NULL: version 3 never knew which run
  * wrote them), new ones store theirs, and the table is a new file's. */
 static void test_migration_from_v3(void) {
+    int found;
     char path[600], fresh[600], err[512] = "";
     tmp_path(path, sizeof path, "v3.db");
     tmp_path(fresh, sizeof fresh, "v4.db");
-    sqlite3 *db = NULL;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, schema_v3, NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(sqlite3_exec(db,
-                       "INSERT INTO studies VALUES (1, 'old', '{}', 'SUCCEEDED', 5, 1.0, 2.0, NULL);"
-                       "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
-                       "2, 1, 1, NULL, 3, 'slurm:17');"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
-                       "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
-                       "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');"
-                       "INSERT INTO events VALUES (2, 1, 1, 1.3, 'chief:0', 'exited', "
-                       "'exit status 3');"
-                       "INSERT INTO events VALUES (3, 1, 1, 1.4, 'worker:0', 'exited', "
-                       "'killed by signal 9 (Killed)');"
-                       "INSERT INTO events VALUES (4, 1, 1, 1.5, 'worker:1', 'exited', "
-                       "'cannot run ./t: No such file');",
-                       NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
-
-    st_store *s = NULL;
-    int rc = st_open(path, &s, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
-    if (rc) return;
+    st_store *s = old_store_open(
+        path, schema_v3,
+        "INSERT INTO trials VALUES (1, 1, '{\"x\": 0.5}', 'SUCCEEDED', 0.75, 1, 1, "
+        "2, 1, 1, NULL, 3, 'slurm:17');"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 1.5, '{\"acc\": 0.2}', 1);"
+        "INSERT INTO measurements VALUES (1, 1, 'chief:0', 5, 2.5, '{\"acc\": 0.7}', 2);"
+        "INSERT INTO events VALUES (1, 1, 1, 1.2, 'chief:0', 'started', 'pid 1');"
+        "INSERT INTO events VALUES (2, 1, 1, 1.3, 'chief:0', 'exited', "
+        "'exit status 3');"
+        "INSERT INTO events VALUES (3, 1, 1, 1.4, 'worker:0', 'exited', "
+        "'killed by signal 9 (Killed)');"
+        "INSERT INTO events VALUES (4, 1, 1, 1.5, 'worker:1', 'exited', "
+        "'cannot run ./t: No such file');");
+    if (!s) return;
     char buf[1024], want[1024];
-    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
-    st_study study;
-    CHECK(st_study_get(s, "old", &study, err, sizeof err) == 0 && study.seed == 5);
-    st_study_clear(&study);
     st_trial t;
-    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.objective == 0.75 &&
+    CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.objective == 0.75 &&
           t.restarts == 1 && t.changed == 3 && t.executor_job &&
           !strcmp(t.executor_job, "slurm:17"));
     /* a trial from before schema 6 has one value: its objective */
@@ -956,7 +962,7 @@ static void test_migration_from_v3(void) {
     t.values[1] = -3.5;
     CHECK_MSG(st_trial_update(s, &t, err, sizeof err) == 0, "%s", err);
     st_trial_clear(&t);
-    CHECK(st_trial_get(s, 1, 1, &t, err, sizeof err) == 0 && t.nvalues == 2 &&
+    CHECK(st_trial_get(s, 1, 1, &t, &found, err, sizeof err) == 0 && found && t.nvalues == 2 &&
           t.values[0] == 0.75 && t.values[1] == -3.5);
     st_trial_clear(&t);
     st_event *ev = NULL;
@@ -1013,6 +1019,7 @@ static void test_migration_from_v3(void) {
  * no objective, no values; the checks on what is written; a damaged column is an
  * error naming the trial. */
 static void test_trial_values(void) {
+    int found;
     char path[600], err[512] = "";
     st_store *s = open_fresh("values.db", path, sizeof path);
     if (!s) return;
@@ -1022,7 +1029,8 @@ static void test_trial_values(void) {
         CHECK_INT_EQ(st_trial_create(s, id, "{}", ST_TRIAL_RUNNING, &num, err, sizeof err), 0);
     st_trial t;
     /* trial 1: three values, one of them a long fraction */
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.nvalues == 0 && !t.has_objective);
     t.state = ST_TRIAL_SUCCEEDED;
     t.has_objective = 1;
@@ -1033,7 +1041,8 @@ static void test_trial_values(void) {
     t.values[2] = -1e300;
     CHECK_MSG(st_trial_update(s, &t, err, sizeof err) == 0, "%s", err);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 1, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.has_objective && t.objective == 0.1 && t.nvalues == 3);
     CHECK(t.values[0] == 0.1 && t.values[1] == 1.0 / 3.0 && t.values[2] == -1e300);
     /* the first value must be the objective */
@@ -1050,25 +1059,29 @@ static void test_trial_values(void) {
     CHECK_STR_CONTAINS(err, "at most 16");
     st_trial_clear(&t);
     /* trial 2: one value is the objective, stored as before */
-    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     t.has_objective = 1;
     t.objective = 4;
     t.nvalues = 1;
     t.values[0] = 4;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 2, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(t.nvalues == 1 && t.values[0] == 4);
     st_trial_clear(&t);
     char buf[256];
     raw_text(path, "SELECT count(*) FROM trials WHERE objectives IS NOT NULL", buf, sizeof buf);
     CHECK_MSG(!strcmp(buf, "1"), "%s rows with objectives, want 1", buf);
     /* values without an objective are not written */
-    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     t.nvalues = 2;
     CHECK_INT_EQ(st_trial_update(s, &t, err, sizeof err), 0);
     st_trial_clear(&t);
-    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, err, sizeof err), 0);
+    CHECK_INT_EQ(st_trial_get(s, id, 3, &t, &found, err, sizeof err), 0);
+    CHECK(found);
     CHECK(!t.has_objective && t.nvalues == 0);
     st_trial_clear(&t);
     /* a column that is not a list of numbers */
@@ -1078,7 +1091,7 @@ static void test_trial_values(void) {
         char sql[256];
         snprintf(sql, sizeof sql, "UPDATE trials SET objectives = '%s' WHERE number = 1", bad[i]);
         CHECK(raw_exec(path, sql) == 0);
-        CHECK_MSG(st_trial_get(s, id, 1, &t, err, sizeof err) == TN_EIO, "%s", bad[i]);
+        CHECK_MSG(st_trial_get(s, id, 1, &t, &found, err, sizeof err) == TN_EIO, "%s", bad[i]);
         CHECK_STR_CONTAINS(err, "trial 1 of study 1: its objectives are not a list");
     }
     st_close(s);
@@ -1092,6 +1105,7 @@ enum { NCHILD = 4, PER_CHILD = 50 };
 
 /* A child: its own connection, PER_CHILD trials, each checked to hold its params. */
 static int child_creates(const char *path, int64_t study, int child) {
+    int found;
     char err[512] = "";
     st_store *s = NULL;
     if (st_open(path, &s, err, sizeof err) != 0) {
@@ -1105,7 +1119,7 @@ static int child_creates(const char *path, int64_t study, int child) {
         int64_t num = 0;
         st_trial t;
         if (st_trial_create(s, study, params, ST_TRIAL_PENDING, &num, err, sizeof err) != 0 ||
-            st_trial_get(s, study, num, &t, err, sizeof err) != 0) {
+            st_trial_get(s, study, num, &t, &found, err, sizeof err) != 0) {
             fprintf(stderr, "child %d: %s\n", child, err);
             status = 1;
             break;

@@ -66,6 +66,7 @@ static int make_spec(const char *name, const char *algorithm, const double *valu
 
 /* A fresh store with the study of spec stored (state CREATED, seed 7). */
 static st_store *store_with(const char *file, const tn_spec *spec, st_study *study) {
+    int found;
     char path[PATH_LEN];
     fmt_path(path, "%s/%s", g_dir, file);
     unlink(path);
@@ -76,8 +77,31 @@ static st_store *store_with(const char *file, const tn_spec *spec, st_study *stu
     int64_t id = 0;
     CHECK(st_study_create(st, spec->job_id, "{}", 7, ST_STUDY_CREATED, &id, err, sizeof err) ==
           0);
-    CHECK(st_study_get(st, spec->job_id, study, err, sizeof err) == 0);
+    CHECK(st_study_get(st, spec->job_id, study, &found, err, sizeof err) == 0 && found);
     return st;
+}
+
+/* make_spec, then store_with in NAME.db: the store, with *spec and *study (close them
+ * with close_study), or NULL (reported; nothing left to free). */
+static st_store *open_study(const char *name, const char *algorithm, const double *values,
+                            size_t n, int max_trials, int parallel, int max_failed,
+                            int ask_tell, tn_spec *spec, st_study *study) {
+    if (make_spec(name, algorithm, values, n, max_trials, parallel, max_failed, ask_tell,
+                  spec) != 0) {
+        CHECK_MSG(0, "the spec of %s does not parse", name);
+        return NULL;
+    }
+    char file[128];
+    snprintf(file, sizeof file, "%s.db", name);
+    st_store *st = store_with(file, spec, study);
+    if (!st) spec_clear(spec);
+    return st;
+}
+
+static void close_study(st_store *st, st_study *study, tn_spec *spec) {
+    st_study_clear(study);
+    st_close(st);
+    spec_clear(spec);
 }
 
 static study_opts quiet_opts(void) {
@@ -98,19 +122,16 @@ static int count_state(st_store *st, int64_t id, st_trial_state state) {
 }
 
 static void test_grid_study_runs_to_the_end(void) {
+    int outcome, found;
     static const double xs[] = {1, 2, 3, 4};
     tn_spec spec;
-    if (make_spec("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec) != 0) {
-        CHECK_MSG(0, "the grid spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("grid.db", &spec, &study);
+    st_store *st = open_study("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec, &study);
     if (!st) return;
     study_opts o = quiet_opts();
     char err[1024] = "";
-    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
-    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
     st_trial *t = NULL;
     size_t n = 0;
     CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
@@ -132,12 +153,10 @@ static void test_grid_study_runs_to_the_end(void) {
     CHECK(b >= 0 && t[b].objective == 4);
     st_trials_free(t, n);
     st_study now;
-    CHECK(st_study_get(st, "grid", &now, err, sizeof err) == 0 &&
+    CHECK(st_study_get(st, "grid", &now, &found, err, sizeof err) == 0 && found &&
           now.state == ST_STUDY_SUCCEEDED && now.error == NULL);
     st_study_clear(&now);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* Reports x as "score" and a cost by x: x = 1 reports cost 100, then 9 (the last by
@@ -156,6 +175,7 @@ static const char *const REPORT_TWO =
  * both values (the first is the objective), and a trial without a number for the
  * second fails saying which metric. */
 static void test_two_metrics(void) {
+    int outcome, found;
     char job_dir[PATH_LEN];
     fmt_path(job_dir, "%s/runs/two", g_dir);
     json_t *doc = json_pack(
@@ -186,8 +206,8 @@ static void test_two_metrics(void) {
     if (!st) return;
     study_opts o = quiet_opts();
     char err[1024] = "";
-    rc = study_run(st, &spec, &study, &o, err, sizeof err);
-    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
     st_trial *t = NULL;
     size_t n = 0;
     CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
@@ -219,11 +239,9 @@ static void test_two_metrics(void) {
     }
     st_trials_free(t, n);
     st_study now;
-    CHECK(st_study_get(st, "two", &now, err, sizeof err) == 0 && now.state == ST_STUDY_SUCCEEDED);
+    CHECK(st_study_get(st, "two", &now, &found, err, sizeof err) == 0 && found && now.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&now);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* Three steps, 0.3 s apart, of score and cost by x: x = 1 and 2 are good at every
@@ -240,6 +258,7 @@ static const char *const REPORT_STEPS =
  * first step by both completed trials (minTrials 2), is STOPPED with the rule's
  * reason; the first two run to the end. */
 static void test_two_metrics_dominance(void) {
+    int outcome;
     char job_dir[PATH_LEN];
     fmt_path(job_dir, "%s/runs/dom", g_dir);
     json_t *doc = json_pack(
@@ -271,8 +290,8 @@ static void test_two_metrics_dominance(void) {
     if (!st) return;
     study_opts o = quiet_opts();
     char err[1024] = "";
-    rc = study_run(st, &spec, &study, &o, err, sizeof err);
-    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
     st_trial *t = NULL;
     size_t n = 0;
     CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
@@ -293,51 +312,42 @@ static void test_two_metrics_dominance(void) {
         }
     }
     st_trials_free(t, n);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_failures_end_the_study(void) {
+    int outcome, found;
     static const double xs[] = {-5, -4, -3, -2, -1};
     tn_spec spec;
-    if (make_spec("failing", "RANDOM_SEARCH", xs, 5, 5, 1, 2, 0, &spec) != 0) {
-        CHECK_MSG(0, "the failing spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("failing.db", &spec, &study);
+    st_store *st = open_study("failing", "RANDOM_SEARCH", xs, 5, 5, 1, 2, 0, &spec, &study);
     if (!st) return;
     study_opts o = quiet_opts();
     char err[2048] = "";
-    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
-    CHECK_INT_EQ(rc, STUDY_FAILED);
+    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_INT_EQ(rc, 0);
+    CHECK_INT_EQ(outcome, STUDY_FAILED);
     CHECK_STR_CONTAINS(err, "2 trials failed (maxFailedTrials is 2)");
     CHECK_STR_CONTAINS(err, "the last, trial 2:");
     CHECK_STR_CONTAINS(err, "bad x"); /* the log's last line travels with it */
     CHECK_INT_EQ(count_state(st, study.id, ST_TRIAL_FAILED), 2);
     st_study now;
-    CHECK(st_study_get(st, "failing", &now, err, sizeof err) == 0 &&
+    CHECK(st_study_get(st, "failing", &now, &found, err, sizeof err) == 0 && found &&
           now.state == ST_STUDY_FAILED && now.error && strstr(now.error, "maxFailedTrials"));
     st_study_clear(&now);
     /* resuming a study that already failed that often refuses at once */
-    rc = study_run(st, &spec, &study, &o, err, sizeof err);
+    rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
     CHECK_INT_EQ(rc, TN_EINVAL);
     CHECK_STR_CONTAINS(err, "already has 2 failed trials");
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_resume_runs_what_was_left(void) {
+    int outcome, found;
     static const double xs[] = {1, 2, 3};
     tn_spec spec;
-    if (make_spec("resumed", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec) != 0) {
-        CHECK_MSG(0, "the resumed spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("resumed.db", &spec, &study);
+    st_store *st = open_study("resumed", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     /* what a crashed run left: trial 1 done, trial 2 started but never finished */
@@ -345,7 +355,7 @@ static void test_resume_runs_what_was_left(void) {
     CHECK(st_trial_create(st, study.id, "{\"x\": 1}", ST_TRIAL_RUNNING, &num, err,
                           sizeof err) == 0);
     st_trial t;
-    CHECK(st_trial_get(st, study.id, num, &t, err, sizeof err) == 0);
+    CHECK(st_trial_get(st, study.id, num, &t, &found, err, sizeof err) == 0 && found);
     t.state = ST_TRIAL_SUCCEEDED;
     t.has_objective = 1;
     t.objective = 1;
@@ -356,8 +366,8 @@ static void test_resume_runs_what_was_left(void) {
     CHECK(st_trial_create(st, study.id, "{\"x\": 2}", ST_TRIAL_RUNNING, &num, err,
                           sizeof err) == 0);
     study_opts o = quiet_opts();
-    int rc = study_run(st, &spec, &study, &o, err, sizeof err);
-    CHECK_MSG(rc == STUDY_DONE, "study_run = %d: %s", rc, err);
+    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
     st_trial *all = NULL;
     size_t n = 0;
     CHECK(st_trial_list(st, study.id, &all, &n, err, sizeof err) == 0);
@@ -368,27 +378,22 @@ static void test_resume_runs_what_was_left(void) {
         CHECK(all[2].state == ST_TRIAL_SUCCEEDED && all[2].objective == 3); /* the rest */
     }
     st_trials_free(all, n);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 /* tell with a value of each metric: stored in order, the first the objective; the
  * checks on the values (finite, 1 to ST_MAX_VALUES). */
 static void test_tell_values(void) {
+    int found, exhausted;
     static const double xs[] = {0.25, 0.5};
     tn_spec spec;
-    if (make_spec("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
-        CHECK_MSG(0, "the ask/tell spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("tellv.db", &spec, &study);
+    st_store *st = open_study("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0;
     char *pa = NULL;
-    CHECK(study_ask(st, &spec, &study, &a, &pa, err, sizeof err) == 0);
+    CHECK(study_ask(st, &spec, &study, &a, &pa, &exhausted, err, sizeof err) == 0 && !exhausted);
     free(pa);
     const double bad[] = {1, NAN};
     CHECK_INT_EQ(study_tell_values(st, &study, a, 0, bad, 2, err, sizeof err), TN_EINVAL);
@@ -400,33 +405,31 @@ static void test_tell_values(void) {
     const double two[] = {0.75, -2};
     CHECK_MSG(study_tell_values(st, &study, a, 0, two, 2, err, sizeof err) == 0, "%s", err);
     st_trial t;
-    CHECK(st_trial_get(st, study.id, a, &t, err, sizeof err) == 0);
+    CHECK(st_trial_get(st, study.id, a, &t, &found, err, sizeof err) == 0 && found);
     CHECK(t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.nvalues == 2 &&
           t.values[1] == -2);
     st_trial_clear(&t);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_ask_and_tell(void) {
+    int found, exhausted;
     static const double xs[] = {0.25, 0.5};
     tn_spec spec;
-    if (make_spec("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec) != 0) {
-        CHECK_MSG(0, "the ask/tell spec does not parse");
-        return;
-    }
     st_study study;
-    st_store *st = store_with("asktell.db", &spec, &study);
+    st_store *st = open_study("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0, b = 0, c = 0;
     char *pa = NULL, *pb = NULL, *pc = NULL;
-    CHECK_INT_EQ(study_ask(st, &spec, &study, &a, &pa, err, sizeof err), 0);
-    CHECK_INT_EQ(study_ask(st, &spec, &study, &b, &pb, err, sizeof err), 0);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &a, &pa, &exhausted, err, sizeof err), 0);
+    CHECK(!exhausted);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &b, &pb, &exhausted, err, sizeof err), 0);
+    CHECK(!exhausted);
     CHECK(a == 1 && b == 2 && pa && pb && strcmp(pa, pb) != 0);
     /* the grid has two points: no third trial */
-    CHECK_INT_EQ(study_ask(st, &spec, &study, &c, &pc, err, sizeof err), 1);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &c, &pc, &exhausted, err, sizeof err), 0);
+    CHECK(exhausted);
     CHECK(pc == NULL);
     CHECK_INT_EQ(study_tell(st, &study, a, 0, NAN, err, sizeof err), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "finite");
@@ -437,17 +440,15 @@ static void test_ask_and_tell(void) {
     CHECK_STR_CONTAINS(err, "has no trial 99");
     CHECK_INT_EQ(study_tell(st, &study, b, 1, NAN, err, sizeof err), 0); /* failed */
     st_trial t;
-    CHECK(st_trial_get(st, study.id, a, &t, err, sizeof err) == 0 &&
+    CHECK(st_trial_get(st, study.id, a, &t, &found, err, sizeof err) == 0 && found &&
           t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.attempts == 1);
     st_trial_clear(&t);
-    CHECK(st_trial_get(st, study.id, b, &t, err, sizeof err) == 0 &&
+    CHECK(st_trial_get(st, study.id, b, &t, &found, err, sizeof err) == 0 && found &&
           t.state == ST_TRIAL_FAILED && !t.has_objective);
     st_trial_clear(&t);
     free(pa);
     free(pb);
-    st_study_clear(&study);
-    st_close(st);
-    spec_clear(&spec);
+    close_study(st, &study, &spec);
 }
 
 static void test_best_index(void) {
