@@ -36,7 +36,8 @@
  * trials, 50 trials, and trials until --budget steps are reported (a report that
  * would pass it is not made). The rules:
  *   none            no early stopping
- *   dom-default     dominance at es_config_default's minTrials and minStep (5, 1)
+ *   dom-default     dominance at es_config_default's minTrials and minStep (0: dominance's own
+ *                   default, ES_DOMINANCE_MIN_TRIALS = 3; 1)
  *   dom-mN          dominance, minTrials N, minStep 1
  *   dom-mN-sS       dominance, minTrials N, minStep S
  *   asha-first      the single-metric default (es_config_default: asha, eta 3, grace 0)

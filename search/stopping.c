@@ -49,9 +49,14 @@ int es_policy_parse(const char *name) {
 /* ---- Configuration ---- */
 
 void es_config_default(es_config *c) {
-    *c = (es_config){.policy = ES_DEFAULT_POLICY, .maximize = 1, .min_trials = 5, .min_step = 1,
+    *c = (es_config){.policy = ES_DEFAULT_POLICY, .maximize = 1, .min_trials = 0, .min_step = 1,
                      .running_average = 0, .grace_period = 0, .reduction_factor = 3,
                      .max_step = 0};
+}
+
+int es_min_trials(const es_config *c) {
+    if (c->min_trials > 0) return c->min_trials;
+    return c->policy == ES_DOMINANCE ? ES_DOMINANCE_MIN_TRIALS : ES_MEDIAN_MIN_TRIALS;
 }
 
 int es_config_check(const es_config *c, char *err, size_t errlen) {
@@ -61,8 +66,9 @@ int es_config_check(const es_config *c, char *err, size_t errlen) {
         return 0;
     case ES_MEDIAN:
     case ES_DOMINANCE:
-        if (c->min_trials < 1)
-            return tn_error(err, errlen, TN_EINVAL, FIELD "minTrials must be >= 1, got %d",
+        if (c->min_trials < 0)
+            return tn_error(err, errlen, TN_EINVAL,
+                            FIELD "minTrials must be >= 1 (0: the policy's default), got %d",
                             c->min_trials);
         if (c->min_step < 0)
             return tn_error(err, errlen, TN_EINVAL, FIELD "minStep must be >= 0, got %lld",
@@ -207,7 +213,7 @@ static void median_decide(const es_config *c, const es_trial *trials, size_t n, 
         while (k > 0 && r->curve[k - 1].step > s) k--;
         if (k > 0) ref[m++] = to_loss(c, r->curve[k - 1].value);
     }
-    size_t need = c->min_trials < 1 ? 1 : (size_t)c->min_trials;
+    size_t need = (size_t)es_min_trials(c);
     if (m < need) {
         snprintf(out->reason, sizeof out->reason,
                  "step %lld: only %zu completed trial%s reached it (need %zu)", (long long)s,
@@ -470,10 +476,11 @@ void es_decide_dominance(const es_config *c, const int *maximize, size_t m,
         }
         dominating += no_worse && better;
     }
-    out->stop = completed >= (size_t)c->min_trials && dominating >= (size_t)c->min_trials;
+    size_t need = (size_t)es_min_trials(c);
+    out->stop = completed >= need && dominating >= need;
     snprintf(out->reason, sizeof out->reason,
-             "step %lld: dominated by %zu of %zu completed trial%s (minTrials %d)",
-             (long long)s, dominating, completed, completed == 1 ? "" : "s", c->min_trials);
+             "step %lld: dominated by %zu of %zu completed trial%s (minTrials %zu)",
+             (long long)s, dominating, completed, completed == 1 ? "" : "s", need);
 }
 
 void es_decide(const es_config *c, const es_trial *trials, size_t n, size_t t,

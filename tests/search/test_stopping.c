@@ -619,8 +619,8 @@ static void test_config_check(void) {
         {{.policy = -1}, F_ "policy must be one of none, median, asha, hyperband, dominance, got -1"},
         {MEDIAN(1, 0, 0), NULL},
         {MEDIAN(5, 10, 1), NULL},
-        {MEDIAN(0, 0, 0), F_ "minTrials must be >= 1, got 0"},
-        {MEDIAN(-2, 0, 0), F_ "minTrials must be >= 1, got -2"},
+        {MEDIAN(-1, 0, 0), F_ "minTrials must be >= 1 (0: the policy's default), got -1"},
+        {MEDIAN(-2, 0, 0), F_ "minTrials must be >= 1 (0: the policy's default), got -2"},
         {MEDIAN(1, -1, 0), F_ "minStep must be >= 0, got -1"},
         {MEDIAN(1, 0, 2), F_ "useRunningAverage must be true or false, got 2"},
         {MEDIAN(1, 0, -1), F_ "useRunningAverage must be true or false, got -1"},
@@ -759,8 +759,21 @@ static void test_dominance(void) {
     c.min_trials = 3;
     es_decide(&c, one, 4, 0, &d);
     CHECK_MSG(!d.stop, "%s", d.reason);
+    /* minTrials 0: the policy's default, 3 for dominance, 5 for median */
     c.min_trials = 0;
+    CHECK_INT_EQ(es_min_trials(&c), 3);
+    c.min_trials = 2;
+    es_decide(&c, one, 4, 0, &d);
+    CHECK_MSG(d.stop, "%s", d.reason);
+    c.min_trials = 0;
+    es_decide(&c, one, 4, 0, &d); /* 2 dominate, 3 needed */
+    CHECK_MSG(!d.stop && strstr(d.reason, "(minTrials 3)"), "%s", d.reason);
     char err[200];
+    CHECK_INT_EQ(es_config_check(&c, err, sizeof err), 0);
+    c.policy = ES_MEDIAN;
+    CHECK_INT_EQ(es_min_trials(&c), 5);
+    c.policy = ES_DOMINANCE;
+    c.min_trials = -1;
     CHECK_INT_EQ(es_config_check(&c, err, sizeof err), TN_EINVAL);
     CHECK_INT_EQ(es_policy_parse("Dominance"), ES_DOMINANCE);
     CHECK(!strcmp(es_policy_name(ES_DOMINANCE), "dominance"));

@@ -817,7 +817,7 @@ static void test_defaults(void) {
     CHECK_INT_EQ(s.max_failed_trials, 1); /* 0 means maxTrials */
     CHECK_INT_EQ(s.enable_early_stopping, 0);
     CHECK_INT_EQ(s.early_stopping.policy, ES_NONE);
-    CHECK(s.early_stopping.grace_period == 0 && s.early_stopping.min_trials == 5);
+    CHECK(s.early_stopping.grace_period == 0 && s.early_stopping.min_trials == 0);
     CHECK_INT_EQ(s.algorithm, SP_ALGO_UNSPECIFIED);
     CHECK_INT_EQ(s.use_chief_in_tf_config, 1);
     CHECK_INT_EQ(s.max_replica_restarts, 5);
@@ -866,8 +866,10 @@ static void test_metrics(void) {
         CHECK(!strcmp(s.metrics[2].id, "latency") && s.metrics[2].goal == SPEC_MINIMIZE);
         CHECK(!strcmp(s.metric_tag, "loss") && s.goal == SPEC_MINIMIZE);
         CHECK(!s.early_stopping.maximize); /* the rule judges the first metric */
-        /* enableTrialEarlyStopping alone: dominance with several metrics */
+        /* enableTrialEarlyStopping alone: dominance with several metrics, at its own
+         * minTrials */
         CHECK_INT_EQ(s.early_stopping.policy, ES_DOMINANCE);
+        CHECK_INT_EQ(es_min_trials(&s.early_stopping), ES_DOMINANCE_MIN_TRIALS);
         spec_clear(&s);
     }
     free(text);
