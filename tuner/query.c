@@ -366,7 +366,10 @@ static const cli_command show_def = {
     "show", "show STUDY [--format=table|json|csv]",
     "Shows one study: its state (and error), goal and metric, algorithm, trial limits,\n"
     "trials by state, the best trial with its parameters, when it was created and last\n"
-    "updated, and where its jobs write (jobDir) and the store it lives in.\n",
+    "updated, and where its jobs write (jobDir) and the store it lives in. A study of\n"
+    "several metrics also shows each metric with its goal and the trials of its Pareto\n"
+    "front ('tuner best' lists them with their values); its best trial is the best by\n"
+    "the first metric.\n",
     {"STUDY"},
     1,
     0};
@@ -394,6 +397,40 @@ static void trials_summary(const int64_t c[ST_TRIAL_NSTATES], int max_trials, ch
     }
 }
 
+/* The study's metrics, [{"metricId": ..., "goal": ...}] ("loss (MINIMIZE), ..." in
+ * the table), and the trial numbers of its Pareto front ("2, 5, 9"; with one metric,
+ * the best trial's), for show. */
+static void metrics_cell(out_table *t, const tn_spec *spec) {
+    json_t *list = json_array();
+    tn_buf text = {0};
+    for (size_t k = 0; k < spec->nmetrics; k++) {
+        const char *goal = goal_name(spec->metrics[k].goal);
+        json_array_append_new(list, json_pack("{ssss}", "metricId", spec->metrics[k].id,
+                                              "goal", goal));
+        tn_buf_printf(&text, "%s%s (%s)", k ? ", " : "", spec->metrics[k].id, goal);
+    }
+    out_cell(t, text.len ? text.data : "", list);
+    tn_buf_clear(&text);
+}
+
+static void front_cell(out_table *t, report *r, long best) {
+    unsigned char *front = tn_xcalloc(r->n + 1, 1);
+    if (r->spec.nmetrics > 1)
+        study_pareto(&r->spec, r->trials, r->n, front);
+    else if (best >= 0)
+        front[best] = 1;
+    json_t *list = json_array();
+    tn_buf text = {0};
+    for (size_t i = 0; i < r->n; i++) {
+        if (!front[i]) continue;
+        json_array_append_new(list, json_integer(r->trials[i].number));
+        tn_buf_printf(&text, "%s%lld", text.len ? ", " : "", (long long)r->trials[i].number);
+    }
+    out_cell(t, text.len ? text.data : "none yet", list);
+    tn_buf_clear(&text);
+    free(front);
+}
+
 int cmd_show(int argc, char **argv, const cli_env *env) {
     int pos[CLI_MAX_POSITIONAL], format;
     int rc = parse_format_only(&show_def, argc, argv, pos, &format);
@@ -416,13 +453,16 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     out_column(t, "error", "error", 0);
     out_column(t, "goal", "goal", 0);
     out_column(t, "metric", "metric", 0);
+    int several = r.spec.nmetrics > 1; /* (the table lists metrics and front only then) */
+    out_column(t, "metrics", "metrics", several ? 0 : OUT_DATA_ONLY);
     out_column(t, "algorithm", "algorithm", 0);
     out_column(t, "max_trials", "max trials", 0);
     out_column(t, "max_parallel_trials", "max parallel trials", 0);
     out_column(t, "max_failed_trials", "max failed trials", 0);
     out_column(t, "trials", "trials", OUT_TABLE_ONLY);
     count_columns(t);
-    out_column(t, "best_trial", "best trial", 0);
+    out_column(t, "pareto_front", "Pareto front", several ? 0 : OUT_DATA_ONLY);
+    out_column(t, "best_trial", several ? "best by first metric" : "best trial", 0);
     out_column(t, "best_objective", "best objective", 0);
     out_column(t, "best_params", "best params", 0);
     out_column(t, "seed", "seed", 0);
@@ -439,6 +479,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     out_str(t, r.study.error && r.study.error[0] ? r.study.error : NULL);
     out_str(t, goal_name(r.spec.goal));
     out_str(t, r.spec.metric_tag);
+    metrics_cell(t, &r.spec);
     out_str(t, algorithm_name(r.spec.algorithm));
     out_int(t, r.spec.max_trials);
     out_int(t, r.spec.max_parallel_trials);
@@ -446,6 +487,7 @@ int cmd_show(int argc, char **argv, const cli_env *env) {
     trials_summary(c, r.spec.max_trials, text, sizeof text);
     out_str(t, text);
     for (int i = 0; i < ST_TRIAL_NSTATES; i++) out_int(t, c[i]);
+    front_cell(t, &r, b);
     if (b >= 0) {
         out_int(t, r.trials[b].number);
         out_num(t, r.trials[b].objective);

@@ -31,6 +31,17 @@ static char *spec_text(const char *name, const char *goal) {
                         name, g_dir, name, goal);
 }
 
+/* A study of two metrics: MINIMIZE "loss", MAXIMIZE "acc", over x in [0, 1]. */
+static char *spec_text_mo(const char *name) {
+    return tn_xasprintf("{\"jobId\": \"%s\", \"trainingInput\": {\"command\": [\"/bin/true\"], "
+                        "\"jobDir\": \"%s/runs/%s\", \"hyperparameters\": {\"metrics\": ["
+                        "{\"metricId\": \"loss\", \"goal\": \"MINIMIZE\"}, "
+                        "{\"metricId\": \"acc\", \"goal\": \"MAXIMIZE\"}], \"maxTrials\": 9, "
+                        "\"params\": [{\"parameterName\": \"x\", \"type\": \"DOUBLE\", "
+                        "\"minValue\": 0, \"maxValue\": 1}]}}}",
+                        name, g_dir, name);
+}
+
 /* Adds a trial in state with objective obj (NAN: none) and x; returns its number. */
 static int64_t add_trial(st_store *st, int64_t id, st_trial_state state, double obj, double x) {
     int found;
@@ -51,9 +62,25 @@ static int64_t add_trial(st_store *st, int64_t id, st_trial_state state, double 
     return n;
 }
 
+/* Sets trial n of study id SUCCEEDED with the values (loss, acc). */
+static void set_values(st_store *st, int64_t id, int64_t n, double loss, double acc) {
+    int found;
+    char err[512];
+    st_trial t;
+    CHECK(st_trial_get(st, id, n, &t, &found, err, sizeof err) == 0 && found);
+    t.has_objective = 1;
+    t.objective = t.values[0] = loss;
+    t.values[1] = acc;
+    t.nvalues = 2;
+    CHECK_MSG(st_trial_update(st, &t, err, sizeof err) == 0, "%s", err);
+    st_trial_clear(&t);
+}
+
 /* The store of the tests: study "s" (MAXIMIZE; trials 1 SUCCEEDED 0.5, 2 FAILED,
- * 3 SUCCEEDED 0.75, 4 RUNNING), "m" (MINIMIZE; 1 SUCCEEDED 0.5, 2 SUCCEEDED 0.25) and
- * "none" (one FAILED trial). */
+ * 3 SUCCEEDED 0.75, 4 RUNNING), "m" (MINIMIZE; 1 SUCCEEDED 0.5, 2 SUCCEEDED 0.25),
+ * "none" (one FAILED trial) and "mo" (loss down, acc up; trials (loss, acc) 1 (0.3,
+ * 0.8), 2 (0.2, 0.7), 3 (0.4, 0.6): dominated by 1, 4 (0.1, 0.5): the front is 1, 2,
+ * 4, the best loss 4). */
 static int make_store(void) {
     fmt_path(g_db, "%s/tuner.db", g_dir);
     st_store *st = NULL;
@@ -69,6 +96,14 @@ static int make_store(void) {
     CHECK(st_study_create(st, "m", tm, 2, ST_STUDY_SUCCEEDED, &m, err, sizeof err) == 0);
     CHECK(st_study_create(st, "none", tn, 3, ST_STUDY_FAILED, &none, err, sizeof err) == 0);
     free(ts), free(tm), free(tn);
+    int64_t mo = 0;
+    char *tmo = spec_text_mo("mo");
+    CHECK(st_study_create(st, "mo", tmo, 4, ST_STUDY_RUNNING, &mo, err, sizeof err) == 0);
+    free(tmo);
+    static const double lossacc[][2] = {{0.3, 0.8}, {0.2, 0.7}, {0.4, 0.6}, {0.1, 0.5}};
+    for (int i = 0; i < 4; i++)
+        set_values(st, mo, add_trial(st, mo, ST_TRIAL_SUCCEEDED, lossacc[i][0], 0.1 * i),
+                   lossacc[i][0], lossacc[i][1]);
     add_trial(st, s, ST_TRIAL_SUCCEEDED, 0.5, 0.1);
     add_trial(st, s, ST_TRIAL_FAILED, NAN, 0.2);
     add_trial(st, s, ST_TRIAL_SUCCEEDED, 0.75, 0.3);
@@ -117,7 +152,7 @@ static void test_list(void) {
     captured c;
     CHECK_INT_EQ(run(cmd_list, "list", &c, (char *[]){"--format=json", NULL}), 0);
     json_t *v = json_out(&c);
-    CHECK(json_array_size(v) == 3);
+    CHECK(json_array_size(v) == 4);
     json_t *s = json_array_get(v, 0);
     CHECK(!strcmp(json_string_value(json_object_get(s, "name")), "s"));
     CHECK(!strcmp(json_string_value(json_object_get(s, "state")), "RUNNING"));
@@ -138,6 +173,32 @@ static void test_show(void) {
     CHECK(json_integer_value(json_object_get(v, "succeeded")) == 2);
     CHECK(!strcmp(json_string_value(json_object_get(v, "goal")), "MAXIMIZE"));
     json_decref(v);
+    /* one metric: the front is the best trial, metrics and front only in the data */
+    v = json_out(&c);
+    CHECK(json_array_size(json_object_get(v, "metrics")) == 1);
+    json_t *f = json_object_get(v, "pareto_front");
+    CHECK(json_array_size(f) == 1 && json_integer_value(json_array_get(f, 0)) == 3);
+    json_decref(v);
+    CHECK_INT_EQ(run(cmd_show, "show", &c, (char *[]){"s", NULL}), 0);
+    CHECK(!strstr(c.out, "Pareto front") && !strstr(c.out, "metrics"));
+    CHECK_STR_CONTAINS(c.out, "best trial");
+    /* several metrics: each with its goal, the front's trials, the best by the first */
+    CHECK_INT_EQ(run(cmd_show, "show", &c, (char *[]){"mo", "--format=json", NULL}), 0);
+    v = json_out(&c);
+    json_t *ms = json_object_get(v, "metrics");
+    CHECK(json_array_size(ms) == 2 &&
+          !strcmp(json_string_value(json_object_get(json_array_get(ms, 1), "metricId")), "acc") &&
+          !strcmp(json_string_value(json_object_get(json_array_get(ms, 1), "goal")), "MAXIMIZE"));
+    f = json_object_get(v, "pareto_front");
+    CHECK(json_array_size(f) == 3 && json_integer_value(json_array_get(f, 0)) == 1 &&
+          json_integer_value(json_array_get(f, 1)) == 2 &&
+          json_integer_value(json_array_get(f, 2)) == 4);
+    CHECK(json_integer_value(json_object_get(v, "best_trial")) == 4);
+    json_decref(v);
+    CHECK_INT_EQ(run(cmd_show, "show", &c, (char *[]){"mo", NULL}), 0);
+    CHECK_STR_CONTAINS(c.out, "loss (MINIMIZE), acc (MAXIMIZE)");
+    CHECK_STR_CONTAINS(c.out, "1, 2, 4");
+    CHECK_STR_CONTAINS(c.out, "best by first metric");
     CHECK_INT_EQ(run(cmd_show, "show", &c, (char *[]){"nosuch", NULL}), TUNER_EXIT_NOT_FOUND);
     CHECK_STR_CONTAINS(c.err, "tuner: error: no study named nosuch in");
     CHECK_INT_EQ(run(cmd_show, "show", &c, (char *[]){NULL}), TUNER_EXIT_USAGE);
