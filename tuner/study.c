@@ -61,41 +61,85 @@ static int state_to_sp(st_trial_state state) {
     }
 }
 
-/* The succeeded trials of the study named by resumePreviousJobId that fit this
- * study's space, appended to the history (hist, vals have room for them): AI
- * Platform's warm start. Returns how many were added; *skipped counts the others. */
-static size_t warm_start(st_store *st, const tn_spec *spec, const st_trial *prev, size_t nprev,
-                         sp_trial *hist, double *vals, size_t *skipped) {
-    size_t added = 0;
-    *skipped = 0;
-    for (size_t i = 0; i < nprev; i++) {
-        if (prev[i].state != ST_TRIAL_SUCCEEDED || !prev[i].has_objective) continue;
-        double *v = vals + added * spec->space.n;
-        if (tp_from_json(&spec->space, prev[i].params, v, NULL, 0) != 0) {
-            (*skipped)++;
-            continue;
-        }
-        hist[added++] = (sp_trial){.values = v, .state = SP_COMPLETE, .has_objective = 1,
-                                   .objective = prev[i].objective};
-    }
-    (void)st;
-    return added;
+/* The study named by resumePreviousJobId, for AI Platform's warm start: its trials,
+ * and where each of this study's metrics is among their values (found by metricId). */
+typedef struct warm {
+    st_trial *trials;              /* (n) its trials (NULL, 0 when none) */
+    size_t n;
+    int at[SPEC_MAX_METRICS];      /* this study's metric k is its values[at[k]]; -1 when
+                                      it has no such metric (or its spec does not parse) */
+    size_t skipped_space;          /* warm_start: succeeded trials outside this space */
+    size_t skipped_metrics;        /* ... and without every metric of this study's */
+} warm;
+
+static void warm_clear(warm *w) {
+    st_trials_free(w->trials, w->n);
+    memset(w, 0, sizeof *w);
 }
 
-/* The previous study's trials for the warm start (NULL and 0 when there is none). */
-static int previous_trials(st_store *st, const tn_spec *spec, st_trial **out, size_t *n,
-                           char *err, size_t errlen) {
-    *out = NULL;
-    *n = 0;
+/* The previous study's trials and metrics (none when resumePreviousJobId is not set,
+ * the sampler has no use for them, or the study is gone). */
+static int previous_trials(st_store *st, const tn_spec *spec, warm *w, char *err,
+                           size_t errlen) {
+    memset(w, 0, sizeof *w);
+    for (size_t k = 0; k < SPEC_MAX_METRICS; k++) w->at[k] = -1;
     if (!spec->resume_previous_job_id || !sp_uses_history(spec->algorithm)) return 0;
     st_study prev;
     int found;
     int rc = st_study_get(st, spec->resume_previous_job_id, &prev, &found, err, errlen);
     if (rc) return rc;
     if (!found) return 0; /* checked when the study was created; gone since: no warm start */
-    rc = st_trial_list(st, prev.id, out, n, err, errlen);
+    rc = st_trial_list(st, prev.id, &w->trials, &w->n, err, errlen);
+    tn_spec ps;
+    spec_errors errs = {0};
+    if (!rc && spec_parse(prev.spec, prev.name, 1, &ps, &errs) == 0) {
+        for (size_t k = 0; k < spec->nmetrics; k++)
+            for (size_t j = 0; j < ps.nmetrics; j++)
+                if (!strcmp(spec->metrics[k].id, ps.metrics[j].id)) w->at[k] = (int)j;
+        spec_clear(&ps);
+    }
+    spec_errors_clear(&errs);
     st_study_clear(&prev);
     return rc;
+}
+
+/* The previous study's succeeded trials that fit this study's space, appended to the
+ * history: hist and vals (its points) and, with several metrics, mo and objs (their
+ * values, nmetrics each), all with room for w->n. A study of one metric takes the
+ * earlier trials' value of the same metricId, or their objective when the earlier
+ * study has no such metric (AI Platform's warm start assumes the same objective); a
+ * study of several takes only trials with a value of each of its metrics. Returns how
+ * many were added; w->skipped_* count the others. */
+static size_t warm_start(const tn_spec *spec, warm *w, sp_trial *hist, double *vals,
+                         mo_trial *mo, double *objs) {
+    size_t added = 0, m = spec->nmetrics;
+    w->skipped_space = w->skipped_metrics = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const st_trial *t = &w->trials[i];
+        if (t->state != ST_TRIAL_SUCCEEDED || !t->has_objective) continue;
+        double *o = objs ? objs + added * m : NULL;
+        int have = 1;
+        for (size_t k = 0; k < m && have; k++) {
+            int j = w->at[k];
+            have = j >= 0 && j < t->nvalues;
+            if (o && have) o[k] = t->values[j];
+        }
+        if (m > 1 && !have) {
+            w->skipped_metrics++;
+            continue;
+        }
+        double *v = vals + added * spec->space.n;
+        if (tp_from_json(&spec->space, t->params, v, NULL, 0) != 0) {
+            w->skipped_space++;
+            continue;
+        }
+        double objective = have ? t->values[w->at[0]] : t->objective;
+        hist[added] = (sp_trial){.values = v, .state = SP_COMPLETE, .has_objective = 1,
+                                 .objective = objective};
+        if (mo) mo[added] = (mo_trial){.values = v, .state = SP_COMPLETE, .objectives = o};
+        added++;
+    }
+    return added;
 }
 
 static int ask_in_txn(st_store *st, void *arg) {
@@ -118,28 +162,26 @@ static int ask_in_txn(st_store *st, void *arg) {
         return 0;
     }
     size_t listed = trials ? n : 0;
-    st_trial *prev = NULL;
-    size_t nprev = 0;
-    rc = previous_trials(st, a->spec, &prev, &nprev, a->err, sizeof a->err);
+    warm w;
+    rc = previous_trials(st, a->spec, &w, a->err, sizeof a->err);
     if (rc) {
         st_trials_free(trials, listed);
         return rc;
     }
-    double *vals = tn_xcalloc((listed + nprev) * space->n + 1, sizeof *vals);
-    sp_trial *hist = tn_xcalloc(listed + nprev + 1, sizeof *hist);
-    size_t skipped;
-    size_t h = warm_start(st, a->spec, prev, nprev, hist, vals, &skipped), warm = h;
-    st_trials_free(prev, nprev);
+    double *vals = tn_xcalloc((listed + w.n) * space->n + 1, sizeof *vals);
+    sp_trial *hist = tn_xcalloc(listed + w.n + 1, sizeof *hist);
     /* several metrics: the same trials with every objective (mo_history) */
     size_t m = a->spec->nmetrics;
-    mo_trial *mo = m > 1 ? tn_xcalloc(listed + 1, sizeof *mo) : NULL;
+    mo_trial *mo = m > 1 ? tn_xcalloc(listed + w.n + 1, sizeof *mo) : NULL;
+    double *objs = m > 1 ? tn_xcalloc(w.n * m + 1, sizeof *objs) : NULL;
+    size_t h = warm_start(a->spec, &w, hist, vals, mo, objs);
     for (size_t i = 0; i < listed; i++) {
         if (tp_from_json(space, trials[i].params, vals + h * space->n, NULL, 0) != 0) continue;
         hist[h] = (sp_trial){.values = vals + h * space->n, .state = state_to_sp(trials[i].state),
                              .has_objective = trials[i].has_objective,
                              .objective = trials[i].objective};
         if (mo)
-            mo[h - warm] = (mo_trial){
+            mo[h] = (mo_trial){
                 .values = hist[h].values, .state = hist[h].state,
                 .objectives = trials[i].state == ST_TRIAL_SUCCEEDED && trials[i].has_objective &&
                                       trials[i].nvalues >= (int)m
@@ -150,8 +192,7 @@ static int ask_in_txn(st_store *st, void *arg) {
     sp_history history = {.trials = hist, .n = h, .maximize = a->spec->goal == SPEC_MAXIMIZE};
     int maximize[SPEC_MAX_METRICS];
     for (size_t k = 0; k < m; k++) maximize[k] = a->spec->metrics[k].goal == SPEC_MAXIMIZE;
-    /* (the warm start's trials, of another study, have one objective: left out) */
-    mo_history mo_hist = {.trials = mo, .n = h - warm, .m = m, .maximize = maximize};
+    mo_history mo_hist = {.trials = mo, .n = h, .m = m, .maximize = maximize};
     if (a->spec->algorithm == SP_ALGO_UNSPECIFIED && mo) /* random scalarisations */
         rc = mo_suggest(space, &mo_hist, (uint64_t)a->study->seed, (uint64_t)n,
                         &a->spec->bayesian, a->values, a->note, sizeof a->note);
@@ -170,6 +211,8 @@ static int ask_in_txn(st_store *st, void *arg) {
     free(vals);
     free(hist);
     free(mo);
+    free(objs);
+    warm_clear(&w);
     st_trials_free(trials, listed);
     return rc;
 }
@@ -1308,26 +1351,35 @@ static int load_curves(loop *L, const st_trial *trials, size_t n, char *err, siz
 /* Says what resumePreviousJobId brings: how many trials warm-start the sampler. */
 static int tell_warm_start(loop *L, char *err, size_t errlen) {
     const tn_spec *spec = L->spec;
-    st_trial *prev = NULL;
-    size_t nprev = 0, skipped = 0, used = 0;
-    int rc = previous_trials(L->st, spec, &prev, &nprev, err, errlen);
+    warm w;
+    size_t used = 0;
+    int rc = previous_trials(L->st, spec, &w, err, errlen);
     if (rc) return rc;
-    if (nprev) {
-        double *vals = tn_xcalloc(nprev * spec->space.n + 1, sizeof *vals);
-        sp_trial *hist = tn_xcalloc(nprev + 1, sizeof *hist);
-        used = warm_start(L->st, spec, prev, nprev, hist, vals, &skipped);
+    if (w.n) {
+        double *vals = tn_xcalloc(w.n * spec->space.n + 1, sizeof *vals);
+        sp_trial *hist = tn_xcalloc(w.n + 1, sizeof *hist);
+        used = warm_start(spec, &w, hist, vals, NULL, NULL);
         free(vals);
         free(hist);
     }
-    st_trials_free(prev, nprev);
+    char why[256] = "";
+    if (w.skipped_space && w.skipped_metrics)
+        snprintf(why, sizeof why, " (%zu skipped: their parameters are not in this space; "
+                 "%zu: without every metric of this study)", w.skipped_space, w.skipped_metrics);
+    else if (w.skipped_space)
+        snprintf(why, sizeof why, " (%zu skipped: their parameters are not in this space)",
+                 w.skipped_space);
+    else if (w.skipped_metrics)
+        snprintf(why, sizeof why, " (%zu skipped: without every metric of this study)",
+                 w.skipped_metrics);
+    warm_clear(&w);
     if (!sp_uses_history(spec->algorithm))
         log_line(L, "resumePreviousJobId %s: no warm start, %s does not use the history",
                  spec->resume_previous_job_id,
                  spec->algorithm == SP_ALGO_GRID ? "grid search" : "random search");
     else
         log_line(L, "warm start from study %s: %zu succeeded trial%s%s",
-                 spec->resume_previous_job_id, used, used == 1 ? "" : "s",
-                 skipped ? " (some skipped: their parameters are not in this space)" : "");
+                 spec->resume_previous_job_id, used, used == 1 ? "" : "s", why);
     return 0;
 }
 

@@ -412,6 +412,104 @@ static void test_tell_values(void) {
     close_study(st, &study, &spec);
 }
 
+/* An ask/tell study `name` of x in [0, 1] by the default sampler, with the metrics
+ * (a JSON array; NULL: one metric, "score", MAXIMIZE) and resuming `previous` (or
+ * NULL), created in st (seed 7) with its spec text stored as the warm start reads it. */
+static int make_warm_study(st_store *st, const char *name, const char *metrics,
+                           const char *previous, tn_spec *spec, st_study *study) {
+    char *metric = metrics ? tn_xasprintf("\"metrics\": %s", metrics)
+                           : tn_xasprintf("\"goal\": \"MAXIMIZE\", "
+                                          "\"hyperparameterMetricTag\": \"score\"");
+    char *resume = previous ? tn_xasprintf(", \"resumePreviousJobId\": \"%s\"", previous)
+                            : tn_xstrdup("");
+    char *text = tn_xasprintf(
+        "{\"jobId\": \"%s\", \"trainingInput\": {\"jobDir\": \"%s/runs/%s\", "
+        "\"hyperparameters\": {%s, \"maxTrials\": 40%s, \"params\": [{\"parameterName\": "
+        "\"x\", \"type\": \"DOUBLE\", \"minValue\": 0, \"maxValue\": 1}]}}}",
+        name, g_dir, name, metric, resume);
+    spec_errors errs;
+    int rc = spec_parse(text, name, 1, spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    int64_t id = 0;
+    int found = 0;
+    char err[512] = "";
+    if (!rc) rc = st_study_create(st, name, text, 7, ST_STUDY_CREATED, &id, err, sizeof err);
+    if (!rc) rc = st_study_get(st, name, study, &found, err, sizeof err);
+    CHECK_MSG(rc == 0 && found, "%s: %s", name, err);
+    free(text);
+    free(resume);
+    free(metric);
+    return rc == 0 && found ? 0 : -1;
+}
+
+/* The x of the next trial study_ask gives (NAN when it fails). */
+static double ask_x(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number) {
+    char err[1024] = "", *params = NULL;
+    int exhausted = 0;
+    if (study_ask(st, spec, study, number, &params, &exhausted, err, sizeof err) != 0 ||
+        exhausted) {
+        CHECK_MSG(0, "ask %s: %s", study->name, err);
+        return NAN;
+    }
+    json_t *p = json_loads(params, 0, NULL);
+    double x = json_number_value(json_object_get(p, "x"));
+    json_decref(p);
+    free(params);
+    return x;
+}
+
+/* resumePreviousJobId with several metrics: the earlier study's trials warm-start the
+ * multi-objective sampler, matched by metricId (whatever their order there), so the
+ * first suggestion is the model's, not the cold study's; an earlier study without
+ * every metric warm-starts nothing. */
+static void test_warm_start_metrics(void) {
+    char path[PATH_LEN], err[1024] = "";
+    fmt_path(path, "%s/warm.db", g_dir);
+    unlink(path);
+    st_store *st = NULL;
+    CHECK_MSG(st_open(path, &st, err, sizeof err) == 0, "%s", err);
+    if (!st) return;
+    static const char *const MO = "[{\"metricId\": \"loss\", \"goal\": \"MINIMIZE\"}, "
+                                  "{\"metricId\": \"acc\", \"goal\": \"MAXIMIZE\"}]",
+                             *MO_TURNED = "[{\"metricId\": \"acc\", \"goal\": \"MAXIMIZE\"}, "
+                                          "{\"metricId\": \"loss\", \"goal\": \"MINIMIZE\"}]";
+    tn_spec sp[5];
+    st_study s[5];
+    const char *names[5] = {"prev_mo", "prev_one", "cold", "warm", "warm_from_one"};
+    const char *metrics[5] = {MO_TURNED, NULL, MO, MO, MO};
+    const char *prev[5] = {NULL, NULL, NULL, "prev_mo", "prev_one"};
+    int made = 0;
+    while (made < 5 &&
+           make_warm_study(st, names[made], metrics[made], prev[made], &sp[made], &s[made]) == 0)
+        made++;
+    if (made == 5) {
+        /* 12 told trials of each earlier study: acc = 1 - (x - 0.8)^2, loss = (x - 0.7)^2 */
+        for (int i = 0; i < 12; i++) {
+            int64_t n = 0;
+            double x = ask_x(st, &sp[0], &s[0], &n), v[2] = {1 - (x - 0.8) * (x - 0.8),
+                                                            (x - 0.7) * (x - 0.7)};
+            CHECK_MSG(study_tell_values(st, &s[0], n, 0, v, 2, err, sizeof err) == 0, "%s", err);
+            x = ask_x(st, &sp[1], &s[1], &n);
+            CHECK_MSG(study_tell(st, &s[1], n, 0, v[0], err, sizeof err) == 0, "%s", err);
+        }
+        int64_t n;
+        double cold = ask_x(st, &sp[2], &s[2], &n), warm = ask_x(st, &sp[3], &s[3], &n),
+               from_one = ask_x(st, &sp[4], &s[4], &n);
+        CHECK_MSG(warm != cold, "the warm start changed nothing: x = %g", warm);
+        CHECK_MSG(warm > 0.5 && warm < 0.95, "the warm study's first x %g is not near the "
+                  "earlier study's front, [0.7, 0.8]", warm);
+        CHECK_MSG(from_one == cold, "a study without every metric warm-started: %g, cold %g",
+                  from_one, cold);
+    }
+    for (int i = 0; i < made; i++) {
+        st_study_clear(&s[i]);
+        spec_clear(&sp[i]);
+    }
+    st_close(st);
+}
+
 static void test_ask_and_tell(void) {
     int found, exhausted;
     static const double xs[] = {0.25, 0.5};
@@ -507,6 +605,7 @@ int main(void) {
     RUN(test_failures_end_the_study);
     RUN(test_resume_runs_what_was_left);
     RUN(test_ask_and_tell);
+    RUN(test_warm_start_metrics);
     RUN(test_tell_values);
     RUN(test_best_index);
     RUN(test_preflight);
