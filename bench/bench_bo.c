@@ -50,7 +50,8 @@
  *
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
  *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
- *            [--model_points=0 (ours: bo_options.model_points; 0 the default)] [--list]
+ *            [--model_points=0 (ours: bo_options.model_points; 0 the default)]
+ *            [--pending=0 (ours: bo_options.pending, enum bo_pending)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
