@@ -50,7 +50,8 @@
  *
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
  *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
- *            [--model_points=0 (ours: bo_options.model_points; 0 the default)] [--list]
+ *            [--model_points=0 (ours: bo_options.model_points; 0 the default)]
+ *            [--pending=0 (ours: bo_options.pending, enum bo_pending)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -324,15 +325,18 @@ static void make_space(const bench_fn *fn, sp_space *s) {
 /* --model_points: our sampler with bo_options.model_points set (0: sp_suggest's
  * defaults). */
 static int g_model_points = 0;
+/* --pending: bo_options.pending (enum bo_pending; 0 the default). */
+static int g_pending = 0;
 
 static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
                    uint64_t index, double *out, char *note, size_t notelen) {
-    if (algo != SP_ALGO_UNSPECIFIED || g_model_points == 0) {
+    if (algo != SP_ALGO_UNSPECIFIED || (g_model_points == 0 && g_pending == 0)) {
         int exhausted; /* random and Bayesian: never */
         return sp_suggest(algo, s, h, seed, index, out, &exhausted, note, notelen);
     }
     bo_options o = {0};
     o.model_points = g_model_points;
+    o.pending = g_pending;
     return bo_suggest(s, h, seed, index, &o, out, note, notelen);
 }
 
@@ -516,6 +520,8 @@ int main(int argc, char **argv) {
         {"reps", TN_FLAG_INT, &reps, "N", "timed suggestions (--timing)"},
         {"model_points", TN_FLAG_INT, &g_model_points, "N", "ours: build the GP on at most N "
                                                             "measured trials (0: default)"},
+        {"pending", TN_FLAG_INT, &g_pending, "N", "ours: bo_options.pending, how running "
+                                                  "trials are believed (0: default)"},
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];

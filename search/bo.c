@@ -676,10 +676,18 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         goto done;
     }
 
-    /* Kriging believer: each pending trial is observed at the model's mean there, all
-     * from the model of the measured trials, and the model is rebuilt with the fitted
-     * hyperparameters. The belief is whole: a believed value above every measured one
-     * becomes the incumbent, so that EI does not pile onto the same peak. */
+    /* Pending trials: each is observed at a believed value, and the model is rebuilt
+     * with the fitted hyperparameters. Kriging believer (the default): the model's
+     * mean there, all from the model of the measured trials; constant liar: one value
+     * for all of them, the best, worst or mean measured one. The belief is whole: a
+     * believed value above every measured one becomes the incumbent, so that EI does
+     * not pile onto the same peak. */
+    double zlo = HUGE_VAL, zhi = -HUGE_VAL, zsum = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        zlo = z[k] < zlo ? z[k] : zlo;
+        zhi = z[k] > zhi ? z[k] : zhi;
+        zsum += z[k];
+    }
     size_t np = 0;
     for (size_t k = 0; k < nt; k++) {
         const sp_trial *tr = &h->trials[k];
@@ -687,7 +695,12 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         double *x = X + (n + np) * D, var;
         unit_of_values(s, tr->values, u);
         enc_unit(&e, u, 1, x, vs);
-        gp_predict(gp, x, &z[n + np], &var);
+        switch (o->pending) {
+        case BO_PENDING_LIAR_BEST: z[n + np] = zhi; break; /* z is maximised */
+        case BO_PENDING_LIAR_WORST: z[n + np] = zlo; break;
+        case BO_PENDING_LIAR_MEAN: z[n + np] = zsum / (double)n; break;
+        default: gp_predict(gp, x, &z[n + np], &var); break;
+        }
         np++;
     }
     if (np > 0) {
@@ -806,6 +819,7 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
     if (h && h->n > 0 && !h->trials) return TN_EINVAL;
     if (opt && (opt->initial_trials < 0 || opt->candidates < 0 || opt->fit_restarts < 0 ||
                 opt->model_points < 0 ||
+                opt->pending < 0 || opt->pending >= BO_PENDING_COUNT ||
                 (opt->acquisition != BO_LOG_EI && opt->acquisition != BO_UCB) ||
                 !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta))) {
         return TN_EINVAL;

@@ -27,6 +27,17 @@ enum bo_acquisition {
     BO_UCB         /* upper confidence bound: mean + beta * sd */
 };
 
+/* The value a PENDING (running) trial is believed to measure, for the model
+ * (docs/bayesian-optimisation.md, "Pending trials"). The constant liars are there to
+ * be measured against the believer (bench_bo --pending); they did worse. */
+enum bo_pending {
+    BO_PENDING_BELIEVER = 0, /* kriging believer: the model's mean there (default) */
+    BO_PENDING_LIAR_BEST,    /* constant liar: the best measured value */
+    BO_PENDING_LIAR_WORST,   /* constant liar: the worst measured value */
+    BO_PENDING_LIAR_MEAN,    /* constant liar: the mean of the measured values */
+    BO_PENDING_COUNT
+};
+
 /* Options; a zeroed struct (or a NULL pointer) means every default. Negative counts
  * are invalid. */
 typedef struct bo_options {
@@ -44,6 +55,7 @@ typedef struct bo_options {
     int model_points;     /* measured trials the GP is built on at most: past it, the
                              best half of them and a seeded random draw of the rest;
                              0: 500 */
+    int pending;          /* enum bo_pending: how running trials are believed */
 } bo_options;
 
 /* Suggests the point of the study's trial number `index` (the number of trials

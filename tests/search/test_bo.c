@@ -420,6 +420,63 @@ static void test_parallel_distinct(void) {
     sp_space_clear(&s);
 }
 
+/* The constant liars (bo_options.pending): 8 suggestions in a row, each pending
+ * during the next, around a measured incumbent near the 2-D bowl's optimum. Each is
+ * legal and distinct; the liar at the worst value spreads them further than the
+ * believer (its lies push the next point away); the liar at the best value keeps
+ * them nearer the incumbent than the worst value. Unknown values are refused. */
+static double min_pairwise(double pts[][2], int k) {
+    double m = HUGE_VAL;
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < i; j++) m = fmin(m, dist(pts[i], pts[j], 2));
+    return m;
+}
+
+static void test_pending_liars(void) {
+    sp_space s;
+    make_unit_space(&s, 2);
+    double spread[BO_PENDING_COUNT], far[BO_PENDING_COUNT];
+    for (int p = 0; p < BO_PENDING_COUNT; p++) {
+        study_reset(0);
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 4; j++) {
+                double u[2] = {0.125 + 0.25 * i, 0.125 + 0.25 * j};
+                study_add(u, 2, SP_COMPLETE, bowl(u, 2));
+            }
+        }
+        bo_options o = {0};
+        o.pending = p;
+        double best[2], pts[8][2];
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 4, 16, &o, best, NULL, 0), 0);
+        study_add(best, 2, SP_COMPLETE, bowl(best, 2));
+        far[p] = 0;
+        for (int k = 0; k < 8; k++) {
+            char note[256];
+            CHECK_INT_EQ(bo_suggest(&s, &st.h, 4, 17 + (uint64_t)k, &o, pts[k], note,
+                                    sizeof note), 0);
+            CHECK(all_legal(&s, pts[k]));
+            CHECK_MSG(note[0] == 0, "pending %d: %s", p, note);
+            far[p] += dist(pts[k], best, 2) / 8;
+            study_add(pts[k], 2, SP_PENDING, NAN);
+        }
+        spread[p] = min_pairwise(pts, 8);
+        CHECK_MSG(spread[p] > 1e-3, "pending %d: closest pair %g", p, spread[p]);
+    }
+    CHECK_MSG(spread[BO_PENDING_LIAR_WORST] > spread[BO_PENDING_BELIEVER],
+              "closest pair: worst-value liar %g, believer %g",
+              spread[BO_PENDING_LIAR_WORST], spread[BO_PENDING_BELIEVER]);
+    CHECK_MSG(far[BO_PENDING_LIAR_BEST] < far[BO_PENDING_LIAR_WORST],
+              "mean distance from the incumbent: best-value liar %g, worst-value %g",
+              far[BO_PENDING_LIAR_BEST], far[BO_PENDING_LIAR_WORST]);
+    double v[2];
+    bo_options bad = {0};
+    bad.pending = BO_PENDING_COUNT;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 4, 25, &bad, v, NULL, 0), TN_EINVAL);
+    bad.pending = -1;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 4, 25, &bad, v, NULL, 0), TN_EINVAL);
+    sp_space_clear(&s);
+}
+
 /* Failed trials are not data: failures right next to the next point, carrying absurd
  * objectives or none, change nothing. */
 static void test_failed_ignored(void) {
@@ -913,6 +970,7 @@ int main(void) {
     RUN(test_warp_choice);
     RUN(test_model_subset);
     RUN(test_parallel_distinct);
+    RUN(test_pending_liars);
     RUN(test_failed_ignored);
     RUN(test_stopped_not_modelled);
     RUN(test_fallback_forced);
