@@ -427,7 +427,7 @@ int tf_config_from_env(tf_config *out, char *err, size_t errlen) {
     const char *text = getenv("TF_CONFIG");
     if (!text || !*text) {
         tf_config_init(out);
-        return 1;
+        return 0;
     }
     return tf_config_parse(text, out, err, errlen);
 }

@@ -359,8 +359,9 @@ int main(int argc, char **argv) {
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
     char err[1024];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
+    int help;
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, &help, err, sizeof err);
+    if (!rc && help) {
         usage(stdout, flags, nflags);
         return 0;
     }
@@ -444,7 +445,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "trainer: error: %s\nhint: see docs/distributed.md for TF_CONFIG\n", err);
         return EXIT_USAGE;
     }
-    int clustered = rc == 0 && tf_world_size(&tf) + (int)tf.cluster[TF_PS].n > 1;
+    /* unset, TF_CONFIG is the single-replica default: not a cluster */
+    int clustered = tf_world_size(&tf) + (int)tf.cluster[TF_PS].n > 1;
     rc = resolve_strategy(&c, clustered ? &tf : NULL, tf.type, strat, shard, prec, devices,
                           global_batch, peer_timeout, tn_flags_given(flags, nflags, "batch_size"),
                           err, sizeof err);

@@ -210,7 +210,7 @@ static int reply(ps_conn *c, int status, int flags, uint64_t a, uint64_t b, uint
 }
 
 /* Sends an ERROR reply carrying code and the message (which should name the ps), and
- * logs it. Returns the errno of a failed send, or 0. */
+ * logs it. Returns 0, or what the failed nt_send_all returned. */
 static int reply_error(ps_conn *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int reply_error(ps_conn *c, int code, const char *fmt, ...) {
@@ -305,6 +305,7 @@ static int on_init(ps_conn *c, const msg_header *h) {
     if (!e) e = nt_recv_all(c->fd, params, n * sizeof(float));
     if (!e) e = nt_recv_all(c->fd, o->m, n * sizeof(float));
     if (!e && has_v) e = nt_recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
+    const char *why = e ? nt_io_error(e) : NULL; /* before anything can change errno */
     int differs = -1;
     for (size_t i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
         if (mine[i] != chiefs[i]) differs = (int)i;
@@ -312,7 +313,7 @@ static int on_init(ps_conn *c, const msg_header *h) {
         opt_free(o);
         free(params);
         if (e) {
-            say(s, "lost %s while it sent the variables: %s", c->peer, nt_io_error(e));
+            say(s, "lost %s while it sent the variables: %s", c->peer, why);
             return 1;
         }
         if (differs >= 0) { /* the whole message was read: the connection stays in step */
@@ -501,8 +502,8 @@ static void *conn_main(void *arg) {
         msg_header h;
         int e = nt_recv_all(c->fd, &h, sizeof h);
         if (e) {
-            if (e != -1) say(s, "lost %s: %s", c->peer, nt_io_error(e));
-            break; /* -1: the client has gone */
+            if (e != TN_EPEER) say(s, "lost %s: %s", c->peer, nt_io_error(e));
+            break; /* TN_EPEER: the client has gone */
         }
         if (h.magic != PS_MAGIC) {
             say(s, "closed a connection from %s that does not speak the ps protocol",
@@ -674,21 +675,22 @@ struct ps_client {
 
 /* Connects to addr, retrying refused connections until deadline; each attempt is
  * itself bounded by the deadline (a host that drops packets does not hang us). */
-/* A send or receive on l failed (e as send_all / recv_all return it): the connection
- * is out of step now, so the client is unusable. */
+/* A send or receive on l failed (e as nt_send_all / nt_recv_all return it, errno as
+ * they left it): the connection is out of step now, so the client is unusable. */
 static int lost(ps_client *c, const ps_link *l, int e, char *err, size_t errlen) {
+    int sys = e == TN_EIO ? errno : 0;
     c->broken = 1;
-    if (e == EAGAIN || e == EWOULDBLOCK)
+    if (sys == EAGAIN || sys == EWOULDBLOCK)
         return tn_error(err, errlen, TN_EPEER,
                         "%s did not answer for %g s (hung, stopped or too slow); hint: raise "
                         "--peer_timeout if an update can take longer",
                         l->name, c->timeout);
-    if (e == -1 || e == ECONNRESET || e == EPIPE)
+    if (e == TN_EPEER || sys == ECONNRESET || sys == EPIPE)
         return tn_error(err, errlen, TN_EPEER,
                         "lost %s: the connection closed (that ps task exited: it crashed or "
                         "was stopped)",
                         l->name);
-    return tn_error(err, errlen, TN_EPEER, "lost %s: %s", l->name, strerror(e));
+    return tn_error(err, errlen, TN_EPEER, "lost %s: %s", l->name, strerror(sys));
 }
 
 static int broke_protocol(ps_client *c, const ps_link *l, const char *what, char *err,

@@ -147,7 +147,7 @@ static void test_replica_names_and_files(void) {
                                       ":0",      "workers:1",  "Chief:0",      "chief:0/..",
                                       "",        "ps:1234567890", "a-very-long-type-name:1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_MSG(ex_replica_parse(bad[i], &type, &index) == -1, "'%s'", bad[i]);
+        CHECK_MSG(ex_replica_parse(bad[i], &type, &index) == TN_EINVAL, "'%s'", bad[i]);
     CHECK(ex_replica_is_chief("chief:0") && ex_replica_is_chief("master-0"));
     CHECK(!ex_replica_is_chief("worker:0") && !ex_replica_is_chief("chiefly:0"));
     const char *names[] = {"zzz", "evaluator:0", "ps-0", "worker:10", "worker-2", "master:0"};
