@@ -246,6 +246,16 @@ static int check_job_locked(const ps_conn *c, char *msg, size_t len) {
     return 0;
 }
 
+/* check_job_locked for a request (what: "fetch") that needs the variables: the chief
+ * must have initialised them first. Under s->lock. */
+static int check_initialised_locked(const ps_conn *c, const char *what, char *msg,
+                                    size_t len) {
+    if (!c->s->initialised)
+        return tn_error(msg, len, TN_EPEER, "ps %d: %s before the chief initialised the "
+                        "variables", c->s->cfg->index, what);
+    return check_job_locked(c, msg, len);
+}
+
 /* Each handler returns 0 to go on serving the connection, or non-zero to close it
  * (a failed send or receive, or a client that broke the protocol). */
 
@@ -420,11 +430,7 @@ static int on_push(ps_conn *c) {
     }
     char msg[MAX_TEXT];
     pthread_mutex_lock(&s->lock);
-    int code = s->initialised ? check_job_locked(c, msg, sizeof msg)
-                              : tn_error(msg, sizeof msg, TN_EPEER,
-                                         "ps %d: gradients pushed before the chief "
-                                         "initialised the variables",
-                                         s->cfg->index);
+    int code = check_initialised_locked(c, "gradients pushed", msg, sizeof msg);
     int64_t before = version_locked(s), staleness = 0;
     if (!code) {
         opt_step(s->opt, s->params, grads);
@@ -440,11 +446,7 @@ static int on_fetch(ps_conn *c, const msg_header *h) {
     int want_v = (h->flags & F_HAS_V) != 0;
     char msg[MAX_TEXT];
     pthread_mutex_lock(&s->lock);
-    int code = s->initialised ? check_job_locked(c, msg, sizeof msg)
-                              : tn_error(msg, sizeof msg, TN_EPEER,
-                                         "ps %d: fetch before the chief initialised the "
-                                         "variables",
-                                         s->cfg->index);
+    int code = check_initialised_locked(c, "fetch", msg, sizeof msg);
     if (!code && want_v != (s->opt->v != NULL))
         code = tn_error(msg, sizeof msg, TN_EMISMATCH,
                         "ps %d's optimiser keeps %d state buffers, the chief's %d; hint: give "
