@@ -17,10 +17,7 @@
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 . "$(dirname "$0")/trainer_lib.sh"  # fingerprint, ports, tfconfig, two_replicas, ...
-TRAINER=$1
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+begin_test "$1" "$2"
 
 SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
        --epochs=2 --report_every=5 --lr_schedule=constant)

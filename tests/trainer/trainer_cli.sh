@@ -10,11 +10,8 @@
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 . "$(dirname "$0")/trainer_lib.sh"  # stable_metrics, ...
-TRAINER=$1
-WORK=$2
 DATA=/usr/share/datasets/fashion-mnist
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+begin_test "$1" "$2"
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 
 # check NAME CONDITION-COMMAND... : ok when the command succeeds.

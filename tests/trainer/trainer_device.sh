@@ -19,10 +19,7 @@
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
 . "$(dirname "$0")/trainer_lib.sh"  # fingerprint, ports, tfconfig, two_replicas, ...
-TRAINER=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+begin_test "$1" "$2"
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 unset TRAINER_EMULATE_DEVICE TRAINER_EMULATE_GRAPH_FAILURE CUDA_VISIBLE_DEVICES
 emu() { TRAINER_EMULATE_DEVICE=1 "$TRAINER" "$@"; }

@@ -1,5 +1,13 @@
 # trainer_lib.sh — what the trainer's shell tests share (sourced after check.sh, not
-# run): reading a trainer's log, and clusters of replicas on loopback.
+# run): the work folder, reading a trainer's log, and clusters of replicas on loopback.
+
+# begin_test TRAINER WORK: $TRAINER (made absolute) and $WORK, a fresh folder that
+# becomes the current one; exits the script when it cannot be made.
+begin_test() {
+  TRAINER=$(realpath "$1")
+  WORK=$2
+  rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+}
 
 # stable_metrics FILE: the metric records without what changes from run to run.
 stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
