@@ -115,22 +115,21 @@ int main(int argc, char **argv) {
          "the TCP ring, or shared memory"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
-    char err[512];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
-        printf("usage: bench_allreduce [--ranks=N] [--sizes_mb=1,4,16,64] [--repeats=N] "
-               "[--bf16] [--transport=tcp|shm]\n");
-        tn_flags_help(stdout, flags, nflags);
-        return 0;
-    }
+    int help;
+    if (tn_flags_program("bench_allreduce",
+                         "usage: bench_allreduce [--ranks=N] [--sizes_mb=1,4,16,64] "
+                         "[--repeats=N] [--bf16] [--transport=tcp|shm]",
+                         flags, nflags, argc, argv, &help))
+        return 2;
+    if (help) return 0;
     int shm = transport_s && strcmp(transport_s, "shm") == 0;
-    if (!rc && !shm && strcmp(transport_s, "tcp") != 0) {
-        snprintf(err, sizeof err, "--transport must be tcp or shm, got '%s'", transport_s);
-        rc = 1;
+    if (!shm && strcmp(transport_s, "tcp") != 0) {
+        fprintf(stderr, "bench_allreduce: error: --transport must be tcp or shm, got '%s'\n",
+                transport_s);
+        return 2;
     }
-    if (rc || ranks < 2 || ranks > 64 || repeats < 1) {
-        fprintf(stderr, "bench_allreduce: error: %s\n",
-                rc ? err : "--ranks must be 2..64 and --repeats >= 1");
+    if (ranks < 2 || ranks > 64 || repeats < 1) {
+        fprintf(stderr, "bench_allreduce: error: --ranks must be 2..64 and --repeats >= 1\n");
         return 2;
     }
     int sizes[16], nsizes = 0;

@@ -29,13 +29,10 @@ int main(int argc, char **argv) {
     const char *db = "/tmp/bench_asktell.db";
     const tn_flag flags[] = {{"trials", TN_FLAG_INT, &trials, "N", "ask+tell pairs"},
                              {"db", TN_FLAG_STRING, &db, "PATH", "store file (replaced)"}};
+    int help;
+    if (tn_flags_program("bench_asktell", NULL, flags, 2, argc, argv, &help)) return 2;
+    if (help) return 0;
     char err[1024];
-    int rc = tn_flags_parse(flags, 2, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc) {
-        if (rc == 1) tn_flags_help(stdout, flags, 2);
-        else fprintf(stderr, "bench_asktell: error: %s\n", err);
-        return rc == 1 ? 0 : 2;
-    }
     char spec_text[512];
     snprintf(spec_text, sizeof spec_text,
              "{\"jobId\": \"bench\", \"trainingInput\": {\"hyperparameters\": {"

@@ -525,12 +525,11 @@ int main(int argc, char **argv) {
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
+    int help;
+    if (tn_flags_program("bench_bo", NULL, flags, nflags, argc, argv, &help)) return 2;
+    if (help) return 0;
     char err[512];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
-        tn_flags_help(stdout, flags, nflags);
-        return 0;
-    }
+    int rc = 0;
     int algos = strcmp(algo, "bo") == 0 ? 1 : strcmp(algo, "random") == 0 ? 2
                 : strcmp(algo, "both") == 0 ? 3 : 0;
     int found = strcmp(function, "all") == 0;

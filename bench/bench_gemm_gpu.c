@@ -70,18 +70,13 @@ int main(int argc, char **argv) {
         {"hidden_units", TN_FLAG_STRING, &hidden, "N,N", "hidden widths"},
         {"conv_filters", TN_FLAG_STRING, &filters, "N,N", "cnn filters"},
     };
-    char err[512];
-    int rc = tn_flags_parse(flags, sizeof flags / sizeof flags[0], argc, argv, NULL, 0, NULL, err,
-                            sizeof err);
-    if (rc) {
-        if (rc == 1) {
-            tn_flags_help(stdout, flags, sizeof flags / sizeof flags[0]);
-            return 0;
-        }
-        fprintf(stderr, "bench_gemm_gpu: error: %s\n", err);
+    int help;
+    if (tn_flags_program("bench_gemm_gpu", NULL, flags, sizeof flags / sizeof flags[0], argc,
+                         argv, &help))
         return 2;
-    }
-    int prec = -1;
+    if (help) return 0;
+    char err[512];
+    int rc = 0, prec = -1;
     for (int p = KN_FP32; p <= KN_BF16; p++)
         if (!strcmp(precision, kn_precision_name(p))) prec = p;
     int cnn = !strcmp(model, "cnn");

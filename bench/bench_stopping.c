@@ -319,8 +319,9 @@ int main(int argc, char **argv) {
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
     char err[512];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
+    int help;
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, &help, err, sizeof err);
+    if (!rc && help) {
         tn_flags_help(stdout, flags, nflags);
         return 0;
     }

@@ -243,17 +243,12 @@ int main(int argc, char **argv) {
         {"profile", TN_FLAG_BOOL, &profile, "", "time every kernel call, print a table to stderr"},
         {"unfused", TN_FLAG_BOOL, &unfused, "", "cnn: conv, activation, pooling as separate calls"},
     };
-    char err[512];
-    int rc = tn_flags_parse(flags, sizeof flags / sizeof flags[0], argc, argv, NULL, 0, NULL, err,
-                            sizeof err);
-    if (rc) {
-        if (rc == 1) {
-            tn_flags_help(stdout, flags, sizeof flags / sizeof flags[0]);
-            return 0;
-        }
-        fprintf(stderr, "bench_train: error: %s\n", err);
+    int help;
+    if (tn_flags_program("bench_train", NULL, flags, sizeof flags / sizeof flags[0], argc, argv,
+                         &help))
         return 2;
-    }
+    if (help) return 0;
+    char err[512];
     int cnn = !strcmp(model, "cnn");
     ds_dataset ds = {0};
     if (ds_load_idx_dir(data_dir, 1, 0, &ds, err, sizeof err)) {

@@ -39,9 +39,10 @@ import sys
 import time
 import warnings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import benchutil
+from benchutil import ROOT, cpu_model, ensure_venv
+
 BIN = os.path.join(ROOT, "build", "bin", "bench_bo")
-VENV = os.path.join(ROOT, "bench", ".venv")
 # The newest Optuna whose GPSampler runs on Debian 12's torch 1.13: from 4.8 on it
 # enters `with torch.device("cpu")`, a torch 2.0 feature. GPSampler also needs scipy
 # (Debian's python3-scipy, seen through --system-site-packages).
@@ -52,29 +53,16 @@ LABEL = {"random": "random search", "bo": "ours (BO)", "tpe": "Optuna TPE (multi
          "gp": "Optuna GPSampler"}
 
 
-def ensure_venv():
+def ensure_venv_optuna():
     """Re-executes this script in bench/.venv, making it (and installing the pinned
     Optuna there) first when needed."""
-    py = os.path.join(VENV, "bin", "python")
-    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-        return
-    try:
-        import scipy  # noqa: F401  (GPSampler's optimiser; Debian's python3-scipy)
-        import torch  # noqa: F401
-    except ImportError as e:
-        sys.exit("bo.py: error: %s\nhint: scripts/install-deps.sh --bench" % e)
-    if not os.path.exists(py):
-        print("bo.py: making %s" % os.path.relpath(VENV, ROOT), flush=True)
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV],
-                       check=True)
-    got = subprocess.run([py, "-c", "import optuna; print(optuna.__version__)"],
-                         capture_output=True, text=True).stdout.strip()
-    if got != OPTUNA_VERSION:
-        print("bo.py: installing optuna==%s in %s" % (OPTUNA_VERSION, os.path.relpath(VENV, ROOT)),
-              flush=True)
-        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q",
-                        "optuna==" + OPTUNA_VERSION], check=True)
-    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
+    if os.path.realpath(sys.prefix) != os.path.realpath(benchutil.VENV):
+        try:
+            import scipy  # noqa: F401  (GPSampler's optimiser; Debian's python3-scipy)
+            import torch  # noqa: F401
+        except ImportError as e:
+            sys.exit("bo.py: error: %s\nhint: scripts/install-deps.sh --bench" % e)
+    ensure_venv(__file__, "optuna", OPTUNA_VERSION)
 
 
 # ---- The functions, as bench_bo.c defines them ----
@@ -363,7 +351,7 @@ def check_ours(runs):
 
 def main():
     os.environ["OMP_NUM_THREADS"] = "1"  # before any torch import: one thread a process
-    ensure_venv()
+    ensure_venv_optuna()
     if "--conditional" in sys.argv[1:]:
         return cond_main()
     if "--hard" in sys.argv[1:]:
@@ -721,17 +709,6 @@ def cond_job(j):
         xs.append(x)
         ys.append(y)
     return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
-
-
-def cpu_model():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def hard_job(j):

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchutil import cpu_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -122,14 +124,6 @@ def emit(s=""):
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 load_before = loadavg()

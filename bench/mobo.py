@@ -30,7 +30,7 @@ import subprocess
 import time
 import warnings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model
 BIN = os.path.join(ROOT, "build", "bin", "bench_mobo")
 DIMS = 6
 PROBLEMS = ("zdt1", "zdt2", "dtlz2")
@@ -124,13 +124,7 @@ def main():
             rows[(problem, algo)] = (hv, statistics.mean(times), best)
             print(problem, algo, {t: round(statistics.mean(v), 4) for t, v in hv.items()}, flush=True)
 
-    cpu = "unknown"
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    cpu = cpu_model()
     import optuna
     lines = [
         "# Several objectives: hypervolume at equal trials",

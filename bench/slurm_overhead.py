@@ -33,32 +33,13 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model, ensure_venv
+
 BIN = os.path.join(ROOT, "build", "bin")
-VENV = os.path.join(ROOT, "bench", ".venv")
 SUBMITIT_VERSION = "1.5.4"
 NOOP = ("import json, os, time; open(os.environ['CLOUD_ML_HP_METRIC_FILE'], 'w').write("
         "json.dumps({'y': '1', 'timestamp': time.time()}) + '\\n')")
 WRAPPED = ("sbatch", "squeue", "sacct", "scancel")
-
-
-def ensure_venv():
-    """Re-executes this script in bench/.venv with submitit installed there."""
-    py = os.path.join(VENV, "bin", "python")
-    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
-        return
-    if not os.path.exists(py):
-        print("slurm_overhead.py: making %s" % os.path.relpath(VENV, ROOT), flush=True)
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV],
-                       check=True)
-    got = subprocess.run([py, "-c", "import submitit; print(submitit.__version__)"],
-                         capture_output=True, text=True).stdout.strip()
-    if got != SUBMITIT_VERSION:
-        print("slurm_overhead.py: installing submitit==%s in %s"
-              % (SUBMITIT_VERSION, os.path.relpath(VENV, ROOT)), flush=True)
-        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q",
-                        "submitit==" + SUBMITIT_VERSION], check=True)
-    os.execv(py, [py, os.path.abspath(__file__)] + sys.argv[1:])
 
 
 def wrap_commands(folder, log):
@@ -184,14 +165,7 @@ def submitit_run(trials, parallel, work):
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "%s, %d cores, %s" % (cpu, os.cpu_count(), platform.platform())
+    return "%s, %d cores, %s" % (cpu_model(), os.cpu_count(), platform.platform())
 
 
 def main():
@@ -309,5 +283,5 @@ def main():
 
 
 if __name__ == "__main__":
-    ensure_venv()
+    ensure_venv(__file__, "submitit", SUBMITIT_VERSION)
     main()

@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 OLDER = "## Older runs"
 
@@ -91,12 +91,6 @@ def run_json(cmd, env_extra):
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    m = re.search(r"^Model name:\s*(.+)$", out, re.M)
-    return m.group(1).strip() if m else "unknown CPU"
 
 
 def older_runs(path):

@@ -100,14 +100,18 @@ static int negative_number(const char *a) {
 }
 
 int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *positional,
-                   int max_positional, int *npositional, char *err, size_t errlen) {
+                   int max_positional, int *npositional, int *help, char *err, size_t errlen) {
+    *help = 0;
     if (n > MAX_FLAGS) return tn_error(err, errlen, TN_EINVAL, "too many flags in table");
     given_table = flags;
     memset(given, 0, sizeof given);
     int npos = 0, only_positional = 0;
     if (npositional) *npositional = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            *help = 1;
+            return 0;
+        }
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -143,6 +147,21 @@ int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *p
         int rc = parse_value(f, value, err, errlen);
         if (rc) return rc;
         given[f - flags] = 1;
+    }
+    return 0;
+}
+
+int tn_flags_program(const char *program, const char *usage, const tn_flag *flags, size_t n,
+                     int argc, char **argv, int *help) {
+    char err[512];
+    int rc = tn_flags_parse(flags, n, argc, argv, NULL, 0, NULL, help, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s: error: %s\nhint: run '%s --help'\n", program, err, program);
+        return rc;
+    }
+    if (*help) {
+        if (usage) printf("%s\n", usage);
+        tn_flags_help(stdout, flags, n);
     }
     return 0;
 }

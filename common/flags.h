@@ -30,11 +30,20 @@ typedef struct tn_flag {
  * "--") are positional, a negative number among them ("-0.7", "-1e-3": only --name is
  * a flag): their indices into argv are stored in positional[0..] (at
  * most max_positional; more is an error) and their count in *npositional (which may
- * be NULL when none are allowed). Returns 0 on success, 1 when --help or -h appears
- * before any "--" (nothing else is checked then), or TN_EINVAL with a message such as
+ * be NULL when none are allowed). *help is set to 1 when --help or -h appears before
+ * any "--" (nothing else is checked then: the caller prints its help), else to 0.
+ * Returns 0 (help asked or not), or TN_EINVAL with a message such as
  * "unknown flag --learnig_rate (did you mean --learning_rate?)". */
 int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *positional,
-                   int max_positional, int *npositional, char *err, size_t errlen);
+                   int max_positional, int *npositional, int *help, char *err, size_t errlen);
+
+/* The command line of a program that takes flags only (the benchmarks): tn_flags_parse
+ * with no positional arguments; on --help, usage (a line; may be NULL) and the flags
+ * are printed on stdout, on an error "PROGRAM: error: MESSAGE" and a hint to run
+ * 'PROGRAM --help' on stderr. Returns 0 with *help set as tn_flags_parse sets it (the
+ * program then exits 0), or TN_EINVAL (printed already). */
+int tn_flags_program(const char *program, const char *usage, const tn_flag *flags, size_t n,
+                     int argc, char **argv, int *help);
 
 /* Prints one line per flag: "  --name=ARG  help (default: VALUE)". */
 void tn_flags_help(FILE *out, const tn_flag *flags, size_t n);

@@ -291,9 +291,9 @@ static int changed(const struct stat *a, const struct stat *b) {
            a->st_mtim.tv_nsec != b->st_mtim.tv_nsec;
 }
 
-/* One attempt of read_tail: 0 with the bytes, 1 when the file changed while it was
- * being read (the bytes may mix the old and the new content: a writer that rewrites
- * in place truncates and writes again), or a negative code. */
+/* One attempt of read_tail: 0 with the bytes, or 0 with *buf left NULL when the file
+ * changed while it was being read (the bytes may mix the old and the new content: a
+ * writer that rewrites in place truncates and writes again), or a negative code. */
 static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *err,
                           size_t errlen) {
     struct stat st, after;
@@ -323,8 +323,8 @@ static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *
         got += (size_t)k;
     }
     if (got < want || fstat(fd, &after) != 0 || changed(&st, &after)) {
-        free(b);
-        return 1;
+        free(b); /* try again */
+        return 0;
     }
     size_t skip = 0;
     if (start > 0) {
@@ -351,11 +351,11 @@ static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t e
     int fd = tn_open_regular(r->path, "metric file", err, errlen);
     if (fd == TN_ENOENT) return 0;
     if (fd < 0) return fd;
-    int rc = 1;
-    for (int attempt = 0; attempt < 5 && rc == 1; attempt++)
+    int rc = 0;
+    for (int attempt = 0; attempt < 5 && !rc && !*buf; attempt++)
         rc = read_tail_once(r, fd, buf, len, err, errlen);
     close(fd);
-    return rc < 0 ? rc : 0;
+    return rc;
 }
 
 static int blank(const char *s, size_t len) {

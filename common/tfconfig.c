@@ -256,6 +256,16 @@ char *tf_config_emit(const tf_config *c) {
  * --------------------------------------------------------------------------------- */
 
 
+/* The "; did you mean \"NAME\"?" that ends an unknown name's message, formatted into
+ * hint, or "" when none of the n names is near word. Returns hint. */
+static const char *meant(const char *word, const char *const *names, size_t n, char *hint,
+                         size_t len) {
+    const char *near = tn_closest(word, names, n);
+    if (near) snprintf(hint, len, "; did you mean \"%s\"?", near);
+    else hint[0] = '\0';
+    return hint;
+}
+
 static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errlen) {
     static const char *const keys[] = {"chief", "master", "worker", "ps", "evaluator"};
     if (!json_is_object(cluster))
@@ -283,12 +293,11 @@ static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errl
                             "TF_CONFIG: cluster.evaluator: the evaluator is never listed in "
                             "the cluster");
         } else {
-            const char *near = tn_closest(key, keys, 4);
-            char hint[64] = "";
-            if (near) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
+            char hint[64];
             return tn_error(err, errlen, TN_EINVAL,
                             "TF_CONFIG: cluster.%s is not a replica type (expected chief, "
-                            "master, worker or ps%s)", key, hint);
+                            "master, worker or ps%s)",
+                            key, meant(key, keys, 4, hint, sizeof hint));
         }
         if (!json_is_array(list))
             return tn_error(err, errlen, TN_EINVAL,
@@ -345,12 +354,11 @@ static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char 
     } else if (!strcmp(ts, "evaluator")) {
         out->type = TF_EVALUATOR;
     } else {
-        const char *near = tn_closest(ts, names, 5);
-        char hint[64] = "";
-        if (near) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
+        char hint[64];
         return tn_error(err, errlen, TN_EINVAL,
                         "TF_CONFIG: task.type \"%s\" is not a replica type (expected chief, "
-                        "master, worker, ps or evaluator%s)", ts, hint);
+                        "master, worker, ps or evaluator%s)",
+                        ts, meant(ts, names, 5, hint, sizeof hint));
     }
 
     json_t *index = json_object_get(task, "index");
@@ -427,7 +435,7 @@ int tf_config_from_env(tf_config *out, char *err, size_t errlen) {
     const char *text = getenv("TF_CONFIG");
     if (!text || !*text) {
         tf_config_init(out);
-        return 1;
+        return 0;
     }
     return tf_config_parse(text, out, err, errlen);
 }

@@ -90,9 +90,9 @@ char *tf_config_emit(const tf_config *c);
  * *out then left as tf_config_init does. */
 int tf_config_parse(const char *json, tf_config *out, char *err, size_t errlen);
 
-/* Parses $TF_CONFIG. Returns 1 with the single-replica default (tf_config_init) when
- * the variable is unset or empty, 0 when it was parsed, or TN_EINVAL as
- * tf_config_parse does. */
+/* Parses $TF_CONFIG. Returns 0 with what it says, or with the single-replica default
+ * (tf_config_init: tf_world_size 1, no ps) when the variable is unset or empty; or
+ * TN_EINVAL as tf_config_parse does. */
 int tf_config_from_env(tf_config *out, char *err, size_t errlen);
 
 /* The address of the chief: the chief's entry, or worker 0's when the cluster has

@@ -27,14 +27,14 @@ extern char **environ;
 
 int ex_replica_parse(const char *name, int *type, int *index) {
     const char *sep = strpbrk(name, ":-");
-    if (!sep || sep == name || (size_t)(sep - name) >= 16) return -1;
+    if (!sep || sep == name || (size_t)(sep - name) >= 16) return TN_EINVAL;
     char tname[16];
     memcpy(tname, name, (size_t)(sep - name));
     tname[sep - name] = '\0';
     int t = tf_type_parse(tname);
     const char *d = sep + 1;
     size_t nd = strlen(d);
-    if (t < 0 || nd == 0 || nd > 9 || strspn(d, "0123456789") != nd) return -1;
+    if (t < 0 || nd == 0 || nd > 9 || strspn(d, "0123456789") != nd) return TN_EINVAL;
     *type = t;
     *index = atoi(d);
     return 0;

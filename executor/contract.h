@@ -23,8 +23,8 @@
 
 /* A replica's name, TYPE SEP INDEX with SEP ':' ("worker:1": the contract's, stored
  * and shown) or '-' ("worker-1": files and URLs). ex_replica_parse reads either into
- * its type ("master" is the chief) and index (digits only, below 10^9): 0, or -1 when
- * name is no replica's. */
+ * its type ("master" is the chief) and index (digits only, below 10^9): 0, or
+ * TN_EINVAL (no message) when name is no replica's. */
 int ex_replica_parse(const char *name, int *type, int *index);
 /* Whether name is the chief's (chief or master, either separator). */
 int ex_replica_is_chief(const char *name);

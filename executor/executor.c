@@ -463,14 +463,16 @@ int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *
                   const char *handle, int attempts, const ex_seen *seen, size_t nseen,
                   ex_job **out) {
     *out = NULL;
-    if (!x->ops->attach || !handle) return 1;
+    if (!x->ops->attach || !handle) return 0;
     char err[512];
     ex_job *j = job_new(x, cfg, cb, ctx, err, sizeof err);
-    if (!j) return 1;
+    if (!j) return TN_EIO;
     j->attempts = attempts > 0 ? attempts : 1;
-    if (x->ops->attach(j, handle, seen, nseen) != 0) {
+    int attached = 0;
+    x->ops->attach(j, handle, seen, nseen, &attached);
+    if (!attached) {
         job_destroy(j);
-        return 1;
+        return 0;
     }
     job_begin(j);
     *out = j;

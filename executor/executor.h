@@ -43,8 +43,10 @@ enum ex_outcome { EX_SUCCEEDED = 1, EX_FAILED, EX_STOPPED, EX_REFUSED };
 enum ex_backend { EX_LOCAL = 1, EX_SLURM };
 
 /* Returned by ex_job_start when the job does not fit now (local: the host's cores or
- * GPUs are taken by other jobs); start it again once a job has finished. */
-#define EX_BUSY 1
+ * GPUs are taken by other jobs); start it again once a job has finished. A negative
+ * code beside TN_E* and EX_ENOEXEC (contract.h), as the convention has it, though
+ * not a failure: nothing was done. */
+#define EX_BUSY (-101)
 
 /* Settings of the Slurm backend (docs/slurm.md, "Spec fields"). */
 typedef struct ex_slurm_options {
@@ -181,7 +183,8 @@ typedef struct ex_seen {
  * this process had started it. attempts is how many times it was started so far (the
  * retry budget goes on from there); seen[0..nseen) are the events already stored, per
  * replica, so that events up to those times are not told again. Returns 0 with *out,
- * or 1 when the handle is not this backend's (the caller runs the trial again). */
+ * or 0 with *out = NULL when the handle is not this backend's (the caller runs the
+ * trial again), or a negative code when the job could not be set up (its folders). */
 int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
                   const char *handle, int attempts, const ex_seen *seen, size_t nseen,
                   ex_job **out);

@@ -44,8 +44,10 @@ typedef struct ex_backend_ops {
     int (*start)(ex_job *j, char *err, size_t errlen);
     /* Whether a job of this shape would start now (NULL: always). */
     int (*has_room)(ex_executor *x, const ex_job_config *cfg);
-    /* Re-attaches to the job a handle names (slurm). 0, or 1 when it is not ours. */
-    int (*attach)(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen);
+    /* Re-attaches to the job a handle names (slurm): *attached 1, or 0 when the handle
+     * is not this backend's (nothing done). */
+    void (*attach)(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen,
+                   int *attached);
     /* Called with every metric poll of a running job, before the metric files are
      * read (slurm: the replicas' event files). NULL: nothing to do. */
     void (*poll)(ex_job *j);

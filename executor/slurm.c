@@ -228,23 +228,23 @@ static void follow_requeue(ex_job *j) {
 
 /* ---- outcome ---- */
 
-/* The outcome the launchers wrote for the current run: 0 with *outcome and *error
- * (yours, or NULL), *retry; 1 when there is none. */
-static int read_outcome(ex_job *j, int *outcome, char **error, int *retry) {
+/* Whether the launchers wrote an outcome for the current run: 1 with *outcome and
+ * *error (yours, or NULL), *retry; 0 when there is none yet. */
+static int got_outcome(ex_job *j, int *outcome, char **error, int *retry) {
     slurm_job *sj = j->impl;
     char *dir = attempt_dir(j, sj->jobid, sj->restart);
     char *path = tn_xasprintf("%s/outcome", dir);
     free(dir);
     json_t *o = json_load_file(path, 0, NULL);
     free(path);
-    if (!o) return 1;
+    if (!o) return 0;
     const char *what = json_string_value(json_object_get(o, "outcome"));
     const char *err = json_string_value(json_object_get(o, "error"));
     *outcome = what && !strcmp(what, "succeeded") ? EX_SUCCEEDED : EX_FAILED;
     *retry = json_is_true(json_object_get(o, "retry"));
     *error = err ? tn_xstrdup(err) : NULL;
     json_decref(o);
-    return 0;
+    return 1;
 }
 
 /* The last lines of the batch output of the job, for messages ("" when none). */
@@ -321,7 +321,7 @@ static void job_ended(ex_job *j, const char *state) {
     }
     int outcome, retry;
     char *error = NULL;
-    if (read_outcome(j, &outcome, &error, &retry) == 0) {
+    if (got_outcome(j, &outcome, &error, &retry)) {
         if (outcome == EX_SUCCEEDED || !retry) {
             j->stop_outcome = outcome;
             free(j->stop_error);
@@ -943,10 +943,12 @@ static int slurm_start(ex_job *j, char *err, size_t errlen) {
     return submit(j, err, errlen);
 }
 
-static int slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen) {
-    if (strncmp(handle, "slurm:", 6) != 0) return 1;
+static void slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen,
+                         int *attached) {
+    *attached = 0;
+    if (strncmp(handle, "slurm:", 6) != 0) return;
     const char *id = handle + 6;
-    if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 32) return 1;
+    if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 32) return;
     slurm_job *sj = job_impl_new(j);
     sj->seen = tn_xcalloc(nseen + 1, sizeof *sj->seen);
     for (size_t i = 0; i < nseen; i++)
@@ -959,7 +961,7 @@ static int slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size
     follow_requeue(j);      /* the newest run's files */
     sj->quiet_requeues = 0;
     ex__emit(j, NULL, EX_EV_SUBMITTED, "Slurm job %s (re-attached)", sj->jobid);
-    return 0;
+    *attached = 1;
 }
 
 /* Whether the current run is over as far as the trial goes: its outcome is written

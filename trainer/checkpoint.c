@@ -617,9 +617,9 @@ int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
     size_t n;
     int rc = list_dir(dir, is_ckpt_name, &names, &n, err, errlen);
     if (rc) return rc;
-    if (n == 0) {
+    if (n == 0) { /* a fresh start: *out stays NULL */
         free_names(names, n);
-        return 1;
+        return 0;
     }
     char why[CKPT_WHY_LEN], newest_why[CKPT_WHY_LEN];
     int newest_rc = 0; /* why the newest one failed */

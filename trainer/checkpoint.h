@@ -61,8 +61,8 @@ int ckpt_save(const char *dir, int64_t step, const ckpt_section *sections, size_
 /* Loads the newest checkpoint in DIR that verifies. Each newer one that fails to
  * verify is reported on log (when not NULL) as "warning: checkpoint PATH is
  * unusable (REASON); trying the previous one" and skipped. Returns 0 with *out set
- * (and its path in path_out), 1 when DIR does not exist or holds no checkpoint file
- * at all (a fresh start; *out = NULL), or a negative TN_E* code when there are
+ * (and its path in path_out), or 0 with *out = NULL when DIR does not exist or holds
+ * no checkpoint file at all (a fresh start), or a negative TN_E* code when there are
  * checkpoint files but none verifies. */
 int ckpt_load_newest(const char *dir, ckpt_file **out, char *path_out, size_t path_len,
                      FILE *log, char *err, size_t errlen);

@@ -346,16 +346,16 @@ int ds_load_idx_dir(const char *dir, int train, int64_t limit, ds_dataset *out,
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* Parses one field (s, NUL-terminated, surrounding blanks allowed) as a number.
- * Returns 0 and sets *v, or -1 when the field is not a number. Infinities and NaN
+ * Returns 0 and sets *v, or TN_EINVAL (no message) when the field is not a number. Infinities and NaN
  * parse here; callers that need finite values check. */
 static int parse_number(const char *s, double *v) {
     char *end;
     while (is_blank(*s)) s++;
-    if (!*s) return -1;
+    if (!*s) return TN_EINVAL;
     double x = strtod(s, &end);
-    if (end == s) return -1;
+    if (end == s) return TN_EINVAL;
     while (is_blank(*end)) end++;
-    if (*end) return -1;
+    if (*end) return TN_EINVAL;
     *v = x; /* ERANGE: overflow gives +-HUGE_VAL (caught as not finite), underflow ~0 */
     return 0;
 }

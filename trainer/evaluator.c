@@ -153,15 +153,12 @@ int tr_evaluator(const tr_config *c, FILE *out, char *err, size_t errlen) {
         ckpt_file *f = NULL;
         char path[4096];
         /* a file it skips is told when it looks after an evaluation, not every poll */
-        int got = ckpt_load_newest_checked(dir, check_evaluated, (void *)c, &f, path,
-                                           sizeof path, waited == 0 ? out : NULL, err, errlen);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
+        rc = ckpt_load_newest_checked(dir, check_evaluated, (void *)c, &f, path, sizeof path,
+                                      waited == 0 ? out : NULL, err, errlen);
+        if (rc) break; /* none yet: f is NULL */
         uint64_t state[STATE_WORDS] = {0};
         int done = 0;
-        if (got == 0 && !tr__take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0) &&
+        if (f && !tr__take_section(f, TAG_STATE, state, sizeof state, path, NULL, 0) &&
             (int64_t)state[0] > last) {
             mdl_model *m = NULL;
             rc = model_from_file(f, path, c, k, &eval, &m, err, errlen);

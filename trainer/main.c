@@ -359,8 +359,9 @@ int main(int argc, char **argv) {
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
     char err[1024];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
+    int help;
+    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, &help, err, sizeof err);
+    if (!rc && help) {
         usage(stdout, flags, nflags);
         return 0;
     }
@@ -368,17 +369,27 @@ int main(int argc, char **argv) {
     tr_config c;
     memset(&c, 0, sizeof c);
     int kind = 0, act = 0, opt = 0, sched = 0;
-    if (!rc) rc = lookup("model", model, models, &kind, err, sizeof err);
-    if (!rc) rc = lookup("activation", activation, activations, &act, err, sizeof err);
-    if (!rc) rc = lookup("optimizer", optimizer, optimizers, &opt, err, sizeof err);
-    if (!rc) rc = lookup("lr_schedule", schedule, schedules, &sched, err, sizeof err);
     int strat = 0, shard = 0, prec = 0, trans = 0, dev = 0, mprec = 0;
-    if (!rc) rc = lookup("strategy", strategy, strategies, &strat, err, sizeof err);
-    if (!rc) rc = lookup("shard_policy", shard_policy, shard_policies, &shard, err, sizeof err);
-    if (!rc) rc = lookup("allreduce_precision", precision, precisions, &prec, err, sizeof err);
-    if (!rc) rc = lookup("allreduce_transport", transport, transports, &trans, err, sizeof err);
-    if (!rc) rc = lookup("device", device, device_names, &dev, err, sizeof err);
-    if (!rc) rc = lookup("precision", precision_flag, precision_names, &mprec, err, sizeof err);
+    /* the flags that name one of a few choices */
+    const struct {
+        const char *flag, *value;
+        const name_value *names;
+        int *out;
+    } choices[] = {
+        {"model", model, models, &kind},
+        {"activation", activation, activations, &act},
+        {"optimizer", optimizer, optimizers, &opt},
+        {"lr_schedule", schedule, schedules, &sched},
+        {"strategy", strategy, strategies, &strat},
+        {"shard_policy", shard_policy, shard_policies, &shard},
+        {"allreduce_precision", precision, precisions, &prec},
+        {"allreduce_transport", transport, transports, &trans},
+        {"device", device, device_names, &dev},
+        {"precision", precision_flag, precision_names, &mprec},
+    };
+    for (size_t i = 0; !rc && i < sizeof choices / sizeof choices[0]; i++)
+        rc = lookup(choices[i].flag, choices[i].value, choices[i].names, choices[i].out, err,
+                    sizeof err);
     c.allreduce_transport = trans;
     if (!rc && !(peer_timeout > 0 && peer_timeout <= 86400))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--peer_timeout must be in (0, 86400] seconds");
@@ -444,7 +455,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "trainer: error: %s\nhint: see docs/distributed.md for TF_CONFIG\n", err);
         return EXIT_USAGE;
     }
-    int clustered = rc == 0 && tf_world_size(&tf) + (int)tf.cluster[TF_PS].n > 1;
+    /* unset, TF_CONFIG is the single-replica default: not a cluster */
+    int clustered = tf_world_size(&tf) + (int)tf.cluster[TF_PS].n > 1;
     rc = resolve_strategy(&c, clustered ? &tf : NULL, tf.type, strat, shard, prec, devices,
                           global_batch, peer_timeout, tn_flags_given(flags, nflags, "batch_size"),
                           err, sizeof err);

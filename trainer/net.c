@@ -25,13 +25,14 @@ double nt_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int nt_send_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
+/* The loop of nt_send_all (send: 1) and nt_recv_all (send: 0) on a blocking socket. */
+static int transfer(int fd, char *p, size_t len, int send_) {
     while (len > 0) {
-        ssize_t k = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t k = send_ ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (k == 0 && !send_) return TN_EPEER;
         if (k < 0) {
             if (errno == EINTR) continue;
-            return errno;
+            return TN_EIO;
         }
         p += k;
         len -= (size_t)k;
@@ -39,36 +40,29 @@ int nt_send_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
-int nt_recv_all(int fd, void *buf, size_t len) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t k = recv(fd, p, len, 0);
-        if (k == 0) return -1;
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        p += k;
-        len -= (size_t)k;
-    }
-    return 0;
+int nt_send_all(int fd, const void *buf, size_t len) {
+    return transfer(fd, (char *)buf, len, 1); /* send(2) only reads it */
 }
+
+int nt_recv_all(int fd, void *buf, size_t len) { return transfer(fd, buf, len, 0); }
 
 int nt_recv_until(int fd, void *buf, size_t len, double deadline) {
     char *p = buf;
     while (len > 0) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         int ms = (int)((deadline - nt_now()) * 1000);
-        if (ms <= 0) return ETIMEDOUT;
-        int rc = poll(&pf, 1, ms);
+        int rc = ms > 0 ? poll(&pf, 1, ms) : 0;
         if (rc < 0 && errno == EINTR) continue;
-        if (rc < 0) return errno;
-        if (rc == 0) return ETIMEDOUT;
+        if (rc < 0) return TN_EIO;
+        if (rc == 0) {
+            errno = ETIMEDOUT;
+            return TN_EIO;
+        }
         ssize_t k = recv(fd, p, len, MSG_DONTWAIT);
-        if (k == 0) return -1;
+        if (k == 0) return TN_EPEER;
         if (k < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-            return errno;
+            return TN_EIO;
         }
         p += k;
         len -= (size_t)k;
@@ -76,8 +70,9 @@ int nt_recv_until(int fd, void *buf, size_t len, double deadline) {
     return 0;
 }
 
-const char *nt_io_error(int e) {
-    if (e == -1) return "the connection closed";
+const char *nt_io_error(int code) {
+    if (code == TN_EPEER) return "the connection closed";
+    int e = errno;
     if (e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT) return "timed out";
     return strerror(e);
 }

@@ -30,19 +30,24 @@ int nt_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms);
 int nt_listen(const char *addr, int backlog, const char *what, int *out, char *err,
               size_t errlen);
 
+/* Sending and receiving whole messages. Each returns 0; TN_EPEER when the stream
+ * ends first (the peer closed the connection); or TN_EIO when a call fails, with
+ * errno saying why (EAGAIN: a blocking socket's SO_SNDTIMEO / SO_RCVTIMEO passed;
+ * ETIMEDOUT: nt_recv_until's deadline passed; EPIPE, ECONNRESET: the peer is gone).
+ * No message: the caller names the peer (nt_io_error says what happened). */
+
 /* Sends all len bytes on a blocking socket (its SO_SNDTIMEO, if any, bounds each
- * wait). 0, or the errno of the failure (EAGAIN: the socket's timeout passed). */
+ * wait). */
 int nt_send_all(int fd, const void *buf, size_t len);
-/* Receives exactly len bytes on a blocking socket (SO_RCVTIMEO likewise). 0, -1 when
- * the stream ends first, or the errno of the failure (EAGAIN: the timeout passed). */
+/* Receives exactly len bytes on a blocking socket (SO_RCVTIMEO likewise). */
 int nt_recv_all(int fd, void *buf, size_t len);
 /* Receives exactly len bytes before deadline (nt_now() time), whatever the socket's
- * mode. 0, -1 when the stream ends first, or the errno (ETIMEDOUT: the deadline
- * passed). */
+ * mode. */
 int nt_recv_until(int fd, void *buf, size_t len, double deadline);
-/* What a failed nt_send_all / nt_recv_all / nt_recv_until returned, in words
- * ("the connection closed", "timed out", strerror's). */
-const char *nt_io_error(int e);
+/* What a failed nt_send_all / nt_recv_all / nt_recv_until returned, in words ("the
+ * connection closed", "timed out", strerror's): code is what it returned, and for
+ * TN_EIO errno is read, so call this before anything else can change errno. */
+const char *nt_io_error(int code);
 
 /* TCP_NODELAY (collectives are latency-bound at small sizes). Socket buffers are left
  * to the kernel's autotuning: fixed 4 MiB buffers measured slower on loopback. */

@@ -210,7 +210,7 @@ static int reply(ps_conn *c, int status, int flags, uint64_t a, uint64_t b, uint
 }
 
 /* Sends an ERROR reply carrying code and the message (which should name the ps), and
- * logs it. Returns the errno of a failed send, or 0. */
+ * logs it. Returns 0, or what the failed nt_send_all returned. */
 static int reply_error(ps_conn *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int reply_error(ps_conn *c, int code, const char *fmt, ...) {
@@ -244,6 +244,16 @@ static int check_job_locked(const ps_conn *c, char *msg, size_t len) {
                         "give every replica the same flags",
                         s->cfg->index, s->p, c->p);
     return 0;
+}
+
+/* check_job_locked for a request (what: "fetch") that needs the variables: the chief
+ * must have initialised them first. Under s->lock. */
+static int check_initialised_locked(const ps_conn *c, const char *what, char *msg,
+                                    size_t len) {
+    if (!c->s->initialised)
+        return tn_error(msg, len, TN_EPEER, "ps %d: %s before the chief initialised the "
+                        "variables", c->s->cfg->index, what);
+    return check_job_locked(c, msg, len);
 }
 
 /* Each handler returns 0 to go on serving the connection, or non-zero to close it
@@ -305,6 +315,7 @@ static int on_init(ps_conn *c, const msg_header *h) {
     if (!e) e = nt_recv_all(c->fd, params, n * sizeof(float));
     if (!e) e = nt_recv_all(c->fd, o->m, n * sizeof(float));
     if (!e && has_v) e = nt_recv_all(c->fd, o->v ? o->v : conn_buffer(c, n), n * sizeof(float));
+    const char *why = e ? nt_io_error(e) : NULL; /* before anything can change errno */
     int differs = -1;
     for (size_t i = 0; !e && differs < 0 && i < OPT_FIELDS; i++)
         if (mine[i] != chiefs[i]) differs = (int)i;
@@ -312,7 +323,7 @@ static int on_init(ps_conn *c, const msg_header *h) {
         opt_free(o);
         free(params);
         if (e) {
-            say(s, "lost %s while it sent the variables: %s", c->peer, nt_io_error(e));
+            say(s, "lost %s while it sent the variables: %s", c->peer, why);
             return 1;
         }
         if (differs >= 0) { /* the whole message was read: the connection stays in step */
@@ -419,11 +430,7 @@ static int on_push(ps_conn *c) {
     }
     char msg[MAX_TEXT];
     pthread_mutex_lock(&s->lock);
-    int code = s->initialised ? check_job_locked(c, msg, sizeof msg)
-                              : tn_error(msg, sizeof msg, TN_EPEER,
-                                         "ps %d: gradients pushed before the chief "
-                                         "initialised the variables",
-                                         s->cfg->index);
+    int code = check_initialised_locked(c, "gradients pushed", msg, sizeof msg);
     int64_t before = version_locked(s), staleness = 0;
     if (!code) {
         opt_step(s->opt, s->params, grads);
@@ -439,11 +446,7 @@ static int on_fetch(ps_conn *c, const msg_header *h) {
     int want_v = (h->flags & F_HAS_V) != 0;
     char msg[MAX_TEXT];
     pthread_mutex_lock(&s->lock);
-    int code = s->initialised ? check_job_locked(c, msg, sizeof msg)
-                              : tn_error(msg, sizeof msg, TN_EPEER,
-                                         "ps %d: fetch before the chief initialised the "
-                                         "variables",
-                                         s->cfg->index);
+    int code = check_initialised_locked(c, "fetch", msg, sizeof msg);
     if (!code && want_v != (s->opt->v != NULL))
         code = tn_error(msg, sizeof msg, TN_EMISMATCH,
                         "ps %d's optimiser keeps %d state buffers, the chief's %d; hint: give "
@@ -501,8 +504,8 @@ static void *conn_main(void *arg) {
         msg_header h;
         int e = nt_recv_all(c->fd, &h, sizeof h);
         if (e) {
-            if (e != -1) say(s, "lost %s: %s", c->peer, nt_io_error(e));
-            break; /* -1: the client has gone */
+            if (e != TN_EPEER) say(s, "lost %s: %s", c->peer, nt_io_error(e));
+            break; /* TN_EPEER: the client has gone */
         }
         if (h.magic != PS_MAGIC) {
             say(s, "closed a connection from %s that does not speak the ps protocol",
@@ -674,21 +677,22 @@ struct ps_client {
 
 /* Connects to addr, retrying refused connections until deadline; each attempt is
  * itself bounded by the deadline (a host that drops packets does not hang us). */
-/* A send or receive on l failed (e as send_all / recv_all return it): the connection
- * is out of step now, so the client is unusable. */
+/* A send or receive on l failed (e as nt_send_all / nt_recv_all return it, errno as
+ * they left it): the connection is out of step now, so the client is unusable. */
 static int lost(ps_client *c, const ps_link *l, int e, char *err, size_t errlen) {
+    int sys = e == TN_EIO ? errno : 0;
     c->broken = 1;
-    if (e == EAGAIN || e == EWOULDBLOCK)
+    if (sys == EAGAIN || sys == EWOULDBLOCK)
         return tn_error(err, errlen, TN_EPEER,
                         "%s did not answer for %g s (hung, stopped or too slow); hint: raise "
                         "--peer_timeout if an update can take longer",
                         l->name, c->timeout);
-    if (e == -1 || e == ECONNRESET || e == EPIPE)
+    if (e == TN_EPEER || sys == ECONNRESET || sys == EPIPE)
         return tn_error(err, errlen, TN_EPEER,
                         "lost %s: the connection closed (that ps task exited: it crashed or "
                         "was stopped)",
                         l->name);
-    return tn_error(err, errlen, TN_EPEER, "lost %s: %s", l->name, strerror(e));
+    return tn_error(err, errlen, TN_EPEER, "lost %s: %s", l->name, strerror(sys));
 }
 
 static int broke_protocol(ps_client *c, const ps_link *l, const char *what, char *err,

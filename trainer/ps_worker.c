@@ -90,7 +90,7 @@ int tr__ps_setup(run *r, uint64_t hash, int64_t total_steps, char *err, size_t e
                             &initialised, err, errlen);
     if (rc || !r->chief) return rc;
     rc = tr__restore(r, err, errlen);
-    if (rc < 0) return rc;
+    if (rc) return rc;
     if (initialised) {
         fprintf(r->out, "the ps tasks already hold the variables: carrying on from them\n");
         return ps_fetch(r, err, errlen);

@@ -508,14 +508,14 @@ static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
 }
 
 /* Restores the run from the newest checkpoint that verifies and fits the run
- * (check_resume), if any. Returns 0 (restored), 1 (fresh start) or a negative code. */
+ * (check_resume), if any. Returns 0 (restored, or a fresh start) or a negative code. */
 int tr__restore(run *r, char *err, size_t errlen) {
-    if (!r->ckpt_dir) return 1;
+    if (!r->ckpt_dir) return 0;
     ckpt_file *f = NULL;
     char path[4096];
     int rc = ckpt_load_newest_checked(r->ckpt_dir, check_resume, r, &f, path, sizeof path,
                                       stderr, err, errlen);
-    if (rc != 0) return rc;
+    if (rc != 0 || !f) return rc; /* an error, or nothing to restore */
     mdl_config saved;
     uint64_t size;
     const void *cfg = ckpt_find(f, TAG_CONFIG, &size);
@@ -1548,7 +1548,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     }
     if (r.chief) {
         rc = tr__restore(&r, err, errlen);
-        if (rc < 0) goto done;
+        if (rc) goto done;
     }
     rc = sync_state(&r, err, errlen);
     if (rc) goto done;

@@ -162,7 +162,7 @@ void tr__dropout_stream(const run *r, int rank, tn_rng *drop);
 /* Saves a checkpoint into r->ckpt_dir (none without one). */
 int tr__save_checkpoint(run *r, char *err, size_t errlen);
 /* Restores the run from the newest checkpoint that verifies and fits the run: 0
- * (restored), 1 (fresh start) or a negative code. */
+ * (restored, or a fresh start when there is none) or a negative code. */
 int tr__restore(run *r, char *err, size_t errlen);
 /* Evaluates and reports the metrics (the chief), and prints the progress line. */
 int tr__report(run *r, char *err, size_t errlen);

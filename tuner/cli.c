@@ -42,12 +42,12 @@ static void print_help(const cli_command *c, const tn_flag *flags, size_t n) {
 int cli_parse(const cli_command *c, const tn_flag *flags, size_t n, int argc, char **argv,
               int *pos, int *npos) {
     char err[512];
-    int given = 0;
+    int given = 0, help;
     int max = c->npos + c->more;
     for (int i = 0; i < max; i++) pos[i] = -1;
-    int rc = tn_flags_parse(flags, n, argc, argv, pos, max, &given, err, sizeof err);
+    int rc = tn_flags_parse(flags, n, argc, argv, pos, max, &given, &help, err, sizeof err);
     if (npos) *npos = given;
-    if (rc == 1) {
+    if (!rc && help) {
         print_help(c, flags, n);
         return TUNER_EXIT_OK;
     }

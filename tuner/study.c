@@ -1074,7 +1074,7 @@ static int attach_trial(loop *L, const st_trial *row, const double *values, cons
     seen_free(seen, nseen);
     ex_strv_free(argv);
     free(dir);
-    if (rc != 0) {
+    if (rc != 0 || !t->job) {
         release(L, t);
         trial_run_free(t);
         return 1;

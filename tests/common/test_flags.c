@@ -47,6 +47,7 @@ static const tn_flag table[] = {
 /* The result of one parse. */
 typedef struct parsed {
     int rc;
+    int help; /* --help or -h appeared */
     char err[256];
     int pos[MAX_POS + 1];
     int npos;
@@ -64,7 +65,8 @@ static parsed parse_list(const char *const *args) {
     parsed p;
     memset(&p, 0, sizeof p);
     p.npos = -1;
-    p.rc = tn_flags_parse(table, NFLAGS, argc, argv, p.pos, MAX_POS, &p.npos, p.err,
+    p.help = -1;
+    p.rc = tn_flags_parse(table, NFLAGS, argc, argv, p.pos, MAX_POS, &p.npos, &p.help, p.err,
                           sizeof p.err);
     return p;
 }
@@ -142,7 +144,9 @@ static void test_bool_forms(void) {
             reset_vars();
             v_verbose = start;
             char err[128] = "";
-            int rc = tn_flags_parse(table, NFLAGS, 2, argv, NULL, 0, NULL, err, sizeof err);
+            int help;
+            int rc = tn_flags_parse(table, NFLAGS, 2, argv, NULL, 0, NULL, &help, err,
+                                    sizeof err);
             CHECK_MSG(rc == 0, "%s: rc %d: %s", cases[i].arg, rc, err);
             CHECK_MSG(v_verbose == cases[i].want, "%s from %d gave %d", cases[i].arg, start,
                       v_verbose);
@@ -299,11 +303,14 @@ static void test_positional(void) {
     char *argv[] = {(char *)"prog", (char *)"stray", NULL};
     char err[128] = "";
     reset_vars();
-    CHECK_INT_EQ(tn_flags_parse(table, NFLAGS, 2, argv, NULL, 0, NULL, err, sizeof err),
+    int help;
+    CHECK_INT_EQ(tn_flags_parse(table, NFLAGS, 2, argv, NULL, 0, NULL, &help, err, sizeof err),
                  TN_EINVAL);
     CHECK_STR_CONTAINS(err, "stray");
     /* And with no arguments at all. */
-    CHECK_INT_EQ(tn_flags_parse(table, NFLAGS, 1, argv, NULL, 0, NULL, err, sizeof err), 0);
+    CHECK_INT_EQ(tn_flags_parse(table, NFLAGS, 1, argv, NULL, 0, NULL, &help, err, sizeof err),
+                 0);
+    CHECK_INT_EQ(help, 0);
 }
 
 /* A negative number is a value wherever it stands (`tuner tell s 9 -0.7`); only --name
@@ -338,20 +345,30 @@ static void test_double_dash_ends_flags(void) {
     CHECK_INT_EQ(p.pos[0], 2);
 }
 
+/* --help is an outcome, not an error: 0 with help set. */
 static void test_help(void) {
     parsed p = PARSE("--help");
-    CHECK_INT_EQ(p.rc, 1);
+    CHECK_INT_EQ(p.rc, 0);
+    CHECK_INT_EQ(p.help, 1);
     p = PARSE("-h");
-    CHECK_INT_EQ(p.rc, 1);
+    CHECK_INT_EQ(p.rc, 0);
+    CHECK_INT_EQ(p.help, 1);
     /* Nothing else is checked then: not even an unknown flag before it. */
     p = PARSE("--bogus=1", "--batch_size=x", "--help");
-    CHECK_INT_EQ(p.rc, 1);
+    CHECK_INT_EQ(p.rc, 0);
+    CHECK_INT_EQ(p.help, 1);
     p = PARSE("a", "b", "c", "-h");
-    CHECK_INT_EQ(p.rc, 1);
+    CHECK_INT_EQ(p.rc, 0);
+    CHECK_INT_EQ(p.help, 1);
     /* After "--" it is an ordinary positional argument. */
     p = PARSE("--", "--help");
     CHECK_INT_EQ(p.rc, 0);
+    CHECK_INT_EQ(p.help, 0);
     CHECK_INT_EQ(p.npos, 1);
+    /* An error is not help either. */
+    p = PARSE("--bogus=1");
+    CHECK_INT_EQ(p.rc, TN_EINVAL);
+    CHECK_INT_EQ(p.help, 0);
 }
 
 static void test_given(void) {
@@ -375,7 +392,8 @@ static void test_given(void) {
     const tn_flag other[] = {{"epochs", TN_FLAG_INT, &other_a, "N", "x"},
                              {"seed", TN_FLAG_INT, &other_b, "N", "y"}};
     char *argv[] = {(char *)"prog", (char *)"--epochs=1", NULL};
-    CHECK_INT_EQ(tn_flags_parse(other, 2, 2, argv, NULL, 0, NULL, NULL, 0), 0);
+    int help;
+    CHECK_INT_EQ(tn_flags_parse(other, 2, 2, argv, NULL, 0, NULL, &help, NULL, 0), 0);
     CHECK_INT_EQ(other_a, 1);
     CHECK(tn_flags_given(other, 2, "epochs"));
     CHECK(!tn_flags_given(other, 2, "seed"));

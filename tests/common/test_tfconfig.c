@@ -494,7 +494,7 @@ static void test_from_env(void) {
     char err[256] = "";
     /* Unset: the single-replica default. */
     memset(&c, 0x5a, sizeof c); /* garbage: from_env must not read it */
-    CHECK_INT_EQ(tf_config_from_env(&c, err, sizeof err), 1);
+    CHECK_INT_EQ(tf_config_from_env(&c, err, sizeof err), 0);
     CHECK_INT_EQ(c.type, TF_CHIEF);
     CHECK_INT_EQ(c.index, 0);
     CHECK_INT_EQ(c.master, 0);
@@ -508,7 +508,7 @@ static void test_from_env(void) {
 
     /* Empty: the same. */
     setenv("TF_CONFIG", "", 1);
-    CHECK_INT_EQ(tf_config_from_env(&c, err, sizeof err), 1);
+    CHECK_INT_EQ(tf_config_from_env(&c, err, sizeof err), 0);
     CHECK_INT_EQ(c.type, TF_CHIEF);
     CHECK_INT_EQ(c.cluster[TF_WORKER].n, 0);
     tf_config_clear(&c);

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "executor/executor.h"
 #include "tests/check.h"
+#include "tests/executor/ex_test.h"
 
 static char g_root[512];
 
@@ -27,54 +28,6 @@ static ex_executor *local_executor(struct event_base *base, int gpus) {
     char err[256];
     CHECK_MSG(ex_executor_new(base, &o, &x, err, sizeof err) == 0, "%s", err);
     return x;
-}
-
-typedef struct outcome {
-    int finished;           /* times finished() was called */
-    int outcome;
-    char error[2048];
-    int measurements;
-    double last_accuracy;
-    char runs[1024];        /* "STEP/RUN=ACCURACY " per record, in the order handed over */
-    char events[32768];     /* "replica kind: detail; " ... */
-    int bad_times;          /* events whose time was not a plausible wall-clock time */
-    struct event_base *base;
-} outcome;
-
-/* Appends "REPLICA KIND: DETAIL[ [exit N]][ [signal S]]; " to o->events. */
-static void on_event(void *ctx, const ex_event *e) {
-    outcome *o = ctx;
-    if (e->time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
-    size_t len = strlen(o->events);
-    char how[48] = "";
-    if (e->exit.code >= 0) snprintf(how, sizeof how, " [exit %d]", e->exit.code);
-    if (e->exit.signal > 0) snprintf(how, sizeof how, " [signal %d]", e->exit.signal);
-    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s%s; ",
-             e->replica ? e->replica : "job", e->kind, e->detail ? e->detail : "", how);
-}
-
-static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
-    outcome *o = ctx;
-    o->measurements++;
-    double v;
-    if (htr_record_metric(rec, "accuracy", &v)) o->last_accuracy = v;
-    size_t len = strlen(o->runs);
-    snprintf(o->runs + len, sizeof o->runs - len, "%lld/%d=%g ", (long long)rec->step, run,
-             htr_record_metric(rec, "accuracy", &v) ? v : -1);
-}
-
-static void on_finished(void *ctx, int result, const char *error) {
-    outcome *o = ctx;
-    o->finished++;
-    o->outcome = result;
-    snprintf(o->error, sizeof o->error, "%s", error ? error : "");
-    event_base_loopbreak(o->base);
-}
-
-static void on_safety(evutil_socket_t fd, short what, void *arg) {
-    outcome *o = arg;
-    snprintf(o->error, sizeof o->error, "safety timeout: the job never finished");
-    event_base_loopbreak(o->base);
 }
 
 typedef struct job_case {
@@ -107,7 +60,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .poll_seconds = 0.05, .restart_backoff = jc->backoff,
                          .restart_backoff_max = 10, .fail_on_repeat = jc->fail_on_repeat,
                          .env = {jc->env}};
-    ex_callbacks cb = {on_event, on_measurement, on_finished, NULL};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
     char err[512];
     ex_job *j = NULL;
     CHECK_MSG(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j, "%s: %s", name, err);
@@ -147,7 +100,7 @@ static void test_replica_names_and_files(void) {
                                       ":0",      "workers:1",  "Chief:0",      "chief:0/..",
                                       "",        "ps:1234567890", "a-very-long-type-name:1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_MSG(ex_replica_parse(bad[i], &type, &index) == -1, "'%s'", bad[i]);
+        CHECK_MSG(ex_replica_parse(bad[i], &type, &index) == TN_EINVAL, "'%s'", bad[i]);
     CHECK(ex_replica_is_chief("chief:0") && ex_replica_is_chief("master-0"));
     CHECK(!ex_replica_is_chief("worker:0") && !ex_replica_is_chief("chiefly:0"));
     const char *names[] = {"zzz", "evaluator:0", "ps-0", "worker:10", "worker-2", "master:0"};
@@ -271,7 +224,7 @@ static void test_program_not_found(void) {
     ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir,
                          .use_chief_name = 1, .count = {1, 1, 0, 0}, .max_replica_restarts = 5,
                          .max_job_retries = 3, .grace_seconds = 0.2, .poll_seconds = 0.05};
-    ex_callbacks cb = {on_event, on_measurement, on_finished, NULL};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
     char err[512];
     ex_job *j = NULL;
     CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j);

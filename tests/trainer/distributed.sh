@@ -16,30 +16,12 @@
 # Bad cluster and flag combinations fail with exit 2 and a message naming the cause.
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
-TRAINER=$1
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+. "$(dirname "$0")/trainer_lib.sh"  # fingerprint, ports, tfconfig, two_replicas, ...
+begin_test "$1" "$2"
 
 SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
        --epochs=2 --report_every=5 --lr_schedule=constant)
 
-# N free loopback ports, space separated.
-ports() {
-  python3 - "$1" <<'EOF'
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-
-# tfconfig CLUSTER_JSON TYPE INDEX
-tfconfig() { echo "{\"cluster\": $1, \"task\": {\"type\": \"$2\", \"index\": $3}}"; }
-
-# The reported losses of a log, one "step train_loss loss" line per report.
-curve() { sed -nE 's/.* step ([0-9]+) +train_loss ([0-9.]+) .* loss ([0-9.]+) +accuracy.*/\1 \2 \3/p' "$1"; }
 # Largest difference between two curves (same steps); "inf" when the steps differ.
 curve_diff() {
   python3 - "$1" "$2" <<'EOF'
@@ -51,7 +33,6 @@ if not a or [x[0] for x in a] != [x[0] for x in b]:
 print(max(abs(float(x[i]) - float(y[i])) for x, y in zip(a, b) for i in (1, 2)))
 EOF
 }
-fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
 le() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"; }
 
 # --- the single-replica reference, global batch 60 -----------------------------------

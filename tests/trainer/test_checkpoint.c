@@ -629,18 +629,21 @@ static void test_load_newest_nothing(void) {
     char dir[PATH_LEN], p[PATH_LEN], got[PATH_LEN] = "x", err[512] = "";
     ckpt_file *f = (ckpt_file *)&f; /* must be reset */
     fmt_path(dir, "%s/load_missing", g_root);
-    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 1);
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
     CHECK(f == NULL);
     CHECK(got[0] == '\0');
     fresh_dir(dir, "load_empty");
-    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 1);
+    f = (ckpt_file *)&f;
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
+    CHECK(f == NULL);
     fmt_path(p, "%s/ckpt-12.ckpt", dir); /* not checkpoint names */
     write_bytes(p, "junk", 4);
     fmt_path(p, "%s/ckpt-00000000000x.ckpt", dir);
     write_bytes(p, "junk", 4);
     fmt_path(p, "%s/ckpt-000000000001.ckpt.tmp.7", dir);
     write_bytes(p, "junk", 4);
-    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 1);
+    f = (ckpt_file *)&f;
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
     CHECK(f == NULL);
 }
 

@@ -9,16 +9,13 @@
 # when anything failed.
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
-TRAINER=$1
-WORK=$2
+. "$(dirname "$0")/trainer_lib.sh"  # stable_metrics, ...
 DATA=/usr/share/datasets/fashion-mnist
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+begin_test "$1" "$2"
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 
 # check NAME CONDITION-COMMAND... : ok when the command succeeds.
 # The metric records without the fields that depend on the clock.
-stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
 
 SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
        --batch_size=100)

@@ -18,16 +18,10 @@
 # "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N failed".
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
-TRAINER=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+. "$(dirname "$0")/trainer_lib.sh"  # fingerprint, ports, tfconfig, two_replicas, ...
+begin_test "$1" "$2"
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 unset TRAINER_EMULATE_DEVICE TRAINER_EMULATE_GRAPH_FAILURE CUDA_VISIBLE_DEVICES
-stable_metrics() { sed -E 's/"examples_per_sec":"[^"]*",//; s/"timestamp":[-0-9.e+]*,//' "$1"; }
-fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
-# same_fingerprint LOG-A LOG-B: both printed one, and the same
-same_fingerprint() { local a; a=$(fingerprint "$1"); [ -n "$a" ] && [ "$a" = "$(fingerprint "$2")" ]; }
 emu() { TRAINER_EMULATE_DEVICE=1 "$TRAINER" "$@"; }
 
 SMALL=(--max_train_examples=2000 --max_eval_examples=500 --hidden_units=64 --threads=1
@@ -129,20 +123,7 @@ for s in mirrored central_storage; do
   check ${s}_emulated_same_parameters same_fingerprint $s.host.log $s.emu.log
   check ${s}_emulated_through_host grep -q "sum their buffers through host memory" $s.emu.log
 done
-ports=$(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
-read -r p0 p1 <<<"$ports"
-C="{\"chief\": [\"localhost:$p0\"], \"worker\": [\"localhost:$p1\"]}"
-tfc() { echo "{\"cluster\": $C, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
-TF_CONFIG="$(tfc chief)" emu "${DIST[@]}" --job-dir=mw >mw.chief.log 2>&1 &
-chief=$!
-TF_CONFIG="$(tfc worker)" emu "${DIST[@]}" >mw.worker.log 2>&1
-wrc=$?
-wait $chief
-crc=$?
+two_replicas emu mw "${DIST[@]}"
 check multi_worker_emulated_exit0 test $crc -eq 0 -a $wrc -eq 0
 check multi_worker_emulated_ring grep -q "all-reduced through the host, not with NCCL" \
   mw.chief.log
@@ -168,12 +149,7 @@ done
 # Replicas on other devices: a parameter-server job takes them (its chief on the CPU,
 # its worker on the device with bf16 products); multi_worker_mirrored does not, and says
 # what differs ------------------------------------------------------------------------
-ports=$(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(5)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
-read -r q0 q1 q2 q3 q4 <<<"$ports"
+read -r q0 q1 q2 q3 q4 <<<"$(ports 5)"
 P="{\"chief\": [\"localhost:$q0\"], \"worker\": [\"localhost:$q1\"], \"ps\": [\"localhost:$q2\"]}"
 tfp() { echo "{\"cluster\": $P, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
 TF_CONFIG="$(tfp ps)" "$TRAINER" "${DIST[@]}" >ps.log 2>&1 &

@@ -22,23 +22,16 @@
 # ctest in every build as trainer_gpu_emulated; the cases that need CUDA are left out).
 set -u
 . "$(dirname "$0")/../check.sh"  # ok, fail, check, check_summary
-TRAINER=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
+. "$(dirname "$0")/trainer_lib.sh"  # fingerprint, ports, tfconfig, two_replicas, ...
+begin_test "$1" "$2"
 export CLOUD_ML_HP_METRIC_FILE="$WORK/default.metrics"
 unset TRAINER_EMULATE_DEVICE TRAINER_CUDA_GRAPHS
 EMULATE=${TRAINER_GPU_TEST_EMULATE:-0}
-fingerprint() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
-same_fingerprint() { local a; a=$(fingerprint "$1"); [ -n "$a" ] && [ "$a" = "$(fingerprint "$2")" ]; }
 # other_fingerprint LOG-A LOG-B: both printed one, and they differ
 other_fingerprint() {
   local a b; a=$(fingerprint "$1"); b=$(fingerprint "$2")
   [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
 }
-# The reported losses of a log, one "step train_loss loss" line per report.
-curve() { sed -nE 's/.* step ([0-9]+) +train_loss ([0-9.]+) .* loss ([0-9.]+) +accuracy.*/\1 \2 \3/p' "$1"; }
-last_accuracy() { sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' "$1" | tail -n 1; }
 # curves_close LOG-A LOG-B TOL: same report steps, every loss within TOL
 curves_close() {
   python3 - "$1" "$2" "$3" <<'EOF'
@@ -209,20 +202,7 @@ else
 fi
 
 # Two multi-worker replicas --------------------------------------------------------------
-ports=$(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
-read -r p0 p1 <<<"$ports"
-C="{\"chief\": [\"localhost:$p0\"], \"worker\": [\"localhost:$p1\"]}"
-tfc() { echo "{\"cluster\": $C, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
-TF_CONFIG="$(tfc chief)" gpu "${DIST[@]}" --job-dir=mw >mw.chief.log 2>&1 &
-chief=$!
-TF_CONFIG="$(tfc worker)" gpu "${DIST[@]}" >mw.worker.log 2>&1
-wrc=$?
-wait $chief
-crc=$?
+two_replicas gpu mw "${DIST[@]}"
 check multi_worker_exit0 test $crc -eq 0 -a $wrc -eq 0
 check multi_worker_replicas_agree same_fingerprint mw.chief.log mw.worker.log
 check multi_worker_follows_one_gpu curves_close one.log mw.chief.log 0.01
@@ -234,12 +214,7 @@ else
 fi
 
 # A parameter-server worker on the GPU ---------------------------------------------------
-ports=$(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
-read -r q0 q1 q2 <<<"$ports"
+read -r q0 q1 q2 <<<"$(ports 3)"
 P="{\"chief\": [\"localhost:$q0\"], \"worker\": [\"localhost:$q1\"], \"ps\": [\"localhost:$q2\"]}"
 tfp() { echo "{\"cluster\": $P, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
 # Asynchronous updates with stale gradients: at the other runs' rate (0.05, momentum 0.9)

@@ -1,0 +1,45 @@
+"""What the Python benchmarks share: the project's root, the machine's CPU for their
+reports, and bench/.venv, where those that need a pinned package run.
+
+Imported by the scripts beside it (bench/ is on sys.path when one of them runs).
+"""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, "bench", ".venv")
+
+
+def cpu_model():
+    """The CPU's model name as lscpu says it, or "unknown CPU"."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown CPU"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def ensure_venv(script, package, version):
+    """Re-executes script (the caller's __file__) in bench/.venv, first making the venv
+    (with the system's site packages) and installing package==version there when they
+    are not; returns at once when already running there."""
+    py = os.path.join(VENV, "bin", "python")
+    if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
+        return
+    name = os.path.basename(script)
+    if not os.path.exists(py):
+        print("%s: making %s" % (name, os.path.relpath(VENV, ROOT)), flush=True)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV],
+                       check=True)
+    got = subprocess.run([py, "-c", "import %s; print(%s.__version__)" % (package, package)],
+                         capture_output=True, text=True).stdout.strip()
+    if got != version:
+        print("%s: installing %s==%s in %s" % (name, package, version,
+                                                os.path.relpath(VENV, ROOT)), flush=True)
+        subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q",
+                        "%s==%s" % (package, version)], check=True)
+    os.execv(py, [py, os.path.abspath(script)] + sys.argv[1:])
