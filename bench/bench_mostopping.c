@@ -255,13 +255,12 @@ int main(int argc, char **argv) {
         {"rules", TN_FLAG_STRING, &rules_arg, "LIST", "rules to run, by name, comma-separated (all)"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
+    int help;
+    if (tn_flags_program("bench_mostopping", NULL, flags, nflags, argc, argv, &help)) return 2;
+    if (help) return 0;
     char err[512];
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, err, sizeof err);
-    if (rc == 1) {
-        tn_flags_help(stdout, flags, nflags);
-        return 0;
-    }
-    if (rc == 0 && (seeds < 1 || trials < 1 || budget < 1 || workers < 1 ||
+    int rc = 0;
+    if ((seeds < 1 || trials < 1 || budget < 1 || workers < 1 ||
                     workers > MAXWORK || !(jitter >= 0 && jitter < 1))) {
         snprintf(err, sizeof err, "--seeds, --trials and --budget must be >= 1, --workers "
                                   "1 to %d, --jitter in [0, 1)", MAXWORK);

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model
 STUDIES = (("trials", 24), ("trials50", 50))
 BUDGET = 405
 # Reference points, in loss space (a maximised metric's loss is minus its value):
@@ -195,17 +195,6 @@ def table(summ, rules, nseeds, m):
                   "%.0f" % b["started"]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def cpu_model():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return "unknown CPU"
 
 
 def main():
