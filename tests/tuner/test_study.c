@@ -33,6 +33,25 @@ static const char *const REPORT_X =
     "case $x in -*) echo bad x >&2; exit 1;; esac; "
     "echo \"{\\\"score\\\": \\\"$x\\\"}\" > $CLOUD_ML_HP_METRIC_FILE";
 
+/* spec_parse of text as study `name`, each error printed. */
+static int parse_spec(const char *text, const char *name, int ask_tell, tn_spec *spec) {
+    spec_errors errs;
+    int rc = spec_parse(text, name, ask_tell, spec, &errs);
+    for (size_t i = 0; i < errs.n; i++)
+        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
+    spec_errors_clear(&errs);
+    return rc;
+}
+
+/* parse_spec of the JSON doc (consumed). */
+static int parse_doc(json_t *doc, const char *name, int ask_tell, tn_spec *spec) {
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    int rc = parse_spec(text, name, ask_tell, spec);
+    free(text);
+    return rc;
+}
+
 /* A spec of study `name`: a DISCRETE x over values (n of them) searched by algorithm,
  * run by REPORT_X (no command when ask_tell). Yours to spec_clear. */
 static int make_spec(const char *name, const char *algorithm, const double *values, size_t n,
@@ -53,15 +72,7 @@ static int make_spec(const char *name, const char *algorithm, const double *valu
         json_object_set_new(ti, "command", json_pack("[s, s, s, s]", "/bin/sh", "-c", REPORT_X,
                                                      "sh"));
     json_t *doc = json_pack("{s:s, s:o}", "jobId", name, "trainingInput", ti);
-    char *text = json_dumps(doc, 0);
-    json_decref(doc);
-    spec_errors errs;
-    int rc = spec_parse(text, name, ask_tell, spec, &errs);
-    for (size_t i = 0; i < errs.n; i++)
-        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    spec_errors_clear(&errs);
-    free(text);
-    return rc;
+    return parse_doc(doc, name, ask_tell, spec);
 }
 
 /* A fresh store with the study of spec stored (state CREATED, seed 7). */
@@ -109,6 +120,20 @@ static study_opts quiet_opts(void) {
                         .grace_seconds = 1};
 }
 
+/* study_run of the study to the end (checked), then its trials (yours to
+ * st_trials_free; *n of them, NULL and 0 when they cannot be listed). */
+static st_trial *run_to_the_end(st_store *st, const tn_spec *spec, st_study *study, size_t *n) {
+    int outcome;
+    study_opts o = quiet_opts();
+    char err[1024] = "";
+    int rc = study_run(st, spec, study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
+    st_trial *t = NULL;
+    *n = 0;
+    CHECK(st_trial_list(st, study->id, &t, n, err, sizeof err) == 0);
+    return t;
+}
+
 /* The study's trials, and how many are in state. */
 static int count_state(st_store *st, int64_t id, st_trial_state state) {
     st_trial *t = NULL;
@@ -122,19 +147,15 @@ static int count_state(st_store *st, int64_t id, st_trial_state state) {
 }
 
 static void test_grid_study_runs_to_the_end(void) {
-    int outcome, found;
+    int found;
     static const double xs[] = {1, 2, 3, 4};
     tn_spec spec;
     st_study study;
     st_store *st = open_study("grid", "GRID_SEARCH", xs, 4, 10, 2, 2, 0, &spec, &study);
     if (!st) return;
-    study_opts o = quiet_opts();
     char err[1024] = "";
-    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
-    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
-    st_trial *t = NULL;
-    size_t n = 0;
-    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    size_t n;
+    st_trial *t = run_to_the_end(st, &spec, &study, &n);
     CHECK_INT_EQ(n, 4); /* the grid is exhausted before maxTrials */
     int seen[5] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -175,7 +196,7 @@ static const char *const REPORT_TWO =
  * both values (the first is the objective), and a trial without a number for the
  * second fails saying which metric. */
 static void test_two_metrics(void) {
-    int outcome, found;
+    int found;
     char job_dir[PATH_LEN];
     fmt_path(job_dir, "%s/runs/two", g_dir);
     json_t *doc = json_pack(
@@ -187,16 +208,8 @@ static void test_two_metrics(void) {
         "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 4,
         "maxParallelTrials", 2, "maxFailedTrials", 3, "algorithm", "GRID_SEARCH", "params",
         "parameterName", "x", "type", "DISCRETE", "discreteValues", 1, 2, 3, 4);
-    char *text = json_dumps(doc, 0);
-    json_decref(doc);
     tn_spec spec;
-    spec_errors errs;
-    int rc = spec_parse(text, "two", 0, &spec, &errs);
-    for (size_t i = 0; i < errs.n; i++)
-        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    spec_errors_clear(&errs);
-    free(text);
-    if (rc != 0) {
+    if (parse_doc(doc, "two", 0, &spec) != 0) {
         CHECK_MSG(0, "the two-metric spec does not parse");
         return;
     }
@@ -204,13 +217,8 @@ static void test_two_metrics(void) {
     st_study study;
     st_store *st = store_with("two.db", &spec, &study);
     if (!st) return;
-    study_opts o = quiet_opts();
-    char err[1024] = "";
-    rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
-    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
-    st_trial *t = NULL;
-    size_t n = 0;
-    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    size_t n;
+    st_trial *t = run_to_the_end(st, &spec, &study, &n);
     CHECK_INT_EQ(n, 4);
     for (size_t i = 0; i < n; i++) {
         json_t *p = json_loads(t[i].params, 0, NULL);
@@ -238,6 +246,7 @@ static void test_two_metrics(void) {
         }
     }
     st_trials_free(t, n);
+    char err[512];
     st_study now;
     CHECK(st_study_get(st, "two", &now, &found, err, sizeof err) == 0 && found && now.state == ST_STUDY_SUCCEEDED);
     st_study_clear(&now);
@@ -258,7 +267,6 @@ static const char *const REPORT_STEPS =
  * first step by both completed trials (minTrials 2), is STOPPED with the rule's
  * reason; the first two run to the end. */
 static void test_two_metrics_dominance(void) {
-    int outcome;
     char job_dir[PATH_LEN];
     fmt_path(job_dir, "%s/runs/dom", g_dir);
     json_t *doc = json_pack(
@@ -271,16 +279,8 @@ static void test_two_metrics_dominance(void) {
         "maxParallelTrials", 1, "algorithm", "GRID_SEARCH", "earlyStopping", "policy",
         "dominance", "minTrials", 2, "minStep", 1, "params", "parameterName", "x", "type",
         "DISCRETE", "discreteValues", 1, 2, 3);
-    char *text = json_dumps(doc, 0);
-    json_decref(doc);
     tn_spec spec;
-    spec_errors errs;
-    int rc = spec_parse(text, "dom", 0, &spec, &errs);
-    for (size_t i = 0; i < errs.n; i++)
-        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    spec_errors_clear(&errs);
-    free(text);
-    if (rc != 0) {
+    if (parse_doc(doc, "dom", 0, &spec) != 0) {
         CHECK_MSG(0, "the dominance spec does not parse");
         return;
     }
@@ -288,13 +288,8 @@ static void test_two_metrics_dominance(void) {
     st_study study;
     st_store *st = store_with("dom.db", &spec, &study);
     if (!st) return;
-    study_opts o = quiet_opts();
-    char err[1024] = "";
-    rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
-    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
-    st_trial *t = NULL;
-    size_t n = 0;
-    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    size_t n;
+    st_trial *t = run_to_the_end(st, &spec, &study, &n);
     CHECK_INT_EQ(n, 3);
     for (size_t i = 0; i < n; i++) {
         const char *why = t[i].error ? t[i].error : "";
@@ -343,7 +338,7 @@ static void test_failures_end_the_study(void) {
 }
 
 static void test_resume_runs_what_was_left(void) {
-    int outcome, found;
+    int found;
     static const double xs[] = {1, 2, 3};
     tn_spec spec;
     st_study study;
@@ -365,12 +360,8 @@ static void test_resume_runs_what_was_left(void) {
     st_trial_clear(&t);
     CHECK(st_trial_create(st, study.id, "{\"x\": 2}", ST_TRIAL_RUNNING, &num, err,
                           sizeof err) == 0);
-    study_opts o = quiet_opts();
-    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
-    CHECK_MSG(rc == 0 && outcome == STUDY_DONE, "study_run = %d (%d): %s", rc, outcome, err);
-    st_trial *all = NULL;
-    size_t n = 0;
-    CHECK(st_trial_list(st, study.id, &all, &n, err, sizeof err) == 0);
+    size_t n;
+    st_trial *all = run_to_the_end(st, &spec, &study, &n);
     CHECK_INT_EQ(n, 3);
     if (n == 3) {
         CHECK(all[0].state == ST_TRIAL_SUCCEEDED && all[0].attempts == 1); /* not re-run */
@@ -427,11 +418,7 @@ static int make_warm_study(st_store *st, const char *name, const char *metrics,
         "\"hyperparameters\": {%s, \"maxTrials\": 40%s, \"params\": [{\"parameterName\": "
         "\"x\", \"type\": \"DOUBLE\", \"minValue\": 0, \"maxValue\": 1}]}}}",
         name, g_dir, name, metric, resume);
-    spec_errors errs;
-    int rc = spec_parse(text, name, 1, spec, &errs);
-    for (size_t i = 0; i < errs.n; i++)
-        fprintf(stderr, "  spec: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    spec_errors_clear(&errs);
+    int rc = parse_spec(text, name, 1, spec);
     int64_t id = 0;
     int found = 0;
     char err[512] = "";
