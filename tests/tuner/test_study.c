@@ -180,6 +180,23 @@ static void test_grid_study_runs_to_the_end(void) {
     close_study(st, &study, &spec);
 }
 
+/* The spec (a JSON doc) of study `name` of two metrics, score (MAXIMIZE) then cost
+ * (MINIMIZE), run by the shell script report, its hyperparameters' other fields
+ * those of hp (consumed). */
+static json_t *two_metric_doc(const char *name, const char *report, json_t *hp) {
+    char job_dir[PATH_LEN];
+    fmt_path(job_dir, "%s/runs/%s", g_dir, name);
+    json_t *metrics = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "metrics", "metricId",
+                                "score", "goal", "MAXIMIZE", "metricId", "cost", "goal",
+                                "MINIMIZE");
+    json_object_update(metrics, hp);
+    json_decref(hp);
+    return json_pack("{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:o}}", "jobId", name,
+                     "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
+                     "/bin/sh", "-c", report, "sh", "restartPolicy", "maxReplicaRestarts", 0,
+                     "maxJobRetries", 0, "hyperparameters", metrics);
+}
+
 /* Reports x as "score" and a cost by x: x = 1 reports cost 100, then 9 (the last by
  * arrival counts); x = 2 cost 4; x = 3 no cost at all; x = 4 a cost that is NaN. */
 static const char *const REPORT_TWO =
@@ -197,17 +214,12 @@ static const char *const REPORT_TWO =
  * second fails saying which metric. */
 static void test_two_metrics(void) {
     int found;
-    char job_dir[PATH_LEN];
-    fmt_path(job_dir, "%s/runs/two", g_dir);
-    json_t *doc = json_pack(
-        "{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:{s:[{s:s, s:s}, {s:s, s:s}], "
-        "s:i, s:i, s:i, s:s, s:[{s:s, s:s, s:[i, i, i, i]}]}}}",
-        "jobId", "two", "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
-        "/bin/sh", "-c", REPORT_TWO, "sh", "restartPolicy", "maxReplicaRestarts", 0,
-        "maxJobRetries", 0, "hyperparameters", "metrics", "metricId", "score", "goal",
-        "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 4,
-        "maxParallelTrials", 2, "maxFailedTrials", 3, "algorithm", "GRID_SEARCH", "params",
-        "parameterName", "x", "type", "DISCRETE", "discreteValues", 1, 2, 3, 4);
+    json_t *doc = two_metric_doc(
+        "two", REPORT_TWO,
+        json_pack("{s:i, s:i, s:i, s:s, s:[{s:s, s:s, s:[i, i, i, i]}]}", "maxTrials", 4,
+                  "maxParallelTrials", 2, "maxFailedTrials", 3, "algorithm", "GRID_SEARCH",
+                  "params", "parameterName", "x", "type", "DISCRETE", "discreteValues", 1,
+                  2, 3, 4));
     tn_spec spec;
     if (parse_doc(doc, "two", 0, &spec) != 0) {
         CHECK_MSG(0, "the two-metric spec does not parse");
@@ -267,18 +279,13 @@ static const char *const REPORT_STEPS =
  * first step by both completed trials (minTrials 2), is STOPPED with the rule's
  * reason; the first two run to the end. */
 static void test_two_metrics_dominance(void) {
-    char job_dir[PATH_LEN];
-    fmt_path(job_dir, "%s/runs/dom", g_dir);
-    json_t *doc = json_pack(
-        "{s:s, s:{s:s, s:s, s:[s, s, s, s], s:{s:i, s:i}, s:{s:[{s:s, s:s}, {s:s, s:s}], "
-        "s:i, s:i, s:s, s:{s:s, s:i, s:i}, s:[{s:s, s:s, s:[i, i, i]}]}}}",
-        "jobId", "dom", "trainingInput", "scaleTier", "BASIC", "jobDir", job_dir, "command",
-        "/bin/sh", "-c", REPORT_STEPS, "sh", "restartPolicy", "maxReplicaRestarts", 0,
-        "maxJobRetries", 0, "hyperparameters", "metrics", "metricId", "score", "goal",
-        "MAXIMIZE", "metricId", "cost", "goal", "MINIMIZE", "maxTrials", 3,
-        "maxParallelTrials", 1, "algorithm", "GRID_SEARCH", "earlyStopping", "policy",
-        "dominance", "minTrials", 2, "minStep", 1, "params", "parameterName", "x", "type",
-        "DISCRETE", "discreteValues", 1, 2, 3);
+    json_t *doc = two_metric_doc(
+        "dom", REPORT_STEPS,
+        json_pack("{s:i, s:i, s:s, s:{s:s, s:i, s:i}, s:[{s:s, s:s, s:[i, i, i]}]}",
+                  "maxTrials", 3, "maxParallelTrials", 1, "algorithm", "GRID_SEARCH",
+                  "earlyStopping", "policy", "dominance", "minTrials", 2, "minStep", 1,
+                  "params", "parameterName", "x", "type", "DISCRETE", "discreteValues", 1,
+                  2, 3));
     tn_spec spec;
     if (parse_doc(doc, "dom", 0, &spec) != 0) {
         CHECK_MSG(0, "the dominance spec does not parse");
