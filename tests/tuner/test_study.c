@@ -379,14 +379,20 @@ static void test_resume_runs_what_was_left(void) {
     close_study(st, &study, &spec);
 }
 
+/* open_study of an ask/tell study `name`: a grid of two points, x = 0.25 and 0.5
+ * (5 trials at most, one at a time, 5 may fail). */
+static st_store *open_ask_tell_grid(const char *name, tn_spec *spec, st_study *study) {
+    static const double xs[] = {0.25, 0.5};
+    return open_study(name, "GRID_SEARCH", xs, 2, 5, 1, 5, 1, spec, study);
+}
+
 /* tell with a value of each metric: stored in order, the first the objective; the
  * checks on the values (finite, 1 to ST_MAX_VALUES). */
 static void test_tell_values(void) {
     int found, exhausted;
-    static const double xs[] = {0.25, 0.5};
     tn_spec spec;
     st_study study;
-    st_store *st = open_study("tellv", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
+    st_store *st = open_ask_tell_grid("tellv", &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0;
@@ -506,10 +512,9 @@ static void test_warm_start_metrics(void) {
 
 static void test_ask_and_tell(void) {
     int found, exhausted;
-    static const double xs[] = {0.25, 0.5};
     tn_spec spec;
     st_study study;
-    st_store *st = open_study("asktell", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
+    st_store *st = open_ask_tell_grid("asktell", &spec, &study);
     if (!st) return;
     char err[1024] = "";
     int64_t a = 0, b = 0, c = 0;
