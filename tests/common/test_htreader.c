@@ -69,6 +69,34 @@ static htr_record *poll_ok(htr_reader *r, size_t *n) {
     return recs;
 }
 
+/* The writer of trial `trial` to g_root/name (its path into path), and a reader of
+ * the file into *r; NULL (reported) and no reader when the writer does not open. */
+static ht_writer *open_writer(char *path, const char *name, const char *trial,
+                              htr_reader **r) {
+    char err[512] = "";
+    ht_writer *w = NULL;
+    test_file(path, name);
+    CHECK_INT_EQ(ht_writer_open(path, trial, &w, err, sizeof err), 0);
+    *r = w ? htr_new(path) : NULL;
+    return w;
+}
+
+/* Polls once (poll_ok) and counts every record of a step below limit in
+ * count[step]. */
+static void poll_count(htr_reader *r, int *count, long long limit) {
+    size_t n;
+    htr_record *recs = poll_ok(r, &n);
+    for (size_t k = 0; k < n; k++)
+        if (recs[k].step >= 0 && recs[k].step < limit) count[recs[k].step]++;
+    htr_records_free(recs, n);
+}
+
+/* Checks that each of the steps 0 to n-1 was counted once. */
+static void check_each_once(const int *count, int n) {
+    for (int i = 0; i < n; i++)
+        CHECK_MSG(count[i] == 1, "step %d delivered %d times", i, count[i]);
+}
+
 /* A line as the Python library writes it (sorted keys, ", " and ": "). */
 static void py_line(char *out, size_t len, long step, double value, double ts) {
     snprintf(out, len,
@@ -135,11 +163,9 @@ static void test_missing_file_then_created(void) {
  * once, in order. */
 static void test_writer_150_reports_poll_each(void) {
     char path[PATH_LEN], err[512] = "";
-    test_file(path, "w150.metrics");
-    ht_writer *w = NULL;
-    CHECK_INT_EQ(ht_writer_open(path, "2", &w, err, sizeof err), 0);
+    htr_reader *r;
+    ht_writer *w = open_writer(path, "w150.metrics", "2", &r);
     if (!w) return;
-    htr_reader *r = htr_new(path);
     int count[150] = {0};
     int out_of_order = 0, bad_value = 0;
     long long last = -1;
@@ -160,7 +186,7 @@ static void test_writer_150_reports_poll_each(void) {
         }
         htr_records_free(recs, n);
     }
-    for (int i = 0; i < 150; i++) CHECK_MSG(count[i] == 1, "step %d delivered %d times", i, count[i]);
+    check_each_once(count, 150);
     CHECK_INT_EQ(out_of_order, 0);
     CHECK_INT_EQ(bad_value, 0);
     htr_stats st;
@@ -188,11 +214,9 @@ static void test_writer_150_reports_poll_each(void) {
  * delivered once; what slid out between polls is gone. */
 static void test_writer_window_slides_between_polls(void) {
     char path[PATH_LEN], err[512] = "";
-    test_file(path, "slide.metrics");
-    ht_writer *w = NULL;
-    CHECK_INT_EQ(ht_writer_open(path, "1", &w, err, sizeof err), 0);
+    htr_reader *r;
+    ht_writer *w = open_writer(path, "slide.metrics", "1", &r);
     if (!w) return;
-    htr_reader *r = htr_new(path);
     int count[260] = {0};
     int report = 0;
     /* Poll after 30 reports, 60 more, 100 more (a whole window), 70 more. */
@@ -202,36 +226,22 @@ static void test_writer_window_slides_between_polls(void) {
             ht_metric m = {"loss", 1.0 / (report + 1)};
             CHECK_INT_EQ(ht_report(w, report, &m, 1, NULL, 1e9 + report, err, sizeof err), 0);
         }
-        size_t n;
-        htr_record *recs = poll_ok(r, &n);
-        for (size_t k = 0; k < n; k++)
-            if (recs[k].step >= 0 && recs[k].step < 260) count[recs[k].step]++;
-        htr_records_free(recs, n);
+        poll_count(r, count, 260);
     }
     /* Delivered: 0..29, 30..89, 90..189, then 160..259 minus what was seen (190..259). */
-    for (int i = 0; i < 260; i++)
-        CHECK_MSG(count[i] == 1, "step %d delivered %d times", i, count[i]);
+    check_each_once(count, 260);
     ht_writer_free(w);
     htr_free(r);
 
     /* Between polls 60 reports pass that never were in view together with the
      * earlier ones: they are lost, the rest come once. */
-    test_file(path, "slide2.metrics");
-    w = NULL;
-    CHECK_INT_EQ(ht_writer_open(path, "1", &w, err, sizeof err), 0);
+    w = open_writer(path, "slide2.metrics", "1", &r);
     if (!w) return;
-    r = htr_new(path);
     int count2[160] = {0};
-    size_t n;
     for (int i = 0; i < 160; i++) {
         ht_metric m = {"loss", (double)i};
         CHECK_INT_EQ(ht_report(w, i, &m, 1, NULL, 2e9 + i, err, sizeof err), 0);
-        if (i == 29 || i == 159) {
-            htr_record *recs = poll_ok(r, &n);
-            for (size_t k = 0; k < n; k++)
-                if (recs[k].step >= 0 && recs[k].step < 160) count2[recs[k].step]++;
-            htr_records_free(recs, n);
-        }
+        if (i == 29 || i == 159) poll_count(r, count2, 160);
     }
     for (int i = 0; i < 160; i++) {
         int want = (i < 30 || i >= 60) ? 1 : 0;
@@ -276,7 +286,7 @@ static void test_python_rewrite_by_hand(void) {
     }
     free(text);
     /* end = 10, 23, ..., 140 (the last poll): windows overlap, so all 140 come once. */
-    for (int i = 0; i < 140; i++) CHECK_MSG(count[i] == 1, "step %d: %d times", i, count[i]);
+    check_each_once(count, 140);
     htr_free(r);
 }
 
