@@ -80,4 +80,22 @@ static void on_safety(evutil_socket_t fd, short what, void *arg) {
     event_base_loopbreak(o->base);
 }
 
+/* Arms the safety timeout: after `seconds` on o->base the loop ends with an error
+ * in o->error. The event is the caller's to event_free. */
+static struct event *arm_safety(outcome *o, long seconds) {
+    struct event *safety = evtimer_new(o->base, on_safety, o);
+    struct timeval tv = {seconds, 0};
+    evtimer_add(safety, &tv);
+    return safety;
+}
+
+/* A job's end: its attempts and restarts through the pointers, and the job freed
+ * (nothing when j is NULL). */
+static void job_done(ex_job *j, int *attempts, int *restarts) {
+    if (!j) return;
+    *attempts = ex_job_attempts(j);
+    *restarts = ex_job_restarts(j);
+    ex_job_free(j);
+}
+
 #endif

@@ -64,9 +64,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
     char err[512];
     ex_job *j = NULL;
     CHECK_MSG(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j, "%s: %s", name, err);
-    struct event *safety = evtimer_new(o.base, on_safety, &o);
-    struct timeval tv = {30, 0};
-    evtimer_add(safety, &tv);
+    struct event *safety = arm_safety(&o, 30);
     if (j && jc->stop_after_ms > 0) {
         struct timeval wait = {0, jc->stop_after_ms * 1000};
         event_base_loopexit(o.base, &wait);
@@ -74,11 +72,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
         ex_job_stop(j, EX_STOPPED, "asked to stop");
     }
     if (j && !o.finished) event_base_dispatch(o.base);
-    if (j) {
-        *attempts = ex_job_attempts(j);
-        *restarts = ex_job_restarts(j);
-        ex_job_free(j);
-    }
+    job_done(j, attempts, restarts);
     event_free(safety);
     ex_executor_free(x);
     event_base_free(o.base);
@@ -298,6 +292,18 @@ static void test_timeout_after_retry(void) {
 }
 
 /* Whether process pid runs (a zombie waiting for its reaper does not). */
+/* The first line (with its newline) of g_root/name into buf; "" when there is none. */
+static void first_line(const char *name, char *buf, size_t len) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", g_root, name);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, (int)len, f)) buf[0] = '\0';
+        fclose(f);
+    }
+}
+
 static int alive(pid_t pid) {
     char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -319,13 +325,8 @@ static void test_leftover_children_killed(void) {
     int attempts = 0, restarts = 0;
     outcome o = run_job("leftover", &jc, &attempts, &restarts);
     CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
-    char path[700], buf[32] = "";
-    snprintf(path, sizeof path, "%s/leftover/child", g_root);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
-        fclose(f);
-    }
+    char path[700], buf[32];
+    first_line("leftover/child", buf, sizeof buf);
     long child = atol(buf);
     CHECK(child > 0);
     struct timespec ts = {0, 200000000};
@@ -467,13 +468,8 @@ static void test_env(void) {
     int attempts = 0, restarts = 0;
     outcome o = run_job("env", &jc, &attempts, &restarts);
     CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
-    char path[700], buf[128] = "";
-    snprintf(path, sizeof path, "%s/env/env", g_root);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
-        fclose(f);
-    }
+    char buf[128];
+    first_line("env/env", buf, sizeof buf);
     CHECK_MSG(!strcmp(buf, "chief only|/nowhere\n"), "the replica saw %s", buf);
 }
 

@@ -183,18 +183,12 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                                         jc->nseen, &o.job)
                         : ex_job_start(x, &cfg, &cb, &o, &o.job, err, sizeof err);
     CHECK_MSG(rc == 0 && o.job, "%s: %s", name, err);
-    struct event *safety = evtimer_new(o.base, on_safety, &o);
-    struct timeval tv = {40, 0};
-    evtimer_add(safety, &tv);
+    struct event *safety = arm_safety(&o, 40);
     struct event *tick = event_new(o.base, -1, EV_PERSIST, on_tick, &o);
     struct timeval t100 = {0, 100000};
     evtimer_add(tick, &t100);
     if (o.job && !o.finished) event_base_dispatch(o.base);
-    if (o.job) {
-        *attempts = ex_job_attempts(o.job);
-        *restarts = ex_job_restarts(o.job);
-        ex_job_free(o.job);
-    }
+    job_done(o.job, attempts, restarts);
     event_free(tick);
     event_free(safety);
     ex_executor_free(x);
@@ -376,9 +370,7 @@ static void test_program_not_found(void) {
                          .max_job_retries = 3, .grace_seconds = 1, .poll_seconds = 0.1};
     ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
     CHECK(ex_job_start(x, &cfg, &cb, &o, &o.job, err, sizeof err) == 0);
-    struct event *safety = evtimer_new(o.base, on_safety, &o);
-    struct timeval tv = {30, 0};
-    evtimer_add(safety, &tv);
+    struct event *safety = arm_safety(&o, 30);
     if (!o.finished) event_base_dispatch(o.base);
     CHECK_INT_EQ(o.outcome, EX_FAILED);
     CHECK_STR_CONTAINS(o.error, "cannot run /no/such/program");
