@@ -1,11 +1,13 @@
 /*
  * netutil.h — what the tests of networked code share (header only): a free loopback
- * port for a replica to listen on.
+ * port for a replica to listen on, and loopback sockets made by hand.
  */
 #ifndef TN_NETUTIL_H
 #define TN_NETUTIL_H
 
 #include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +21,28 @@ static inline int free_port(void) {
     getsockname(fd, (struct sockaddr *)&a, &len);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* The loopback address at port. */
+static inline struct sockaddr_in loopback_addr(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)port)};
+    return a;
+}
+
+/* A socket listening on a free loopback port that never accepts (the kernel completes
+ * connections, nobody answers): its fd, or -1; its address "127.0.0.1:PORT" into
+ * addr. */
+static inline int listen_silent(char *addr, size_t len) {
+    int port = free_port();
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = loopback_addr(port);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    snprintf(addr, len, "127.0.0.1:%d", port);
+    return fd;
 }
 
 #endif

@@ -562,15 +562,11 @@ static void test_dead_ps_noticed(void) {
 
 static void test_silent_ps(void) {
     /* something listens (the kernel completes the connection) but never answers */
-    int port = free_port();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-                            .sin_port = htons((uint16_t)port)};
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0);
+    char addr[32];
+    int fd = listen_silent(addr, sizeof addr);
+    CHECK(fd >= 0);
     tf_config tf;
     tf_config_init(&tf);
-    char addr[32];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     tf_config_add(&tf, TF_PS, addr);
     char err[512] = "";
     ps_client *cl = NULL;
@@ -589,8 +585,7 @@ static void test_stranger_is_dropped(void) {
     setup(&c, 1, 1, sgd(0.25), 5, 30);
     int port = atoi(strchr(c.ps[0].addr, ':') + 1);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-                            .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = loopback_addr(port);
     CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
     const char garbage[] = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
     CHECK(send(fd, garbage, sizeof garbage, MSG_NOSIGNAL) == (ssize_t)sizeof garbage);
@@ -614,13 +609,9 @@ static void test_stranger_is_dropped(void) {
 }
 
 static void test_cannot_listen(void) {
-    int port = free_port();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-                            .sin_port = htons((uint16_t)port)};
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0);
     char addr[32], err[512] = "";
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    int fd = listen_silent(addr, sizeof addr);
+    CHECK(fd >= 0);
     ps_server_config cfg = {.addr = addr, .index = 0, .count = 1, .opt = sgd(0.1),
                             .timeout = 1, .linger = 1};
     CHECK_INT_EQ(ps_serve(&cfg, NULL, NULL, err, sizeof err), TN_EIO);
