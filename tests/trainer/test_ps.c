@@ -129,6 +129,15 @@ static ps_client *open_client(cluster *c, uint64_t hash, int *initialised) {
     return cl;
 }
 
+/* The chief: open_client with hash 7, then its INIT with p as the variables and as
+ * the slots, and c's optimiser (checked). */
+static ps_client *open_chief(cluster *c, const float *p) {
+    char err[512] = "";
+    ps_client *chief = open_client(c, 7, NULL);
+    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c->opt, err, sizeof err), 0);
+    return chief;
+}
+
 /* Dyadic values: sums and products by 1/4, 1/2 are exact in float32. */
 static void fill(float *x, float base, float step) {
     for (int i = 0; i < P; i++) x[i] = base + step * (float)(i - 5);
@@ -446,8 +455,7 @@ static void test_config_mismatch(void) {
     char err[512] = "";
     /* a worker with other flags that connected before the chief is caught at its pull */
     ps_client *early = open_client(&c, 8, NULL);
-    ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
+    ps_client *chief = open_chief(&c, p);
     float got[P];
     CHECK_INT_EQ(ps_client_pull(early, got, NULL, err, sizeof err), TN_EMISMATCH);
     CHECK_STR_CONTAINS(err, "ps 0 holds the variables of a job with another configuration");
@@ -503,8 +511,7 @@ static void test_linger(void) {
     float p[P], got[P];
     fill(p, 1.0f, 0.5f);
     char err[512] = "";
-    ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
+    ps_client *chief = open_chief(&c, p);
     CHECK_INT_EQ(ps_client_done(chief, err, sizeof err), 0);
     double t0 = nt_now();
     CHECK(returns_within(&c, 0, 3)); /* the chief stays connected: linger decides */
@@ -599,8 +606,7 @@ static void test_stranger_is_dropped(void) {
     float p[P], got[P];
     fill(p, 1.0f, 0.5f);
     char err[512] = "";
-    ps_client *chief = open_client(&c, 7, NULL);
-    CHECK_INT_EQ(ps_client_init(chief, p, p, NULL, 0, &c.opt, err, sizeof err), 0);
+    ps_client *chief = open_chief(&c, p);
     CHECK_INT_EQ(ps_client_pull(chief, got, NULL, err, sizeof err), 0);
     CHECK(same(got, p));
     ps_client_close(chief);
