@@ -67,8 +67,16 @@ static int configs_equal(const tf_config *a, const tf_config *b) {
     return 1;
 }
 
+/* tf_config_parse of text into c, which must succeed. */
+static void parse_ok(const char *text, tf_config *c) {
+    char err[512] = "";
+    int rc = tf_config_parse(text, c, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: %s", text, err);
+}
+
 /* Emits c, parses the text back, checks both agree and that a second emit gives the
  * same text. */
+
 static void check_round_trip(const tf_config *c, const char *what) {
     char *text = tf_config_emit(c);
     CHECK_MSG(text != NULL, "%s: emit returned NULL", what);
@@ -213,11 +221,8 @@ static void test_round_trip_standard_1(void) {
 
 static void test_evaluator_task(void) {
     tf_config c;
-    char err[512] = "";
-    int rc = tf_config_parse("{\"cluster\":{\"chief\":[\"h:1\"],\"worker\":[\"h:2\"]},"
-                             "\"task\":{\"type\":\"evaluator\",\"index\":0,\"trial\":\"7\"}}",
-                             &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"cluster\":{\"chief\":[\"h:1\"],\"worker\":[\"h:2\"]},"
+             "\"task\":{\"type\":\"evaluator\",\"index\":0,\"trial\":\"7\"}}", &c);
     CHECK_INT_EQ(c.type, TF_EVALUATOR);
     CHECK_INT_EQ(c.index, 0);
     CHECK(str_eq(c.trial, "7"));
@@ -228,19 +233,16 @@ static void test_evaluator_task(void) {
     tf_config_clear(&c);
 
     /* An evaluator's index is not bounded by any list, even with no cluster. */
-    rc = tf_config_parse("{\"task\":{\"type\":\"evaluator\",\"index\":5}}", &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"task\":{\"type\":\"evaluator\",\"index\":5}}", &c);
     CHECK_INT_EQ(c.index, 5);
     tf_config_clear(&c);
 }
 
 static void test_master_naming(void) {
     tf_config c;
-    char err[512] = "";
-    int rc = tf_config_parse("{\"cluster\":{\"master\":[\"m:2222\"],\"worker\":[\"w:2223\"]},"
-                             "\"task\":{\"type\":\"master\",\"index\":0},"
-                             "\"environment\":\"cloud\"}", &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"cluster\":{\"master\":[\"m:2222\"],\"worker\":[\"w:2223\"]},"
+             "\"task\":{\"type\":\"master\",\"index\":0},"
+             "\"environment\":\"cloud\"}", &c);
     CHECK_INT_EQ(c.master, 1);
     CHECK_INT_EQ(c.type, TF_CHIEF);
     CHECK(tf_is_chief(&c));
@@ -254,9 +256,8 @@ static void test_master_naming(void) {
     tf_config_clear(&c);
 
     /* A worker in a master-named cluster learns the naming from the cluster key. */
-    rc = tf_config_parse("{\"cluster\":{\"master\":[\"m:2222\"],\"worker\":[\"w:2223\"]},"
-                         "\"task\":{\"type\":\"worker\",\"index\":0}}", &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"cluster\":{\"master\":[\"m:2222\"],\"worker\":[\"w:2223\"]},"
+             "\"task\":{\"type\":\"worker\",\"index\":0}}", &c);
     CHECK_INT_EQ(c.master, 1);
     CHECK(!tf_is_chief(&c));
     CHECK_INT_EQ(tf_rank(&c), 1);
@@ -265,14 +266,11 @@ static void test_master_naming(void) {
 
 static void test_lenient_parts(void) {
     tf_config c;
-    char err[512] = "";
     /* Unknown top-level and task keys are ignored; a missing cluster is the single
      * replica; environment is kept; null trial/job mean none. */
-    int rc = tf_config_parse("{\"task\":{\"type\":\"chief\",\"index\":0,\"extra\":1,"
-                             "\"trial\":null},\"rpc_layer\":\"grpc\",\"job\":null,"
-                             "\"environment\":\"google\",\"something\":[1,2]}",
-                             &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"task\":{\"type\":\"chief\",\"index\":0,\"extra\":1,"
+             "\"trial\":null},\"rpc_layer\":\"grpc\",\"job\":null,"
+             "\"environment\":\"google\",\"something\":[1,2]}", &c);
     CHECK(c.trial == NULL && c.job == NULL);
     CHECK(str_eq(c.environment, "google"));
     CHECK_INT_EQ(tf_world_size(&c), 1);
@@ -285,9 +283,8 @@ static void test_lenient_parts(void) {
 
     /* Empty lists are allowed in the input and left out of the output; IPv6 in
      * brackets is an address. */
-    rc = tf_config_parse("{\"cluster\":{\"chief\":[\"[::1]:2222\"],\"worker\":[],\"ps\":[]},"
-                         "\"task\":{\"type\":\"chief\",\"index\":0}}", &c, err, sizeof err);
-    CHECK_MSG(rc == 0, "%s", err);
+    parse_ok("{\"cluster\":{\"chief\":[\"[::1]:2222\"],\"worker\":[],\"ps\":[]},"
+             "\"task\":{\"type\":\"chief\",\"index\":0}}", &c);
     CHECK_INT_EQ(c.cluster[TF_WORKER].n, 0);
     text = tf_config_emit(&c);
     CHECK_STR_CONTAINS(text, "{\"cluster\":{\"chief\":[\"[::1]:2222\"]},");
