@@ -180,6 +180,15 @@ static void write_fixture(char *out, const char *name, const fixture *fx) {
     CHECK_MSG(rc == 0, "ckpt_write: %s", err);
 }
 
+/* fixture_init(fx, step), written clean to g_root/name: the file's bytes (free them),
+ * their number in *n. */
+static unsigned char *clean_bytes(fixture *fx, int64_t step, const char *name, size_t *n) {
+    char clean[PATH_LEN];
+    fixture_init(fx, step);
+    write_fixture(clean, name, fx);
+    return read_bytes(clean, n);
+}
+
 /* ---------------------------------------------------------------------------------
  * Files
  * --------------------------------------------------------------------------------- */
@@ -261,11 +270,9 @@ static void test_bad_arguments(void) {
 /* One flipped byte in each part of the file, each caught with the right code. */
 static void test_corruption(void) {
     fixture fx;
-    fixture_init(&fx, 5);
-    char clean[PATH_LEN], path[PATH_LEN];
-    write_fixture(clean, "corrupt_clean.ckpt", &fx);
+    char path[PATH_LEN];
     size_t n;
-    unsigned char *raw = read_bytes(clean, &n);
+    unsigned char *raw = clean_bytes(&fx, 5, "corrupt_clean.ckpt", &n);
     size_t table = HEADER_FIXED, hcrc = HEADER_FIXED + 4 * ENTRY_LEN;
     size_t big_at = (size_t)le64(raw + table + 2 * ENTRY_LEN + 8); /* tag 30's offset */
     size_t step_at = (size_t)le64(raw + table + 3 * ENTRY_LEN + 8);
@@ -313,11 +320,9 @@ static void test_corruption(void) {
 /* Truncated at many lengths: always an error, never a crash. */
 static void test_truncation(void) {
     fixture fx;
-    fixture_init(&fx, 6);
-    char clean[PATH_LEN], path[PATH_LEN];
-    write_fixture(clean, "trunc_clean.ckpt", &fx);
+    char path[PATH_LEN];
     size_t n;
-    unsigned char *raw = read_bytes(clean, &n);
+    unsigned char *raw = clean_bytes(&fx, 6, "trunc_clean.ckpt", &n);
     size_t lengths[] = {0,  1,   5,   8,   12,    20,    24,   27,
                         30, 60, 123, 124, 200, n / 2, n - 8, n - 1};
     for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
@@ -361,11 +366,9 @@ static void test_truncation(void) {
  * or point outside the file, and section counts that cannot fit. */
 static void test_hostile_header(void) {
     fixture fx;
-    fixture_init(&fx, 7);
-    char clean[PATH_LEN], path[PATH_LEN];
-    write_fixture(clean, "hostile_clean.ckpt", &fx);
+    char path[PATH_LEN];
     size_t n;
-    unsigned char *raw = read_bytes(clean, &n);
+    unsigned char *raw = clean_bytes(&fx, 7, "hostile_clean.ckpt", &n);
     unsigned char *b = tn_xmalloc(n);
     struct {
         size_t entry, field; /* field 8: offset, 16: size */
