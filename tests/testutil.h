@@ -1,6 +1,7 @@
 /*
  * testutil.h — file-system helpers the unit tests share (header only): paths built
- * without silent truncation, and rm -rf of a test's scratch folder.
+ * without silent truncation, the text written to a temporary file, rm -rf of a
+ * test's scratch folder, and environment variables set and restored.
  */
 #ifndef TN_TESTUTIL_H
 #define TN_TESTUTIL_H
@@ -14,6 +15,8 @@
 
 #ifndef PATH_LEN
 #define PATH_LEN 4096
+#endif
+
 /* Saves, sets (value NULL: unsets) and later restores an environment variable. */
 typedef struct saved_env {
     const char *name;
@@ -40,8 +43,6 @@ static inline void env_restore(saved_env *s) {
     s->old = NULL;
 }
 
-#endif
-
 /* snprintf into a PATH_LEN buffer; aborts rather than truncate. */
 static inline void fmt_path(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline void fmt_path(char *out, const char *fmt, ...) {
@@ -53,6 +54,16 @@ static inline void fmt_path(char *out, const char *fmt, ...) {
         fprintf(stderr, "test path too long\n");
         abort();
     }
+}
+
+/* Everything written to f so far (a tmpfile()), as a string (yours to free). */
+static inline char *file_text(FILE *f) {
+    long n = ftell(f);
+    char *s = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
+    if (!s) abort();
+    rewind(f);
+    if (n > 0 && fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
+    return s;
 }
 
 /* Removes path and everything below it (a file or a folder); missing is fine. */

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -403,15 +404,6 @@ static void test_given(void) {
  * --help text
  * --------------------------------------------------------------------------------- */
 
-/* Everything written to f, as a string (yours to free). */
-static char *slurp(FILE *f) {
-    long n = ftell(f);
-    char *s = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
-    rewind(f);
-    if (n > 0 && fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    return s;
-}
-
 /* The line of text that contains needle (yours to free), or NULL. */
 static char *line_with(const char *text, const char *needle) {
     const char *hit = strstr(text, needle);
@@ -432,7 +424,7 @@ static void test_help_text(void) {
     CHECK(f != NULL);
     if (!f) return;
     tn_flags_help(f, table, NFLAGS);
-    char *text = slurp(f);
+    char *text = file_text(f);
     fclose(f);
 
     static const struct {
@@ -467,7 +459,7 @@ static void test_help_text(void) {
     f = tmpfile();
     if (!f) return;
     tn_flags_help(f, table, NFLAGS);
-    text = slurp(f);
+    text = file_text(f);
     fclose(f);
     line = line_with(text, "--verbose");
     CHECK(line && strstr(line, "(default: true)"));
@@ -480,7 +472,7 @@ static void test_help_text(void) {
     f = tmpfile();
     if (!f) return;
     tn_flags_help(f, table, NFLAGS);
-    text = slurp(f);
+    text = file_text(f);
     fclose(f);
     CHECK_STR_CONTAINS(text, "(default: 60)");
     free(text);
@@ -491,7 +483,7 @@ static void test_help_text(void) {
     f = tmpfile();
     if (!f) return;
     tn_flags_help(f, bare, 1);
-    text = slurp(f);
+    text = file_text(f);
     fclose(f);
     CHECK_STR_CONTAINS(text, "--name=VALUE");
     free(text);

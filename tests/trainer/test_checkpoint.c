@@ -124,15 +124,6 @@ static void reseal_header(unsigned char *b, uint32_t n) {
     put_le32(b + hlen, (uint32_t)crc32(0L, b, (uInt)hlen));
 }
 
-/* The contents of a log FILE from tmpfile(), as a string (yours to free). */
-static char *slurp_log(FILE *log) {
-    long n = ftell(log);
-    char *s = tn_xcalloc((size_t)(n > 0 ? n : 0) + 1, 1);
-    rewind(log);
-    if (n > 0 && fread(s, 1, (size_t)n, log) != (size_t)n) s[0] = '\0';
-    return s;
-}
-
 /* Four sections: small, empty, 1 MB of pseudo-random bytes, and one carrying step. */
 typedef struct fixture {
     unsigned char *big;      /* (BIG_SIZE) */
@@ -595,7 +586,7 @@ static void test_load_newest(void) {
     fmt_path(p, "%s/ckpt-000000000030.ckpt", dir);
     CHECK(strcmp(got, p) == 0);
     ckpt_file_free(f);
-    char *text = slurp_log(log);
+    char *text = file_text(log);
     CHECK_MSG(text[0] == '\0', "unexpected log: %s", text);
     free(text);
     fclose(log);
@@ -613,7 +604,7 @@ static void test_load_newest(void) {
              "warning: checkpoint %s is unusable (section tag 1: checksum mismatch); "
              "trying the previous one\n",
              p);
-    text = slurp_log(log);
+    text = file_text(log);
     CHECK_MSG(strcmp(text, want) == 0, "log is \"%s\"", text);
     free(text);
     fclose(log);
@@ -669,7 +660,7 @@ static void test_load_newest_all_damaged(void) {
     CHECK_STR_CONTAINS(err, dir);
     CHECK_STR_CONTAINS(err, "holds 3 checkpoints and none is usable (newest: format version");
     CHECK_STR_CONTAINS(err, "hint: remove them or use a fresh --job-dir");
-    char *text = slurp_log(log);
+    char *text = file_text(log);
     CHECK_STR_CONTAINS(text, "ckpt-000000000030.ckpt is unusable (format version");
     CHECK_STR_CONTAINS(text, "ckpt-000000000020.ckpt is unusable (file is 30 bytes");
     CHECK_STR_CONTAINS(text, "ckpt-000000000010.ckpt is unusable (not a checkpoint file)\n");
@@ -712,7 +703,7 @@ static void test_load_newest_checked(void) {
              "warning: checkpoint %s is unusable (state: step_in_epoch 30 is past the epoch); "
              "trying the previous one\n",
              p);
-    char *text = slurp_log(log);
+    char *text = file_text(log);
     CHECK_MSG(strcmp(text, want) == 0, "log is \"%s\"", text);
     free(text);
     fclose(log);
