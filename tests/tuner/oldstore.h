@@ -56,4 +56,18 @@ static inline st_store *old_store_open(const char *path, const char *schema_sql,
     return s;
 }
 
+/* Closes the migrated store s, then checks that path opens again (a migrated file is
+ * not migrated twice) and that a new store opens at fresh, whose schema the test
+ * compares the migrated one with. */
+static inline void reopen_beside_fresh(st_store *s, const char *path, const char *fresh) {
+    char err[512] = "";
+    st_close(s);
+    s = NULL;
+    CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s: %s", path, err);
+    st_close(s);
+    s = NULL;
+    CHECK_MSG(st_open(fresh, &s, err, sizeof err) == 0 && s, "%s: %s", fresh, err);
+    st_close(s);
+}
+
 #endif
