@@ -438,6 +438,16 @@ static void test_idx_dir(void) {
     cleanup();
 }
 
+/* Checks that ds holds n grey 28x28 images (784 features) of the classes. */
+static void check_28x28(const ds_dataset *ds, int64_t n, int classes) {
+    CHECK_INT_EQ(ds->n, n);
+    CHECK_INT_EQ(ds->d, 784);
+    CHECK_INT_EQ(ds->channels, 1);
+    CHECK_INT_EQ(ds->height, 28);
+    CHECK_INT_EQ(ds->width, 28);
+    CHECK_INT_EQ(ds->classes, classes);
+}
+
 static void test_fashion_mnist(void) {
     struct stat st;
     if (stat(DS_DEFAULT_DIR, &st) != 0) {
@@ -449,12 +459,7 @@ static void test_fashion_mnist(void) {
     char err[1024] = "";
     int rc = ds_load_idx_dir(DS_DEFAULT_DIR, 0, 100, &ds, err, sizeof(err));
     CHECK_MSG(rc == 0, "rc %d: %s", rc, err);
-    CHECK_INT_EQ(ds.n, 100);
-    CHECK_INT_EQ(ds.d, 784);
-    CHECK_INT_EQ(ds.channels, 1);
-    CHECK_INT_EQ(ds.height, 28);
-    CHECK_INT_EQ(ds.width, 28);
-    CHECK_INT_EQ(ds.classes, 10);
+    check_28x28(&ds, 100, 10);
     if (rc != 0 || ds.n != 100) return;
     int out_of_range = 0;
     float hi = 0;
@@ -552,12 +557,7 @@ static void test_csv_long_lines(void) {
     char err[512] = "";
     int rc = ds_load_csv(path, 0, 1.0f / 255.0f, 0, &ds, err, sizeof(err));
     CHECK_MSG(rc == 0, "rc %d: %s", rc, err);
-    CHECK_INT_EQ(ds.n, 3);
-    CHECK_INT_EQ(ds.d, 784);
-    CHECK_INT_EQ(ds.channels, 1);
-    CHECK_INT_EQ(ds.height, 28);
-    CHECK_INT_EQ(ds.width, 28);
-    CHECK_INT_EQ(ds.classes, 9);
+    check_28x28(&ds, 3, 9);
     if (rc == 0 && ds.n == 3) {
         int bad = 0;
         for (int i = 0; i < 3; i++) {
