@@ -97,38 +97,40 @@ static void test_lr_cosine(void) {
     CHECK_NEAR(opt_learning_rate(&c, 110), 0.0, 1e-15, 0);
 }
 
+typedef struct lr_case {
+    int64_t step;
+    double lr;
+} lr_case;
+
+/* Checks the learning rate of c at each case's step, to 1e-12 of it. */
+static void check_rates(const opt_config *c, const lr_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        CHECK_MSG(fabs(opt_learning_rate(c, cases[i].step) - cases[i].lr) <= 1e-12 * cases[i].lr,
+                  "step %lld: %g, expected %g", (long long)cases[i].step,
+                  opt_learning_rate(c, cases[i].step), cases[i].lr);
+}
+
 static void test_lr_step(void) {
     opt_config c = base_config(OPT_SGD);
     c.schedule = OPT_STEP;
     c.decay_rate = 0.5;
     c.decay_steps = 10;
-    static const struct {
-        int64_t step;
-        double lr;
-    } cases[] = {{0, 0.1},    {9, 0.1},     {10, 0.05},   {19, 0.05},
-                 {20, 0.025}, {25, 0.025},  {30, 0.0125}, {99, 0.1 / 512}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK_MSG(fabs(opt_learning_rate(&c, cases[i].step) - cases[i].lr) <= 1e-12 * cases[i].lr,
-                  "step %lld: %g, expected %g", (long long)cases[i].step,
-                  opt_learning_rate(&c, cases[i].step), cases[i].lr);
+    static const lr_case halving[] = {{0, 0.1},    {9, 0.1},    {10, 0.05},   {19, 0.05},
+                                      {20, 0.025}, {25, 0.025}, {30, 0.0125}, {99, 0.1 / 512}};
+    check_rates(&c, halving, sizeof halving / sizeof halving[0]);
 
     /* decay_steps 0: three equal stages over the steps after warm-up. */
     c.decay_steps = 0;
     c.decay_rate = 0.1;
     c.total_steps = 90;
-    CHECK_NEAR(opt_learning_rate(&c, 0), 0.1, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 29), 0.1, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 30), 0.01, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 59), 0.01, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 60), 0.001, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 89), 0.001, 0, 1e-12);
+    static const lr_case thirds[] = {{0, 0.1},   {29, 0.1},   {30, 0.01},
+                                     {59, 0.01}, {60, 0.001}, {89, 0.001}};
+    check_rates(&c, thirds, sizeof thirds / sizeof thirds[0]);
     /* With a warm-up of 10 over 100 steps: stages of 30 after it. */
     c.warmup_steps = 10;
     c.total_steps = 100;
-    CHECK_NEAR(opt_learning_rate(&c, 10), 0.1, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 39), 0.1, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 40), 0.01, 0, 1e-12);
-    CHECK_NEAR(opt_learning_rate(&c, 70), 0.001, 0, 1e-12);
+    static const lr_case warmed[] = {{10, 0.1}, {39, 0.1}, {40, 0.01}, {70, 0.001}};
+    check_rates(&c, warmed, sizeof warmed / sizeof warmed[0]);
     /* Not divisible by three: still three stages, the last no longer than the others. */
     c.warmup_steps = 0;
     c.total_steps = 100;
