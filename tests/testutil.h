@@ -1,16 +1,18 @@
 /*
  * testutil.h — file-system helpers the unit tests share (header only): paths built
- * without silent truncation, the text written to a temporary file, rm -rf of a
- * test's scratch folder, and environment variables set and restored.
+ * without silent truncation, the text written to a temporary file, a test's scratch
+ * folder made and removed (rm -rf), and environment variables set and restored.
  */
 #ifndef TN_TESTUTIL_H
 #define TN_TESTUTIL_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef PATH_LEN
@@ -82,6 +84,36 @@ static inline void rm_rf(const char *path) {
     } else {
         unlink(path);
     }
+}
+
+/* The folder the tests may write in: $TN_TEST_TMP, or /tmp. */
+static inline const char *test_tmp(void) {
+    const char *base = getenv("TN_TEST_TMP");
+    return base && *base ? base : "/tmp";
+}
+
+/* A new scratch folder of this run, test_tmp()/NAME.PID emptied first, into out (of
+ * PATH_LEN): 0, or -1 (said on stderr). */
+static inline int scratch_dir(char *out, const char *name) {
+    fmt_path(out, "%s/%s.%ld", test_tmp(), name, (long)getpid());
+    rm_rf(out);
+    if (mkdir(out, 0755) != 0) {
+        fprintf(stderr, "mkdir %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A new folder test_tmp()/PREFIX.XXXXXX of a unique name (mkdtemp), test_tmp() made
+ * first where missing, into out (of PATH_LEN): 0, or -1 (said on stderr). */
+static inline int scratch_mkdtemp(char *out, const char *prefix) {
+    mkdir(test_tmp(), 0755);
+    fmt_path(out, "%s/%s.XXXXXX", test_tmp(), prefix);
+    if (!mkdtemp(out)) {
+        perror(out);
+        return -1;
+    }
+    return 0;
 }
 
 #endif

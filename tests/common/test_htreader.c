@@ -736,14 +736,7 @@ static void test_unreadable(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TN_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    fmt_path(g_root, "%s/test_htreader.%ld", base, (long)getpid());
-    rm_rf(g_root);
-    if (mkdir(g_root, 0755) != 0) {
-        fprintf(stderr, "mkdir %s: %s\n", g_root, strerror(errno));
-        return 1;
-    }
+    if (scratch_dir(g_root, "test_htreader") != 0) return 1;
     RUN(test_missing_file_then_created);
     RUN(test_writer_150_reports_poll_each);
     RUN(test_writer_window_slides_between_polls);

@@ -518,14 +518,7 @@ static void test_unwritable_location(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TN_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    fmt_path(g_root, "%s/test_hypertune.%ld", base, (long)getpid());
-    rm_rf(g_root);
-    if (mkdir(g_root, 0755) != 0) {
-        fprintf(stderr, "mkdir %s: %s\n", g_root, strerror(errno));
-        return 1;
-    }
+    if (scratch_dir(g_root, "test_hypertune") != 0) return 1;
     RUN(test_explicit_path_creates_parents);
     RUN(test_env_path_and_trial);
     RUN(test_record_fields);

@@ -728,14 +728,7 @@ static void test_load_newest_checked(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TN_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    fmt_path(g_root, "%s/test_checkpoint.%ld", base, (long)getpid());
-    rm_rf(g_root);
-    if (mkdir(g_root, 0755) != 0) {
-        fprintf(stderr, "mkdir %s: %s\n", g_root, strerror(errno));
-        return 1;
-    }
+    if (scratch_dir(g_root, "test_checkpoint") != 0) return 1;
     RUN(test_round_trip);
     RUN(test_no_sections);
     RUN(test_find_missing_tag);

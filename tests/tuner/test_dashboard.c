@@ -987,14 +987,7 @@ static void test_event_stream_text(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TN_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    mkdir(base, 0755);
-    fmt_path(tmpdir, "%s/tn_dashboard_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        perror(tmpdir);
-        return 1;
-    }
+    if (scratch_mkdtemp(tmpdir, "tn_dashboard") != 0) return 1;
     RUN(test_route_table);
     RUN(test_page_files);
     RUN(test_replica_names);

@@ -278,12 +278,7 @@ static void test_cancel(void) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TN_TEST_TMP");
-    fmt_path(g_dir, "%s/test_query.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(g_dir)) {
-        perror(g_dir);
-        return 1;
-    }
+    if (scratch_mkdtemp(g_dir, "test_query") != 0) return 1;
     if (make_store() == 0) {
         RUN(test_list);
         RUN(test_show);

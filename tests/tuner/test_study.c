@@ -592,12 +592,7 @@ static void test_preflight(void) {
 }
 
 int main(void) {
-    const char *tmp = getenv("TN_TEST_TMP");
-    fmt_path(g_dir, "%s/test_study.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(g_dir)) {
-        perror(g_dir);
-        return 1;
-    }
+    if (scratch_mkdtemp(g_dir, "test_study") != 0) return 1;
     RUN(test_grid_study_runs_to_the_end);
     RUN(test_two_metrics);
     RUN(test_two_metrics_dominance);
