@@ -416,16 +416,23 @@ static char *line_with(const char *text, const char *needle) {
     return line;
 }
 
+/* The --help text of the n flags (yours to free), or NULL (no temporary file). */
+static char *help_text(const tn_flag *flags, size_t n) {
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f) return NULL;
+    tn_flags_help(f, flags, n);
+    char *text = file_text(f);
+    fclose(f);
+    return text;
+}
+
 static void test_help_text(void) {
     reset_vars();
     v_verbose = 0;
     v_lr = 0.001;
-    FILE *f = tmpfile();
-    CHECK(f != NULL);
-    if (!f) return;
-    tn_flags_help(f, table, NFLAGS);
-    char *text = file_text(f);
-    fclose(f);
+    char *text = help_text(table, NFLAGS);
+    if (!text) return;
 
     static const struct {
         const char *key, *in_line;
@@ -456,11 +463,8 @@ static void test_help_text(void) {
     v_verbose = 1;
     v_batch = 128;
     v_lr = 0.1;
-    f = tmpfile();
-    if (!f) return;
-    tn_flags_help(f, table, NFLAGS);
-    text = file_text(f);
-    fclose(f);
+    text = help_text(table, NFLAGS);
+    if (!text) return;
     line = line_with(text, "--verbose");
     CHECK(line && strstr(line, "(default: true)"));
     free(line);
@@ -469,22 +473,16 @@ static void test_help_text(void) {
     free(text);
     /* a whole number reads as one, not in %g's exponent form ("6e+01") */
     v_lr = 60;
-    f = tmpfile();
-    if (!f) return;
-    tn_flags_help(f, table, NFLAGS);
-    text = file_text(f);
-    fclose(f);
+    text = help_text(table, NFLAGS);
+    if (!text) return;
     CHECK_STR_CONTAINS(text, "(default: 60)");
     free(text);
 
     /* A flag without a placeholder shows VALUE. */
     const char *s = "x";
     const tn_flag bare[] = {{"name", TN_FLAG_STRING, &s, NULL, "a name"}};
-    f = tmpfile();
-    if (!f) return;
-    tn_flags_help(f, bare, 1);
-    text = file_text(f);
-    fclose(f);
+    text = help_text(bare, 1);
+    if (!text) return;
     CHECK_STR_CONTAINS(text, "--name=VALUE");
     free(text);
 }
