@@ -30,21 +30,7 @@ export TUNER_DB="$WORK/tuner.db"
 spec() {
   local params=${8:-'{"parameterName": "x", "type": "DOUBLE", "minValue": -2, "maxValue": 2},
       {"parameterName": "n", "type": "INTEGER", "minValue": 1, "maxValue": 4}'}
-  cat >"$1.json" <<JSON
-{
-  "jobId": "$1",
-  "trainingInput": {
-    "scaleTier": "$2", $3
-    "jobDir": "runs/$1",
-    "command": $6,
-    "hyperparameters": {
-      "goal": "MAXIMIZE", "hyperparameterMetricTag": "score",
-      "maxTrials": $4, "maxParallelTrials": $5, "algorithm": "RANDOM_SEARCH" ${7:-},
-      "params": [ $params ]
-    }
-  }
-}
-JSON
+  write_spec "$1" "" "$2" "$3" "runs/$1" "$6" "$4" "$5" RANDOM_SEARCH "${7:-}" "$params"
 }
 
 # --- validate ------------------------------------------------------------------
@@ -597,10 +583,7 @@ t = json.load(sys.stdin)
 print(max(t, key=lambda r: (r["objective"], -r["number"]))["number"])')
 check real_best_named test "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["number"])' <<<"$best")" = "$want"
 check real_worker_private grep -q "not the chief, so checkpoints go to" runs/real/1/logs/worker-0.log
-check real_multi_worker grep -q "all 2 replicas connected" runs/real/1/logs/chief-0.log
-fp() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
-check real_replicas_identical test -n "$(fp runs/real/1/logs/chief-0.log)" -a \
-  "$(fp runs/real/1/logs/chief-0.log)" = "$(fp runs/real/1/logs/worker-0.log)"
+check_mirrored real runs/real/1
 check real_chief_model test -s runs/real/1/model.ckpt
 
 # --- SIGKILL the tuner at several points, then resume: nothing lost or doubled ------

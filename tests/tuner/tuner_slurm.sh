@@ -44,22 +44,8 @@ spec() {
       {"parameterName": "n", "type": "INTEGER", "minValue": 1, "maxValue": 4}'}
   local executor=${8:-}
   [ -n "$executor" ] || executor='{"type": "slurm", "partition": "debug", "timeLimit": "10"}'
-  cat >"$1.json" <<JSON
-{
-  "jobId": "$1",
-  "executor": $executor,
-  "trainingInput": {
-    "scaleTier": "CUSTOM", $2
-    "jobDir": "$WORK/runs/$1",
-    "command": $5,
-    "hyperparameters": {
-      "goal": "MAXIMIZE", "hyperparameterMetricTag": "score",
-      "maxTrials": $3, "maxParallelTrials": $4, "algorithm": "GRID_SEARCH" ${6:-},
-      "params": [ $params ]
-    }
-  }
-}
-JSON
+  write_spec "$1" "\"executor\": $executor," CUSTOM "$2" "$WORK/runs/$1" "$5" "$3" "$4" \
+    GRID_SEARCH "${6:-}" "$params"
 }
 
 # --- the contract across nodes: chief + 2 workers + ps, a grid study -------------------
@@ -115,10 +101,7 @@ sed -i 's/"score"/"accuracy"/' real.json
 "$TUNER" run real.json --quiet >real.out 2>&1; rc=$?
 check real_exit0 test $rc -eq 0
 check real_succeeded test "$(count_state real SUCCEEDED)" -eq 1
-check real_multi_worker grep -q "all 2 replicas connected" runs/real/1/logs/chief-0.log
-fp() { sed -n 's/^parameters: fnv1a \([0-9a-f]*\).*/\1/p' "$1"; }
-check real_replicas_identical test -n "$(fp runs/real/1/logs/chief-0.log)" -a \
-  "$(fp runs/real/1/logs/chief-0.log)" = "$(fp runs/real/1/logs/worker-0.log)"
+check_mirrored real runs/real/1
 check real_model test -s runs/real/1/model.ckpt
 
 # --- a replica that fails twice, then succeeds: restarted in place ---------------------
