@@ -230,6 +230,22 @@ def make_sampler(optuna, which, seed):
     return optuna.samplers.GPSampler(seed=seed)
 
 
+def ask_tell(study, trials, suggest_x, f):
+    """Runs `trials` trials of an Optuna study: x = suggest_x(trial), told f(x). The
+    points, their values and each suggestion's seconds (ask and suggest)."""
+    xs, ys, secs = [], [], []
+    for _ in range(trials):
+        t1 = time.perf_counter()
+        trial = study.ask()
+        x = suggest_x(trial)
+        secs.append(time.perf_counter() - t1)
+        y = f(x)
+        study.tell(trial, y)
+        xs.append(x)
+        ys.append(y)
+    return {"x": xs, "y": ys, "suggest_s": secs}
+
+
 def job(j):
     """One unit of work in the pool: ("ours", seeds) runs bench_bo for every function;
     (sampler, function, seed) one Optuna study."""
@@ -242,18 +258,9 @@ def job(j):
     optuna = quiet_optuna()
     f, space, _, trials = {**FUNCS, **HARD}[fname]
     study = optuna.create_study(direction="minimize", sampler=make_sampler(optuna, which, seed))
-    xs, ys, secs = [], [], []
     t0 = time.perf_counter()
-    for _ in range(trials):
-        t1 = time.perf_counter()
-        trial = study.ask()
-        x = suggest(trial, space)
-        secs.append(time.perf_counter() - t1)
-        y = f(x)
-        study.tell(trial, y)
-        xs.append(x)
-        ys.append(y)
-    return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
+    out = ask_tell(study, trials, lambda trial: suggest(trial, space), f)
+    return j, out, time.perf_counter() - t0
 
 
 def optuna_timing(which, hist, reps):
@@ -698,17 +705,8 @@ def cond_job(j):
     sampler = (optuna.samplers.TPESampler(seed=seed) if which == "tpe" else
                optuna.samplers.TPESampler(multivariate=True, group=True, seed=seed))
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    xs, ys, secs = [], [], []
-    for _ in range(COND_TRIALS):
-        t1 = time.perf_counter()
-        trial = study.ask()
-        x = cond_suggest(trial)
-        secs.append(time.perf_counter() - t1)
-        y = cond_f(x)
-        study.tell(trial, y)
-        xs.append(x)
-        ys.append(y)
-    return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
+    out = ask_tell(study, COND_TRIALS, cond_suggest, cond_f)
+    return j, out, time.perf_counter() - t0
 
 
 def hard_job(j):

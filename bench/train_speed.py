@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-from benchutil import ROOT, cpu_model
+from benchutil import ROOT, cpu_model, need
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 OLDER = "## Older runs"
 
@@ -120,8 +120,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "train-speed.md"))
     a = p.parse_args()
     bench = os.path.join(a.bin, "bench_train")
-    if not os.path.exists(bench):
-        sys.exit("train_speed.py: error: %s not found\nhint: run scripts/build.sh release" % bench)
+    need(bench, "train_speed.py")
     steps = {"mlp": 100 if a.quick else 600, "cnn": 5 if a.quick else 30}
     load_before = loadavg()
     rows = []
