@@ -27,8 +27,8 @@ int ss_start(ss_workers *s, int pool, int max_trials, long long budget, long lon
 int ss_next(const ss_workers *s) {
     int w = -1;
     for (int k = 0; k < s->n; k++)
-        if (s->cur[k] >= 0 &&
-            (w < 0 || s->next[k] < s->next[w] || (s->next[k] == s->next[w] && s->cur[k] < s->cur[w])))
+        if (s->cur[k] >= 0 && (w < 0 || s->next[k] < s->next[w] ||
+                               (s->next[k] == s->next[w] && s->cur[k] < s->cur[w])))
             w = k;
     return w;
 }

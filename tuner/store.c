@@ -515,32 +515,48 @@ static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
     return tn_xrealloc(list, *cap * elem);
 }
 
-/* Reads one result row into *row (a zeroed st_study, st_trial, ...). */
-/* Fills row from st's current row: 0, or a negative TN_E* code with err when the row
- * holds what the tuner never writes (a store changed by other means). */
+/* Fills row (a zeroed st_study, st_trial, ...) from st's current row: 0, or a negative
+ * TN_E* code with err when the row holds what the tuner never writes (a store changed
+ * by other means). */
 typedef int (*row_reader)(sqlite3_stmt *st, void *row, char *err, size_t errlen);
 
-/* Steps st, whose binding returned brc, to its end, reading each row with fn into a
- * new element (elem bytes) of *list, which grows; *count rows were read. Finalises st.
- * On an error, *list holds what was read so far, for the caller to free. */
-static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, size_t elem,
-                     row_reader fn, void **list, size_t *count, char *err, size_t errlen) {
-    size_t cap = 0;
-    int src = brc, rc = 0;
-    *list = NULL;
-    *count = 0;
+/* What a list of rows is made of: the element's size, how one is read, and how what a
+ * read one holds is freed (on a part-read one too). */
+typedef struct row_kind {
+    size_t size;
+    row_reader read;
+    void (*clear)(void *row);
+} row_kind;
+
+/* Steps st, whose binding returned brc, to its end, reading each row into a new element
+ * of a list of the given kind; finalises st. Returns the list (NULL for none), *n its
+ * rows, and *rc 0; on an error NULL, *n 0 and *rc a negative code with err, what was
+ * read freed. */
+static void *read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op,
+                       const row_kind *kind, size_t *n, int *rc, char *err, size_t errlen) {
+    char *list = NULL;
+    size_t cap = 0, count = 0;
+    int src = brc;
+    *rc = 0;
     if (src == SQLITE_OK) {
         while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            *list = grow(*list, &cap, *count, elem);
-            void *row = (char *)*list + *count * elem;
-            memset(row, 0, elem);
-            ++*count; /* even when it fails: the caller frees what was read */
-            if ((rc = fn(st, row, err, errlen)) != 0) break;
+            list = grow(list, &cap, count, kind->size);
+            void *row = list + count * kind->size;
+            memset(row, 0, kind->size);
+            ++count; /* even when it fails: what it read is freed below */
+            if ((*rc = kind->read(st, row, err, errlen)) != 0) break;
         }
     }
-    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    if (!*rc && src != SQLITE_DONE) *rc = fail(s, src, op, err, errlen);
     done(st);
-    return rc;
+    if (*rc) {
+        for (size_t i = 0; i < count; i++) kind->clear(list + i * kind->size);
+        free(list);
+        list = NULL;
+        count = 0;
+    }
+    *n = count;
+    return list;
 }
 
 /* Steps a bound statement (brc: the result of binding) that returns one row (an
@@ -1012,6 +1028,10 @@ static int read_study(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
+static void clear_study(void *row) { st_study_clear(row); }
+
+static const row_kind study_rows = {sizeof(st_study), read_study, clear_study};
+
 int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
                     st_study_state state, int64_t *id, char *err, size_t errlen) {
     assert(s && name && spec_json && (unsigned)state < ST_STUDY_NSTATES);
@@ -1050,14 +1070,7 @@ int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errl
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, SQLITE_OK, op, sizeof(st_study), read_study, &list, &count, err, errlen);
-    if (rc) st_studies_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, SQLITE_OK, op, &study_rows, n, &rc, err, errlen);
     return rc;
 }
 
@@ -1161,19 +1174,9 @@ static int read_trial(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
-/* The trials st returns (brc: its binding's result), into *out and *n (yours). */
-static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, st_trial **out,
-                       size_t *n, char *err, size_t errlen) {
-    void *list;
-    size_t count;
-    int rc = read_rows(s, st, brc, op, sizeof(st_trial), read_trial, &list, &count, err, errlen);
-    if (rc) st_trials_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
-    return rc;
-}
+static void clear_trial(void *row) { st_trial_clear(row); }
+
+static const row_kind trial_rows = {sizeof(st_trial), read_trial, clear_trial};
 
 int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
                     st_trial_state state, int64_t *number, char *err, size_t errlen) {
@@ -1234,7 +1237,8 @@ int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    return read_trials(s, st, bind(st, "i", study_id), op, out, n, err, errlen);
+    *out = read_rows(s, st, bind(st, "i", study_id), op, &trial_rows, n, &rc, err, errlen);
+    return rc;
 }
 
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
@@ -1354,6 +1358,15 @@ static int read_measurement(sqlite3_stmt *st, void *row, char *err, size_t errle
     return 0;
 }
 
+static void clear_measurement(void *row) {
+    st_measurement *m = row;
+    free(m->replica);
+    free(m->metrics);
+}
+
+static const row_kind measurement_rows = {sizeof(st_measurement), read_measurement,
+                                          clear_measurement};
+
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
                         size_t *n, char *err, size_t errlen) {
     assert(s && out && n);
@@ -1365,24 +1378,14 @@ int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measure
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_MEASUREMENT_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, bind(st, "ii", study_id, trial), op, sizeof(st_measurement),
-                   read_measurement, &list, &count, err, errlen);
-    if (rc) st_measurements_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, bind(st, "ii", study_id, trial), op, &measurement_rows, n, &rc,
+                     err, errlen);
     return rc;
 }
 
 void st_measurements_free(st_measurement *list, size_t n) {
     if (!list) return;
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].replica);
-        free(list[i].metrics);
-    }
+    for (size_t i = 0; i < n; i++) clear_measurement(&list[i]);
     free(list);
 }
 
@@ -1423,6 +1426,15 @@ static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
+static void clear_event(void *row) {
+    st_event *e = row;
+    free(e->replica);
+    free(e->kind);
+    free(e->detail);
+}
+
+static const row_kind event_rows = {sizeof(st_event), read_event, clear_event};
+
 int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
                   char *err, size_t errlen) {
     assert(s && out && n);
@@ -1435,25 +1447,14 @@ int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, 
     int all = trial < 0; /* every event of the study, its trials' included */
     int rc = prep(s, all ? Q_EVENT_LIST_STUDY : Q_EVENT_LIST_TRIAL, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial), op,
-                   sizeof(st_event), read_event, &list, &count, err, errlen);
-    if (rc) st_events_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial), op,
+                     &event_rows, n, &rc, err, errlen);
     return rc;
 }
 
 void st_events_free(st_event *list, size_t n) {
     if (!list) return;
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].replica);
-        free(list[i].kind);
-        free(list[i].detail);
-    }
+    for (size_t i = 0; i < n; i++) clear_event(&list[i]);
     free(list);
 }
 
@@ -1522,9 +1523,6 @@ int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *fou
     return 0;
 }
 
-/* Steps a bound statement (brc: the result of binding) and appends its trial rows to
- * *out / *n; resets it. */
-
 int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
                      st_trial **out, size_t *n, char *err, size_t errlen) {
     assert(s && out && n);
@@ -1535,7 +1533,9 @@ int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_CHANGES, &st, op, err, errlen);
     if (rc) return rc;
-    return read_trials(s, st, bind(st, "iii", study_id, after, limit), op, out, n, err, errlen);
+    *out = read_rows(s, st, bind(st, "iii", study_id, after, limit), op, &trial_rows, n, &rc,
+                     err, errlen);
+    return rc;
 }
 
 int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int64_t offset,
@@ -1560,7 +1560,8 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
     int brc = sort == ST_SORT_DURATION || sort == ST_SORT_DURATION_DESC
                   ? bind(st, "iiiir", study_id, (int64_t)states, limit, offset, now_s)
                   : bind(st, "iiii", study_id, (int64_t)states, limit, offset);
-    return read_trials(s, st, brc, op, out, n, err, errlen);
+    *out = read_rows(s, st, brc, op, &trial_rows, n, &rc, err, errlen);
+    return rc;
 }
 
 /* Where st_trial_best's row goes. */
