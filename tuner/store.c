@@ -515,10 +515,22 @@ static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
     return tn_xrealloc(list, *cap * elem);
 }
 
-/* Fills row (a zeroed st_study, st_trial, ...) from st's current row: 0, or a negative
- * TN_E* code with err when the row holds what the tuner never writes (a store changed
- * by other means). */
+/* Reads st's current row into row (a zeroed st_study, st_trial, ..., or what the
+ * caller passes along): 0, or a negative TN_E* code with err when the row holds what
+ * the tuner never writes (a store changed by other means). */
 typedef int (*row_reader)(sqlite3_stmt *st, void *row, char *err, size_t errlen);
+
+/* Steps st, whose binding returned brc, to its end, reading each row with fn(st, arg)
+ * until fn fails; finalises st. 0, fn's code, or a negative code with err. */
+static int each_row(st_store *s, sqlite3_stmt *st, int brc, const char *op, row_reader fn,
+                    void *arg, char *err, size_t errlen) {
+    int src = brc, rc = 0;
+    if (src == SQLITE_OK)
+        while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) rc = fn(st, arg, err, errlen);
+    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
+    done(st);
+    return rc;
+}
 
 /* What a list of rows is made of: the element's size, how one is read, and how what a
  * read one holds is freed (on a part-read one too). */
@@ -528,35 +540,43 @@ typedef struct row_kind {
     void (*clear)(void *row);
 } row_kind;
 
+/* Frees a list of n rows of the given kind (NULL: nothing). */
+static void free_rows(void *list, size_t n, const row_kind *kind) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) kind->clear((char *)list + i * kind->size);
+    free(list);
+}
+
+/* A list read_rows is filling. */
+typedef struct row_list {
+    const row_kind *kind;
+    char *rows;
+    size_t cap, n;
+} row_list;
+
+static int list_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    row_list *l = arg;
+    l->rows = grow(l->rows, &l->cap, l->n, l->kind->size);
+    void *row = l->rows + l->n * l->kind->size;
+    memset(row, 0, l->kind->size);
+    l->n++; /* even when it fails: what it read is freed */
+    return l->kind->read(st, row, err, errlen);
+}
+
 /* Steps st, whose binding returned brc, to its end, reading each row into a new element
  * of a list of the given kind; finalises st. Returns the list (NULL for none), *n its
  * rows, and *rc 0; on an error NULL, *n 0 and *rc a negative code with err, what was
  * read freed. */
 static void *read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op,
                        const row_kind *kind, size_t *n, int *rc, char *err, size_t errlen) {
-    char *list = NULL;
-    size_t cap = 0, count = 0;
-    int src = brc;
-    *rc = 0;
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            list = grow(list, &cap, count, kind->size);
-            void *row = list + count * kind->size;
-            memset(row, 0, kind->size);
-            ++count; /* even when it fails: what it read is freed below */
-            if ((*rc = kind->read(st, row, err, errlen)) != 0) break;
-        }
+    row_list l = {.kind = kind};
+    if ((*rc = each_row(s, st, brc, op, list_row, &l, err, errlen))) {
+        free_rows(l.rows, l.n, kind);
+        l.rows = NULL;
+        l.n = 0;
     }
-    if (!*rc && src != SQLITE_DONE) *rc = fail(s, src, op, err, errlen);
-    done(st);
-    if (*rc) {
-        for (size_t i = 0; i < count; i++) kind->clear(list + i * kind->size);
-        free(list);
-        list = NULL;
-        count = 0;
-    }
-    *n = count;
-    return list;
+    *n = l.n;
+    return l.rows;
 }
 
 /* Steps a bound statement (brc: the result of binding) that returns one row (an
@@ -1097,11 +1117,7 @@ void st_study_clear(st_study *st) {
     memset(st, 0, sizeof *st);
 }
 
-void st_studies_free(st_study *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) st_study_clear(&list[i]);
-    free(list);
-}
+void st_studies_free(st_study *list, size_t n) { free_rows(list, n, &study_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Trials
@@ -1290,6 +1306,14 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
     return tx_end(s, rc, op, err, errlen);
 }
 
+static int count_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    int64_t *counts = arg;
+    int i = st_trial_state_parse((const char *)sqlite3_column_text(st, 0));
+    if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
+    (void)err, (void)errlen;
+    return 0;
+}
+
 int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
                     size_t errlen) {
     assert(s && counts);
@@ -1299,16 +1323,7 @@ int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTAT
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_COUNTS, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int i = st_trial_state_parse((const char *)sqlite3_column_text(st, 0));
-            if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
-        }
-    }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    return each_row(s, st, bind(st, "i", study_id), op, count_row, counts, err, errlen);
 }
 
 void st_trial_clear(st_trial *t) {
@@ -1319,11 +1334,7 @@ void st_trial_clear(st_trial *t) {
     memset(t, 0, sizeof *t);
 }
 
-void st_trials_free(st_trial *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) st_trial_clear(&list[i]);
-    free(list);
-}
+void st_trials_free(st_trial *list, size_t n) { free_rows(list, n, &trial_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Measurements and events
@@ -1384,9 +1395,7 @@ int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measure
 }
 
 void st_measurements_free(st_measurement *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) clear_measurement(&list[i]);
-    free(list);
+    free_rows(list, n, &measurement_rows);
 }
 
 int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e, char *err,
@@ -1452,11 +1461,7 @@ int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, 
     return rc;
 }
 
-void st_events_free(st_event *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) clear_event(&list[i]);
-    free(list);
-}
+void st_events_free(st_event *list, size_t n) { free_rows(list, n, &event_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Reads for the dashboard
@@ -1606,6 +1611,19 @@ int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *la
     return 0;
 }
 
+/* Where st_trial_outcomes's rows go. */
+typedef struct outcome_sink {
+    void (*fn)(void *ctx, int64_t number, double objective);
+    void *ctx;
+} outcome_sink;
+
+static int outcome_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const outcome_sink *o = arg;
+    o->fn(o->ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1));
+    (void)err, (void)errlen;
+    return 0;
+}
+
 int st_trial_outcomes(st_store *s, int64_t study_id,
                       void (*fn)(void *ctx, int64_t number, double objective), void *ctx,
                       char *err, size_t errlen) {
@@ -1615,13 +1633,29 @@ int st_trial_outcomes(st_store *s, int64_t study_id,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_OUTCOMES, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK)
-        while ((src = sqlite3_step(st)) == SQLITE_ROW)
-            fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1));
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    outcome_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "i", study_id), op, outcome_row, &o, err, errlen);
+}
+
+/* Where st_trial_states's rows go. */
+typedef struct state_sink {
+    void (*fn)(void *ctx, int64_t number, st_trial_state state);
+    void *ctx;
+    int64_t study_id;
+} state_sink;
+
+static int state_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const state_sink *o = arg;
+    int64_t number = sqlite3_column_int64(st, 0);
+    int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 1));
+    if (state < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "trial %lld of study %lld", (long long)number,
+                 (long long)o->study_id);
+        return bad_state(what, st, 1, err, errlen);
+    }
+    o->fn(o->ctx, number, (st_trial_state)state);
+    return 0;
 }
 
 int st_trial_states(st_store *s, int64_t study_id,
@@ -1633,50 +1667,31 @@ int st_trial_states(st_store *s, int64_t study_id,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_STATES, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int64_t number = sqlite3_column_int64(st, 0);
-            int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 1));
-            if (state < 0) {
-                char what[96];
-                snprintf(what, sizeof what, "trial %lld of study %lld", (long long)number,
-                         (long long)study_id);
-                rc = bad_state(what, st, 1, err, errlen);
-                break;
-            }
-            fn(ctx, number, (st_trial_state)state);
-        }
-    }
-    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    state_sink o = {fn, ctx, study_id};
+    return each_row(s, st, bind(st, "i", study_id), op, state_row, &o, err, errlen);
 }
 
-/* Runs a bound points query (brc: the result of binding), calling fn per row. */
-static int read_points(st_store *s, sqlite3_stmt *st, int brc, const char *op,
-                       void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
-                       size_t errlen) {
-    int src = brc, rc = 0;
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            const unsigned char *replica = sqlite3_column_text(st, 2);
-            st_point p = {.trial = sqlite3_column_int64(st, 0),
-                          .step = sqlite3_column_int64(st, 1),
-                          .replica = replica ? (const char *)replica : "",
-                          .timestamp = sqlite3_column_double(st, 3),
-                          .seq = sqlite3_column_int64(st, 4),
-                          .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL,
-                          .attempt = sqlite3_column_type(st, 6) == SQLITE_NULL
-                                         ? 0
-                                         : sqlite3_column_int(st, 6)};
-            p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
-            fn(ctx, &p);
-        }
-    }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+/* Where a points query's rows go. */
+typedef struct point_sink {
+    void (*fn)(void *ctx, const st_point *p);
+    void *ctx;
+} point_sink;
+
+static int point_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const point_sink *o = arg;
+    const unsigned char *replica = sqlite3_column_text(st, 2);
+    st_point p = {.trial = sqlite3_column_int64(st, 0),
+                  .step = sqlite3_column_int64(st, 1),
+                  .replica = replica ? (const char *)replica : "",
+                  .timestamp = sqlite3_column_double(st, 3),
+                  .seq = sqlite3_column_int64(st, 4),
+                  .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL,
+                  .attempt =
+                      sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 6)};
+    p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
+    o->fn(o->ctx, &p);
+    (void)err, (void)errlen;
+    return 0;
 }
 
 int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t after,
@@ -1688,8 +1703,9 @@ int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t a
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_POINTS_SINCE, &st, op, err, errlen);
     if (rc) return rc;
-    return read_points(s, st, bind(st, "itii", study_id, metric, after, limit), op, fn, ctx,
-                       err, errlen);
+    point_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "itii", study_id, metric, after, limit), op, point_row, &o,
+                    err, errlen);
 }
 
 int st_points_all(st_store *s, int64_t study_id, const char *metric,
@@ -1701,7 +1717,8 @@ int st_points_all(st_store *s, int64_t study_id, const char *metric,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_POINTS_ALL, &st, op, err, errlen);
     if (rc) return rc;
-    return read_points(s, st, bind(st, "it", study_id, metric), op, fn, ctx, err, errlen);
+    point_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "it", study_id, metric), op, point_row, &o, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------------
