@@ -29,12 +29,12 @@
  *   worse one. A trial's time per step is 1 + jitter (2U - 1), from a second generator
  *   seeded with tn_mix64(seed ^ 0x5eed), as in bench_stopping.c.
  *
- * The study is bench_stopping.c's: `workers` trials at a time; the next report of all
- * first (ties: the lower trial number); after each report but a trial's last (each
- * report carries every metric) the rule decides, seeing every trial started so far;
- * a trial that reports step 27 completes. Three studies per rule and seed: --trials
- * trials, 50 trials, and trials until --budget steps are reported (a report that
- * would pass it is not made). The rules:
+ * The study is bench_stopping.c's (its workers in stopsim.c): `workers` trials at a
+ * time; the next report of all first (ties: the lower trial number); after each report
+ * but a trial's last (each report carries every metric) the rule decides, seeing every
+ * trial started so far; a trial that reports step 27 completes. Three studies per rule
+ * and seed: --trials trials, 50 trials, and trials until --budget steps are reported (a
+ * report that would pass it is not made). The rules:
  *   none            no early stopping
  *   dom-default     dominance at es_config_default's minTrials and minStep (0: dominance's own
  *                   default, ES_DOMINANCE_MIN_TRIALS = 3; 1)
