@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, need, write_page
+
 TRAINER = os.path.join(ROOT, "build", "bin", "trainer")
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 RECIPE = ["--optimizer=momentum", "--learning_rate=0.05", "--momentum=0.9",
@@ -52,8 +53,7 @@ def main():
     p.add_argument("--cnn_seeds", type=int, default=1)
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "accuracy.md"))
     a = p.parse_args()
-    if not os.path.exists(TRAINER):
-        sys.exit("accuracy.py: error: %s not found\nhint: run scripts/build.sh release" % TRAINER)
+    need(TRAINER, "accuracy.py")
     jobs = {
         ("MLP", "trainer", "constant"): [(ours, s, ["--lr_schedule=constant"])
                                          for s in range(1, a.seeds + 1)],
@@ -80,14 +80,10 @@ def main():
             model, engine, sched, len(accs), statistics.mean(accs), min(accs), max(accs)))
     table = "\n".join(lines)
     print(table)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("# Accuracy of the standard recipes on Fashion-MNIST\n\n")
-        f.write("Written by `bench/accuracy.py` on %s. Momentum SGD (0.9), learning rate "
-                "0.05, batch 128, 5 epochs, one thread; final test accuracy on the 10,000 "
-                "t10k images; seeds 1..N.\n\n" % datetime.date.today().isoformat())
-        f.write(table + "\n")
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
+    write_page(a.out, "# Accuracy of the standard recipes on Fashion-MNIST\n\n"
+               "Written by `bench/accuracy.py` on %s. Momentum SGD (0.9), learning rate "
+               "0.05, batch 128, 5 epochs, one thread; final test accuracy on the 10,000 "
+               "t10k images; seeds 1..N.\n\n%s\n" % (datetime.date.today().isoformat(), table))
 
 
 if __name__ == "__main__":

@@ -29,12 +29,12 @@
  *   worse one. A trial's time per step is 1 + jitter (2U - 1), from a second generator
  *   seeded with tn_mix64(seed ^ 0x5eed), as in bench_stopping.c.
  *
- * The study is bench_stopping.c's: `workers` trials at a time; the next report of all
- * first (ties: the lower trial number); after each report but a trial's last (each
- * report carries every metric) the rule decides, seeing every trial started so far;
- * a trial that reports step 27 completes. Three studies per rule and seed: --trials
- * trials, 50 trials, and trials until --budget steps are reported (a report that
- * would pass it is not made). The rules:
+ * The study is bench_stopping.c's (its workers in stopsim.c): `workers` trials at a
+ * time; the next report of all first (ties: the lower trial number); after each report
+ * but a trial's last (each report carries every metric) the rule decides, seeing every
+ * trial started so far; a trial that reports step 27 completes. Three studies per rule
+ * and seed: --trials trials, 50 trials, and trials until --budget steps are reported (a
+ * report that would pass it is not made). The rules:
  *   none            no early stopping
  *   dom-default     dominance at es_config_default's minTrials and minStep (0: dominance's own
  *                   default, ES_DOMINANCE_MIN_TRIALS = 3; 1)
@@ -62,11 +62,11 @@
 #include "common/status.h"
 #include "search/space.h"
 #include "search/stopping.h"
+#include "stopsim.h"
 
 #define NSTEPS 27  /* steps per trial */
 #define MAXM 3     /* metrics */
 #define MAXD 12    /* hyperparameters */
-#define MAXWORK 16 /* workers */
 
 typedef struct problem {
     const char *name;
@@ -168,17 +168,12 @@ static measure simulate(const rule *r, const problem *p, const task *c, int pool
     es_trial *curves = tn_xcalloc((size_t)pool * MAXM, sizeof *curves);
     es_mtrial *mt = tn_xcalloc((size_t)pool, sizeof *mt);
     es_trial *first = tn_xcalloc((size_t)pool, sizeof *first);
-    int cur[MAXWORK], started = 0;
-    double next[MAXWORK];
+    ss_workers ws;
     measure m = {0, 0};
-    for (int w = 0; w < workers; w++) cur[w] = -1;
+    ss_init(&ws, workers);
     for (;;) {
-        for (int w = 0; w < workers; w++) {
-            if (cur[w] >= 0 || started == pool || (max_trials && started == max_trials) ||
-                (budget && m.steps >= budget))
-                continue;
-            int i = started++;
-            cur[w] = i;
+        int w, i;
+        while ((w = ss_start(&ws, pool, max_trials, budget, m.steps, &i)) >= 0) {
             for (int k = 0; k < p->m; k++)
                 curves[(size_t)i * MAXM + k] =
                     (es_trial){.number = i + 1, .state = SP_PENDING,
@@ -186,14 +181,11 @@ static measure simulate(const rule *r, const problem *p, const task *c, int pool
             mt[i] = (es_mtrial){.number = i + 1, .state = SP_PENDING,
                                 .metrics = curves + (size_t)i * MAXM};
             done[i] = 0;
-            next[w] = c[i].dt;
+            ws.next[w] = c[i].dt;
         }
-        int w = -1;
-        for (int k = 0; k < workers; k++)
-            if (cur[k] >= 0 && (w < 0 || next[k] < next[w] || (next[k] == next[w] && cur[k] < cur[w])))
-                w = k;
-        if (w < 0) break;
-        int i = cur[w], j = (int)curves[(size_t)i * MAXM].n; /* the step is j + 1 */
+        if ((w = ss_next(&ws)) < 0) break;
+        i = ws.cur[w];
+        int j = (int)curves[(size_t)i * MAXM].n; /* the step is j + 1 */
         if (budget && m.steps + 1 > budget) break;
         for (int k = 0; k < p->m; k++) {
             es_trial *tr = &curves[(size_t)i * MAXM + k];
@@ -206,15 +198,15 @@ static measure simulate(const rule *r, const problem *p, const task *c, int pool
         if (j + 1 == NSTEPS) {
             mt[i].state = SP_COMPLETE;
             done[i] = 1;
-        } else if (rule_stops(r, p, mt, first, (size_t)started, (size_t)i)) {
+        } else if (rule_stops(r, p, mt, first, (size_t)ws.started, (size_t)i)) {
             mt[i].state = SP_STOPPED;
         } else {
             end = 0;
-            next[w] += c[i].dt;
+            ws.next[w] += c[i].dt;
         }
-        if (end) cur[w] = -1;
+        if (end) ws.cur[w] = -1;
     }
-    for (int i = 0; i < started; i++) last[i] = (int)curves[(size_t)i * MAXM].n;
+    for (int i = 0; i < ws.started; i++) last[i] = (int)curves[(size_t)i * MAXM].n;
     free(first);
     free(mt);
     free(curves);
@@ -228,16 +220,6 @@ static void print_study(const char *name, const measure *m, const int *last, con
     printf("], \"completed\": [");
     for (int i = 0; i < m->started; i++) printf("%s%d", i ? ", " : "", done[i]);
     printf("]}");
-}
-
-static int listed(const char *list, const char *name) {
-    if (!strcmp(list, "all")) return 1;
-    for (const char *q = list; *q;) {
-        size_t len = strcspn(q, ",");
-        if (len == strlen(name) && !strncmp(q, name, len)) return 1;
-        q += len + (q[len] == ',');
-    }
-    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -258,18 +240,7 @@ int main(int argc, char **argv) {
     int help;
     if (tn_flags_program("bench_mostopping", NULL, flags, nflags, argc, argv, &help)) return 2;
     if (help) return 0;
-    char err[512];
-    int rc = 0;
-    if ((seeds < 1 || trials < 1 || budget < 1 || workers < 1 ||
-                    workers > MAXWORK || !(jitter >= 0 && jitter < 1))) {
-        snprintf(err, sizeof err, "--seeds, --trials and --budget must be >= 1, --workers "
-                                  "1 to %d, --jitter in [0, 1)", MAXWORK);
-        rc = TN_EINVAL;
-    }
-    if (rc) {
-        fprintf(stderr, "bench_mostopping: error: %s\n", err);
-        return 2;
-    }
+    if (ss_check_flags("bench_mostopping", seeds, trials, budget, workers, jitter)) return 2;
 
     es_config def;
     es_config_default(&def);
@@ -303,14 +274,14 @@ int main(int argc, char **argv) {
     rule run[32];
     size_t nrun = 0;
     for (size_t k = 0; k < nall; k++)
-        if (listed(rules_arg, all[k].name)) run[nrun++] = all[k];
+        if (ss_listed(rules_arg, all[k].name)) run[nrun++] = all[k];
     if (nrun == 0) {
         fprintf(stderr, "bench_mostopping: error: --rules=%s names no rule\n", rules_arg);
         return 2;
     }
     int nprob = 0;
     for (size_t q = 0; q < sizeof problems / sizeof problems[0]; q++)
-        nprob += listed(problems_arg, problems[q].name);
+        nprob += ss_listed(problems_arg, problems[q].name);
     if (nprob == 0) {
         fprintf(stderr, "bench_mostopping: error: --problems=%s names no problem\n",
                 problems_arg);
@@ -323,7 +294,7 @@ int main(int argc, char **argv) {
     int *last = tn_xcalloc((size_t)pool, sizeof *last), *done = tn_xcalloc((size_t)pool, sizeof *done);
     for (size_t q = 0; q < sizeof problems / sizeof problems[0]; q++) {
         const problem *p = &problems[q];
-        if (!listed(problems_arg, p->name)) continue;
+        if (!ss_listed(problems_arg, p->name)) continue;
         for (int seed = first_seed; seed < first_seed + seeds; seed++) {
             make_tasks(p, (uint64_t)seed, jitter, c, pool);
             printf("{\"kind\": \"task\", \"problem\": \"%s\", \"seed\": %d, \"maximize\": [",

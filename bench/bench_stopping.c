@@ -50,10 +50,10 @@
 #include "common/status.h"
 #include "search/space.h"
 #include "search/stopping.h"
+#include "stopsim.h"
 
 #define NSTEPS 27  /* steps per synthetic trial */
 #define MAXPTS 64  /* points per trial */
-#define MAXWORK 16 /* workers */
 
 typedef struct task {
     int n;                /* points */
@@ -230,28 +230,20 @@ static measure simulate(const rule *r, const task *c, int pool, int workers, int
                         int64_t budget, int *steps) {
     es_point *pts = tn_xcalloc((size_t)pool * MAXPTS, sizeof *pts);
     es_trial *tr = tn_xcalloc((size_t)pool, sizeof *tr);
-    int cur[MAXWORK];
-    double next[MAXWORK], best_y = -INFINITY;
+    ss_workers ws;
+    double best_y = -INFINITY;
     measure m = {0};
-    for (int w = 0; w < workers; w++) cur[w] = -1;
-    int started = 0;
+    ss_init(&ws, workers);
     for (;;) {
-        for (int w = 0; w < workers; w++) {
-            if (cur[w] >= 0 || started == pool || (max_trials && started == max_trials) ||
-                (budget && m.steps >= budget))
-                continue;
-            int i = started++;
-            cur[w] = i;
+        int w, i;
+        while ((w = ss_start(&ws, pool, max_trials, budget, m.steps, &i)) >= 0) {
             tr[i] = (es_trial){.number = i + 1, .state = SP_PENDING,
                                .curve = pts + (size_t)i * MAXPTS};
-            next[w] = (double)c[i].step[0] * c[i].dt;
+            ws.next[w] = (double)c[i].step[0] * c[i].dt;
         }
-        int w = -1;
-        for (int k = 0; k < workers; k++)
-            if (cur[k] >= 0 && (w < 0 || next[k] < next[w] || (next[k] == next[w] && cur[k] < cur[w])))
-                w = k;
-        if (w < 0) break;
-        int i = cur[w], j = (int)tr[i].n;
+        if ((w = ss_next(&ws)) < 0) break;
+        i = ws.cur[w];
+        int j = (int)tr[i].n;
         int64_t inc = c[i].step[j] - (j ? c[i].step[j - 1] : 0);
         if (budget && m.steps + inc > budget) break; /* the budget is spent */
         pts[(size_t)i * MAXPTS + j] = (es_point){c[i].step[j], c[i].y[j]};
@@ -267,15 +259,15 @@ static measure simulate(const rule *r, const task *c, int pool, int workers, int
                 m.best_trial = i + 1;
                 m.best_value = c[i].v;
             }
-        } else if (rule_stops(r, tr, (size_t)started, (size_t)i)) {
+        } else if (rule_stops(r, tr, (size_t)ws.started, (size_t)i)) {
             tr[i].state = SP_STOPPED;
         } else {
             end = 0;
-            next[w] += (double)(c[i].step[j + 1] - c[i].step[j]) * c[i].dt;
+            ws.next[w] += (double)(c[i].step[j + 1] - c[i].step[j]) * c[i].dt;
         }
-        if (end) cur[w] = -1;
+        if (end) ws.cur[w] = -1;
     }
-    for (int i = 0; i < started; i++) steps[i] = (int)(tr[i].n ? tr[i].curve[tr[i].n - 1].step : 0);
+    for (int i = 0; i < ws.started; i++) steps[i] = (int)(tr[i].n ? tr[i].curve[tr[i].n - 1].step : 0);
     free(tr);
     free(pts);
     return m;
@@ -318,23 +310,10 @@ int main(int argc, char **argv) {
         {"curves_from", TN_FLAG_STRING, &curves_from, "FILE", "a real study's curves"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
-    char err[512];
     int help;
-    int rc = tn_flags_parse(flags, nflags, argc, argv, NULL, 0, NULL, &help, err, sizeof err);
-    if (!rc && help) {
-        tn_flags_help(stdout, flags, nflags);
-        return 0;
-    }
-    if (rc == 0 && (seeds < 1 || trials < 1 || budget < 1 || workers < 1 ||
-                    workers > MAXWORK || !(jitter >= 0 && jitter < 1))) {
-        snprintf(err, sizeof err, "--seeds, --trials and --budget must be >= 1, --workers "
-                                  "1 to %d, --jitter in [0, 1)", MAXWORK);
-        rc = TN_EINVAL;
-    }
-    if (rc) {
-        fprintf(stderr, "bench_stopping: error: %s\n", err);
-        return 2;
-    }
+    if (tn_flags_program("bench_stopping", NULL, flags, nflags, argc, argv, &help)) return 2;
+    if (help) return 0;
+    if (ss_check_flags("bench_stopping", seeds, trials, budget, workers, jitter)) return 2;
 
     /* The rules. The default is es_config_default's (asha, eta 3, grace 0: an eighth
      * of the trials' length); "old-default" is the median rule with the spec's options
@@ -374,15 +353,8 @@ int main(int argc, char **argv) {
 
     rule run[32];
     size_t nrun = 0;
-    for (size_t k = 0; k < nall; k++) {
-        int want = !strcmp(rules_arg, "all");
-        for (const char *p = rules_arg; !want && *p;) {
-            size_t len = strcspn(p, ",");
-            want = len == strlen(all[k].name) && !strncmp(p, all[k].name, len);
-            p += len + (p[len] == ',');
-        }
-        if (want) run[nrun++] = all[k];
-    }
+    for (size_t k = 0; k < nall; k++)
+        if (ss_listed(rules_arg, all[k].name)) run[nrun++] = all[k];
     if (nrun == 0) {
         fprintf(stderr, "bench_stopping: error: --rules=%s names no rule\n", rules_arg);
         return 2;
@@ -390,6 +362,7 @@ int main(int argc, char **argv) {
 
     task *real = NULL;
     int nreal = 0;
+    char err[512];
     if (curves_from && (nreal = read_curves(curves_from, &real, err, sizeof err)) < 0) {
         fprintf(stderr, "bench_stopping: error: %s\n", err);
         return 1;

@@ -43,3 +43,32 @@ def ensure_venv(script, package, version):
         subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q",
                         "%s==%s" % (package, version)], check=True)
     os.execv(py, [py, os.path.abspath(script)] + sys.argv[1:])
+
+
+def need(path, script):
+    """Exits with an error and the build hint when the program at path is not there
+    (script: the caller's name, e.g. "bo.py")."""
+    if not os.path.exists(path):
+        sys.exit("%s: error: %s not found\nhint: scripts/build.sh release" % (script, path))
+
+
+def write_page(path, text, show=False):
+    """Writes a benchmark's page to path (making its folder), prints it when show, and
+    says where it went."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    if show:
+        print(text)
+    print("wrote %s" % os.path.relpath(path, ROOT))
+
+
+def hypervolume2(points, ref):
+    """The area the points dominate up to ref (two metrics, both minimised)."""
+    pts = sorted(p for p in points if p[0] < ref[0] and p[1] < ref[1])
+    volume, best = 0.0, ref[1]
+    for a, b in pts:
+        if b < best:
+            volume += (ref[0] - a) * (best - b)
+            best = b
+    return volume

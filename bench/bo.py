@@ -40,7 +40,7 @@ import time
 import warnings
 
 import benchutil
-from benchutil import ROOT, cpu_model, ensure_venv
+from benchutil import ROOT, cpu_model, ensure_venv, write_page
 
 BIN = os.path.join(ROOT, "build", "bin", "bench_bo")
 # The newest Optuna whose GPSampler runs on Debian 12's torch 1.13: from 4.8 on it
@@ -230,6 +230,22 @@ def make_sampler(optuna, which, seed):
     return optuna.samplers.GPSampler(seed=seed)
 
 
+def ask_tell(study, trials, suggest_x, f):
+    """Runs `trials` trials of an Optuna study: x = suggest_x(trial), told f(x). The
+    points, their values and each suggestion's seconds (ask and suggest)."""
+    xs, ys, secs = [], [], []
+    for _ in range(trials):
+        t1 = time.perf_counter()
+        trial = study.ask()
+        x = suggest_x(trial)
+        secs.append(time.perf_counter() - t1)
+        y = f(x)
+        study.tell(trial, y)
+        xs.append(x)
+        ys.append(y)
+    return {"x": xs, "y": ys, "suggest_s": secs}
+
+
 def job(j):
     """One unit of work in the pool: ("ours", seeds) runs bench_bo for every function;
     (sampler, function, seed) one Optuna study."""
@@ -242,18 +258,9 @@ def job(j):
     optuna = quiet_optuna()
     f, space, _, trials = {**FUNCS, **HARD}[fname]
     study = optuna.create_study(direction="minimize", sampler=make_sampler(optuna, which, seed))
-    xs, ys, secs = [], [], []
     t0 = time.perf_counter()
-    for _ in range(trials):
-        t1 = time.perf_counter()
-        trial = study.ask()
-        x = suggest(trial, space)
-        secs.append(time.perf_counter() - t1)
-        y = f(x)
-        study.tell(trial, y)
-        xs.append(x)
-        ys.append(y)
-    return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
+    out = ask_tell(study, trials, lambda trial: suggest(trial, space), f)
+    return j, out, time.perf_counter() - t0
 
 
 def optuna_timing(which, hist, reps):
@@ -698,17 +705,8 @@ def cond_job(j):
     sampler = (optuna.samplers.TPESampler(seed=seed) if which == "tpe" else
                optuna.samplers.TPESampler(multivariate=True, group=True, seed=seed))
     study = optuna.create_study(direction="minimize", sampler=sampler)
-    xs, ys, secs = [], [], []
-    for _ in range(COND_TRIALS):
-        t1 = time.perf_counter()
-        trial = study.ask()
-        x = cond_suggest(trial)
-        secs.append(time.perf_counter() - t1)
-        y = cond_f(x)
-        study.tell(trial, y)
-        xs.append(x)
-        ys.append(y)
-    return j, {"x": xs, "y": ys, "suggest_s": secs}, time.perf_counter() - t0
+    out = ask_tell(study, COND_TRIALS, cond_suggest, cond_f)
+    return j, out, time.perf_counter() - t0
 
 
 def hard_job(j):
@@ -1128,33 +1126,32 @@ def cond_main():
     text = "\n".join(t1 + [""] + t2 + [""] + t3 + [""] + reading)
     print(text, flush=True)
 
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as fo:
-        fo.write("# Conditional parameters: simple regret against random search and TPE\n\n")
-        fo.write("Written by `bench/bo.py --conditional` on %s: %s, %d cores (shared with "
-                 "other jobs), %d processes at a time; %.0f s in all (bench_bo %.1f s for "
-                 "ours, Optuna %s %.0f s for both TPEs, summed over the studies). "
-                 "Seeds 1..%d, %d trials each, sequential, minimised. Again: "
-                 "`/usr/bin/python3 bench/bo.py --conditional --seeds %d` (about a "
-                 "minute).\n\n" % (
-                     datetime.date.today().isoformat(), cpu_model(), os.cpu_count(), a.jobs,
-                     total, wall["ours"], optuna.__version__, wall["tpe"] + wall["tpe_mg"],
-                     a.seeds, COND_TRIALS, a.seeds))
-        fo.write(COND_SETUP)
-        fo.write("\n## Simple regret\n\nMedian [quartiles] over the seeds of the best value "
-                 "found so far (the global minimum is 0).\n\n" + "\n".join(t1) + "\n\n")
-        fo.write("## After %d trials\n\nP(ours < X): the chance that one of our studies ends "
-                 "lower than one of X's, over all pairs of seeds (ties count half).\n\n"
-                 % COND_TRIALS + "\n".join(t2) + "\n\n")
-        fo.write("## Where the samplers look\n\nThe best trial of each study: on the right "
-                 "branch (sgd), and with the right schedule too; the share of all trials "
-                 "spent on sgd; the time per suggestion inside the studies (ask to the last "
-                 "suggest for Optuna, `sp_suggest` for ours; rough: %d studies ran at a "
-                 "time).\n\n" % a.jobs + "\n".join(t3) + "\n")
-        fo.write("\n## Reading\n\n" + "\n".join(reading) + "\n")
-        fo.write(COND_READING)
-        fo.write(COND_NOTES)
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
+    page = []
+    page.append("# Conditional parameters: simple regret against random search and TPE\n\n")
+    page.append("Written by `bench/bo.py --conditional` on %s: %s, %d cores (shared with "
+                "other jobs), %d processes at a time; %.0f s in all (bench_bo %.1f s for "
+                "ours, Optuna %s %.0f s for both TPEs, summed over the studies). "
+                "Seeds 1..%d, %d trials each, sequential, minimised. Again: "
+                "`/usr/bin/python3 bench/bo.py --conditional --seeds %d` (about a "
+                "minute).\n\n" % (
+                    datetime.date.today().isoformat(), cpu_model(), os.cpu_count(), a.jobs,
+                    total, wall["ours"], optuna.__version__, wall["tpe"] + wall["tpe_mg"],
+                    a.seeds, COND_TRIALS, a.seeds))
+    page.append(COND_SETUP)
+    page.append("\n## Simple regret\n\nMedian [quartiles] over the seeds of the best value "
+                "found so far (the global minimum is 0).\n\n" + "\n".join(t1) + "\n\n")
+    page.append("## After %d trials\n\nP(ours < X): the chance that one of our studies ends "
+                "lower than one of X's, over all pairs of seeds (ties count half).\n\n"
+                % COND_TRIALS + "\n".join(t2) + "\n\n")
+    page.append("## Where the samplers look\n\nThe best trial of each study: on the right "
+                "branch (sgd), and with the right schedule too; the share of all trials "
+                "spent on sgd; the time per suggestion inside the studies (ask to the last "
+                "suggest for Optuna, `sp_suggest` for ours; rough: %d studies ran at a "
+                "time).\n\n" % a.jobs + "\n".join(t3) + "\n")
+    page.append("\n## Reading\n\n" + "\n".join(reading) + "\n")
+    page.append(COND_READING)
+    page.append(COND_NOTES)
+    write_page(a.out, "".join(page))
 
 
 COND_SETUP = """\

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, need
+
 TUNER = os.path.join(ROOT, "build", "bin", "tuner")
 
 
@@ -55,8 +56,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
                                                  "bayesian-optimisation-fashion.md"))
     a = p.parse_args()
-    if not os.path.exists(TUNER):
-        sys.exit("bo_fashion.py: error: %s not found\nhint: scripts/build.sh release" % TUNER)
+    need(TUNER, "bo_fashion.py")
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for seed in range(1, a.seeds + 1):

@@ -30,7 +30,7 @@ import subprocess
 import time
 import warnings
 
-from benchutil import ROOT, cpu_model
+from benchutil import ROOT, cpu_model, hypervolume2
 BIN = os.path.join(ROOT, "build", "bin", "bench_mobo")
 DIMS = 6
 PROBLEMS = ("zdt1", "zdt2", "dtlz2")
@@ -47,17 +47,6 @@ def evaluate(problem, x):
     g = 1 + 9 * sum(x[1:]) / (len(x) - 1)
     f2 = g * (1 - math.sqrt(x[0] / g)) if problem == "zdt1" else g * (1 - (x[0] / g) ** 2)
     return (x[0], f2)
-
-
-def hypervolume(points, ref):
-    """The area the points dominate up to ref (both minimised)."""
-    pts = sorted(p for p in points if p[0] < ref[0] and p[1] < ref[1])
-    volume, best = 0.0, ref[1]
-    for a, b in pts:
-        if b < best:
-            volume += (ref[0] - a) * (best - b)
-            best = b
-    return volume
 
 
 def true_front(problem, n=20001):
@@ -111,7 +100,7 @@ def main():
     checkpoints = sorted({a.trials // 2, a.trials})
     rows = {}
     for problem in PROBLEMS:
-        best = hypervolume(true_front(problem), REF[problem])
+        best = hypervolume2(true_front(problem), REF[problem])
         for algo in ALGOS:
             hv = {t: [] for t in checkpoints}
             times = []
@@ -119,7 +108,7 @@ def main():
                 run = run_ours if algo in ("mobo", "random") else run_optuna
                 fs, per_suggest, _ = run(problem, algo, seed, a.trials)
                 for t in checkpoints:
-                    hv[t].append(hypervolume(fs[:t], REF[problem]))
+                    hv[t].append(hypervolume2(fs[:t], REF[problem]))
                 times.append(per_suggest)
             rows[(problem, algo)] = (hv, statistics.mean(times), best)
             print(problem, algo, {t: round(statistics.mean(v), 4) for t, v in hv.items()}, flush=True)

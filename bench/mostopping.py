@@ -29,10 +29,9 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 
-from benchutil import ROOT, cpu_model
+from benchutil import ROOT, cpu_model, hypervolume2, need, write_page
 STUDIES = (("trials", 24), ("trials50", 50))
 BUDGET = 405
 # Reference points, in loss space (a maximised metric's loss is minus its value):
@@ -72,27 +71,17 @@ def front(points):
             if not any(dominates(q, p) for j, q in points.items() if j != i)}
 
 
-def hv2(pts, ref):
-    pts = sorted(p for p in pts if p[0] < ref[0] and p[1] < ref[1])
-    volume, best = 0.0, ref[1]
-    for a, b in pts:
-        if b < best:
-            volume += (ref[0] - a) * (best - b)
-            best = b
-    return volume
-
-
 def hypervolume(pts, ref):
     """The volume the points (minimised) dominate up to ref: 2 or 3 dimensions."""
     pts = [tuple(p) for p in pts if all(x < r for x, r in zip(p, ref))]
     if len(ref) == 2:
-        return hv2(pts, ref)
+        return hypervolume2(pts, ref)
     pts.sort(key=lambda p: p[2])
     volume = 0.0
     for k, p in enumerate(pts):  # the slab from p's third coordinate to the next one's
         top = pts[k + 1][2] if k + 1 < len(pts) else ref[2]
         if top > p[2]:
-            volume += hv2([q[:2] for q in pts[:k + 1]], ref[:2]) * (top - p[2])
+            volume += hypervolume2([q[:2] for q in pts[:k + 1]], ref[:2]) * (top - p[2])
     return volume
 
 
@@ -204,9 +193,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
                                                  "early-stopping-multi-objective.md"))
     a = p.parse_args()
-    if not os.path.exists(os.path.join(a.build, "bin", "bench_mostopping")):
-        sys.exit("mostopping.py: error: %s/bin/bench_mostopping not found\n"
-                 "hint: scripts/build.sh release" % a.build)
+    need(os.path.join(a.build, "bin", "bench_mostopping"), "mostopping.py")
     t0 = time.perf_counter()
     tasks, runs, c_wall = bench(a.build, a.seeds)
     seeds = sorted({s for _, s in tasks})
@@ -254,9 +241,7 @@ def main():
     page += ("\n## Trials at a time\n\nThe same %d seeds, run 1, 2 and 4 trials at a "
              "time.\n\n%s\n" % (len(seeds), t_work))
     page += READING
-    with open(a.out, "w") as f:
-        f.write(page)
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
+    write_page(a.out, page)
 
 
 PAGE_HEAD = """\

@@ -21,11 +21,11 @@ import datetime
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, need, write_page
+
 BIN = os.path.join(ROOT, "build", "bin")
 TRIAL_CMD = 'echo "{\\"y\\": \\"1\\"}" > "$CLOUD_ML_HP_METRIC_FILE"'
 
@@ -94,8 +94,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "overhead.md"))
     a = p.parse_args()
     for b in ("tuner", "bench_asktell"):
-        if not os.path.exists(os.path.join(BIN, b)):
-            sys.exit("overhead.py: error: build/bin/%s not found\nhint: scripts/build.sh release" % b)
+        need(os.path.join(BIN, b), "overhead.py")
     import optuna
     with tempfile.TemporaryDirectory() as work:
         rows = [
@@ -113,16 +112,12 @@ def main():
             "%.1fx" % (ours / theirs) if theirs else "-"))
     table = "\n".join(lines)
     print(table)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("# Overhead per trial: tuner vs Optuna\n\n")
-        f.write("Written by `bench/overhead.py` on %s (%d cores). %d trials per Optuna "
-                "measurement, %d ask+tell pairs for the tuner; RandomSampler and random "
-                "search over one DOUBLE; both stores SQLite files on the same disk.\n\n"
-                % (datetime.date.today().isoformat(), os.cpu_count(), a.trials, a.trials * 4))
-        f.write(table + "\n")
-        f.write(NOTES)
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
+    write_page(a.out, "# Overhead per trial: tuner vs Optuna\n\n"
+               "Written by `bench/overhead.py` on %s (%d cores). %d trials per Optuna "
+               "measurement, %d ask+tell pairs for the tuner; RandomSampler and random "
+               "search over one DOUBLE; both stores SQLite files on the same disk.\n\n"
+               "%s\n%s" % (datetime.date.today().isoformat(), os.cpu_count(), a.trials,
+                            a.trials * 4, table, NOTES))
 
 
 NOTES = """

@@ -34,7 +34,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model, need, write_page
+
 MEASURES = (("trials", 24), ("trials50", 50))
 
 
@@ -172,9 +173,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
                                                  "early-stopping-synthetic.md"))
     a = p.parse_args()
-    if not os.path.exists(os.path.join(a.build, "bin", "bench_stopping")):
-        sys.exit("stopping.py: error: %s/bin/bench_stopping not found\n"
-                 "hint: scripts/build.sh release" % a.build)
+    need(os.path.join(a.build, "bin", "bench_stopping"), "stopping.py")
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -264,21 +263,7 @@ def main():
     page += ("\n## Trials at a time\n\nThe same %d seeds, run 1, 2 and 4 trials at a "
              "time.\n\n%s\n" % (len(seeds), t_work))
     page += READING
-    with open(a.out, "w") as f:
-        f.write(page)
-    print(page)
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
-
-
-def cpu_model():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return "unknown CPU"
+    write_page(a.out, page, show=True)
 
 
 PAGE_HEAD = """\

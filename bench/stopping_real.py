@@ -30,31 +30,20 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchutil import ROOT, cpu_model, need
+
 RULES = {
     "none": {},
     "default": {"enableTrialEarlyStopping": True},
     "median5": {"earlyStopping": {"policy": "median", "minTrials": 5, "minStep": 1}},
 }
 STEPS = 628  # 4 epochs of 157 steps
-
-
-def cpu_model():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def run(build, name, trials, parallel, seed, work):
@@ -139,9 +128,7 @@ def main():
         sys.exit("stopping_real.py: error: --rules must include none, from %s" % ", ".join(RULES))
     if max(at) > a.trials or a.budget_trials > a.trials:
         sys.exit("stopping_real.py: error: --at and --budget_trials must be <= --trials")
-    if not os.path.exists(os.path.join(a.build, "bin", "tuner")):
-        sys.exit("stopping_real.py: error: %s/bin/tuner not found\n"
-                 "hint: scripts/build.sh release" % a.build)
+    need(os.path.join(a.build, "bin", "tuner"), "stopping_real.py")
     results = {}
     with tempfile.TemporaryDirectory() as work:
         for name in rules:

@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-from benchutil import ROOT, cpu_model
+from benchutil import ROOT, cpu_model, need, write_page
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 OLDER = "## Older runs"
 
@@ -120,8 +120,7 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "train-speed.md"))
     a = p.parse_args()
     bench = os.path.join(a.bin, "bench_train")
-    if not os.path.exists(bench):
-        sys.exit("train_speed.py: error: %s not found\nhint: run scripts/build.sh release" % bench)
+    need(bench, "train_speed.py")
     steps = {"mlp": 100 if a.quick else 600, "cnn": 5 if a.quick else 30}
     load_before = loadavg()
     rows = []
@@ -174,22 +173,21 @@ def main():
     table = "\n".join(lines)
     print(table)
     older = older_runs(a.out)
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("# Training speed: trainer vs PyTorch vs the GEMM floor\n\n")
-        f.write("Written by `bench/train_speed.py` on %s (%s, %d cores, load average %s before "
+    page = []
+    page.append("# Training speed: trainer vs PyTorch vs the GEMM floor\n\n")
+    page.append("Written by `bench/train_speed.py` on %s (%s, %d cores, load average %s before "
                 "and %s after, %sPyTorch %s, %s). Best of %d "
                 "runs each; batch 128, momentum SGD, data in memory. MLP 784-256-256-10; "
                 "CNN conv 3x3 32 + pool, conv 3x3 64 + pool, dense 128, dense 10.\n\n"
                 % (datetime.date.today().isoformat(), cpu_model(), os.cpu_count(), load_before,
                    load_after, "quick run, " if a.quick else "", torch_version,
                    " ".join(blas.split()[:2]), a.repeats))
-        f.write(table + "\n")
-        f.write(NOTES)
-        if older:
-            f.write("\n%s\n\nEarlier runs of this benchmark, each on its day's machine and "
+    page.append(table + "\n")
+    page.append(NOTES)
+    if older:
+        page.append("\n%s\n\nEarlier runs of this benchmark, each on its day's machine and "
                     "code.\n\n%s\n" % (OLDER, "\n\n".join(older)))
-    print("wrote %s" % os.path.relpath(a.out, ROOT))
+    write_page(a.out, "".join(page))
 
 
 if __name__ == "__main__":

@@ -266,8 +266,10 @@ static const char *meant(const char *word, const char *const *names, size_t n, c
     return hint;
 }
 
+/* The replica types' names in TF_CONFIG (tf_type_parse's), for the hints. */
+static const char *const k_json_names[] = {"chief", "master", "worker", "ps", "evaluator"};
+
 static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errlen) {
-    static const char *const keys[] = {"chief", "master", "worker", "ps", "evaluator"};
     if (!json_is_object(cluster))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: cluster is not an object (found "
                         "%s)", tn_json_kind(cluster));
@@ -278,27 +280,19 @@ static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errl
     const char *key;
     json_t *list;
     json_object_foreach(cluster, key, list) {
-        int type;
-        if (!strcmp(key, "chief")) {
-            type = TF_CHIEF;
-        } else if (!strcmp(key, "master")) {
-            type = TF_CHIEF;
-            out->master = 1;
-        } else if (!strcmp(key, "worker")) {
-            type = TF_WORKER;
-        } else if (!strcmp(key, "ps")) {
-            type = TF_PS;
-        } else if (!strcmp(key, "evaluator")) {
+        int type = tf_type_parse(key);
+        if (type == TF_EVALUATOR)
             return tn_error(err, errlen, TN_EINVAL,
                             "TF_CONFIG: cluster.evaluator: the evaluator is never listed in "
                             "the cluster");
-        } else {
+        if (type < 0) {
             char hint[64];
             return tn_error(err, errlen, TN_EINVAL,
                             "TF_CONFIG: cluster.%s is not a replica type (expected chief, "
                             "master, worker or ps%s)",
-                            key, meant(key, keys, 4, hint, sizeof hint));
+                            key, meant(key, k_json_names, 4, hint, sizeof hint));
         }
+        if (!strcmp(key, "master")) out->master = 1;
         if (!json_is_array(list))
             return tn_error(err, errlen, TN_EINVAL,
                             "TF_CONFIG: cluster.%s is not an array of \"host:port\" strings "
@@ -318,7 +312,6 @@ static int parse_cluster(json_t *cluster, tf_config *out, char *err, size_t errl
 
 static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char *err,
                       size_t errlen) {
-    static const char *const names[] = {"chief", "master", "worker", "ps", "evaluator"};
     if (!task || json_is_null(task))
         return tn_error(err, errlen, TN_EINVAL, "TF_CONFIG: task is missing");
     if (!json_is_object(task))
@@ -334,32 +327,20 @@ static int parse_task(json_t *task, const json_t *cluster, tf_config *out, char 
     const char *ts = json_string_value(type);
     int has_chief_key = cluster && json_object_get(cluster, "chief") != NULL;
     int has_master_key = cluster && json_object_get(cluster, "master") != NULL;
-    if (!strcmp(ts, "chief")) {
-        if (has_master_key)
-            return tn_error(err, errlen, TN_EINVAL,
-                            "TF_CONFIG: task.type is \"chief\" but the cluster calls the chief "
-                            "\"master\"");
-        out->type = TF_CHIEF;
-    } else if (!strcmp(ts, "master")) {
-        if (has_chief_key)
-            return tn_error(err, errlen, TN_EINVAL,
-                            "TF_CONFIG: task.type is \"master\" but the cluster calls the chief "
-                            "\"chief\"");
-        out->type = TF_CHIEF;
-        out->master = 1;
-    } else if (!strcmp(ts, "worker")) {
-        out->type = TF_WORKER;
-    } else if (!strcmp(ts, "ps")) {
-        out->type = TF_PS;
-    } else if (!strcmp(ts, "evaluator")) {
-        out->type = TF_EVALUATOR;
-    } else {
+    int t = tf_type_parse(ts), master = !strcmp(ts, "master");
+    if (t < 0) {
         char hint[64];
         return tn_error(err, errlen, TN_EINVAL,
                         "TF_CONFIG: task.type \"%s\" is not a replica type (expected chief, "
                         "master, worker, ps or evaluator%s)",
-                        ts, meant(ts, names, 5, hint, sizeof hint));
+                        ts, meant(ts, k_json_names, 5, hint, sizeof hint));
     }
+    if (t == TF_CHIEF && (master ? has_chief_key : has_master_key))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "TF_CONFIG: task.type is \"%s\" but the cluster calls the chief \"%s\"",
+                        ts, master ? "chief" : "master");
+    out->type = t;
+    if (master) out->master = 1;
 
     json_t *index = json_object_get(task, "index");
     if (!index || json_is_null(index))

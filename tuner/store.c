@@ -515,32 +515,68 @@ static void *grow(void *list, size_t *cap, size_t n, size_t elem) {
     return tn_xrealloc(list, *cap * elem);
 }
 
-/* Reads one result row into *row (a zeroed st_study, st_trial, ...). */
-/* Fills row from st's current row: 0, or a negative TN_E* code with err when the row
- * holds what the tuner never writes (a store changed by other means). */
+/* Reads st's current row into row (a zeroed st_study, st_trial, ..., or what the
+ * caller passes along): 0, or a negative TN_E* code with err when the row holds what
+ * the tuner never writes (a store changed by other means). */
 typedef int (*row_reader)(sqlite3_stmt *st, void *row, char *err, size_t errlen);
 
-/* Steps st, whose binding returned brc, to its end, reading each row with fn into a
- * new element (elem bytes) of *list, which grows; *count rows were read. Finalises st.
- * On an error, *list holds what was read so far, for the caller to free. */
-static int read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op, size_t elem,
-                     row_reader fn, void **list, size_t *count, char *err, size_t errlen) {
-    size_t cap = 0;
+/* Steps st, whose binding returned brc, to its end, reading each row with fn(st, arg)
+ * until fn fails; finalises st. 0, fn's code, or a negative code with err. */
+static int each_row(st_store *s, sqlite3_stmt *st, int brc, const char *op, row_reader fn,
+                    void *arg, char *err, size_t errlen) {
     int src = brc, rc = 0;
-    *list = NULL;
-    *count = 0;
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            *list = grow(*list, &cap, *count, elem);
-            void *row = (char *)*list + *count * elem;
-            memset(row, 0, elem);
-            ++*count; /* even when it fails: the caller frees what was read */
-            if ((rc = fn(st, row, err, errlen)) != 0) break;
-        }
-    }
+    if (src == SQLITE_OK)
+        while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) rc = fn(st, arg, err, errlen);
     if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
     done(st);
     return rc;
+}
+
+/* What a list of rows is made of: the element's size, how one is read, and how what a
+ * read one holds is freed (on a part-read one too). */
+typedef struct row_kind {
+    size_t size;
+    row_reader read;
+    void (*clear)(void *row);
+} row_kind;
+
+/* Frees a list of n rows of the given kind (NULL: nothing). */
+static void free_rows(void *list, size_t n, const row_kind *kind) {
+    if (!list) return;
+    for (size_t i = 0; i < n; i++) kind->clear((char *)list + i * kind->size);
+    free(list);
+}
+
+/* A list read_rows is filling. */
+typedef struct row_list {
+    const row_kind *kind;
+    char *rows;
+    size_t cap, n;
+} row_list;
+
+static int list_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    row_list *l = arg;
+    l->rows = grow(l->rows, &l->cap, l->n, l->kind->size);
+    void *row = l->rows + l->n * l->kind->size;
+    memset(row, 0, l->kind->size);
+    l->n++; /* even when it fails: what it read is freed */
+    return l->kind->read(st, row, err, errlen);
+}
+
+/* Steps st, whose binding returned brc, to its end, reading each row into a new element
+ * of a list of the given kind; finalises st. Returns the list (NULL for none), *n its
+ * rows, and *rc 0; on an error NULL, *n 0 and *rc a negative code with err, what was
+ * read freed. */
+static void *read_rows(st_store *s, sqlite3_stmt *st, int brc, const char *op,
+                       const row_kind *kind, size_t *n, int *rc, char *err, size_t errlen) {
+    row_list l = {.kind = kind};
+    if ((*rc = each_row(s, st, brc, op, list_row, &l, err, errlen))) {
+        free_rows(l.rows, l.n, kind);
+        l.rows = NULL;
+        l.n = 0;
+    }
+    *n = l.n;
+    return l.rows;
 }
 
 /* Steps a bound statement (brc: the result of binding) that returns one row (an
@@ -1012,6 +1048,10 @@ static int read_study(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
+static void clear_study(void *row) { st_study_clear(row); }
+
+static const row_kind study_rows = {sizeof(st_study), read_study, clear_study};
+
 int st_study_create(st_store *s, const char *name, const char *spec_json, int64_t seed,
                     st_study_state state, int64_t *id, char *err, size_t errlen) {
     assert(s && name && spec_json && (unsigned)state < ST_STUDY_NSTATES);
@@ -1050,14 +1090,7 @@ int st_study_list(st_store *s, st_study **out, size_t *n, char *err, size_t errl
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_STUDY_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, SQLITE_OK, op, sizeof(st_study), read_study, &list, &count, err, errlen);
-    if (rc) st_studies_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, SQLITE_OK, op, &study_rows, n, &rc, err, errlen);
     return rc;
 }
 
@@ -1084,11 +1117,7 @@ void st_study_clear(st_study *st) {
     memset(st, 0, sizeof *st);
 }
 
-void st_studies_free(st_study *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) st_study_clear(&list[i]);
-    free(list);
-}
+void st_studies_free(st_study *list, size_t n) { free_rows(list, n, &study_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Trials
@@ -1161,19 +1190,9 @@ static int read_trial(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
-/* The trials st returns (brc: its binding's result), into *out and *n (yours). */
-static int read_trials(st_store *s, sqlite3_stmt *st, int brc, const char *op, st_trial **out,
-                       size_t *n, char *err, size_t errlen) {
-    void *list;
-    size_t count;
-    int rc = read_rows(s, st, brc, op, sizeof(st_trial), read_trial, &list, &count, err, errlen);
-    if (rc) st_trials_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
-    return rc;
-}
+static void clear_trial(void *row) { st_trial_clear(row); }
+
+static const row_kind trial_rows = {sizeof(st_trial), read_trial, clear_trial};
 
 int st_trial_create(st_store *s, int64_t study_id, const char *params_json,
                     st_trial_state state, int64_t *number, char *err, size_t errlen) {
@@ -1234,7 +1253,8 @@ int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    return read_trials(s, st, bind(st, "i", study_id), op, out, n, err, errlen);
+    *out = read_rows(s, st, bind(st, "i", study_id), op, &trial_rows, n, &rc, err, errlen);
+    return rc;
 }
 
 int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
@@ -1286,6 +1306,14 @@ int st_trial_update(st_store *s, const st_trial *t, char *err, size_t errlen) {
     return tx_end(s, rc, op, err, errlen);
 }
 
+static int count_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    int64_t *counts = arg;
+    int i = st_trial_state_parse((const char *)sqlite3_column_text(st, 0));
+    if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
+    (void)err, (void)errlen;
+    return 0;
+}
+
 int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTATES], char *err,
                     size_t errlen) {
     assert(s && counts);
@@ -1295,16 +1323,7 @@ int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTAT
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_COUNTS, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int i = st_trial_state_parse((const char *)sqlite3_column_text(st, 0));
-            if (i >= 0) counts[i] = sqlite3_column_int64(st, 1);
-        }
-    }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    return each_row(s, st, bind(st, "i", study_id), op, count_row, counts, err, errlen);
 }
 
 void st_trial_clear(st_trial *t) {
@@ -1315,11 +1334,7 @@ void st_trial_clear(st_trial *t) {
     memset(t, 0, sizeof *t);
 }
 
-void st_trials_free(st_trial *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) st_trial_clear(&list[i]);
-    free(list);
-}
+void st_trials_free(st_trial *list, size_t n) { free_rows(list, n, &trial_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Measurements and events
@@ -1354,6 +1369,15 @@ static int read_measurement(sqlite3_stmt *st, void *row, char *err, size_t errle
     return 0;
 }
 
+static void clear_measurement(void *row) {
+    st_measurement *m = row;
+    free(m->replica);
+    free(m->metrics);
+}
+
+static const row_kind measurement_rows = {sizeof(st_measurement), read_measurement,
+                                          clear_measurement};
+
 int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measurement **out,
                         size_t *n, char *err, size_t errlen) {
     assert(s && out && n);
@@ -1365,25 +1389,13 @@ int st_measurement_list(st_store *s, int64_t study_id, int64_t trial, st_measure
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_MEASUREMENT_LIST, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, bind(st, "ii", study_id, trial), op, sizeof(st_measurement),
-                   read_measurement, &list, &count, err, errlen);
-    if (rc) st_measurements_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, bind(st, "ii", study_id, trial), op, &measurement_rows, n, &rc,
+                     err, errlen);
     return rc;
 }
 
 void st_measurements_free(st_measurement *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].replica);
-        free(list[i].metrics);
-    }
-    free(list);
+    free_rows(list, n, &measurement_rows);
 }
 
 int st_event_add(st_store *s, int64_t study_id, int64_t trial, const st_event *e, char *err,
@@ -1423,6 +1435,15 @@ static int read_event(sqlite3_stmt *st, void *row, char *err, size_t errlen) {
     return 0;
 }
 
+static void clear_event(void *row) {
+    st_event *e = row;
+    free(e->replica);
+    free(e->kind);
+    free(e->detail);
+}
+
+static const row_kind event_rows = {sizeof(st_event), read_event, clear_event};
+
 int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, size_t *n,
                   char *err, size_t errlen) {
     assert(s && out && n);
@@ -1435,27 +1456,12 @@ int st_event_list(st_store *s, int64_t study_id, int64_t trial, st_event **out, 
     int all = trial < 0; /* every event of the study, its trials' included */
     int rc = prep(s, all ? Q_EVENT_LIST_STUDY : Q_EVENT_LIST_TRIAL, &st, op, err, errlen);
     if (rc) return rc;
-    void *list;
-    size_t count;
-    rc = read_rows(s, st, all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial), op,
-                   sizeof(st_event), read_event, &list, &count, err, errlen);
-    if (rc) st_events_free(list, count);
-    else {
-        *out = list;
-        *n = count;
-    }
+    *out = read_rows(s, st, all ? bind(st, "i", study_id) : bind(st, "ii", study_id, trial), op,
+                     &event_rows, n, &rc, err, errlen);
     return rc;
 }
 
-void st_events_free(st_event *list, size_t n) {
-    if (!list) return;
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].replica);
-        free(list[i].kind);
-        free(list[i].detail);
-    }
-    free(list);
-}
+void st_events_free(st_event *list, size_t n) { free_rows(list, n, &event_rows); }
 
 /* ---------------------------------------------------------------------------------
  * Reads for the dashboard
@@ -1522,9 +1528,6 @@ int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *fou
     return 0;
 }
 
-/* Steps a bound statement (brc: the result of binding) and appends its trial rows to
- * *out / *n; resets it. */
-
 int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit,
                      st_trial **out, size_t *n, char *err, size_t errlen) {
     assert(s && out && n);
@@ -1535,7 +1538,9 @@ int st_trial_changes(st_store *s, int64_t study_id, int64_t after, int64_t limit
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_CHANGES, &st, op, err, errlen);
     if (rc) return rc;
-    return read_trials(s, st, bind(st, "iii", study_id, after, limit), op, out, n, err, errlen);
+    *out = read_rows(s, st, bind(st, "iii", study_id, after, limit), op, &trial_rows, n, &rc,
+                     err, errlen);
+    return rc;
 }
 
 int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int64_t offset,
@@ -1560,7 +1565,8 @@ int st_trial_page(st_store *s, int64_t study_id, int sort, unsigned states, int6
     int brc = sort == ST_SORT_DURATION || sort == ST_SORT_DURATION_DESC
                   ? bind(st, "iiiir", study_id, (int64_t)states, limit, offset, now_s)
                   : bind(st, "iiii", study_id, (int64_t)states, limit, offset);
-    return read_trials(s, st, brc, op, out, n, err, errlen);
+    *out = read_rows(s, st, brc, op, &trial_rows, n, &rc, err, errlen);
+    return rc;
 }
 
 /* Where st_trial_best's row goes. */
@@ -1605,6 +1611,19 @@ int st_trial_span(st_store *s, int64_t study_id, double *first_start, double *la
     return 0;
 }
 
+/* Where st_trial_outcomes's rows go. */
+typedef struct outcome_sink {
+    void (*fn)(void *ctx, int64_t number, double objective);
+    void *ctx;
+} outcome_sink;
+
+static int outcome_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const outcome_sink *o = arg;
+    o->fn(o->ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1));
+    (void)err, (void)errlen;
+    return 0;
+}
+
 int st_trial_outcomes(st_store *s, int64_t study_id,
                       void (*fn)(void *ctx, int64_t number, double objective), void *ctx,
                       char *err, size_t errlen) {
@@ -1614,13 +1633,29 @@ int st_trial_outcomes(st_store *s, int64_t study_id,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_OUTCOMES, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK)
-        while ((src = sqlite3_step(st)) == SQLITE_ROW)
-            fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1));
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    outcome_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "i", study_id), op, outcome_row, &o, err, errlen);
+}
+
+/* Where st_trial_states's rows go. */
+typedef struct state_sink {
+    void (*fn)(void *ctx, int64_t number, st_trial_state state);
+    void *ctx;
+    int64_t study_id;
+} state_sink;
+
+static int state_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const state_sink *o = arg;
+    int64_t number = sqlite3_column_int64(st, 0);
+    int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 1));
+    if (state < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "trial %lld of study %lld", (long long)number,
+                 (long long)o->study_id);
+        return bad_state(what, st, 1, err, errlen);
+    }
+    o->fn(o->ctx, number, (st_trial_state)state);
+    return 0;
 }
 
 int st_trial_states(st_store *s, int64_t study_id,
@@ -1632,50 +1667,31 @@ int st_trial_states(st_store *s, int64_t study_id,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_TRIAL_STATES, &st, op, err, errlen);
     if (rc) return rc;
-    int src = bind(st, "i", study_id);
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            int64_t number = sqlite3_column_int64(st, 0);
-            int state = st_trial_state_parse((const char *)sqlite3_column_text(st, 1));
-            if (state < 0) {
-                char what[96];
-                snprintf(what, sizeof what, "trial %lld of study %lld", (long long)number,
-                         (long long)study_id);
-                rc = bad_state(what, st, 1, err, errlen);
-                break;
-            }
-            fn(ctx, number, (st_trial_state)state);
-        }
-    }
-    if (!rc && src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+    state_sink o = {fn, ctx, study_id};
+    return each_row(s, st, bind(st, "i", study_id), op, state_row, &o, err, errlen);
 }
 
-/* Runs a bound points query (brc: the result of binding), calling fn per row. */
-static int read_points(st_store *s, sqlite3_stmt *st, int brc, const char *op,
-                       void (*fn)(void *ctx, const st_point *p), void *ctx, char *err,
-                       size_t errlen) {
-    int src = brc, rc = 0;
-    if (src == SQLITE_OK) {
-        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-            const unsigned char *replica = sqlite3_column_text(st, 2);
-            st_point p = {.trial = sqlite3_column_int64(st, 0),
-                          .step = sqlite3_column_int64(st, 1),
-                          .replica = replica ? (const char *)replica : "",
-                          .timestamp = sqlite3_column_double(st, 3),
-                          .seq = sqlite3_column_int64(st, 4),
-                          .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL,
-                          .attempt = sqlite3_column_type(st, 6) == SQLITE_NULL
-                                         ? 0
-                                         : sqlite3_column_int(st, 6)};
-            p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
-            fn(ctx, &p);
-        }
-    }
-    if (src != SQLITE_DONE) rc = fail(s, src, op, err, errlen);
-    done(st);
-    return rc;
+/* Where a points query's rows go. */
+typedef struct point_sink {
+    void (*fn)(void *ctx, const st_point *p);
+    void *ctx;
+} point_sink;
+
+static int point_row(sqlite3_stmt *st, void *arg, char *err, size_t errlen) {
+    const point_sink *o = arg;
+    const unsigned char *replica = sqlite3_column_text(st, 2);
+    st_point p = {.trial = sqlite3_column_int64(st, 0),
+                  .step = sqlite3_column_int64(st, 1),
+                  .replica = replica ? (const char *)replica : "",
+                  .timestamp = sqlite3_column_double(st, 3),
+                  .seq = sqlite3_column_int64(st, 4),
+                  .has_value = sqlite3_column_type(st, 5) != SQLITE_NULL,
+                  .attempt =
+                      sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 6)};
+    p.value = p.has_value ? sqlite3_column_double(st, 5) : 0;
+    o->fn(o->ctx, &p);
+    (void)err, (void)errlen;
+    return 0;
 }
 
 int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t after,
@@ -1687,8 +1703,9 @@ int st_points_since(st_store *s, int64_t study_id, const char *metric, int64_t a
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_POINTS_SINCE, &st, op, err, errlen);
     if (rc) return rc;
-    return read_points(s, st, bind(st, "itii", study_id, metric, after, limit), op, fn, ctx,
-                       err, errlen);
+    point_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "itii", study_id, metric, after, limit), op, point_row, &o,
+                    err, errlen);
 }
 
 int st_points_all(st_store *s, int64_t study_id, const char *metric,
@@ -1700,7 +1717,8 @@ int st_points_all(st_store *s, int64_t study_id, const char *metric,
     sqlite3_stmt *st = NULL;
     int rc = prep(s, Q_POINTS_ALL, &st, op, err, errlen);
     if (rc) return rc;
-    return read_points(s, st, bind(st, "it", study_id, metric), op, fn, ctx, err, errlen);
+    point_sink o = {fn, ctx};
+    return each_row(s, st, bind(st, "it", study_id, metric), op, point_row, &o, err, errlen);
 }
 
 /* ---------------------------------------------------------------------------------

@@ -60,6 +60,23 @@ def write(p, text):
     os.replace(tmp, p)
 
 
+def injected(command, once=False):
+    """Whether the test made command fail (<command>_fail): prints the file to
+    stderr; with once, removes it."""
+    fail = read(path(command + "_fail"), None)
+    if fail is None:
+        return False
+    if once:
+        os.remove(path(command + "_fail"))
+    sys.stderr.write(fail)
+    return True
+
+
+def job_ids():
+    """The jobs sbatch made, unordered."""
+    return os.listdir(path("jobs")) if os.path.isdir(path("jobs")) else []
+
+
 def job_state(jid):
     parts = read(path("jobs", jid)).strip().split("|")
     return parts if len(parts) == 4 else None
@@ -154,9 +171,7 @@ def scontrol(args):
 
 
 def squeue(args):
-    fail = read(path("squeue_fail"), None)
-    if fail is not None:
-        sys.stderr.write(fail)
+    if injected("squeue"):
         return 1
     ids = None
     for i, a in enumerate(args):
@@ -167,8 +182,7 @@ def squeue(args):
     fmt = opt(args, "--format", "%i|%T|%r|%N|%S")
     name = opt(args, "--name")
     listed = 0
-    known = sorted(os.listdir(path("jobs")), key=int) if os.path.isdir(path("jobs")) else []
-    for jid in known:
+    for jid in sorted(job_ids(), key=int):
         if ids is not None and jid not in ids:
             continue
         st = job_state(jid)
@@ -198,15 +212,12 @@ def kill_job(jid):
 
 
 def scancel(args):
-    fail = read(path("scancel_fail"), None)
-    if fail is not None:  # fails once
-        os.remove(path("scancel_fail"))
-        sys.stderr.write(fail)
+    if injected("scancel", once=True):
         return 1
     name = opt(args, "--name")
     targets = []
     if name:
-        for jid in os.listdir(path("jobs")) if os.path.isdir(path("jobs")) else []:
+        for jid in job_ids():
             st = job_state(jid)
             if st and st[3] == name:
                 targets.append(jid)
@@ -220,9 +231,7 @@ def scancel(args):
 
 
 def sinfo(args):
-    fail = read(path("sinfo_fail"), None)
-    if fail is not None:
-        sys.stderr.write(fail)
+    if injected("sinfo"):
         return 1
     sys.stdout.write(read(path("sinfo"), "debug*|4|4000|(null)|3\n"))
     return 0
