@@ -471,7 +471,11 @@ static int get_trial(loop *L, int64_t number, st_trial *row, char *err, size_t e
     int found;
     int rc = st_trial_get(L->st, L->study->id, number, row, &found, err, errlen);
     if (rc == 0 && !found)
-        rc = tn_error(err, errlen, TN_EIO, "a running trial vanished from the store");
+        rc = tn_error(err, errlen, TN_EIO,
+                      "trial %lld of study %s is no longer in the store, which this run "
+                      "created it in: was the store file replaced or edited while the study "
+                      "ran? hint: 'tuner resume %s' runs again what is left",
+                      (long long)number, L->study->name, L->study->name);
     return rc;
 }
 
