@@ -54,6 +54,7 @@
 #define BO_REFINE_STEP 0.05     /* Nelder-Mead's initial simplex size */
 #define BO_REFINE_TOL 1e-4      /* ... and its final size */
 #define BO_REFINE_ITERS 100     /* ... and its iterations (fewer past 100 trials) */
+#define BO_SWEEP_ROUNDS 3       /* rounds of moving each category to its best */
 #define BO_MIN_REFINE_ITERS 20
 #define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
 #define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
@@ -99,8 +100,9 @@ typedef struct enc {
     size_t D;                /* encoded coordinates */
     size_t *off;             /* (P) each parameter's first coordinate */
     int conditional;         /* the space has conditional parameters */
-    size_t *group;           /* (D) the GP lengthscale of each coordinate: its own, but
-                                a conditional ordinal's two share one */
+    size_t *group;           /* (D) the GP lengthscale of each coordinate: one per
+                                parameter, shared by a CATEGORICAL's one-hot and by a
+                                conditional ordinal's two */
     size_t ngroups;
 } enc;
 
@@ -125,11 +127,8 @@ static void enc_init(enc *e, const sp_space *s) {
     e->ngroups = 0;
     for (size_t i = 0; i < s->n; i++) {
         const sp_param *p = &s->params[i];
-        if (p->type != SP_CATEGORICAL && p->conditional) {
-            e->group[e->off[i]] = e->group[e->off[i] + 1] = e->ngroups++;
-        } else {
-            for (size_t j = 0; j < enc_width(p); j++) e->group[e->off[i] + j] = e->ngroups++;
-        }
+        size_t g = e->ngroups++;
+        for (size_t j = 0; j < enc_width(p); j++) e->group[e->off[i] + j] = g;
     }
 }
 
@@ -142,10 +141,10 @@ static void enc_clear(enc *e) {
  * parameters NaN. Snapped (relaxed = 0): each ordinal coordinate is the one of the
  * legal value u decodes to, so the model scores what would be suggested; relaxed: u
  * itself (for the local optimiser). A CATEGORICAL is always the one-hot of its
- * bucket. Which parameters are active follows from the decoded values of their
+ * bucket, of height BO_ONEHOT. Which parameters are active follows from the decoded values of their
  * parents, so u's coordinates of inactive parameters are never read. An inactive
- * parameter is the origin of its coordinates: for a CATEGORICAL no category (one
- * coordinate away from each category), for a conditional ordinal the centre of the
+ * parameter is the origin of its coordinates: for a CATEGORICAL no category
+ * (BO_ONEHOT from each category), for a conditional ordinal the centre of the
  * arc (cos(A t), sin(A t)), t in [0, 1], that its unit values map to: the same
  * distance 1 from every value, which is the distance between the range's two ends.
  * The space's conditions must be well formed (sp_conditions_ok). */
@@ -162,7 +161,7 @@ static void enc_unit(const enc *e, const double *u, int relaxed, double *x, doub
         vs[i] = sp_from_unit(p, u[i]);
         if (p->type == SP_CATEGORICAL) {
             size_t c = (size_t)vs[i];
-            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? 1.0 : 0.0;
+            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? BO_ONEHOT : 0.0;
             continue;
         }
         double t = relaxed ? clamp01(u[i]) : sp_to_unit(p, vs[i]);
@@ -455,7 +454,7 @@ typedef struct acq {
     double *x;               /* (D) scratch */
     double *vs;              /* (P) scratch: the decoded values */
     double *u;               /* (P) the point being refined */
-    const size_t *free_dims; /* the coordinates Nelder-Mead moves */
+    size_t *free_dims;       /* the coordinates Nelder-Mead moves */
     size_t nfree;
 } acq;
 
@@ -535,6 +534,54 @@ done:
     gsl_vector_free(t);
     if (mm) gsl_multimin_fminimizer_free(mm);
     return rc;
+}
+
+/* Moves each CATEGORICAL parameter of u (P) in turn to the category where the
+ * acquisition (relaxed, the other coordinates held) is largest, round after round
+ * until a round moves none or BO_SWEEP_ROUNDS have run: Nelder-Mead cannot move a
+ * category, and the candidates' Gaussian steps seldom leave one, so without it the
+ * categories of a study stay those of its best early points. A parameter inactive at
+ * u never moves (every category scores the same). Returns whether u changed. */
+static int sweep_categories(acq *a, double *u) {
+    const sp_space *s = a->e->s;
+    double cur = acq_at(a, u, 1);
+    int changed = 0;
+    for (int r = 0; r < BO_SWEEP_ROUNDS; r++) {
+        int moved = 0;
+        for (size_t i = 0; i < a->e->P; i++) {
+            const sp_param *p = &s->params[i];
+            if (p->type != SP_CATEGORICAL) continue;
+            double was = u[i], best_u = was;
+            size_t at = (size_t)sp_from_unit(p, was);
+            for (size_t c = 0; c < p->ncategories; c++) {
+                if (c == at) continue;
+                u[i] = sp_to_unit(p, (double)c);
+                double v = acq_at(a, u, 1);
+                if (v > cur) {
+                    cur = v;
+                    best_u = u[i];
+                }
+            }
+            u[i] = best_u;
+            moved |= best_u != was;
+        }
+        if (!moved) break;
+        changed = 1;
+    }
+    return changed;
+}
+
+/* Points a->free_dims at the ordinal parameters active at u (P): those Nelder-Mead
+ * moves. v (P) is scratch. */
+static void free_ordinals(acq *a, const double *u, double *v) {
+    const sp_space *s = a->e->s;
+    decode(s, u, v);
+    a->nfree = 0;
+    for (size_t i = 0; i < a->e->P; i++) {
+        if (s->params[i].type != SP_CATEGORICAL && !isnan(v[i])) {
+            a->free_dims[a->nfree++] = i;
+        }
+    }
 }
 
 /* ---- The sampler ---- */
@@ -666,8 +713,8 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
     n = keep_subset(X, z, uobs, n, D, P, mp, use_key(seed, index, USE_SUBSET));
 
     int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
-    gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT),
-                         e.conditional ? e.group : NULL, e.conditional ? e.ngroups : 0};
+    gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT), e.group,
+                         e.ngroups};
     int frc = fit_chosen(X, z, n, D, &fo, &gp, NULL, log, sizeof log);
     if (frc != 0) {
         set_note(note, notelen, "the Gaussian process could not be fitted (%s): random "
@@ -771,13 +818,15 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
             found = 1;
         }
         refined++;
-        /* Nelder-Mead moves the ordinal parameters active at the candidate. */
-        a.nfree = 0;
-        for (size_t i = 0; i < P; i++) {
-            if (s->params[i].type != SP_CATEGORICAL && !isnan(v[i])) free_dims[a.nfree++] = i;
-        }
+        /* Nelder-Mead moves the ordinal parameters active at the candidate; then the
+         * categories move, and if one did, Nelder-Mead again from there. */
         memcpy(u, q, P * sizeof *u);
+        free_ordinals(&a, u, w);
         if (refine(&a, u, iters) != 0) continue;
+        if (sweep_categories(&a, u)) {
+            free_ordinals(&a, u, w);
+            (void)refine(&a, u, iters); /* u stays the sweep's if it cannot start */
+        }
         double sc = acq_at(&a, u, 0);
         decode(s, u, v);
         if (sc > win && !taken_has(t, s, v, w)) {

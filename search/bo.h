@@ -72,10 +72,17 @@ typedef struct bo_options {
 int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t index,
                const bo_options *opt, double *out, char *note, size_t notelen);
 
+/* The height of a CATEGORICAL's one-hot in the encoding (bo_encode): two categories
+ * are BO_ONEHOT * sqrt(2) apart, so that under the GP's lengthscale prior (about 0.5)
+ * they share nearly all they know until the fit shortens that parameter's lengthscale
+ * (docs/bayesian-optimisation.md, "Encoding"). */
+#define BO_ONEHOT 0.02
+
 /* The Gaussian process's view of the point v of s (legal values as the samplers write
  * them, inactive parameters NaN): its D coordinates into x (D values; may be NULL, and
  * so may v), and into group (D values; may be NULL) the lengthscale of each, equal
- * for coordinates that share one (the two of a conditional ordinal parameter).
+ * for coordinates that share one (a parameter's: a CATEGORICAL's one-hot, the two of
+ * a conditional ordinal parameter).
  * Returns D, which depends on s alone, or 0 (nothing written) when s is NULL or its
  * conditions are malformed (sp_conditions_ok). For tests and for explaining the model:
  * the encoding is in docs/bayesian-optimisation.md, "Encoding" and "Conditional
