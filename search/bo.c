@@ -40,8 +40,9 @@
 #include "common/status.h"
 #include "search/gp.h"
 
-#define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this to a pending or
-                                   failed trial's are "the same" (unit coordinates) */
+#define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this to a failed or
+                                   stopped trial's are "the same" (unit coordinates);
+                                   a pending one's radius is at most this */
 #define BO_SAME_TOL_MEASURED 1e-5 /* ... to a measured trial's (larger would stop the
                                    refinement of an optimum short) */
 #define BO_CANDIDATES 2048      /* quasi-random candidates (a power of two for Sobol) */
@@ -211,7 +212,9 @@ size_t bo_encode(const sp_space *s, const double *v, double *x, size_t *group) {
  * equal to one of them would waste a trial. */
 typedef struct taken {
     double *u;               /* (m, P) */
-    double *tol;             /* (m) BO_SAME_TOL_MEASURED or BO_SAME_TOL */
+    double *tol;             /* (m) BO_SAME_TOL_MEASURED or BO_SAME_TOL; a pending
+                                trial's is -1: pending_tol */
+    double pending_tol;      /* BO_SAME_TOL until the model sets it (pending_radius) */
     size_t m;
 } taken;
 
@@ -226,9 +229,10 @@ static void taken_init(taken *t, const sp_space *s, const sp_history *h) {
         unit_of_values(s, tr->values, t->u + t->m * s->n);
         t->tol[t->m] = tr->state == SP_COMPLETE && tr->has_objective && isfinite(tr->objective)
                            ? BO_SAME_TOL_MEASURED
-                           : BO_SAME_TOL;
+                           : tr->state == SP_PENDING ? -1.0 : BO_SAME_TOL;
         t->m++;
     }
+    t->pending_tol = BO_SAME_TOL;
 }
 
 /* Whether the legal values v equal a taken point: countable parameters equal, DOUBLE
@@ -239,10 +243,11 @@ static int taken_has(const taken *t, const sp_space *s, const double *v, double 
     unit_of_values(s, v, scratch);
     for (size_t k = 0; k < t->m; k++) {
         const double *w = t->u + k * s->n;
+        double tol = t->tol[k] < 0.0 ? t->pending_tol : t->tol[k];
         size_t i = 0;
         for (; i < s->n; i++) {
             if (s->params[i].type == SP_DOUBLE) {
-                if (!(fabs(scratch[i] - w[i]) < t->tol[k])) break;
+                if (!(fabs(scratch[i] - w[i]) < tol)) break;
             } else if (scratch[i] != w[i]) {
                 break;
             }
@@ -669,10 +674,32 @@ static size_t keep_subset(double *X, double *z, double *uobs, size_t n, size_t D
     return out;
 }
 
+/* How close (in unit coordinates, on every DOUBLE parameter) a suggestion may come
+ * to a pending trial: the distance at which the fitted GP can no longer tell the two
+ * points apart through its noise. For Matern 5/2, 1 - k(r) / s2 ~ (5/6) r^2 at small
+ * scaled distance r, which equals s2n / s2 at r = sqrt(1.2 s2n / s2); times the
+ * shortest lengthscale of a DOUBLE parameter, and kept within [BO_SAME_TOL_MEASURED,
+ * BO_SAME_TOL]. A noise-free objective refines near a running trial (the last digits
+ * of an optimum); a noisy one keeps its running trials apart. */
+static double pending_radius(const enc *e, const gp_model *gp) {
+    gp_hyper hy;
+    double jitter, ll;
+    gp_get_hyper(gp, &hy, &jitter, &ll);
+    double lmin = HUGE_VAL;
+    for (size_t i = 0; i < e->P; i++) {
+        if (e->s->params[i].type != SP_DOUBLE) continue;
+        double l = exp(hy.log_lengthscale[e->group[e->off[i]]]);
+        if (l < lmin) lmin = l;
+    }
+    double r = lmin * sqrt(1.2 * exp(hy.log_noise_var - hy.log_signal_var));
+    if (!(r > BO_SAME_TOL_MEASURED)) return BO_SAME_TOL_MEASURED;
+    return r < BO_SAME_TOL ? r : BO_SAME_TOL;
+}
+
 /* The model path: fits, believes the pending trials, maximises the acquisition and
  * writes the winner to out. Returns 0, or -1 with *note set when the caller should
  * fall back to random. */
-static int model_point(const sp_space *s, const sp_history *h, const taken *t,
+static int model_point(const sp_space *s, const sp_history *h, taken *t,
                        uint64_t seed, uint64_t index, const bo_options *o, double *out,
                        char *note, size_t notelen) {
     enc e;
@@ -722,6 +749,8 @@ static int model_point(const sp_space *s, const sp_history *h, const taken *t,
         rc = -1;
         goto done;
     }
+
+    t->pending_tol = pending_radius(&e, gp);
 
     /* Pending trials: each is observed at a believed value, and the model is rebuilt
      * with the fitted hyperparameters. Kriging believer (the default): the model's

@@ -420,6 +420,45 @@ static void test_parallel_distinct(void) {
     sp_space_clear(&s);
 }
 
+/* How near a running trial a suggestion may come follows the model's noise: on a
+ * noise-free 1-D quadratic measured densely around its optimum, with the suggested
+ * point running, the next suggestions refine within 1e-3 of it (the last digits of
+ * the optimum; a fixed 1e-3 box around running trials forbids that); with the same
+ * points measured with noise of sd 0.01, they keep more than 1e-3 from every running
+ * trial. Both stay more than 1e-5 (the measured trials' tolerance) apart. */
+static void dense_quad_history(double noise_sd, uint64_t seed) {
+    tn_rng g;
+    tn_rng_seed(&g, seed);
+    study_reset(1);
+    for (int k = 0; k < 25; k++) {
+        double x = k < 10 ? 0.05 + 0.1 * k : 0.30 + 0.01 * (k - 10);
+        study_add(&x, 1, SP_COMPLETE, -quad(x) + noise_sd * tn_rng_normal(&g));
+    }
+}
+
+static void test_pending_radius(void) {
+    sp_space s;
+    make_unit_space(&s, 1);
+    for (int noisy = 0; noisy <= 1; noisy++) {
+        dense_quad_history(noisy ? 0.01 : 0.0, 7);
+        double x[4], nearest = HUGE_VAL;
+        for (int k = 0; k < 4; k++) {
+            CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, 30 + (uint64_t)k, NULL, &x[k], NULL, 0), 0);
+            for (int j = 0; j < k; j++) nearest = fmin(nearest, fabs(x[k] - x[j]));
+            study_add(&x[k], 1, SP_PENDING, NAN);
+        }
+        printf("  %s: suggestions %.6f %.6f %.6f %.6f, nearest pair %.2g\n",
+               noisy ? "noisy" : "noise-free", x[0], x[1], x[2], x[3], nearest);
+        CHECK_MSG(nearest > 1e-5, "nearest pair %g", nearest);
+        if (noisy) {
+            CHECK_MSG(nearest > 1e-3, "noisy: nearest pair %g", nearest);
+        } else {
+            CHECK_MSG(nearest < 1e-3, "noise-free: nearest pair %g", nearest);
+        }
+    }
+    sp_space_clear(&s);
+}
+
 /* The constant liars (bo_options.pending): 8 suggestions in a row, each pending
  * during the next, around a measured incumbent near the 2-D bowl's optimum. Each is
  * legal and distinct; the liar at the worst value spreads them further than the
@@ -1017,6 +1056,7 @@ int main(void) {
     RUN(test_warp_choice);
     RUN(test_model_subset);
     RUN(test_parallel_distinct);
+    RUN(test_pending_radius);
     RUN(test_pending_liars);
     RUN(test_failed_ignored);
     RUN(test_stopped_not_modelled);
