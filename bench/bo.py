@@ -643,13 +643,29 @@ suggestion instead of 1e-3, which had stopped the refinement of mixed's lr short
 ## The subset's quality cost (measured by hand, not by this run)
 
 Past 500 measured trials ours builds its GP on 500 of them (the best 250 and 250 drawn
-at random). A study of 5,000 trials is too long for this machine, so the cost was
-measured with the subset at half the data instead: `bench_bo --function=hartmann6
---algo=bo --seeds=10 --model_points=50` (100 trials) against `--model_points=0` (every
-trial), 2026-11-24, AMD EPYC. Median [quartiles] final regret: 4.45e-05 [2.26e-05,
-0.119] with the subset, 4.76e-06 [2.02e-06, 0.119] without; 4 of 10 studies end in the
-local minimum (regret 0.119) either way. With half the data ours is still below
-GPSampler's median on all the data (9.0e-05 to 9.5e-05 in the runs of 2026-11-24).
+at random). A study of 5,000 trials is too long for this machine; the cost was
+measured twice instead (2026-11-24, AMD EPYC):
+
+- At 1,000 trials, where the default subset models half the data: `bench_bo
+  --function=F --algo=bo --seeds=5 --trials=1000` against the same with
+  `--model_points=1000` (every trial). mixed20: median best 9.34e-05 after 1,000
+  trials with the subset, 8.0e-05 with every trial (both 9.34e-05 at trial 500, where
+  the two studies are still the same; the seeds: 9.34e-05, 9.47e-05, 1.24e-04,
+  4.72e-05, 5.87e-05 with the subset, 9.34e-05, 9.08e-05, 2.35e-05, 4.72e-05, 8.0e-05
+  without); 96 ms and 118 ms a suggestion past trial 500. ackley10: 2.58 either way,
+  no seed improving after trial 500 (each sits in one of ackley's local minima); 30 and
+  64 ms a suggestion.
+- At 100 trials with a subset of 50: `bench_bo --function=hartmann6 --algo=bo
+  --seeds=10 --model_points=50` against `--model_points=0`. Median [quartiles] final
+  regret: 4.45e-05 [2.26e-05, 0.119] with the subset, 4.76e-06 [2.02e-06, 0.119]
+  without; 4 of 10 studies end in the local minimum (regret 0.119) either way. With
+  half the data ours is still below GPSampler's median on all the data (9.0e-05 to
+  9.5e-05 in the runs of 2026-11-24).
+
+So the subset costs precision in the last digits (a factor of about 1.2 on mixed20 at
+1,000 trials, 10 on hartmann6's 1e-5 scale at 100 trials with a subset of 50), not
+the region of the optimum. At 5,000 trials it models a tenth of the data; that ratio
+was not measured.
 """
 
 NOTES = """
