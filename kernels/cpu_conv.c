@@ -18,6 +18,13 @@
  *             dW_g += dz col^T (or dW_g^T += col dz^T);  dcol = W^T dz (into col);
  *             dx = col2im(dcol)
  *
+ * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
+ * are in docs/benchmarks/train-speed.md) make z, and dx, by Winograd F(2x2,3x3) instead
+ * (see the notes above cc_wino_filter): the filters transformed once a call, then per
+ * chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs (f, c) x (c, tiles) (or
+ * (c, f) x (f, tiles)), and the results' tiles transformed back into z (or dx): 2.25x
+ * fewer multiplications than im2col's product. dW stays im2col's product.
+ *
  * then dW = dW_0 + ... + dW_{G-1} and db likewise, in group order, so the result does
  * not depend on which thread ran which group nor on how many threads there were. Each
  * GEMM is OpenBLAS's on the group's thread: a layer's big products become many products
@@ -35,7 +42,9 @@
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
  * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
  * compute, except that dW and db are summed per group first (and per chunk in eight
- * lanes by the AVX2 unpooling).
+ * lanes by the AVX2 unpooling). Winograd's z and dx are the same sums in another order
+ * through the transforms, with float errors of the same order (tests/kernels:
+ * test_conv_block_winograd); they too do not depend on the threads.
  */
 #include "kernels/cpu_internal.h"
 
@@ -61,9 +70,14 @@
 #define CC_PAD 32                       /* floats after a chunk's scratch: the SIMD pooling
                                            reads and writes up to 16 past a row */
 
+#define CC_WINO_MIN_C 16             /* input channels from which Winograd is taken (cc_plan) */
+
 static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
+static _Atomic int cc_wino_mode = KN_WINO_RULE; /* kn_cpu_winograd */
 
 void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
+
+void kn_cpu_winograd(int mode) { atomic_store(&cc_wino_mode, mode); }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -72,7 +86,8 @@ typedef struct cc_buf {
     size_t cap; /* floats */
 } cc_buf;
 
-static pthread_key_t cc_keys[2]; /* 0: a chunk's col and z; 1: a call's partial sums */
+static pthread_key_t cc_keys[3]; /* 0: a chunk's col and z; 1: a call's partial sums;
+                                    2: a call's Winograd filters */
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
 static void cc_buf_free(void *p) {
@@ -82,7 +97,7 @@ static void cc_buf_free(void *p) {
 }
 
 static void cc_make_keys(void) {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (pthread_key_create(&cc_keys[i], cc_buf_free) != 0) {
             fprintf(stderr, "fatal: kernels/cpu_conv.c: pthread_key_create failed\n");
             abort();
@@ -121,6 +136,10 @@ typedef struct cc_block {
     int hw, ck, ph, pw;
     int groups, nc; /* groups of the batch; images per chunk */
     int gemm_only;  /* kn_cpu_gemm_only when the call began */
+    int wino;       /* the forward product and dx by Winograd F(2x2,3x3) (cc_plan says when) */
+    int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
+    const float *U; /* Winograd: the filters transformed, (16, f, c) forward, (16, c, f) the
+                       flipped ones for dx */
     const float *x, *W, *bias;
     /* forward */
     float *y, *zmax_out;
@@ -503,19 +522,219 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
     }
 }
 
-/* This thread's chunk scratch: col (ck, nc*hw), then z (f, nc*hw). */
+/* ---- Winograd F(2x2,3x3) (Lavin and Gray, 2016): a 2x2 tile of the conv output from
+ * the 4x4 tile of the input around it, y = A^T [(G g G^T) .* (B^T d B)] A, with
+ *
+ *   B^T = | 1  0 -1  0 |    G = | 1    0    0  |    A^T = | 1  1  1  0 |
+ *         | 0  1  1  0 |        | 1/2  1/2  1/2|          | 0  1 -1 -1 |
+ *         | 0 -1  1  0 |        | 1/2 -1/2  1/2|
+ *         | 0  1  0 -1 |        | 0    0    1  |
+ *
+ * Tile (ty, tx) of a plane makes output rows 2ty, 2ty+1 and columns 2tx, 2tx+1 from
+ * input rows 2ty-1 .. 2ty+2 and columns 2tx-1 .. 2tx+2 (0 outside the plane); where h or
+ * w is odd the last tiles are partial: their outputs past the plane are dropped. The sum
+ * over input channels of the element-wise products is, for each position p of the 4x4,
+ * one GEMM over a chunk's tiles:
+ *
+ *   M[p] (f, tiles) = U[p] (f, c) V[p] (c, tiles)
+ *
+ * with U the transformed filters (once a call) and V the transformed input tiles. 16 * c
+ * * f multiplications a tile against 36 * c * f for im2col's four outputs: 2.25x fewer.
+ * dx is the same convolution of dz with the filters flipped and transposed,
+ * W'[ci][co][a][b] = W[co][ci][2-a][2-b]. ---- */
+
+/* u[p * us] (p = 4i + j) = (G g G^T)[i][j] of the 3x3 filter g, turned by 180 degrees
+ * first where flip. */
+static void cc_wino_filter(float *u, size_t us, const float *g, int flip) {
+    float a[9], t[4][3];
+    for (int i = 0; i < 9; i++) a[i] = g[flip ? 8 - i : i];
+    for (int j = 0; j < 3; j++) { /* t = G g */
+        float g0 = a[j], g1 = a[3 + j], g2 = a[6 + j];
+        t[0][j] = g0;
+        t[1][j] = 0.5f * (g0 + g1 + g2);
+        t[2][j] = 0.5f * (g0 - g1 + g2);
+        t[3][j] = g2;
+    }
+    for (int i = 0; i < 4; i++) { /* u = t G^T */
+        u[(size_t)(4 * i + 0) * us] = t[i][0];
+        u[(size_t)(4 * i + 1) * us] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[(size_t)(4 * i + 2) * us] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[(size_t)(4 * i + 3) * us] = t[i][2];
+    }
+}
+
+/* U of the filters W (f, c, 3, 3): (16, f, c), or where flipped (16, c, f) of the
+ * flipped ones (dx's). */
+static void cc_wino_filters(float *U, const float *W, int f, int c, int flipped) {
+    size_t us = (size_t)f * c;
+    for (int co = 0; co < f; co++)
+        for (int ci = 0; ci < c; ci++)
+            cc_wino_filter(U + (flipped ? (size_t)ci * f + co : (size_t)co * c + ci), us,
+                           W + ((size_t)co * c + ci) * 9, flipped);
+}
+
+/* v[p * vs + t] = (B^T d B)[p] of tile t = ty*tw + tx of the h x w plane at in, for its
+ * th x tw tiles. pad: scratch of (2th+2) x (2tw+2) floats, for the plane with its border
+ * of zeros. */
+VECTORISE static void cc_wino_in(float *restrict v, size_t vs, const float *restrict in, int h,
+                                 int w, int th, int tw, float *restrict pad) {
+    int pw = 2 * tw + 2, prows = 2 * th + 2;
+    memset(pad, 0, (size_t)pw * sizeof *pad); /* row -1 */
+    for (int r = 0; r < h; r++) {
+        float *row = pad + (size_t)(r + 1) * pw;
+        row[0] = 0.0f;
+        memcpy(row + 1, in + (size_t)r * w, (size_t)w * sizeof *row);
+        for (int x = w + 1; x < pw; x++) row[x] = 0.0f;
+    }
+    memset(pad + (size_t)(h + 1) * pw, 0, (size_t)(prows - h - 1) * pw * sizeof *pad);
+    for (int ty = 0; ty < th; ty++) {
+        const float *d0 = pad + (size_t)2 * ty * pw, *d1 = d0 + pw, *d2 = d1 + pw, *d3 = d2 + pw;
+        float *o = v + (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx++) {
+            float r[4][4];
+            for (int j = 0; j < 4; j++) { /* r = B^T d */
+                int x = 2 * tx + j;
+                r[0][j] = d0[x] - d2[x];
+                r[1][j] = d1[x] + d2[x];
+                r[2][j] = d2[x] - d1[x];
+                r[3][j] = d1[x] - d3[x];
+            }
+            for (int i = 0; i < 4; i++) { /* r B */
+                o[(size_t)(4 * i + 0) * vs + tx] = r[i][0] - r[i][2];
+                o[(size_t)(4 * i + 1) * vs + tx] = r[i][1] + r[i][2];
+                o[(size_t)(4 * i + 2) * vs + tx] = r[i][2] - r[i][1];
+                o[(size_t)(4 * i + 3) * vs + tx] = r[i][1] - r[i][3];
+            }
+        }
+    }
+}
+
+/* The 2x2 tile A^T m A of m[p * ms] (p = 4i + j): y[0], y[1] the first row, y[2], y[3]
+ * the second. */
+static inline void cc_wino_tile_out(float y[4], const float *m, size_t ms) {
+    float s[2][4];
+    for (int j = 0; j < 4; j++) {
+        float m0 = m[(size_t)j * ms], m1 = m[(size_t)(4 + j) * ms];
+        float m2 = m[(size_t)(8 + j) * ms], m3 = m[(size_t)(12 + j) * ms];
+        s[0][j] = m0 + m1 + m2;
+        s[1][j] = m1 - m2 - m3;
+    }
+    for (int i = 0; i < 2; i++) {
+        y[2 * i] = s[i][0] + s[i][1] + s[i][2];
+        y[2 * i + 1] = s[i][1] - s[i][2] - s[i][3];
+    }
+}
+
+/* out, an h x w plane, = the th x tw tiles A^T m A, m[p * ms + t] for tile t; a partial
+ * tile's outputs past the plane are dropped. */
+VECTORISE static void cc_wino_out(float *restrict out, int h, int w, const float *restrict m,
+                                  size_t ms, int th, int tw) {
+    int full = w / 2; /* tiles across that fit */
+    for (int ty = 0; ty < th; ty++) {
+        const float *mt = m + (size_t)ty * tw;
+        float *o0 = out + (size_t)2 * ty * w, *o1 = o0 + w;
+        float y[4];
+        if (2 * ty + 1 < h) {
+            for (int tx = 0; tx < full; tx++) {
+                cc_wino_tile_out(y, mt + tx, ms);
+                o0[2 * tx] = y[0];
+                o0[2 * tx + 1] = y[1];
+                o1[2 * tx] = y[2];
+                o1[2 * tx + 1] = y[3];
+            }
+            if (full < tw) {
+                cc_wino_tile_out(y, mt + full, ms);
+                o0[2 * full] = y[0];
+                o1[2 * full] = y[2];
+            }
+        } else { /* the last row of an odd h */
+            for (int tx = 0; tx < tw; tx++) {
+                cc_wino_tile_out(y, mt + tx, ms);
+                o0[2 * tx] = y[0];
+                if (2 * tx + 1 < w) o0[2 * tx + 1] = y[1];
+            }
+        }
+    }
+}
+
+/* Floats of a chunk's first scratch area per image: im2col's col (ck, hw), and where
+ * the block takes Winograd the larger of that and its V and M, (16, c + f, nt). */
+static size_t cc_area_per_image(const cc_block *k) {
+    size_t col = (size_t)k->ck * k->hw, wino = (size_t)16 * (k->c + k->f) * k->nt;
+    return k->wino && wino > col ? wino : col;
+}
+
+/* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
+ * (f, nc*hw), CC_PAD floats, then Winograd's padded plane ((2th+2) x (2tw+2)). */
 static float *cc_chunk_scratch(const cc_block *k) {
-    return cc_scratch(0, (size_t)(k->ck + k->f) * k->nc * k->hw + CC_PAD);
+    size_t pad = k->wino ? (size_t)(2 * k->th + 2) * (2 * k->tw + 2) : 0;
+    return cc_scratch(0, (cc_area_per_image(k) + (size_t)k->f * k->hw) * k->nc + CC_PAD + pad);
+}
+
+/* z (f, n*hw) of images [i0, i0+n) by Winograd: V (16, c, n*nt) of x, the 16 products
+ * into M (16, f, n*nt), then the tiles of M back into z. */
+static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, float *pad, int i0,
+                                  int n) {
+    int nt = k->nt, c = k->c, f = k->f, tiles = n * nt;
+    size_t ld = (size_t)n * k->hw;
+    float *V = area, *M = area + (size_t)16 * c * tiles;
+    if (!k->gemm_only)
+        for (int j = 0; j < n; j++) {
+            const float *img = k->x + (size_t)(i0 + j) * k->istride;
+            for (int ch = 0; ch < c; ch++)
+                cc_wino_in(V + (size_t)ch * tiles + (size_t)j * nt, (size_t)c * tiles,
+                           img + (size_t)ch * k->cstride, k->h, k->w, k->th, k->tw, pad);
+        }
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 0, f, tiles, c, 1.0f, k->U + (size_t)p * f * c, c, V + (size_t)p * c * tiles,
+                tiles, 0.0f, M + (size_t)p * f * tiles, tiles);
+    if (!k->gemm_only)
+        for (int co = 0; co < f; co++)
+            for (int j = 0; j < n; j++)
+                cc_wino_out(z + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w,
+                            M + (size_t)co * tiles + (size_t)j * nt, (size_t)f * tiles, k->th,
+                            k->tw);
+}
+
+/* dx of images [i0, i0+n) from their dz (f, n*hw) by Winograd, k->U the flipped filters:
+ * V (16, f, n*nt) of dz, the 16 products into M (16, c, n*nt), M's tiles into dx. */
+static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
+                             int n) {
+    int nt = k->nt, c = k->c, f = k->f, tiles = n * nt;
+    size_t ld = (size_t)n * k->hw;
+    float *V = area, *M = area + (size_t)16 * f * tiles;
+    if (!k->gemm_only)
+        for (int co = 0; co < f; co++)
+            for (int j = 0; j < n; j++)
+                cc_wino_in(V + (size_t)co * tiles + (size_t)j * nt, (size_t)f * tiles,
+                           dz + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w, k->th, k->tw,
+                           pad);
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, V + (size_t)p * f * tiles,
+                tiles, 0.0f, M + (size_t)p * c * tiles, tiles);
+    if (!k->gemm_only)
+        for (int j = 0; j < n; j++) {
+            float *img = k->dx + (size_t)(i0 + j) * k->istride;
+            for (int ch = 0; ch < c; ch++)
+                cc_wino_out(img + (size_t)ch * k->cstride, k->h, k->w,
+                            M + (size_t)ch * tiles + (size_t)j * nt, (size_t)c * tiles, k->th,
+                            k->tw);
+        }
 }
 
 static void cc_forward_group(void *ctx, int g) {
     const cc_block *k = ctx;
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
-    float *col = cc_chunk_scratch(k), *z = col + (size_t)k->ck * k->nc * k->hw;
+    float *col = cc_chunk_scratch(k), *z = col + cc_area_per_image(k) * k->nc;
+    float *pad = z + (size_t)k->f * k->nc * k->hw + CC_PAD;
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
-        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
-        k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+        if (k->wino) {
+            cc_wino_forward_chunk(k, col, z, pad, i, n);
+        } else {
+            if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
+            k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+        }
         if (!k->gemm_only) cc_pool_forward(k, z, ld, i, n);
     }
 }
@@ -525,7 +744,8 @@ static void cc_backward_group(void *ctx, int g) {
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
     size_t nw = (size_t)k->f * k->ck;
     float *dW = k->partial + (size_t)g * (nw + k->f), *db = dW + nw;
-    float *col = cc_chunk_scratch(k), *dz = col + (size_t)k->ck * k->nc * k->hw;
+    float *col = cc_chunk_scratch(k), *dz = col + cc_area_per_image(k) * k->nc;
+    float *pad = dz + (size_t)k->f * k->nc * k->hw + CC_PAD;
     memset(db, 0, (size_t)k->f * sizeof *db);
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
@@ -538,7 +758,10 @@ static void cc_backward_group(void *ctx, int g) {
             k->gemm(0, 1, k->ck, k->f, ld, 1.0f, col, ld, dz, ld, beta, dW, k->f);
         else
             k->gemm(0, 1, k->f, k->ck, ld, 1.0f, dz, ld, col, ld, beta, dW, k->ck);
-        if (k->dx) {
+        if (!k->dx) continue;
+        if (k->wino) { /* col is free now: its area takes V and M */
+            cc_wino_dx_chunk(k, col, dz, pad, i, n);
+        } else {
             k->gemm(1, 0, k->ck, ld, k->f, 1.0f, k->W, k->ck, dz, ld, 0.0f, col, ld);
             if (!k->gemm_only) cc_col2im(k, col, ld, i, n);
         }
@@ -551,11 +774,20 @@ static void cc_plan(cc_block *k) {
     k->ck = k->c * 9;
     k->ph = k->h / 2;
     k->pw = k->w / 2;
+    k->th = (k->h + 1) / 2;
+    k->tw = (k->w + 1) / 2;
+    k->nt = k->th * k->tw;
+    /* Winograd where the table allows it (k->wino on entry) and kn_cpu_winograd says so:
+     * by default where c >= CC_WINO_MIN_C (docs/benchmarks/train-speed.md: a first
+     * layer's single channel makes GEMMs of depth 1 whose transforms cost more than the
+     * products they save). */
+    int mode = atomic_load(&cc_wino_mode);
+    k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
     size_t part = ((size_t)k->f * k->ck + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
     while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
     k->groups = g;
-    size_t per_image = (size_t)(k->ck + k->f) * k->hw * sizeof(float);
+    size_t per_image = (cc_area_per_image(k) + (size_t)k->f * k->hw) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
     size_t nc = CC_CHUNK_BYTES / per_image;
     k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;
@@ -577,14 +809,19 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
     }
 }
 
-void kc_conv_block_forward(kc_gemm_fn *gemm, float *y, int32_t *argmax, float *zmax,
+void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, int32_t *argmax, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act) {
     if (b <= 0) return;
-    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
-                  .istride = istride, .cstride = cstride, .x = x, .W = W, .bias = bias,
-                  .y = y, .zmax_out = zmax, .argmax_out = argmax};
+    cc_block k = {.gemm = gemm, .wino = wino, .b = b, .c = c, .h = h, .w = w, .f = f,
+                  .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W,
+                  .bias = bias, .y = y, .zmax_out = zmax, .argmax_out = argmax};
     cc_plan(&k);
+    if (k.wino) { /* the filters transformed once, on this thread, read by all */
+        float *U = cc_scratch(2, (size_t)16 * f * c);
+        if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
+        k.U = U;
+    }
     cc_run(&k, cc_forward_group);
 }
 
@@ -601,13 +838,13 @@ VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict p
         }
 }
 
-void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, const float *dy,
-                            const int32_t *argmax, const float *y, const float *zmax,
-                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
-                            int w, const float *W, int f, int act) {
-    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
-                  .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy, .yin = y,
-                  .zmax = zmax, .argmax = argmax, .dx = dx};
+void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, float *dx,
+                            const float *dy, const int32_t *argmax, const float *y,
+                            const float *zmax, const float *x, int b, size_t istride,
+                            size_t cstride, int c, int h, int w, const float *W, int f, int act) {
+    cc_block k = {.gemm = gemm, .wino = wino && dx, .b = b, .c = c, .h = h, .w = w, .f = f,
+                  .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy,
+                  .yin = y, .zmax = zmax, .argmax = argmax, .dx = dx};
     size_t nw = (size_t)f * c * 9;
     if (b <= 0) {
         memset(dW, 0, nw * sizeof *dW);
@@ -616,6 +853,11 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, c
     }
     cc_plan(&k);
     k.partial = cc_scratch(1, (size_t)k.groups * (nw + f));
+    if (k.wino) { /* dx's filters, flipped and transposed, once */
+        float *U = cc_scratch(2, (size_t)16 * f * c);
+        if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
+        k.U = U;
+    }
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
     if (k.dwt)
