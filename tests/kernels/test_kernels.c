@@ -1391,9 +1391,9 @@ static void test_conv_block_winograd_all(void) {
  * (partial tiles: the last row or column of tiles makes one output of two), 1 to 64
  * channels in and out. The forward pass is checked through y, the pooled maximum: it
  * moves by no more than the conv output does, so a window whose arg-max would tie does
- * not matter. dx is checked with both paths' backward pass fed the same forward
- * results (im2col's), against dx in double from those arg-maxes; dW and db, im2col's in
- * both paths, must be the same bits.
+ * not matter. dx and dW are checked with both paths' backward pass fed the same
+ * forward results (im2col's), against dx and dW in double from those arg-maxes; db,
+ * the same sums in both paths, must be the same bits.
  *
  * Tolerance: each output (of z, or of dx) is a sum of K = 9c (9f for dx) products. In
  * float, im2col's GEMM errs by up to about K * eps * S, S = the sum of the terms'
@@ -1404,7 +1404,11 @@ static void test_conv_block_winograd_all(void) {
  * inputs in [-1, 1] and weights in [-0.5, 0.5], S <= K / 2 (+ the bias), so atol =
  * 2 * K * eps * S bounds it (the errors observed are 1/100 of it or less, and alike in
  * both paths), while a transform with one coefficient wrong errs by a sizeable part of S
- * (0.1 and more): the check fails on any such mistake (tried: a sign in B^T, a row of G). */
+ * (0.1 and more): the check fails on any such mistake (tried: a sign in B^T, a row of G,
+ * a sign in the transform of dz's tiles). dW the same way: each element a sum of
+ * K = b*h*w products of dz and x, of which at most S = b*ph*pw are not 0, each no
+ * larger than 1 (errors observed: a tenth of that bound or less, alike in both paths;
+ * the smallest case's are near an ulp of dW). */
 static void test_conv_block_winograd(void) {
     if (K != kn_cpu()) {
         printf("  (only kn_cpu takes Winograd)\n");
@@ -1418,6 +1422,7 @@ static void test_conv_block_winograd(void) {
         {19, 3, 5, 5, 4, KN_RELU, 0},    /* more images than groups */
         {2, 2, 3, 1, 2, KN_TANH, 1},     /* one column: nothing pooled, dx all 0 */
         {3, 17, 2, 2, 5, KN_RELU, 0},    /* one tile */
+        {2, 5, 9, 17, 6, KN_TANH, 1},    /* odd h and w, two groups of eight tiles a row */
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const struct block_case *bc = &cases[t];
@@ -1438,6 +1443,7 @@ static void test_conv_block_winograd(void) {
         const double eps = 6e-8;
         double atol_y = 2 * 9.0 * bc->c * eps * (9.0 * bc->c / 2 + 0.3);
         double atol_dx = 2 * 9.0 * bc->f * eps * (9.0 * bc->f / 2);
+        double atol_dw = 2.0 * bc->b * hw * eps * ((double)bc->b * ph * pw);
 
         /* forward in both paths; y against the double reference */
         float *y[2], *zm[2], *dW[2], *db[2], *dx[2];
@@ -1499,7 +1505,7 @@ static void test_conv_block_winograd(void) {
         K->download(a0, arg[0], np * sizeof(int32_t));
         dev_get(y0, y[0], np);
         dev_get(z0, zm[0], np);
-        double *want_dx = host_doubles(nx);
+        double *want_dx = host_doubles(nx), *want_dw = host_doubles(nw);
         for (size_t i = 0; i < nx; i++) want_dx[i] = SENTINEL;
         for (int i = 0; i < bc->b; i++)
             for (int ch = 0; ch < bc->c; ch++)
@@ -1514,14 +1520,15 @@ static void test_conv_block_winograd(void) {
                         for (int tap = 0; tap < 9; tap++) {
                             int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
                             if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
-                            want_dx[block_at(bc, i, ch, iy, ix)] +=
-                                d * W[((size_t)co * bc->c + ch) * 9 + tap];
+                            size_t wi = ((size_t)co * bc->c + ch) * 9 + tap;
+                            want_dx[block_at(bc, i, ch, iy, ix)] += d * W[wi];
+                            want_dw[wi] += d * x[block_at(bc, i, ch, iy, ix)];
                         }
                 }
         float *got[2][3];
         for (int m = 0; m < 2; m++) {
             char l2[200];
-            snprintf(l2, sizeof l2, "%s: dx, %s", label, m ? "Winograd" : "im2col");
+            snprintf(l2, sizeof l2, "%s: dx and dW, %s", label, m ? "Winograd" : "im2col");
             got[m][0] = host_floats(nx);
             got[m][1] = host_floats(nw);
             got[m][2] = host_floats(bc->f);
@@ -1529,10 +1536,10 @@ static void test_conv_block_winograd(void) {
             dev_get(got[m][1], dW[m], nw);
             dev_get(got[m][2], db[m], bc->f);
             CHECK_ALL_NEAR(l2, got[m][0], want_dx, nx, atol_dx, 0);
+            CHECK_ALL_NEAR(l2, got[m][1], want_dw, nw, atol_dw, 0);
         }
-        CHECK_MSG(memcmp(got[0][1], got[1][1], nw * sizeof(float)) == 0 &&
-                      memcmp(got[0][2], got[1][2], bc->f * sizeof(float)) == 0,
-                  "%s: dW or db differ between the paths", label);
+        CHECK_MSG(memcmp(got[0][2], got[1][2], bc->f * sizeof(float)) == 0,
+                  "%s: db differs between the paths", label);
         for (int m = 0; m < 2; m++) {
             for (int j = 0; j < 3; j++) free(got[m][j]);
             void *bufs[] = {y[m], zm[m], arg[m], dW[m], db[m], dx[m]};
@@ -1551,6 +1558,7 @@ static void test_conv_block_winograd(void) {
         free(y0);
         free(z0);
         free(want_dx);
+        free(want_dw);
     }
 }
 
