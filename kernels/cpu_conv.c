@@ -68,6 +68,9 @@
 
 #define CC_GROUPS 16                    /* groups of a batch, at most */
 #define CC_CHUNK_BYTES (768 << 10)      /* a chunk's col + z, about */
+#define CC_WINO_CHUNK_BYTES (1536 << 10) /* a chunk's V, M and z where Winograd: the GEMMs
+                                            get more tiles (3% faster on the model's second
+                                            layer than with 768 KiB; 3 MiB is slower) */
 #define CC_PARTIAL_BYTES (64u << 20)    /* the groups' partial dW and db, at most */
 #define CC_PAD 32                       /* floats after a chunk's scratch: the SIMD pooling
                                            reads and writes up to 16 past a row */
@@ -1001,9 +1004,10 @@ static void cc_plan(cc_block *k) {
     k->tw = (k->w + 1) / 2;
     k->nt = k->th * k->tw;
     /* Winograd where the table allows it (k->wino on entry) and kn_cpu_winograd says so:
-     * by default where c >= CC_WINO_MIN_C (docs/benchmarks/train-speed.md: a first
-     * layer's single channel makes GEMMs of depth 1 whose transforms cost more than the
-     * products they save). */
+     * by default where c >= CC_WINO_MIN_C. The transforms cost per tile and channel what
+     * the products save per tile, channel and filter, so few input channels do not pay
+     * for them (docs/benchmarks/train-speed.md: the model's second layer with c = 4
+     * slower, 8 even, 16 and 32 faster; its first layer, c = 1, slower). */
     int mode = atomic_load(&cc_wino_mode);
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
     k->wdw = k->wino; /* faster than im2col's dW too (docs/benchmarks/train-speed.md) */
@@ -1016,7 +1020,7 @@ static void cc_plan(cc_block *k) {
     if (!k->wdw && col > area) area = col;
     size_t per_image = (area + (size_t)k->f * k->hw) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
-    size_t nc = CC_CHUNK_BYTES / per_image;
+    size_t nc = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
     k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;
     k->ldt = k->nc * k->nt + CC_TILE_PAD;
     k->gemm_only = atomic_load(&cc_gemm_only);
