@@ -18,15 +18,6 @@
  *             dW_g += dz col^T (or dW_g^T += col dz^T);  dcol = W^T dz (into col);
  *             dx = col2im(dcol)
  *
- * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
- * are in docs/benchmarks/train-speed.md) make z, and dx, by Winograd F(2x2,3x3) instead
- * (see the notes above cc_wino_filter): the filters transformed once a call, then per
- * chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs (f, c) x (c, tiles) (or
- * (c, f) x (f, tiles)), and the results' tiles transformed back into z (or dx): 2.25x
- * fewer multiplications than im2col's product. dW likewise: the input's tiles and dz's
- * (A dz A^T) make, in 16 GEMMs (f, tiles) x (tiles, c), the gradient of the transformed
- * filters, summed over the groups and turned into dW's at the end (G^T dU G).
- *
  * then dW = dW_0 + ... + dW_{G-1} and db likewise, in group order, so the result does
  * not depend on which thread ran which group nor on how many threads there were. Each
  * GEMM is OpenBLAS's on the group's thread: a layer's big products become many products
@@ -36,6 +27,16 @@
  * image, or huge layers), the groups run one after another, each product split between
  * the threads (cpu.c).
  *
+ * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
+ * are in docs/benchmarks/train-speed.md) make z, dx and dW by Winograd F(2x2,3x3)
+ * instead, with no im2col (see the notes above cc_wino_filter): the filters transformed
+ * once a call, then per chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs
+ * (f, c) x (c, tiles) (or (c, f) x (f, tiles)), and the results' tiles transformed back
+ * into z (or dx): 2.25x fewer multiplications than im2col's product. dW likewise: the
+ * input's tiles and dz's (A dz A^T) make, in 16 GEMMs (f, tiles) x (tiles, c), each
+ * group's gradient of the transformed filters, dU_g; their sum becomes dW at the end
+ * (G^T dU G).
+ *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
  * turns them off: the tests run both forms); tanh and GELU take the plain loops.
@@ -44,8 +45,8 @@
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
  * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
  * compute, except that dW and db are summed per group first (and per chunk in eight
- * lanes by the AVX2 unpooling). Winograd's z and dx are the same sums in another order
- * through the transforms, with float errors of the same order (tests/kernels:
+ * lanes by the AVX2 unpooling). Winograd's z, dx and dW are the same sums in another
+ * order through the transforms, with float errors of the same order (tests/kernels:
  * test_conv_block_winograd); they too do not depend on the threads.
  */
 #include "kernels/cpu_internal.h"

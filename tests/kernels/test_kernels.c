@@ -1371,9 +1371,9 @@ static void test_conv_block_ties(void) {
 
 /* The blocks' tests above again with every block of kn_cpu on Winograd F(2x2,3x3) (by
  * default only those of 16 input channels or more: of block_cases, one), so the forward
- * pass and dx of every case (odd sizes, partial tiles, one row, one column, 1 to 16
- * channels) meet the double reference through the Winograd path too, with the same
- * tolerances as im2col's (the cases' errors stay within them: see
+ * pass, dx and dW of every case (odd sizes, partial tiles, one row, one column, 1 to 16
+ * channels, one thread and two) meet the double reference through the Winograd path
+ * too, with the same tolerances as im2col's (the cases' errors stay within them: see
  * test_conv_block_winograd for a bound). */
 static void test_conv_block_winograd_all(void) {
     if (K != kn_cpu()) {
