@@ -143,7 +143,6 @@ typedef struct cc_block {
     int groups, nc; /* groups of the batch; images per chunk */
     int gemm_only;  /* kn_cpu_gemm_only when the call began */
     int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
-    int wdw;        /* dW by Winograd (else im2col's product, as without) */
     int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
     int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
     const float *U; /* Winograd: the filters transformed, (16, f, c) forward, (16, c, f) the
@@ -856,12 +855,9 @@ static void cc_wino_grad_plane(float *m, size_t ms, const float *in, int h, int 
 }
 
 /* Floats of a chunk's first scratch area: im2col's col (ck, nc*hw), or where the block
- * takes Winograd its V and M, (16, c + f, ldt) (and col where dW is im2col's and col is
- * larger). */
+ * takes Winograd its V and M, (16, c + f, ldt). */
 static size_t cc_area(const cc_block *k) {
-    size_t col = (size_t)k->ck * k->hw * k->nc, wino = (size_t)16 * (k->c + k->f) * k->ldt;
-    if (!k->wino) return col;
-    return k->wdw || wino > col ? wino : col;
+    return k->wino ? (size_t)16 * (k->c + k->f) * k->ldt : (size_t)k->ck * k->hw * k->nc;
 }
 
 /* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
@@ -976,19 +972,17 @@ static void cc_backward_group(void *ctx, int g) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
         if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
         float beta = i == lo ? 0.0f : 1.0f;
-        if (k->wdw) { /* dU, in col's area */
+        if (k->wino) { /* dU, then dx, each with col's area for its V and M */
             cc_wino_dw_chunk(k, col, dz, pad, i, n, dW, beta);
-        } else {
-            if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
-            if (k->dwt) /* dW^T (ck, f) += col dz^T: the same sums (cc_plan says when) */
-                k->gemm(0, 1, k->ck, k->f, ld, 1.0f, col, ld, dz, ld, beta, dW, k->f);
-            else
-                k->gemm(0, 1, k->f, k->ck, ld, 1.0f, dz, ld, col, ld, beta, dW, k->ck);
+            if (k->dx) cc_wino_dx_chunk(k, col, dz, pad, i, n);
+            continue;
         }
-        if (!k->dx) continue;
-        if (k->wino) { /* col's area is free now: it takes V and M */
-            cc_wino_dx_chunk(k, col, dz, pad, i, n);
-        } else {
+        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
+        if (k->dwt) /* dW^T (ck, f) += col dz^T: the same sums (cc_plan says when) */
+            k->gemm(0, 1, k->ck, k->f, ld, 1.0f, col, ld, dz, ld, beta, dW, k->f);
+        else
+            k->gemm(0, 1, k->f, k->ck, ld, 1.0f, dz, ld, col, ld, beta, dW, k->ck);
+        if (k->dx) {
             k->gemm(1, 0, k->ck, ld, k->f, 1.0f, k->W, k->ck, dz, ld, 0.0f, col, ld);
             if (!k->gemm_only) cc_col2im(k, col, ld, i, n);
         }
@@ -1011,14 +1005,12 @@ static void cc_plan(cc_block *k) {
      * slower, 8 even, 16 and 32 faster; its first layer, c = 1, slower). */
     int mode = atomic_load(&cc_wino_mode);
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
-    k->wdw = k->wino; /* faster than im2col's dW too (docs/benchmarks/train-speed.md) */
-    k->npart = k->wdw ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
+    k->npart = k->wino ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
     size_t part = (k->npart + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
     while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
     k->groups = g;
-    size_t area = k->wino ? (size_t)16 * (k->c + k->f) * k->nt : 0, col = (size_t)k->ck * k->hw;
-    if (!k->wdw && col > area) area = col;
+    size_t area = k->wino ? (size_t)16 * (k->c + k->f) * k->nt : (size_t)k->ck * k->hw;
     size_t per_image = (area + (size_t)k->f * k->hw) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
     size_t nc = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
@@ -1086,7 +1078,7 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
     }
     cc_plan(&k);
     /* the groups' partial sums, then (Winograd) the sum of their dU */
-    k.partial = cc_scratch(1, (size_t)k.groups * (k.npart + f) + (k.wdw ? k.npart : 0));
+    k.partial = cc_scratch(1, (size_t)k.groups * (k.npart + f) + (k.wino ? k.npart : 0));
     if (k.wino && dx) { /* dx's filters, flipped and transposed, once */
         float *U = cc_scratch(2, (size_t)16 * f * c);
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
@@ -1095,7 +1087,7 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
     size_t stride = k.npart + f;
-    if (k.wdw) { /* dU summed, then each filter's G^T dU G */
+    if (k.wino) { /* dU summed, then each filter's G^T dU G */
         float *dU = k.partial + (size_t)k.groups * stride;
         cc_sum_groups(dU, k.partial, 1, (int)k.npart, stride, k.groups, 0);
         for (size_t i = 0; i < (size_t)f * c; i++)
