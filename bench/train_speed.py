@@ -48,9 +48,9 @@ gather, the element-wise kernels, im2col/col2im or the Winograd transforms, pool
 and the optimiser update. The floor of *cnn, im2col* and of *cnn, separate calls* is
 that path's own products (one GEMM per layer and chunk, or over the whole batch).
 With Winograd the second conv layer's products are 2.25x fewer multiplications, so
-the CNN's floor rises by about half and its transforms join the work outside the
-floor: *ours / floor* falls while the step gets faster; *ours / PyTorch* and the
-comparison with *cnn, im2col* say what the step gained.
+the CNN's floor rises (by 65% to 80% on this machine) and its transforms join the
+work outside the floor: *ours / floor* falls while the step gets faster; *ours /
+PyTorch* and the comparison with *cnn, im2col* say what the step gained.
 
 How to read it:
 
@@ -76,10 +76,10 @@ How to read it:
   backward pass recomputes a chunk's im2col instead of keeping the batch's. Blocks of
   16 input channels or more (the second) make their three products (z, dx, dW) by
   Winograd F(2x2,3x3) instead: 16 GEMMs over a chunk's 4x4 input tiles in transform
-  space, 2.25x fewer multiplications than im2col's. The batch
-  is cut into 16 groups that the backend's own threads take in turn, each running
-  single-threaded GEMMs on its chunks, so im2col, col2im and pooling run on both cores
-  too and the threads never wait on each other inside a layer. *cnn, separate calls*
+  space, 2.25x fewer multiplications than im2col's. The batch is cut into 16 groups
+  that the backend's own threads take in turn, each running single-threaded GEMMs on
+  its chunks, so im2col, col2im, the transforms and pooling run on both cores too and
+  the threads never wait on each other inside a layer. *cnn, separate calls*
   is the same binary without the conv blocks.
 - Threads: the backend's own are the only ones. OpenBLAS is kept to one thread; with
   two, the dense layers' products are split in two along the longer side of their
