@@ -19,7 +19,7 @@
  *
  *   bench_train [--model=mlp|cnn] [--threads=N] [--batch_size=N] [--steps=N]
  *               [--hidden_units=256,256] [--conv_filters=32,64] [--data_dir=DIR]
- *               [--profile] [--unfused]
+ *               [--profile] [--unfused] [--winograd=0|1|2]
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -231,7 +231,7 @@ static const kn_backend *floor_wrap(const kn_backend *base) {
 
 int main(int argc, char **argv) {
     const char *model = "mlp", *hidden = NULL, *filters = "32,64", *data_dir = DS_DEFAULT_DIR;
-    int threads = 1, batch = 128, steps = 300, profile = 0, unfused = 0;
+    int threads = 1, batch = 128, steps = 300, profile = 0, unfused = 0, wino = KN_WINO_RULE;
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model"},
         {"threads", TN_FLAG_INT, &threads, "N", "threads"},
@@ -242,6 +242,7 @@ int main(int argc, char **argv) {
         {"data_dir", TN_FLAG_STRING, &data_dir, "DIR", "IDX folder"},
         {"profile", TN_FLAG_BOOL, &profile, "", "time every kernel call, print a table to stderr"},
         {"unfused", TN_FLAG_BOOL, &unfused, "", "cnn: conv, activation, pooling as separate calls"},
+        {"winograd", TN_FLAG_INT, &wino, "0|1|2", "conv blocks: 0 im2col, 1 the rule, 2 Winograd"},
     };
     int help;
     if (tn_flags_program("bench_train", NULL, flags, sizeof flags / sizeof flags[0], argc, argv,
@@ -272,6 +273,7 @@ int main(int argc, char **argv) {
         k = &plain;
     }
     k->set_threads(threads);
+    kn_cpu_winograd(wino);
     const kn_backend *km = profile ? prof_wrap(k) : k; /* the model's and optimiser's */
     mdl_model *m = mdl_new(&cfg, km, batch);
     tn_rng rng;

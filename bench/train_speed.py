@@ -11,6 +11,9 @@ OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP an
   - torch: bench/pytorch_train.py (Debian's python3-torch), same model, batch,
            optimiser (momentum 0.9, lr 0.05) and threads, data in memory; with two
            threads both OMP_WAIT_POLICY defaults and PASSIVE are run and the best kept;
+  - cnn, im2col: bench_train --winograd=0, the conv blocks without Winograd (im2col
+           and one GEMM for every product, as before issue 14's Winograd), so the run
+           also measures what Winograd changed;
   - cnn, separate calls: bench_train --unfused, the CNN with each conv block made of
            separate calls (im2col of the whole batch, one GEMM, bias, activation,
            pooling: the CPU's way before its conv blocks, and the CUDA backend's), so
@@ -41,9 +44,13 @@ skipped (the conv blocks make only their products: `kn_cpu_gemm_only`) and no
 optimiser update, so the products are the step's own, with the same shapes, order,
 buffers and threads; a step cannot be faster than this with the same BLAS. *ours /
 floor* is the share of the step spent in those products: the rest is the batch
-gather, the element-wise kernels, im2col/col2im, pooling and the optimiser update.
-The floor of *cnn, separate calls* is that path's own products (one GEMM per layer
-over the whole batch).
+gather, the element-wise kernels, im2col/col2im or the Winograd transforms, pooling
+and the optimiser update. The floor of *cnn, im2col* and of *cnn, separate calls* is
+that path's own products (one GEMM per layer and chunk, or over the whole batch).
+With Winograd the second conv layer's products are 2.25x fewer multiplications, so
+the CNN's floor rises (by 65% to 80% on this machine) and its transforms join the
+work outside the floor: *ours / floor* falls while the step gets faster; *ours /
+PyTorch* and the comparison with *cnn, im2col* say what the step gained.
 
 How to read it:
 
@@ -66,10 +73,13 @@ How to read it:
   of the CPU backend (`kernels/cpu_conv.c`) that works a few images at a time, so the
   im2col matrix and the conv output of a chunk stay in the core's cache between
   im2col, the GEMM and the pooling, and keeps only the pooled activations; its
-  backward pass recomputes a chunk's im2col instead of keeping the batch's. The batch
-  is cut into 16 groups that the backend's own threads take in turn, each running
-  single-threaded GEMMs on its chunks, so im2col, col2im and pooling run on both cores
-  too and the threads never wait on each other inside a layer. *cnn, separate calls*
+  backward pass recomputes a chunk's im2col instead of keeping the batch's. Blocks of
+  16 input channels or more (the second) make their three products (z, dx, dW) by
+  Winograd F(2x2,3x3) instead: 16 GEMMs over a chunk's 4x4 input tiles in transform
+  space, 2.25x fewer multiplications than im2col's. The batch is cut into 16 groups
+  that the backend's own threads take in turn, each running single-threaded GEMMs on
+  its chunks, so im2col, col2im, the transforms and pooling run on both cores too and
+  the threads never wait on each other inside a layer. *cnn, separate calls*
   is the same binary without the conv blocks.
 - Threads: the backend's own are the only ones. OpenBLAS is kept to one thread; with
   two, the dense layers' products are split in two along the longer side of their
@@ -130,7 +140,7 @@ def main():
         for threads in (1, 2):
             for model in ("mlp", "cnn"):
                 env = {"OPENBLAS_CORETYPE": coretype}
-                variants = [[]] if model == "mlp" else [[], ["--unfused"]]
+                variants = [[]] if model == "mlp" else [[], ["--winograd=0"], ["--unfused"]]
                 ours = [None] * len(variants)
                 floor = [0.0] * len(variants)
                 torch, torch_best_env = None, ""
@@ -155,7 +165,7 @@ def main():
                     row = {
                         "openblas": "Haswell (AVX2)" if coretype else "auto",
                         "threads": threads,
-                        "model": model if v == 0 else "cnn, separate calls",
+                        "model": model if v == 0 else ("cnn, im2col", "cnn, separate calls")[v - 1],
                         "ours": ours[v]["examples_per_sec"], "floor": floor[v],
                         "torch": torch["examples_per_sec"], "torch_env": torch_best_env,
                     }

@@ -582,7 +582,7 @@ static void cpu_from_bf16(float *dst, const uint16_t *src, size_t n) {
 static void cpu_conv_block_forward(float *y, int32_t *argmax, float *zmax, const float *x, int b,
                                    size_t istride, size_t cstride, int c, int h, int w,
                                    const float *W, const float *bias, int f, int act) {
-    kc_conv_block_forward(cpu_gemm, y, argmax, zmax, x, b, istride, cstride, c, h, w, W, bias,
+    kc_conv_block_forward(cpu_gemm, 1, y, argmax, zmax, x, b, istride, cstride, c, h, w, W, bias,
                           f, act);
 }
 
@@ -590,7 +590,7 @@ static void cpu_conv_block_backward(float *dW, float *db, float *dx, const float
                                     const int32_t *argmax, const float *y, const float *zmax,
                                     const float *x, int b, size_t istride, size_t cstride, int c,
                                     int h, int w, const float *W, int f, int act) {
-    kc_conv_block_backward(cpu_gemm, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c,
+    kc_conv_block_backward(cpu_gemm, 1, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c,
                            h, w, W, f, act);
 }
 
@@ -821,7 +821,7 @@ static void dev_conv_block_forward(float *y, int32_t *argmax, float *zmax, const
                                    size_t istride, size_t cstride, int c, int h, int w,
                                    const float *W, const float *bias, int f, int act) {
     if (!dev_recording)
-        kc_conv_block_forward(dev_gemm, y, argmax, zmax, x, b, istride, cstride, c, h, w, W,
+        kc_conv_block_forward(dev_gemm, 0, y, argmax, zmax, x, b, istride, cstride, c, h, w, W,
                               bias, f, act);
 }
 
@@ -830,7 +830,7 @@ static void dev_conv_block_backward(float *dW, float *db, float *dx, const float
                                     const float *x, int b, size_t istride, size_t cstride, int c,
                                     int h, int w, const float *W, int f, int act) {
     if (!dev_recording)
-        kc_conv_block_backward(dev_gemm, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride,
+        kc_conv_block_backward(dev_gemm, 0, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride,
                                c, h, w, W, f, act);
 }
 

@@ -27,6 +27,16 @@
  * image, or huge layers), the groups run one after another, each product split between
  * the threads (cpu.c).
  *
+ * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
+ * are in docs/benchmarks/train-speed.md) make z, dx and dW by Winograd F(2x2,3x3)
+ * instead, with no im2col (see the notes above cc_wino_filter): the filters transformed
+ * once a call, then per chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs
+ * (f, c) x (c, tiles) (or (c, f) x (f, tiles)), and the results' tiles transformed back
+ * into z (or dx): 2.25x fewer multiplications than im2col's product. dW likewise: the
+ * input's tiles and dz's (A dz A^T) make, in 16 GEMMs (f, tiles) x (tiles, c), each
+ * group's gradient of the transformed filters, dU_g; their sum becomes dW at the end
+ * (G^T dU G).
+ *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
  * turns them off: the tests run both forms); tanh and GELU take the plain loops.
@@ -35,7 +45,9 @@
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
  * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
  * compute, except that dW and db are summed per group first (and per chunk in eight
- * lanes by the AVX2 unpooling).
+ * lanes by the AVX2 unpooling). Winograd's z, dx and dW are the same sums in another
+ * order through the transforms, with float errors of the same order (tests/kernels:
+ * test_conv_block_winograd); they too do not depend on the threads.
  */
 #include "kernels/cpu_internal.h"
 
@@ -57,13 +69,21 @@
 
 #define CC_GROUPS 16                    /* groups of a batch, at most */
 #define CC_CHUNK_BYTES (768 << 10)      /* a chunk's col + z, about */
+#define CC_WINO_CHUNK_BYTES (1536 << 10) /* a chunk's V, M and z where Winograd: the GEMMs
+                                            get more tiles (3% faster on the model's second
+                                            layer than with 768 KiB; 3 MiB is slower) */
 #define CC_PARTIAL_BYTES (64u << 20)    /* the groups' partial dW and db, at most */
 #define CC_PAD 32                       /* floats after a chunk's scratch: the SIMD pooling
                                            reads and writes up to 16 past a row */
 
+#define CC_WINO_MIN_C 16             /* input channels from which Winograd is taken (cc_plan) */
+
 static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
+static _Atomic int cc_wino_mode = KN_WINO_RULE; /* kn_cpu_winograd */
 
 void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
+
+void kn_cpu_winograd(int mode) { atomic_store(&cc_wino_mode, mode); }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -72,7 +92,8 @@ typedef struct cc_buf {
     size_t cap; /* floats */
 } cc_buf;
 
-static pthread_key_t cc_keys[2]; /* 0: a chunk's col and z; 1: a call's partial sums */
+static pthread_key_t cc_keys[3]; /* 0: a chunk's col and z; 1: a call's partial sums;
+                                    2: a call's Winograd filters */
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
 static void cc_buf_free(void *p) {
@@ -82,7 +103,7 @@ static void cc_buf_free(void *p) {
 }
 
 static void cc_make_keys(void) {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (pthread_key_create(&cc_keys[i], cc_buf_free) != 0) {
             fprintf(stderr, "fatal: kernels/cpu_conv.c: pthread_key_create failed\n");
             abort();
@@ -121,6 +142,11 @@ typedef struct cc_block {
     int hw, ck, ph, pw;
     int groups, nc; /* groups of the batch; images per chunk */
     int gemm_only;  /* kn_cpu_gemm_only when the call began */
+    int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
+    int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
+    int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
+    const float *U; /* Winograd: the filters transformed, (16, f, c) forward, (16, c, f) the
+                       flipped ones for dx */
     const float *x, *W, *bias;
     /* forward */
     float *y, *zmax_out;
@@ -130,7 +156,8 @@ typedef struct cc_block {
     const int32_t *argmax;
     float *dx;
     int dwt;        /* the groups' dW are kept transposed, (ck, f) */
-    float *partial; /* (groups, f*ck + f): each group's dW (or dW^T), then its db */
+    size_t npart;   /* floats of a group's weight gradient: f*ck, or 16*f*c (its dU) */
+    float *partial; /* (groups, npart + f): each group's dW (or dW^T, or dU), then its db */
 } cc_block;
 
 static int cc_group_lo(const cc_block *k, int g) {
@@ -503,19 +530,433 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
     }
 }
 
-/* This thread's chunk scratch: col (ck, nc*hw), then z (f, nc*hw). */
+/* ---- Winograd F(2x2,3x3) (Lavin and Gray, 2016): a 2x2 tile of the conv output from
+ * the 4x4 tile of the input around it, y = A^T [(G g G^T) .* (B^T d B)] A, with
+ *
+ *   B^T = | 1  0 -1  0 |    G = | 1    0    0  |    A^T = | 1  1  1  0 |
+ *         | 0  1  1  0 |        | 1/2  1/2  1/2|          | 0  1 -1 -1 |
+ *         | 0 -1  1  0 |        | 1/2 -1/2  1/2|
+ *         | 0  1  0 -1 |        | 0    0    1  |
+ *
+ * Tile (ty, tx) of a plane makes output rows 2ty, 2ty+1 and columns 2tx, 2tx+1 from
+ * input rows 2ty-1 .. 2ty+2 and columns 2tx-1 .. 2tx+2 (0 outside the plane); where h or
+ * w is odd the last tiles are partial: their outputs past the plane are dropped. The sum
+ * over input channels of the element-wise products is, for each position p of the 4x4,
+ * one GEMM over a chunk's tiles:
+ *
+ *   M[p] (f, tiles) = U[p] (f, c) V[p] (c, tiles)
+ *
+ * with U the transformed filters (once a call) and V the transformed input tiles: 16
+ * multiplications per tile, channel and filter against im2col's 36 for the same four
+ * outputs. dx is the same convolution of dz with the filters flipped and transposed,
+ * W'[ci][co][a][b] = W[co][ci][2-a][2-b]. dW: with dM = A dY A^T the gradient of M from
+ * a tile's 2x2 outputs dY, dU[p] (f, c) = sum over tiles of dM[p] V[p]^T (16 GEMMs), and
+ * dW = G^T dU G for each filter.
+ *
+ * V and M keep a chunk's tiles in rows of ldt = nc*nt + CC_TILE_PAD floats: the AVX2
+ * transforms work eight tiles of a row of tiles at a time, and those of a plane's last
+ * group of eight store up to seven lanes past it, onto the tiles of the next plane
+ * (written after: planes are done in order) or the padding. ---- */
+
+#define CC_TILE_PAD 8 /* floats after a row of V or M */
+
+/* u[p * us] (p = 4i + j) = (G g G^T)[i][j] of the 3x3 filter g, turned by 180 degrees
+ * first where flip. */
+static void cc_wino_filter(float *u, size_t us, const float *g, int flip) {
+    float a[9], t[4][3];
+    for (int i = 0; i < 9; i++) a[i] = g[flip ? 8 - i : i];
+    for (int j = 0; j < 3; j++) { /* t = G g */
+        float g0 = a[j], g1 = a[3 + j], g2 = a[6 + j];
+        t[0][j] = g0;
+        t[1][j] = 0.5f * (g0 + g1 + g2);
+        t[2][j] = 0.5f * (g0 - g1 + g2);
+        t[3][j] = g2;
+    }
+    for (int i = 0; i < 4; i++) { /* u = t G^T */
+        u[(size_t)(4 * i + 0) * us] = t[i][0];
+        u[(size_t)(4 * i + 1) * us] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[(size_t)(4 * i + 2) * us] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[(size_t)(4 * i + 3) * us] = t[i][2];
+    }
+}
+
+/* U of the filters W (f, c, 3, 3): (16, f, c), or where flipped (16, c, f) of the
+ * flipped ones (dx's). */
+static void cc_wino_filters(float *U, const float *W, int f, int c, int flipped) {
+    size_t us = (size_t)f * c;
+    for (int co = 0; co < f; co++)
+        for (int ci = 0; ci < c; ci++)
+            cc_wino_filter(U + (flipped ? (size_t)ci * f + co : (size_t)co * c + ci), us,
+                           W + ((size_t)co * c + ci) * 9, flipped);
+}
+
+/* The gradient of a filter g from that of its transform u = G g G^T: dg (9 floats) =
+ * G^T du G, du[p * us] for p = 4i + j. */
+static void cc_wino_filter_grad(float *dg, const float *du, size_t us) {
+    float t[3][4];
+    for (int j = 0; j < 4; j++) { /* t = G^T du */
+        float x0 = du[(size_t)j * us], x1 = du[(size_t)(4 + j) * us];
+        float x2 = du[(size_t)(8 + j) * us], x3 = du[(size_t)(12 + j) * us];
+        t[0][j] = x0 + 0.5f * (x1 + x2);
+        t[1][j] = 0.5f * (x1 - x2);
+        t[2][j] = 0.5f * (x1 + x2) + x3;
+    }
+    for (int i = 0; i < 3; i++) { /* t G */
+        dg[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+        dg[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+        dg[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+    }
+}
+
+/* Floats of the padded plane of cc_wino_pad: (2th+2) rows of 2tw+2, and room for the
+ * AVX2 transform's reads past its last row. */
+static size_t cc_wino_pad_size(int th, int tw) {
+    return (size_t)(2 * th + 2) * (2 * tw + 2) + 32;
+}
+
+/* pad = the h x w plane at in with a border of zeros: row r, column x of the plane at
+ * pad[(r + 1) * (2tw + 2) + x + 1], zeros around it up to 2th+2 rows and 2tw+2 columns. */
+static void cc_wino_pad(float *restrict pad, const float *restrict in, int h, int w, int th,
+                        int tw) {
+    int pw = 2 * tw + 2, prows = 2 * th + 2;
+    memset(pad, 0, (size_t)pw * sizeof *pad); /* row -1 */
+    for (int r = 0; r < h; r++) {
+        float *row = pad + (size_t)(r + 1) * pw;
+        row[0] = 0.0f;
+        memcpy(row + 1, in + (size_t)r * w, (size_t)w * sizeof *row);
+        for (int x = w + 1; x < pw; x++) row[x] = 0.0f;
+    }
+    memset(pad + (size_t)(h + 1) * pw, 0, (size_t)(prows - h - 1) * pw * sizeof *pad);
+}
+
+/* v[p * vs + t] = (B^T d B)[p] of tile t = ty*tw + tx of the th x tw tiles of the padded
+ * plane pad (cc_wino_pad). */
+static void cc_wino_in(float *restrict v, size_t vs, const float *restrict pad, int th, int tw) {
+    int pw = 2 * tw + 2;
+    for (int ty = 0; ty < th; ty++) {
+        const float *d0 = pad + (size_t)2 * ty * pw, *d1 = d0 + pw, *d2 = d1 + pw, *d3 = d2 + pw;
+        float *o = v + (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx++) {
+            float r[4][4];
+            for (int j = 0; j < 4; j++) { /* r = B^T d */
+                int x = 2 * tx + j;
+                r[0][j] = d0[x] - d2[x];
+                r[1][j] = d1[x] + d2[x];
+                r[2][j] = d2[x] - d1[x];
+                r[3][j] = d1[x] - d3[x];
+            }
+            for (int i = 0; i < 4; i++) { /* r B */
+                o[(size_t)(4 * i + 0) * vs + tx] = r[i][0] - r[i][2];
+                o[(size_t)(4 * i + 1) * vs + tx] = r[i][1] + r[i][2];
+                o[(size_t)(4 * i + 2) * vs + tx] = r[i][2] - r[i][1];
+                o[(size_t)(4 * i + 3) * vs + tx] = r[i][1] - r[i][3];
+            }
+        }
+    }
+}
+
+/* The 2x2 tile A^T m A of m[p * ms] (p = 4i + j): y[0], y[1] the first row, y[2], y[3]
+ * the second. */
+static inline void cc_wino_tile_out(float y[4], const float *m, size_t ms) {
+    float s[2][4];
+    for (int j = 0; j < 4; j++) {
+        float m0 = m[(size_t)j * ms], m1 = m[(size_t)(4 + j) * ms];
+        float m2 = m[(size_t)(8 + j) * ms], m3 = m[(size_t)(12 + j) * ms];
+        s[0][j] = m0 + m1 + m2;
+        s[1][j] = m1 - m2 - m3;
+    }
+    for (int i = 0; i < 2; i++) {
+        y[2 * i] = s[i][0] + s[i][1] + s[i][2];
+        y[2 * i + 1] = s[i][1] - s[i][2] - s[i][3];
+    }
+}
+
+/* Rows 2ty0 .. h-1 of out, an h x w plane, = the tiles A^T m A of tile rows ty0 .. th-1,
+ * m[p * ms + t] for tile t; a partial tile's outputs past the plane are dropped. */
+static void cc_wino_out(float *restrict out, int h, int w, const float *restrict m, size_t ms,
+                        int th, int tw, int ty0) {
+    for (int ty = ty0; ty < th; ty++) {
+        const float *mt = m + (size_t)ty * tw;
+        float *o0 = out + (size_t)2 * ty * w, *o1 = o0 + w;
+        for (int tx = 0; tx < tw; tx++) {
+            float y[4];
+            int x = 2 * tx;
+            cc_wino_tile_out(y, mt + tx, ms);
+            o0[x] = y[0];
+            if (x + 1 < w) o0[x + 1] = y[1];
+            if (2 * ty + 1 < h) {
+                o1[x] = y[2];
+                if (x + 1 < w) o1[x + 1] = y[3];
+            }
+        }
+    }
+}
+
+/* m[p * ms + t] = (A dY A^T)[p] of each 2x2 tile t of the h x w plane dY at in (0 past
+ * the plane in a partial tile): what the products of tile t get back from its outputs. */
+static void cc_wino_grad_tiles(float *restrict m, size_t ms, const float *restrict in, int h,
+                               int w, int th, int tw) {
+    for (int ty = 0; ty < th; ty++) {
+        const float *r0 = in + (size_t)2 * ty * w, *r1 = r0 + w;
+        int two_rows = 2 * ty + 1 < h;
+        float *mt = m + (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx++) {
+            int x = 2 * tx, two_cols = x + 1 < w;
+            float y00 = r0[x], y01 = two_cols ? r0[x + 1] : 0.0f;
+            float y10 = two_rows ? r1[x] : 0.0f, y11 = two_rows && two_cols ? r1[x + 1] : 0.0f;
+            float a[4][2] = {{y00, y01}, {y00 + y10, y01 + y11}, {y00 - y10, y01 - y11},
+                             {-y10, -y11}}; /* A dY */
+            for (int i = 0; i < 4; i++) { /* (A dY) A^T */
+                mt[(size_t)(4 * i + 0) * ms + tx] = a[i][0];
+                mt[(size_t)(4 * i + 1) * ms + tx] = a[i][0] + a[i][1];
+                mt[(size_t)(4 * i + 2) * ms + tx] = a[i][0] - a[i][1];
+                mt[(size_t)(4 * i + 3) * ms + tx] = -a[i][1];
+            }
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* cc_wino_in, eight tiles of a row at a time: the even and odd columns of the four rows
+ * (cc_split) and the same two columns on, B^T across the rows, then B across the
+ * columns. A row's last eight store up to 7 lanes past it (see CC_TILE_PAD); the padded
+ * plane has room for the reads past its last row. */
+CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *restrict pad,
+                                    int th, int tw) {
+    int pw = 2 * tw + 2;
+    for (int ty = 0; ty < th; ty++) {
+        const float *d = pad + (size_t)2 * ty * pw;
+        float *o = v + (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx += 8) {
+            __m256 e[4][4]; /* [row][column]: columns 2tx, 2tx+1, 2tx+2, 2tx+3 of a tile */
+            for (int i = 0; i < 4; i++) {
+                cc_split(d + (size_t)i * pw + 2 * tx, &e[i][0], &e[i][1]);
+                cc_split(d + (size_t)i * pw + 2 * tx + 2, &e[i][2], &e[i][3]);
+            }
+            for (int j = 0; j < 4; j++) { /* B^T d */
+                __m256 d0 = e[0][j], d1 = e[1][j], d2 = e[2][j], d3 = e[3][j];
+                e[0][j] = _mm256_sub_ps(d0, d2);
+                e[1][j] = _mm256_add_ps(d1, d2);
+                e[2][j] = _mm256_sub_ps(d2, d1);
+                e[3][j] = _mm256_sub_ps(d1, d3);
+            }
+            for (int i = 0; i < 4; i++) { /* (B^T d) B */
+                float *q = o + tx + (size_t)4 * i * vs;
+                _mm256_storeu_ps(q, _mm256_sub_ps(e[i][0], e[i][2]));
+                _mm256_storeu_ps(q + vs, _mm256_add_ps(e[i][1], e[i][2]));
+                _mm256_storeu_ps(q + 2 * vs, _mm256_sub_ps(e[i][2], e[i][1]));
+                _mm256_storeu_ps(q + 3 * vs, _mm256_sub_ps(e[i][1], e[i][3]));
+            }
+        }
+    }
+}
+
+/* cc_wino_out, eight tiles of a row at a time (each its two output rows interleaved by
+ * cc_merge), for every tile row but the last, which cc_wino_out does, on planes of
+ * w >= 8: the stores of 16 floats reach up to 16 - 1 floats past a row's end (8 where
+ * there is a single group of eight), into the next row, which is written after (the
+ * groups go right to left: what the last puts past its row is overwritten by the
+ * first's second row), and never past the plane: the last tile row covers at least w
+ * floats. m has 7 readable floats past a tile row (CC_TILE_PAD). */
+CC_AVX2 static void cc_wino_out_avx2(float *restrict out, int h, int w, const float *restrict m,
+                                     size_t ms, int th, int tw) {
+    for (int ty = 0; ty + 1 < th; ty++) {
+        const float *mt = m + (size_t)ty * tw;
+        float *o0 = out + (size_t)2 * ty * w;
+        for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8) {
+            __m256 s0[4], s1[4]; /* A^T m */
+            for (int j = 0; j < 4; j++) {
+                __m256 m0 = _mm256_loadu_ps(mt + tx + (size_t)j * ms);
+                __m256 m1 = _mm256_loadu_ps(mt + tx + (size_t)(4 + j) * ms);
+                __m256 m2 = _mm256_loadu_ps(mt + tx + (size_t)(8 + j) * ms);
+                __m256 m3 = _mm256_loadu_ps(mt + tx + (size_t)(12 + j) * ms);
+                s0[j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
+                s1[j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+            }
+            __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+            __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+            __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+            __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+            cc_merge(o0 + 2 * tx, y00, y01);
+            cc_merge(o0 + w + 2 * tx, y10, y11);
+        }
+    }
+    cc_wino_out(out, h, w, m, ms, th, tw, th - 1);
+}
+
+/* cc_wino_grad_tiles, eight tiles of a row at a time. Reads up to 16 floats past the
+ * plane (the scratch has CC_PAD after dz); stores up to 7 lanes past a row of tiles (see
+ * CC_TILE_PAD). */
+CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const float *restrict in,
+                                            int h, int w, int th, int tw) {
+    const __m256 zero = _mm256_setzero_ps();
+    for (int ty = 0; ty < th; ty++) {
+        const float *r0 = in + (size_t)2 * ty * w, *r1 = r0 + w;
+        int two_rows = 2 * ty + 1 < h;
+        float *mt = m + (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx += 8) {
+            __m256 y00, y01, y10 = zero, y11 = zero;
+            cc_split(r0 + 2 * tx, &y00, &y01);
+            if (two_rows) cc_split(r1 + 2 * tx, &y10, &y11);
+            if (w & 1) { /* the last tile's second column is past the plane */
+                __m256 keep = _mm256_castsi256_ps(cc_lanes(w / 2 - tx));
+                y01 = _mm256_and_ps(y01, keep);
+                y11 = _mm256_and_ps(y11, keep);
+            }
+            __m256 a[4][2] = {{y00, y01},
+                              {_mm256_add_ps(y00, y10), _mm256_add_ps(y01, y11)},
+                              {_mm256_sub_ps(y00, y10), _mm256_sub_ps(y01, y11)},
+                              {_mm256_sub_ps(zero, y10), _mm256_sub_ps(zero, y11)}};
+            for (int i = 0; i < 4; i++) {
+                float *q = mt + tx + (size_t)4 * i * ms;
+                _mm256_storeu_ps(q, a[i][0]);
+                _mm256_storeu_ps(q + ms, _mm256_add_ps(a[i][0], a[i][1]));
+                _mm256_storeu_ps(q + 2 * ms, _mm256_sub_ps(a[i][0], a[i][1]));
+                _mm256_storeu_ps(q + 3 * ms, _mm256_sub_ps(zero, a[i][1]));
+            }
+        }
+    }
+}
+#endif
+
+/* The transforms, in AVX2 where cc_avx2() says so. */
+static void cc_wino_in_plane(float *v, size_t vs, const float *in, int h, int w, int th, int tw,
+                             float *pad) {
+    cc_wino_pad(pad, in, h, w, th, tw);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (cc_avx2()) {
+        cc_wino_in_avx2(v, vs, pad, th, tw);
+        return;
+    }
+#endif
+    cc_wino_in(v, vs, pad, th, tw);
+}
+
+static void cc_wino_out_plane(float *out, int h, int w, const float *m, size_t ms, int th,
+                              int tw) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (w >= 8 && cc_avx2()) {
+        cc_wino_out_avx2(out, h, w, m, ms, th, tw);
+        return;
+    }
+#endif
+    cc_wino_out(out, h, w, m, ms, th, tw, 0);
+}
+
+static void cc_wino_grad_plane(float *m, size_t ms, const float *in, int h, int w, int th,
+                               int tw) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (cc_avx2()) {
+        cc_wino_grad_tiles_avx2(m, ms, in, h, w, th, tw);
+        return;
+    }
+#endif
+    cc_wino_grad_tiles(m, ms, in, h, w, th, tw);
+}
+
+/* Floats of a chunk's first scratch area: im2col's col (ck, nc*hw), or where the block
+ * takes Winograd its V and M, (16, c + f, ldt). */
+static size_t cc_area(const cc_block *k) {
+    return k->wino ? (size_t)16 * (k->c + k->f) * k->ldt : (size_t)k->ck * k->hw * k->nc;
+}
+
+/* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
+ * (f, nc*hw), CC_PAD floats, then Winograd's padded plane. */
 static float *cc_chunk_scratch(const cc_block *k) {
-    return cc_scratch(0, (size_t)(k->ck + k->f) * k->nc * k->hw + CC_PAD);
+    size_t pad = k->wino ? cc_wino_pad_size(k->th, k->tw) : 0;
+    return cc_scratch(0, cc_area(k) + (size_t)k->f * k->hw * k->nc + CC_PAD + pad);
+}
+
+/* V (16, c, ldt): the transformed tiles of x's images [i0, i0+n). */
+static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int n) {
+    size_t ldt = k->ldt;
+    for (int j = 0; j < n; j++) {
+        const float *img = k->x + (size_t)(i0 + j) * k->istride;
+        for (int ch = 0; ch < k->c; ch++)
+            cc_wino_in_plane(V + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)k->c * ldt,
+                             img + (size_t)ch * k->cstride, k->h, k->w, k->th, k->tw, pad);
+    }
+}
+
+/* z (f, n*hw) of images [i0, i0+n) by Winograd: V (16, c, ldt) of x, the 16 products
+ * into M (16, f, ldt), then the tiles of M back into z. */
+static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, float *pad, int i0,
+                                  int n) {
+    int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
+    size_t ld = (size_t)n * k->hw;
+    float *V = area, *M = area + (size_t)16 * c * ldt;
+    if (!k->gemm_only) cc_wino_x_tiles(k, V, pad, i0, n);
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 0, f, tiles, c, 1.0f, k->U + (size_t)p * f * c, c, V + (size_t)p * c * ldt,
+                ldt, 0.0f, M + (size_t)p * f * ldt, ldt);
+    if (!k->gemm_only)
+        for (int co = 0; co < f; co++)
+            for (int j = 0; j < n; j++)
+                cc_wino_out_plane(z + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w,
+                                  M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
+                                  k->th, k->tw);
+}
+
+/* dU (16, f, c) = beta dU + the gradient of the transformed filters from images
+ * [i0, i0+n): V (16, c, ldt) of x as forward, M (16, f, ldt) of dz's tiles
+ * (cc_wino_grad_tiles), then dU[p] += M[p] V[p]^T, a GEMM for each p. */
+static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
+                             int n, float *dU, float beta) {
+    int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
+    size_t ld = (size_t)n * k->hw;
+    float *V = area, *M = area + (size_t)16 * c * ldt;
+    if (!k->gemm_only) {
+        cc_wino_x_tiles(k, V, pad, i0, n);
+        for (int co = 0; co < f; co++)
+            for (int j = 0; j < n; j++)
+                cc_wino_grad_plane(M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
+                                   dz + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w, k->th,
+                                   k->tw);
+    }
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 1, f, c, tiles, 1.0f, M + (size_t)p * f * ldt, ldt, V + (size_t)p * c * ldt,
+                ldt, beta, dU + (size_t)p * f * c, c);
+}
+
+/* dx of images [i0, i0+n) from their dz (f, n*hw) by Winograd, k->U the flipped filters:
+ * V (16, f, ldt) of dz, the 16 products into M (16, c, ldt), M's tiles into dx. */
+static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
+                             int n) {
+    int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
+    size_t ld = (size_t)n * k->hw;
+    float *V = area, *M = area + (size_t)16 * f * ldt;
+    if (!k->gemm_only)
+        for (int co = 0; co < f; co++)
+            for (int j = 0; j < n; j++)
+                cc_wino_in_plane(V + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
+                                 dz + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w, k->th,
+                                 k->tw, pad);
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, V + (size_t)p * f * ldt,
+                ldt, 0.0f, M + (size_t)p * c * ldt, ldt);
+    if (!k->gemm_only)
+        for (int j = 0; j < n; j++) {
+            float *img = k->dx + (size_t)(i0 + j) * k->istride;
+            for (int ch = 0; ch < c; ch++)
+                cc_wino_out_plane(img + (size_t)ch * k->cstride, k->h, k->w,
+                                  M + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)c * ldt,
+                                  k->th, k->tw);
+        }
 }
 
 static void cc_forward_group(void *ctx, int g) {
     const cc_block *k = ctx;
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
-    float *col = cc_chunk_scratch(k), *z = col + (size_t)k->ck * k->nc * k->hw;
+    float *col = cc_chunk_scratch(k), *z = col + cc_area(k);
+    float *pad = z + (size_t)k->f * k->nc * k->hw + CC_PAD;
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
-        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
-        k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+        if (k->wino) {
+            cc_wino_forward_chunk(k, col, z, pad, i, n);
+        } else {
+            if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
+            k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+        }
         if (!k->gemm_only) cc_pool_forward(k, z, ld, i, n);
     }
 }
@@ -523,17 +964,20 @@ static void cc_forward_group(void *ctx, int g) {
 static void cc_backward_group(void *ctx, int g) {
     const cc_block *k = ctx;
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
-    size_t nw = (size_t)k->f * k->ck;
-    float *dW = k->partial + (size_t)g * (nw + k->f), *db = dW + nw;
-    float *col = cc_chunk_scratch(k), *dz = col + (size_t)k->ck * k->nc * k->hw;
+    float *dW = k->partial + (size_t)g * (k->npart + k->f), *db = dW + k->npart;
+    float *col = cc_chunk_scratch(k), *dz = col + cc_area(k);
+    float *pad = dz + (size_t)k->f * k->nc * k->hw + CC_PAD;
     memset(db, 0, (size_t)k->f * sizeof *db);
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
-        if (!k->gemm_only) {
-            cc_pool_backward(k, dz, ld, i, n, db);
-            cc_im2col(k, col, ld, i, n);
-        }
+        if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
         float beta = i == lo ? 0.0f : 1.0f;
+        if (k->wino) { /* dU, then dx, each with col's area for its V and M */
+            cc_wino_dw_chunk(k, col, dz, pad, i, n, dW, beta);
+            if (k->dx) cc_wino_dx_chunk(k, col, dz, pad, i, n);
+            continue;
+        }
+        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
         if (k->dwt) /* dW^T (ck, f) += col dz^T: the same sums (cc_plan says when) */
             k->gemm(0, 1, k->ck, k->f, ld, 1.0f, col, ld, dz, ld, beta, dW, k->f);
         else
@@ -551,14 +995,27 @@ static void cc_plan(cc_block *k) {
     k->ck = k->c * 9;
     k->ph = k->h / 2;
     k->pw = k->w / 2;
-    size_t part = ((size_t)k->f * k->ck + k->f) * sizeof(float);
+    k->th = (k->h + 1) / 2;
+    k->tw = (k->w + 1) / 2;
+    k->nt = k->th * k->tw;
+    /* Winograd where the table allows it (k->wino on entry) and kn_cpu_winograd says so:
+     * by default where c >= CC_WINO_MIN_C. The transforms cost per tile and channel what
+     * the products save per tile, channel and filter, so few input channels do not pay
+     * for them (docs/benchmarks/train-speed.md: the model's second layer with c = 4
+     * slower, 8 even, 16 and 32 faster; its first layer, c = 1, slower). */
+    int mode = atomic_load(&cc_wino_mode);
+    k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
+    k->npart = k->wino ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
+    size_t part = (k->npart + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
     while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
     k->groups = g;
-    size_t per_image = (size_t)(k->ck + k->f) * k->hw * sizeof(float);
+    size_t area = k->wino ? (size_t)16 * (k->c + k->f) * k->nt : (size_t)k->ck * k->hw;
+    size_t per_image = (area + (size_t)k->f * k->hw) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
-    size_t nc = CC_CHUNK_BYTES / per_image;
+    size_t nc = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
     k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;
+    k->ldt = k->nc * k->nt + CC_TILE_PAD;
     k->gemm_only = atomic_load(&cc_gemm_only);
     /* OpenBLAS (0.3.21, Haswell and SkylakeX kernels) makes the weight gradient faster as
      * col dz^T, (ck, f), where ck >= f (the second layer: 3% and 7%); the first layer's
@@ -577,14 +1034,19 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
     }
 }
 
-void kc_conv_block_forward(kc_gemm_fn *gemm, float *y, int32_t *argmax, float *zmax,
+void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, int32_t *argmax, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act) {
     if (b <= 0) return;
-    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
-                  .istride = istride, .cstride = cstride, .x = x, .W = W, .bias = bias,
-                  .y = y, .zmax_out = zmax, .argmax_out = argmax};
+    cc_block k = {.gemm = gemm, .wino = wino, .b = b, .c = c, .h = h, .w = w, .f = f,
+                  .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W,
+                  .bias = bias, .y = y, .zmax_out = zmax, .argmax_out = argmax};
     cc_plan(&k);
+    if (k.wino) { /* the filters transformed once, on this thread, read by all */
+        float *U = cc_scratch(2, (size_t)16 * f * c);
+        if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
+        k.U = U;
+    }
     cc_run(&k, cc_forward_group);
 }
 
@@ -601,13 +1063,13 @@ VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict p
         }
 }
 
-void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, const float *dy,
-                            const int32_t *argmax, const float *y, const float *zmax,
-                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
-                            int w, const float *W, int f, int act) {
-    cc_block k = {.gemm = gemm, .b = b, .c = c, .h = h, .w = w, .f = f, .act = act,
-                  .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy, .yin = y,
-                  .zmax = zmax, .argmax = argmax, .dx = dx};
+void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, float *dx,
+                            const float *dy, const int32_t *argmax, const float *y,
+                            const float *zmax, const float *x, int b, size_t istride,
+                            size_t cstride, int c, int h, int w, const float *W, int f, int act) {
+    cc_block k = {.gemm = gemm, .wino = wino, .b = b, .c = c, .h = h, .w = w, .f = f,
+                  .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy,
+                  .yin = y, .zmax = zmax, .argmax = argmax, .dx = dx};
     size_t nw = (size_t)f * c * 9;
     if (b <= 0) {
         memset(dW, 0, nw * sizeof *dW);
@@ -615,12 +1077,25 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, float *dW, float *db, float *dx, c
         return;
     }
     cc_plan(&k);
-    k.partial = cc_scratch(1, (size_t)k.groups * (nw + f));
+    /* the groups' partial sums, then (Winograd) the sum of their dU */
+    k.partial = cc_scratch(1, (size_t)k.groups * (k.npart + f) + (k.wino ? k.npart : 0));
+    if (k.wino && dx) { /* dx's filters, flipped and transposed, once */
+        float *U = cc_scratch(2, (size_t)16 * f * c);
+        if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
+        k.U = U;
+    }
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
-    if (k.dwt)
-        cc_sum_groups(dW, k.partial, k.ck, f, nw + f, k.groups, 1);
-    else
-        cc_sum_groups(dW, k.partial, f, k.ck, nw + f, k.groups, 0);
-    cc_sum_groups(db, k.partial + nw, 1, f, nw + f, k.groups, 0);
+    size_t stride = k.npart + f;
+    if (k.wino) { /* dU summed, then each filter's G^T dU G */
+        float *dU = k.partial + (size_t)k.groups * stride;
+        cc_sum_groups(dU, k.partial, 1, (int)k.npart, stride, k.groups, 0);
+        for (size_t i = 0; i < (size_t)f * c; i++)
+            cc_wino_filter_grad(dW + i * 9, dU + i, (size_t)f * c);
+    } else if (k.dwt) {
+        cc_sum_groups(dW, k.partial, k.ck, f, stride, k.groups, 1);
+    } else {
+        cc_sum_groups(dW, k.partial, f, k.ck, stride, k.groups, 0);
+    }
+    cc_sum_groups(db, k.partial + k.npart, 1, f, stride, k.groups, 0);
 }

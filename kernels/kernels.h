@@ -307,6 +307,14 @@ void kn_cpu_device_fail_graphs(int on);
  * skipped and their outputs are left as they are. 0 (the default) computes. */
 void kn_cpu_gemm_only(int on);
 
+/* Which conv blocks of kn_cpu take Winograd F(2x2,3x3) for their products (the conv
+ * output, dx and dW: kernels/cpu_conv.c; kn_cpu_device never does): KN_WINO_RULE
+ * (the default) those with at least 16 input channels, where it measures faster
+ * (docs/benchmarks/train-speed.md); KN_WINO_OFF none (im2col and one GEMM, as before);
+ * KN_WINO_ALL every one (for tests). Call it between steps, not during one. */
+enum { KN_WINO_OFF = 0, KN_WINO_RULE = 1, KN_WINO_ALL = 2 };
+void kn_cpu_winograd(int mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1369,6 +1369,200 @@ static void test_conv_block_ties(void) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
 }
 
+/* The blocks' tests above again with every block of kn_cpu on Winograd F(2x2,3x3) (by
+ * default only those of 16 input channels or more: of block_cases, one), so the forward
+ * pass, dx and dW of every case (odd sizes, partial tiles, one row, one column, 1 to 16
+ * channels, one thread and two) meet the double reference through the Winograd path
+ * too, with the same tolerances as im2col's (the cases' errors stay within them: see
+ * test_conv_block_winograd for a bound). */
+static void test_conv_block_winograd_all(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu takes Winograd)\n");
+        return;
+    }
+    kn_cpu_winograd(KN_WINO_ALL);
+    test_conv_block();
+    test_conv_block_ties();
+    kn_cpu_winograd(KN_WINO_RULE);
+}
+
+/* Winograd F(2x2,3x3) against a double reference and against the im2col path, on the
+ * model's shapes and odd ones: 14x14 (7x7 whole tiles), 7x7 and odd h or w alone
+ * (partial tiles: the last row or column of tiles makes one output of two), 1 to 64
+ * channels in and out. The forward pass is checked through y, the pooled maximum: it
+ * moves by no more than the conv output does, so a window whose arg-max would tie does
+ * not matter. dx and dW are checked with both paths' backward pass fed the same
+ * forward results (im2col's), against dx and dW in double from those arg-maxes; db,
+ * the same sums in both paths, must be the same bits.
+ *
+ * Tolerance: each output (of z, or of dx) is a sum of K = 9c (9f for dx) products. In
+ * float, im2col's GEMM errs by up to about K * eps * S, S = the sum of the terms'
+ * magnitudes (eps = 6e-8); Winograd adds the transforms' roundings, each a few
+ * additions of terms no larger than 2.25x an input or filter element, which at most
+ * multiplies the bound by a small constant (Lavin and Gray 2016, Barabasz et al. 2020
+ * measure F(2x2,3x3)'s float error within a few times direct convolution's). With
+ * inputs in [-1, 1] and weights in [-0.5, 0.5], S <= K / 2 (+ the bias), so atol =
+ * 2 * K * eps * S bounds it (the errors observed are 1/100 of it or less, and alike in
+ * both paths), while a transform with one coefficient wrong errs by a sizeable part of S
+ * (0.1 and more): the check fails on any such mistake (tried: a sign in B^T, a row of G,
+ * a sign in the transform of dz's tiles). dW the same way: each element a sum of
+ * K = b*h*w products of dz and x, of which at most S = b*ph*pw are not 0, each no
+ * larger than 1 (errors observed: a tenth of that bound or less, alike in both paths;
+ * the smallest case's are near an ulp of dW). */
+static void test_conv_block_winograd(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu takes Winograd)\n");
+        return;
+    }
+    static const struct block_case cases[] = {
+        {3, 32, 14, 14, 64, KN_RELU, 0}, /* the model's second layer */
+        {4, 64, 7, 7, 32, KN_TANH, 1},   /* odd: partial tiles in both directions */
+        {2, 16, 9, 6, 24, KN_RELU, 0},   /* odd h */
+        {5, 8, 6, 11, 3, KN_TANH, 1},    /* odd w, few filters */
+        {19, 3, 5, 5, 4, KN_RELU, 0},    /* more images than groups */
+        {2, 2, 3, 1, 2, KN_TANH, 1},     /* one column: nothing pooled, dx all 0 */
+        {3, 17, 2, 2, 5, KN_RELU, 0},    /* one tile */
+        {2, 5, 9, 17, 6, KN_TANH, 1},    /* odd h and w, two groups of eight tiles a row */
+        {20, 32, 22, 22, 64, KN_RELU, 1}, /* chunks of one image, two in some groups */
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const struct block_case *bc = &cases[t];
+        int ph = bc->h / 2, pw = bc->w / 2, hw = bc->h * bc->w;
+        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
+        size_t np = (size_t)bc->f * bc->b * ph * pw;
+        size_t istride = bc->planar ? (size_t)hw : (size_t)bc->c * hw + 3;
+        size_t cstride = bc->planar ? (size_t)(bc->b + 1) * hw : (size_t)hw;
+        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
+        float *dy = host_floats(np + 1);
+        rand_fill(x, nx, -1, 1);
+        rand_fill(W, nw, -0.5f, 0.5f);
+        rand_fill(bias, bc->f, -0.3f, 0.3f);
+        rand_fill(dy, np, -1, 1);
+        char label[160];
+        snprintf(label, sizeof label, "winograd b=%d c=%d %dx%d f=%d act=%d%s", bc->b, bc->c,
+                 bc->h, bc->w, bc->f, bc->act, bc->planar ? " (c,b,h,w)" : "");
+        const double eps = 6e-8;
+        double atol_y = 2 * 9.0 * bc->c * eps * (9.0 * bc->c / 2 + 0.3);
+        double atol_dx = 2 * 9.0 * bc->f * eps * (9.0 * bc->f / 2);
+        double atol_dw = 2.0 * bc->b * hw * eps * ((double)bc->b * ph * pw);
+
+        /* forward in both paths; y against the double reference */
+        float *y[2], *zm[2], *dW[2], *db[2], *dx[2];
+        int32_t *arg[2];
+        float *dxv = dev_dup(x, nx), *dWv = dev_dup(W, nw), *dbias = dev_dup(bias, bc->f);
+        for (int m = 0; m < 2; m++) {
+            y[m] = K->alloc((np + 1) * sizeof(float));
+            zm[m] = K->alloc((np + 1) * sizeof(float));
+            arg[m] = K->alloc((np + 1) * sizeof(int32_t));
+            kn_cpu_winograd(m ? KN_WINO_ALL : KN_WINO_OFF);
+            K->conv_block_forward(y[m], arg[m], zm[m], dxv, bc->b, istride, cstride, bc->c,
+                                  bc->h, bc->w, dWv, dbias, bc->f, bc->act);
+        }
+        double *want_y = host_doubles(np + 1);
+        for (int co = 0; co < bc->f; co++)
+            for (int i = 0; i < bc->b; i++)
+                for (int py = 0; py < ph; py++)
+                    for (int px = 0; px < pw; px++) {
+                        double best = -INFINITY;
+                        for (int q = 0; q < 4; q++) {
+                            int yy = 2 * py + q / 2, xx = 2 * px + q % 2;
+                            double acc = bias[co];
+                            for (int ch = 0; ch < bc->c; ch++)
+                                for (int tap = 0; tap < 9; tap++) {
+                                    int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+                                    if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+                                    acc += (double)W[((size_t)co * bc->c + ch) * 9 + tap] *
+                                           x[block_at(bc, i, ch, iy, ix)];
+                                }
+                            double a = ref_act(bc->act, acc);
+                            best = a > best ? a : best;
+                        }
+                        want_y[(((size_t)co * bc->b + i) * ph + py) * pw + px] = best;
+                    }
+        float *got_y = host_floats(np + 1);
+        for (int m = 0; m < 2; m++) {
+            char l2[200];
+            snprintf(l2, sizeof l2, "%s: y, %s", label, m ? "Winograd" : "im2col");
+            dev_get(got_y, y[m], np);
+            CHECK_ALL_NEAR(l2, got_y, want_y, np, atol_y, 0);
+        }
+
+        /* backward in both paths from im2col's forward results */
+        float *ddy = dev_dup(dy, np + 1);
+        float *host_dx = host_floats(nx);
+        for (size_t i = 0; i < nx; i++) host_dx[i] = SENTINEL;
+        for (int m = 0; m < 2; m++) {
+            dW[m] = K->alloc(nw * sizeof(float));
+            db[m] = K->alloc((size_t)bc->f * sizeof(float));
+            dx[m] = dev_dup(host_dx, nx);
+            kn_cpu_winograd(m ? KN_WINO_ALL : KN_WINO_OFF);
+            K->conv_block_backward(dW[m], db[m], dx[m], ddy, arg[0], y[0], zm[0], dxv, bc->b,
+                                   istride, cstride, bc->c, bc->h, bc->w, dWv, bc->f, bc->act);
+        }
+        kn_cpu_winograd(KN_WINO_RULE);
+        /* dx in double: dz at each window's arg-max, through the filters */
+        int32_t *a0 = tn_xcalloc(np + 1, sizeof(int32_t));
+        float *y0 = host_floats(np + 1), *z0 = host_floats(np + 1);
+        K->download(a0, arg[0], np * sizeof(int32_t));
+        dev_get(y0, y[0], np);
+        dev_get(z0, zm[0], np);
+        double *want_dx = host_doubles(nx), *want_dw = host_doubles(nw);
+        for (size_t i = 0; i < nx; i++) want_dx[i] = SENTINEL;
+        for (int i = 0; i < bc->b; i++)
+            for (int ch = 0; ch < bc->c; ch++)
+                for (int p = 0; p < hw; p++) want_dx[block_at(bc, i, ch, 0, 0) + p] = 0;
+        for (int co = 0; co < bc->f; co++)
+            for (int i = 0; i < bc->b; i++)
+                for (int q = 0; q < ph * pw; q++) {
+                    size_t o = ((size_t)co * bc->b + i) * ph * pw + q;
+                    double d = dy[o] * ref_dact(bc->act, z0[o]);
+                    int yy = a0[o] / bc->w, xx = a0[o] % bc->w;
+                    for (int ch = 0; ch < bc->c; ch++)
+                        for (int tap = 0; tap < 9; tap++) {
+                            int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+                            if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+                            size_t wi = ((size_t)co * bc->c + ch) * 9 + tap;
+                            want_dx[block_at(bc, i, ch, iy, ix)] += d * W[wi];
+                            want_dw[wi] += d * x[block_at(bc, i, ch, iy, ix)];
+                        }
+                }
+        float *got[2][3];
+        for (int m = 0; m < 2; m++) {
+            char l2[200];
+            snprintf(l2, sizeof l2, "%s: dx and dW, %s", label, m ? "Winograd" : "im2col");
+            got[m][0] = host_floats(nx);
+            got[m][1] = host_floats(nw);
+            got[m][2] = host_floats(bc->f);
+            dev_get(got[m][0], dx[m], nx);
+            dev_get(got[m][1], dW[m], nw);
+            dev_get(got[m][2], db[m], bc->f);
+            CHECK_ALL_NEAR(l2, got[m][0], want_dx, nx, atol_dx, 0);
+            CHECK_ALL_NEAR(l2, got[m][1], want_dw, nw, atol_dw, 0);
+        }
+        CHECK_MSG(memcmp(got[0][2], got[1][2], bc->f * sizeof(float)) == 0,
+                  "%s: db differs between the paths", label);
+        for (int m = 0; m < 2; m++) {
+            for (int j = 0; j < 3; j++) free(got[m][j]);
+            void *bufs[] = {y[m], zm[m], arg[m], dW[m], db[m], dx[m]};
+            for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
+        }
+        void *bufs[] = {dxv, dWv, dbias, ddy};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
+        free(x);
+        free(W);
+        free(bias);
+        free(dy);
+        free(want_y);
+        free(got_y);
+        free(host_dx);
+        free(a0);
+        free(y0);
+        free(z0);
+        free(want_dx);
+        free(want_dw);
+    }
+}
+
 /* kn_cpu_gemm_only (the benchmark's GEMM floor): the blocks make their products and
  * nothing else: every output is left as it was. */
 static void test_conv_block_gemm_only(void) {
@@ -2117,6 +2311,8 @@ int main(int argc, char **argv) {
     RUN(test_maxpool2_ties);
     RUN(test_conv_block);
     RUN(test_conv_block_ties);
+    RUN(test_conv_block_winograd_all);
+    RUN(test_conv_block_winograd);
     RUN(test_conv_block_gemm_only);
     RUN(test_workers);
     RUN(test_sgd_momentum);
