@@ -1119,6 +1119,20 @@ static size_t block_x_size(const struct block_case *bc) {
 }
 
 /* What one forward and backward pass of a block wrote. */
+/* The conv's pre-activation at (co, i, yy, xx) in double, from the definition: bias
+ * plus the 3x3 taps over every input channel, zero outside the plane. */
+static double ref_conv_at(const struct block_case *bc, const float *x, const float *W,
+                          const float *bias, int co, int i, int yy, int xx) {
+    double acc = bias[co];
+    for (int ch = 0; ch < bc->c; ch++)
+        for (int tap = 0; tap < 9; tap++) {
+            int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+            if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+            acc += (double)W[((size_t)co * bc->c + ch) * 9 + tap] * x[block_at(bc, i, ch, iy, ix)];
+        }
+    return acc;
+}
+
 typedef struct block_out {
     float *y, *zmax, *dW, *db, *dx; /* with a sentinel past the end; dx as x */
     int32_t *arg;
@@ -1215,15 +1229,8 @@ static void test_conv_block(void) {
             for (int i = 0; i < bc->b; i++)
                 for (int yy = 0; yy < bc->h; yy++)
                     for (int xx = 0; xx < bc->w; xx++) {
-                        double acc = bias[co];
-                        for (int ch = 0; ch < bc->c; ch++)
-                            for (int tap = 0; tap < 9; tap++) {
-                                int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
-                                if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
-                                acc += (double)W[((size_t)co * bc->c + ch) * 9 + tap] *
-                                       x[block_at(bc, i, ch, iy, ix)];
-                            }
-                        z[(((size_t)co * bc->b + i) * bc->h + yy) * bc->w + xx] = acc;
+                        z[(((size_t)co * bc->b + i) * bc->h + yy) * bc->w + xx] =
+                            ref_conv_at(bc, x, W, bias, co, i, yy, xx);
                     }
         double *want_y = host_doubles(np + 1), *want_z = host_doubles(np + 1);
         double *want_dw = host_doubles(nw + 1), *want_db = host_doubles(bc->f + 1);
@@ -1466,15 +1473,7 @@ static void test_conv_block_winograd(void) {
                         double best = -INFINITY;
                         for (int q = 0; q < 4; q++) {
                             int yy = 2 * py + q / 2, xx = 2 * px + q % 2;
-                            double acc = bias[co];
-                            for (int ch = 0; ch < bc->c; ch++)
-                                for (int tap = 0; tap < 9; tap++) {
-                                    int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
-                                    if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
-                                    acc += (double)W[((size_t)co * bc->c + ch) * 9 + tap] *
-                                           x[block_at(bc, i, ch, iy, ix)];
-                                }
-                            double a = ref_act(bc->act, acc);
+                            double a = ref_act(bc->act, ref_conv_at(bc, x, W, bias, co, i, yy, xx));
                             best = a > best ? a : best;
                         }
                         want_y[(((size_t)co * bc->b + i) * ph + py) * pw + px] = best;
