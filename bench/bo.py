@@ -1081,8 +1081,10 @@ round of 8 refines it. With 8 workers the study plateaus near 1e-5 for tens of t
 the local minimum are as frequent as sequentially (13 of 20 at 1 and at 8 workers),
 so the loss is precision, not exploration. The running-trial radius that follows the
 model's noise (docs/bayesian-optimisation.md, "No waste") took hartmann6 from 1 of 20
-seeds to 5 and mixed from 10 to 12; a best-measured incumbent for EI and a
-pessimistic belief (mean minus one sd) did worse (1 and 0 of 20 on hartmann6).
+seeds to 5 and mixed from 10 to 12; a best-measured incumbent for EI, a pessimistic
+belief (mean minus one sd), beliefs capped at the best measured value and an
+exploitation slot at the mean's argmax did worse on hartmann6 (0 to 2 of 20; the
+table in docs/bayesian-optimisation.md, "What was tried at 8 workers").
 
 The "same seed's" target depends on luck in a different way: a sequential study that
 stays in hartmann6's local minimum sets a target of about 0.119, and a parallel study
