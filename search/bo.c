@@ -55,8 +55,8 @@
 #define BO_REFINE_STEP 0.05     /* Nelder-Mead's initial simplex size */
 #define BO_REFINE_TOL 1e-4      /* ... and its final size */
 #define BO_REFINE_ITERS 100     /* ... and its iterations (fewer past 100 trials) */
-#define BO_SWEEP_ROUNDS 3       /* rounds of moving each category to its best */
 #define BO_MIN_REFINE_ITERS 20
+#define BO_SWEEP_ROUNDS 3       /* rounds of moving each category to its best */
 #define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
 #define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
 #define BO_MIN_FIT_ITERS 10
@@ -100,7 +100,6 @@ typedef struct enc {
     size_t P;                /* parameters */
     size_t D;                /* encoded coordinates */
     size_t *off;             /* (P) each parameter's first coordinate */
-    int conditional;         /* the space has conditional parameters */
     size_t *group;           /* (D) the GP lengthscale of each coordinate: one per
                                 parameter, shared by a CATEGORICAL's one-hot and by a
                                 conditional ordinal's two */
@@ -118,7 +117,6 @@ static void enc_init(enc *e, const sp_space *s) {
     e->s = s;
     e->P = s->n;
     e->off = tn_xmalloc((s->n + 1) * sizeof *e->off);
-    e->conditional = sp_space_is_conditional(s);
     e->D = 0;
     for (size_t i = 0; i < s->n; i++) {
         e->off[i] = e->D;
@@ -142,11 +140,11 @@ static void enc_clear(enc *e) {
  * parameters NaN. Snapped (relaxed = 0): each ordinal coordinate is the one of the
  * legal value u decodes to, so the model scores what would be suggested; relaxed: u
  * itself (for the local optimiser). A CATEGORICAL is always the one-hot of its
- * bucket, of height BO_ONEHOT. Which parameters are active follows from the decoded values of their
- * parents, so u's coordinates of inactive parameters are never read. An inactive
- * parameter is the origin of its coordinates: for a CATEGORICAL no category
- * (BO_ONEHOT from each category), for a conditional ordinal the centre of the
- * arc (cos(A t), sin(A t)), t in [0, 1], that its unit values map to: the same
+ * bucket, of height BO_ONEHOT. Which parameters are active follows from the decoded
+ * values of their parents, so u's coordinates of inactive parameters are never read.
+ * An inactive parameter is the origin of its coordinates: for a CATEGORICAL no
+ * category (BO_ONEHOT from each category), for a conditional ordinal the centre of
+ * the arc (cos(A t), sin(A t)), t in [0, 1], that its unit values map to: the same
  * distance 1 from every value, which is the distance between the range's two ends.
  * The space's conditions must be well formed (sp_conditions_ok). */
 static void enc_unit(const enc *e, const double *u, int relaxed, double *x, double *vs) {
