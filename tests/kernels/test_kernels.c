@@ -1133,6 +1133,31 @@ static double ref_conv_at(const struct block_case *bc, const float *x, const flo
     return acc;
 }
 
+/* Its backward: d, the gradient of the pre-activation at (co, i, yy, xx), added into
+ * dw (f, c, 3, 3) through the input and into dx (block_at) through the filters. */
+static void ref_conv_back_at(const struct block_case *bc, const float *x, const float *W,
+                             int co, int i, int yy, int xx, double d, double *dw, double *dx) {
+    for (int ch = 0; ch < bc->c; ch++)
+        for (int tap = 0; tap < 9; tap++) {
+            int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
+            if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
+            size_t wi = ((size_t)co * bc->c + ch) * 9 + tap, xi = block_at(bc, i, ch, iy, ix);
+            dw[wi] += d * x[xi];
+            dx[xi] += d * W[wi];
+        }
+}
+
+/* A reference dx to accumulate into: 0 on the planes, SENTINEL in the layout's gaps
+ * (which the block must leave as they are). */
+static double *ref_dx_new(const struct block_case *bc, size_t nx) {
+    double *dx = host_doubles(nx);
+    for (size_t k = 0; k < nx; k++) dx[k] = SENTINEL;
+    for (int i = 0; i < bc->b; i++)
+        for (int ch = 0; ch < bc->c; ch++)
+            for (int p = 0; p < bc->h * bc->w; p++) dx[block_at(bc, i, ch, 0, 0) + p] = 0;
+    return dx;
+}
+
 typedef struct block_out {
     float *y, *zmax, *dW, *db, *dx; /* with a sentinel past the end; dx as x */
     int32_t *arg;
@@ -1234,12 +1259,8 @@ static void test_conv_block(void) {
                     }
         double *want_y = host_doubles(np + 1), *want_z = host_doubles(np + 1);
         double *want_dw = host_doubles(nw + 1), *want_db = host_doubles(bc->f + 1);
-        double *want_dx = host_doubles(nx);
+        double *want_dx = ref_dx_new(bc, nx);
         int32_t *want_arg = tn_xcalloc(np, sizeof(int32_t));
-        for (size_t i = 0; i < nx; i++) want_dx[i] = SENTINEL;
-        for (int i = 0; i < bc->b; i++)
-            for (int ch = 0; ch < bc->c; ch++)
-                for (int p = 0; p < hw; p++) want_dx[block_at(bc, i, ch, 0, 0) + p] = 0;
         for (int co = 0; co < bc->f; co++)
             for (int i = 0; i < bc->b; i++)
                 for (int py = 0; py < ph; py++)
@@ -1259,15 +1280,7 @@ static void test_conv_block(void) {
                         double d = dy[o] * ref_dact(bc->act, zp[best]);
                         int yy = best / bc->w, xx = best % bc->w;
                         want_db[co] += d;
-                        for (int ch = 0; ch < bc->c; ch++)
-                            for (int tap = 0; tap < 9; tap++) {
-                                int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
-                                if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
-                                size_t wi = ((size_t)co * bc->c + ch) * 9 + tap;
-                                size_t xi = block_at(bc, i, ch, iy, ix);
-                                want_dw[wi] += d * x[xi];
-                                want_dx[xi] += d * W[wi];
-                            }
+                        ref_conv_back_at(bc, x, W, co, i, yy, xx, d, want_dw, want_dx);
                     }
         want_y[np] = want_z[np] = SENTINEL;
         want_dw[nw] = want_db[bc->f] = SENTINEL;
@@ -1505,25 +1518,14 @@ static void test_conv_block_winograd(void) {
         K->download(a0, arg[0], np * sizeof(int32_t));
         dev_get(y0, y[0], np);
         dev_get(z0, zm[0], np);
-        double *want_dx = host_doubles(nx), *want_dw = host_doubles(nw);
-        for (size_t i = 0; i < nx; i++) want_dx[i] = SENTINEL;
-        for (int i = 0; i < bc->b; i++)
-            for (int ch = 0; ch < bc->c; ch++)
-                for (int p = 0; p < hw; p++) want_dx[block_at(bc, i, ch, 0, 0) + p] = 0;
+        double *want_dx = ref_dx_new(bc, nx), *want_dw = host_doubles(nw);
         for (int co = 0; co < bc->f; co++)
             for (int i = 0; i < bc->b; i++)
                 for (int q = 0; q < ph * pw; q++) {
                     size_t o = ((size_t)co * bc->b + i) * ph * pw + q;
                     double d = dy[o] * ref_dact(bc->act, z0[o]);
                     int yy = a0[o] / bc->w, xx = a0[o] % bc->w;
-                    for (int ch = 0; ch < bc->c; ch++)
-                        for (int tap = 0; tap < 9; tap++) {
-                            int iy = yy + tap / 3 - 1, ix = xx + tap % 3 - 1;
-                            if (iy < 0 || iy >= bc->h || ix < 0 || ix >= bc->w) continue;
-                            size_t wi = ((size_t)co * bc->c + ch) * 9 + tap;
-                            want_dx[block_at(bc, i, ch, iy, ix)] += d * W[wi];
-                            want_dw[wi] += d * x[block_at(bc, i, ch, iy, ix)];
-                        }
+                    ref_conv_back_at(bc, x, W, co, i, yy, xx, d, want_dw, want_dx);
                 }
         float *got[2][3];
         for (int m = 0; m < 2; m++) {
