@@ -574,11 +574,10 @@ static int sweep_categories(acq *a, double *u) {
     return changed;
 }
 
-/* Points a->free_dims at the ordinal parameters active at u (P): those Nelder-Mead
- * moves. v (P) is scratch. */
-static void free_ordinals(acq *a, const double *u, double *v) {
+/* Points a->free_dims at the ordinal parameters active at the point whose decoded
+ * values are v (P): those Nelder-Mead moves. */
+static void free_ordinals(acq *a, const double *v) {
     const sp_space *s = a->e->s;
-    decode(s, u, v);
     a->nfree = 0;
     for (size_t i = 0; i < a->e->P; i++) {
         if (s->params[i].type != SP_CATEGORICAL && !isnan(v[i])) {
@@ -848,10 +847,11 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
         /* Nelder-Mead moves the ordinal parameters active at the candidate; then the
          * categories move, and if one did, Nelder-Mead again from there. */
         memcpy(u, q, P * sizeof *u);
-        free_ordinals(&a, u, w);
+        free_ordinals(&a, v); /* v: q decoded, above */
         if (refine(&a, u, iters) != 0) continue;
         if (sweep_categories(&a, u)) {
-            free_ordinals(&a, u, w);
+            decode(s, u, w);
+            free_ordinals(&a, w);
             (void)refine(&a, u, iters); /* u stays the sweep's if it cannot start */
         }
         double sc = acq_at(&a, u, 0);
