@@ -51,7 +51,7 @@
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
  *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
  *            [--model_points=0 (ours: bo_options.model_points; 0 the default)]
- *            [--pending=0 (ours: bo_options.pending, enum bo_pending)] [--list]
+ *            [--pending=0 (ours: bo_options.pending, enum bo_pending)] [--onehot=0 (ours: bo_options.onehot)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -327,16 +327,19 @@ static void make_space(const bench_fn *fn, sp_space *s) {
 static int g_model_points = 0;
 /* --pending: bo_options.pending (enum bo_pending; 0 the default). */
 static int g_pending = 0;
+/* --onehot: bo_options.onehot (0: chosen by the evidence). */
+static double g_onehot = 0.0;
 
 static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
                    uint64_t index, double *out, char *note, size_t notelen) {
-    if (algo != SP_ALGO_UNSPECIFIED || (g_model_points == 0 && g_pending == 0)) {
+    if (algo != SP_ALGO_UNSPECIFIED || (g_model_points == 0 && g_pending == 0 && g_onehot == 0.0)) {
         int exhausted; /* random and Bayesian: never */
         return sp_suggest(algo, s, h, seed, index, out, &exhausted, note, notelen);
     }
     bo_options o = {0};
     o.model_points = g_model_points;
     o.pending = g_pending;
+    o.onehot = g_onehot;
     return bo_suggest(s, h, seed, index, &o, out, note, notelen);
 }
 
@@ -522,6 +525,8 @@ int main(int argc, char **argv) {
                                                             "measured trials (0: default)"},
         {"pending", TN_FLAG_INT, &g_pending, "N", "ours: bo_options.pending, how running "
                                                   "trials are believed (0: default)"},
+        {"onehot", TN_FLAG_DOUBLE, &g_onehot, "H", "ours: a categorical's one-hot height "
+                                                   "(0: chosen by the fit's evidence)"},
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
@@ -541,9 +546,9 @@ int main(int argc, char **argv) {
         rc = TN_EINVAL;
     }
     if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0 ||
-                    workers < 1)) {
+                    workers < 1 || !(g_onehot >= 0.0))) {
         snprintf(err, sizeof err, "--seeds, --reps and --workers must be >= 1, --trials, "
-                 "--timing and --model_points >= 0");
+                 "--timing, --model_points and --onehot >= 0");
         rc = TN_EINVAL;
     }
     if (rc) {

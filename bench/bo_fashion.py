@@ -8,7 +8,7 @@ images), run by `tuner run` with RANDOM_SEARCH and with ALGORITHM_UNSPECIFIED
 (BASIC), two trials at a time, one thread each. Prints a Markdown table and writes
 docs/benchmarks/bayesian-optimisation-fashion.md.
 
-    scripts/build.sh release && /usr/bin/python3 bench/bo_fashion.py [--trials 16] [--seeds 3]
+    scripts/build.sh release && /usr/bin/python3 bench/bo_fashion.py [--trials 16] [--seeds 20]
 """
 import argparse
 import datetime
@@ -52,7 +52,7 @@ def study(algo, seed, trials, work):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=16)
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks",
                                                  "bayesian-optimisation-fashion.md"))
     a = p.parse_args()

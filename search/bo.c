@@ -104,6 +104,9 @@ typedef struct enc {
                                 parameter, shared by a CATEGORICAL's one-hot and by a
                                 conditional ordinal's two */
     size_t ngroups;
+    double onehot;           /* a CATEGORICAL's one-hot height: BO_ONEHOT, or the one
+                                the fit chose (choose_onehot) */
+    int categorical;         /* whether any parameter is CATEGORICAL */
 } enc;
 
 /* Coordinates of parameter p: k for a CATEGORICAL of k (one-hot), 2 for a
@@ -124,10 +127,13 @@ static void enc_init(enc *e, const sp_space *s) {
     }
     e->group = tn_xmalloc((e->D + 1) * sizeof *e->group);
     e->ngroups = 0;
+    e->onehot = BO_ONEHOT;
+    e->categorical = 0;
     for (size_t i = 0; i < s->n; i++) {
         const sp_param *p = &s->params[i];
         size_t g = e->ngroups++;
         for (size_t j = 0; j < enc_width(p); j++) e->group[e->off[i] + j] = g;
+        e->categorical |= p->type == SP_CATEGORICAL;
     }
 }
 
@@ -140,10 +146,10 @@ static void enc_clear(enc *e) {
  * parameters NaN. Snapped (relaxed = 0): each ordinal coordinate is the one of the
  * legal value u decodes to, so the model scores what would be suggested; relaxed: u
  * itself (for the local optimiser). A CATEGORICAL is always the one-hot of its
- * bucket, of height BO_ONEHOT. Which parameters are active follows from the decoded
+ * bucket, of height e->onehot. Which parameters are active follows from the decoded
  * values of their parents, so u's coordinates of inactive parameters are never read.
  * An inactive parameter is the origin of its coordinates: for a CATEGORICAL no
- * category (BO_ONEHOT from each category), for a conditional ordinal the centre of
+ * category (e->onehot from each category), for a conditional ordinal the centre of
  * the arc (cos(A t), sin(A t)), t in [0, 1], that its unit values map to: the same
  * distance 1 from every value, which is the distance between the range's two ends.
  * The space's conditions must be well formed (sp_conditions_ok). */
@@ -160,7 +166,7 @@ static void enc_unit(const enc *e, const double *u, int relaxed, double *x, doub
         vs[i] = sp_from_unit(p, u[i]);
         if (p->type == SP_CATEGORICAL) {
             size_t c = (size_t)vs[i];
-            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? BO_ONEHOT : 0.0;
+            for (size_t j = 0; j < p->ncategories; j++) xi[j] = j == c ? e->onehot : 0.0;
             continue;
         }
         double t = relaxed ? clamp01(u[i]) : sp_to_unit(p, vs[i]);
@@ -364,11 +370,12 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Fits the candidates of z (n) at X (n, D) and keeps the best: *out (yours to free)
  * is its model, z is overwritten with the values it was fitted to, *warp (may be
- * NULL) receives 0 for z as it is or k >= 1 for BO_WARP_KAPPA[k - 1]. Returns 0, or
+ * NULL) receives 0 for z as it is or k >= 1 for BO_WARP_KAPPA[k - 1], and *evidence
+ * (may be NULL) the winner's evidence plus log Jacobian, the score. Returns 0, or
  * the raw fit's gp_fit status (log says why) when no candidate could be fitted. */
 static int fit_chosen(const double *X, double *z, size_t n, size_t D,
-                      const gp_fit_options *fo, gp_model **out, int *warp, char *why,
-                      size_t whylen) {
+                      const gp_fit_options *fo, gp_model **out, int *warp, double *evidence,
+                      char *why, size_t whylen) {
     double *srt = tn_xmalloc((n + 1) * sizeof *srt), *w = tn_xmalloc((n + 1) * sizeof *w);
     double *best_w = tn_xmalloc((n + 1) * sizeof *best_w);
     memcpy(srt, z, n * sizeof *srt);
@@ -413,6 +420,7 @@ static int fit_chosen(const double *X, double *z, size_t n, size_t D,
         rc = 0;
     }
     if (warp) *warp = chosen;
+    if (evidence) *evidence = best_score;
     free(best_w);
     free(w);
     free(srt);
@@ -426,7 +434,7 @@ int bo_choose_warp(const double *X, const double *z, size_t n, size_t D, uint64_
     memcpy(zc, z, n * sizeof *zc);
     gp_fit_options fo = {fit_restarts(n), fit_iterations(n), seed, NULL, 0};
     gp_model *gp = NULL;
-    int warp = -1, rc = fit_chosen(X, zc, n, D, &fo, &gp, &warp, NULL, 0);
+    int warp = -1, rc = fit_chosen(X, zc, n, D, &fo, &gp, &warp, NULL, NULL, 0);
     gp_free(gp);
     free(zc);
     return rc != 0 ? rc : warp;
@@ -693,6 +701,52 @@ static double pending_radius(const enc *e, const gp_model *gp) {
     return r < BO_SAME_TOL ? r : BO_SAME_TOL;
 }
 
+/* Sets the one-hot height of e to h and rescales the CATEGORICAL coordinates of the n
+ * encoded points X (n, D) to it. */
+static void onehot_rescale(enc *e, double *X, size_t n, double h) {
+    double r = h / e->onehot;
+    for (size_t i = 0; i < e->P; i++) {
+        const sp_param *p = &e->s->params[i];
+        if (p->type != SP_CATEGORICAL) continue;
+        for (size_t k = 0; k < n; k++)
+            for (size_t j = 0; j < p->ncategories; j++) X[k * e->D + e->off[i] + j] *= r;
+    }
+    e->onehot = h;
+}
+
+/* Fits the model (fit_chosen) to the n measured points X (n, D; encoded by e) and
+ * values z, and when the space has a CATEGORICAL, also with its one-hot at height
+ * BO_ONEHOT_APART; the larger evidence wins, and X, z and e->onehot are left as the
+ * winner's (docs/bayesian-optimisation.md, "Encoding"). Same returns as fit_chosen. */
+static int choose_onehot(enc *e, double *X, double *z, size_t n, const gp_fit_options *fo,
+                         gp_model **out, char *log, size_t loglen) {
+    size_t D = e->D;
+    double *z0 = e->categorical ? tn_xmalloc((n + 1) * sizeof *z0) : NULL;
+    if (z0) memcpy(z0, z, n * sizeof *z0);
+    double near_score = -HUGE_VAL, apart_score = -HUGE_VAL;
+    int rc = fit_chosen(X, z, n, D, fo, out, NULL, &near_score, log, loglen);
+    if (!z0) return rc;
+    double *Xa = tn_xmalloc((n * D + 1) * sizeof *Xa);
+    memcpy(Xa, X, n * D * sizeof *Xa);
+    enc ea = *e;
+    onehot_rescale(&ea, Xa, n, BO_ONEHOT_APART);
+    gp_model *apart = NULL;
+    if (fit_chosen(Xa, z0, n, D, fo, &apart, NULL, &apart_score, NULL, 0) == 0 &&
+        (rc != 0 || apart_score > near_score)) {
+        gp_free(*out);
+        *out = apart;
+        memcpy(X, Xa, n * D * sizeof *X);
+        memcpy(z, z0, n * sizeof *z);
+        e->onehot = ea.onehot;
+        rc = 0;
+    } else {
+        gp_free(apart);
+    }
+    free(Xa);
+    free(z0);
+    return rc;
+}
+
 /* The model path: fits, believes the pending trials, maximises the acquisition and
  * writes the winner to out. Returns 0, or -1 with *note set when the caller should
  * fall back to random. */
@@ -739,7 +793,13 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
     int restarts = o->fit_restarts > 0 ? o->fit_restarts : fit_restarts(n);
     gp_fit_options fo = {restarts, fit_iterations(n), use_key(seed, index, USE_FIT), e.group,
                          e.ngroups};
-    int frc = fit_chosen(X, z, n, D, &fo, &gp, NULL, log, sizeof log);
+    int frc;
+    if (o->onehot > 0.0) { /* a height set by the options: the encoding's, rescaled */
+        onehot_rescale(&e, X, n, o->onehot);
+        frc = fit_chosen(X, z, n, D, &fo, &gp, NULL, NULL, log, sizeof log);
+    } else {
+        frc = choose_onehot(&e, X, z, n, &fo, &gp, log, sizeof log);
+    }
     if (frc != 0) {
         set_note(note, notelen, "the Gaussian process could not be fitted (%s): random "
                                 "suggestion", log[0] ? log : tn_strerror(frc));
@@ -897,7 +957,8 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
                 opt->model_points < 0 ||
                 opt->pending < 0 || opt->pending >= BO_PENDING_COUNT ||
                 (opt->acquisition != BO_LOG_EI && opt->acquisition != BO_UCB) ||
-                !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta))) {
+                !(opt->ucb_beta >= 0.0) || !isfinite(opt->ucb_beta) ||
+                !(opt->onehot >= 0.0) || !isfinite(opt->onehot))) {
         return TN_EINVAL;
     }
     if (s->n == 0) return 0;

@@ -56,6 +56,8 @@ typedef struct bo_options {
                              best half of them and a seeded random draw of the rest;
                              0: 500 */
     int pending;          /* enum bo_pending: how running trials are believed */
+    double onehot;        /* a CATEGORICAL's one-hot height (> 0); 0: chosen by the
+                             fit's evidence between BO_ONEHOT and BO_ONEHOT_APART */
 } bo_options;
 
 /* Suggests the point of the study's trial number `index` (the number of trials
@@ -75,8 +77,14 @@ int bo_suggest(const sp_space *s, const sp_history *h, uint64_t seed, uint64_t i
 /* The height of a CATEGORICAL's one-hot in the encoding (bo_encode): two categories
  * are BO_ONEHOT * sqrt(2) apart, so that under the GP's lengthscale prior (about 0.5)
  * they share nearly all they know until the fit shortens that parameter's lengthscale
- * (docs/bayesian-optimisation.md, "Encoding"). */
+ * (docs/bayesian-optimisation.md, "Encoding"). A suggestion fits the model at this
+ * height and at BO_ONEHOT_APART and keeps the fit with the larger evidence. */
 #define BO_ONEHOT 0.02
+
+/* The other height the fit may choose (bo_options.onehot 0): categories as apart as
+ * the two ends of a range, nearly independent under the prior; the larger evidence
+ * (gp_log_evidence) of the two fits wins, suggestion by suggestion. */
+#define BO_ONEHOT_APART 1.0
 
 /* The Gaussian process's view of the point v of s (legal values as the samplers write
  * them, inactive parameters NaN): its D coordinates into x (D values; may be NULL, and

@@ -723,6 +723,54 @@ static void test_small_categorical_effects(void) {
     sp_space_clear(&s);
 }
 
+/* The one-hot's height is chosen by the fits' evidence (bo_options.onehot 0): where
+ * the category moves the optimum of x (as an optimiser moves the best learning rate:
+ * under sgd x is best at 0.85, under adam at 0.15), the default suggests what height
+ * BO_ONEHOT_APART does and not what BO_ONEHOT does; where it adds only 0.01, what
+ * BO_ONEHOT does. */
+static char *sgd_adam[] = {"sgd", "adam"};
+
+static void onehot_suggestions(int strong, double *chosen, double *near, double *apart) {
+    static const sp_param ps[] = {P_DOUBLE("x", SP_LINEAR, 0, 1), P_CAT("c", sgd_adam)};
+    sp_space s;
+    s = make_space(ps, 2);
+    study_reset(0);
+    for (int k = 0; k < 12; k++) {
+        double v[2] = {(k / 2) * 0.18 + 0.03, k % 2}, a = v[1] == 0.0 ? 0.85 : 0.15;
+        double y = strong ? (v[0] - a) * (v[0] - a) : (v[0] - 0.5) * (v[0] - 0.5) + 0.01 * v[1];
+        study_add(v, 2, SP_COMPLETE, y);
+    }
+    bo_options o = {0};
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, 12, &o, chosen, NULL, 0), 0);
+    o.onehot = BO_ONEHOT;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, 12, &o, near, NULL, 0), 0);
+    o.onehot = BO_ONEHOT_APART;
+    CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, 12, &o, apart, NULL, 0), 0);
+    printf("  %s effect: chosen (%.4f, %g), at BO_ONEHOT (%.4f, %g), apart (%.4f, %g)\n",
+           strong ? "strong" : "small", chosen[0], chosen[1], near[0], near[1], apart[0],
+           apart[1]);
+    sp_space_clear(&s);
+}
+
+static void test_onehot_by_evidence(void) {
+    double c[2], n[2], a[2];
+    onehot_suggestions(1, c, n, a);
+    CHECK(memcmp(n, a, sizeof n) != 0); /* the two heights do suggest differently */
+    CHECK(memcmp(c, a, sizeof c) == 0);
+    onehot_suggestions(0, c, n, a);
+    CHECK(memcmp(n, a, sizeof n) != 0);
+    CHECK(memcmp(c, n, sizeof c) == 0);
+    bo_options bad = {0};
+    bad.onehot = -1.0;
+    sp_space s;
+    make_unit_space(&s, 1);
+    double v;
+    CHECK_INT_EQ(bo_suggest(&s, NULL, 1, 0, &bad, &v, NULL, 0), TN_EINVAL);
+    bad.onehot = NAN;
+    CHECK_INT_EQ(bo_suggest(&s, NULL, 1, 0, &bad, &v, NULL, 0), TN_EINVAL);
+    sp_space_clear(&s);
+}
+
 /* More parameters than GSL's Sobol tables (40): Halton's sequence, then the model. */
 static void test_many_dimensions(void) {
     sp_space s;
@@ -1065,6 +1113,7 @@ int main(void) {
     RUN(test_small_space_exhausted);
     RUN(test_categorical_optimum);
     RUN(test_small_categorical_effects);
+    RUN(test_onehot_by_evidence);
     RUN(test_many_dimensions);
     RUN(test_beats_random);
     RUN(test_conditional_legal_parallel);
