@@ -51,7 +51,8 @@
  *   bench_bo [--function=NAME|all] [--algo=bo|random|both] [--seeds=20] [--first_seed=1]
  *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
  *            [--model_points=0 (ours: bo_options.model_points; 0 the default)]
- *            [--pending=0 (ours: bo_options.pending, enum bo_pending)] [--onehot=0 (ours: bo_options.onehot)] [--list]
+ *            [--pending=0 (ours: bo_options.pending, enum bo_pending)]
+ *            [--onehot=0 (ours: bo_options.onehot; 0 chosen by the evidence)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -332,7 +333,8 @@ static double g_onehot = 0.0;
 
 static int suggest(int algo, const sp_space *s, const sp_history *h, uint64_t seed,
                    uint64_t index, double *out, char *note, size_t notelen) {
-    if (algo != SP_ALGO_UNSPECIFIED || (g_model_points == 0 && g_pending == 0 && g_onehot == 0.0)) {
+    if (algo != SP_ALGO_UNSPECIFIED ||
+        (g_model_points == 0 && g_pending == 0 && g_onehot == 0.0)) {
         int exhausted; /* random and Bayesian: never */
         return sp_suggest(algo, s, h, seed, index, out, &exhausted, note, notelen);
     }

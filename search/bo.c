@@ -701,9 +701,9 @@ static double pending_radius(const enc *e, const gp_model *gp) {
     return r < BO_SAME_TOL ? r : BO_SAME_TOL;
 }
 
-/* Sets the one-hot height of e to h and rescales the CATEGORICAL coordinates of the n
- * encoded points X (n, D) to it. */
-static void onehot_rescale(enc *e, double *X, size_t n, double h) {
+/* Rescales the CATEGORICAL coordinates of the n points X (n, D), encoded by e at
+ * height e->onehot, to height h (e itself is left as it is). */
+static void onehot_rescale(const enc *e, double *X, size_t n, double h) {
     double r = h / e->onehot;
     for (size_t i = 0; i < e->P; i++) {
         const sp_param *p = &e->s->params[i];
@@ -711,7 +711,6 @@ static void onehot_rescale(enc *e, double *X, size_t n, double h) {
         for (size_t k = 0; k < n; k++)
             for (size_t j = 0; j < p->ncategories; j++) X[k * e->D + e->off[i] + j] *= r;
     }
-    e->onehot = h;
 }
 
 /* Fits the model (fit_chosen) to the n measured points X (n, D; encoded by e) and
@@ -728,8 +727,7 @@ static int choose_onehot(enc *e, double *X, double *z, size_t n, const gp_fit_op
     if (!z0) return rc;
     double *Xa = tn_xmalloc((n * D + 1) * sizeof *Xa);
     memcpy(Xa, X, n * D * sizeof *Xa);
-    enc ea = *e;
-    onehot_rescale(&ea, Xa, n, BO_ONEHOT_APART);
+    onehot_rescale(e, Xa, n, BO_ONEHOT_APART);
     gp_model *apart = NULL;
     if (fit_chosen(Xa, z0, n, D, fo, &apart, NULL, &apart_score, NULL, 0) == 0 &&
         (rc != 0 || apart_score > near_score)) {
@@ -737,7 +735,7 @@ static int choose_onehot(enc *e, double *X, double *z, size_t n, const gp_fit_op
         *out = apart;
         memcpy(X, Xa, n * D * sizeof *X);
         memcpy(z, z0, n * sizeof *z);
-        e->onehot = ea.onehot;
+        e->onehot = BO_ONEHOT_APART;
         rc = 0;
     } else {
         gp_free(apart);
@@ -796,6 +794,7 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
     int frc;
     if (o->onehot > 0.0) { /* a height set by the options: the encoding's, rescaled */
         onehot_rescale(&e, X, n, o->onehot);
+        e.onehot = o->onehot;
         frc = fit_chosen(X, z, n, D, &fo, &gp, NULL, NULL, log, sizeof log);
     } else {
         frc = choose_onehot(&e, X, z, n, &fo, &gp, log, sizeof log);
