@@ -327,14 +327,19 @@ typedef struct swap_split {
     int p, q, s, parts;
 } swap_split;
 
-/* Part t of a swap01: rows i of x (and their places in y) in its share of [0, p). */
-static void swap01_part(void *ctx, int t) {
+/* Part t of a swap01: rows i of x (and their places in y) in its share of [0, p). The
+ * blocks are small (a pooled plane: 49 floats in the CNN), so they are copied by a loop
+ * the compiler vectorises: memcpy's call per block took 4x as long. */
+VECTORISE static void swap01_part(void *ctx, int t) {
     const swap_split *w = ctx;
     int lo = (int)((long long)w->p * t / w->parts), hi = (int)((long long)w->p * (t + 1) / w->parts);
+    size_t s = (size_t)w->s;
     for (int i = lo; i < hi; i++)
-        for (int j = 0; j < w->q; j++)
-            memcpy(w->y + ((size_t)j * w->p + i) * w->s, w->x + ((size_t)i * w->q + j) * w->s,
-                   (size_t)w->s * sizeof *w->y);
+        for (int j = 0; j < w->q; j++) {
+            float *restrict to = w->y + ((size_t)j * w->p + i) * s;
+            const float *restrict from = w->x + ((size_t)i * w->q + j) * s;
+            for (size_t k = 0; k < s; k++) to[k] = from[k];
+        }
 }
 
 static void cpu_swap01(float *y, const float *x, int p, int q, int s) {

@@ -39,7 +39,12 @@
  *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
- * turns them off: the tests run both forms); tanh and GELU take the plain loops.
+ * turns them off: the tests run both forms); tanh and GELU take the plain loops. Where a
+ * Winograd block has ReLU and even h and w, each 2x2 output tile is a pooling window,
+ * so the AVX2 forms fuse them: forward, the output transform pools its tiles in
+ * registers and z is never stored; backward, dz is made from dy window by window and
+ * transformed at once for dW, and written padded for dx's transform (no copy). The
+ * same values in the same order: the fused forms give the same bits.
  *
  * Numbers: the forward pass computes what im2col_batch, gemm, add_channel_bias, the
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
@@ -143,6 +148,8 @@ typedef struct cc_block {
     int groups, nc; /* groups of the batch; images per chunk */
     int gemm_only;  /* kn_cpu_gemm_only when the call began */
     int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
+    int fused;      /* Winograd with the pooling fused into the transforms: ReLU, h and w
+                       even (every tile a pooling window), AVX2 (cc_plan) */
     int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
     int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
     const float *U; /* Winograd: the filters transformed, (16, f, c) forward, (16, c, f) the
@@ -333,51 +340,67 @@ CC_AVX2 static void cc_split(const float *p, __m256 *even, __m256 *odd) {
     *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/* cc_pool_row for ReLU, eight windows at a time: the same comparisons, lane by lane.
- * y, arg and zmax have room for `room` >= pw outputs: where eight do not fit, the
- * store is masked (AMD's masked stores are slow: elsewhere the lanes past pw are
- * written and the next row overwrites them). */
+/* The ReLU pooling of eight windows, lane by lane: v0 .. v3 a window's four conv outputs
+ * plus the bias, in the order of cc_pool_row (top left, top right, bottom left, bottom
+ * right), i00 the plane index of each window's first. The same comparisons as
+ * cc_pool_row's, so the same y, arg-max and zmax. */
+CC_AVX2 static void cc_pool8_relu(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256i i00, int w,
+                                  __m256 *yv, __m256i *av, __m256 *zv) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256i i01 = _mm256_add_epi32(i00, _mm256_set1_epi32(1));
+    __m256i i10 = _mm256_add_epi32(i00, _mm256_set1_epi32(w));
+    __m256i i11 = _mm256_add_epi32(i10, _mm256_set1_epi32(1));
+    __m256 m = v0, c;
+    __m256i a = i00;
+    c = _mm256_cmp_ps(v1, m, _CMP_GT_OQ);
+    a = _mm256_blendv_epi8(a, i01, _mm256_castps_si256(c));
+    m = _mm256_blendv_ps(m, v1, c);
+    c = _mm256_cmp_ps(v2, m, _CMP_GT_OQ);
+    a = _mm256_blendv_epi8(a, i10, _mm256_castps_si256(c));
+    m = _mm256_blendv_ps(m, v2, c);
+    c = _mm256_cmp_ps(v3, m, _CMP_GT_OQ);
+    a = _mm256_blendv_epi8(a, i11, _mm256_castps_si256(c));
+    m = _mm256_blendv_ps(m, v3, c);
+    __m256 pos = _mm256_cmp_ps(m, zero, _CMP_GT_OQ);
+    *yv = _mm256_blendv_ps(zero, m, pos);
+    *zv = _mm256_blendv_ps(v0, m, pos);
+    *av = _mm256_blendv_epi8(i00, a, _mm256_castps_si256(pos));
+}
+
+/* Stores eight pooled outputs at y, arg and zmax (if not NULL) + px, of which `room`
+ * - px are writable and pw - px wanted: where eight do not fit, the store is masked
+ * (AMD's masked stores are slow: elsewhere the lanes past pw are written and the next
+ * row overwrites them). */
+CC_AVX2 static void cc_pool8_store(float *y, int32_t *arg, float *zmax, int px, int pw,
+                                   size_t room, __m256 yv, __m256i av, __m256 zv) {
+    if ((size_t)px + 8 <= room) {
+        _mm256_storeu_ps(y + px, yv);
+        _mm256_storeu_si256((__m256i *)(arg + px), av);
+        if (zmax) _mm256_storeu_ps(zmax + px, zv);
+    } else {
+        __m256i keep = cc_lanes(pw - px);
+        _mm256_maskstore_ps(y + px, keep, yv);
+        _mm256_maskstore_epi32(arg + px, keep, av);
+        if (zmax) _mm256_maskstore_ps(zmax + px, keep, zv);
+    }
+}
+
+/* cc_pool_row for ReLU, eight windows at a time. y, arg and zmax have room for `room`
+ * >= pw outputs (cc_pool8_store). */
 CC_AVX2 static void cc_pool_row_relu_avx2(const float *r0, const float *r1, int pw, int w,
                                           int32_t top, float bias, float *y, int32_t *arg,
                                           float *zmax, size_t room) {
-    const __m256 vb = _mm256_set1_ps(bias), zero = _mm256_setzero_ps();
+    const __m256 vb = _mm256_set1_ps(bias);
     const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i one = _mm256_set1_epi32(1), down = _mm256_set1_epi32(w);
     for (int px = 0; px < pw; px += 8) {
-        __m256 v0, v1, v2, v3;
+        __m256 v0, v1, v2, v3, yv, zv;
+        __m256i av;
         cc_split(r0 + 2 * px, &v0, &v1);
         cc_split(r1 + 2 * px, &v2, &v3);
-        v0 = _mm256_add_ps(v0, vb);
-        v1 = _mm256_add_ps(v1, vb);
-        v2 = _mm256_add_ps(v2, vb);
-        v3 = _mm256_add_ps(v3, vb);
         __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step);
-        __m256i i01 = _mm256_add_epi32(i00, one), i10 = _mm256_add_epi32(i00, down);
-        __m256i i11 = _mm256_add_epi32(i10, one);
-        __m256 m = v0, c;
-        __m256i a = i00;
-        c = _mm256_cmp_ps(v1, m, _CMP_GT_OQ);
-        a = _mm256_blendv_epi8(a, i01, _mm256_castps_si256(c));
-        m = _mm256_blendv_ps(m, v1, c);
-        c = _mm256_cmp_ps(v2, m, _CMP_GT_OQ);
-        a = _mm256_blendv_epi8(a, i10, _mm256_castps_si256(c));
-        m = _mm256_blendv_ps(m, v2, c);
-        c = _mm256_cmp_ps(v3, m, _CMP_GT_OQ);
-        a = _mm256_blendv_epi8(a, i11, _mm256_castps_si256(c));
-        m = _mm256_blendv_ps(m, v3, c);
-        __m256 pos = _mm256_cmp_ps(m, zero, _CMP_GT_OQ);
-        __m256 yv = _mm256_blendv_ps(zero, m, pos), zv = _mm256_blendv_ps(v0, m, pos);
-        __m256i av = _mm256_blendv_epi8(i00, a, _mm256_castps_si256(pos));
-        if ((size_t)px + 8 <= room) {
-            _mm256_storeu_ps(y + px, yv);
-            _mm256_storeu_si256((__m256i *)(arg + px), av);
-            if (zmax) _mm256_storeu_ps(zmax + px, zv);
-        } else {
-            __m256i keep = cc_lanes(pw - px);
-            _mm256_maskstore_ps(y + px, keep, yv);
-            _mm256_maskstore_epi32(arg + px, keep, av);
-            if (zmax) _mm256_maskstore_ps(zmax + px, keep, zv);
-        }
+        cc_pool8_relu(_mm256_add_ps(v0, vb), _mm256_add_ps(v1, vb), _mm256_add_ps(v2, vb),
+                      _mm256_add_ps(v3, vb), i00, w, &yv, &av, &zv);
+        cc_pool8_store(y, arg, zmax, px, pw, room, yv, av, zv);
     }
 }
 
@@ -751,37 +774,85 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
     }
 }
 
+/* The 2x2 outputs A^T m A of the eight tiles at m (m[p * ms + lane], p = 4i + j): y00,
+ * y01 their first row, y10, y11 their second; the sums of cc_wino_tile_out, in its
+ * order. */
+CC_AVX2 static inline __attribute__((always_inline)) void cc_wino_tile8_out(const float *m, size_t ms, __m256 *y00, __m256 *y01,
+                                      __m256 *y10, __m256 *y11) {
+    __m256 s0[4], s1[4]; /* A^T m */
+    for (int j = 0; j < 4; j++) {
+        __m256 m0 = _mm256_loadu_ps(m + (size_t)j * ms);
+        __m256 m1 = _mm256_loadu_ps(m + (size_t)(4 + j) * ms);
+        __m256 m2 = _mm256_loadu_ps(m + (size_t)(8 + j) * ms);
+        __m256 m3 = _mm256_loadu_ps(m + (size_t)(12 + j) * ms);
+        s0[j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
+        s1[j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+    }
+    *y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+    *y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
+    *y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
+    *y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
+}
+
 /* cc_wino_out, eight tiles of a row at a time (each its two output rows interleaved by
- * cc_merge), for every tile row but the last, which cc_wino_out does, on planes of
- * w >= 8: the stores of 16 floats reach up to 16 - 1 floats past a row's end (8 where
- * there is a single group of eight), into the next row, which is written after (the
- * groups go right to left: what the last puts past its row is overwritten by the
- * first's second row), and never past the plane: the last tile row covers at least w
- * floats. m has 7 readable floats past a tile row (CC_TILE_PAD). */
+ * cc_merge), on planes of w >= 8. Every tile row but the last stores 16 floats a row
+ * per group of eight, up to 16 - 1 floats past a row's end (8 where there is a single
+ * group of eight), into the next row, which is written after (the groups go right to
+ * left: what the last puts past its row is overwritten by the first's second row). The
+ * last tile row, which nothing follows in the plane, goes through a buffer and keeps to
+ * the plane; where h is odd cc_wino_out does it (its tiles make one output row). m has
+ * 7 readable floats past a tile row (CC_TILE_PAD). */
 CC_AVX2 static void cc_wino_out_avx2(float *restrict out, int h, int w, const float *restrict m,
                                      size_t ms, int th, int tw) {
-    for (int ty = 0; ty + 1 < th; ty++) {
+    for (int ty = 0; ty < th; ty++) {
         const float *mt = m + (size_t)ty * tw;
         float *o0 = out + (size_t)2 * ty * w;
+        int last = ty + 1 == th;
+        if (last && (h & 1)) {
+            cc_wino_out(out, h, w, m, ms, th, tw, ty);
+            break;
+        }
         for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8) {
-            __m256 s0[4], s1[4]; /* A^T m */
-            for (int j = 0; j < 4; j++) {
-                __m256 m0 = _mm256_loadu_ps(mt + tx + (size_t)j * ms);
-                __m256 m1 = _mm256_loadu_ps(mt + tx + (size_t)(4 + j) * ms);
-                __m256 m2 = _mm256_loadu_ps(mt + tx + (size_t)(8 + j) * ms);
-                __m256 m3 = _mm256_loadu_ps(mt + tx + (size_t)(12 + j) * ms);
-                s0[j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
-                s1[j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+            __m256 y00, y01, y10, y11;
+            cc_wino_tile8_out(mt + tx, ms, &y00, &y01, &y10, &y11);
+            int cols = w - 2 * tx; /* of this group's 16 columns, those in the plane */
+            if (!last || cols >= 16) {
+                cc_merge(o0 + 2 * tx, y00, y01);
+                cc_merge(o0 + w + 2 * tx, y10, y11);
+            } else {
+                float buf[32];
+                cc_merge(buf, y00, y01);
+                cc_merge(buf + 16, y10, y11);
+                memcpy(o0 + 2 * tx, buf, (size_t)cols * sizeof *buf);
+                memcpy(o0 + w + 2 * tx, buf + 16, (size_t)cols * sizeof *buf);
             }
-            __m256 y00 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
-            __m256 y01 = _mm256_sub_ps(_mm256_sub_ps(s0[1], s0[2]), s0[3]);
-            __m256 y10 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
-            __m256 y11 = _mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]);
-            cc_merge(o0 + 2 * tx, y00, y01);
-            cc_merge(o0 + w + 2 * tx, y10, y11);
         }
     }
-    cc_wino_out(out, h, w, m, ms, th, tw, th - 1);
+}
+
+/* cc_wino_out_avx2 and cc_pool_plane_relu_avx2 in one pass, for planes of even h and w,
+ * where tile (ty, tx) is pooling window (ty, tx): the four outputs of eight tiles are
+ * made, the bias added and pooled in registers, and the conv output is never stored.
+ * The same sums and comparisons as those two, so the same y, arg-max and zmax (the
+ * pooled plane's th x tw outputs, with room for `room` >= th*tw: cc_pool8_store). */
+CC_AVX2 static void cc_wino_pool_relu_avx2(const float *restrict m, size_t ms, int th, int tw,
+                                           int w, float bias, float *y, int32_t *arg,
+                                           float *zmax, size_t room) {
+    const __m256 vb = _mm256_set1_ps(bias);
+    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    for (int ty = 0; ty < th; ty++) {
+        const float *mt = m + (size_t)ty * tw;
+        size_t q = (size_t)ty * tw;
+        for (int tx = 0; tx < tw; tx += 8) {
+            __m256 y00, y01, y10, y11, yv, zv;
+            __m256i av;
+            cc_wino_tile8_out(mt + tx, ms, &y00, &y01, &y10, &y11);
+            __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step);
+            cc_pool8_relu(_mm256_add_ps(y00, vb), _mm256_add_ps(y01, vb), _mm256_add_ps(y10, vb),
+                          _mm256_add_ps(y11, vb), i00, w, &yv, &av, &zv);
+            cc_pool8_store(y + q, arg + q, zmax ? zmax + q : NULL, tx, tw, room - q, yv, av, zv);
+        }
+    }
 }
 
 /* cc_wino_grad_tiles, eight tiles of a row at a time. Reads up to 16 floats past the
@@ -816,6 +887,84 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
             }
         }
     }
+}
+
+/* The backward pass's unpooling (cc_unpool_plane_relu_avx2) and the transform of dz's
+ * tiles for dW (cc_wino_grad_tiles_avx2) in one pass, for planes of even h and w, where
+ * pooling window (ty, tx) is tile (ty, tx): per eight windows, the window's four
+ * elements of dz are made in registers (the gradient at the arg-max where y > 0, else
+ * 0) and transformed into m. Where dpad is not NULL, dz is also written there as
+ * cc_wino_pad lays it out (h + 2 rows of w + 2, zeros around), ready for dx's transform
+ * (cc_wino_in_avx2) without a copy: the border is zeroed first, and the groups' stores,
+ * right to left as the unpooling's, put only zeros past a row (the lanes past tw), up
+ * to 13 floats past the plane's last row into the next plane (done after) or past the
+ * scratch's last plane (CC_PAD). m's stores go up to 7 lanes past a tile row, as
+ * cc_wino_grad_tiles_avx2's. g, arg and y have `room` >= th*tw readable. The values,
+ * the sums into m and the sum returned are those of the two passes: the same bits. */
+CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, float *restrict dpad,
+                                              int th, int tw, int w, const float *g,
+                                              const int32_t *arg, const float *y, size_t room) {
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i at01 = _mm256_set1_epi32(1), at10 = _mm256_set1_epi32(w);
+    const __m256i at11 = _mm256_set1_epi32(w + 1);
+    size_t pw = (size_t)w + 2;
+    if (dpad) {
+        int h = 2 * th;
+        memset(dpad, 0, pw * sizeof *dpad);
+        memset(dpad + (h + 1) * pw, 0, pw * sizeof *dpad);
+        for (int r = 1; r <= h; r++) dpad[r * pw] = dpad[r * pw + pw - 1] = 0.0f;
+    }
+    float sum = 0.0f;
+    for (int ty = 0; ty < th; ty++) {
+        size_t q = (size_t)ty * tw;
+        float *mt = m + q;
+        __m256 rsum = zero;
+        for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8) {
+            __m256 gv, yv;
+            __m256i av, keep = cc_lanes(tw - tx);
+            if (q + tx + 8 <= room) {
+                gv = _mm256_loadu_ps(g + q + tx);
+                yv = _mm256_loadu_ps(y + q + tx);
+                av = _mm256_loadu_si256((const __m256i *)(arg + q + tx));
+            } else {
+                gv = _mm256_maskload_ps(g + q + tx, keep);
+                yv = _mm256_maskload_ps(y + q + tx, keep);
+                av = _mm256_maskload_epi32(arg + q + tx, keep);
+            }
+            __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ),
+                                        _mm256_castsi256_ps(keep));
+            __m256 v = _mm256_and_ps(gv, live);
+            rsum = _mm256_add_ps(rsum, v);
+            __m256i rel = _mm256_sub_epi32(
+                av, _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step));
+#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
+            __m256 y00 = CC_AT(_mm256_setzero_si256()), y01 = CC_AT(at01);
+            __m256 y10 = CC_AT(at10), y11 = CC_AT(at11);
+#undef CC_AT
+            if (dpad) {
+                float *d = dpad + (size_t)(2 * ty + 1) * pw + 1 + 2 * tx;
+                cc_merge(d, y00, y01);
+                cc_merge(d + pw, y10, y11);
+            }
+            __m256 a[4][2] = {{y00, y01},
+                              {_mm256_add_ps(y00, y10), _mm256_add_ps(y01, y11)},
+                              {_mm256_sub_ps(y00, y10), _mm256_sub_ps(y01, y11)},
+                              {_mm256_sub_ps(zero, y10), _mm256_sub_ps(zero, y11)}};
+            for (int i = 0; i < 4; i++) {
+                float *o = mt + tx + (size_t)4 * i * ms;
+                _mm256_storeu_ps(o, a[i][0]);
+                _mm256_storeu_ps(o + ms, _mm256_add_ps(a[i][0], a[i][1]));
+                _mm256_storeu_ps(o + 2 * ms, _mm256_sub_ps(a[i][0], a[i][1]));
+                _mm256_storeu_ps(o + 3 * ms, _mm256_sub_ps(zero, a[i][1]));
+            }
+        }
+        float lanes[8];
+        _mm256_storeu_ps(lanes, rsum);
+        sum += ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+               ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    }
+    return sum;
 }
 #endif
 
@@ -860,26 +1009,33 @@ static size_t cc_area(const cc_block *k) {
     return k->wino ? (size_t)16 * (k->c + k->f) * k->ldt : (size_t)k->ck * k->hw * k->nc;
 }
 
+/* Floats of a chunk's z or dz: (f, nc*hw); where k->fused, dz's planes padded for dx's
+ * transform, (f, nc, (h+2)*(w+2)), and z is not stored. */
+static size_t cc_z_floats(const cc_block *k) {
+    return (size_t)k->f * k->nc * (k->fused ? (size_t)(k->h + 2) * (k->w + 2) : (size_t)k->hw);
+}
+
 /* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
- * (f, nc*hw), CC_PAD floats, then Winograd's padded plane. */
+ * (cc_z_floats), CC_PAD floats, then Winograd's padded plane. */
 static float *cc_chunk_scratch(const cc_block *k) {
     size_t pad = k->wino ? cc_wino_pad_size(k->th, k->tw) : 0;
-    return cc_scratch(0, cc_area(k) + (size_t)k->f * k->hw * k->nc + CC_PAD + pad);
+    return cc_scratch(0, cc_area(k) + cc_z_floats(k) + CC_PAD + pad);
 }
 
 /* V (16, c, ldt): the transformed tiles of x's images [i0, i0+n). */
 static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int n) {
     size_t ldt = k->ldt;
-    for (int j = 0; j < n; j++) {
-        const float *img = k->x + (size_t)(i0 + j) * k->istride;
-        for (int ch = 0; ch < k->c; ch++)
+    for (int ch = 0; ch < k->c; ch++) /* a channel's planes next to each other where x is
+                                          (c, b, h, w), and V's row of them */
+        for (int j = 0; j < n; j++)
             cc_wino_in_plane(V + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)k->c * ldt,
-                             img + (size_t)ch * k->cstride, k->h, k->w, k->th, k->tw, pad);
-    }
+                             k->x + (size_t)(i0 + j) * k->istride + (size_t)ch * k->cstride,
+                             k->h, k->w, k->th, k->tw, pad);
 }
 
-/* z (f, n*hw) of images [i0, i0+n) by Winograd: V (16, c, ldt) of x, the 16 products
- * into M (16, f, ldt), then the tiles of M back into z. */
+/* Images [i0, i0+n) by Winograd: V (16, c, ldt) of x, the 16 products into M (16, f,
+ * ldt), then the tiles of M back into z (f, n*hw) for cc_pool_forward, or where
+ * k->fused pooled straight into y, argmax and zmax (cc_wino_pool_relu_avx2). */
 static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, float *pad, int i0,
                                   int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
@@ -889,20 +1045,45 @@ static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, floa
     for (int p = 0; p < 16; p++)
         k->gemm(0, 0, f, tiles, c, 1.0f, k->U + (size_t)p * f * c, c, V + (size_t)p * c * ldt,
                 ldt, 0.0f, M + (size_t)p * f * ldt, ldt);
-    if (!k->gemm_only)
+    if (k->gemm_only) return;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (k->fused) {
+        size_t pp = (size_t)k->ph * k->pw;
         for (int co = 0; co < f; co++)
-            for (int j = 0; j < n; j++)
-                cc_wino_out_plane(z + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w,
-                                  M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
-                                  k->th, k->tw);
+            for (int j = 0; j < n; j++) {
+                size_t o = ((size_t)co * k->b + i0 + j) * pp;
+                cc_wino_pool_relu_avx2(M + (size_t)co * ldt + (size_t)j * k->nt,
+                                       (size_t)f * ldt, k->th, k->tw, k->w, k->bias[co],
+                                       k->y + o, k->argmax_out + o,
+                                       k->zmax_out ? k->zmax_out + o : NULL, ((size_t)n - j) * pp);
+            }
+        return;
+    }
+#endif
+    for (int co = 0; co < f; co++)
+        for (int j = 0; j < n; j++)
+            cc_wino_out_plane(z + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w,
+                              M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt, k->th,
+                              k->tw);
+    cc_pool_forward(k, z, (int)ld, i0, n);
+}
+
+/* dU (16, f, c) = beta dU + M[p] V[p]^T for each p: the gradient of the transformed
+ * filters from a chunk's tiles, V (16, c, ldt) of x and M (16, f, ldt) of dz. */
+static void cc_wino_dw_products(const cc_block *k, const float *V, const float *M, int tiles,
+                                float *dU, float beta) {
+    int c = k->c, f = k->f, ldt = k->ldt;
+    for (int p = 0; p < 16; p++)
+        k->gemm(0, 1, f, c, tiles, 1.0f, M + (size_t)p * f * ldt, ldt, V + (size_t)p * c * ldt,
+                ldt, beta, dU + (size_t)p * f * c, c);
 }
 
 /* dU (16, f, c) = beta dU + the gradient of the transformed filters from images
  * [i0, i0+n): V (16, c, ldt) of x as forward, M (16, f, ldt) of dz's tiles
- * (cc_wino_grad_tiles), then dU[p] += M[p] V[p]^T, a GEMM for each p. */
+ * (cc_wino_grad_tiles), then cc_wino_dw_products. */
 static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
                              int n, float *dU, float beta) {
-    int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
+    int c = k->c, f = k->f, ldt = k->ldt;
     size_t ld = (size_t)n * k->hw;
     float *V = area, *M = area + (size_t)16 * c * ldt;
     if (!k->gemm_only) {
@@ -913,24 +1094,32 @@ static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, fl
                                    dz + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w, k->th,
                                    k->tw);
     }
-    for (int p = 0; p < 16; p++)
-        k->gemm(0, 1, f, c, tiles, 1.0f, M + (size_t)p * f * ldt, ldt, V + (size_t)p * c * ldt,
-                ldt, beta, dU + (size_t)p * f * c, c);
+    cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
 }
 
-/* dx of images [i0, i0+n) from their dz (f, n*hw) by Winograd, k->U the flipped filters:
- * V (16, f, ldt) of dz, the 16 products into M (16, c, ldt), M's tiles into dx. */
+/* dx of images [i0, i0+n) from their dz by Winograd, k->U the flipped filters: V (16, f,
+ * ldt) of dz's tiles, the 16 products into M (16, c, ldt), M's tiles into dx. dz is (f,
+ * n*hw), or where k->fused the padded planes of cc_wino_unpool_relu_avx2, transformed
+ * as they are. */
 static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
                              int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
-    size_t ld = (size_t)n * k->hw;
+    size_t ld = (size_t)n * k->hw, plane = (size_t)(k->h + 2) * (k->w + 2);
     float *V = area, *M = area + (size_t)16 * f * ldt;
     if (!k->gemm_only)
         for (int co = 0; co < f; co++)
-            for (int j = 0; j < n; j++)
-                cc_wino_in_plane(V + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
-                                 dz + (size_t)co * ld + (size_t)j * k->hw, k->h, k->w, k->th,
-                                 k->tw, pad);
+            for (int j = 0; j < n; j++) {
+                float *v = V + (size_t)co * ldt + (size_t)j * k->nt;
+#if defined(__x86_64__) && defined(__GNUC__)
+                if (k->fused) {
+                    cc_wino_in_avx2(v, (size_t)f * ldt, dz + ((size_t)co * n + j) * plane, k->th,
+                                    k->tw);
+                    continue;
+                }
+#endif
+                cc_wino_in_plane(v, (size_t)f * ldt, dz + (size_t)co * ld + (size_t)j * k->hw,
+                                 k->h, k->w, k->th, k->tw, pad);
+            }
     for (int p = 0; p < 16; p++)
         k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, V + (size_t)p * f * ldt,
                 ldt, 0.0f, M + (size_t)p * c * ldt, ldt);
@@ -944,19 +1133,51 @@ static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, fl
         }
 }
 
+/* The backward pass of images [i0, i0+n) where k->fused: V (16, c, ldt) of x; dz made
+ * from dy and transformed at once (cc_wino_unpool_relu_avx2) into M (16, f, ldt) for dW
+ * and, where dx is wanted, into dz's padded planes; db += dz's sums, dU += the products;
+ * then dx (cc_wino_dx_chunk). */
+static void cc_wino_backward_fused(const cc_block *k, float *area, float *dz, float *pad,
+                                   int i0, int n, float *dU, float beta, float *db) {
+    int c = k->c, f = k->f, ldt = k->ldt;
+    float *V = area, *M = area + (size_t)16 * c * ldt;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!k->gemm_only) {
+        size_t pp = (size_t)k->ph * k->pw, total = (size_t)f * k->b * pp;
+        size_t plane = (size_t)(k->h + 2) * (k->w + 2);
+        cc_wino_x_tiles(k, V, pad, i0, n);
+        for (int co = 0; co < f; co++) {
+            float sum = 0.0f;
+            for (int j = 0; j < n; j++) {
+                size_t o = ((size_t)co * k->b + i0 + j) * pp;
+                sum += cc_wino_unpool_relu_avx2(
+                    M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
+                    k->dx ? dz + ((size_t)co * n + j) * plane : NULL, k->th, k->tw, k->w,
+                    k->dy + o, k->argmax + o, k->yin + o, total - o);
+            }
+            db[co] += sum;
+        }
+    }
+#else
+    (void)db;
+#endif
+    cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
+    if (k->dx) cc_wino_dx_chunk(k, area, dz, pad, i0, n);
+}
+
 static void cc_forward_group(void *ctx, int g) {
     const cc_block *k = ctx;
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
     float *col = cc_chunk_scratch(k), *z = col + cc_area(k);
-    float *pad = z + (size_t)k->f * k->nc * k->hw + CC_PAD;
+    float *pad = z + cc_z_floats(k) + CC_PAD;
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
         if (k->wino) {
             cc_wino_forward_chunk(k, col, z, pad, i, n);
-        } else {
-            if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
-            k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
+            continue;
         }
+        if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
+        k->gemm(0, 0, k->f, ld, k->ck, 1.0f, k->W, k->ck, col, ld, 0.0f, z, ld);
         if (!k->gemm_only) cc_pool_forward(k, z, ld, i, n);
     }
 }
@@ -966,12 +1187,16 @@ static void cc_backward_group(void *ctx, int g) {
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
     float *dW = k->partial + (size_t)g * (k->npart + k->f), *db = dW + k->npart;
     float *col = cc_chunk_scratch(k), *dz = col + cc_area(k);
-    float *pad = dz + (size_t)k->f * k->nc * k->hw + CC_PAD;
+    float *pad = dz + cc_z_floats(k) + CC_PAD;
     memset(db, 0, (size_t)k->f * sizeof *db);
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
-        if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
         float beta = i == lo ? 0.0f : 1.0f;
+        if (k->fused) {
+            cc_wino_backward_fused(k, col, dz, pad, i, n, dW, beta, db);
+            continue;
+        }
+        if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
         if (k->wino) { /* dU, then dx, each with col's area for its V and M */
             cc_wino_dw_chunk(k, col, dz, pad, i, n, dW, beta);
             if (k->dx) cc_wino_dx_chunk(k, col, dz, pad, i, n);
@@ -1005,6 +1230,7 @@ static void cc_plan(cc_block *k) {
      * slower, 8 even, 16 and 32 faster; its first layer, c = 1, slower). */
     int mode = atomic_load(&cc_wino_mode);
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
+    k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2();
     k->npart = k->wino ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
     size_t part = (k->npart + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;

@@ -1444,6 +1444,7 @@ static void test_conv_block_winograd(void) {
         {3, 17, 2, 2, 5, KN_RELU, 0},    /* one tile */
         {2, 5, 9, 17, 6, KN_TANH, 1},    /* odd h and w, two groups of eight tiles a row */
         {20, 32, 22, 22, 64, KN_RELU, 1}, /* chunks of one image, two in some groups */
+        {3, 16, 16, 16, 8, KN_RELU, 0},  /* rows of exactly eight tiles: no lane past them */
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const struct block_case *bc = &cases[t];
