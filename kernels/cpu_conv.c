@@ -85,10 +85,13 @@
 
 static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
 static _Atomic int cc_wino_mode = KN_WINO_RULE; /* kn_cpu_winograd */
+static _Atomic int cc_fuse = 1;                 /* kn_cpu_fuse_pooling */
 
 void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
 
 void kn_cpu_winograd(int mode) { atomic_store(&cc_wino_mode, mode); }
+
+void kn_cpu_fuse_pooling(int on) { atomic_store(&cc_fuse, on); }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -484,9 +487,9 @@ static int cc_avx2(void) {
     static _Atomic int have = -1;
     int h = atomic_load(&have);
     if (h < 0) {
-        const char *off = getenv("TN_CPU_NO_SIMD");
         h = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
+        const char *off = getenv("TN_CPU_NO_SIMD");
         h = !(off && *off == '1') && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
         atomic_store(&have, h);
@@ -497,7 +500,7 @@ static int cc_avx2(void) {
 /* y, argmax, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
  * pool(act(z + bias)). */
 static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, int n) {
-    int w = k->w, ph = k->ph, pw = k->pw, act = k->act, simd = act == KN_RELU && cc_avx2();
+    int w = k->w, ph = k->ph, pw = k->pw, act = k->act;
     size_t pp = (size_t)ph * pw;
     for (int co = 0; co < k->f; co++) {
         float bias = k->bias[co];
@@ -506,7 +509,8 @@ static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, i
             size_t o = ((size_t)co * k->b + i0 + j) * pp;
             float *zo = k->zmax_out ? k->zmax_out + o : NULL;
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (simd) { /* room: up to the end of this chunk's planes of filter co */
+            if (act == KN_RELU && cc_avx2()) { /* room: up to the end of this chunk's planes
+                                                  of filter co */
                 cc_pool_plane_relu_avx2(zp, ph, pw, w, bias, k->y + o, k->argmax_out + o, zo,
                                         ((size_t)n - j) * pp);
                 continue;
@@ -527,7 +531,7 @@ static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, i
 static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n, float *db) {
     int w = k->w, h = k->h, ph = k->ph, pw = k->pw, act = k->act;
     int simd = act == KN_RELU && cc_avx2();
-    size_t pp = (size_t)ph * pw, total = (size_t)k->f * k->b * pp;
+    size_t pp = (size_t)ph * pw;
     /* The SIMD form writes all of the pooled rows and columns; the dropped ones, and the
      * scalar form's untouched elements, must be 0. */
     if (!simd || (h & 1) || (w & 1)) memset(dz, 0, (size_t)k->f * ld * sizeof *dz);
@@ -537,9 +541,9 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
             size_t o = ((size_t)co * k->b + i0 + j) * pp;
             float *d = dz + (size_t)co * ld + (size_t)j * k->hw;
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (simd) {
+            if (simd) { /* room: up to the end of the pooled planes */
                 sum += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->argmax + o,
-                                                 k->yin + o, total - o);
+                                                 k->yin + o, (size_t)k->f * k->b * pp - o);
                 continue;
             }
 #endif
@@ -777,8 +781,8 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
 /* The 2x2 outputs A^T m A of the eight tiles at m (m[p * ms + lane], p = 4i + j): y00,
  * y01 their first row, y10, y11 their second; the sums of cc_wino_tile_out, in its
  * order. */
-CC_AVX2 static inline __attribute__((always_inline)) void cc_wino_tile8_out(const float *m, size_t ms, __m256 *y00, __m256 *y01,
-                                      __m256 *y10, __m256 *y11) {
+CC_AVX2 static inline __attribute__((always_inline)) void
+cc_wino_tile8_out(const float *m, size_t ms, __m256 *y00, __m256 *y01, __m256 *y10, __m256 *y11) {
     __m256 s0[4], s1[4]; /* A^T m */
     for (int j = 0; j < 4; j++) {
         __m256 m0 = _mm256_loadu_ps(m + (size_t)j * ms);
@@ -896,9 +900,10 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
  * 0) and transformed into m. Where dpad is not NULL, dz is also written there as
  * cc_wino_pad lays it out (h + 2 rows of w + 2, zeros around), ready for dx's transform
  * (cc_wino_in_avx2) without a copy: the border is zeroed first, and the groups' stores,
- * right to left as the unpooling's, put only zeros past a row (the lanes past tw), up
- * to 13 floats past the plane's last row into the next plane (done after) or past the
- * scratch's last plane (CC_PAD). m's stores go up to 7 lanes past a tile row, as
+ * right to left as the unpooling's, put only zeros past a row (the lanes past tw): up
+ * to 13 floats past row h, 9 past the padded plane, into the next plane (done after) or
+ * past the scratch's last plane (CC_PAD; dx's transform reads up to 14 floats past a
+ * plane, into the next or CC_PAD too). m's stores go up to 7 lanes past a tile row, as
  * cc_wino_grad_tiles_avx2's. g, arg and y have `room` >= th*tw readable. The values,
  * the sums into m and the sum returned are those of the two passes: the same bits. */
 CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, float *restrict dpad,
@@ -1104,7 +1109,7 @@ static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, fl
 static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
                              int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
-    size_t ld = (size_t)n * k->hw, plane = (size_t)(k->h + 2) * (k->w + 2);
+    size_t ld = (size_t)n * k->hw;
     float *V = area, *M = area + (size_t)16 * f * ldt;
     if (!k->gemm_only)
         for (int co = 0; co < f; co++)
@@ -1112,6 +1117,7 @@ static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, fl
                 float *v = V + (size_t)co * ldt + (size_t)j * k->nt;
 #if defined(__x86_64__) && defined(__GNUC__)
                 if (k->fused) {
+                    size_t plane = (size_t)(k->h + 2) * (k->w + 2);
                     cc_wino_in_avx2(v, (size_t)f * ldt, dz + ((size_t)co * n + j) * plane, k->th,
                                     k->tw);
                     continue;
@@ -1159,7 +1165,7 @@ static void cc_wino_backward_fused(const cc_block *k, float *area, float *dz, fl
         }
     }
 #else
-    (void)db;
+    (void)f, (void)db;
 #endif
     cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
     if (k->dx) cc_wino_dx_chunk(k, area, dz, pad, i0, n);
@@ -1230,14 +1236,16 @@ static void cc_plan(cc_block *k) {
      * slower, 8 even, 16 and 32 faster; its first layer, c = 1, slower). */
     int mode = atomic_load(&cc_wino_mode);
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
-    k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2();
+    k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2() &&
+               atomic_load(&cc_fuse);
     k->npart = k->wino ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
     size_t part = (k->npart + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
     while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
     k->groups = g;
     size_t area = k->wino ? (size_t)16 * (k->c + k->f) * k->nt : (size_t)k->ck * k->hw;
-    size_t per_image = (area + (size_t)k->f * k->hw) * sizeof(float);
+    size_t zplane = k->fused ? (size_t)(k->h + 2) * (k->w + 2) : (size_t)k->hw; /* as cc_z_floats */
+    size_t per_image = (area + (size_t)k->f * zplane) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
     size_t nc = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
     k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;

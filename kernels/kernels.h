@@ -315,6 +315,11 @@ void kn_cpu_gemm_only(int on);
 enum { KN_WINO_OFF = 0, KN_WINO_RULE = 1, KN_WINO_ALL = 2 };
 void kn_cpu_winograd(int mode);
 
+/* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into
+ * their transforms (kernels/cpu_conv.c, AVX2 only): 1 (the default) fuses, 0 keeps the
+ * separate passes, which give the same bits (for tests). Call it between steps. */
+void kn_cpu_fuse_pooling(int on);
+
 #ifdef __cplusplus
 }
 #endif

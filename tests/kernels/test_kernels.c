@@ -1406,6 +1406,67 @@ static void test_conv_block_winograd_all(void) {
     kn_cpu_winograd(KN_WINO_RULE);
 }
 
+/* The Winograd blocks with ReLU and even h and w fuse the pooling into the transforms
+ * (kn_cpu_fuse_pooling); the fused and separate passes make the same values in the same
+ * order, so every output must be the same bits: y, the arg-maxes and zmax forward; dW,
+ * db and dx backward, with and without dx, on one thread and two. Shapes: the model's
+ * second layer, rows of exactly eight tiles, two groups of eight with one tile over,
+ * one tile, one row and one column of tiles, and chunks of one image. */
+static void test_conv_block_fused_bits(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu fuses)\n");
+        return;
+    }
+    static const struct block_case cases[] = {
+        {6, 32, 14, 14, 64, KN_RELU, 1}, {3, 16, 16, 16, 8, KN_RELU, 0},
+        {4, 17, 20, 18, 9, KN_RELU, 1},  {5, 16, 2, 2, 3, KN_RELU, 0},
+        {3, 16, 2, 4, 5, KN_RELU, 1},    {3, 16, 4, 2, 5, KN_RELU, 0},
+        {19, 32, 22, 22, 64, KN_RELU, 0},
+    };
+    kn_cpu_winograd(KN_WINO_ALL);
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const struct block_case *bc = &cases[t];
+        size_t np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2);
+        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
+        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
+        float *dy = host_floats(np);
+        rand_fill(x, nx, -1, 1);
+        rand_fill(W, nw, -0.5f, 0.5f);
+        rand_fill(bias, bc->f, -0.3f, 0.3f);
+        rand_fill(dy, np, -1, 1);
+        for (int threads = 1; threads <= 2; threads++)
+            for (int want_dx = 0; want_dx <= 1; want_dx++) {
+                block_out o[2];
+                for (int fuse = 0; fuse < 2; fuse++) {
+                    kn_cpu_fuse_pooling(fuse);
+                    o[fuse] = block_run_dx(bc, x, W, bias, dy, threads, 1, want_dx);
+                }
+                kn_cpu_fuse_pooling(1);
+                char label[160];
+                snprintf(label, sizeof label, "fused b=%d c=%d %dx%d f=%d, %d thread%s%s", bc->b,
+                         bc->c, bc->h, bc->w, bc->f, threads, threads > 1 ? "s" : "",
+                         want_dx ? "" : ", no dx");
+                CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
+                              memcmp(o[0].arg, o[1].arg, np * sizeof(int32_t)) == 0 &&
+                              memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
+                          "%s: the forward pass gives other bits than the separate passes",
+                          label);
+                CHECK_MSG(memcmp(o[0].dW, o[1].dW, (nw + 1) * sizeof(float)) == 0 &&
+                              memcmp(o[0].db, o[1].db, (bc->f + 1) * sizeof(float)) == 0 &&
+                              memcmp(o[0].dx, o[1].dx, nx * sizeof(float)) == 0,
+                          "%s: the backward pass gives other bits than the separate passes",
+                          label);
+                block_out_free(&o[0]);
+                block_out_free(&o[1]);
+            }
+        free(x);
+        free(W);
+        free(bias);
+        free(dy);
+    }
+    kn_cpu_winograd(KN_WINO_RULE);
+}
+
 /* Winograd F(2x2,3x3) against a double reference and against the im2col path, on the
  * model's shapes and odd ones: 14x14 (7x7 whole tiles), 7x7 and odd h or w alone
  * (partial tiles: the last row or column of tiles makes one output of two), 1 to 64
@@ -2315,6 +2376,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_ties);
     RUN(test_conv_block_winograd_all);
     RUN(test_conv_block_winograd);
+    RUN(test_conv_block_fused_bits);
     RUN(test_conv_block_gemm_only);
     RUN(test_workers);
     RUN(test_sgd_momentum);
