@@ -52,10 +52,13 @@
 #define BO_LOCAL_SD_NEAR 0.02   /* half of them with this sd (unit coordinates) */
 #define BO_LOCAL_SD_FAR 0.1     /* the other half with this one */
 #define BO_REFINE 5             /* candidates refined with Nelder-Mead */
-#define BO_REFINE_STEP 0.05     /* Nelder-Mead's initial simplex size */
+#define BO_REFINE_STEP 0.01     /* Nelder-Mead's initial simplex size (0.05 before: fewer
+                                   8-worker studies refined hartmann6's optimum; see
+                                   docs/bayesian-optimisation.md, "Maximising the
+                                   acquisition") */
 #define BO_REFINE_TOL 1e-4      /* ... and its final size */
 #define BO_REFINE_ITERS 100     /* ... and its iterations (fewer past 100 trials) */
-#define BO_MIN_REFINE_ITERS 20
+#define BO_MIN_REFINE_ITERS 60
 #define BO_SWEEP_ROUNDS 3       /* rounds of moving each category to its best */
 #define BO_FIT_RESTARTS 3       /* gp_fit's starts up to BO_CHEAP_N trials, then 1 */
 #define BO_FIT_ITERS 100        /* gp_fit's iterations per start up to BO_CHEAP_N */
