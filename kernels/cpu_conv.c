@@ -414,6 +414,47 @@ CC_AVX2 static void cc_merge(float *p, __m256 e, __m256 o) {
     _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+/* The ReLU unpooling of eight windows: g, arg and y the windows' gradients, arg-maxes
+ * and outputs (of which `avail` are readable: masked loads where fewer than eight are),
+ * `keep` the lanes that are windows, i00 each window's first plane index, w the row
+ * length. Returns v, the gradient each window passes (g where y > 0, else 0; 0 in the
+ * lanes not kept), and in d00 .. d11 the window's four elements of dz (v at the
+ * arg-max, 0 elsewhere: top left, top right, bottom left, bottom right). */
+CC_AVX2 static inline __m256 cc_unpool8_relu(const float *g, const int32_t *arg, const float *y,
+                                             size_t avail, __m256i keep, __m256i i00, int w,
+                                             __m256 *d00, __m256 *d01, __m256 *d10,
+                                             __m256 *d11) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 gv, yv;
+    __m256i av;
+    if (avail >= 8) {
+        gv = _mm256_loadu_ps(g);
+        yv = _mm256_loadu_ps(y);
+        av = _mm256_loadu_si256((const __m256i *)arg);
+    } else {
+        gv = _mm256_maskload_ps(g, keep);
+        yv = _mm256_maskload_ps(y, keep);
+        av = _mm256_maskload_epi32(arg, keep);
+    }
+    __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ), _mm256_castsi256_ps(keep));
+    __m256 v = _mm256_and_ps(gv, live);
+    __m256i rel = _mm256_sub_epi32(av, i00);
+#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
+    *d00 = CC_AT(_mm256_setzero_si256());
+    *d01 = CC_AT(_mm256_set1_epi32(1));
+    *d10 = CC_AT(_mm256_set1_epi32(w));
+    *d11 = CC_AT(_mm256_set1_epi32(w + 1));
+#undef CC_AT
+    return v;
+}
+
+/* The sum of the eight lanes of v, pairwise. */
+CC_AVX2 static inline float cc_sum8(__m256 v) {
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
 /* cc_unpool_row for ReLU: writes all of the first 2*pw columns of rows d0 and
  * d1 = d0 + w (no need to zero them first), and zeros past them, up to 16 - 2*(pw % 8)
  * floats into the rows that follow (which the caller writes after, or wants zero: the
@@ -423,35 +464,18 @@ CC_AVX2 static void cc_merge(float *p, __m256 e, __m256 o) {
 CC_AVX2 static float cc_unpool_row_relu_avx2(float *d0, int pw, int w, int32_t top,
                                              const float *g, const int32_t *arg, const float *y,
                                              size_t room) {
-    const __m256 zero = _mm256_setzero_ps();
     const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i at01 = _mm256_set1_epi32(1), at10 = _mm256_set1_epi32(w);
-    const __m256i at11 = _mm256_set1_epi32(w + 1);
-    __m256 sum = zero;
+    __m256 sum = _mm256_setzero_ps();
     for (int px = (pw - 1) / 8 * 8; px >= 0; px -= 8) {
-        __m256 gv, yv;
-        __m256i av, keep = cc_lanes(pw - px);
-        if ((size_t)px + 8 <= room) {
-            gv = _mm256_loadu_ps(g + px);
-            yv = _mm256_loadu_ps(y + px);
-            av = _mm256_loadu_si256((const __m256i *)(arg + px));
-        } else {
-            gv = _mm256_maskload_ps(g + px, keep);
-            yv = _mm256_maskload_ps(y + px, keep);
-            av = _mm256_maskload_epi32(arg + px, keep);
-        }
-        __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ), _mm256_castsi256_ps(keep));
-        __m256 v = _mm256_and_ps(gv, live);
-        sum = _mm256_add_ps(sum, v);
-        __m256i rel = _mm256_sub_epi32(av, _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step));
-#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
-        cc_merge(d0 + 2 * px, CC_AT(_mm256_setzero_si256()), CC_AT(at01));
-        cc_merge(d0 + w + 2 * px, CC_AT(at10), CC_AT(at11));
-#undef CC_AT
+        __m256 d00, d01, d10, d11;
+        __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step);
+        sum = _mm256_add_ps(sum, cc_unpool8_relu(g + px, arg + px, y + px, room - (size_t)px,
+                                                 cc_lanes(pw - px), i00, w, &d00, &d01, &d10,
+                                                 &d11));
+        cc_merge(d0 + 2 * px, d00, d01);
+        cc_merge(d0 + w + 2 * px, d10, d11);
     }
-    float lanes[8];
-    _mm256_storeu_ps(lanes, sum);
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return cc_sum8(sum);
 }
 
 /* cc_pool_row_relu_avx2 over the ph row pairs of a plane zp (h, w): y, arg, zmax of the
@@ -859,6 +883,24 @@ CC_AVX2 static void cc_wino_pool_relu_avx2(const float *restrict m, size_t ms, i
     }
 }
 
+/* m[p * ms + lane] = (A dY A^T)[p] of eight tiles' 2x2 dY: y00, y01 their first row,
+ * y10, y11 their second (the sums of cc_wino_grad_tiles, in its order). */
+CC_AVX2 static inline void cc_wino_grad8(float *m, size_t ms, __m256 y00, __m256 y01, __m256 y10,
+                                         __m256 y11) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 a[4][2] = {{y00, y01},
+                      {_mm256_add_ps(y00, y10), _mm256_add_ps(y01, y11)},
+                      {_mm256_sub_ps(y00, y10), _mm256_sub_ps(y01, y11)},
+                      {_mm256_sub_ps(zero, y10), _mm256_sub_ps(zero, y11)}}; /* A dY */
+    for (int i = 0; i < 4; i++) { /* (A dY) A^T */
+        float *q = m + (size_t)4 * i * ms;
+        _mm256_storeu_ps(q, a[i][0]);
+        _mm256_storeu_ps(q + ms, _mm256_add_ps(a[i][0], a[i][1]));
+        _mm256_storeu_ps(q + 2 * ms, _mm256_sub_ps(a[i][0], a[i][1]));
+        _mm256_storeu_ps(q + 3 * ms, _mm256_sub_ps(zero, a[i][1]));
+    }
+}
+
 /* cc_wino_grad_tiles, eight tiles of a row at a time. Reads up to 16 floats past the
  * plane (the scratch has CC_PAD after dz); stores up to 7 lanes past a row of tiles (see
  * CC_TILE_PAD). */
@@ -878,17 +920,7 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
                 y01 = _mm256_and_ps(y01, keep);
                 y11 = _mm256_and_ps(y11, keep);
             }
-            __m256 a[4][2] = {{y00, y01},
-                              {_mm256_add_ps(y00, y10), _mm256_add_ps(y01, y11)},
-                              {_mm256_sub_ps(y00, y10), _mm256_sub_ps(y01, y11)},
-                              {_mm256_sub_ps(zero, y10), _mm256_sub_ps(zero, y11)}};
-            for (int i = 0; i < 4; i++) {
-                float *q = mt + tx + (size_t)4 * i * ms;
-                _mm256_storeu_ps(q, a[i][0]);
-                _mm256_storeu_ps(q + ms, _mm256_add_ps(a[i][0], a[i][1]));
-                _mm256_storeu_ps(q + 2 * ms, _mm256_sub_ps(a[i][0], a[i][1]));
-                _mm256_storeu_ps(q + 3 * ms, _mm256_sub_ps(zero, a[i][1]));
-            }
+            cc_wino_grad8(mt + tx, ms, y00, y01, y10, y11);
         }
     }
 }
@@ -909,10 +941,7 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
 CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, float *restrict dpad,
                                               int th, int tw, int w, const float *g,
                                               const int32_t *arg, const float *y, size_t room) {
-    const __m256 zero = _mm256_setzero_ps();
     const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i at01 = _mm256_set1_epi32(1), at10 = _mm256_set1_epi32(w);
-    const __m256i at11 = _mm256_set1_epi32(w + 1);
     size_t pw = (size_t)w + 2;
     if (dpad) {
         int h = 2 * th;
@@ -923,51 +952,21 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, floa
     float sum = 0.0f;
     for (int ty = 0; ty < th; ty++) {
         size_t q = (size_t)ty * tw;
-        float *mt = m + q;
-        __m256 rsum = zero;
+        __m256 rsum = _mm256_setzero_ps();
         for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8) {
-            __m256 gv, yv;
-            __m256i av, keep = cc_lanes(tw - tx);
-            if (q + tx + 8 <= room) {
-                gv = _mm256_loadu_ps(g + q + tx);
-                yv = _mm256_loadu_ps(y + q + tx);
-                av = _mm256_loadu_si256((const __m256i *)(arg + q + tx));
-            } else {
-                gv = _mm256_maskload_ps(g + q + tx, keep);
-                yv = _mm256_maskload_ps(y + q + tx, keep);
-                av = _mm256_maskload_epi32(arg + q + tx, keep);
-            }
-            __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ),
-                                        _mm256_castsi256_ps(keep));
-            __m256 v = _mm256_and_ps(gv, live);
-            rsum = _mm256_add_ps(rsum, v);
-            __m256i rel = _mm256_sub_epi32(
-                av, _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step));
-#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
-            __m256 y00 = CC_AT(_mm256_setzero_si256()), y01 = CC_AT(at01);
-            __m256 y10 = CC_AT(at10), y11 = CC_AT(at11);
-#undef CC_AT
+            __m256 y00, y01, y10, y11;
+            __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step);
+            rsum = _mm256_add_ps(rsum, cc_unpool8_relu(g + q + tx, arg + q + tx, y + q + tx,
+                                                       room - q - (size_t)tx, cc_lanes(tw - tx),
+                                                       i00, w, &y00, &y01, &y10, &y11));
             if (dpad) {
                 float *d = dpad + (size_t)(2 * ty + 1) * pw + 1 + 2 * tx;
                 cc_merge(d, y00, y01);
                 cc_merge(d + pw, y10, y11);
             }
-            __m256 a[4][2] = {{y00, y01},
-                              {_mm256_add_ps(y00, y10), _mm256_add_ps(y01, y11)},
-                              {_mm256_sub_ps(y00, y10), _mm256_sub_ps(y01, y11)},
-                              {_mm256_sub_ps(zero, y10), _mm256_sub_ps(zero, y11)}};
-            for (int i = 0; i < 4; i++) {
-                float *o = mt + tx + (size_t)4 * i * ms;
-                _mm256_storeu_ps(o, a[i][0]);
-                _mm256_storeu_ps(o + ms, _mm256_add_ps(a[i][0], a[i][1]));
-                _mm256_storeu_ps(o + 2 * ms, _mm256_sub_ps(a[i][0], a[i][1]));
-                _mm256_storeu_ps(o + 3 * ms, _mm256_sub_ps(zero, a[i][1]));
-            }
+            cc_wino_grad8(m + q + tx, ms, y00, y01, y10, y11);
         }
-        float lanes[8];
-        _mm256_storeu_ps(lanes, rsum);
-        sum += ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-               ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        sum += cc_sum8(rsum);
     }
     return sum;
 }
