@@ -1118,6 +1118,34 @@ static size_t block_x_size(const struct block_case *bc) {
            (bc->planar ? (size_t)bc->h * bc->w : 3); /* the last gap too */
 }
 
+/* A block case's inputs, random: x (its gaps too), W, bias and dy (one float past the
+ * pooled outputs, for a sentinel), and their sizes. */
+typedef struct {
+    float *x, *W, *bias, *dy;
+    size_t nx, nw, np;
+} block_in;
+
+static block_in block_inputs(const struct block_case *bc) {
+    block_in in = {.nx = block_x_size(bc), .nw = (size_t)bc->f * bc->c * 9,
+                   .np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2)};
+    in.x = host_floats(in.nx);
+    in.W = host_floats(in.nw);
+    in.bias = host_floats(bc->f);
+    in.dy = host_floats(in.np + 1);
+    rand_fill(in.x, in.nx, -1, 1);
+    rand_fill(in.W, in.nw, -0.5f, 0.5f);
+    rand_fill(in.bias, bc->f, -0.3f, 0.3f);
+    rand_fill(in.dy, in.np, -1, 1);
+    return in;
+}
+
+static void block_inputs_free(block_in *in) {
+    free(in->x);
+    free(in->W);
+    free(in->bias);
+    free(in->dy);
+}
+
 /* What one forward and backward pass of a block wrote. */
 /* The conv's pre-activation at (co, i, yy, xx) in double, from the definition: bias
  * plus the 3x3 taps over every input channel, zero outside the plane. */
@@ -1240,14 +1268,9 @@ static void test_conv_block(void) {
     for (size_t t = 0; t < sizeof block_cases / sizeof block_cases[0]; t++) {
         const struct block_case *bc = &block_cases[t];
         int ph = bc->h / 2, pw = bc->w / 2, hw = bc->h * bc->w;
-        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
-        size_t np = (size_t)bc->f * bc->b * ph * pw;
-        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
-        float *dy = host_floats(np);
-        rand_fill(x, nx, -1, 1);
-        rand_fill(W, nw, -0.5f, 0.5f);
-        rand_fill(bias, bc->f, -0.3f, 0.3f);
-        rand_fill(dy, np, -1, 1);
+        block_in in = block_inputs(bc);
+        size_t nx = in.nx, nw = in.nw, np = in.np;
+        float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
         /* the reference: z (f, b, h, w), then pooling */
         double *z = host_doubles((size_t)bc->f * bc->b * hw);
         for (int co = 0; co < bc->f; co++)
@@ -1338,10 +1361,7 @@ static void test_conv_block(void) {
         }
         block_out_free(&one);
         free(one_nodx_dW);
-        free(x);
-        free(W);
-        free(bias);
-        free(dy);
+        block_inputs_free(&in);
         free(z);
         free(want_y);
         free(want_z);
@@ -1426,14 +1446,9 @@ static void test_conv_block_fused_bits(void) {
     kn_cpu_winograd(KN_WINO_ALL);
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const struct block_case *bc = &cases[t];
-        size_t np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2);
-        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
-        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
-        float *dy = host_floats(np);
-        rand_fill(x, nx, -1, 1);
-        rand_fill(W, nw, -0.5f, 0.5f);
-        rand_fill(bias, bc->f, -0.3f, 0.3f);
-        rand_fill(dy, np, -1, 1);
+        block_in in = block_inputs(bc);
+        size_t nx = in.nx, nw = in.nw, np = in.np;
+        float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
         for (int threads = 1; threads <= 2; threads++)
             for (int want_dx = 0; want_dx <= 1; want_dx++) {
                 block_out o[2];
@@ -1459,10 +1474,7 @@ static void test_conv_block_fused_bits(void) {
                 block_out_free(&o[0]);
                 block_out_free(&o[1]);
             }
-        free(x);
-        free(W);
-        free(bias);
-        free(dy);
+        block_inputs_free(&in);
     }
     kn_cpu_winograd(KN_WINO_RULE);
 }
@@ -1510,16 +1522,11 @@ static void test_conv_block_winograd(void) {
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         const struct block_case *bc = &cases[t];
         int ph = bc->h / 2, pw = bc->w / 2, hw = bc->h * bc->w;
-        size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
-        size_t np = (size_t)bc->f * bc->b * ph * pw;
         size_t istride = bc->planar ? (size_t)hw : (size_t)bc->c * hw + 3;
         size_t cstride = bc->planar ? (size_t)(bc->b + 1) * hw : (size_t)hw;
-        float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
-        float *dy = host_floats(np + 1);
-        rand_fill(x, nx, -1, 1);
-        rand_fill(W, nw, -0.5f, 0.5f);
-        rand_fill(bias, bc->f, -0.3f, 0.3f);
-        rand_fill(dy, np, -1, 1);
+        block_in in = block_inputs(bc);
+        size_t nx = in.nx, nw = in.nw, np = in.np;
+        float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
         char label[160];
         snprintf(label, sizeof label, "winograd b=%d c=%d %dx%d f=%d act=%d%s", bc->b, bc->c,
                  bc->h, bc->w, bc->f, bc->act, bc->planar ? " (c,b,h,w)" : "");
@@ -1611,10 +1618,7 @@ static void test_conv_block_winograd(void) {
         }
         void *bufs[] = {dxv, dWv, dbias, ddy};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
-        free(x);
-        free(W);
-        free(bias);
-        free(dy);
+        block_inputs_free(&in);
         free(want_y);
         free(got_y);
         free(host_dx);
@@ -1631,13 +1635,9 @@ static void test_conv_block_winograd(void) {
 static void test_conv_block_gemm_only(void) {
     if (!K->conv_block_forward) return;
     const struct block_case *bc = &block_cases[6];
-    size_t nx = block_x_size(bc), nw = (size_t)bc->f * bc->c * 9;
-    size_t np = (size_t)bc->f * bc->b * (bc->h / 2) * (bc->w / 2);
-    float *x = host_floats(nx), *W = host_floats(nw), *bias = host_floats(bc->f);
-    float *dy = host_floats(np);
-    rand_fill(x, nx, -1, 1);
-    rand_fill(W, nw, -1, 1);
-    rand_fill(dy, np, -1, 1);
+    block_in in = block_inputs(bc);
+    size_t nx = in.nx, nw = in.nw, np = in.np;
+    float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
     kn_cpu_gemm_only(1);
     block_out o = block_run(bc, x, W, bias, dy, 2, 1);
     kn_cpu_gemm_only(0);
@@ -1648,10 +1648,7 @@ static void test_conv_block_gemm_only(void) {
     for (size_t i = 0; i < nx; i++) written += !isnan(o.dx[i]) && o.dx[i] != SENTINEL;
     CHECK_MSG(written == 0, "%zu outputs written in GEMM-only mode", written);
     block_out_free(&o);
-    free(x);
-    free(W);
-    free(bias);
-    free(dy);
+    block_inputs_free(&in);
 }
 
 /* The CPU backend's own threads (kernels/cpu_workers.h, under the conv blocks): every
