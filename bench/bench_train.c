@@ -10,8 +10,9 @@
  * the same shapes, order, buffers and threads. Prints one JSON object. Driven by
  * bench/train_speed.py, which compares against PyTorch in the same run.
  *
- * --profile also times every kernel call of the step (by function; matrix products by
- * shape) and prints where a step's time goes to stderr. step_cpu_ms and floor_cpu_ms are
+ * --profile also times every kernel call of the step and of the floor's step (by function;
+ * conv blocks by layer and matrix products by shape) and prints to stderr where a step's
+ * time goes, and how much of it each kernel spends outside the floor. step_cpu_ms and floor_cpu_ms are
  * the process's CPU time per step (all threads'): on one thread, a figure that other
  * processes on the machine disturb less than the wall clock. --unfused runs the CNN's conv
  * blocks as separate calls (im2col, one GEMM over the batch, bias, activation,
@@ -55,10 +56,11 @@ static kn_backend prof_table;
 #define PROF_MAX 64
 static struct prof_entry {
     char name[64];
-    double seconds;
+    double seconds, floor_seconds; /* in the full steps, in the floor's */
     long calls;
 } prof_entries[PROF_MAX];
 static int prof_n;
+static int prof_floor; /* the floor's steps are being timed */
 
 static void prof_add(const char *name, double seconds) {
     int i = 0;
@@ -67,8 +69,12 @@ static void prof_add(const char *name, double seconds) {
         if (prof_n == PROF_MAX) return;
         snprintf(prof_entries[prof_n++].name, sizeof prof_entries[0].name, "%s", name);
     }
-    prof_entries[i].seconds += seconds;
-    prof_entries[i].calls++;
+    if (prof_floor) {
+        prof_entries[i].floor_seconds += seconds;
+    } else {
+        prof_entries[i].seconds += seconds;
+        prof_entries[i].calls++;
+    }
 }
 
 #define PROF(fn, params, args)                                                           \
@@ -101,15 +107,27 @@ PROF(im2col_batch,
      (float *col, const float *x, int b, size_t is, size_t cs, int c, int h, int w, int kh,
       int kw, int pad),
      (col, x, b, is, cs, c, h, w, kh, kw, pad))
-PROF(conv_block_forward,
-     (float *y, int32_t *a, float *z, const float *x, int b, size_t is, size_t cs, int c, int h,
-      int w, const float *W, const float *bias, int f, int act),
-     (y, a, z, x, b, is, cs, c, h, w, W, bias, f, act))
-PROF(conv_block_backward,
-     (float *dW, float *db, float *dx, const float *dy, const int32_t *a, const float *y,
-      const float *z, const float *x, int b, size_t is, size_t cs, int c, int h, int w,
-      const float *W, int f, int act),
-     (dW, db, dx, dy, a, y, z, x, b, is, cs, c, h, w, W, f, act))
+/* The conv blocks by shape, as the products: c x h x w -> f (one entry per layer). */
+static void prof_add_block(const char *fn, int c, int h, int w, int f, double seconds) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %dx%dx%d->%d", fn, c, h, w, f);
+    prof_add(name, seconds);
+}
+static void prof_conv_block_forward(float *y, int32_t *a, float *z, const float *x, int b,
+                                    size_t is, size_t cs, int c, int h, int w, const float *W,
+                                    const float *bias, int f, int act) {
+    double t = now();
+    prof_base->conv_block_forward(y, a, z, x, b, is, cs, c, h, w, W, bias, f, act);
+    prof_add_block("conv_block_forward", c, h, w, f, now() - t);
+}
+static void prof_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
+                                     const int32_t *a, const float *y, const float *z,
+                                     const float *x, int b, size_t is, size_t cs, int c, int h,
+                                     int w, const float *W, int f, int act) {
+    double t = now();
+    prof_base->conv_block_backward(dW, db, dx, dy, a, y, z, x, b, is, cs, c, h, w, W, f, act);
+    prof_add_block("conv_block_backward", c, h, w, f, now() - t);
+}
 PROF(col2im_batch,
      (float *dx, int b, size_t is, size_t cs, const float *col, int c, int h, int w, int kh,
       int kw, int pad),
@@ -141,19 +159,30 @@ static const kn_backend *prof_wrap(const kn_backend *base) {
     return &prof_table;
 }
 
-/* Prints the profile of `steps` steps that took total seconds, to stderr. */
-static void prof_print(int steps, double total) {
-    double sum = 0;
-    fprintf(stderr, "%-36s %9s %7s %6s\n", "kernel", "ms/step", "calls", "share");
+/* Prints the profile of `steps` steps that took total seconds, and of as many of the
+ * floor's that took floor_total, to stderr: per kernel (a conv block per layer, a
+ * product per shape) its time in a step, in the floor's step (a conv block's products
+ * alone, kn_cpu_gemm_only; 0 for a call the floor skips), and the difference, the
+ * kernel's share of the time outside the floor. */
+static void prof_print(int steps, double total, double floor_total) {
+    double sum = 0, floor_sum = 0;
+    fprintf(stderr, "%-40s %9s %9s %9s %6s %6s\n", "kernel", "ms/step", "floor ms", "outside",
+            "calls", "share");
     for (int i = 0; i < prof_n; i++) {
         struct prof_entry *e = &prof_entries[i];
         sum += e->seconds;
-        fprintf(stderr, "%-36s %9.3f %7ld %5.1f%%\n", e->name, 1e3 * e->seconds / steps,
-                e->calls / steps, 100 * e->seconds / total);
+        floor_sum += e->floor_seconds;
+        fprintf(stderr, "%-40s %9.3f %9.3f %9.3f %6ld %5.1f%%\n", e->name,
+                1e3 * e->seconds / steps, 1e3 * e->floor_seconds / steps,
+                1e3 * (e->seconds - e->floor_seconds) / steps, e->calls / steps,
+                100 * e->seconds / total);
     }
-    fprintf(stderr, "%-36s %9.3f %7s %5.1f%%\n", "(outside kernels)", 1e3 * (total - sum) / steps,
-            "", 100 * (total - sum) / total);
-    fprintf(stderr, "%-36s %9.3f\n", "step", 1e3 * total / steps);
+    fprintf(stderr, "%-40s %9.3f %9.3f %9.3f %6s %5.1f%%\n", "(outside kernels)",
+            1e3 * (total - sum) / steps, 1e3 * (floor_total - floor_sum) / steps,
+            1e3 * ((total - sum) - (floor_total - floor_sum)) / steps, "",
+            100 * (total - sum) / total);
+    fprintf(stderr, "%-40s %9.3f %9.3f %9.3f\n", "step", 1e3 * total / steps,
+            1e3 * floor_total / steps, 1e3 * (total - floor_total) / steps);
 }
 
 static int parse_list(const char *s, int32_t *out, int max) {
@@ -302,22 +331,29 @@ int main(int argc, char **argv) {
         opt_step(opt, m->params, m->grads);
     }
     double step_s = (now() - t0) / steps, step_cpu = (cpu_now() - c0) / steps;
-    if (profile) prof_print(steps, step_s * steps);
 
     /* (b) the same steps with only their GEMMs: the same calls, shapes, order and
-     * threads, on the buffers as the last step left them; no optimiser update */
-    m->k = floor_wrap(k);
+     * threads, on the buffers as the last step left them; no optimiser update (with
+     * --profile, timed call by call too: the table the model calls now forwards to the
+     * floor's, which the optimiser, done, no longer uses) */
+    m->k = profile ? prof_wrap(floor_wrap(k)) : floor_wrap(k);
+    prof_floor = 1;
     kn_cpu_gemm_only(1);
     for (int s = -warmup; s < steps; s++) {
         if (s == 0) {
             t0 = now();
             c0 = cpu_now();
+            for (int i = 0; i < prof_n; i++) prof_entries[i].floor_seconds = 0;
         }
         mdl_forward_rows(m, ds.x, ds.y, idx, batch, 1, &rng, NULL, NULL);
         mdl_backward(m, batch);
     }
     double gemm_s = (now() - t0) / steps, gemm_cpu = (cpu_now() - c0) / steps;
     kn_cpu_gemm_only(0);
+    if (profile) {
+        prof_print(steps, step_s * steps, gemm_s * steps);
+        prof_wrap(k); /* back to the full table for what follows (freeing) */
+    }
     m->k = km;
 
     printf("{\"framework\": \"tuner\", \"model\": \"%s\", \"threads\": %d, \"batch_size\": %d, "
