@@ -12,7 +12,8 @@
  *
  * --profile also times every kernel call of the step and of the floor's step (by function;
  * conv blocks by layer and matrix products by shape) and prints to stderr where a step's
- * time goes, and how much of it each kernel spends outside the floor. step_cpu_ms and floor_cpu_ms are
+ * time goes, and how much of it each kernel spends outside the floor (its timers then
+ * cost a little in the JSON's step and floor figures both). step_cpu_ms and floor_cpu_ms are
  * the process's CPU time per step (all threads'): on one thread, a figure that other
  * processes on the machine disturb less than the wall clock. --unfused runs the CNN's conv
  * blocks as separate calls (im2col, one GEMM over the batch, bias, activation,
@@ -49,7 +50,8 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- --profile: every kernel call of the step timed, by function (gemm by shape) ---- */
+/* ---- --profile: every kernel call of the steps and of the floor's steps timed, by
+ * function (conv blocks by layer, gemm by shape) ---- */
 
 static const kn_backend *prof_base; /* the table the profiled one forwards to */
 static kn_backend prof_table;
@@ -162,7 +164,7 @@ static const kn_backend *prof_wrap(const kn_backend *base) {
 /* Prints the profile of `steps` steps that took total seconds, and of as many of the
  * floor's that took floor_total, to stderr: per kernel (a conv block per layer, a
  * product per shape) its time in a step, in the floor's step (a conv block's products
- * alone, kn_cpu_gemm_only; 0 for a call the floor skips), and the difference, the
+ * alone, kn_cpu_gemm_only; about 0 for a call the floor skips), and the difference, the
  * kernel's share of the time outside the floor. */
 static void prof_print(int steps, double total, double floor_total) {
     double sum = 0, floor_sum = 0;
@@ -350,6 +352,7 @@ int main(int argc, char **argv) {
     }
     double gemm_s = (now() - t0) / steps, gemm_cpu = (cpu_now() - c0) / steps;
     kn_cpu_gemm_only(0);
+    prof_floor = 0;
     if (profile) {
         prof_print(steps, step_s * steps, gemm_s * steps);
         prof_wrap(k); /* back to the full table for what follows (freeing) */

@@ -1086,19 +1086,21 @@ exploitation slot at the mean's argmax, averaged fantasies and a lower noise pri
 did no better on hartmann6 (the table in docs/bayesian-optimisation.md, "What was
 tried at 8 workers").
 
-hartmann6's target, 4e-06, is the precision of the last steps of a sequential study:
-the studies that leave the local minimum end 2e-04 to 9e-04 (unit coordinates) from
-the optimum whether sequential or at 8 workers, and the last digits depend on how
-close the few trials at the model's optimum land. In a batch one running trial sits
-there; the believer lowers the variance around it, so the other workers go where the
-variance recovers, 1e-3 to 5e-3 away: they teach the model the optimum's shape, but
-only the one trial per round refines it. The escapes from the local minimum are about
-as frequent as sequentially (12 of 20 at 8 workers, 13 of 20 sequentially) but come
-later: with seeds 1..40 a median trial 54.5 at 8 workers against 31.5, and the median
-study reaches 1e-4 at trial 85.5 against 49.5, so most of the loss is in the climb,
-where each suggestion sees the results of trials created about 8 before it. Schemes
-aimed at that climb and at the last digits were measured on 40 seeds and not kept
-(docs/bayesian-optimisation.md, "What was tried at 8 workers").
+hartmann6's target, 4e-06, is the precision of the last steps of a sequential study,
+and 8 workers lose trials both before those steps and in them. Before: the escapes
+from the local minimum are about as frequent as sequentially (with seeds 1..40, 24 of
+40 at 8 workers within 150 trials, 26 of 40 sequentially within 100) but come later,
+at a median trial 54.5 against 31.5, and the median study reaches 1e-4 at trial 85.5
+against 49.5: most of the loss is in this climb, where each suggestion sees the
+results of trials created about 8 before it. In them: the studies that leave the
+local minimum end 2e-04 to 9e-04 (unit coordinates) from the optimum whether
+sequential or at 8 workers, and the last digits depend on how close the few trials
+at the model's optimum land. In a batch one running trial sits there; the believer
+lowers the variance around it, so the other workers go where the variance recovers,
+1e-3 to 5e-3 away: they teach the model the optimum's shape, but only the one trial
+per round refines it. Schemes aimed at the climb and at the last digits were measured
+on seeds 1..40 and not kept (docs/bayesian-optimisation.md, "What was tried at 8
+workers").
 
 The "same seed's" target depends on luck in a different way: a sequential study that
 stays in hartmann6's local minimum sets a target of about 0.119, and a parallel study

@@ -1118,8 +1118,9 @@ static size_t block_x_size(const struct block_case *bc) {
            (bc->planar ? (size_t)bc->h * bc->w : 3); /* the last gap too */
 }
 
-/* A block case's inputs, random: x (its gaps too), W, bias and dy (one float past the
- * pooled outputs, for a sentinel), and their sizes. */
+/* A block case's inputs, random: x (its gaps too), W, bias and dy (with one float, 0,
+ * past the pooled outputs, for the copies of np + 1 floats some tests make), and their
+ * sizes. */
 typedef struct {
     float *x, *W, *bias, *dy;
     size_t nx, nw, np;
