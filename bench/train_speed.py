@@ -21,7 +21,8 @@ OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP an
 Each measurement is repeated (--repeats) and the best kept, since this machine is
 shared and noisy; the load average before and after the run is recorded. Prints a
 Markdown table and writes it to docs/benchmarks/train-speed.md, where the previous
-run's table moves under "Older runs".
+run's table moves under "Older runs", with the notes written by hand below the page's
+HAND line on that run.
 
     scripts/install-deps.sh --bench && scripts/build.sh release
     /usr/bin/python3 bench/train_speed.py [--repeats 3] [--quick] [--bin build/bin]
@@ -37,6 +38,10 @@ import sys
 from benchutil import ROOT, cpu_model, need, write_page
 TORCH = os.path.join(ROOT, "bench", "pytorch_train.py")
 OLDER = "## Older runs"
+# Below this line of the page, notes written by hand on the run it shows; the next run
+# keeps them, with that run's table, under OLDER.
+HAND = ("<!-- Notes written by hand on this run go below this line: the next run of "
+        "bench/train_speed.py moves them, with this run's table, under \"Older runs\". -->")
 
 NOTES = """
 *GEMM floor*: the same training steps with every kernel call but the matrix products
@@ -105,7 +110,8 @@ def loadavg():
 
 def older_runs(path):
     """The sections to keep under "Older runs" of the page at path: the run it shows
-    until now, then the older ones it keeps ([] when there is no page)."""
+    until now (its table, then the notes written by hand below HAND, their headings a
+    level down), then the older ones it keeps ([] when there is no page)."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
@@ -114,7 +120,10 @@ def older_runs(path):
     m = re.search(r"^Written by `bench/train_speed.py` on (.*?)\. Best of", current, re.M)
     t = re.search(r"^\| OpenBLAS \|.*?(?=\n\n|\Z)", current, re.M | re.S)
     if m and t:
-        sections.append("### %s\n\n%s" % (m.group(1), t.group(0).strip()))
+        hand = current.partition(HAND)[2].strip()
+        hand = re.sub(r"^(#+) ", r"\1# ", hand, flags=re.M)
+        sections.append("### %s\n\n%s%s" % (m.group(1), t.group(0).strip(),
+                                              "\n\n" + hand if hand else ""))
     i = older.find("\n### ")
     if i >= 0:
         sections.append(older[i + 1:].strip())
@@ -194,6 +203,7 @@ def main():
                    " ".join(blas.split()[:2]), a.repeats))
     page.append(table + "\n")
     page.append(NOTES)
+    page.append("\n%s\n" % HAND)
     if older:
         page.append("\n%s\n\nEarlier runs of this benchmark, each on its day's machine and "
                     "code.\n\n%s\n" % (OLDER, "\n\n".join(older)))
