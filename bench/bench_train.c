@@ -115,7 +115,7 @@ static void prof_add_block(const char *fn, int c, int h, int w, int f, double se
     snprintf(name, sizeof name, "%s %dx%dx%d->%d", fn, c, h, w, f);
     prof_add(name, seconds);
 }
-static void prof_conv_block_forward(float *y, int32_t *a, float *z, const float *x, int b,
+static void prof_conv_block_forward(float *y, uint8_t *a, float *z, const float *x, int b,
                                     size_t is, size_t cs, int c, int h, int w, const float *W,
                                     const float *bias, int f, int act) {
     double t = now();
@@ -123,7 +123,7 @@ static void prof_conv_block_forward(float *y, int32_t *a, float *z, const float 
     prof_add_block("conv_block_forward", c, h, w, f, now() - t);
 }
 static void prof_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
-                                     const int32_t *a, const float *y, const float *z,
+                                     const uint8_t *a, const float *y, const float *z,
                                      const float *x, int b, size_t is, size_t cs, int c, int h,
                                      int w, const float *W, int f, int act) {
     double t = now();

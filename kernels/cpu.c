@@ -585,18 +585,18 @@ static void cpu_from_bf16(float *dst, const uint16_t *src, size_t n) {
     }
 }
 
-static void cpu_conv_block_forward(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+static void cpu_conv_block_forward(float *y, uint8_t *choice, float *zmax, const float *x, int b,
                                    size_t istride, size_t cstride, int c, int h, int w,
                                    const float *W, const float *bias, int f, int act) {
-    kc_conv_block_forward(cpu_gemm, 1, y, argmax, zmax, x, b, istride, cstride, c, h, w, W, bias,
+    kc_conv_block_forward(cpu_gemm, 1, y, choice, zmax, x, b, istride, cstride, c, h, w, W, bias,
                           f, act);
 }
 
 static void cpu_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
-                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const uint8_t *choice, const float *y, const float *zmax,
                                     const float *x, int b, size_t istride, size_t cstride, int c,
                                     int h, int w, const float *W, int f, int act) {
-    kc_conv_block_backward(cpu_gemm, 1, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c,
+    kc_conv_block_backward(cpu_gemm, 1, dW, db, dx, dy, choice, y, zmax, x, b, istride, cstride, c,
                            h, w, W, f, act);
 }
 
@@ -823,20 +823,20 @@ DEV_CALL(from_bf16, (float *d, const uint16_t *s, size_t n), (d, s, n))
 #undef DEV_CALL
 
 /* The conv blocks with dev_gemm's products (rounded as set_precision says). */
-static void dev_conv_block_forward(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+static void dev_conv_block_forward(float *y, uint8_t *choice, float *zmax, const float *x, int b,
                                    size_t istride, size_t cstride, int c, int h, int w,
                                    const float *W, const float *bias, int f, int act) {
     if (!dev_recording)
-        kc_conv_block_forward(dev_gemm, 0, y, argmax, zmax, x, b, istride, cstride, c, h, w, W,
+        kc_conv_block_forward(dev_gemm, 0, y, choice, zmax, x, b, istride, cstride, c, h, w, W,
                               bias, f, act);
 }
 
 static void dev_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
-                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const uint8_t *choice, const float *y, const float *zmax,
                                     const float *x, int b, size_t istride, size_t cstride, int c,
                                     int h, int w, const float *W, int f, int act) {
     if (!dev_recording)
-        kc_conv_block_backward(dev_gemm, 0, dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride,
+        kc_conv_block_backward(dev_gemm, 0, dW, db, dx, dy, choice, y, zmax, x, b, istride, cstride,
                                c, h, w, W, f, act);
 }
 

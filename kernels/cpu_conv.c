@@ -12,8 +12,8 @@
  * threads of cpu_workers.h, and a group into chunks of nc images whose im2col
  * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together. Per chunk:
  *
- *   forward:  col = im2col(x);  z = W col (one GEMM);  y, argmax, zmax = pool(act(z + bias))
- *   backward: dz = act'(z) * unpool(dy) (zero off the arg-maxes);  db_g += sum of dz;
+ *   forward:  col = im2col(x);  z = W col (one GEMM);  y, choice, zmax = pool(act(z + bias))
+ *   backward: dz = act'(z) * unpool(dy) (zero off the elements chosen);  db_g += sum of dz;
  *             col = im2col(x) again (cheaper than keeping the whole batch's);
  *             dW_g += dz col^T (or dW_g^T += col dz^T);  dcol = W^T dz (into col);
  *             dx = col2im(dcol)
@@ -160,10 +160,10 @@ typedef struct cc_block {
     const float *x, *W, *bias;
     /* forward */
     float *y, *zmax_out;
-    int32_t *argmax_out;
+    uint8_t *choice_out;
     /* backward */
     const float *dy, *yin, *zmax;
-    const int32_t *argmax;
+    const uint8_t *choice;
     float *dx;
     int dwt;        /* the groups' dW are kept transposed, (ck, f) */
     size_t npart;   /* floats of a group's weight gradient: f*ck, or 16*f*c (its dU) */
@@ -258,58 +258,65 @@ static float cc_act(int act, float v) {
     }
 }
 
+/* The offset from its window's first element of the element a choice names (enum
+ * kn_pool_choice), in a plane of row length w; KN_POOL_ZERO: the first, where the
+ * unpooling puts its zero. */
+static inline int cc_choice_offset(uint8_t choice, int w) {
+    return choice == KN_POOL_ZERO ? 0 : (choice & 1) + (choice >> 1) * w;
+}
+
 /* ---- pooling, one pair of rows at a time: r0, r1 the rows 2py and 2py+1 of a conv
- * output plane, pw windows; the outputs of row py of the pooled plane. Arg-max indices
- * are within the plane: top = 2py*w. ---- */
+ * output plane, pw windows; the outputs of row py of the pooled plane, and each one's
+ * choice (kernels.h: enum kn_pool_choice), a byte. ---- */
 
 /* ReLU pools first and activates the maximum, which takes the same element (the first
- * of the largest when it is positive, else the window's first, where every activation
- * is 0) for a quarter of the work. */
-static void cc_pool_row(const float *r0, const float *r1, int pw, int w, int32_t top, float bias,
-                        int act, float *y, int32_t *arg, float *zmax) {
+ * of the largest when it is positive; where it is not, every activation is 0, and the
+ * choice is KN_POOL_ZERO with zmax the window's first) for a quarter of the work. */
+static void cc_pool_row(const float *r0, const float *r1, int pw, float bias, int act, float *y,
+                        uint8_t *choice, float *zmax) {
     for (int px = 0; px < pw; px++) {
-        int32_t i00 = top + 2 * px;
         float v0 = r0[2 * px] + bias, v1 = r0[2 * px + 1] + bias;
         float v2 = r1[2 * px] + bias, v3 = r1[2 * px + 1] + bias;
         float m, zm;
-        int32_t a;
+        uint8_t a;
         if (act == KN_RELU) {
             m = v0;
-            a = i00;
-            a = v1 > m ? i00 + 1 : a;
+            a = KN_POOL_TL;
+            a = v1 > m ? KN_POOL_TR : a;
             m = v1 > m ? v1 : m;
-            a = v2 > m ? i00 + w : a;
+            a = v2 > m ? KN_POOL_BL : a;
             m = v2 > m ? v2 : m;
-            a = v3 > m ? i00 + w + 1 : a;
+            a = v3 > m ? KN_POOL_BR : a;
             m = v3 > m ? v3 : m;
             zm = m > 0.0f ? m : v0;
-            a = m > 0.0f ? a : i00;
+            a = m > 0.0f ? a : KN_POOL_ZERO;
             m = m > 0.0f ? m : 0.0f;
         } else {
             float u;
             m = cc_act(act, v0);
-            a = i00;
+            a = KN_POOL_TL;
             zm = v0;
-            if ((u = cc_act(act, v1)) > m) m = u, a = i00 + 1, zm = v1;
-            if ((u = cc_act(act, v2)) > m) m = u, a = i00 + w, zm = v2;
-            if ((u = cc_act(act, v3)) > m) m = u, a = i00 + w + 1, zm = v3;
+            if ((u = cc_act(act, v1)) > m) m = u, a = KN_POOL_TR, zm = v1;
+            if ((u = cc_act(act, v2)) > m) m = u, a = KN_POOL_BL, zm = v2;
+            if ((u = cc_act(act, v3)) > m) m = u, a = KN_POOL_BR, zm = v3;
         }
         y[px] = m;
-        arg[px] = a;
+        choice[px] = a;
         if (zmax) zmax[px] = zm;
     }
 }
 
-/* The gradient of a pooled row: d0, d1 (rows 2py, 2py+1 of dz, zero already) get at
- * each window's arg-max the activation's derivative there times g; returns their sum. */
-static float cc_unpool_row(float *d0, int pw, int32_t top, int act, const float *g,
-                           const int32_t *arg, const float *y, const float *zmax) {
+/* The gradient of a pooled row: d0, d1 = d0 + w (rows 2py, 2py+1 of dz, zero already)
+ * get at each window's chosen element the activation's derivative there times g (with
+ * ReLU, g where the choice is not KN_POOL_ZERO); returns their sum. */
+static float cc_unpool_row(float *d0, int pw, int w, int act, const float *g,
+                           const uint8_t *choice, const float *y, const float *zmax) {
     const float inv_sqrt_2pi = 0.3989422804014327f;
     float sum = 0.0f;
     for (int px = 0; px < pw; px++) {
         float v;
         if (act == KN_RELU) {
-            v = y[px] > 0.0f ? g[px] : 0.0f;
+            v = choice[px] != KN_POOL_ZERO ? g[px] : 0.0f;
         } else if (act == KN_TANH) {
             v = g[px] * (1.0f - y[px] * y[px]);
         } else {
@@ -318,7 +325,7 @@ static float cc_unpool_row(float *d0, int pw, int32_t top, int act, const float 
             float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
             v = g[px] * (cdf + x * pdf);
         }
-        d0[arg[px] - top] = v; /* d0 + (index - top) reaches into d1 */
+        d0[2 * px + cc_choice_offset(choice[px], w)] = v; /* past d0's end: into d1 */
         sum += v;
     }
     return sum;
@@ -345,65 +352,63 @@ CC_AVX2 static void cc_split(const float *p, __m256 *even, __m256 *odd) {
 
 /* The ReLU pooling of eight windows, lane by lane: v0 .. v3 a window's four conv outputs
  * plus the bias, in the order of cc_pool_row (top left, top right, bottom left, bottom
- * right), i00 the plane index of each window's first. The same comparisons as
- * cc_pool_row's, so the same y, arg-max and zmax. */
-CC_AVX2 static void cc_pool8_relu(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256i i00, int w,
-                                  __m256 *yv, __m256i *av, __m256 *zv) {
+ * right). The same comparisons as cc_pool_row's, so the same y, choice (in av's 32-bit
+ * lanes) and zmax. */
+CC_AVX2 static void cc_pool8_relu(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 *yv,
+                                  __m256i *av, __m256 *zv) {
     const __m256 zero = _mm256_setzero_ps();
-    __m256i i01 = _mm256_add_epi32(i00, _mm256_set1_epi32(1));
-    __m256i i10 = _mm256_add_epi32(i00, _mm256_set1_epi32(w));
-    __m256i i11 = _mm256_add_epi32(i10, _mm256_set1_epi32(1));
     __m256 m = v0, c;
-    __m256i a = i00;
+    __m256i a = _mm256_set1_epi32(KN_POOL_TL);
     c = _mm256_cmp_ps(v1, m, _CMP_GT_OQ);
-    a = _mm256_blendv_epi8(a, i01, _mm256_castps_si256(c));
+    a = _mm256_blendv_epi8(a, _mm256_set1_epi32(KN_POOL_TR), _mm256_castps_si256(c));
     m = _mm256_blendv_ps(m, v1, c);
     c = _mm256_cmp_ps(v2, m, _CMP_GT_OQ);
-    a = _mm256_blendv_epi8(a, i10, _mm256_castps_si256(c));
+    a = _mm256_blendv_epi8(a, _mm256_set1_epi32(KN_POOL_BL), _mm256_castps_si256(c));
     m = _mm256_blendv_ps(m, v2, c);
     c = _mm256_cmp_ps(v3, m, _CMP_GT_OQ);
-    a = _mm256_blendv_epi8(a, i11, _mm256_castps_si256(c));
+    a = _mm256_blendv_epi8(a, _mm256_set1_epi32(KN_POOL_BR), _mm256_castps_si256(c));
     m = _mm256_blendv_ps(m, v3, c);
     __m256 pos = _mm256_cmp_ps(m, zero, _CMP_GT_OQ);
     *yv = _mm256_blendv_ps(zero, m, pos);
     *zv = _mm256_blendv_ps(v0, m, pos);
-    *av = _mm256_blendv_epi8(i00, a, _mm256_castps_si256(pos));
+    *av = _mm256_blendv_epi8(_mm256_set1_epi32(KN_POOL_ZERO), a, _mm256_castps_si256(pos));
 }
 
-/* Stores eight pooled outputs at y, arg and zmax (if not NULL) + px, of which `room`
- * - px are writable and pw - px wanted: where eight do not fit, the store is masked
- * (AMD's masked stores are slow: elsewhere the lanes past pw are written and the next
- * row overwrites them). */
-CC_AVX2 static void cc_pool8_store(float *y, int32_t *arg, float *zmax, int px, int pw,
+/* Stores eight pooled outputs at y, choice (a byte each, from av's lanes) and zmax (if
+ * not NULL) + px, of which `room` - px are writable and pw - px wanted: where eight do
+ * not fit, the stores are masked, and choice's a copy (AMD's masked stores are slow:
+ * elsewhere the lanes past pw are written and the next row overwrites them). */
+CC_AVX2 static void cc_pool8_store(float *y, uint8_t *choice, float *zmax, int px, int pw,
                                    size_t room, __m256 yv, __m256i av, __m256 zv) {
+    __m128i c16 = _mm_packus_epi32(_mm256_castsi256_si128(av), _mm256_extracti128_si256(av, 1));
+    __m128i c8 = _mm_packus_epi16(c16, c16);
     if ((size_t)px + 8 <= room) {
         _mm256_storeu_ps(y + px, yv);
-        _mm256_storeu_si256((__m256i *)(arg + px), av);
+        _mm_storel_epi64((__m128i *)(choice + px), c8);
         if (zmax) _mm256_storeu_ps(zmax + px, zv);
     } else {
         __m256i keep = cc_lanes(pw - px);
+        uint8_t b[16];
+        _mm_storeu_si128((__m128i *)b, c8);
         _mm256_maskstore_ps(y + px, keep, yv);
-        _mm256_maskstore_epi32(arg + px, keep, av);
+        memcpy(choice + px, b, (size_t)(pw - px));
         if (zmax) _mm256_maskstore_ps(zmax + px, keep, zv);
     }
 }
 
-/* cc_pool_row for ReLU, eight windows at a time. y, arg and zmax have room for `room`
- * >= pw outputs (cc_pool8_store). */
-CC_AVX2 static void cc_pool_row_relu_avx2(const float *r0, const float *r1, int pw, int w,
-                                          int32_t top, float bias, float *y, int32_t *arg,
-                                          float *zmax, size_t room) {
+/* cc_pool_row for ReLU, eight windows at a time. y, choice and zmax have room for
+ * `room` >= pw outputs (cc_pool8_store). */
+CC_AVX2 static void cc_pool_row_relu_avx2(const float *r0, const float *r1, int pw, float bias,
+                                          float *y, uint8_t *choice, float *zmax, size_t room) {
     const __m256 vb = _mm256_set1_ps(bias);
-    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     for (int px = 0; px < pw; px += 8) {
         __m256 v0, v1, v2, v3, yv, zv;
         __m256i av;
         cc_split(r0 + 2 * px, &v0, &v1);
         cc_split(r1 + 2 * px, &v2, &v3);
-        __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step);
         cc_pool8_relu(_mm256_add_ps(v0, vb), _mm256_add_ps(v1, vb), _mm256_add_ps(v2, vb),
-                      _mm256_add_ps(v3, vb), i00, w, &yv, &av, &zv);
-        cc_pool8_store(y, arg, zmax, px, pw, room, yv, av, zv);
+                      _mm256_add_ps(v3, vb), &yv, &av, &zv);
+        cc_pool8_store(y, choice, zmax, px, pw, room, yv, av, zv);
     }
 }
 
@@ -414,36 +419,35 @@ CC_AVX2 static void cc_merge(float *p, __m256 e, __m256 o) {
     _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
-/* The ReLU unpooling of eight windows: g, arg and y the windows' gradients, arg-maxes
- * and outputs (of which `avail` are readable: masked loads where fewer than eight are),
- * `keep` the lanes that are windows, i00 each window's first plane index, w the row
- * length. Returns v, the gradient each window passes (g where y > 0, else 0; 0 in the
- * lanes not kept), and in d00 .. d11 the window's four elements of dz (v at the
- * arg-max, 0 elsewhere: top left, top right, bottom left, bottom right). */
-CC_AVX2 static inline __m256 cc_unpool8_relu(const float *g, const int32_t *arg, const float *y,
-                                             size_t avail, __m256i keep, __m256i i00, int w,
-                                             __m256 *d00, __m256 *d01, __m256 *d10,
-                                             __m256 *d11) {
-    const __m256 zero = _mm256_setzero_ps();
-    __m256 gv, yv;
-    __m256i av;
+/* The ReLU unpooling of eight windows: g and choice the windows' gradients and choices
+ * (of which `avail` are readable: a masked load and a copy where fewer than eight are),
+ * `keep` the lanes that are windows. Returns v, the gradient each window passes (g
+ * where the choice is not KN_POOL_ZERO, that is where y > 0; else 0, and 0 in the lanes
+ * not kept), and in d00 .. d11 the window's four elements of dz (v at the element
+ * chosen, 0 elsewhere: top left, top right, bottom left, bottom right). */
+CC_AVX2 static inline __m256 cc_unpool8_relu(const float *g, const uint8_t *choice, size_t avail,
+                                             __m256i keep, __m256 *d00, __m256 *d01,
+                                             __m256 *d10, __m256 *d11) {
+    __m256 gv;
+    __m128i c8;
     if (avail >= 8) {
         gv = _mm256_loadu_ps(g);
-        yv = _mm256_loadu_ps(y);
-        av = _mm256_loadu_si256((const __m256i *)arg);
+        c8 = _mm_loadl_epi64((const __m128i *)choice);
     } else {
+        uint8_t b[16] = {0};
+        memcpy(b, choice, avail);
         gv = _mm256_maskload_ps(g, keep);
-        yv = _mm256_maskload_ps(y, keep);
-        av = _mm256_maskload_epi32(arg, keep);
+        c8 = _mm_loadu_si128((const __m128i *)b);
     }
-    __m256 live = _mm256_and_ps(_mm256_cmp_ps(yv, zero, _CMP_GT_OQ), _mm256_castsi256_ps(keep));
-    __m256 v = _mm256_and_ps(gv, live);
-    __m256i rel = _mm256_sub_epi32(av, i00);
-#define CC_AT(off) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(rel, off)))
-    *d00 = CC_AT(_mm256_setzero_si256());
-    *d01 = CC_AT(_mm256_set1_epi32(1));
-    *d10 = CC_AT(_mm256_set1_epi32(w));
-    *d11 = CC_AT(_mm256_set1_epi32(w + 1));
+    __m256i av = _mm256_cvtepu8_epi32(c8);
+    __m256i live = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(KN_POOL_ZERO), av), keep);
+    __m256 v = _mm256_and_ps(gv, _mm256_castsi256_ps(live));
+#define CC_AT(c) \
+    _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(av, _mm256_set1_epi32(c))))
+    *d00 = CC_AT(KN_POOL_TL);
+    *d01 = CC_AT(KN_POOL_TR);
+    *d10 = CC_AT(KN_POOL_BL);
+    *d11 = CC_AT(KN_POOL_BR);
 #undef CC_AT
     return v;
 }
@@ -460,46 +464,41 @@ CC_AVX2 static inline float cc_sum8(__m256 v) {
  * floats into the rows that follow (which the caller writes after, or wants zero: the
  * scratch has CC_PAD floats after its end). The windows go right to left, so that what
  * the last ones put past the end of d0 (into d1) is overwritten by the first ones'.
- * g, arg, y have `room` >= pw readable elements. The sum is taken in eight lanes. */
-CC_AVX2 static float cc_unpool_row_relu_avx2(float *d0, int pw, int w, int32_t top,
-                                             const float *g, const int32_t *arg, const float *y,
-                                             size_t room) {
-    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+ * g and choice have `room` >= pw readable elements. The sum is taken in eight lanes. */
+CC_AVX2 static float cc_unpool_row_relu_avx2(float *d0, int pw, int w, const float *g,
+                                             const uint8_t *choice, size_t room) {
     __m256 sum = _mm256_setzero_ps();
     for (int px = (pw - 1) / 8 * 8; px >= 0; px -= 8) {
         __m256 d00, d01, d10, d11;
-        __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(top + 2 * px), step);
-        sum = _mm256_add_ps(sum, cc_unpool8_relu(g + px, arg + px, y + px, room - (size_t)px,
-                                                 cc_lanes(pw - px), i00, w, &d00, &d01, &d10,
-                                                 &d11));
+        sum = _mm256_add_ps(sum, cc_unpool8_relu(g + px, choice + px, room - (size_t)px,
+                                                 cc_lanes(pw - px), &d00, &d01, &d10, &d11));
         cc_merge(d0 + 2 * px, d00, d01);
         cc_merge(d0 + w + 2 * px, d10, d11);
     }
     return cc_sum8(sum);
 }
 
-/* cc_pool_row_relu_avx2 over the ph row pairs of a plane zp (h, w): y, arg, zmax of the
+/* cc_pool_row_relu_avx2 over the ph row pairs of a plane zp (h, w): y, choice, zmax of the
  * pooled plane, with room for `room` >= ph*pw outputs. One call per plane, so that the
  * rows' loop is in AVX2 code too. */
 CC_AVX2 static void cc_pool_plane_relu_avx2(const float *zp, int ph, int pw, int w, float bias,
-                                            float *y, int32_t *arg, float *zmax, size_t room) {
+                                            float *y, uint8_t *choice, float *zmax, size_t room) {
     for (int py = 0; py < ph; py++) {
         size_t q = (size_t)py * pw;
         const float *r0 = zp + (size_t)2 * py * w;
-        cc_pool_row_relu_avx2(r0, r0 + w, pw, w, 2 * py * w, bias, y + q, arg + q,
-                              zmax ? zmax + q : NULL, room - q);
+        cc_pool_row_relu_avx2(r0, r0 + w, pw, bias, y + q, choice + q, zmax ? zmax + q : NULL,
+                              room - q);
     }
 }
 
-/* cc_unpool_row_relu_avx2 over the ph row pairs of a plane d (h, w), g, arg and y its
+/* cc_unpool_row_relu_avx2 over the ph row pairs of a plane d (h, w), g and choice its
  * pooled plane's, with `room` >= ph*pw readable; returns the sum of what it wrote. */
 CC_AVX2 static float cc_unpool_plane_relu_avx2(float *d, int ph, int pw, int w, const float *g,
-                                               const int32_t *arg, const float *y, size_t room) {
+                                               const uint8_t *choice, size_t room) {
     float sum = 0.0f;
     for (int py = 0; py < ph; py++) {
         size_t q = (size_t)py * pw;
-        sum += cc_unpool_row_relu_avx2(d + (size_t)2 * py * w, pw, w, 2 * py * w, g + q, arg + q,
-                                       y + q, room - q);
+        sum += cc_unpool_row_relu_avx2(d + (size_t)2 * py * w, pw, w, g + q, choice + q, room - q);
     }
     return sum;
 }
@@ -521,7 +520,7 @@ static int cc_avx2(void) {
     return h;
 }
 
-/* y, argmax, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
+/* y, choice, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
  * pool(act(z + bias)). */
 static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, int n) {
     int w = k->w, ph = k->ph, pw = k->pw, act = k->act;
@@ -535,7 +534,7 @@ static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, i
 #if defined(__x86_64__) && defined(__GNUC__)
             if (act == KN_RELU && cc_avx2()) { /* room: up to the end of this chunk's planes
                                                   of filter co */
-                cc_pool_plane_relu_avx2(zp, ph, pw, w, bias, k->y + o, k->argmax_out + o, zo,
+                cc_pool_plane_relu_avx2(zp, ph, pw, w, bias, k->y + o, k->choice_out + o, zo,
                                         ((size_t)n - j) * pp);
                 continue;
             }
@@ -543,15 +542,16 @@ static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, i
             for (int py = 0; py < ph; py++) {
                 size_t q = (size_t)py * pw;
                 const float *r0 = zp + (size_t)2 * py * w;
-                cc_pool_row(r0, r0 + w, pw, w, 2 * py * w, bias, act, k->y + o + q,
-                            k->argmax_out + o + q, zo ? zo + q : NULL);
+                cc_pool_row(r0, r0 + w, pw, bias, act, k->y + o + q, k->choice_out + o + q,
+                            zo ? zo + q : NULL);
             }
         }
     }
 }
 
 /* dz (f, n*hw), row stride ld = n*hw, of images [i0, i0+n): the activation's derivative
- * times dy at each arg-max, 0 elsewhere; adds each filter's sum of dz to db. */
+ * times dy at each window's chosen element, 0 elsewhere; adds each filter's sum of dz to
+ * db. */
 static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n, float *db) {
     int w = k->w, h = k->h, ph = k->ph, pw = k->pw, act = k->act;
     int simd = act == KN_RELU && cc_avx2();
@@ -566,15 +566,15 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
             float *d = dz + (size_t)co * ld + (size_t)j * k->hw;
 #if defined(__x86_64__) && defined(__GNUC__)
             if (simd) { /* room: up to the end of the pooled planes */
-                sum += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->argmax + o,
-                                                 k->yin + o, (size_t)k->f * k->b * pp - o);
+                sum += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->choice + o,
+                                                 (size_t)k->f * k->b * pp - o);
                 continue;
             }
 #endif
             for (int py = 0; py < ph; py++) {
                 size_t q = o + (size_t)py * pw;
-                sum += cc_unpool_row(d + (size_t)2 * py * w, pw, 2 * py * w, act, k->dy + q,
-                                     k->argmax + q, k->yin + q, k->zmax ? k->zmax + q : NULL);
+                sum += cc_unpool_row(d + (size_t)2 * py * w, pw, w, act, k->dy + q, k->choice + q,
+                                     k->yin + q, k->zmax ? k->zmax + q : NULL);
             }
         }
         db[co] += sum;
@@ -861,13 +861,12 @@ CC_AVX2 static void cc_wino_out_avx2(float *restrict out, int h, int w, const fl
 /* cc_wino_out_avx2 and cc_pool_plane_relu_avx2 in one pass, for planes of even h and w,
  * where tile (ty, tx) is pooling window (ty, tx): the four outputs of eight tiles are
  * made, the bias added and pooled in registers, and the conv output is never stored.
- * The same sums and comparisons as those two, so the same y, arg-max and zmax (the
+ * The same sums and comparisons as those two, so the same y, choice and zmax (the
  * pooled plane's th x tw outputs, with room for `room` >= th*tw: cc_pool8_store). */
 CC_AVX2 static void cc_wino_pool_relu_avx2(const float *restrict m, size_t ms, int th, int tw,
-                                           int w, float bias, float *y, int32_t *arg,
-                                           float *zmax, size_t room) {
+                                           float bias, float *y, uint8_t *choice, float *zmax,
+                                           size_t room) {
     const __m256 vb = _mm256_set1_ps(bias);
-    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     for (int ty = 0; ty < th; ty++) {
         const float *mt = m + (size_t)ty * tw;
         size_t q = (size_t)ty * tw;
@@ -875,10 +874,9 @@ CC_AVX2 static void cc_wino_pool_relu_avx2(const float *restrict m, size_t ms, i
             __m256 y00, y01, y10, y11, yv, zv;
             __m256i av;
             cc_wino_tile8_out(mt + tx, ms, &y00, &y01, &y10, &y11);
-            __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step);
             cc_pool8_relu(_mm256_add_ps(y00, vb), _mm256_add_ps(y01, vb), _mm256_add_ps(y10, vb),
-                          _mm256_add_ps(y11, vb), i00, w, &yv, &av, &zv);
-            cc_pool8_store(y + q, arg + q, zmax ? zmax + q : NULL, tx, tw, room - q, yv, av, zv);
+                          _mm256_add_ps(y11, vb), &yv, &av, &zv);
+            cc_pool8_store(y + q, choice + q, zmax ? zmax + q : NULL, tx, tw, room - q, yv, av, zv);
         }
     }
 }
@@ -928,20 +926,19 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
 /* The backward pass's unpooling (cc_unpool_plane_relu_avx2) and the transform of dz's
  * tiles for dW (cc_wino_grad_tiles_avx2) in one pass, for planes of even h and w, where
  * pooling window (ty, tx) is tile (ty, tx): per eight windows, the window's four
- * elements of dz are made in registers (the gradient at the arg-max where y > 0, else
- * 0) and transformed into m. Where dpad is not NULL, dz is also written there as
+ * elements of dz are made in registers (the gradient at the element chosen where y > 0,
+ * else 0) and transformed into m. Where dpad is not NULL, dz is also written there as
  * cc_wino_pad lays it out (h + 2 rows of w + 2, zeros around), ready for dx's transform
  * (cc_wino_in_avx2) without a copy: the border is zeroed first, and the groups' stores,
  * right to left as the unpooling's, put only zeros past a row (the lanes past tw): up
  * to 13 floats past row h, 9 past the padded plane, into the next plane (done after) or
  * past the scratch's last plane (CC_PAD; dx's transform reads up to 14 floats past a
  * plane, into the next or CC_PAD too). m's stores go up to 7 lanes past a tile row, as
- * cc_wino_grad_tiles_avx2's. g, arg and y have `room` >= th*tw readable. The values,
+ * cc_wino_grad_tiles_avx2's. g and choice have `room` >= th*tw readable. The values,
  * the sums into m and the sum returned are those of the two passes: the same bits. */
 CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, float *restrict dpad,
                                               int th, int tw, int w, const float *g,
-                                              const int32_t *arg, const float *y, size_t room) {
-    const __m256i step = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+                                              const uint8_t *choice, size_t room) {
     size_t pw = (size_t)w + 2;
     if (dpad) {
         int h = 2 * th;
@@ -955,10 +952,9 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, floa
         __m256 rsum = _mm256_setzero_ps();
         for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8) {
             __m256 y00, y01, y10, y11;
-            __m256i i00 = _mm256_add_epi32(_mm256_set1_epi32(2 * ty * w + 2 * tx), step);
-            rsum = _mm256_add_ps(rsum, cc_unpool8_relu(g + q + tx, arg + q + tx, y + q + tx,
+            rsum = _mm256_add_ps(rsum, cc_unpool8_relu(g + q + tx, choice + q + tx,
                                                        room - q - (size_t)tx, cc_lanes(tw - tx),
-                                                       i00, w, &y00, &y01, &y10, &y11));
+                                                       &y00, &y01, &y10, &y11));
             if (dpad) {
                 float *d = dpad + (size_t)(2 * ty + 1) * pw + 1 + 2 * tx;
                 cc_merge(d, y00, y01);
@@ -1039,7 +1035,7 @@ static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int
 
 /* Images [i0, i0+n) by Winograd: V (16, c, ldt) of x, the 16 products into M (16, f,
  * ldt), then the tiles of M back into z (f, n*hw) for cc_pool_forward, or where
- * k->fused pooled straight into y, argmax and zmax (cc_wino_pool_relu_avx2). */
+ * k->fused pooled straight into y, choice and zmax (cc_wino_pool_relu_avx2). */
 static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, float *pad, int i0,
                                   int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
@@ -1057,8 +1053,8 @@ static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, floa
             for (int j = 0; j < n; j++) {
                 size_t o = ((size_t)co * k->b + i0 + j) * pp;
                 cc_wino_pool_relu_avx2(M + (size_t)co * ldt + (size_t)j * k->nt,
-                                       (size_t)f * ldt, k->th, k->tw, k->w, k->bias[co],
-                                       k->y + o, k->argmax_out + o,
+                                       (size_t)f * ldt, k->th, k->tw, k->bias[co],
+                                       k->y + o, k->choice_out + o,
                                        k->zmax_out ? k->zmax_out + o : NULL, ((size_t)n - j) * pp);
             }
         return;
@@ -1158,7 +1154,7 @@ static void cc_wino_backward_fused(const cc_block *k, float *area, float *dz, fl
                 sum += cc_wino_unpool_relu_avx2(
                     M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
                     k->dx ? dz + ((size_t)co * n + j) * plane : NULL, k->th, k->tw, k->w,
-                    k->dy + o, k->argmax + o, k->yin + o, total - o);
+                    k->dy + o, k->choice + o, total - o);
             }
             db[co] += sum;
         }
@@ -1267,13 +1263,13 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
     }
 }
 
-void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, int32_t *argmax, float *zmax,
+void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act) {
     if (b <= 0) return;
     cc_block k = {.gemm = gemm, .wino = wino, .b = b, .c = c, .h = h, .w = w, .f = f,
                   .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W,
-                  .bias = bias, .y = y, .zmax_out = zmax, .argmax_out = argmax};
+                  .bias = bias, .y = y, .zmax_out = zmax, .choice_out = choice};
     cc_plan(&k);
     if (k.wino) { /* the filters transformed once, on this thread, read by all */
         float *U = cc_scratch(2, (size_t)16 * f * c);
@@ -1297,12 +1293,12 @@ VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict p
 }
 
 void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, float *dx,
-                            const float *dy, const int32_t *argmax, const float *y,
+                            const float *dy, const uint8_t *choice, const float *y,
                             const float *zmax, const float *x, int b, size_t istride,
                             size_t cstride, int c, int h, int w, const float *W, int f, int act) {
     cc_block k = {.gemm = gemm, .wino = wino, .b = b, .c = c, .h = h, .w = w, .f = f,
                   .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W, .dy = dy,
-                  .yin = y, .zmax = zmax, .argmax = argmax, .dx = dx};
+                  .yin = y, .zmax = zmax, .choice = choice, .dx = dx};
     size_t nw = (size_t)f * c * 9;
     if (b <= 0) {
         memset(dW, 0, nw * sizeof *dW);

@@ -17,11 +17,11 @@ typedef void kc_gemm_fn(int ta, int tb, int m, int n, int k, float alpha, const 
 /* conv_block_forward and conv_block_backward with the products made by gemm; wino: 1 where
  * the table may take Winograd F(2x2,3x3) (kn_cpu_winograd), 0 for im2col always
  * (kn_cpu_device, which does what the CUDA backend does). */
-void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, int32_t *argmax, float *zmax,
+void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act);
 void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, float *dx,
-                            const float *dy, const int32_t *argmax, const float *y,
+                            const float *dy, const uint8_t *choice, const float *y,
                             const float *zmax, const float *x, int b, size_t istride,
                             size_t cstride, int c, int h, int w, const float *W, int f, int act);
 

@@ -258,28 +258,44 @@ typedef struct kn_backend {
      * dropped). x holds b images of c channels of h x w: image i at x + i*istride, its
      * channel planes cstride apart (im2col_batch's layout, so (b, c, h, w) and
      * (c, b, h, w) both work). W (f, c*9) as PyTorch's (f, c, 3, 3), bias (f).
-     * forward writes y (f, b, h/2, w/2), the pooled activations; argmax (f, b, h/2, w/2),
-     * the index within its h x w plane of the element each output took (the first of
-     * equal ones, as maxpool2_forward); and, when zmax is not NULL, zmax (f, b, h/2, w/2),
-     * the pre-activation (conv + bias) there. The numbers are those of im2col_batch, gemm,
-     * add_channel_bias, the activation and maxpool2_forward in turn. */
-    void (*conv_block_forward)(float *y, int32_t *argmax, float *zmax, const float *x, int b,
+     * forward writes y (f, b, h/2, w/2), the pooled activations; choice (f, b, h/2, w/2),
+     * a byte an output (enum kn_pool_choice): the element of its 2x2 window it took (the
+     * first of equal ones, as maxpool2_forward's arg-max), or with ReLU KN_POOL_ZERO
+     * where the output is 0 (no gradient passes back); and, when zmax is not NULL, zmax
+     * (f, b, h/2, w/2), the pre-activation (conv + bias) at the element taken. The
+     * numbers are those of im2col_batch, gemm, add_channel_bias, the activation and
+     * maxpool2_forward in turn. (A byte where maxpool2_forward keeps an int32 index: the
+     * backward pass reads a quarter as much, and with ReLU need not read y.) */
+    void (*conv_block_forward)(float *y, uint8_t *choice, float *zmax, const float *x, int b,
                                size_t istride, size_t cstride, int c, int h, int w,
                                const float *W, const float *bias, int f, int act);
     /* The gradients of a conv block given dy (f, b, h/2, w/2), the gradient of the loss
-     * w.r.t. its y, and its forward pass's x, argmax, and y (relu, tanh) or zmax (gelu):
+     * w.r.t. its y, and its forward pass's x, choice, and y (tanh; not read for relu) or
+     * zmax (gelu):
      * writes dW (f, c*9), db (f) and, when dx is not NULL, dx, the gradient w.r.t. x,
      * in x's layout (istride, cstride): every element of the b images' planes. Sums may
      * be taken in another order than the unfused calls' (gemm, sum_channels), so results
      * agree with theirs to rounding. */
     void (*conv_block_backward)(float *dW, float *db, float *dx, const float *dy,
-                                const int32_t *argmax, const float *y, const float *zmax,
+                                const uint8_t *choice, const float *y, const float *zmax,
                                 const float *x, int b, size_t istride, size_t cstride, int c,
                                 int h, int w, const float *W, int f, int act);
 } kn_backend;
 
 /* Activations of conv_block_forward/backward: y = max(x, 0), tanh(x), x * Phi(x). */
 enum kn_activation { KN_RELU = 1, KN_TANH = 2, KN_GELU = 3 };
+
+/* conv_block_forward's choice: the element of a 2x2 pooling window an output took (top
+ * left, top right, bottom left, bottom right: of window (py, px), the element at row
+ * 2py + (c >> 1), column 2px + (c & 1) for c < 4), or, with ReLU, that the output is 0
+ * and passes no gradient back. */
+enum kn_pool_choice {
+    KN_POOL_TL = 0,
+    KN_POOL_TR = 1,
+    KN_POOL_BL = 2,
+    KN_POOL_BR = 3,
+    KN_POOL_ZERO = 4
+};
 
 /* The CPU backend (always available). Its buffers are host memory (host_memory 1). */
 const kn_backend *kn_cpu(void);

@@ -163,7 +163,7 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
     m->grads = k->alloc((m->nparams + MDL_GRAD_SPARE) * sizeof(float));
 
     /* Size the activation arena, then carve it. A fused conv block keeps only its pool
-     * layer's out, argmax and (gelu) zmax. */
+     * layer's out, choice and (gelu) zmax. */
     size_t B = (size_t)max_batch, acts = 0, argmaxes = 0, widest = (size_t)m->input_size,
            mask = 0;
     for (int l = 0; l < m->nlayers; l++) {
@@ -181,9 +181,10 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
         if ((size_t)L->out_size > widest) widest = L->out_size;
     }
     m->acts = k->alloc(acts * sizeof(float));
-    m->argmaxes = k->alloc((argmaxes ? argmaxes : 1) * sizeof(int32_t));
+    size_t per = m->fused ? sizeof(uint8_t) : sizeof(int32_t); /* a choice or an arg-max */
+    m->argmaxes = k->alloc((argmaxes ? argmaxes : 1) * per);
     float *a = m->acts;
-    int32_t *g = m->argmaxes;
+    char *g = m->argmaxes;
     for (int l = 0; l < m->nlayers; l++) {
         mdl_layer *L = &m->layers[l];
         int stored = keeps_out(m, l);
@@ -204,8 +205,11 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
             a += B * L->out_size;
         }
         if (L->type == MDL_POOL) {
-            L->argmax = g;
-            g += B * L->out_size;
+            if (m->fused)
+                L->choice = (uint8_t *)g;
+            else
+                L->argmax = (int32_t *)g;
+            g += B * L->out_size * per;
         }
     }
     m->input = k->alloc(B * m->input_size * sizeof(float));
@@ -311,7 +315,7 @@ static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rn
             if (m->fused) { /* conv, act, pool in one: the pool layer's out (c_out, b, ...) */
                 mdl_layer *P = &m->layers[l + 2];
                 assert(m->layers[l + 1].type == MDL_ACT && P->type == MDL_POOL);
-                k->conv_block_forward(P->out, P->argmax, P->zmax, in, b, istride, cstride,
+                k->conv_block_forward(P->out, P->choice, P->zmax, in, b, istride, cstride,
                                       L->c_in, L->h, L->w, W, bias, L->c_out,
                                       m->layers[l + 1].activation);
                 l += 2;
@@ -467,7 +471,7 @@ void mdl_backward(mdl_model *m, int b) {
                 size_t cstride = first ? (size_t)hw : (size_t)b * hw;
                 size_t istride = first ? (size_t)C->in_size : (size_t)hw;
                 k->conv_block_backward(m->grads + C->w_off, m->grads + C->b_off,
-                                       first ? NULL : dx, g, L->argmax, L->out, L->zmax, cin,
+                                       first ? NULL : dx, g, L->choice, L->out, L->zmax, cin,
                                        b, istride, cstride, C->c_in, C->h, C->w,
                                        m->params + C->w_off, C->c_out, A->activation);
                 if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, C->w_off);

@@ -71,9 +71,11 @@ typedef struct mdl_layer {
     float *col;        /* conv: (c_in*9, B*h*w) im2col of the batch; the backward
                           pass overwrites it with the gradient of the same shape */
     float *mask;       /* dropout: (B, out_size) 0 or 1/keep */
-    int32_t *argmax;   /* pool: (B, out_size) */
+    int32_t *argmax;   /* pool, unfused: (B, out_size) */
+    uint8_t *choice;   /* pool of a fused conv block: (C, B, H/2, W/2), the element of
+                          each window taken (kernels.h: enum kn_pool_choice) */
     float *zmax;       /* pool of a fused conv block with gelu: (C, B, H/2, W/2) the
-                          pre-activation at each arg-max (its derivative needs it) */
+                          pre-activation at the element taken (its derivative needs it) */
 } mdl_layer;
 
 typedef struct mdl_model {
@@ -88,7 +90,7 @@ typedef struct mdl_model {
                             all-reduces its control words with the gradients) */
     int fused;           /* cnn: each conv -> act -> pool runs as one call of the backend
                             (kn_backend.conv_block_*; the CPU's), which stores only the pool
-                            layer's out, argmax and zmax: the conv and act layers' out and
+                            layer's out, choice and zmax: the conv and act layers' out and
                             the conv layer's col are NULL. 0: the calls one by one (CUDA) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
@@ -98,7 +100,8 @@ typedef struct mdl_model {
     float *grad_a;       /* (B, max layer size) backward ping-pong buffers */
     float *grad_b;
     float *acts;         /* the one allocation behind every layer's out/col/mask */
-    int32_t *argmaxes;   /* the one allocation behind every pool layer's argmax */
+    void *argmaxes;      /* the one allocation behind every pool layer's argmax (int32
+                            each) or, where fused, choice (a byte each) */
     float *mask_host;    /* (B, max dropout size) dropout masks drawn on the host */
     float *stage_x;      /* (B, D) host staging of a gathered batch (device backends) */
     int32_t *stage_y;    /* (B) */

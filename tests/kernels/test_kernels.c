@@ -1189,8 +1189,10 @@ static double *ref_dx_new(const struct block_case *bc, size_t nx) {
 
 typedef struct block_out {
     float *y, *zmax, *dW, *db, *dx; /* with a sentinel past the end; dx as x */
-    int32_t *arg;
+    uint8_t *choice;                /* with CHOICE_SENTINEL past the end */
 } block_out;
+
+#define CHOICE_SENTINEL 0xA5 /* a byte no choice is (kernels.h: enum kn_pool_choice) */
 
 /* Runs the block on K with `threads` threads; zmax asked for when want_zmax, dx when
  * want_dx (else the dx of block_out stays as it was set up: NaN and sentinels). */
@@ -1204,13 +1206,14 @@ static block_out block_run_dx(const struct block_case *bc, const float *x, const
     float *dxv = dev_dup(x, nx), *dW = dev_dup(W, nw), *dbias = dev_dup(bias, bc->f);
     float *ddy = dev_dup(dy, np);
     float *dyo = K->alloc((np + 1) * sizeof(float)), *dz = K->alloc((np + 1) * sizeof(float));
-    int32_t *darg = K->alloc((np + 1) * sizeof(int32_t));
+    uint8_t *dch = K->alloc(np + 1), past = CHOICE_SENTINEL;
     float *dgw = K->alloc((nw + 1) * sizeof(float)), *dgb = K->alloc((bc->f + 1) * sizeof(float));
     float *dgx = K->alloc(nx * sizeof(float));
     K->fill(dyo, NAN, np);
     K->fill(dyo + np, SENTINEL, 1);
     K->fill(dz, NAN, np);
     K->fill(dz + np, SENTINEL, 1);
+    K->upload(dch + np, &past, 1);
     K->fill(dgw, NAN, nw);
     K->fill(dgw + nw, SENTINEL, 1);
     K->fill(dgb, NAN, bc->f);
@@ -1223,20 +1226,20 @@ static block_out block_run_dx(const struct block_case *bc, const float *x, const
             for (size_t p = 0; p < hw; p++) gx[block_at(bc, i, ch, 0, 0) + p] = NAN;
     K->upload(dgx, gx, nx * sizeof(float));
     K->set_threads(threads);
-    K->conv_block_forward(dyo, darg, want_zmax ? dz : NULL, dxv, bc->b, istride, cstride, bc->c,
+    K->conv_block_forward(dyo, dch, want_zmax ? dz : NULL, dxv, bc->b, istride, cstride, bc->c,
                           bc->h, bc->w, dW, dbias, bc->f, bc->act);
-    K->conv_block_backward(dgw, dgb, want_dx ? dgx : NULL, ddy, darg, dyo, dz, dxv, bc->b,
+    K->conv_block_backward(dgw, dgb, want_dx ? dgx : NULL, ddy, dch, dyo, dz, dxv, bc->b,
                            istride, cstride, bc->c, bc->h, bc->w, dW, bc->f, bc->act);
     K->set_threads(1);
     block_out o = {host_floats(np + 1), host_floats(np + 1), host_floats(nw + 1),
-                   host_floats(bc->f + 1), gx, tn_xcalloc(np + 1, sizeof(int32_t))};
+                   host_floats(bc->f + 1), gx, tn_xcalloc(np + 1, 1)};
     dev_get(o.y, dyo, np + 1);
     dev_get(o.zmax, dz, np + 1);
     dev_get(o.dW, dgw, nw + 1);
     dev_get(o.db, dgb, bc->f + 1);
     dev_get(o.dx, dgx, nx);
-    K->download(o.arg, darg, np * sizeof(int32_t));
-    void *bufs[] = {dxv, dW, dbias, ddy, dyo, dz, darg, dgw, dgb, dgx};
+    K->download(o.choice, dch, np + 1);
+    void *bufs[] = {dxv, dW, dbias, ddy, dyo, dz, dch, dgw, dgb, dgx};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
     return o;
 }
@@ -1252,12 +1255,13 @@ static void block_out_free(block_out *o) {
     free(o->dW);
     free(o->db);
     free(o->dx);
-    free(o->arg);
+    free(o->choice);
 }
 
 /* The block against a reference in double written from the definition: conv with
- * zero padding, + bias, the activation, the first largest of each 2x2 window; backward
- * the derivative at each window's arg-max, dW, db and dx by the chain rule. On one
+ * zero padding, + bias, the activation, the first largest of each 2x2 window (its
+ * choice; with relu KN_POOL_ZERO where that is 0); backward the derivative at each
+ * window's element taken, dW, db and dx by the chain rule. On one
  * thread and two (the same bits: the sums do not depend on the threads), with and
  * without zmax (relu, tanh), with and without dx (a first layer's, which nothing
  * needs), in both layouts with gaps that must keep their sentinels. */
@@ -1284,7 +1288,7 @@ static void test_conv_block(void) {
         double *want_y = host_doubles(np + 1), *want_z = host_doubles(np + 1);
         double *want_dw = host_doubles(nw + 1), *want_db = host_doubles(bc->f + 1);
         double *want_dx = ref_dx_new(bc, nx);
-        int32_t *want_arg = tn_xcalloc(np, sizeof(int32_t));
+        uint8_t *want_choice = tn_xcalloc(np + 1, 1);
         for (int co = 0; co < bc->f; co++)
             for (int i = 0; i < bc->b; i++)
                 for (int py = 0; py < ph; py++)
@@ -1293,12 +1297,15 @@ static void test_conv_block(void) {
                         int taps[4] = {2 * py * bc->w + 2 * px, 2 * py * bc->w + 2 * px + 1,
                                        (2 * py + 1) * bc->w + 2 * px,
                                        (2 * py + 1) * bc->w + 2 * px + 1};
-                        int best = taps[0];
+                        int k_best = 0;
                         for (int k = 1; k < 4; k++)
-                            if (ref_act(bc->act, zp[taps[k]]) > ref_act(bc->act, zp[best]))
-                                best = taps[k];
+                            if (ref_act(bc->act, zp[taps[k]]) > ref_act(bc->act, zp[taps[k_best]]))
+                                k_best = k;
+                        int best = taps[k_best];
                         size_t o = (((size_t)co * bc->b + i) * ph + py) * pw + px;
-                        want_arg[o] = best;
+                        want_choice[o] = bc->act == KN_RELU && !(zp[best] > 0)
+                                             ? KN_POOL_ZERO
+                                             : (uint8_t)(KN_POOL_TL + k_best);
                         want_y[o] = ref_act(bc->act, zp[best]);
                         want_z[o] = zp[best];
                         double d = dy[o] * ref_dact(bc->act, zp[best]);
@@ -1307,6 +1314,7 @@ static void test_conv_block(void) {
                         ref_conv_back_at(bc, x, W, co, i, yy, xx, d, want_dw, want_dx);
                     }
         want_y[np] = want_z[np] = SENTINEL;
+        want_choice[np] = CHOICE_SENTINEL;
         want_dw[nw] = want_db[bc->f] = SENTINEL;
 
         char label[128];
@@ -1317,15 +1325,14 @@ static void test_conv_block(void) {
         double sums = (double)bc->b * ph * pw; /* terms of a dW or db sum */
         CHECK_ALL_NEAR(label, one.y, want_y, np + 1, 1e-5, 1e-5);
         CHECK_ALL_NEAR(label, one.zmax, want_z, np + 1, 1e-5, 1e-5);
-        CHECK_MSG(memcmp(one.arg, want_arg, np * sizeof(int32_t)) == 0, "%s: argmax differs",
-                  label);
+        CHECK_MSG(memcmp(one.choice, want_choice, np + 1) == 0, "%s: choice differs", label);
         CHECK_ALL_NEAR(label, one.dW, want_dw, nw + 1, 1e-6 * sums, 1e-4);
         CHECK_ALL_NEAR(label, one.db, want_db, (size_t)bc->f + 1, 1e-6 * sums, 1e-4);
         CHECK_ALL_NEAR(label, one.dx, want_dx, nx, 1e-5 * bc->f, 1e-4);
 
         block_out two = block_run(bc, x, W, bias, dy, 2, 1);
         CHECK_MSG(memcmp(one.y, two.y, (np + 1) * sizeof(float)) == 0 &&
-                      memcmp(one.arg, two.arg, np * sizeof(int32_t)) == 0 &&
+                      memcmp(one.choice, two.choice, np + 1) == 0 &&
                       memcmp(one.dW, two.dW, (nw + 1) * sizeof(float)) == 0 &&
                       memcmp(one.db, two.db, (bc->f + 1) * sizeof(float)) == 0 &&
                       memcmp(one.dx, two.dx, nx * sizeof(float)) == 0,
@@ -1369,14 +1376,14 @@ static void test_conv_block(void) {
         free(want_dw);
         free(want_db);
         free(want_dx);
-        free(want_arg);
+        free(want_choice);
     }
 }
 
 /* Ties go to the first largest element of a window, as maxpool2_forward's; with relu
- * a window whose pre-activations are all negative takes its first element (every
- * activation there is 0), and its gradient is 0. Hand-checked: one 1x4x4 image, one
- * filter that only passes the centre tap (weight 1), bias 0. */
+ * a window whose pre-activations are all negative is KN_POOL_ZERO (every activation
+ * there is 0), and its gradient is 0. Hand-checked: one 1x4x4 image, one filter that
+ * only passes the centre tap (weight 1), bias 0. */
 static void test_conv_block_ties(void) {
     if (!K->conv_block_forward) return;
     static const float x[16] = {
@@ -1386,27 +1393,28 @@ static void test_conv_block_ties(void) {
         -3, -4, /**/ 5, 1,
     };
     float W[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0}, bias = 0, dy[4] = {1, 1, 1, 1};
-    static const int32_t want_arg[4] = {1, 2, 8, 11};
+    static const uint8_t want_choice[4] = {KN_POOL_TR, KN_POOL_TL, KN_POOL_ZERO, KN_POOL_TR};
     static const float want_y[4] = {3, 7, 0, 5};
     float *dx = dev_dup(x, 16), *dw = dev_dup(W, 9), *db = dev_dup(&bias, 1);
     float *dyv = dev_dup(dy, 4), *y = K->alloc(4 * sizeof(float));
     float *gw = K->alloc(9 * sizeof(float)), *gb = K->alloc(sizeof(float));
     float *gx = K->alloc(16 * sizeof(float));
-    int32_t *arg = K->alloc(4 * sizeof(int32_t));
-    K->conv_block_forward(y, arg, NULL, dx, 1, 16, 16, 1, 4, 4, dw, db, 1, KN_RELU);
-    K->conv_block_backward(gw, gb, gx, dyv, arg, y, NULL, dx, 1, 16, 16, 1, 4, 4, dw, 1, KN_RELU);
-    int32_t got_arg[4];
+    uint8_t *choice = K->alloc(4);
+    K->conv_block_forward(y, choice, NULL, dx, 1, 16, 16, 1, 4, 4, dw, db, 1, KN_RELU);
+    K->conv_block_backward(gw, gb, gx, dyv, choice, y, NULL, dx, 1, 16, 16, 1, 4, 4, dw, 1,
+                           KN_RELU);
+    uint8_t got_choice[4];
     float got_y[4], got_b, got_x[16];
-    K->download(got_arg, arg, sizeof got_arg);
+    K->download(got_choice, choice, sizeof got_choice);
     dev_get(got_y, y, 4);
     dev_get(&got_b, gb, 1);
     dev_get(got_x, gx, 16);
-    CHECK(memcmp(got_arg, want_arg, sizeof want_arg) == 0);
+    CHECK(memcmp(got_choice, want_choice, sizeof want_choice) == 0);
     CHECK(memcmp(got_y, want_y, sizeof want_y) == 0);
     CHECK_NEAR(got_b, 3.0, 0, 0); /* window 2 passes no gradient */
     for (int i = 0; i < 16; i++) /* the centre tap: dx is dz */
         CHECK_NEAR(got_x[i], i == 1 || i == 2 || i == 11 ? 1.0 : 0.0, 0, 0);
-    void *bufs[] = {dx, dw, db, dyv, y, gw, gb, gx, arg};
+    void *bufs[] = {dx, dw, db, dyv, y, gw, gb, gx, choice};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
 }
 
@@ -1429,7 +1437,7 @@ static void test_conv_block_winograd_all(void) {
 
 /* The Winograd blocks with ReLU and even h and w fuse the pooling into the transforms
  * (kn_cpu_fuse_pooling); the fused and separate passes make the same values in the same
- * order, so every output must be the same bits: y, the arg-maxes and zmax forward; dW,
+ * order, so every output must be the same bits: y, the choices and zmax forward; dW,
  * db and dx backward, with and without dx, on one thread and two. Shapes: the model's
  * second layer, rows of exactly eight tiles, two groups of eight with one tile over,
  * one tile, one row and one column of tiles, and chunks of one image. */
@@ -1463,7 +1471,7 @@ static void test_conv_block_fused_bits(void) {
                          bc->c, bc->h, bc->w, bc->f, threads, threads > 1 ? "s" : "",
                          want_dx ? "" : ", no dx");
                 CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
-                              memcmp(o[0].arg, o[1].arg, np * sizeof(int32_t)) == 0 &&
+                              memcmp(o[0].choice, o[1].choice, np + 1) == 0 &&
                               memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
                           "%s: the forward pass gives other bits than the separate passes",
                           label);
@@ -1484,9 +1492,9 @@ static void test_conv_block_fused_bits(void) {
  * model's shapes and odd ones: 14x14 (7x7 whole tiles), 7x7 and odd h or w alone
  * (partial tiles: the last row or column of tiles makes one output of two), 1 to 64
  * channels in and out. The forward pass is checked through y, the pooled maximum: it
- * moves by no more than the conv output does, so a window whose arg-max would tie does
+ * moves by no more than the conv output does, so a window whose choice would tie does
  * not matter. dx and dW are checked with both paths' backward pass fed the same
- * forward results (im2col's), against dx and dW in double from those arg-maxes; db,
+ * forward results (im2col's), against dx and dW in double from those choices; db,
  * the same sums in both paths, must be the same bits.
  *
  * Tolerance: each output (of z, or of dx) is a sum of K = 9c (9f for dx) products. In
@@ -1538,14 +1546,14 @@ static void test_conv_block_winograd(void) {
 
         /* forward in both paths; y against the double reference */
         float *y[2], *zm[2], *dW[2], *db[2], *dx[2];
-        int32_t *arg[2];
+        uint8_t *choice[2];
         float *dxv = dev_dup(x, nx), *dWv = dev_dup(W, nw), *dbias = dev_dup(bias, bc->f);
         for (int m = 0; m < 2; m++) {
             y[m] = K->alloc((np + 1) * sizeof(float));
             zm[m] = K->alloc((np + 1) * sizeof(float));
-            arg[m] = K->alloc((np + 1) * sizeof(int32_t));
+            choice[m] = K->alloc(np + 1);
             kn_cpu_winograd(m ? KN_WINO_ALL : KN_WINO_OFF);
-            K->conv_block_forward(y[m], arg[m], zm[m], dxv, bc->b, istride, cstride, bc->c,
+            K->conv_block_forward(y[m], choice[m], zm[m], dxv, bc->b, istride, cstride, bc->c,
                                   bc->h, bc->w, dWv, dbias, bc->f, bc->act);
         }
         double *want_y = host_doubles(np + 1);
@@ -1578,14 +1586,14 @@ static void test_conv_block_winograd(void) {
             db[m] = K->alloc((size_t)bc->f * sizeof(float));
             dx[m] = dev_dup(host_dx, nx);
             kn_cpu_winograd(m ? KN_WINO_ALL : KN_WINO_OFF);
-            K->conv_block_backward(dW[m], db[m], dx[m], ddy, arg[0], y[0], zm[0], dxv, bc->b,
+            K->conv_block_backward(dW[m], db[m], dx[m], ddy, choice[0], y[0], zm[0], dxv, bc->b,
                                    istride, cstride, bc->c, bc->h, bc->w, dWv, bc->f, bc->act);
         }
         kn_cpu_winograd(KN_WINO_RULE);
-        /* dx in double: dz at each window's arg-max, through the filters */
-        int32_t *a0 = tn_xcalloc(np + 1, sizeof(int32_t));
+        /* dx in double: dz at each window's element taken, through the filters */
+        uint8_t *c0 = tn_xcalloc(np + 1, 1);
         float *y0 = host_floats(np + 1), *z0 = host_floats(np + 1);
-        K->download(a0, arg[0], np * sizeof(int32_t));
+        K->download(c0, choice[0], np);
         dev_get(y0, y[0], np);
         dev_get(z0, zm[0], np);
         double *want_dx = ref_dx_new(bc, nx), *want_dw = host_doubles(nw);
@@ -1593,8 +1601,9 @@ static void test_conv_block_winograd(void) {
             for (int i = 0; i < bc->b; i++)
                 for (int q = 0; q < ph * pw; q++) {
                     size_t o = ((size_t)co * bc->b + i) * ph * pw + q;
-                    double d = dy[o] * ref_dact(bc->act, z0[o]);
-                    int yy = a0[o] / bc->w, xx = a0[o] % bc->w;
+                    double d = dy[o] * ref_dact(bc->act, z0[o]); /* 0 where KN_POOL_ZERO */
+                    int c = c0[o] == KN_POOL_ZERO ? KN_POOL_TL : c0[o];
+                    int yy = 2 * (q / pw) + c / 2, xx = 2 * (q % pw) + c % 2;
                     ref_conv_back_at(bc, x, W, co, i, yy, xx, d, want_dw, want_dx);
                 }
         float *got[2][3];
@@ -1614,7 +1623,7 @@ static void test_conv_block_winograd(void) {
                   "%s: db differs between the paths", label);
         for (int m = 0; m < 2; m++) {
             for (int j = 0; j < 3; j++) free(got[m][j]);
-            void *bufs[] = {y[m], zm[m], arg[m], dW[m], db[m], dx[m]};
+            void *bufs[] = {y[m], zm[m], choice[m], dW[m], db[m], dx[m]};
             for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
         }
         void *bufs[] = {dxv, dWv, dbias, ddy};
@@ -1623,7 +1632,7 @@ static void test_conv_block_winograd(void) {
         free(want_y);
         free(got_y);
         free(host_dx);
-        free(a0);
+        free(c0);
         free(y0);
         free(z0);
         free(want_dx);

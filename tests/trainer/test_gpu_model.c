@@ -158,14 +158,22 @@ static void test_grads_match_cpu(void) {
     }
 }
 
-/* The pool layers' arg-maxes after a forward pass (where the loss has kinks). */
+/* The pool layers' arg-maxes (a fused conv block's choices, a byte each, widened) after
+ * a forward pass (where the loss has kinks). */
 static size_t pool_state(const mdl_model *m, int b, int32_t *out) {
     size_t n = 0;
     for (int l = 0; l < m->nlayers; l++) {
         const mdl_layer *L = &m->layers[l];
         if (L->type != MDL_POOL) continue;
         size_t k = (size_t)b * L->out_size;
-        if (out) m->k->download(out + n, L->argmax, k * sizeof(int32_t));
+        if (out && m->fused) {
+            uint8_t *c = tn_xmalloc(k);
+            m->k->download(c, L->choice, k);
+            for (size_t i = 0; i < k; i++) out[n + i] = c[i];
+            free(c);
+        } else if (out) {
+            m->k->download(out + n, L->argmax, k * sizeof(int32_t));
+        }
         n += k;
     }
     return n;

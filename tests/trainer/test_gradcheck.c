@@ -110,11 +110,23 @@ static size_t kink_count(const mdl_model *m, int b) {
     return n;
 }
 
+/* The choice (kernels.h: enum kn_pool_choice) a fused conv block makes for output i of
+ * pool layer L, (C, B, h/2, w/2), whose unfused form took the element at plane index
+ * argmax[i]: with ReLU KN_POOL_ZERO where the output is 0. */
+static uint8_t choice_of(const mdl_layer *L, int activation, size_t i) {
+    if (activation == MDL_RELU && !(L->out[i] > 0.0f)) return KN_POOL_ZERO;
+    int pw = L->w / 2;
+    size_t q = i % ((size_t)(L->h / 2) * pw);
+    int rel = L->argmax[i] - (int)(2 * (q / pw) * L->w + 2 * (q % pw));
+    return rel == 0 ? KN_POOL_TL : rel == 1 ? KN_POOL_TR : rel == L->w ? KN_POOL_BL : KN_POOL_BR;
+}
+
 /* Records, after a forward pass over b examples, where the loss is piecewise: the
- * sign of every ReLU input of the dense layers, and every max-pool's arg-maxes and the
- * signs of its maxima (where the ReLU before it has its kink: a window's other
- * elements do not reach the loss). That is all a conv block's fused forward pass keeps
- * (model.h, mdl_model.fused), and all the loss depends on in either form. */
+ * sign of every ReLU input of the dense layers, and every max-pool's arg-maxes (a fused
+ * conv block's choices) and the signs of its maxima (where the ReLU before it has its
+ * kink: a window's other elements do not reach the loss). That is all a conv block's
+ * fused forward pass keeps (model.h, mdl_model.fused), and all the loss depends on in
+ * either form. */
 static void kink_record(const mdl_model *m, int b, int32_t *sig) {
     for (int l = 0; l < m->nlayers; l++) {
         const mdl_layer *L = &m->layers[l];
@@ -122,8 +134,8 @@ static void kink_record(const mdl_model *m, int b, int32_t *sig) {
             const float *in = m->layers[l - 1].out; /* an activation never comes first */
             for (size_t i = 0; i < (size_t)b * L->in_size; i++) *sig++ = in[i] > 0.0f;
         } else if (L->type == MDL_POOL) {
-            memcpy(sig, L->argmax, (size_t)b * L->out_size * sizeof *sig);
-            sig += (size_t)b * L->out_size;
+            for (size_t i = 0; i < (size_t)b * L->out_size; i++)
+                *sig++ = m->fused ? L->choice[i] : L->argmax[i];
             for (size_t i = 0; i < (size_t)b * L->out_size; i++) *sig++ = L->out[i] > 0.0f;
         }
     }
@@ -515,12 +527,12 @@ static const float *spy_dx[8];
 static int spy_calls;
 
 static void spy_conv_block_backward(float *dW, float *db, float *dx, const float *dy,
-                                    const int32_t *argmax, const float *y, const float *zmax,
+                                    const uint8_t *choice, const float *y, const float *zmax,
                                     const float *x, int b, size_t istride, size_t cstride, int c,
                                     int h, int w, const float *W, int f, int act) {
     if (spy_calls < 8) spy_dx[spy_calls] = dx;
     spy_calls++;
-    K->conv_block_backward(dW, db, dx, dy, argmax, y, zmax, x, b, istride, cstride, c, h, w, W,
+    K->conv_block_backward(dW, db, dx, dy, choice, y, zmax, x, b, istride, cstride, c, h, w, W,
                            f, act);
 }
 
@@ -540,7 +552,7 @@ static void test_fused_first_block_no_dx(void) {
     for (int l = 0; l < m->nlayers; l++) { /* only the pool layers keep activations */
         const mdl_layer *L = &m->layers[l];
         if (L->type == MDL_CONV) CHECK(L->out == NULL && L->col == NULL);
-        if (L->type == MDL_POOL) CHECK(L->out != NULL && L->argmax != NULL);
+        if (L->type == MDL_POOL) CHECK(L->out != NULL && L->choice != NULL && !L->argmax);
     }
     tn_rng r;
     tn_rng_seed(&r, INIT_SEED);
@@ -758,10 +770,10 @@ static void test_fused_matches_unfused(void) {
             size_t n = (size_t)bt.b * F->out_size, far = 0, moved = 0;
             for (size_t i = 0; i < n; i++) {
                 far += !(fabsf(F->out[i] - U->out[i]) <= 1e-6f + 1e-5f * fabsf(U->out[i]));
-                moved += F->argmax[i] != U->argmax[i];
+                moved += F->choice[i] != choice_of(U, cfg->activation, i);
             }
             CHECK_MSG(far == 0, "case %zu layer %d: %zu of %zu pooled values differ", c, l, far, n);
-            CHECK_MSG(moved == 0, "case %zu layer %d: %zu of %zu arg-maxes differ", c, l, moved, n);
+            CHECK_MSG(moved == 0, "case %zu layer %d: %zu of %zu choices differ", c, l, moved, n);
         }
         double scale = 0;
         for (size_t i = 0; i < mu->nparams; i++)
