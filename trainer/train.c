@@ -1372,6 +1372,13 @@ int tr__open_backends(const tr_config *c, int first, int n, const kn_backend **k
                             kn_precision_name(c->precision));
         const kn_backend *k = c->emulate_device ? kn_cpu_device() : kn_cpu();
         for (int d = 0; d < n; d++) ks[d] = k;
+        char hint[192];
+        snprintf(hint, sizeof hint,
+                 "the model and its batch need more memory than this machine gives: lower "
+                 "--batch_size (this run: %d per replica) or the model's size "
+                 "(--hidden_units, --conv_filters)",
+                 c->batch_size);
+        kn_cpu_set_oom_hint(hint);
         if (c->emulate_device) {
             if (k->set_precision(c->precision) != 0)
                 return tn_error(err, errlen, TN_EINVAL, "%s has no %s products", k->name,

@@ -42,6 +42,20 @@ check bad_enum_exit2 test $rc -eq 2
 err=$("$TRAINER" --dropout=1 "${SMALL[@]}" 2>&1); rc=$?
 check bad_dropout test $rc -eq 2
 
+# A model too big for the memory the process may have (4 GB of address space; the
+# hidden layers' weights alone need 17 GB): a message and a hint, exit 1, no abort.
+# AddressSanitizer reserves terabytes of address space, so a sanitized build cannot run
+# under the limit at all.
+if ldd "$TRAINER" 2>/dev/null | grep -q libasan; then
+  echo "skip out_of_memory: a sanitized build cannot run under ulimit -v"
+else
+  err=$( (ulimit -v 4000000; "$TRAINER" "${SMALL[@]}" --hidden_units=65536,65536 --epochs=1 \
+          --job-dir="$WORK/oom") 2>&1); rc=$?
+  check out_of_memory_exit1 test $rc -eq 1
+  check out_of_memory_message grep -q "out of memory allocating" <<<"$err"
+  check out_of_memory_hint grep -q "hint: .*lower --batch_size (this run: 100 per replica)" <<<"$err"
+fi
+
 # Training on a subset; both flag forms; determinism ------------------------------
 CLOUD_ML_TRIAL_ID=7 CLOUD_ML_HP_METRIC_FILE=$WORK/a/metrics \
   "$TRAINER" "${SMALL[@]}" --epochs=3 --learning_rate=0.1 --job-dir="$WORK/a" >a.log 2>&1
