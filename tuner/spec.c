@@ -2255,14 +2255,57 @@ static int parse_root(json_t *root, const char *syntax, int for_ask_tell, int ch
     return rc;
 }
 
-/* Parses len bytes of JSON text (from the file name, for messages). */
+/* The length of the UTF-8 byte order mark text starts with, or 0: an editor's mark,
+ * which JSON (RFC 8259, 8.1) lets a parser ignore, as the YAML reader does. */
+static size_t bom_length(const char *text, size_t len) {
+    return len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
+/* Parses len bytes of JSON text into *root, or NULL and a syntax error: jansson's text
+ * (its one message that names one of its flags said as a user would need it), the
+ * line and column into *line and *column. */
+static json_t *load_json(const char *text, size_t len, char **syntax, int *line, int *column) {
+    size_t bom = bom_length(text, len);
+    json_error_t je;
+    json_t *root =
+        json_loadb(text + bom, len - bom, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    *syntax = NULL;
+    *line = *column = 0;
+    size_t blank = bom;
+    while (blank < len && strchr(" \t\r\n", text[blank])) blank++;
+    if (!root && blank == len) {
+        *syntax = tn_xstrdup("the file is empty; a spec is a JSON object ({\"jobId\": ..., "
+                             "\"trainingInput\": ...}) or YAML");
+    } else if (!root) {
+        *syntax = strstr(je.text, "JSON_ALLOW_NUL")
+                      ? tn_xstrdup("a string holds \\u0000 (a NUL character), which a spec's "
+                                   "strings may not")
+                      : tn_xstrdup(je.text);
+        *line = je.line;
+        *column = je.column;
+    }
+    return root;
+}
+
+/* A syntax error's place, where it has one (an empty file has none): parse_root made it
+ * the first (and only) error. */
+static void place_syntax_error(spec_errors *errs, int line, int column) {
+    if (errs && errs->n > 0 && line > 0) {
+        errs->items[0].line = line;
+        errs->items[0].column = column;
+    }
+}
+
+/* Parses len bytes of JSON text; a syntax error gets its line and column (the caller
+ * prints the errors under the text's name). */
 static int parse_buffer(const char *text, size_t len, const char *name, int for_ask_tell,
                         tn_spec *out, spec_errors *errs) {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-    char *syntax = root ? NULL : tn_xasprintf("%s:%d:%d: %s", name ? name : "spec", je.line,
-                                              je.column, je.text);
+    (void)name;
+    char *syntax;
+    int line, column;
+    json_t *root = load_json(text, len, &syntax, &line, &column);
     int rc = parse_root(root, syntax, for_ask_tell, 0, out, errs);
+    if (!root) place_syntax_error(errs, line, column);
     free(syntax);
     json_decref(root);
     return rc;
@@ -2302,7 +2345,7 @@ int spec_read_named(const char *path, const char *job_id, int for_ask_tell, tn_s
     json_t *root = NULL;
     sy_where *where = NULL;
     size_t len = 0;
-    int yaml = 0;
+    int yaml = 0, line = 0, column = 0;
     int rc = tn_read_file(path, "spec", SPEC_MAX_BYTES, &buf, &len, err, sizeof err);
     if (rc) {
         add_error(&found, "", tn_xstrdup(err));
@@ -2311,10 +2354,10 @@ int spec_read_named(const char *path, const char *job_id, int for_ask_tell, tn_s
     if ((yaml = sy_is_yaml(path, buf, len))) {
         if ((rc = sy_parse(buf, len, &root, &where, &found)) != 0) goto done;
     } else {
-        json_error_t je;
-        root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-        if (!root)
-            syntax = tn_xasprintf("%s:%d:%d: %s", path, je.line, je.column, je.text);
+        size_t bom = bom_length(buf, len);
+        memmove(buf, buf + bom, len - bom + 1); /* what is stored has no mark either */
+        len -= bom;
+        root = load_json(buf, len, &syntax, &line, &column);
     }
     if (json_is_object(root)) { /* the study's name: --job-id, the file's, its name's */
         json_t *given = json_object_get(root, "jobId");
@@ -2326,6 +2369,7 @@ int spec_read_named(const char *path, const char *job_id, int for_ask_tell, tn_s
         }
     }
     rc = parse_root(root, syntax, for_ask_tell, 1, out, &found);
+    if (!root && !yaml) place_syntax_error(&found, line, column);
     for (size_t i = 0; where && i < found.n; i++) sy_where_annotate(where, &found.items[i]);
     if (rc == 0 && named) {
         char *notes = tn_xasprintf("jobId: %s, from the file's name (jobId or --job-id=ID "

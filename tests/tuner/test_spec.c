@@ -182,10 +182,10 @@ static const bad_case BAD[] = {
     {HP("{\"hyperparameterMetricTag\": null, \"metrics\": [" MET("a", "MAXIMIZE") "]}"),
      NULL, HPM, "not both: this spec has metrics and goal", 0, 0},
     /* JSON itself */
-    {NULL, "{\n  \"jobId\": }\n", "", "spec.json:2:", 0, 0},
+    {NULL, "{\n  \"jobId\": }\n", "", "unexpected token near '}'", 0, 0}, /* at 2:12: test_load */
     {NULL, "{\"jobId\": \"a\", \"jobId\": \"b\"}", "", "duplicate object key", 0, 0},
     {NULL, "[1, 2]", "", "expected a JSON object", 0, 0},
-    {NULL, "", "", "spec.json:", 0, 0},
+    {NULL, "", "", "the file is empty", 0, 0},
     /* top level */
     {"{\"jobId\": null}", NULL, "jobId", "required field is missing", 0, 0},
     {"{\"jobId\": \"fashion-mlp\"}", NULL, "jobId", "must start with a letter", 0, 0},
@@ -1521,18 +1521,45 @@ static void test_load(void) {
     spec_errors_clear(&errs);
     remove(path);
 
-    /* A syntax error names the file, line and column. */
+    /* A syntax error says where, as its line and column (tuner prints FILE:LINE:COLUMN:
+     * MESSAGE; the message does not name the file again). */
     tmp_path(path, sizeof path, "bad.json");
     write_file(path, "{\n  \"jobId\": \"a\",\n  \"trainingInput\": {,}\n}\n");
     CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EINVAL);
     CHECK_INT_EQ(errs.n, 1);
     if (errs.n == 1) {
-        char want[600];
-        snprintf(want, sizeof want, "%s:3:", path);
-        CHECK_STR_CONTAINS(errs.items[0].message, want);
+        CHECK_INT_EQ(errs.items[0].line, 3);
+        CHECK_INT_EQ(errs.items[0].column, 21); /* jansson's: past the ',' */
+        CHECK_STR_CONTAINS(errs.items[0].message, "expected near ','");
+        CHECK(strstr(errs.items[0].message, "bad.json") == NULL);
         CHECK(strcmp(errs.items[0].path, "") == 0);
     }
     spec_errors_clear(&errs);
+
+    /* An empty file says so; a NUL in a string is named as a user would write it. */
+    write_file(path, " \n\t\n");
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EINVAL);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "the file is empty") != NULL);
+    spec_errors_clear(&errs);
+    write_file(path, "{\"jobId\": \"a\\u0000b\"}");
+    CHECK_INT_EQ(spec_load(path, 0, &s, &errs), TN_EINVAL);
+    CHECK(errs.n == 1 && strstr(errs.items[0].message, "(a NUL character)") != NULL &&
+          strstr(errs.items[0].message, "JSON_ALLOW_NUL") == NULL);
+    spec_errors_clear(&errs);
+    remove(path);
+
+    /* A UTF-8 byte order mark (editors write one) is skipped, and not stored. */
+    tmp_path(path, sizeof path, "bom.json");
+    char *marked = tn_xasprintf("\xef\xbb\xbf%s", DESIGN_SPEC);
+    write_file(path, marked);
+    char *stored = NULL;
+    CHECK_INT_EQ(spec_read_named(path, NULL, 0, &s, &errs, &stored), 0);
+    CHECK_INT_EQ(errs.n, 0);
+    CHECK(stored && strcmp(stored, DESIGN_SPEC) == 0);
+    spec_clear(&s);
+    spec_errors_clear(&errs);
+    free(stored);
+    free(marked);
     remove(path);
 
     tmp_path(path, sizeof path, "missing.json");
