@@ -142,6 +142,11 @@ static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetrie
 static const char *const ENV_ITEM_FIELDS[] = {"name", "value"};
 #define ENV_MAX_VARS 256          /* variables in one env */
 #define ENV_MAX_VALUE (32 * 1024) /* bytes of one value */
+/* Bytes of trainingInput as JSON, at most: TF_CONFIG carries it to every replica, one
+ * environment variable, which Linux limits to 128 KiB (MAX_ARG_STRLEN); the cluster's
+ * addresses and the task go beside it. The env values are inside it, so this also keeps
+ * a replica's environment far below ARG_MAX (2 MiB by default). */
+#define JOB_JSON_MAX (96 * 1024)
 
 /* Where a field that is unknown at one level belongs, for "it belongs in ..." hints. */
 static const struct {
@@ -2062,6 +2067,21 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
     }
 }
 
+/* At the path of trainingInput ti, of a study whose trials the tuner runs: it fits in
+ * TF_CONFIG (JOB_JSON_MAX), so that a spec that validates can start its replicas (else
+ * every trial fails with "Argument list too long"). */
+static void check_job_size(ctx *c, json_t *ti) {
+    char *text = json_dumps(ti, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t n = text ? strlen(text) : 0;
+    free(text);
+    if (n > JOB_JSON_MAX)
+        fail(c, "is %zu bytes as JSON, more than %d: every replica gets it in TF_CONFIG, one "
+                "environment variable, which Linux limits to 128 KiB; shorten it (fewer or "
+                "shorter parameters and values, or long env values in a file the program "
+                "reads)",
+             n, JOB_JSON_MAX);
+}
+
 static void set_defaults(tn_spec *s) {
     s->scale_tier = SPEC_BASIC;
     s->use_chief_in_tf_config = 1;
@@ -2126,10 +2146,12 @@ static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
         pop(c);
     }
     if ((v = enter(c, root, "trainingInput"))) {
-        if (json_is_object(v))
+        if (json_is_object(v)) {
             read_training_input(c, v, for_ask_tell, out);
-        else
+            if (!for_ask_tell) check_job_size(c, v);
+        } else {
             fail_type(c, "an object", v);
+        }
         pop(c);
     } else {
         missing(c, root, "trainingInput", TOP_FIELDS, NT,

@@ -721,6 +721,40 @@ static int parse_ok(const char *text, int for_ask_tell, tn_spec *s) {
     return rc;
 }
 
+/* trainingInput reaches every replica in TF_CONFIG, one environment variable (Linux:
+ * at most 128 KiB): a spec whose trainingInput is over 96 KiB as JSON cannot start a
+ * replica and is refused; one just under passes, and an ask/tell study, whose trials
+ * the tuner does not start, is not held to it. */
+static char *spec_with_env(int vars, size_t bytes) {
+    size_t cap = (size_t)vars * (bytes + 16) + 64, n = 0;
+    char *patch = tn_xmalloc(cap);
+    n += (size_t)snprintf(patch + n, cap - n, "{\"trainingInput\": {\"env\": {");
+    for (int i = 0; i < vars; i++) {
+        n += (size_t)snprintf(patch + n, cap - n, "%s\"V%d\": \"", i ? ", " : "", i);
+        memset(patch + n, 'a', bytes);
+        n += bytes;
+        n += (size_t)snprintf(patch + n, cap - n, "\"");
+    }
+    snprintf(patch + n, cap - n, "}}}");
+    char *text = patched(patch);
+    free(patch);
+    return text;
+}
+
+static void test_job_size(void) {
+    tn_spec s;
+    spec_errors errs;
+    char *big = spec_with_env(4, 30000), *fits = spec_with_env(3, 30000);
+    CHECK_INT_EQ(spec_parse(big, "spec.json", 0, &s, &errs), TN_EINVAL);
+    CHECK_INT_EQ(errs.n, 1);
+    CHECK(has_error(&errs, "trainingInput", "TF_CONFIG, one environment variable"));
+    spec_errors_clear(&errs);
+    if (parse_ok(big, 1, &s) == 0) spec_clear(&s);
+    if (parse_ok(fits, 0, &s) == 0) spec_clear(&s);
+    free(big);
+    free(fits);
+}
+
 static void test_design_example(void) {
     tn_spec s;
     if (parse_ok(DESIGN_SPEC, 0, &s) != 0) return;
@@ -1232,7 +1266,9 @@ static void test_executor_gpus_memory(void) {
 
 /* Five categorical parameters of 40,000 values each are checked for duplicates by
  * sorting, not pair by pair (which took seconds): well under the generous bound here
- * even under the sanitizers, and every duplicate is still found. */
+ * even under the sanitizers, and every duplicate is still found. (Parsed as an ask/tell
+ * study's: a study the tuner runs could not pass 2 MB of trainingInput to its replicas,
+ * test_job_size.) */
 static void test_many_categorical_values(void) {
     const size_t nvals = 40000, nparams = 5;
     size_t cap = nparams * nvals * 12 + 4096, len = 0;
@@ -1254,7 +1290,7 @@ static void test_many_categorical_values(void) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     tn_spec s;
     spec_errors errs;
-    int rc = spec_parse(text, "big.json", 0, &s, &errs);
+    int rc = spec_parse(text, "big.json", 1, &s, &errs);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     CHECK_INT_EQ(rc, TN_EINVAL);
@@ -1615,6 +1651,7 @@ int main(void) {
     RUN(test_compat_fields);
     RUN(test_executor_gpus_memory);
     RUN(test_env_and_restart_policy);
+    RUN(test_job_size);
     RUN(test_many_categorical_values);
     RUN(test_conditional_tree);
     RUN(test_conditional_deep);
