@@ -417,6 +417,18 @@ int main(int argc, char **argv) {
     }
     if (!rc && (seed < 0))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--seed must be >= 0");
+    if (!rc && threads < 0)
+        rc = tn_error(err, sizeof err, TN_EINVAL, "--threads must be 0 (automatic) to 1024, got %d",
+                      threads);
+    /* A path flag given with nothing after the '=' is a mistake (a shell variable that
+     * was empty), not a request for the default. */
+    static const char *const paths[] = {"data_dir", "train_file", "eval_file", "job_dir",
+                                        "model_file"};
+    const char *const values[] = {data_dir, train_file, eval_file, job_dir, model_file};
+    for (size_t i = 0; !rc && i < sizeof paths / sizeof paths[0]; i++)
+        if (values[i] && !*values[i] && tn_flags_given(flags, nflags, paths[i]))
+            rc = tn_error(err, sizeof err, TN_EINVAL, "--%s is empty; give a path or leave the "
+                          "flag out", paths[i]);
     if (rc) {
         fprintf(stderr, "trainer: error: %s\nhint: see 'trainer --help'\n", err);
         return EXIT_USAGE;

@@ -41,6 +41,15 @@ check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
 check bad_enum_exit2 test $rc -eq 2
 err=$("$TRAINER" --dropout=1 "${SMALL[@]}" 2>&1); rc=$?
 check bad_dropout test $rc -eq 2
+err=$("$TRAINER" --threads=-1 2>&1); rc=$?
+check negative_threads test $rc -eq 2
+check negative_threads_message grep -q -- "--threads must be 0 (automatic) to 1024, got -1" <<<"$err"
+for f in job-dir data_dir train_file eval_file model_file; do
+  err=$("$TRAINER" "${SMALL[@]}" --epochs=1 "--$f=" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "is empty; give a path or leave the flag out" <<<"$err" ||
+    fail empty_$f "--$f= gave exit $rc: $err"
+done
+ok empty_path_flags
 
 # A model too big for the memory the process may have (4 GB of address space; the
 # hidden layers' weights alone need 17 GB): a message and a hint, exit 1, no abort.
