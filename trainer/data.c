@@ -193,6 +193,23 @@ static int idx_header(gzFile gz, const char *path, uint32_t want, int dims,
     return 0;
 }
 
+/* After the last of the count items its header announced (what, e.g. "images of
+ * 28x28"): the file must end there. Reading past them also makes zlib check a gzip
+ * file's trailer (its CRC and length). */
+static int idx_check_end(gzFile gz, const char *path, uint32_t count, const char *what,
+                         char *err, size_t errlen) {
+    unsigned char extra;
+    size_t got = 0;
+    int rc = gz_read_full(gz, path, &extra, 1, &got, err, errlen);
+    if (rc < 0) return rc;
+    if (got)
+        return tn_error(err, errlen, TN_EFORMAT,
+                        "%s: holds more than its header says (%u %s): the header's count is "
+                        "wrong, or something was appended to the file",
+                        path, count, what);
+    return 0;
+}
+
 int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
                 ds_dataset *out, char *err, size_t errlen) {
     if (!out) return tn_error(err, errlen, TN_EINVAL, "ds_load_idx: no output dataset");
@@ -257,6 +274,11 @@ int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
                           (unsigned long long)keep);
         goto done;
     }
+    if (keep == n) { /* read to the end: nothing may follow */
+        char what[64];
+        snprintf(what, sizeof what, "images of %ux%u", h, w);
+        if ((rc = idx_check_end(gi, images_path, n, what, err, errlen)) < 0) goto done;
+    }
     rc = gz_read_grow(gl, labels_path, keep, &lab, &got, err, errlen);
     if (rc < 0) goto done;
     if (got < keep) {
@@ -265,6 +287,8 @@ int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
                       labels_path, n, got);
         goto done;
     }
+    if (keep == n && (rc = idx_check_end(gl, labels_path, n, "labels", err, errlen)) < 0)
+        goto done;
 
     out->y = tn_xmalloc((size_t)keep * sizeof(int32_t));
     int32_t maxlab = 0;

@@ -271,6 +271,27 @@ static void test_idx_classes_at_least_two(void) {
     cleanup();
 }
 
+/* A labels file with more labels than its header says is refused, naming it; with a
+ * limit below the count the rest of the files is not read (test_idx_limit_reads_only_
+ * what_it_needs), so it loads. */
+static void test_idx_trailing_labels(void) {
+    const char *ip = tmp_path("images"), *lp = tmp_path("labels");
+    blob im = idx_images(0x803, 3, IMG_H, IMG_W, 3), lb = idx_labels(0x801, 3, LABELS, NIMG);
+    write_bytes(ip, im.b, im.n, 0);
+    write_bytes(lp, lb.b, lb.n, 1);
+    ds_dataset ds;
+    char err[1024] = "";
+    CHECK_INT_EQ(ds_load_idx(ip, lp, 0, &ds, err, sizeof err), TN_EFORMAT);
+    CHECK_STR_CONTAINS(err, lp);
+    CHECK_STR_CONTAINS(err, "holds more than its header says (3 labels)");
+    check_cleared(&ds);
+    CHECK_INT_EQ(ds_load_idx(ip, lp, 2, &ds, err, sizeof err), 0);
+    CHECK_INT_EQ(ds.n, 2);
+    ds_clear(&ds);
+    remove(ip);
+    remove(lp);
+}
+
 static void test_idx_errors(void) {
     enum { GOOD, MISSING, BYTES, DIRECTORY };
     static const unsigned char few[1] = {0};
@@ -319,6 +340,13 @@ static void test_idx_errors(void) {
          TN_EFORMAT, "images are 65536x65536", NULL},
         {"images path is a folder", DIRECTORY, GOOD, {.n = 0}, {.n = 0}, 0, TN_EIO, "read",
          NULL},
+        /* more than the header says: a wrong count, or data appended */
+        {"more images than the header", BYTES, BYTES, idx_images(0x803, 3, 2, 3, NIMG),
+         idx_labels(0x801, 3, LABELS, 3), 0, TN_EFORMAT, "holds more than its header says",
+         "3 images of 2x3"},
+        {"more images than the header gz", BYTES, BYTES, idx_images(0x803, 3, 2, 3, 4),
+         idx_labels(0x801, 3, LABELS, 3), 1, TN_EFORMAT, "holds more than its header says",
+         "3 images of 2x3"},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const char *paths[2] = {tmp_path("images"), tmp_path("labels")};
@@ -673,6 +701,7 @@ int main(void) {
     RUN(test_idx_limit_reads_only_what_it_needs);
     RUN(test_idx_classes_at_least_two);
     RUN(test_idx_errors);
+    RUN(test_idx_trailing_labels);
     RUN(test_idx_bad_gzip);
     RUN(test_idx_dir);
     RUN(test_fashion_mnist);
