@@ -262,7 +262,8 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
     fprintf(out,
             "\n"
             "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 permanent error\n"
-            "(bad flag or configuration, or training diverged: re-running cannot help);\n"
+            "(bad flag or configuration, checkpoints in --job-dir of another model, settings\n"
+            "or cluster, or training diverged: re-running cannot help);\n"
             "130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
             "docs: docs/trainer.md\n");
 }
@@ -325,7 +326,8 @@ int main(int argc, char **argv) {
          "also checkpoint every N steps (0: each epoch only)"},
         {"keep_checkpoints", TN_FLAG_INT, &keep, "N", "newest checkpoints to keep"},
         {"job_dir", TN_FLAG_STRING, &job_dir, "DIR",
-         "where checkpoints and the final model go (also --job-dir)"},
+         "where checkpoints and the final model go (also --job-dir); a run resumes only "
+         "checkpoints of its own model, settings and cluster"},
         {"eval_only", TN_FLAG_BOOL, &eval_only_flag, NULL,
          "evaluate --model_file on the held-out data and exit"},
         {"model_file", TN_FLAG_STRING, &model_file, "PATH",

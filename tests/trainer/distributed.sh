@@ -71,6 +71,23 @@ for n in 2 3; do
   check mw${n}_worker_folder_removed test -n "$tmp" -a ! -e "$tmp"
 done
 
+# --- the chief + 1 job's checkpoints refused by chief + 2 (the same batch per replica):
+# a configuration error naming both clusters, and the checkpoints left as they were ---
+read -r -a p <<<"$(ports 3)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\", \"localhost:${p[2]}\"]}"
+before=$(cd mw2 && md5sum model.ckpt checkpoints/*)
+pids=()
+for ((i = 0; i < 2; i++)); do
+  TF_CONFIG="$(tfconfig "$cluster" worker $i)" "$TRAINER" "${SMALL[@]}" --batch_size=30 \
+    --epochs=4 --peer_timeout=5 >mwmore-worker$i.log 2>&1 & pids+=($!)
+done
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 --epochs=4 \
+  --peer_timeout=5 --job-dir=mw2 >mwmore-chief.log 2>&1
+check mw_more_replicas_exit2 test $? -eq 2
+for pid in "${pids[@]}"; do wait "$pid"; done
+check mw_more_replicas_named grep -q "written by a run of 2 replicas (multi_worker_mirrored, data sharding), and this run has 3 replicas (multi_worker_mirrored, data sharding)" mwmore-chief.log
+check mw_more_replicas_nothing_changed test "$(cd mw2 && md5sum model.ckpt checkpoints/*)" = "$before"
+
 # --- no chief in the cluster: worker 0 acts as the chief ------------------------------
 read -r -a p <<<"$(ports 2)"
 cluster="{\"worker\": [\"localhost:${p[0]}\", \"localhost:${p[1]}\"]}"
