@@ -281,6 +281,16 @@ check cluster_unrecorded_exit2 test $rc -eq 2
 check cluster_unrecorded_message grep -q "did not record the replicas and the strategy, so it cannot be told whether it fits this run of 1 replica (one_device)" <<<"$err"
 check cluster_unrecorded_kept test "$(cd cl0 && md5sum checkpoints/*)" = "$before" -a ! -e cl0/model.ckpt
 
+# A folder named like a checkpoint is not one: told, left alone, and the run goes on
+# (every save failed: "unlink .../ckpt-000000000999.ckpt: Is a directory", exit 1).
+rm -rf clfold && cp -r cl1 clfold && mkdir clfold/checkpoints/ckpt-000000000999.ckpt
+"$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold" >clfold.log 2>&1
+check folder_named_like_ckpt_exit0 test $? -eq 0
+check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone" clfold.log
+check folder_named_like_ckpt_resumed grep -q "resumed from .*ckpt-000000000030.ckpt" clfold.log
+check folder_named_like_ckpt_kept test -d clfold/checkpoints/ckpt-000000000999.ckpt
+check folder_named_like_ckpt_saved test -f clfold/checkpoints/ckpt-000000000040.ckpt
+
 # SIGTERM: checkpoint, exit 143, and the next run carries on -------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \
   --job-dir="$WORK/t" >t1.log 2>&1 &
