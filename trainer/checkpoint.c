@@ -465,10 +465,24 @@ static void free_names(char **names, size_t n) {
     free(names);
 }
 
-/* The names in dir that pass keep(), sorted (for checkpoints: oldest step first).
- * Returns 0 with *names (yours to free with free_names) and *count, or TN_EIO. A
- * dir that does not exist holds nothing. */
-static int list_dir(const char *dir, int (*keep)(const char *), char ***names,
+/* What a folder entry that is not a regular file is, for the warning. */
+static const char *kind_of(mode_t mode) {
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    return "not a regular file";
+}
+
+/* The names in dir that pass keep() and name regular files (symbolic links followed),
+ * sorted (for checkpoints: oldest step first). Anything else by such a name (a folder
+ * called ckpt-000000000040.ckpt, a FIFO) is neither read nor deleted, so it can neither
+ * hang a reader nor fail every save; it is told on log (when not NULL) as "warning:
+ * PATH is a folder, not a checkpoint file; left alone". An entry that vanishes between
+ * readdir and stat (pruned meanwhile, or a dangling link) is passed over silently.
+ * Returns 0 with *names (yours to free with free_names) and *count, or TN_EIO. A dir
+ * that does not exist holds nothing. */
+static int list_dir(const char *dir, int (*keep)(const char *), FILE *log, char ***names,
                     size_t *count, char *err, size_t errlen) {
     *names = NULL;
     *count = 0;
@@ -481,6 +495,17 @@ static int list_dir(const char *dir, int (*keep)(const char *), char ***names,
         errno = 0;
         if (!(de = readdir(d))) break;
         if (!keep(de->d_name)) continue;
+        struct stat st;
+        int e = fstatat(dirfd(d), de->d_name, &st, 0) != 0 ? errno : 0;
+        if (e == ENOENT) continue;
+        if (e && log)
+            fprintf(log, "warning: cannot examine %s/%s (stat: %s), so it is not taken for a "
+                         "checkpoint file; left alone\n",
+                    dir, de->d_name, strerror(e));
+        else if (!e && !S_ISREG(st.st_mode) && log)
+            fprintf(log, "warning: %s/%s is %s, not a checkpoint file; left alone\n", dir,
+                    de->d_name, kind_of(st.st_mode));
+        if (e || !S_ISREG(st.st_mode)) continue; /* errno: the loop's top resets it */
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             v = tn_xrealloc(v, cap * sizeof(*v));
@@ -512,7 +537,7 @@ static int remove_in(const char *dir, const char *name, char *err, size_t errlen
 static int remove_stale(const char *dir, char *err, size_t errlen) {
     char **names;
     size_t n;
-    int rc = list_dir(dir, is_stale_tmp, &names, &n, err, errlen);
+    int rc = list_dir(dir, is_stale_tmp, NULL, &names, &n, err, errlen);
     for (size_t i = 0; i < n && rc == 0; i++) rc = remove_in(dir, names[i], err, errlen);
     free_names(names, n);
     return rc;
@@ -526,7 +551,7 @@ static int remove_stale(const char *dir, char *err, size_t errlen) {
 static int prune(const char *dir, const char *newest, int keep, char *err, size_t errlen) {
     char **names;
     size_t n;
-    int rc = list_dir(dir, is_ckpt_name, &names, &n, err, errlen);
+    int rc = list_dir(dir, is_ckpt_name, NULL, &names, &n, err, errlen);
     size_t older = 0; /* checkpoints below newest */
     for (size_t i = 0; i < n && rc == 0; i++) {
         int c = strcmp(names[i], newest);
@@ -615,7 +640,7 @@ int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
     if (!dir || !*dir) return tn_error(err, errlen, TN_EINVAL, "ckpt_load_newest: no folder");
     char **names;
     size_t n;
-    int rc = list_dir(dir, is_ckpt_name, &names, &n, err, errlen);
+    int rc = list_dir(dir, is_ckpt_name, log, &names, &n, err, errlen);
     if (rc) return rc;
     if (n == 0) { /* a fresh start: *out stays NULL */
         free_names(names, n);

@@ -48,7 +48,9 @@ const void *ckpt_find(const ckpt_file *f, uint32_t tag, uint64_t *size);
 
 void ckpt_file_free(ckpt_file *f);
 
-/* ---- The checkpoint folder: DIR/ckpt-<step, 12 digits>.ckpt ---- */
+/* ---- The checkpoint folder: DIR/ckpt-<step, 12 digits>.ckpt ----
+ * Only regular files by that name (links followed) are checkpoints; a folder or a FIFO
+ * by such a name is never read or deleted (loads warn about it on their log). */
 
 /* Writes DIR/ckpt-<step>.ckpt (creating DIR and its parents if needed), then
  * prunes: checkpoints with a higher step than this one go first (the run resumed

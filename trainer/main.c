@@ -10,13 +10,10 @@
  * (default: a GPU when CUDA_VISIBLE_DEVICES names one, this build has CUDA and a GPU is
  * there; else the CPU).
  */
-#include <dirent.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/flags.h"
@@ -75,26 +72,6 @@ static int lookup(const char *flag, const char *s, const name_value *t, int *out
         strncat(choices, t[i].name, sizeof choices - strlen(choices) - 1);
     }
     return tn_error(err, errlen, TN_EINVAL, "--%s must be one of %s, got '%s'", flag, choices, s);
-}
-
-/* rm -rf of a folder the trainer made itself (its private checkpoints). */
-static void remove_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char child[4096];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            struct stat st;
-            if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-                remove_tree(child);
-            else
-                unlink(child);
-        }
-        closedir(d);
-    }
-    rmdir(path);
 }
 
 /* Whether CUDA_VISIBLE_DEVICES names a device: set, not empty, and not "-1" or
@@ -262,7 +239,8 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
     fprintf(out,
             "\n"
             "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 permanent error\n"
-            "(bad flag or configuration, or training diverged: re-running cannot help);\n"
+            "(bad flag or configuration, checkpoints in --job-dir of another model, settings\n"
+            "or cluster, or training diverged: re-running cannot help);\n"
             "130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
             "docs: docs/trainer.md\n");
 }
@@ -325,7 +303,9 @@ int main(int argc, char **argv) {
          "also checkpoint every N steps (0: each epoch only)"},
         {"keep_checkpoints", TN_FLAG_INT, &keep, "N", "newest checkpoints to keep"},
         {"job_dir", TN_FLAG_STRING, &job_dir, "DIR",
-         "where checkpoints and the final model go (also --job-dir)"},
+         "where checkpoints and the final model go (also --job-dir; in a cluster, the "
+         "chief's only); a run resumes only checkpoints of its own model, settings and "
+         "cluster"},
         {"eval_only", TN_FLAG_BOOL, &eval_only_flag, NULL,
          "evaluate --model_file on the held-out data and exit"},
         {"model_file", TN_FLAG_STRING, &model_file, "PATH",
@@ -490,26 +470,19 @@ int main(int argc, char **argv) {
         tf_config_clear(&tf);
         return exit_code(rc, err);
     }
-    /* Only the chief writes to --job-dir; the other workers keep their checkpoints and
-     * model in a private temporary folder, removed at the end (as in tf.distribute). */
-    char worker_dir[] = "/tmp/trainer-worker-XXXXXX";
-    int private_dir = 0;
+    /* Only the chief writes to --job-dir. The other replicas write nothing at all: only
+     * the chief resumes from a checkpoint (the others take its state when the job
+     * starts), so theirs would never be read. (They used to go to a private folder in
+     * /tmp, removed at the end, which every SIGKILL of a worker left behind.) */
     if (clustered && !tf_is_chief(&tf) && !c.eval_only) {
-        if (!mkdtemp(worker_dir)) {
-            fprintf(stderr, "trainer: error: cannot create a temporary folder: %s\n",
-                    strerror(errno));
-            tf_config_clear(&tf);
-            return EXIT_RUNTIME;
-        }
-        private_dir = 1;
-        printf("%s %d: not the chief, so checkpoints go to %s (removed at the end)\n",
-               tf_type_name(&tf, tf.type), tf.index, worker_dir);
-        c.job_dir = worker_dir;
+        printf("%s %d: not the chief, so it writes no checkpoints or model (the chief's "
+               "--job-dir holds the job's)\n",
+               tf_type_name(&tf, tf.type), tf.index);
+        c.job_dir = NULL;
     }
     c.cluster = clustered ? &tf : NULL;
     c.bucket_mb = bucket_mb;
     rc = tr_run(&c, stdout, err, sizeof err);
-    if (private_dir) remove_tree(worker_dir);
     tf_config_clear(&tf);
     return exit_code(rc, err);
 }

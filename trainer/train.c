@@ -155,6 +155,31 @@ static void state_decode(const uint64_t w[STATE_WORDS], run_state *s) {
     s->period_count = (int64_t)w[9];
 }
 
+/* How the run's steps are shared out, besides the per-replica batch (in the state): the
+ * strategy, the replicas (the devices of mirrored and central_storage, TF_CONFIG's chief
+ * and workers otherwise) and the shard policy. The steps of an epoch, the examples of a
+ * step and what global_step counts (every worker's update under parameter_server)
+ * follow from them, so a checkpoint records them and a run resumes only its own
+ * (check_resume, restore). One replica trains alike under every synchronous strategy and
+ * shard policy, so it is recorded as one_device with data sharding, whatever the flags. */
+static void cluster_encode(const run *r, uint64_t w[CLUSTER_WORDS]) {
+    int alone = r->world == 1;
+    w[0] = (uint64_t)(alone && r->c->strategy != TR_PARAMETER_SERVER ? TR_ONE_DEVICE
+                                                                     : r->c->strategy);
+    w[1] = (uint64_t)r->world;
+    w[2] = (uint64_t)(alone ? TR_SHARD_DATA : r->shard);
+}
+
+/* A recorded cluster in words, for messages: "2 replicas (mirrored, data sharding)". */
+static void cluster_describe(const uint64_t w[CLUSTER_WORDS], char *buf, size_t len) {
+    static const char *shards[] = {"auto", "data", "file", "off"};
+    if (w[1] == 1)
+        snprintf(buf, len, "1 replica (%s)", tr_strategy_name((int)w[0]));
+    else
+        snprintf(buf, len, "%llu replicas (%s, %s sharding)", (unsigned long long)w[1],
+                 tr_strategy_name((int)w[0]), w[2] < 4 ? shards[w[2]] : "?");
+}
+
 /* ---- the run ---- */
 
 
@@ -321,9 +346,10 @@ int tr__save_checkpoint(run *r, char *err, size_t errlen) {
     if (rc) return rc;
     size_t p = r->model->nparams;
     uint32_t cfg[CONFIG_WORDS];
-    uint64_t state[STATE_WORDS];
+    uint64_t state[STATE_WORDS], cluster[CLUSTER_WORDS];
     config_encode(&r->model->cfg, cfg);
     state_encode(&r->st, r->opt->t, state);
+    cluster_encode(r, cluster);
     float *params = tn_xmalloc(p * sizeof(float));
     float *m = tn_xmalloc(p * sizeof(float));
     float *v = r->opt->v ? tn_xmalloc(p * sizeof(float)) : NULL;
@@ -333,13 +359,14 @@ int tr__save_checkpoint(run *r, char *err, size_t errlen) {
     ckpt_section s[] = {
         {TAG_CONFIG, cfg, sizeof cfg},
         {TAG_STATE, state, sizeof state},
+        {TAG_CLUSTER, cluster, sizeof cluster},
         {TAG_RNG, r->st.rng.s, sizeof r->st.rng.s},
         {TAG_PARAMS, params, p * sizeof(float)},
         {TAG_ORDER, r->order, (uint64_t)r->train.n * sizeof(int32_t)},
         {TAG_OPT_M, m, p * sizeof(float)},
         {TAG_OPT_V, v, v ? p * sizeof(float) : 0},
     };
-    size_t n = v ? 7 : 6;
+    size_t n = v ? 8 : 7;
     rc = ckpt_save(r->ckpt_dir, r->st.global_step, s, n, r->c->keep_checkpoints, NULL, 0,
                        err, errlen);
     free(params);
@@ -377,6 +404,57 @@ static int same_model(const run *r, const mdl_config *saved) {
 static int same_settings(const run *r, const run_state *st) {
     return st->ntrain == r->st.ntrain && st->batch_size == r->st.batch_size &&
            st->opt_kind == r->st.opt_kind && st->seed == r->st.seed;
+}
+
+/* The cluster section of a checkpoint into w: 1 when there is one, 0 when the file
+ * predates it (restore refuses such a file: its replicas are unknown), or a negative
+ * code with the reason when the section is not one this build writes. */
+static int read_cluster(const ckpt_file *f, uint64_t w[CLUSTER_WORDS], char *why,
+                        size_t whylen) {
+    uint64_t size;
+    const void *data = ckpt_find(f, TAG_CLUSTER, &size);
+    if (!data) return 0;
+    if (size != CLUSTER_WORDS * sizeof *w)
+        return tn_error(why, whylen, TN_EFORMAT, "cluster: the wrong size (expected %zu bytes)",
+                        CLUSTER_WORDS * sizeof *w);
+    memcpy(w, data, CLUSTER_WORDS * sizeof *w);
+    if (w[0] < TR_ONE_DEVICE || w[0] > TR_PARAMETER_SERVER)
+        return tn_error(why, whylen, TN_EFORMAT, "cluster: strategy %llu is not one of 1 to %d",
+                        (unsigned long long)w[0], TR_PARAMETER_SERVER);
+    if (w[1] < 1 || w[1] > INT32_MAX)
+        return tn_error(why, whylen, TN_EFORMAT, "cluster: %llu replicas",
+                        (unsigned long long)w[1]);
+    if (w[2] < TR_SHARD_DATA || w[2] > TR_SHARD_OFF)
+        return tn_error(why, whylen, TN_EFORMAT,
+                        "cluster: shard policy %llu is not one of %d to %d",
+                        (unsigned long long)w[2], TR_SHARD_DATA, TR_SHARD_OFF);
+    return 1;
+}
+
+/* restore's comparison of the checkpoint at path (whose cluster section check_resume
+ * has read) with the run's cluster: 0 when they are the same, else TN_EINVAL naming
+ * both and what to do. */
+static int same_cluster(const run *r, const ckpt_file *f, const char *path, char *err,
+                        size_t errlen) {
+    uint64_t cl[CLUSTER_WORDS], ours[CLUSTER_WORDS];
+    char theirs_s[96], ours_s[96];
+    cluster_encode(r, ours);
+    cluster_describe(ours, ours_s, sizeof ours_s);
+    if (read_cluster(f, cl, NULL, 0) == 0)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s was written by a trainer that did not record the replicas and "
+                        "the strategy, so it cannot be told whether it fits this run of %s; "
+                        "hint: finish that run with the trainer that wrote it, or use a "
+                        "fresh --job-dir",
+                        path, ours_s);
+    if (memcmp(cl, ours, sizeof cl) == 0) return 0;
+    cluster_describe(cl, theirs_s, sizeof theirs_s);
+    return tn_error(err, errlen, TN_EINVAL,
+                    "the checkpoints in %s were written by a run of %s, and this run has %s; "
+                    "the steps of an epoch depend on both, so the two cannot be mixed; hint: "
+                    "resume with that run's cluster (--devices, TF_CONFIG's workers, "
+                    "--strategy, --shard_policy) or use a fresh --job-dir",
+                    r->ckpt_dir, theirs_s, ours_s);
 }
 
 /* Section `tag` (called name) holds n floats, every one finite (and not negative with
@@ -488,7 +566,16 @@ static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
     memcpy(w, data, sizeof w);
     run_state st;
     state_decode(w, &st);
-    if (!same_model(r, &saved) || !same_settings(r, &st)) return 0;
+    uint64_t cl[CLUSTER_WORDS], ours[CLUSTER_WORDS];
+    int has_cluster = read_cluster(f, cl, why, whylen);
+    if (has_cluster < 0) return has_cluster;
+    cluster_encode(r, ours);
+    /* Of another run: passed on for restore to refuse, before the fields below are
+     * judged by this run's step arithmetic, which is not the file's (a checkpoint of
+     * another cluster would otherwise look damaged, be skipped and later pruned). */
+    if (!same_model(r, &saved) || !same_settings(r, &st) || !has_cluster ||
+        memcmp(cl, ours, sizeof cl) != 0)
+        return 0;
     int rc = check_state(r, &st, (int64_t)w[10], w[STATE_RESERVED], step, why, whylen);
     if (rc) return rc;
     uint64_t rng[4];
@@ -521,8 +608,10 @@ int tr__restore(run *r, char *err, size_t errlen) {
     const void *cfg = ckpt_find(f, TAG_CONFIG, &size);
     rc = cfg ? tr__config_decode(cfg, size, &saved, err, errlen)
              : tn_error(err, errlen, TN_EFORMAT, "no model configuration");
+    /* Checkpoints of another run are a configuration error (TN_EINVAL: exit 2), found
+     * before anything is written, so nothing of that run is pruned or overwritten. */
     if (!rc && !same_model(r, &saved))
-        rc = tn_error(err, errlen, TN_EMISMATCH,
+        rc = tn_error(err, errlen, TN_EINVAL,
                       "the checkpoints in %s are of a different model (other --model, "
                       "--hidden_units, --conv_filters, --activation, --dropout or data); "
                       "hint: use a fresh --job-dir or the flags of that run",
@@ -533,13 +622,14 @@ int tr__restore(run *r, char *err, size_t errlen) {
     if (!rc) {
         state_decode(state, &st);
         if (!same_settings(r, &st))
-            rc = tn_error(err, errlen, TN_EMISMATCH,
+            rc = tn_error(err, errlen, TN_EINVAL,
                           "the checkpoints in %s were written by a run with other settings "
                           "(%lld examples, batch %lld, optimizer %lld, seed %llu); hint: use "
                           "a fresh --job-dir or the flags of that run",
                           r->ckpt_dir, (long long)st.ntrain, (long long)st.batch_size,
                           (long long)st.opt_kind, (unsigned long long)st.seed);
     }
+    if (!rc) rc = same_cluster(r, f, path, err, errlen);
     /* from here on check_resume has vouched for every section */
     size_t p = r->model->nparams;
     float *buf = tn_xmalloc(p * sizeof(float));

@@ -33,12 +33,14 @@ enum {
     TAG_OPT_V = 4,  /* (P) f32 optimiser second buffer (adam, adamw) */
     TAG_STATE = 5,  /* STATE_WORDS u64: counters, see run_state */
     TAG_RNG = 6,    /* 4 u64 */
-    TAG_ORDER = 7   /* (N) i32 the current epoch's data order */
+    TAG_ORDER = 7,  /* (N) i32 the current epoch's data order */
+    TAG_CLUSTER = 8 /* CLUSTER_WORDS u64: strategy, replicas, shard policy (cluster_encode) */
 };
 
 #define CONFIG_VERSION 1
 #define CONFIG_WORDS (10 + MDL_MAX_HIDDEN + MDL_MAX_CONV)
 #define STATE_WORDS 12
+#define CLUSTER_WORDS 3
 
 /* Everything the loop carries from step to step besides parameters and optimiser
  * buffers. */

@@ -66,10 +66,25 @@ for n in 2 3; do
   for ((i = 0; i < n - 1; i++)); do [ "$(fingerprint mw$n-worker$i.log)" = "$fp" ] || same=0; done
   check mw${n}_identical_parameters test -n "$fp" -a $same -eq 1
   check mw${n}_chief_writes_job_dir test -s mw$n/model.ckpt
-  check mw${n}_workers_private grep -q "not the chief, so checkpoints go to /tmp/trainer-worker-" mw$n-worker0.log
-  tmp=$(sed -n 's/.*checkpoints go to \([^ ]*\) (removed.*/\1/p' mw$n-worker0.log)
-  check mw${n}_worker_folder_removed test -n "$tmp" -a ! -e "$tmp"
+  check mw${n}_workers_write_nothing grep -q "worker 0: not the chief, so it writes no checkpoints or model" mw$n-worker0.log
 done
+
+# --- the chief + 1 job's checkpoints refused by chief + 2 (the same batch per replica):
+# a configuration error naming both clusters, and the checkpoints left as they were ---
+read -r -a p <<<"$(ports 3)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\", \"localhost:${p[2]}\"]}"
+before=$(cd mw2 && md5sum model.ckpt checkpoints/*)
+pids=()
+for ((i = 0; i < 2; i++)); do
+  TF_CONFIG="$(tfconfig "$cluster" worker $i)" "$TRAINER" "${SMALL[@]}" --batch_size=30 \
+    --epochs=4 --peer_timeout=5 >mwmore-worker$i.log 2>&1 & pids+=($!)
+done
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --batch_size=30 --epochs=4 \
+  --peer_timeout=5 --job-dir=mw2 >mwmore-chief.log 2>&1
+check mw_more_replicas_exit2 test $? -eq 2
+for pid in "${pids[@]}"; do wait "$pid"; done
+check mw_more_replicas_named grep -q "written by a run of 2 replicas (multi_worker_mirrored, data sharding), and this run has 3 replicas (multi_worker_mirrored, data sharding)" mwmore-chief.log
+check mw_more_replicas_nothing_changed test "$(cd mw2 && md5sum model.ckpt checkpoints/*)" = "$before"
 
 # --- no chief in the cluster: worker 0 acts as the chief ------------------------------
 read -r -a p <<<"$(ports 2)"
@@ -189,6 +204,12 @@ kill_worker() {
   local w=$!
   for _ in $(seq 200); do [ -e $name/checkpoints ] && break; sleep 0.05; done
   kill -9 $w
+  # the worker wrote nothing of its own: a private folder (/tmp/trainer-worker-*, as
+  # workers had) would outlive the SIGKILL
+  local tmp
+  tmp=$(sed -n 's|.*\(/tmp/trainer-worker-[^ ]*\).*|\1|p' $name-worker.log)
+  check ${name}_killed_worker_leaves_nothing test -z "$tmp" -o ! -e "$tmp"
+  check ${name}_killed_worker_wrote_nothing grep -q "not the chief, so it writes no checkpoints" $name-worker.log
   local t0 rc took
   t0=$(date +%s.%N)
   wait $c

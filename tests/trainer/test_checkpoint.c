@@ -4,7 +4,8 @@
  * lengths, hostile offsets), failed writes that must leave no temporary file and an
  * existing checkpoint untouched, pruning in ckpt_save, and the fall-back of
  * ckpt_load_newest past damaged checkpoints with its warning text, and past ones that
- * the caller's check refuses (ckpt_load_newest_checked).
+ * the caller's check refuses (ckpt_load_newest_checked); entries named like
+ * checkpoints that are not regular files (a folder, a FIFO) left alone.
  *
  * Files go under $TN_TEST_TMP (or /tmp) in a folder named after the pid, removed at
  * the end. A failed write is provoked with RLIMIT_FSIZE (write() fails with EFBIG),
@@ -727,6 +728,86 @@ static void test_load_newest_checked(void) {
     ckpt_file_free(f);
 }
 
+/* Entries named like checkpoints (or like a crash's temporary files) that are not
+ * regular files are not checkpoints: a load tells them once and passes over them, and a
+ * save neither reads nor deletes them. A folder called ckpt-<step>.ckpt above the newest
+ * step made every save fail ("unlink ...: Is a directory") after the run had trained. A
+ * symbolic link to a checkpoint file is one; a dangling link is passed over. */
+static void test_folder_named_like_a_checkpoint(void) {
+    char dir[PATH_LEN], p[PATH_LEN], q[PATH_LEN], got[PATH_LEN], err[512] = "";
+    fresh_dir(dir, "not_regular");
+    save_three(dir);
+    fmt_path(p, "%s/ckpt-000000000040.ckpt", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    fmt_path(q, "%s/inside", p);
+    write_bytes(q, "keep", 4);
+    fmt_path(p, "%s/ckpt-000000000050.ckpt", dir);
+    CHECK(mkfifo(p, 0644) == 0); /* would block a reader that opened it */
+    fmt_path(p, "%s/ckpt-000000000001.ckpt.tmp.99", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    fmt_path(p, "%s/ckpt-000000000060.ckpt", dir);
+    CHECK(symlink("no-such-file", p) == 0);
+
+    FILE *log = tmpfile();
+    ckpt_file *f = NULL;
+    int rc = ckpt_load_newest(dir, &f, got, sizeof(got), log, err, sizeof(err));
+    CHECK_MSG(rc == 0, "ckpt_load_newest: %s", err);
+    CHECK_INT_EQ(step_of(f), 30);
+    CHECK_STR_CONTAINS(got, "ckpt-000000000030.ckpt");
+    ckpt_file_free(f);
+    char want[3 * PATH_LEN];
+    snprintf(want, sizeof(want),
+             "warning: %s/ckpt-000000000040.ckpt is a folder, not a checkpoint file; left "
+             "alone\nwarning: %s/ckpt-000000000050.ckpt is a FIFO, not a checkpoint file; "
+             "left alone\n",
+             dir, dir);
+    char *text = file_text(log);
+    /* readdir's order is the file system's: compare the lines as a set */
+    CHECK_MSG(strlen(text) == strlen(want), "log is \"%s\"", text);
+    CHECK_STR_CONTAINS(text, "ckpt-000000000040.ckpt is a folder, not a checkpoint file; "
+                             "left alone\n");
+    CHECK_STR_CONTAINS(text, "ckpt-000000000050.ckpt is a FIFO, not a checkpoint file; "
+                             "left alone\n");
+    free(text);
+    fclose(log);
+
+    /* A save prunes around them: 10 and 20 go (keep = 2: 35 and 30), they all stay. */
+    int64_t step = 35;
+    ckpt_section s = {.tag = 1, .data = &step, .size = sizeof(step)};
+    rc = ckpt_save(dir, step, &s, 1, 2, NULL, 0, err, sizeof(err));
+    CHECK_MSG(rc == 0, "ckpt_save: %s", err);
+    const char *left[] = {"ckpt-000000000030.ckpt", "ckpt-000000000035.ckpt",
+                          "ckpt-000000000040.ckpt/inside", "ckpt-000000000050.ckpt",
+                          "ckpt-000000000001.ckpt.tmp.99"};
+    for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+        fmt_path(p, "%s/%s", dir, left[i]);
+        CHECK_MSG(file_exists(p), "%s was removed", left[i]);
+    }
+    struct stat st;
+    fmt_path(p, "%s/ckpt-000000000060.ckpt", dir);
+    CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK_INT_EQ(count_names(dir, "ckpt-0000000000"), 6);
+
+    /* Only such entries: a fresh start, not "none is usable". */
+    fresh_dir(dir, "only_folders");
+    fmt_path(p, "%s/ckpt-000000000010.ckpt", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    f = (ckpt_file *)&f;
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
+    CHECK(f == NULL);
+
+    /* A symbolic link to a checkpoint file is a checkpoint. */
+    fresh_dir(dir, "linked");
+    save_three(dir);
+    fmt_path(p, "%s/ckpt-000000000030.ckpt", dir);
+    fmt_path(q, "%s/ckpt-000000000040.ckpt", dir);
+    CHECK(symlink(p, q) == 0);
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
+    CHECK_STR_CONTAINS(got, "ckpt-000000000040.ckpt");
+    CHECK_INT_EQ(step_of(f), 30);
+    ckpt_file_free(f);
+}
+
 int main(void) {
     if (scratch_dir(g_root, "test_checkpoint") != 0) return 1;
     RUN(test_round_trip);
@@ -745,6 +826,7 @@ int main(void) {
     RUN(test_load_newest_nothing);
     RUN(test_load_newest_all_damaged);
     RUN(test_load_newest_checked);
+    RUN(test_folder_named_like_a_checkpoint);
     int rc = check_summary();
     if (rc == 0) rm_rf(g_root); /* keep the files of a failed run to look at */
     return rc;

@@ -187,6 +187,8 @@ bad_cases=(
   "rng_zero rng 6 Q 0 0 1 0 2 0 3 0"
   "order_duplicate order 7 i 0 @1"
   "params_nan params 2 I 0 0x7fc00000"
+  "cluster_no_replicas cluster 8 Q 1 0"
+  "cluster_bad_strategy cluster 8 Q 0 9"
 )
 for c in "${bad_cases[@]}"; do
   read -r name field tag fmt vals <<<"$c"
@@ -241,10 +243,76 @@ CLOUD_ML_HP_METRIC_FILE=$WORK/ref/metrics "$TRAINER" "${RESUME[@]}" --job-dir="$
 check complete_exit0 test $? -eq 0
 check complete_message grep -q "training already complete" done.log
 
-# Checkpoints of another model in the job dir: a clear error -----------------------
+# Checkpoints of another model in the job dir: a configuration error (exit 2) -------
 err=$("$TRAINER" "${RESUME[@]}" --hidden_units=32 --job-dir="$WORK/ref" 2>&1); rc=$?
-check mismatch_exit1 test $rc -eq 1
+check mismatch_exit2 test $rc -eq 2
 check mismatch_message grep -q "different model" <<<"$err"
+
+# Checkpoints of another cluster: the steps of an epoch differ, so a run with other
+# replicas must refuse them, not skip the ones its arithmetic rejects as damaged,
+# resume from an older one that happens to fit and prune the rest (it did: a 1-replica
+# run's steps 8 and 10 were "unusable" for 2 replicas, step 4 was resumed and the
+# others deleted). Steps: 10 an epoch for one replica, 5 for two.
+CL=(--max_train_examples=200 --max_eval_examples=100 --batch_size=20 --hidden_units=16
+    --checkpoint_every=4 --threads=1)
+"$TRAINER" "${CL[@]}" --epochs=1 --job-dir="$WORK/cl1" >cl1.log 2>&1
+check cluster_one_replica_exit0 test $? -eq 0
+before=$(cd cl1 && md5sum model.ckpt checkpoints/*)
+err=$("$TRAINER" "${CL[@]}" --epochs=3 --devices=2 --job-dir="$WORK/cl1" 2>&1); rc=$?
+check cluster_mismatch_exit2 test $rc -eq 2
+check cluster_mismatch_names_both grep -q "written by a run of 1 replica (one_device), and this run has 2 replicas (mirrored, data sharding)" <<<"$err"
+check cluster_mismatch_hint grep -q "hint: resume with that run's cluster" <<<"$err"
+check cluster_mismatch_no_warning sh -c "! grep -q unusable" <<<"$err"
+check cluster_mismatch_nothing_changed test "$(cd cl1 && md5sum model.ckpt checkpoints/*)" = "$before"
+# the other way round: two replicas' checkpoints refused by one
+"$TRAINER" "${CL[@]}" --epochs=1 --devices=2 --job-dir="$WORK/cl2" >cl2.log 2>&1
+check cluster_two_replicas_exit0 test $? -eq 0
+before=$(cd cl2 && md5sum model.ckpt checkpoints/*)
+err=$("$TRAINER" "${CL[@]}" --epochs=3 --job-dir="$WORK/cl2" 2>&1); rc=$?
+check cluster_fewer_exit2 test $rc -eq 2
+check cluster_fewer_names_both grep -q "run of 2 replicas (mirrored, data sharding), and this run has 1 replica (one_device)" <<<"$err"
+check cluster_fewer_nothing_changed test "$(cd cl2 && md5sum model.ckpt checkpoints/*)" = "$before"
+err=$("$TRAINER" "${CL[@]}" --epochs=3 --devices=2 --strategy=central_storage \
+      --job-dir="$WORK/cl2" 2>&1); rc=$?
+check cluster_strategy_exit2 test $rc -eq 2
+check cluster_strategy_names_both grep -q "run of 2 replicas (mirrored, data sharding), and this run has 2 replicas (central_storage" <<<"$err"
+# the same cluster resumes; and one replica is one replica under any strategy
+"$TRAINER" "${CL[@]}" --epochs=3 --devices=2 --job-dir="$WORK/cl2" >cl2b.log 2>&1
+check cluster_same_resumes_exit0 test $? -eq 0
+check cluster_same_resumes grep -q "resumed from .*ckpt-000000000005.ckpt" cl2b.log
+"$TRAINER" "${CL[@]}" --epochs=3 --strategy=mirrored --job-dir="$WORK/cl1" >cl1b.log 2>&1
+check cluster_one_replica_any_strategy grep -q "resumed from .*ckpt-000000000010.ckpt" cl1b.log
+# a checkpoint from before the cluster was recorded (its section retagged to one the
+# trainer does not know): refused, since its replicas are unknown, and kept
+rm -rf cl0 && cp -r cl1 cl0 && rm cl0/model.ckpt
+for f in cl0/checkpoints/*.ckpt; do
+  python3 - "$f" <<'PY'
+import struct, sys, zlib
+path = sys.argv[1]
+b = bytearray(open(path, 'rb').read())
+n = struct.unpack_from('<I', b, 12)[0]
+for i in range(n):
+    if struct.unpack_from('<I', b, 24 + 24 * i)[0] == 8:
+        struct.pack_into('<I', b, 24 + 24 * i, 99)
+struct.pack_into('<I', b, 24 + 24 * n, zlib.crc32(bytes(b[:24 + 24 * n])))
+open(path, 'wb').write(b)
+PY
+done
+before=$(cd cl0 && md5sum checkpoints/*)
+err=$("$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/cl0" 2>&1); rc=$?
+check cluster_unrecorded_exit2 test $rc -eq 2
+check cluster_unrecorded_message grep -q "did not record the replicas and the strategy, so it cannot be told whether it fits this run of 1 replica (one_device)" <<<"$err"
+check cluster_unrecorded_kept test "$(cd cl0 && md5sum checkpoints/*)" = "$before" -a ! -e cl0/model.ckpt
+
+# A folder named like a checkpoint is not one: told, left alone, and the run goes on
+# (every save failed: "unlink .../ckpt-000000000999.ckpt: Is a directory", exit 1).
+rm -rf clfold && cp -r cl1 clfold && mkdir clfold/checkpoints/ckpt-000000000999.ckpt
+"$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold" >clfold.log 2>&1
+check folder_named_like_ckpt_exit0 test $? -eq 0
+check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone" clfold.log
+check folder_named_like_ckpt_resumed grep -q "resumed from .*ckpt-000000000030.ckpt" clfold.log
+check folder_named_like_ckpt_kept test -d clfold/checkpoints/ckpt-000000000999.ckpt
+check folder_named_like_ckpt_saved test -f clfold/checkpoints/ckpt-000000000040.ckpt
 
 # SIGTERM: checkpoint, exit 143, and the next run carries on -------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \

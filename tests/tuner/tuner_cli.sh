@@ -582,7 +582,7 @@ import json, sys
 t = json.load(sys.stdin)
 print(max(t, key=lambda r: (r["objective"], -r["number"]))["number"])')
 check real_best_named test "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["number"])' <<<"$best")" = "$want"
-check real_worker_private grep -q "not the chief, so checkpoints go to" runs/real/1/logs/worker-0.log
+check real_worker_writes_nothing grep -q "not the chief, so it writes no checkpoints" runs/real/1/logs/worker-0.log
 check_mirrored real runs/real/1
 check real_chief_model test -s runs/real/1/model.ckpt
 
