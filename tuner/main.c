@@ -29,6 +29,7 @@
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "tuner/dashboard.h"
+#include "tuner/jobdir.h"
 #include "tuner/package.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
@@ -137,36 +138,72 @@ static uint64_t random_seed(void) {
     return s & INT64_MAX;
 }
 
-/* Takes the study's run lock (JOB_DIR/.tuner.lock, flock: released when the process
- * dies, even by SIGKILL). Returns the fd, or -1 with the error printed. */
-static int lock_study(const tn_spec *spec) {
-    char path[PATH_MAX];
-    /* mkdir -p the job dir */
-    snprintf(path, sizeof path, "%s", spec->job_dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = c;
-            if (!c) break;
-        }
-    }
-    snprintf(path, sizeof path, "%s/.tuner.lock", spec->job_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "tuner: error: cannot open %s: %s\nhint: check trainingInput.jobDir\n",
-                path, strerror(errno));
+/* Takes the study's lock exclusively (JOB_DIR/.tuner.lock, tuner/jobdir.h) for `tuner
+ * CMD`. Returns the fd, or -1 with the error printed. */
+static int lock_study(const tn_spec *spec, const char *cmd) {
+    char err[1024];
+    int fd, rc = jd_lock(spec->job_dir, 1, cmd, &fd, err, sizeof err);
+    if (rc == JD_BUSY)
+        fprintf(stderr, "tuner: error: study %s is being run by another tuner process (%s)\n",
+                spec->job_id, err);
+    else if (rc == JD_SHARED)
+        fprintf(stderr, "tuner: error: study %s is in use by another tuner process (%s)\n"
+                        "hint: an ask or tell takes a moment; try again\n", spec->job_id, err);
+    else if (rc)
+        fprintf(stderr, "tuner: error: %s\nhint: check trainingInput.jobDir\n", err);
+    return rc ? -1 : fd;
+}
+
+/* The study `name` (id; 0 before it is stored) of the store as a job folder's owner;
+ * its strings live in *id_text and path (yours). Returns 0, or -1 with the error
+ * printed. */
+static int study_owner(st_store *st, const cli_env *env, const char *name, int64_t id,
+                       jd_owner *me, char **id_text, char *path, size_t len) {
+    char err[1024];
+    if (st_store_id(st, id_text, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
         return -1;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr,
-                "tuner: error: study %s is being run by another tuner process (%s is locked)\n",
-                spec->job_id, path);
-        close(fd);
-        return -1;
+    char abs[PATH_MAX];
+    snprintf(path, len, "%s", realpath(env->db, abs) ? abs : env->db);
+    *me = (jd_owner){.store_id = *id_text, .store = path, .study = name, .study_id = id};
+    return 0;
+}
+
+/* Checks, under the study's lock, that its job folder is free for it (jd_check; trials:
+ * the study's, 0 for a new one) and, with mark, marks it the study's (id: its id in
+ * the store). Returns -1 to go on, else the exit code (the error and a hint printed). */
+static int own_job_dir(st_store *st, const cli_env *env, const tn_spec *spec, int64_t id,
+                       int64_t trials, int mark) {
+    char err[2048], path[PATH_MAX], *store_id = NULL;
+    jd_owner me;
+    if (study_owner(st, env, spec->job_id, id, &me, &store_id, path, sizeof path) != 0)
+        return TUNER_EXIT_ERROR;
+    int exit_code = -1;
+    int rc = jd_check(spec->job_dir, &me, trials, err, sizeof err);
+    if (rc == TN_EINVAL) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        if (id == 0)
+            fprintf(stderr,
+                    "hint: give study %s a folder of its own: trainingInput.jobDir (without "
+                    "one, runs/JOBID, which --job-id changes too), or delete %s if the trials "
+                    "there are no longer wanted\n",
+                    spec->job_id, spec->job_dir);
+        else
+            fprintf(stderr,
+                    "hint: the trials there are not study %s's; move %s away, or delete it if "
+                    "they are no longer wanted, and resume again\n",
+                    spec->job_id, spec->job_dir);
+        exit_code = TUNER_EXIT_USAGE;
+    } else if (rc == 0 && mark) {
+        rc = jd_claim(spec->job_dir, &me, err, sizeof err);
     }
-    return fd;
+    if (rc && rc != TN_EINVAL) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    }
+    free(store_id);
+    return exit_code;
 }
 
 typedef struct run_flags {
@@ -296,6 +333,8 @@ static const char run_about[] =
     "with --executor=slurm (docs/slurm.md), each replica given TF_CONFIG and --NAME=VALUE\n"
     "flags, metrics read by the cloudml-hypertune protocol, failed replicas restarted. A\n"
     "pythonModule's local packageUris are installed with pip first (JOB_DIR/venv).\n"
+    "The job folder (jobDir, default runs/JOBID) becomes the study's: one that another\n"
+    "study owns (its mark, or its trial folders) is refused (docs/tuner.md).\n"
     "Ctrl-C stops the running trials; `tuner resume` carries on.";
 
 #define RUN_FLAGS(rf)                                                                       \
@@ -403,9 +442,13 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     }
     /* The run lock before anything is stored: a job dir another tuner runs (of this
      * store or another) refuses the run, and leaves no study behind. */
-    int lock = lock_study(&spec);
+    int lock = lock_study(&spec, "run");
     if (lock < 0) goto done;
-    if (prepare_packages(&spec, rf.quiet) != 0) {
+    /* Under the lock: a folder with another study's mark or trials is refused, and the
+     * new study's mark goes in once it has an id. */
+    if ((rc = own_job_dir(st, env, &spec, 0, 0, 0)) >= 0 ||
+        prepare_packages(&spec, rf.quiet) != 0) {
+        exit_code = rc >= 0 ? rc : TUNER_EXIT_ERROR;
         close(lock);
         goto done;
     }
@@ -414,6 +457,11 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
         st_study_get(st, spec.job_id, &study, &found, err, sizeof err) != 0 || !found) {
         fprintf(stderr, "tuner: error: %s\n", err);
+        close(lock);
+        goto done;
+    }
+    if ((rc = own_job_dir(st, env, &spec, id, 0, 1)) >= 0) {
+        exit_code = rc;
         close(lock);
         goto done;
     }
@@ -467,6 +515,21 @@ static int unload_study(st_store *st, st_study *study, tn_spec *spec, int exit_c
     return exit_code;
 }
 
+/* resume's claim of the job folder, under the lock: the folder is the study's (its
+ * mark, or, unmarked, no trial folders beyond the study's trials: a study of an older
+ * tuner) and is marked so. Returns -1 to go on, else the exit code (error printed). */
+static int claim_on_resume(st_store *st, const cli_env *env, const tn_spec *spec,
+                           const st_study *study) {
+    char err[1024];
+    int64_t counts[ST_TRIAL_NSTATES], trials = 0;
+    if (st_trial_counts(st, study->id, counts, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) trials += counts[i];
+    return own_job_dir(st, env, spec, study->id, trials, 1);
+}
+
 int cmd_resume(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
@@ -502,13 +565,12 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
             printf("study %s is already complete\n", study.name);
             exit_code = TUNER_EXIT_OK;
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
-            int lock = lock_study(&spec);
-            if (lock >= 0 && prepare_packages(&spec, rf.quiet) != 0) {
-                close(lock);
-                lock = -1;
-            }
-            exit_code = lock < 0 ? TUNER_EXIT_ERROR
-                                 : run_study(st, &spec, &study, &rf, env, dash, lock);
+            int lock = lock_study(&spec, "resume");
+            exit_code = lock < 0 ? TUNER_EXIT_ERROR : claim_on_resume(st, env, &spec, &study);
+            if (exit_code < 0 && prepare_packages(&spec, rf.quiet) != 0)
+                exit_code = TUNER_EXIT_ERROR;
+            if (exit_code < 0) exit_code = run_study(st, &spec, &study, &rf, env, dash, lock);
+            else if (lock >= 0) close(lock);
         }
     }
     dash_free(dash);
@@ -525,7 +587,9 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     static const cli_command def = {
         "create", "create SPEC.json|CONFIG.yaml [--seed=N] [--job-id=ID]",
         "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
-        "(the spec then needs no command), or to run later with `tuner resume`.",
+        "(the spec then needs no command), or to run later with `tuner resume`.\n"
+        "Claims the study's job folder as `run` does: makes it and marks it the\n"
+        "study's; a folder another study owns is refused (docs/tuner.md).",
         {"SPEC"}, 1, 0};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
@@ -538,16 +602,39 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     free(raw);
     st_store *st = NULL;
     int64_t id;
-    int exit_code = TUNER_EXIT_OK;
-    if (st_open(env->db, &st, err, sizeof err) != 0 ||
+    int exit_code = -1, lock = -1;
+    if (st_open(env->db, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    }
+    st_study had = {0};
+    int found = 0;
+    if (exit_code < 0 && st_study_get(st, spec.job_id, &had, &found, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    } else if (exit_code < 0 && found) { /* said before its folder is looked at */
+        fprintf(stderr, "tuner: error: a study named %s already exists in %s\n", spec.job_id,
+                env->db);
+        exit_code = TUNER_EXIT_USAGE;
+    }
+    st_study_clear(&had);
+    /* The study's folder is claimed as `run` claims it, under the lock: refused when
+     * another study's mark or trials are there, marked once the study is stored. */
+    if (exit_code < 0 && (lock = lock_study(&spec, "create")) < 0) exit_code = TUNER_EXIT_ERROR;
+    if (exit_code < 0) exit_code = own_job_dir(st, env, &spec, 0, 0, 0);
+    if (exit_code < 0 &&
         st_study_create(st, spec.job_id, text, seed >= 0 ? seed : (int64_t)random_seed(),
                         ST_STUDY_CREATED, &id, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         exit_code = strstr(err, "already exists") ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
-    } else {
+    }
+    if (exit_code < 0) exit_code = own_job_dir(st, env, &spec, id, 0, 1);
+    if (exit_code < 0) {
         printf("created study %s in %s (%zu parameter%s); next: `tuner ask %s`\n", spec.job_id,
                env->db, spec.space.n, spec.space.n == 1 ? "" : "s", spec.job_id);
+        exit_code = TUNER_EXIT_OK;
     }
+    if (lock >= 0) close(lock);
     st_close(st);
     spec_clear(&spec);
     free(text);
@@ -697,6 +784,7 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         if (*end || end == argv[pos[2 + k]])
             return cli_usage("tell", "VALUE must be a number");
     }
+
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
