@@ -713,6 +713,38 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
     return TUNER_EXIT_OK;
 }
 
+/* For `tuner CMD` (ask, tell): takes the study's lock shared (tuner/jobdir.h), so that
+ * asks and tells go on together but never change a study that another tuner runs, and
+ * reads the study again under it. Returns -1 to go on, with *lock to close (or -1),
+ * else the exit code (the error printed). */
+static int share_study(st_store *st, const tn_spec *spec, st_study *study, const char *cmd,
+                       int *lock) {
+    char err[1024];
+    int rc = jd_lock(spec->job_dir, 0, cmd, lock, err, sizeof err);
+    if (rc > 0) { /* JD_BUSY (JD_SHARED only if the holder just left) */
+        fprintf(stderr,
+                "tuner: error: study %s is being run by another tuner process (%s): `tuner %s` "
+                "would change it under that run\nhint: ask and tell are for studies whose "
+                "trials run outside the tuner (`tuner create`); wait for the run to end, or "
+                "stop it (Ctrl-C, `tuner cancel %s`)\n",
+                study->name, err, cmd, study->name);
+        return TUNER_EXIT_USAGE;
+    }
+    if (rc) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    char *name = tn_xstrdup(study->name);
+    int found;
+    st_study_clear(study);
+    rc = st_study_get(st, name, study, &found, err, sizeof err);
+    free(name);
+    if (rc == 0 && found) return -1;
+    if (rc == 0) snprintf(err, sizeof err, "study %s is gone from the store", spec->job_id);
+    fprintf(stderr, "tuner: error: %s\n", err);
+    return TUNER_EXIT_ERROR;
+}
+
 int cmd_ask(int argc, char **argv, const cli_env *env) {
     int pos[CLI_MAX_POSITIONAL];
     static const cli_command def = {
@@ -721,14 +753,17 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         "  {\"trial\": N, \"parameters\": {\"NAME\": VALUE, ...}}\n"
         "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
         "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
-        "no trials left (maxTrials reached, or the grid exhausted).",
+        "no trials left (maxTrials reached, or the grid exhausted, or the study\n"
+        "finished); exit 2 while another tuner runs the study (its lock is held).",
         {"STUDY"}, 1, 0};
     int rc = cli_parse(&def, NULL, 0, argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
+    int lock = -1;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) exit_code = share_study(st, &spec, &study, "ask", &lock);
     if (exit_code < 0 && st_study_state_final(study.state)) {
         fprintf(stderr, "tuner: error: study %s is %s: it hands out no more trials\n", study.name,
                 st_study_state_name(study.state));
@@ -753,6 +788,7 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         }
         free(params);
     }
+    if (lock >= 0) close(lock);
     return unload_study(st, &study, &spec, exit_code);
 }
 
@@ -765,7 +801,8 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         "tell", "tell STUDY TRIAL VALUE... | tell STUDY TRIAL --failed",
         "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
         "value (a study of several metrics: one VALUE per metric, in the spec's\n"
-        "order), or that it failed.",
+        "order), or that it failed. Refused (exit 2) for a finished study, and while\n"
+        "another tuner runs the study (its lock is held).",
         {"STUDY", "TRIAL", "VALUE"}, 2, SPEC_MAX_METRICS};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
     if (rc != CLI_CONTINUE) return rc;
@@ -788,7 +825,14 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
+    int lock = -1;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) exit_code = share_study(st, &spec, &study, "tell", &lock);
+    if (exit_code < 0 && st_study_state_final(study.state)) { /* its results are final */
+        fprintf(stderr, "tuner: error: study %s is %s: it takes no more results\n", study.name,
+                st_study_state_name(study.state));
+        exit_code = TUNER_EXIT_USAGE;
+    }
     if (exit_code < 0 && !failed && nvalues != spec.nmetrics) {
         exit_code = cli_usage("tell", "study %s has %zu metric%s: tell takes %zu VALUE%s, got %zu",
                               study.name, spec.nmetrics, spec.nmetrics == 1 ? "" : "s",
@@ -805,6 +849,7 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
             exit_code = TUNER_EXIT_OK;
         }
     }
+    if (lock >= 0) close(lock);
     return unload_study(st, &study, &spec, exit_code);
 }
 

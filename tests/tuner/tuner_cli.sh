@@ -849,8 +849,11 @@ for i in 1 2 3 4 5 6 7 8; do "$TUNER" ask asktell >"ask$i.json" & done
 wait
 nums=$(cat ask*.json | python3 -c 'import sys, json; print(" ".join(sorted(str(json.loads(l)["trial"]) for l in sys.stdin)))')
 check ask_concurrent_distinct test "$(tr ' ' '\n' <<<"$nums" | sort -u | wc -l)" -eq 8
-for i in 1 2 3 4 5 6 7; do "$TUNER" tell asktell "$i" "0.$i" >/dev/null; done
+rm -f tell.errs
+for i in 1 2 3 4 5 6 7; do ("$TUNER" tell asktell "$i" "0.$i" >/dev/null || echo "tell $i: $?" >>tell.errs) & done
 "$TUNER" tell asktell 8 --failed >/dev/null
+wait
+check tell_concurrent test ! -s tell.errs
 check tell_best grep -q '"number": 1' <<<"$("$TUNER" best asktell --format=json)"
 err=$("$TUNER" tell asktell 3 0.5 2>&1); rc=$?
 check tell_twice_refused grep -q "already SUCCEEDED" <<<"$err"
@@ -863,6 +866,46 @@ check ask_exhausted_exit5 test $rc -eq 5
 "$TUNER" tell asktell 9 -0.709 >/dev/null 2>tell_neg.err; rc=$?
 check tell_negative_value test $rc -eq 0
 check tell_negative_best test "$("$TUNER" best asktell --format=json | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["number"], b["objective"])')" = "9 -0.709"
+# ask and tell never change a study that a tuner runs: the lock, held by `tuner run`
+# (or `resume`), refuses them while asks and tells share it among themselves
+spec busy BASIC "" 4 2 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run busy.json --quiet --db=busy.db >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 50); do [ "$(TUNER_DB=busy.db count_state busy RUNNING)" -ge 1 ] && break; sleep 0.1; done
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_run_exit2 test $rc -eq 2
+check tell_while_run_says grep -q "^tuner: error: study busy is being run by another tuner process (.*/runs/busy/.tuner.lock is held by tuner run (pid $pid)): \`tuner tell\` would change it" <<<"$err"
+check tell_while_run_hint grep -q "^hint: ask and tell are for studies whose trials run outside the tuner" <<<"$err"
+err=$("$TUNER" ask busy --db=busy.db 2>&1); rc=$?
+check ask_while_run_exit2 test $rc -eq 2
+wait $pid; rc=$?
+check busy_run_exit0 test $rc -eq 0
+check busy_run_untouched test "$(TUNER_DB=busy.db trial_field busy objective | tr '\n' ' ')" = "1 1 1 1 "
+check ask_after_run_exit5 test "$("$TUNER" ask busy --db=busy.db >/dev/null 2>&1; echo $?)" -eq 5
+flock -x runs/busy/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_locked_unknown_holder test $rc -eq 2
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+# asks and tells share the lock: one goes on beside another's hold, a resume does not
+"$TUNER" create at.json --job-id=atdone >/dev/null
+flock -s runs/atdone/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+check ask_beside_shared_holder test "$("$TUNER" ask atdone 2>/dev/null | cut -c1-11)" = '{"trial": 1'
+err=$("$TUNER" resume atdone --quiet 2>&1); rc=$?
+check resume_beside_ask_refused test $rc -eq 1
+check resume_beside_ask_says grep -q "study atdone is in use by another tuner process (.*held by a \`tuner ask\` or \`tuner tell\` of the study" <<<"$err"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+# a finished study takes no more results (its best is final)
+"$TUNER" cancel atdone >/dev/null
+err=$("$TUNER" tell atdone 1 0.5 2>&1); rc=$?
+check tell_finished_refused test $rc -eq 2
+check tell_finished_says grep -q "study atdone is CANCELLED: it takes no more results" <<<"$err"
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("update studies set state = ? where name = ?", ("SUCCEEDED", "atdone")); c.commit()' "$TUNER_DB"
+err=$("$TUNER" tell atdone 1 0.5 2>&1); rc=$?
+check tell_succeeded_refused test $rc -eq 2 -a "$(trial_field atdone state)" = PENDING
 
 # --- conditional parameters: only the active ones reach a trial and the tables ------
 # momentum exists only under sgd, nesterov only under momentum 0.9.
