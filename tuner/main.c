@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -792,6 +793,27 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
     return unload_study(st, &study, &spec, exit_code);
 }
 
+/* A VALUE of tell: a decimal number, [+-]DIGITS[.DIGITS][e[+-]DIGITS] (digits on at
+ * least one side of the point), whose value is finite. strtod alone would also take
+ * hexadecimal (0x10 is 16), inf, nan and leading spaces. Returns 0, or -1. */
+static int parse_value(const char *s, double *out) {
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t whole = strspn(p, "0123456789"), frac = 0;
+    p += whole;
+    if (*p == '.') frac = strspn(++p, "0123456789");
+    p += frac;
+    if (whole + frac == 0) return -1;
+    if (*p == 'e' || *p == 'E') {
+        p += 1 + (p[1] == '+' || p[1] == '-');
+        size_t exp = strspn(p, "0123456789");
+        if (exp == 0) return -1;
+        p += exp;
+    }
+    if (*p) return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
 int cmd_tell(int argc, char **argv, const cli_env *env) {
     int failed = 0;
     const tn_flag flags[] = {
@@ -800,9 +822,9 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     static const cli_command def = {
         "tell", "tell STUDY TRIAL VALUE... | tell STUDY TRIAL --failed",
         "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
-        "value (a study of several metrics: one VALUE per metric, in the spec's\n"
-        "order), or that it failed. Refused (exit 2) for a finished study, and while\n"
-        "another tuner runs the study (its lock is held).",
+        "value, a finite decimal number (a study of several metrics: one VALUE per\n"
+        "metric, in the spec's order), or that it failed. Refused (exit 2) for a\n"
+        "finished study, and while another tuner runs the study (its lock is held).",
         {"STUDY", "TRIAL", "VALUE"}, 2, SPEC_MAX_METRICS};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
     if (rc != CLI_CONTINUE) return rc;
@@ -816,12 +838,10 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         return cli_usage("tell", "TRIAL must be a trial number (1, 2, ...)");
     double values[SPEC_MAX_METRICS] = {0};
     size_t nvalues = failed ? 0 : (size_t)npos - 2;
-    for (size_t k = 0; k < nvalues; k++) {
-        values[k] = strtod(argv[pos[2 + k]], &end);
-        if (*end || end == argv[pos[2 + k]])
-            return cli_usage("tell", "VALUE must be a number");
-    }
-
+    for (size_t k = 0; k < nvalues; k++)
+        if (parse_value(argv[pos[2 + k]], &values[k]) != 0)
+            return cli_usage("tell", "VALUE must be a finite decimal number (as 0.873, -2, "
+                                     "1.5e-3), not '%s'", argv[pos[2 + k]]);
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};

@@ -866,6 +866,15 @@ check ask_exhausted_exit5 test $rc -eq 5
 "$TUNER" tell asktell 9 -0.709 >/dev/null 2>tell_neg.err; rc=$?
 check tell_negative_value test $rc -eq 0
 check tell_negative_best test "$("$TUNER" best asktell --format=json | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["number"], b["objective"])')" = "9 -0.709"
+# a VALUE is a decimal number: not hexadecimal (strtod's 0x10 is 16), nan or inf
+for v in 0x10 nan inf 1e999 1e " 1" .; do
+  err=$("$TUNER" tell asktell 10 "$v" 2>&1); rc=$?
+  check "tell_value_${v// /_}_refused" test $rc -eq 2
+done
+check tell_value_says grep -q "VALUE must be a finite decimal number (as 0.873, -2, 1.5e-3), not '.'" <<<"$err"
+check tell_value_refused_stores_nothing test "$(trial_field asktell state | sed -n 10p)" = PENDING
+"$TUNER" tell asktell 10 +1.5E-1 >/dev/null; rc=$?
+check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | sed -n 10p)" = 0.15
 # ask and tell never change a study that a tuner runs: the lock, held by `tuner run`
 # (or `resume`), refuses them while asks and tells share it among themselves
 spec busy BASIC "" 4 2 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
