@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "tuner/dashboard.h"
+#include "tuner/jobdir.h"
 #include "tuner/package.h"
 #include "tuner/spec.h"
 #include "tuner/store.h"
@@ -137,36 +139,72 @@ static uint64_t random_seed(void) {
     return s & INT64_MAX;
 }
 
-/* Takes the study's run lock (JOB_DIR/.tuner.lock, flock: released when the process
- * dies, even by SIGKILL). Returns the fd, or -1 with the error printed. */
-static int lock_study(const tn_spec *spec) {
-    char path[PATH_MAX];
-    /* mkdir -p the job dir */
-    snprintf(path, sizeof path, "%s", spec->job_dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = c;
-            if (!c) break;
-        }
-    }
-    snprintf(path, sizeof path, "%s/.tuner.lock", spec->job_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        fprintf(stderr, "tuner: error: cannot open %s: %s\nhint: check trainingInput.jobDir\n",
-                path, strerror(errno));
+/* Takes the study's lock exclusively (JOB_DIR/.tuner.lock, tuner/jobdir.h) for `tuner
+ * CMD`. Returns the fd, or -1 with the error printed. */
+static int lock_study(const tn_spec *spec, const char *cmd) {
+    char err[1024];
+    int fd, rc = jd_lock(spec->job_dir, 1, cmd, &fd, err, sizeof err);
+    if (rc == JD_BUSY)
+        fprintf(stderr, "tuner: error: study %s is being run by another tuner process (%s)\n",
+                spec->job_id, err);
+    else if (rc == JD_SHARED)
+        fprintf(stderr, "tuner: error: study %s is in use by another tuner process (%s)\n"
+                        "hint: an ask or tell takes a moment; try again\n", spec->job_id, err);
+    else if (rc)
+        fprintf(stderr, "tuner: error: %s\nhint: check trainingInput.jobDir\n", err);
+    return rc ? -1 : fd;
+}
+
+/* The study `name` (id; 0 before it is stored) of the store as a job folder's owner;
+ * its strings live in *id_text and path (yours). Returns 0, or -1 with the error
+ * printed. */
+static int study_owner(st_store *st, const cli_env *env, const char *name, int64_t id,
+                       jd_owner *me, char **id_text, char *path, size_t len) {
+    char err[1024];
+    if (st_store_id(st, id_text, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
         return -1;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr,
-                "tuner: error: study %s is being run by another tuner process (%s is locked)\n",
-                spec->job_id, path);
-        close(fd);
-        return -1;
+    char abs[PATH_MAX];
+    snprintf(path, len, "%s", realpath(env->db, abs) ? abs : env->db);
+    *me = (jd_owner){.store_id = *id_text, .store = path, .study = name, .study_id = id};
+    return 0;
+}
+
+/* Checks, under the study's lock, that its job folder is free for it (jd_check; trials:
+ * the study's, 0 for a new one) and, with mark, marks it the study's (id: its id in
+ * the store). Returns -1 to go on, else the exit code (the error and a hint printed). */
+static int own_job_dir(st_store *st, const cli_env *env, const tn_spec *spec, int64_t id,
+                       int64_t trials, int mark) {
+    char err[2048], path[PATH_MAX], *store_id = NULL;
+    jd_owner me;
+    if (study_owner(st, env, spec->job_id, id, &me, &store_id, path, sizeof path) != 0)
+        return TUNER_EXIT_ERROR;
+    int exit_code = -1;
+    int rc = jd_check(spec->job_dir, &me, trials, err, sizeof err);
+    if (rc == TN_EINVAL) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        if (id == 0)
+            fprintf(stderr,
+                    "hint: give study %s a folder of its own: trainingInput.jobDir (without "
+                    "one, runs/JOBID, which --job-id changes too), or delete %s if the trials "
+                    "there are no longer wanted\n",
+                    spec->job_id, spec->job_dir);
+        else
+            fprintf(stderr,
+                    "hint: the trials there are not study %s's; move %s away, or delete it if "
+                    "they are no longer wanted, and resume again\n",
+                    spec->job_id, spec->job_dir);
+        exit_code = TUNER_EXIT_USAGE;
+    } else if (rc == 0 && mark) {
+        rc = jd_claim(spec->job_dir, &me, err, sizeof err);
     }
-    return fd;
+    if (rc && rc != TN_EINVAL) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    }
+    free(store_id);
+    return exit_code;
 }
 
 typedef struct run_flags {
@@ -296,6 +334,8 @@ static const char run_about[] =
     "with --executor=slurm (docs/slurm.md), each replica given TF_CONFIG and --NAME=VALUE\n"
     "flags, metrics read by the cloudml-hypertune protocol, failed replicas restarted. A\n"
     "pythonModule's local packageUris are installed with pip first (JOB_DIR/venv).\n"
+    "The job folder (jobDir, default runs/JOBID) becomes the study's: one that another\n"
+    "study owns (its mark, or its trial folders) is refused (docs/tuner.md).\n"
     "Ctrl-C stops the running trials; `tuner resume` carries on.";
 
 #define RUN_FLAGS(rf)                                                                       \
@@ -403,9 +443,13 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     }
     /* The run lock before anything is stored: a job dir another tuner runs (of this
      * store or another) refuses the run, and leaves no study behind. */
-    int lock = lock_study(&spec);
+    int lock = lock_study(&spec, "run");
     if (lock < 0) goto done;
-    if (prepare_packages(&spec, rf.quiet) != 0) {
+    /* Under the lock: a folder with another study's mark or trials is refused, and the
+     * new study's mark goes in once it has an id. */
+    if ((rc = own_job_dir(st, env, &spec, 0, 0, 0)) >= 0 ||
+        prepare_packages(&spec, rf.quiet) != 0) {
+        exit_code = rc >= 0 ? rc : TUNER_EXIT_ERROR;
         close(lock);
         goto done;
     }
@@ -414,6 +458,11 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (st_study_create(st, spec.job_id, text, seed, ST_STUDY_RUNNING, &id, err, sizeof err) != 0 ||
         st_study_get(st, spec.job_id, &study, &found, err, sizeof err) != 0 || !found) {
         fprintf(stderr, "tuner: error: %s\n", err);
+        close(lock);
+        goto done;
+    }
+    if ((rc = own_job_dir(st, env, &spec, id, 0, 1)) >= 0) {
+        exit_code = rc;
         close(lock);
         goto done;
     }
@@ -467,6 +516,21 @@ static int unload_study(st_store *st, st_study *study, tn_spec *spec, int exit_c
     return exit_code;
 }
 
+/* resume's claim of the job folder, under the lock: the folder is the study's (its
+ * mark, or, unmarked, no trial folders beyond the study's trials: a study of an older
+ * tuner) and is marked so. Returns -1 to go on, else the exit code (error printed). */
+static int claim_on_resume(st_store *st, const cli_env *env, const tn_spec *spec,
+                           const st_study *study) {
+    char err[1024];
+    int64_t counts[ST_TRIAL_NSTATES], trials = 0;
+    if (st_trial_counts(st, study->id, counts, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) trials += counts[i];
+    return own_job_dir(st, env, spec, study->id, trials, 1);
+}
+
 int cmd_resume(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const tn_flag flags[] = {RUN_FLAGS(rf)};
@@ -502,13 +566,12 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
             printf("study %s is already complete\n", study.name);
             exit_code = TUNER_EXIT_OK;
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
-            int lock = lock_study(&spec);
-            if (lock >= 0 && prepare_packages(&spec, rf.quiet) != 0) {
-                close(lock);
-                lock = -1;
-            }
-            exit_code = lock < 0 ? TUNER_EXIT_ERROR
-                                 : run_study(st, &spec, &study, &rf, env, dash, lock);
+            int lock = lock_study(&spec, "resume");
+            exit_code = lock < 0 ? TUNER_EXIT_ERROR : claim_on_resume(st, env, &spec, &study);
+            if (exit_code < 0 && prepare_packages(&spec, rf.quiet) != 0)
+                exit_code = TUNER_EXIT_ERROR;
+            if (exit_code < 0) exit_code = run_study(st, &spec, &study, &rf, env, dash, lock);
+            else if (lock >= 0) close(lock);
         }
     }
     dash_free(dash);
@@ -525,7 +588,9 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     static const cli_command def = {
         "create", "create SPEC.json|CONFIG.yaml [--seed=N] [--job-id=ID]",
         "Stores a study without running anything, for `tuner ask` and `tuner tell`\n"
-        "(the spec then needs no command), or to run later with `tuner resume`.",
+        "(the spec then needs no command), or to run later with `tuner resume`.\n"
+        "Claims the study's job folder as `run` does: makes it and marks it the\n"
+        "study's; a folder another study owns is refused (docs/tuner.md).",
         {"SPEC"}, 1, 0};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
@@ -538,16 +603,39 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
     free(raw);
     st_store *st = NULL;
     int64_t id;
-    int exit_code = TUNER_EXIT_OK;
-    if (st_open(env->db, &st, err, sizeof err) != 0 ||
+    int exit_code = -1, lock = -1;
+    if (st_open(env->db, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    }
+    st_study had = {0};
+    int found = 0;
+    if (exit_code < 0 && st_study_get(st, spec.job_id, &had, &found, err, sizeof err) != 0) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        exit_code = TUNER_EXIT_ERROR;
+    } else if (exit_code < 0 && found) { /* said before its folder is looked at */
+        fprintf(stderr, "tuner: error: a study named %s already exists in %s\n", spec.job_id,
+                env->db);
+        exit_code = TUNER_EXIT_USAGE;
+    }
+    st_study_clear(&had);
+    /* The study's folder is claimed as `run` claims it, under the lock: refused when
+     * another study's mark or trials are there, marked once the study is stored. */
+    if (exit_code < 0 && (lock = lock_study(&spec, "create")) < 0) exit_code = TUNER_EXIT_ERROR;
+    if (exit_code < 0) exit_code = own_job_dir(st, env, &spec, 0, 0, 0);
+    if (exit_code < 0 &&
         st_study_create(st, spec.job_id, text, seed >= 0 ? seed : (int64_t)random_seed(),
                         ST_STUDY_CREATED, &id, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         exit_code = strstr(err, "already exists") ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
-    } else {
+    }
+    if (exit_code < 0) exit_code = own_job_dir(st, env, &spec, id, 0, 1);
+    if (exit_code < 0) {
         printf("created study %s in %s (%zu parameter%s); next: `tuner ask %s`\n", spec.job_id,
                env->db, spec.space.n, spec.space.n == 1 ? "" : "s", spec.job_id);
+        exit_code = TUNER_EXIT_OK;
     }
+    if (lock >= 0) close(lock);
     st_close(st);
     spec_clear(&spec);
     free(text);
@@ -626,6 +714,38 @@ int cmd_validate(int argc, char **argv, const cli_env *env) {
     return TUNER_EXIT_OK;
 }
 
+/* For `tuner CMD` (ask, tell): takes the study's lock shared (tuner/jobdir.h), so that
+ * asks and tells go on together but never change a study that another tuner runs, and
+ * reads the study again under it. Returns -1 to go on, with *lock to close (or -1),
+ * else the exit code (the error printed). */
+static int share_study(st_store *st, const tn_spec *spec, st_study *study, const char *cmd,
+                       int *lock) {
+    char err[1024];
+    int rc = jd_lock(spec->job_dir, 0, cmd, lock, err, sizeof err);
+    if (rc > 0) { /* JD_BUSY (JD_SHARED only if the holder just left) */
+        fprintf(stderr,
+                "tuner: error: study %s is being run by another tuner process (%s): `tuner %s` "
+                "would change it under that run\nhint: ask and tell are for studies whose "
+                "trials run outside the tuner (`tuner create`); wait for the run to end, or "
+                "stop it (Ctrl-C, `tuner cancel %s`)\n",
+                study->name, err, cmd, study->name);
+        return TUNER_EXIT_USAGE;
+    }
+    if (rc) {
+        fprintf(stderr, "tuner: error: %s\n", err);
+        return TUNER_EXIT_ERROR;
+    }
+    char *name = tn_xstrdup(study->name);
+    int found;
+    st_study_clear(study);
+    rc = st_study_get(st, name, study, &found, err, sizeof err);
+    free(name);
+    if (rc == 0 && found) return -1;
+    if (rc == 0) snprintf(err, sizeof err, "study %s is gone from the store", spec->job_id);
+    fprintf(stderr, "tuner: error: %s\n", err);
+    return TUNER_EXIT_ERROR;
+}
+
 int cmd_ask(int argc, char **argv, const cli_env *env) {
     int pos[CLI_MAX_POSITIONAL];
     static const cli_command def = {
@@ -634,14 +754,17 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         "  {\"trial\": N, \"parameters\": {\"NAME\": VALUE, ...}}\n"
         "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
         "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
-        "no trials left (maxTrials reached, or the grid exhausted).",
+        "no trials left (maxTrials reached, or the grid exhausted, or the study\n"
+        "finished); exit 2 while another tuner runs the study (its lock is held).",
         {"STUDY"}, 1, 0};
     int rc = cli_parse(&def, NULL, 0, argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
+    int lock = -1;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) exit_code = share_study(st, &spec, &study, "ask", &lock);
     if (exit_code < 0 && st_study_state_final(study.state)) {
         fprintf(stderr, "tuner: error: study %s is %s: it hands out no more trials\n", study.name,
                 st_study_state_name(study.state));
@@ -666,7 +789,29 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         }
         free(params);
     }
+    if (lock >= 0) close(lock);
     return unload_study(st, &study, &spec, exit_code);
+}
+
+/* A VALUE of tell: a decimal number, [+-]DIGITS[.DIGITS][e[+-]DIGITS] (digits on at
+ * least one side of the point), whose value is finite. strtod alone would also take
+ * hexadecimal (0x10 is 16), inf, nan and leading spaces. Returns 0, or -1. */
+static int parse_value(const char *s, double *out) {
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t whole = strspn(p, "0123456789"), frac = 0;
+    p += whole;
+    if (*p == '.') frac = strspn(++p, "0123456789");
+    p += frac;
+    if (whole + frac == 0) return -1;
+    if (*p == 'e' || *p == 'E') {
+        p += 1 + (p[1] == '+' || p[1] == '-');
+        size_t exp = strspn(p, "0123456789");
+        if (exp == 0) return -1;
+        p += exp;
+    }
+    if (*p) return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
 }
 
 int cmd_tell(int argc, char **argv, const cli_env *env) {
@@ -677,8 +822,9 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     static const cli_command def = {
         "tell", "tell STUDY TRIAL VALUE... | tell STUDY TRIAL --failed",
         "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
-        "value (a study of several metrics: one VALUE per metric, in the spec's\n"
-        "order), or that it failed.",
+        "value, a finite decimal number (a study of several metrics: one VALUE per\n"
+        "metric, in the spec's order), or that it failed. Refused (exit 2) for a\n"
+        "finished study, and while another tuner runs the study (its lock is held).",
         {"STUDY", "TRIAL", "VALUE"}, 2, SPEC_MAX_METRICS};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
     if (rc != CLI_CONTINUE) return rc;
@@ -692,15 +838,21 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         return cli_usage("tell", "TRIAL must be a trial number (1, 2, ...)");
     double values[SPEC_MAX_METRICS] = {0};
     size_t nvalues = failed ? 0 : (size_t)npos - 2;
-    for (size_t k = 0; k < nvalues; k++) {
-        values[k] = strtod(argv[pos[2 + k]], &end);
-        if (*end || end == argv[pos[2 + k]])
-            return cli_usage("tell", "VALUE must be a number");
-    }
+    for (size_t k = 0; k < nvalues; k++)
+        if (parse_value(argv[pos[2 + k]], &values[k]) != 0)
+            return cli_usage("tell", "VALUE must be a finite decimal number (as 0.873, -2, "
+                                     "1.5e-3), not '%s'", argv[pos[2 + k]]);
     st_store *st = NULL;
     st_study study = {0};
     tn_spec spec = {0};
+    int lock = -1;
     int exit_code = load_study(env, argv[pos[0]], &st, &study, &spec);
+    if (exit_code < 0) exit_code = share_study(st, &spec, &study, "tell", &lock);
+    if (exit_code < 0 && st_study_state_final(study.state)) { /* its results are final */
+        fprintf(stderr, "tuner: error: study %s is %s: it takes no more results\n", study.name,
+                st_study_state_name(study.state));
+        exit_code = TUNER_EXIT_USAGE;
+    }
     if (exit_code < 0 && !failed && nvalues != spec.nmetrics) {
         exit_code = cli_usage("tell", "study %s has %zu metric%s: tell takes %zu VALUE%s, got %zu",
                               study.name, spec.nmetrics, spec.nmetrics == 1 ? "" : "s",
@@ -717,6 +869,7 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
             exit_code = TUNER_EXIT_OK;
         }
     }
+    if (lock >= 0) close(lock);
     return unload_study(st, &study, &spec, exit_code);
 }
 

@@ -1005,6 +1005,45 @@ int st_readonly(const st_store *s) { return s->readonly; }
 
 const char *st_note(const st_store *s) { return s->note; }
 
+int st_store_id(st_store *s, char **out, char *err, size_t errlen) {
+    assert(s && out);
+    *out = NULL;
+    const char *op = "reading the store's id";
+    char *id = NULL;
+    int rc = scalar(s, "SELECT value FROM meta WHERE key = 'store_id'", NULL, &id, op, err,
+                    errlen);
+    if (rc == 0 && id) {
+        *out = id;
+        return 0;
+    }
+    free(id);
+    if (rc < 0) return rc;
+    unsigned char bytes[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t got = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+    if (f) fclose(f);
+    if (got != sizeof bytes)
+        return tn_error(err, errlen, TN_EIO, "%s: %s: cannot read /dev/urandom", s->path, op);
+    char hex[2 * sizeof bytes + 1];
+    for (size_t i = 0; i < sizeof bytes; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+    /* Another process may make one at the same time: the first stays, both read it. */
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', '%s')", hex);
+    op = "making the store's id";
+    if ((rc = tx_begin(s, op, err, errlen))) return rc;
+    rc = exec_sql(s, sql, op, err, errlen);
+    if ((rc = tx_end(s, rc, op, err, errlen))) return rc;
+    rc = scalar(s, "SELECT value FROM meta WHERE key = 'store_id'", NULL, &id, op, err, errlen);
+    if (rc == 0 && id) {
+        *out = id;
+        return 0;
+    }
+    free(id);
+    return rc < 0 ? rc
+                  : tn_error(err, errlen, TN_EIO, "%s: %s: no id after storing it", s->path, op);
+}
+
 void st_close(st_store *s) {
     if (!s) return;
     for (int q = 0; q < Q_COUNT; q++)

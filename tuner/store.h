@@ -133,6 +133,11 @@ int st_open_read(const char *path, st_store **out, char *err, size_t errlen);
 int st_readonly(const st_store *s);
 const char *st_note(const st_store *s);
 void st_close(st_store *s);
+/* The store's identity: a random id (32 hex digits) kept in table meta as 'store_id',
+ * made by the first call on a store that has none (a store stays the same store when
+ * it is moved; a new file at the same path is another). Job folders are marked with it
+ * (tuner/jobdir.h). 0 with *out yours to free, or a negative code. */
+int st_store_id(st_store *s, char **out, char *err, size_t errlen);
 
 /* Creates a study. TN_EINVAL (message "a study named NAME already exists") when the
  * name is taken. *id gets its id. */

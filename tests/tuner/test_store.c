@@ -4,11 +4,11 @@
  * Each test works on its own file in a folder made fresh for this run under
  * $TN_TEST_TMP (or /tmp) and removed at the end. Covered: studies, trials (numbering,
  * every field round trip, counts), measurements (duplicates, order, attempts), events,
- * st_transaction (commit, rollback, nesting), persistence across reopen, the migration
- * of a version 3 file (measurements get their attempt column), refusal of a
- * newer schema, of a file that is not a database and of a missing folder, trial
- * numbers handed out by 4 processes at once, several processes opening a new file at
- * once, and 10,000 trials in one transaction.
+ * st_transaction (commit, rollback, nesting), persistence across reopen, the store's
+ * identity (st_store_id), the migration of a version 3 file (measurements get their
+ * attempt column), refusal of a newer schema, of a file that is not a database and of
+ * a missing folder, trial numbers handed out by 4 processes at once, several processes
+ * opening a new file at once, and 10,000 trials in one transaction.
  * The raw sqlite3 API is used only to look at or tamper with a file from outside.
  */
 #include "tuner/store.h"
@@ -931,6 +931,36 @@ static void table_columns(const char *path, const char *table, char *buf, size_t
 /* A version 3 file, written with the raw API, is migrated when opened: its rows are
  * all there, old measurements have no attempt (NULL: version 3 never knew which run
  * wrote them), new ones store theirs, and the table is a new file's. */
+/* st_store_id: made on first use (32 hex digits), the same on every call and after
+ * reopening, kept when the file moves; another file, even at the same path, has
+ * another. */
+static void test_store_id(void) {
+    char path[600], moved[600], err[512] = "";
+    st_store *s = open_fresh("id.db", path, sizeof path);
+    if (!s) return;
+    char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    CHECK_INT_EQ(st_store_id(s, &a, err, sizeof err), 0);
+    CHECK_INT_EQ(st_store_id(s, &b, err, sizeof err), 0);
+    CHECK(a && b && strlen(a) == 32 && strspn(a, "0123456789abcdef") == 32);
+    CHECK(a && b && strcmp(a, b) == 0);
+    st_close(s);
+    tmp_path(moved, sizeof moved, "id-moved.db");
+    CHECK_INT_EQ(rename(path, moved), 0);
+    s = NULL;
+    CHECK_INT_EQ(st_open(moved, &s, err, sizeof err), 0);
+    if (s) CHECK_INT_EQ(st_store_id(s, &c, err, sizeof err), 0);
+    CHECK(a && c && strcmp(a, c) == 0);
+    st_close(s);
+    s = open_fresh("id.db", path, sizeof path); /* a new file where the first was */
+    if (s) CHECK_INT_EQ(st_store_id(s, &d, err, sizeof err), 0);
+    CHECK(a && d && strcmp(a, d) != 0);
+    st_close(s);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
 static void test_migration_from_v3(void) {
     int found;
     char path[600], fresh[600], err[512] = "";
@@ -1326,6 +1356,7 @@ int main(void) {
     RUN(test_events);
     RUN(test_transaction_commit_and_rollback);
     RUN(test_reopen_keeps_everything);
+    RUN(test_store_id);
     RUN(test_migration_from_v3);
     RUN(test_trial_values);
     RUN(test_concurrent_trial_numbers);

@@ -404,12 +404,15 @@ done
 check example_script_runs grep -q "best: trial" quadratic.out
 rm -rf "$HERE/../../runs/script_quadratic"
 # Each comes in both forms, JSON and gcloud's YAML config file, and the twins agree.
+# (Each twin is created in a copy of the project's studies/ of its own: a study owns its
+# job folder, and the twins' jobDir is the same; none is left in the project's runs/.)
+mkdir -p twins/j twins/y && cp -r "$ROOT/studies" twins/j/ && cp -r "$ROOT/studies" twins/y/
 for f in "$ROOT"/studies/*.json; do
   n=$(basename "$f" .json)
   check "example_${n}_yaml_valid" sh -c 'cd "$1" && "$2" validate "$3" >/dev/null 2>&1' \
     sh "$ROOT" "$TUNER" "studies/$n.yaml"
-  (cd "$ROOT" && "$TUNER" create "studies/$n.json" --job-id="j_$n" --db="$WORK/twins.db" &&
-   "$TUNER" create "studies/$n.yaml" --job-id="y_$n" --db="$WORK/twins.db") >/dev/null 2>&1
+  (cd twins/j && "$TUNER" create "studies/$n.json" --job-id="j_$n" --db="$WORK/twins.db" &&
+   cd ../y && "$TUNER" create "studies/$n.yaml" --job-id="y_$n" --db="$WORK/twins.db") >/dev/null 2>&1
   check "example_${n}_twins_agree" python3 -c '
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -417,8 +420,9 @@ spec = {}
 for p in ("j_", "y_"):
     row = db.execute("select spec from studies where name = ?", (p + sys.argv[2],)).fetchone()
     if row is None: sys.exit("%s%s was not created" % (p, sys.argv[2]))
-    spec[p] = json.loads(row[0])["trainingInput"]
-if spec["j_"] != spec["y_"]: sys.exit("the JSON and YAML twins differ")' "$WORK/twins.db" "$n"
+    spec[p] = json.dumps(json.loads(row[0])["trainingInput"], sort_keys=True)
+if spec["j_"].replace("/twins/j/", "/twins/y/") != spec["y_"]:
+    sys.exit("the JSON and YAML twins differ")' "$WORK/twins.db" "$n"
 done
 
 # --- gcloud's config.yaml as it is: named after the file, cloud fields noted, a run --
@@ -743,12 +747,81 @@ pid=$!
 sleep 0.5
 sed 's/"jobId": "holder"/"jobId": "second"/; s|runs/holder|runs/holder|' holder.json >second.json
 err=$("$TUNER" run second.json --quiet --db=other.db 2>&1); rc=$?
-check lock_refused test $rc -ne 0
-check lock_refused_says grep -q "being run by another tuner process" <<<"$err"
+check lock_refused test $rc -eq 1
+check lock_refused_says grep -q "study second is being run by another tuner process (.*/runs/holder/.tuner.lock is held by tuner run (pid $pid))" <<<"$err"
 check lock_refused_stores_nothing test -z "$("$TUNER" list --db=other.db --format=csv | tail -n +2)"
 wait $pid
+# ... and the folder is holder's now: second needs one of its own
+err=$("$TUNER" run second.json --quiet --db=other.db 2>&1); rc=$?
+check lock_then_folder_taken test $rc -eq 2
+rm -rf runs/holder
 "$TUNER" run second.json --quiet --db=other.db >/dev/null 2>&1; rc=$?
 check lock_then_runs test $rc -eq 0
+
+# --- a job folder belongs to one study ---------------------------------------------
+# A new study never takes another's trial folders (their checkpoints and results for
+# its own): not from a second store, not under another --job-id, not after its store
+# was deleted, not from a tuner that left no mark.
+spec own BASIC "" 2 1 '["/bin/sh", "-c", "echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run own.json --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check own_runs test $rc -eq 0
+check own_marked python3 -c '
+import json, sys
+m = json.load(open("runs/own/.tuner-study"))
+sys.exit(0 if (m["study"], m["study_id"], m["store"]) == ("own", 1, sys.argv[1]) and len(m["store_id"]) == 32 else m)' "$WORK/own.db"
+check own_mark_whole test -z "$(ls -A runs/own | grep -v '^[0-9]*$' | grep -v '^.tuner.lock$' | grep -v '^.tuner-study$')"
+err=$("$TUNER" run own.json --quiet --db=own2.db 2>&1); rc=$?
+check own_second_store_exit2 test $rc -eq 2
+check own_second_store_says grep -q "^tuner: error: job folder $WORK/runs/own belongs to study own of the store $WORK/own.db;" <<<"$err"
+check own_second_store_hint grep -q "^hint: give study own a folder of its own: trainingInput.jobDir .* or delete $WORK/runs/own if" <<<"$err"
+check own_second_store_stores_nothing test -z "$("$TUNER" list --db=own2.db --format=csv | tail -n +2)"
+err=$("$TUNER" create own.json --db=own2.db 2>&1); rc=$?
+check own_create_refused test $rc -eq 2
+err=$("$TUNER" run own.json --job-id=own_b --quiet --db=own.db 2>&1); rc=$?
+check own_job_id_same_dir_refused test $rc -eq 2
+check own_job_id_same_dir_says grep -q "belongs to study own of this store" <<<"$err"
+check own_job_id_stores_nothing test "$("$TUNER" list --db=own.db --format=csv | tail -n +2 | wc -l)" -eq 1
+sed 's|"jobDir": "runs/own",||' own.json >own_nodir.json
+"$TUNER" run own_nodir.json --job-id=own_c --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check own_job_id_own_dir_runs test $rc -eq 0 -a -f runs/own_c/.tuner-study
+mkdir -p kept && mv own.db* kept/
+err=$("$TUNER" run own.json --quiet --db=own.db 2>&1); rc=$?
+check own_new_store_same_path_refused test $rc -eq 2
+check own_new_store_same_path_says grep -q "belongs to study own of an earlier store $WORK/own.db" <<<"$err"
+rm -f own.db* && mv kept/own.db* .
+# a folder an older tuner left: trial folders and no mark
+rm runs/own/.tuner-study
+err=$("$TUNER" run own.json --quiet --db=own2.db 2>&1); rc=$?
+check own_unmarked_refused test $rc -eq 2
+check own_unmarked_says grep -q "job folder $WORK/runs/own holds trial folders (1, 2) that are not this study's, and no mark" <<<"$err"
+# ... but one without trial folders is free (a lock file, a venv)
+mkdir -p runs/free/venv && touch runs/free/.tuner.lock
+sed -e 's/"jobId": "own"/"jobId": "free"/' -e 's|runs/own|runs/free|' own.json >free.json
+"$TUNER" run free.json --quiet --db=own2.db >/dev/null 2>&1; rc=$?
+check own_unmarked_empty_runs test $rc -eq 0
+# resume: a study of an older tuner keeps its own unmarked folder (its trials there)
+# and marks it; a folder another study took is refused
+sed -e 's/"jobId": "own"/"jobId": "oldtuner"/' -e 's|runs/own|runs/oldtuner|' -e 's/"maxTrials": 2/"maxTrials": 3/' own.json >oldtuner.json
+"$TUNER" create oldtuner.json --db=own.db >/dev/null && "$TUNER" ask oldtuner --db=own.db >/dev/null
+rm runs/oldtuner/.tuner-study && mkdir -p runs/oldtuner/1 runs/oldtuner/5
+err=$("$TUNER" resume oldtuner --quiet --db=own.db 2>&1); rc=$?
+check own_resume_unmarked_beyond_refused test $rc -eq 2
+check own_resume_unmarked_beyond_says grep -q "holds trial folder (5) that is not this study's" <<<"$err"
+rmdir runs/oldtuner/5
+"$TUNER" resume oldtuner --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check own_resume_unmarked_own_trials test $rc -eq 0
+check own_resume_unmarked_ran test "$(TUNER_DB=own.db count_state oldtuner SUCCEEDED)" -eq 3
+check own_resume_marks grep -q '"study": "oldtuner"' runs/oldtuner/.tuner-study
+"$TUNER" create own_nodir.json --job-id=again --db=own.db >/dev/null && "$TUNER" cancel again --db=own.db >/dev/null
+check own_resume_same_study "$TUNER" resume again --quiet --db=own.db
+sed -e 's/"jobId": "own"/"jobId": "taker"/' -e 's|runs/own|runs/taker|' own.json >taker.json
+"$TUNER" create taker.json --db=own.db >/dev/null
+rm -rf runs/taker && "$TUNER" create taker.json --db=own2.db >/dev/null
+err=$("$TUNER" resume taker --quiet --db=own.db 2>&1); rc=$?
+check own_resume_taken_refused test $rc -eq 2
+check own_resume_taken_says grep -q "belongs to study taker of the store $WORK/own2.db" <<<"$err"
+check own_resume_taken_hint grep -q "^hint: the trials there are not study taker's; move $WORK/runs/taker away" <<<"$err"
+check own_resume_taken_not_run test "$(TUNER_DB=own.db study_state taker)" = CREATED
 
 # --- cancel a running study -----------------------------------------------------------
 spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
@@ -776,8 +849,11 @@ for i in 1 2 3 4 5 6 7 8; do "$TUNER" ask asktell >"ask$i.json" & done
 wait
 nums=$(cat ask*.json | python3 -c 'import sys, json; print(" ".join(sorted(str(json.loads(l)["trial"]) for l in sys.stdin)))')
 check ask_concurrent_distinct test "$(tr ' ' '\n' <<<"$nums" | sort -u | wc -l)" -eq 8
-for i in 1 2 3 4 5 6 7; do "$TUNER" tell asktell "$i" "0.$i" >/dev/null; done
+rm -f tell.errs
+for i in 1 2 3 4 5 6 7; do ("$TUNER" tell asktell "$i" "0.$i" >/dev/null || echo "tell $i: $?" >>tell.errs) & done
 "$TUNER" tell asktell 8 --failed >/dev/null
+wait
+check tell_concurrent test ! -s tell.errs
 check tell_best grep -q '"number": 1' <<<"$("$TUNER" best asktell --format=json)"
 err=$("$TUNER" tell asktell 3 0.5 2>&1); rc=$?
 check tell_twice_refused grep -q "already SUCCEEDED" <<<"$err"
@@ -790,6 +866,55 @@ check ask_exhausted_exit5 test $rc -eq 5
 "$TUNER" tell asktell 9 -0.709 >/dev/null 2>tell_neg.err; rc=$?
 check tell_negative_value test $rc -eq 0
 check tell_negative_best test "$("$TUNER" best asktell --format=json | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["number"], b["objective"])')" = "9 -0.709"
+# a VALUE is a decimal number: not hexadecimal (strtod's 0x10 is 16), nan or inf
+for v in 0x10 nan inf 1e999 1e " 1" .; do
+  err=$("$TUNER" tell asktell 10 "$v" 2>&1); rc=$?
+  check "tell_value_${v// /_}_refused" test $rc -eq 2
+done
+check tell_value_says grep -q "VALUE must be a finite decimal number (as 0.873, -2, 1.5e-3), not '.'" <<<"$err"
+check tell_value_refused_stores_nothing test "$(trial_field asktell state | sed -n 10p)" = PENDING
+"$TUNER" tell asktell 10 +1.5E-1 >/dev/null; rc=$?
+check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | sed -n 10p)" = 0.15
+# ask and tell never change a study that a tuner runs: the lock, held by `tuner run`
+# (or `resume`), refuses them while asks and tells share it among themselves
+spec busy BASIC "" 4 2 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run busy.json --quiet --db=busy.db >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 50); do [ "$(TUNER_DB=busy.db count_state busy RUNNING)" -ge 1 ] && break; sleep 0.1; done
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_run_exit2 test $rc -eq 2
+check tell_while_run_says grep -q "^tuner: error: study busy is being run by another tuner process (.*/runs/busy/.tuner.lock is held by tuner run (pid $pid)): \`tuner tell\` would change it" <<<"$err"
+check tell_while_run_hint grep -q "^hint: ask and tell are for studies whose trials run outside the tuner" <<<"$err"
+err=$("$TUNER" ask busy --db=busy.db 2>&1); rc=$?
+check ask_while_run_exit2 test $rc -eq 2
+wait $pid; rc=$?
+check busy_run_exit0 test $rc -eq 0
+check busy_run_untouched test "$(TUNER_DB=busy.db trial_field busy objective | tr '\n' ' ')" = "1 1 1 1 "
+check ask_after_run_exit5 test "$("$TUNER" ask busy --db=busy.db >/dev/null 2>&1; echo $?)" -eq 5
+flock -x runs/busy/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_locked_unknown_holder test $rc -eq 2
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+# asks and tells share the lock: one goes on beside another's hold, a resume does not
+"$TUNER" create at.json --job-id=atdone >/dev/null
+flock -s runs/atdone/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+check ask_beside_shared_holder test "$("$TUNER" ask atdone 2>/dev/null | cut -c1-11)" = '{"trial": 1'
+err=$("$TUNER" resume atdone --quiet 2>&1); rc=$?
+check resume_beside_ask_refused test $rc -eq 1
+check resume_beside_ask_says grep -q "study atdone is in use by another tuner process (.*held by a \`tuner ask\` or \`tuner tell\` of the study" <<<"$err"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+# a finished study takes no more results (its best is final)
+"$TUNER" cancel atdone >/dev/null
+err=$("$TUNER" tell atdone 1 0.5 2>&1); rc=$?
+check tell_finished_refused test $rc -eq 2
+check tell_finished_says grep -q "study atdone is CANCELLED: it takes no more results" <<<"$err"
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("update studies set state = ? where name = ?", ("SUCCEEDED", "atdone")); c.commit()' "$TUNER_DB"
+err=$("$TUNER" tell atdone 1 0.5 2>&1); rc=$?
+check tell_succeeded_refused test $rc -eq 2 -a "$(trial_field atdone state)" = PENDING
 
 # --- conditional parameters: only the active ones reach a trial and the tables ------
 # momentum exists only under sgd, nesterov only under momentum 0.9.
@@ -836,7 +961,7 @@ for t in json.load(sys.stdin):
 # = 8 points, each once, then exhausted
 sed -e 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' -e 's/"jobId": "cond"/"jobId": "condgrid"/' \
     -e 's/"type": "DOUBLE", "minValue": 0, "maxValue": 1/"type": "INTEGER", "minValue": 0, "maxValue": 1/' \
-    cond.json >condgrid.json
+    -e 's|runs/cond"|runs/condgrid"|' cond.json >condgrid.json
 "$TUNER" create condgrid.json >/dev/null
 for i in 1 2 3 4 5 6 7 8; do "$TUNER" ask condgrid >"cask$i.json" && "$TUNER" tell condgrid "$i" "0.$i" >/dev/null; done
 err=$("$TUNER" ask condgrid 2>&1); rc=$?
