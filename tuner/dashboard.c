@@ -250,9 +250,20 @@ static void common_headers(struct evhttp_request *req, const char *type, int no_
     evhttp_add_header(h, "Cache-Control", no_store ? "no-store" : "no-cache");
 }
 
+/* Sends a whole reply. A HEAD request gets the GET's headers, its Content-Length
+ * included, and no body (RFC 9110 9.3.2): evhttp 2.1 writes the body it is given even
+ * for HEAD, and adds no Content-Length then. */
 static void send_body(struct evhttp_request *req, int status, const char *type, int no_store,
                       const void *body, size_t len) {
     common_headers(req, type, no_store);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        if (status != 204) { /* a 204 has no Content-Length (RFC 9110 8.6) */
+            char n[24];
+            snprintf(n, sizeof n, "%zu", len);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", n);
+        }
+        len = 0;
+    }
     struct evbuffer *b = evbuffer_new();
     if (!b) tn_out_of_memory("a reply's buffer");
     if (len) evbuffer_add(b, body, len);
@@ -522,13 +533,17 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
         return;
     }
     api_reply r = {0};
-    if (head_only) { /* HEAD: the headers a stream would get, no stream */
+    if (head_only) { /* HEAD: the headers a stream would get, and no stream */
         api_watch probe;
         if (api_watch_open(d->st, study, &probe, &r) != 0) {
             send_api(req, &r);
         } else {
+            /* as the GET's, without Transfer-Encoding and with no Content-Length: a
+             * stream has no length, and a HEAD reply no body (evhttp adds neither) */
             api_watch_clear(&probe);
-            send_body(req, 200, "text/event-stream", 1, NULL, 0);
+            common_headers(req, "text/event-stream", 1);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "X-Accel-Buffering", "no");
+            evhttp_send_reply(req, 200, "OK", NULL);
         }
         api_reply_clear(&r);
         return;

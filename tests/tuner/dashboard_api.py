@@ -471,6 +471,22 @@ check("favicon", request(sport, "GET", "/favicon.ico")[0] in (200, 204))
 check("unknown_file_404", request(sport, "GET", "/nope.js")[0] == 404)
 s_, h_, b_ = request(sport, "HEAD", "/api/studies")
 check("head_ok", s_ == 200 and b_ == b"" and h_.get("content-type", "").startswith("application/json"))
+# HEAD (RFC 9110 9.3.2): the GET's headers, its Content-Length too, and no body, so the
+# next response on a kept-alive connection starts right after the headers
+for path in ["/api/studies", "/api/studies/dash", "/app.js", "/", "/api/studies/nosuch",
+             "/api/events?study=nosuch"]:
+    g_ = request(sport, "GET", path)
+    resp = raw(sport, b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+               b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    cl = re.search(rb"(?im)^content-length: *(\d+)\r?$", head)
+    check("head_no_body " + path, status_of(head) == g_[0] and rest.startswith(b"HTTP/1.1 204 ") and
+          cl is not None and int(cl.group(1)) == len(g_[2]), resp[:400])
+resp = raw(sport, b"HEAD /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+           b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+head, _, rest = resp.partition(b"\r\n\r\n")
+check("head_stream_headers_only", status_of(head) == 200 and b"text/event-stream" in head and
+      b"Content-Length" not in head and rest.startswith(b"HTTP/1.1 204 "), resp[:400])
 
 # methods, sizes
 s_, h_, d_ = request(sport, "PUT", "/api/studies", body=b"{}")
