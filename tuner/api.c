@@ -12,6 +12,7 @@
  */
 #include "tuner/api.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1390,4 +1391,198 @@ int api_sse_changes(st_store *st, const api_watch *w, api_cursor *cur, int64_t l
 void api_sse_study(const api_watch *w, const api_cursor *cur, tn_buf *out) {
     tn_buf_printf(out, "event: study\nid: %lld.%lld\ndata: %s\n\n", (long long)cur->trials,
                    (long long)cur->measurements, w->entry ? w->entry : "null");
+}
+
+/* ---------------------------------------------------------------------------------
+ * Request framing
+ * --------------------------------------------------------------------------------- */
+
+enum { FR_REQUEST_LINE, FR_HEADERS, FR_BODY, FR_CHUNK_SIZE, FR_CHUNK_DATA, FR_TRAILERS };
+
+void api_frame_init(api_frame *f, size_t max_head, size_t max_body) {
+    memset(f, 0, sizeof *f);
+    f->state = API_FRAME_MORE;
+    f->max_head = max_head;
+    f->max_body = max_body;
+    f->part = FR_REQUEST_LINE;
+}
+
+static void frame_refuse(api_frame *f, int status, const char *why) {
+    f->state = API_FRAME_REFUSED;
+    f->status = status;
+    snprintf(f->why, sizeof f->why, "%s", why);
+}
+
+static void frame_too_large(api_frame *f) {
+    frame_refuse(f, 413, "the body is too large");
+    snprintf(f->why, sizeof f->why, "the body is over %zu bytes", f->max_body);
+}
+
+/* Whether line (n bytes) is the header `name`; *value then points at its value, without
+ * the blanks around it, of *vlen bytes. */
+static int frame_header(const char *line, size_t n, const char *name, const char **value,
+                        size_t *vlen) {
+    size_t k = strlen(name);
+    if (n <= k || line[k] != ':' || strncasecmp(line, name, k) != 0) return 0;
+    const char *v = line + k + 1, *end = line + n;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t')) end--;
+    *value = v;
+    *vlen = (size_t)(end - v);
+    return 1;
+}
+
+/* The request line: the method (a body or not) and the version. */
+static void frame_request_line(api_frame *f, size_t n) {
+    if (n == 0 || f->spaces < 2) {
+        frame_refuse(f, 400, "malformed request line");
+        return;
+    }
+    static const char *const with_body[] = {"GET", "POST", "PUT", "PATCH", "DELETE",
+                                            "OPTIONS", "CONNECT"};
+    size_t m = strcspn(f->line, " ");
+    f->head = m == 4 && !memcmp(f->line, "HEAD", 4);
+    f->no_body = 1;
+    for (size_t i = 0; i < sizeof with_body / sizeof with_body[0]; i++)
+        if (m == strlen(with_body[i]) && !memcmp(f->line, with_body[i], m)) f->no_body = 0;
+    /* the version: after the last space of the line, or of its last bytes when the
+     * line is longer than f->line holds */
+    const char *text = n < sizeof f->line ? f->line : f->tail;
+    const char *v = strrchr(text, ' ');
+    v = v ? v + 1 : text;
+    f->http11 = !strncmp(v, "HTTP/", 5) && strcmp(v + 5, "1.0") && strcmp(v + 5, "0.9");
+    f->part = FR_HEADERS;
+}
+
+/* The end of the headers: how the body is framed. */
+static void frame_headers_end(api_frame *f) {
+    const char *bad = f->ncl > 1             ? "more than one Content-Length header"
+                      : f->nte > 1           ? "more than one Transfer-Encoding header"
+                      : f->ncl && f->nte     ? "both Content-Length and Transfer-Encoding"
+                      : f->te_other          ? "a Transfer-Encoding other than chunked"
+                      : f->cl_bad            ? "the Content-Length is not a number"
+                                             : NULL;
+    if (bad) {
+        frame_refuse(f, 400, bad);
+    } else if (f->no_body || (!f->nte && f->body == 0)) {
+        f->state = API_FRAME_WHOLE;
+    } else if (f->body > (int64_t)f->max_body) {
+        frame_too_large(f);
+    } else {
+        f->expect_continue = f->expect && f->http11;
+        f->part = f->nte ? FR_CHUNK_SIZE : FR_BODY;
+        f->left = f->body;
+    }
+}
+
+/* A header or trailer line (f->part says which). */
+static void frame_header_line(api_frame *f, size_t n) {
+    if (n == 0) {
+        if (f->part == FR_HEADERS) frame_headers_end(f);
+        else f->state = API_FRAME_WHOLE;
+        return;
+    }
+    if (f->line[0] == ' ' || f->line[0] == '\t') {
+        frame_refuse(f, 400, "a header line folded onto the line before it");
+        return;
+    }
+    size_t stored = n < sizeof f->line ? n : sizeof f->line - 1;
+    if (!memchr(f->line, ':', stored)) {
+        if (n == stored) frame_refuse(f, 400, "malformed header line");
+        return; /* a long name: not one that frames the body */
+    }
+    if (f->part == FR_TRAILERS) return;
+    const char *v;
+    size_t vlen;
+    if (frame_header(f->line, stored, "Content-Length", &v, &vlen)) {
+        f->ncl++;
+        if (vlen == 0 || n != stored) f->cl_bad = 1;
+        for (size_t i = 0; i < vlen && !f->cl_bad; i++) {
+            if (v[i] < '0' || v[i] > '9') f->cl_bad = 1;
+            else if (f->body <= (int64_t)f->max_body) f->body = 10 * f->body + (v[i] - '0');
+        }
+    } else if (frame_header(f->line, stored, "Transfer-Encoding", &v, &vlen)) {
+        f->nte++;
+        if (n != stored || vlen != 7 || strncasecmp(v, "chunked", 7) != 0) f->te_other = 1;
+    } else if (frame_header(f->line, stored, "Expect", &v, &vlen)) {
+        f->expect = vlen == 12 && strncasecmp(v, "100-continue", 12) == 0;
+    }
+}
+
+/* A chunk-size line: hex digits, then its end or a space (what evhttp 2.1 reads). */
+static void frame_chunk_size(api_frame *f, size_t n) {
+    if (n == 0) return; /* the line break after a chunk's data */
+    size_t i = 0;
+    int64_t size = 0;
+    for (; i < n && i < sizeof f->line - 1 && isxdigit((unsigned char)f->line[i]); i++) {
+        int d = f->line[i] <= '9' ? f->line[i] - '0' : (f->line[i] | 0x20) - 'a' + 10;
+        if (size <= (int64_t)f->max_body) size = 16 * size + d;
+    }
+    if (i == 0 || (i < n && (i >= sizeof f->line - 1 || f->line[i] != ' '))) {
+        frame_refuse(f, 400, "malformed chunk size");
+        return;
+    }
+    if (f->body + size > (int64_t)f->max_body) {
+        frame_too_large(f);
+        return;
+    }
+    f->body += size;
+    f->left = size;
+    f->part = size ? FR_CHUNK_DATA : FR_TRAILERS;
+}
+
+size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
+    size_t i = 0;
+    while (i < len && f->state == API_FRAME_MORE) {
+        if (f->part == FR_BODY || f->part == FR_CHUNK_DATA) {
+            size_t take = len - i < (uint64_t)f->left ? len - i : (size_t)f->left;
+            i += take;
+            f->left -= (int64_t)take;
+            if (f->left == 0) {
+                if (f->part == FR_BODY) f->state = API_FRAME_WHOLE;
+                else f->part = FR_CHUNK_SIZE;
+            }
+            continue;
+        }
+        char c = p[i++];
+        if (f->part == FR_CHUNK_SIZE) {
+            if (++f->framing > f->max_body) {
+                frame_refuse(f, 413, "");
+                snprintf(f->why, sizeof f->why, "the body's chunk-size lines are over %zu bytes",
+                         f->max_body);
+                break;
+            }
+        } else if (++f->head_bytes > f->max_head) {
+            frame_refuse(f, 431, "");
+            snprintf(f->why, sizeof f->why, "the request line and headers are over %zu bytes",
+                     f->max_head);
+            break;
+        }
+        if (c != '\n') {
+            if (f->linelen < sizeof f->line - 1) f->line[f->linelen] = c;
+            f->linelen++;
+            f->last = c;
+            if (f->part == FR_REQUEST_LINE) {
+                f->spaces += c == ' ';
+                memmove(f->tail, f->tail + 1, sizeof f->tail - 2);
+                f->tail[sizeof f->tail - 2] = c;
+            }
+            continue;
+        }
+        /* a line, without its CR LF or LF (evhttp's EVBUFFER_EOL_CRLF) */
+        size_t n = f->linelen - (f->linelen && f->last == '\r');
+        if (n < sizeof f->line) f->line[n] = '\0';
+        else f->line[sizeof f->line - 1] = '\0';
+        if (f->part == FR_REQUEST_LINE) {
+            if (n != f->linelen) f->tail[sizeof f->tail - 2] = '\0'; /* the CR */
+            frame_request_line(f, n);
+        } else if (f->part == FR_CHUNK_SIZE) {
+            frame_chunk_size(f, n);
+        } else {
+            frame_header_line(f, n);
+        }
+        f->linelen = 0;
+        f->last = 0;
+    }
+    return i;
 }

@@ -137,6 +137,62 @@ void api_sse_study(const api_watch *w, const api_cursor *cur, tn_buf *out);
 /* Parses a Last-Event-ID ("T.M"); 0, or -1 when it is not one. */
 int api_cursor_parse(const char *text, api_cursor *cur);
 
+/* ---- request framing ---- */
+
+/* Where a request ends in what a connection sends, and whether its framing is one to
+ * answer. evhttp 2.1 reads a body before the server sees its request and answers what
+ * it dislikes there itself: a Content-Length over the limit has it read and drop that
+ * many bytes before it answers 413 (for ever, for 10^22), a chunk size that is not a
+ * number is 413. So the server scans each request itself first (dashboard.c holds the
+ * bytes back from evhttp meanwhile) and answers those at once. The scan frames as evhttp
+ * does: a body for every method but HEAD, TRACE and those evhttp does not know; chunked
+ * when Transfer-Encoding is "chunked", else Content-Length bytes, else none; after the
+ * last chunk, trailer lines up to an empty one. Where evhttp is lax it is strict, so a
+ * request it passes on is framed the same by both: one Content-Length, all digits; no
+ * Transfer-Encoding but chunked, and not with Content-Length; no folded header lines; a
+ * chunk size of hex digits, then the line's end or a space. */
+enum api_frame_state {
+    API_FRAME_MORE,    /* the request goes on */
+    API_FRAME_WHOLE,   /* the request ended */
+    API_FRAME_REFUSED  /* status and why say what is wrong; nothing more is taken */
+};
+
+typedef struct api_frame {
+    int state;             /* enum api_frame_state */
+    int status;            /* API_FRAME_REFUSED: 400, 413 (body) or 431 (headers) */
+    char why[96];          /* API_FRAME_REFUSED: what was wrong */
+    int head;              /* the method is HEAD (a reply has no body) */
+    int expect_continue;   /* the headers are in, a body is to come, and the client
+                              waits for "100 Continue" before it sends it */
+    /* the scan's own */
+    size_t max_head;       /* bytes of request line, headers and trailers (431 above) */
+    size_t max_body;       /* bytes of body, and of chunk-size lines (413 above) */
+    int part;              /* what is being read (request line, headers, body, ...) */
+    size_t head_bytes;     /* of request line, headers and trailers so far */
+    size_t framing;        /* of chunk-size lines so far */
+    int64_t body;          /* body bytes announced (Content-Length) or chunked so far */
+    int64_t left;          /* of the body or of the chunk being read */
+    char line[128];        /* the line being read: its first bytes */
+    size_t linelen;        /* its length so far (CR included) */
+    char last;             /* its last byte */
+    char tail[12];         /* its last bytes (the request line's version) */
+    int spaces;            /* spaces in the request line */
+    int no_body;           /* the method has none */
+    int http11;            /* HTTP/1.1 or later */
+    int expect;            /* Expect: 100-continue */
+    int ncl, nte;          /* Content-Length and Transfer-Encoding headers seen */
+    int cl_bad;            /* a Content-Length that is not digits */
+    int te_other;          /* a Transfer-Encoding other than chunked */
+} api_frame;
+
+/* Starts the scan of a request; max_head and max_body are the limits. */
+void api_frame_init(api_frame *f, size_t max_head, size_t max_body);
+/* Scans the next len bytes of the connection. Returns how many belong to the request:
+ * all while it goes on (state API_FRAME_MORE), fewer once it ended (API_FRAME_WHOLE:
+ * the request is every byte taken since api_frame_init) or was refused
+ * (API_FRAME_REFUSED); none once it is not API_FRAME_MORE. */
+size_t api_frame_scan(api_frame *f, const char *p, size_t len);
+
 /* ---- helpers, exposed for the tests ---- */
 
 /* Parses a decimal integer in [min, max] (no sign, no spaces, no leading '+').

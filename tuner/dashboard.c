@@ -18,6 +18,13 @@
  *    then waits for its next request), stopped when the request is complete (on_request:
  *    line, headers and body read); when it fires the connection is closed. An event
  *    stream, once started, has no deadline;
+ *  - a gate before evhttp's parser: evhttp 2.1 reads a request's body before the server
+ *    sees the request and answers bad bodies itself, wrongly (a Content-Length over the
+ *    limit is read and dropped before its 413, so 10^22 never gets one; a chunk size that
+ *    is not a number is 413). While a request is awaited, the connection's input buffer
+ *    is frozen at its front, so evhttp reads nothing; an evbuffer callback scans what
+ *    arrives (api_frame_scan) and thaws the buffer once the request is whole, or answers
+ *    400/413/431 itself at once and drops what the client still sends;
  *  - Server-Sent Events: a chunked reply per client, fed by one 250 ms poll of the store
  *    for every study that has clients (api_watch_poll, api_sse_changes), with a comment
  *    every 15 s to keep proxies and dead peers honest. A client that goes away is freed
@@ -62,6 +69,11 @@
 
 #define DASH_MAX_HEADERS 8192       /* bytes of request line and headers */
 #define DASH_MAX_BODY 4096          /* bytes of request body */
+#define DASH_MAX_HELD (DASH_MAX_HEADERS + 2 * DASH_MAX_BODY + 1024)
+                                    /* the most the gate holds back from evhttp, and so
+                                       evhttp's limit on a request's headers: they cannot
+                                       reach it (the gate answers 431 above 8 KiB); a body
+                                       with its chunk-size lines is at most 8 KiB */
 #define DASH_MAX_CONNS 64           /* open connections */
 #define DASH_MAX_CLIENTS 32         /* event streams */
 #define DASH_TIMEOUT_S 30           /* evhttp's idle timeouts: a connection that neither
@@ -83,12 +95,25 @@ static const char csp[] =
 
 typedef struct dash_client dash_client;
 
+/* What the gate does with the request a connection sends (see "the gate" below). */
+enum dash_gate {
+    GATE_HOLD,                       /* the request is not whole: evhttp reads nothing */
+    GATE_PASSED,                     /* it is, and evhttp may read it */
+    GATE_REFUSED                     /* it was answered: what comes is dropped */
+};
+
 /* One connection, adopted (counted) right after it was accepted. */
 typedef struct dash_conn {
     dash_server *d;
     struct evhttp_connection *evcon;
     struct event *deadline;          /* closes it when a request is not whole in time;
                                         pending only while a request is awaited */
+    int awaiting;                    /* a request is awaited (the deadline runs) */
+    int gate;                        /* enum dash_gate, while awaiting */
+    api_frame frame;                 /* the awaited request, scanned */
+    size_t scanned;                  /* bytes of the input buffer frame has seen */
+    int continued;                   /* "100 Continue" sent for it */
+    struct evbuffer_cb_entry *input_cb; /* on_input, on the connection's input buffer */
     dash_client *client;             /* the event stream on it, or NULL */
     struct dash_conn *prev, *next;   /* d->conns */
 } dash_conn;
@@ -234,6 +259,7 @@ static const char *reason(int status) {
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
@@ -250,9 +276,20 @@ static void common_headers(struct evhttp_request *req, const char *type, int no_
     evhttp_add_header(h, "Cache-Control", no_store ? "no-store" : "no-cache");
 }
 
+/* Sends a whole reply. A HEAD request gets the GET's headers, its Content-Length
+ * included, and no body (RFC 9110 9.3.2): evhttp 2.1 writes the body it is given even
+ * for HEAD, and adds no Content-Length then. */
 static void send_body(struct evhttp_request *req, int status, const char *type, int no_store,
                       const void *body, size_t len) {
     common_headers(req, type, no_store);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        if (status != 204) { /* a 204 has no Content-Length (RFC 9110 8.6) */
+            char n[24];
+            snprintf(n, sizeof n, "%zu", len);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", n);
+        }
+        len = 0;
+    }
     struct evbuffer *b = evbuffer_new();
     if (!b) tn_out_of_memory("a reply's buffer");
     if (len) evbuffer_add(b, body, len);
@@ -300,14 +337,102 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
     else d->conns = conn->next;
     if (conn->next) conn->next->prev = conn->prev;
     d->nconns--;
+    evbuffer_remove_cb_entry(bufferevent_get_input(evhttp_connection_get_bufferevent(evcon)),
+                             conn->input_cb);
     event_free(conn->deadline); /* this may be its own callback's doing: allowed */
     free(conn);
-    (void)evcon;
 }
 
-/* The connection now waits for a request: it has d->request_tv to send all of it. */
+/* ---------------------------------------------------------------------------------
+ * Connections: the gate
+ * --------------------------------------------------------------------------------- */
+
+/* The reply to a refused request, written to the socket at once: no reply is under way
+ * (a request is awaited), so the socket's buffer is empty and it all fits. Then the
+ * sending side is shut (the client sees the end of the reply) and the gate drops what
+ * still comes, until the client closes or the deadline fires. */
+static void gate_refuse(dash_conn *conn) {
+    const api_frame *f = &conn->frame;
+    api_reply r = {0};
+    api_error(&r, f->status,
+              f->status == 413   ? "the dashboard takes no request body over 4 KiB"
+              : f->status == 431 ? "send at most 8 KiB of request line and headers"
+                                 : "send a well-formed HTTP/1.1 request (RFC 9112)",
+              "%s", f->why);
+    tn_buf b = {0};
+    tn_buf_printf(&b,
+                  "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
+                  "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
+                  "X-Frame-Options: DENY\r\nContent-Security-Policy: %s\r\n"
+                  "Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                  f->status, reason(f->status), csp, r.body.len);
+    if (!f->head) tn_buf_add(&b, r.body.data, r.body.len);
+    int sock = bufferevent_getfd(evhttp_connection_get_bufferevent(conn->evcon));
+    ssize_t sent = send(sock, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent; /* best effort: the connection is closed either way */
+    shutdown(sock, SHUT_WR);
+    tn_buf_clear(&b);
+    api_reply_clear(&r);
+    conn->gate = GATE_REFUSED;
+}
+
+/* Looks at what the connection sent since the last look, while a request is awaited:
+ * lets a whole request through to evhttp, answers one that is refused, says "100
+ * Continue" to a client that waits for it, and drops what a refused one sends. */
+static void gate_scan(dash_conn *conn) {
+    if (!conn->awaiting || conn->gate == GATE_PASSED) return;
+    struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+    size_t len = evbuffer_get_length(in);
+    /* evbuffer_peek: the buffer's own bytes, in place (a copy-out refuses a frozen one) */
+    while (conn->gate == GATE_HOLD && conn->frame.state == API_FRAME_MORE && conn->scanned < len) {
+        struct evbuffer_ptr pos;
+        struct evbuffer_iovec v[8];
+        if (evbuffer_ptr_set(in, &pos, conn->scanned, EVBUFFER_PTR_SET) != 0) break;
+        int n = evbuffer_peek(in, (ev_ssize_t)(len - conn->scanned), &pos, v, 8);
+        if (n <= 0) break;
+        for (int i = 0; i < n && i < 8 && conn->frame.state == API_FRAME_MORE; i++)
+            conn->scanned += api_frame_scan(&conn->frame, v[i].iov_base, v[i].iov_len);
+    }
+    if (conn->gate == GATE_HOLD) {
+        if (conn->frame.state == API_FRAME_WHOLE) {
+            conn->gate = GATE_PASSED;
+            evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */
+            return;
+        }
+        if (conn->frame.state == API_FRAME_MORE) {
+            if (conn->frame.expect_continue && !conn->continued) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                ssize_t sent = send(bufferevent_getfd(evhttp_connection_get_bufferevent(conn->evcon)),
+                                    cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)sent; /* if it is lost, the client sends the body after its wait */
+                conn->continued = 1;
+            }
+            return;
+        }
+        gate_refuse(conn);
+    }
+    evbuffer_unfreeze(in, 1); /* refused: what came is dropped */
+    evbuffer_drain(in, evbuffer_get_length(in));
+    evbuffer_freeze(in, 1);
+}
+
+/* Bytes arrived on a connection (before evhttp's read callback sees them). */
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg) {
+    if (info->n_added) gate_scan(arg); /* the gate's own drains come here too */
+    (void)in;
+}
+
+/* The connection now waits for a request: it has d->request_tv to send all of it, and
+ * the gate holds it back from evhttp until it is whole. */
 static void conn_await_request(dash_conn *conn) {
+    conn->awaiting = 1;
+    conn->gate = GATE_HOLD;
+    api_frame_init(&conn->frame, DASH_MAX_HEADERS, DASH_MAX_BODY);
+    conn->scanned = 0;
+    conn->continued = 0;
+    evbuffer_freeze(bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon)), 1);
     evtimer_add(conn->deadline, &conn->d->request_tv);
+    gate_scan(conn); /* what the client sent after its previous request */
 }
 
 /* A request was not whole in time (or no request came): close the connection. Nothing
@@ -381,7 +506,8 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
         conn->d = d;
         conn->evcon = evcon;
         conn->deadline = evtimer_new(d->base, on_deadline, conn);
-        if (!conn->deadline) tn_out_of_memory("a connection's timer");
+        conn->input_cb = evbuffer_add_cb(bufferevent_get_input(bev), on_input, conn);
+        if (!conn->deadline || !conn->input_cb) tn_out_of_memory("a connection's timer");
         conn_await_request(conn);
         conn->next = d->conns;
         if (d->conns) d->conns->prev = conn;
@@ -522,13 +648,17 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
         return;
     }
     api_reply r = {0};
-    if (head_only) { /* HEAD: the headers a stream would get, no stream */
+    if (head_only) { /* HEAD: the headers a stream would get, and no stream */
         api_watch probe;
         if (api_watch_open(d->st, study, &probe, &r) != 0) {
             send_api(req, &r);
         } else {
+            /* as the GET's, without Transfer-Encoding and with no Content-Length: a
+             * stream has no length, and a HEAD reply no body (evhttp adds neither) */
             api_watch_clear(&probe);
-            send_body(req, 200, "text/event-stream", 1, NULL, 0);
+            common_headers(req, "text/event-stream", 1);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "X-Accel-Buffering", "no");
+            evhttp_send_reply(req, 200, "OK", NULL);
         }
         api_reply_clear(&r);
         return;
@@ -718,7 +848,10 @@ static void on_request(struct evhttp_request *req, void *arg) {
     /* The request is whole: its connection's deadline stops until the reply is done. */
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
-    if (conn) evtimer_del(conn->deadline);
+    if (conn) {
+        evtimer_del(conn->deadline);
+        conn->awaiting = 0;
+    }
     evhttp_request_set_on_complete_cb(req, on_reply_done, d); /* a stream sets its own */
 
     if (host_header(req, &host) != 0) { /* malformed: answered, then the connection closed */
@@ -940,10 +1073,10 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     d->port = a.port;
     snprintf(d->host, sizeof d->host, "%s", a.host);
 
-    evhttp_set_max_headers_size(d->http, DASH_MAX_HEADERS);
+    /* the gate enforces the limits before evhttp reads a request (DASH_MAX_HELD) */
+    evhttp_set_max_headers_size(d->http, DASH_MAX_HELD);
     evhttp_set_max_body_size(d->http, DASH_MAX_BODY);
     evhttp_set_timeout(d->http, DASH_TIMEOUT_S);
-    evhttp_set_flags(d->http, EVHTTP_SERVER_LINGERING_CLOSE);
     /* every method reaches on_request, which answers 405 itself (with Allow) */
     evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

@@ -7,11 +7,13 @@ Runs real studies of small fake replicas (a Python script written into WORKDIR t
 reports a learning curve by the cloudml-hypertune file protocol and prints a planted
 <script> tag and invalid UTF-8 into its log), with the dashboard on a free loopback
 port, and checks what docs/dashboard.md promises: every endpoint's status and JSON
-shape, paging, sorting and filters, errors (400, 401, 403, 404, 405, 409, 413),
+shape, paging, sorting and filters, errors (400, 401, 403, 404, 405, 409, 413, 431),
 path traversal, the token (its file and mode, header and query forms, constant-time
 compare aside), the live event stream (trial, measurement and study events within a
 second of the store, Last-Event-ID), cancelling, ports in use, non-loopback addresses,
-`tuner serve`, response headers, the Host rules, escaping of planted markup, SIGPIPE,
+`tuner serve`, response headers, the Host rules, HEAD (headers only, on a kept-alive
+connection), request framing (a body's length or chunks judged at once: 413, 400, 431,
+100 Continue), escaping of planted markup, SIGPIPE,
 the connection cap, slow clients (Slowloris, against a 2 s request deadline set with
 TUNER_DASHBOARD_REQUEST_TIMEOUT) and bench_dashfill's message for a missing study.
 Python standard library only.
@@ -471,6 +473,22 @@ check("favicon", request(sport, "GET", "/favicon.ico")[0] in (200, 204))
 check("unknown_file_404", request(sport, "GET", "/nope.js")[0] == 404)
 s_, h_, b_ = request(sport, "HEAD", "/api/studies")
 check("head_ok", s_ == 200 and b_ == b"" and h_.get("content-type", "").startswith("application/json"))
+# HEAD (RFC 9110 9.3.2): the GET's headers, its Content-Length too, and no body, so the
+# next response on a kept-alive connection starts right after the headers
+for path in ["/api/studies", "/api/studies/dash", "/app.js", "/", "/api/studies/nosuch",
+             "/api/events?study=nosuch"]:
+    g_ = request(sport, "GET", path)
+    resp = raw(sport, b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+               b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    cl = re.search(rb"(?im)^content-length: *(\d+)\r?$", head)
+    check("head_no_body " + path, status_of(head) == g_[0] and rest.startswith(b"HTTP/1.1 204 ") and
+          cl is not None and int(cl.group(1)) == len(g_[2]), resp[:400])
+resp = raw(sport, b"HEAD /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+           b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+head, _, rest = resp.partition(b"\r\n\r\n")
+check("head_stream_headers_only", status_of(head) == 200 and b"text/event-stream" in head and
+      b"Content-Length" not in head and rest.startswith(b"HTTP/1.1 204 "), resp[:400])
 
 # methods, sizes
 s_, h_, d_ = request(sport, "PUT", "/api/studies", body=b"{}")
@@ -489,6 +507,46 @@ check("huge_body_413", s_ == 413, s_)
 resp = raw(sport, b"GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000 +
            b"\r\n\r\n")
 check("huge_headers_rejected", status_of(resp) in (400, 413, 431) or resp == b"", resp[:60])
+check("huge_headers_431_json", status_of(resp) == 431 and b'"error"' in resp, resp[:300])
+# a request's framing is judged as it arrives, before evhttp reads a body: a length over
+# 4 KiB (however large) is 413 at once, one that is not a number 400; a chunk size that
+# is not hex 400, chunks over 4 KiB 413; the reply is JSON and the connection closed
+CANCEL = b"POST /api/studies/dash/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+CHUNKED = b"Transfer-Encoding: chunked\r\n\r\n"
+for name, data, want in [
+        ("huge_content_length_413", CANCEL + b"Content-Length: 99999999999999999999999\r\n\r\nabc", 413),
+        ("big_content_length_413", CANCEL + b"Content-Length: 4097\r\n\r\n", 413),
+        ("bad_content_length_400", CANCEL + b"Content-Length: 12abc\r\n\r\n", 400),
+        ("two_content_lengths_400", CANCEL + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+        ("bad_chunk_size_400", CANCEL + CHUNKED + b"zzzz\r\nabc\r\n0\r\n\r\n", 400),
+        ("big_chunk_413", CANCEL + CHUNKED + b"1001\r\n", 413),
+        ("chunked_with_length_400", CANCEL + b"Content-Length: 3\r\n" + CHUNKED, 400),
+        ("head_refused_no_body", b"HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * 9000 +
+         b"\r\n\r\n", 431)]:
+    t0 = time.time()
+    resp = raw(sport, data, timeout=5)
+    took = time.time() - t0
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    cl = re.search(rb"(?im)^content-length: *(\d+)\r?$", head)
+    check(name, status_of(resp) == want and took < 1.5 and b"connection: close" in head.lower() and
+          cl is not None and len(rest) == (0 if data.startswith(b"HEAD") else int(cl.group(1))) and
+          (data.startswith(b"HEAD") or b'"error"' in rest), "%.1f s: %s" % (took, resp[:300]))
+# well-formed bodies still pass, and the next request on the connection is read after them
+resp = raw(sport, CANCEL + CHUNKED + b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n" + CANCEL +
+           b"Content-Length: 2\r\n\r\n{}GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           b"Connection: close\r\n\r\n")
+check("bodies_then_next_request", [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", resp)] ==
+      [401, 401, 204], resp[:200])
+# Expect: 100-continue: "100 Continue" once the headers are in, then the answer
+s = socket.create_connection(("127.0.0.1", sport), timeout=5)
+s.sendall(CANCEL + ("Authorization: Bearer %s\r\n" % stoken).encode() +
+          b"Expect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+first = s.recv(100)
+s.sendall(b"{}")
+second = s.recv(4096)
+s.close()
+check("expect_100_continue", first == b"HTTP/1.1 100 Continue\r\n\r\n" and
+      status_of(second) == 409, "%r %r" % (first, second[:100]))
 check("server_alive_after_bad_requests", get_json(sport, "/api/studies")[0] == 200)
 s_, _, d_ = request(sport, "GET", "/api/studies", headers={"Host": "evil.example:%d" % sport})
 check("foreign_host_refused", s_ == 403, s_)

@@ -3,7 +3,8 @@
  * (tuner/api.h, the dashboard section of tuner/store.h; docs/dashboard.md).
  *
  * Table-driven: routing and the strict parsing of path segments (traversal attempts
- * included), replica names, integers, Last-Event-IDs; JSON text (escaping of markup,
+ * included), replica names, integers, Last-Event-IDs; request framing (where a request
+ * ends, and every refusal: 400, 413, 431); JSON text (escaping of markup,
  * control characters and line separators; shortest numbers); UTF-8 cleaning; the tail
  * of a log (lines, partial first block, CRLF, no final newline, empty files, a file
  * larger than the read limit, symbolic links refused). Against a store: the migration
@@ -224,6 +225,88 @@ static void test_parse_int(void) {
     CHECK(api_cursor_parse("a.1", &c) != 0);
     CHECK(api_cursor_parse("1.-1", &c) != 0);
     CHECK(api_cursor_parse(NULL, &c) != 0);
+}
+
+/* Request framing (api_frame_scan), with small limits: 128 bytes of head, 16 of body.
+ * Each request is scanned whole and again a byte at a time: the same outcome. */
+static void test_request_framing(void) {
+    enum { MORE = API_FRAME_MORE, WHOLE = API_FRAME_WHOLE, NO = API_FRAME_REFUSED };
+    static const struct {
+        const char *text;
+        int state, status; /* the outcome */
+        int taken;         /* bytes of the request (-1: all of text) */
+        int expect_continue;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /next", WHOLE, 0, 27, 0},
+        {"GET / HTTP/1.1\nHost: a\n\nGET", WHOLE, 0, 24, 0},      /* bare LF, as evhttp */
+        {"GET / HTTP/1.1\r\nHost", MORE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET", WHOLE, 0, 42, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 16\r\n\r\n0123456789abcdef", WHOLE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET", WHOLE, 0, 39, 0},
+        {"POST /c HTTP/1.1\r\ncontent-length:  2 \r\n\r\nab", WHOLE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 17\r\n\r\n", NO, 413, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", NO, 413, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: abc\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: -1\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: +1\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length:\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET",
+         WHOLE, 0, 61, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n3 x\r\nabc\r\n0\r\nX-T: 1\r\n\r\n",
+         WHOLE, 0, -1, 0},                                         /* a space ends a size */
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzzzz\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n", NO, 413, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n7\r\n",
+         NO, 413, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000001\r\n",
+         NO, 413, -1, 0},                                          /* the size lines' limit */
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", NO, 400, -1, 0},
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\nno colon\r\n\r\n", NO, 400, -1, 0},
+        {"GET /\r\n\r\n", NO, 400, -1, 0},
+        {"\r\nGET / HTTP/1.1\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\nX-Long: 01234567890123456789012345678901234567890123456789"
+         "01234567890123456789012345678901234567890123456789"
+         "01234567890123456789012345678901234567890123456789", NO, 431, -1, 0},
+        {"HEAD / HTTP/1.1\r\nContent-Length: 100\r\n\r\nGET", WHOLE, 0, 40, 0}, /* no body */
+        {"TRACE / HTTP/1.1\r\nContent-Length: 1\r\n\r\nGET", WHOLE, 0, 39, 0},
+        {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", MORE, 0, -1, 1},
+        {"POST /c HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", MORE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\n\r\n", WHOLE, 0, -1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        size_t len = strlen(t), want = cases[i].taken < 0 ? len : (size_t)cases[i].taken;
+        api_frame f, g;
+        api_frame_init(&f, 128, 16);
+        size_t took = api_frame_scan(&f, t, len);
+        api_frame_init(&g, 128, 16);
+        size_t one = 0;
+        while (one < len && g.state == API_FRAME_MORE) one += api_frame_scan(&g, t + one, 1);
+        CHECK_MSG(f.state == cases[i].state && f.status == cases[i].status &&
+                  f.expect_continue == cases[i].expect_continue, "case %zu: state %d status %d "
+                  "continue %d (%s)", i, f.state, f.status, f.expect_continue, f.why);
+        CHECK_MSG(f.state == API_FRAME_REFUSED || took == want, "case %zu: took %zu of %zu", i,
+                  took, want);
+        CHECK_MSG(g.state == f.state && g.status == f.status && (f.state != API_FRAME_WHOLE ||
+                  one == took), "case %zu: a byte at a time: state %d status %d took %zu", i,
+                  g.state, g.status, one);
+        CHECK_MSG(f.state != API_FRAME_REFUSED || f.why[0], "case %zu: no reason", i);
+    }
+    api_frame f;
+    api_frame_init(&f, 128, 16);
+    CHECK(api_frame_scan(&f, "HEAD / HTTP/1.1\r\n\r\n", 19) == 19 && f.head);
+    api_frame_init(&f, 1024, 16); /* a request line longer than the scan keeps: its version */
+    static const char longline[] = "POST /cancel?aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"
+                                   "Expect: 100-continue\r\nContent-Length: 1\r\n\r\n";
+    api_frame_scan(&f, longline, sizeof longline - 1);
+    CHECK(f.state == API_FRAME_MORE && f.expect_continue);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -992,6 +1075,7 @@ int main(void) {
     RUN(test_page_files);
     RUN(test_replica_names);
     RUN(test_parse_int);
+    RUN(test_request_framing);
     RUN(test_json_text);
     RUN(test_utf8_clean);
     RUN(test_tail);
