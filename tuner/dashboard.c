@@ -181,9 +181,10 @@ typedef struct dash_addr {
     int loopback;                    /* 127.0.0.0/8 or ::1 */
 } dash_addr;
 
-static int parse_address(const char *text, dash_addr *a, char *err, size_t errlen) {
-    static const char hint[] =
-        "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470, or off";
+static int parse_address(const char *text, dash_addr *a, int serve, char *err, size_t errlen) {
+    const char *hint =
+        serve ? "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470"
+              : "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470, or off";
     memset(a, 0, sizeof *a);
     const char *colon = strrchr(text, ':');
     if (!colon)
@@ -229,17 +230,17 @@ static int parse_address(const char *text, dash_addr *a, char *err, size_t errle
     return 0;
 }
 
-int dash_check_address(const char *listen, int public_access, char *err, size_t errlen) {
+int dash_check_address(const char *listen, int public_access, int serve, char *err,
+                       size_t errlen) {
     dash_addr a;
-    int rc = parse_address(listen, &a, err, errlen);
+    int rc = parse_address(listen, &a, serve, err, errlen);
     if (rc) return rc;
     if (!a.loopback && !public_access)
         return tn_error(err, errlen, TN_EINVAL,
                         "%s is not a loopback address: the dashboard would be open "
-                        "to the network\nhint: keep 127.0.0.1, or allow it with the public "
-                        "flag (--dashboard-public, or --public for serve); every API request "
-                        "then needs the token",
-                        a.bare);
+                        "to the network\nhint: keep 127.0.0.1, or allow it with %s; every "
+                        "API request then needs the token",
+                        a.bare, serve ? "--public" : "--dashboard-public");
     return 0;
 }
 
@@ -1002,10 +1003,10 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
         snprintf(text, sizeof text, "%s", c->listen);
     else
         snprintf(text, sizeof text, "%s:%d", DASH_DEFAULT_ADDR, DASH_DEFAULT_PORT);
-    int rc = dash_check_address(text, c->public_access, err, errlen);
+    int rc = dash_check_address(text, c->public_access, c->serve, err, errlen);
     if (rc) return rc;
     dash_addr a;
-    parse_address(text, &a, NULL, 0);
+    parse_address(text, &a, c->serve, NULL, 0);
 
     /* SIGPIPE would kill the process when a client goes away mid-write; the executor
      * restores every signal's default in the trials it starts. */
@@ -1041,9 +1042,11 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     if (!lev) {
         if (!explicit_addr && e == EADDRINUSE) {
             rc = tn_error(err, errlen, DASH_NO_PORT,
-                          "dashboard: ports %d to %d of %s are all in use; running without "
-                          "the dashboard\nhint: pick a free one with --dashboard=ADDR:PORT, "
-                          "or say --dashboard=off",
+                          c->serve ? "dashboard: ports %d to %d of %s are all in use\nhint: "
+                                     "pick a free one with --listen=ADDR:PORT (port 0: any)"
+                                   : "dashboard: ports %d to %d of %s are all in use; running "
+                                     "without the dashboard\nhint: pick a free one with "
+                                     "--dashboard=ADDR:PORT, or say --dashboard=off",
                           DASH_DEFAULT_PORT, DASH_DEFAULT_PORT + DASH_PORT_TRIES, a.bare);
             goto fail;
         }
@@ -1051,9 +1054,12 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
                                        ? TN_EINVAL : TN_EIO,
                       "dashboard: cannot listen on %s:%d: %s\nhint: %s", a.host, a.port,
                       strerror(e),
-                      e == EADDRINUSE ? "another process holds the port: pick another "
-                                        "(ADDR:PORT, or port 0 for any free one), or turn the "
-                                        "dashboard off (--dashboard=off)"
+                      e == EADDRINUSE && c->serve
+                          ? "another process holds the port: pick another with "
+                            "--listen=ADDR:PORT (port 0: any free one)"
+                      : e == EADDRINUSE ? "another process holds the port: pick another "
+                                          "(ADDR:PORT, or port 0 for any free one), or turn the "
+                                          "dashboard off (--dashboard=off)"
                       : e == EACCES   ? "ports below 1024 need privileges: pick a port above 1024"
                                       : "pick an address of this machine, or 127.0.0.1");
         goto fail;

@@ -40,11 +40,16 @@ typedef struct dash_config {
                             then needs the token) */
     const char *db;      /* the store's path: the server opens its own connection */
     FILE *log;           /* where "port N is in use; using M" is said; NULL: nowhere */
+    int serve;           /* 1: `tuner serve`'s (--listen, --public; the server is the
+                            command's point, so hints offer no "off"); 0: a study's
+                            (--dashboard, --dashboard-public, or --dashboard=off) */
 } dash_config;
 
-/* Checks a listen address ("ADDR:PORT") without binding it. 0, or TN_EINVAL with a
+/* Checks a listen address ("ADDR:PORT") without binding it, for `tuner serve` (serve
+ * 1) or a study's dashboard (0: the hints name those flags). 0, or TN_EINVAL with a
  * message and a hint. */
-int dash_check_address(const char *listen, int public_access, char *err, size_t errlen);
+int dash_check_address(const char *listen, int public_access, int serve, char *err,
+                       size_t errlen);
 
 /* Makes a server: binds the address (so a port in use is known at once), opens the
  * store, makes the token. Nothing is served before dash_start or dash_run. Returns 0

@@ -221,7 +221,7 @@ typedef struct run_flags {
 static int check_dashboard_flags(const run_flags *rf) {
     char err[1024];
     if (!rf->dashboard || !strcmp(rf->dashboard, "off")) return -1;
-    if (dash_check_address(rf->dashboard, rf->dashboard_public, err, sizeof err) != 0) {
+    if (dash_check_address(rf->dashboard, rf->dashboard_public, 0, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: --dashboard: %s\n", err);
         return TUNER_EXIT_USAGE;
     }
@@ -893,7 +893,7 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
     char err[1024];
-    if (listen && dash_check_address(listen, public_access, err, sizeof err) != 0) {
+    if (listen && dash_check_address(listen, public_access, 1, err, sizeof err) != 0) {
         fprintf(stderr, "tuner: error: --listen: %s\n", err);
         return TUNER_EXIT_USAGE;
     }
@@ -906,7 +906,7 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
         return TUNER_EXIT_NOT_FOUND;
     }
     dash_config c = {.listen = listen, .public_access = public_access, .db = env->db,
-                     .log = stderr};
+                     .log = stderr, .serve = 1};
     dash_server *dash = NULL;
     rc = dash_new(&c, &dash, err, sizeof err);
     if (rc) {

@@ -652,6 +652,11 @@ check("explicit_port_in_use_message",
       "tuner: error: dashboard: cannot listen on 127.0.0.1:%d: Address already in use" % port2
       in r.stderr and "hint:" in r.stderr, r.stderr)
 check("explicit_port_in_use_nothing_stored", run_tuner(["show", "other"]).returncode == 4)
+# serve has no --dashboard flag and cannot be off: its hints name --listen
+r = run_tuner(["serve", "--listen=127.0.0.1:%d" % port2])
+check("serve_port_in_use_exit2", r.returncode == 2, "%d %s" % (r.returncode, r.stderr))
+check("serve_port_in_use_hint", "hint: another process holds the port: pick another with "
+      "--listen=ADDR:PORT" in r.stderr and "--dashboard" not in r.stderr, r.stderr)
 wait_for(lambda: (get_json(port2, "/api/studies/long")[2] or {}).get("counts", {})
          .get("RUNNING", 0) == 2, 15)
 s_, _, d_ = request(port2, "POST", "/api/studies/long/cancel")
@@ -685,8 +690,14 @@ check("non_loopback_run_exit2", r.returncode == 2 and "not a loopback address" i
 check("non_loopback_run_nothing_stored", run_tuner(["show", "other"]).returncode == 4)
 r = run_tuner(["serve", "--listen=0.0.0.0:0"])
 check("non_loopback_serve_exit2", r.returncode == 2 and "not a loopback address" in r.stderr)
+check("non_loopback_serve_hint", "allow it with --public;" in r.stderr, r.stderr)
 r = run_tuner(["serve", "--listen=nonsense"])
 check("bad_address_exit2", r.returncode == 2 and "hint:" in r.stderr, r.stderr)
+check("bad_address_serve_no_off", "[::1]:8470\n" in r.stderr and "or off" not in r.stderr,
+      r.stderr)
+r = run_tuner(["run", "other.json", "--dashboard=nonsense"])
+check("bad_address_run_offers_off", r.returncode == 2 and "[::1]:8470, or off" in r.stderr,
+      r.stderr)
 
 pub = subprocess.Popen([TUNER, "serve", "--listen=0.0.0.0:0", "--public"], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
