@@ -982,6 +982,14 @@ static int open_readonly(const char *path, const char *why, st_store **out, char
 int st_open_read(const char *path, st_store **out, char *err, size_t errlen) {
     assert(path && out);
     *out = NULL;
+    /* An empty file is not a store yet, and a reader must not make it one (st_open
+     * would write the schema into it). */
+    struct stat eb;
+    if (stat(path, &eb) == 0 && S_ISREG(eb.st_mode) && eb.st_size == 0)
+        return tn_error(err, errlen, TN_EFORMAT,
+                        "%s is an empty file, not a tuner store; `tuner run` or `tuner "
+                        "create` makes a store there",
+                        path);
     int rc = st_open(path, out, err, errlen);
     char why[512];
     if (rc == 0 || !why_unwritable(path, why, sizeof why)[0]) return rc;

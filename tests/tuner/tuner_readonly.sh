@@ -43,6 +43,20 @@ spec waiting 2
 "$TUNER" create waiting.json --db=store/t.db >/dev/null
 sum_before=$(sha256sum store/t.db | cut -d' ' -f1)
 
+# An empty file is not a store: the reading commands say so and leave it empty (st_open
+# would have written a new schema into it).
+: >empty.db
+for c in list "show done" "trials done" "best done" "logs done 1"; do
+  # shellcheck disable=SC2086
+  out=$("$TUNER" $c --db=empty.db 2>&1); rc=$?
+  if [ $rc -eq 1 ] && grep -q "empty.db is an empty file, not a tuner store" <<<"$out"; then
+    ok "empty_store_${c%% *}"
+  else
+    fail "empty_store_${c%% *}" "exit $rc: $out"
+  fi
+done
+check empty_store_left_empty test ! -s empty.db
+
 # read_only_checks LABEL DB [RUNAS...]: every command against DB as RUNAS.
 read_only_checks() {
   local label=$1 db=$2
