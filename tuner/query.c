@@ -1061,6 +1061,13 @@ static int print_log(st_store *st, const st_study *study, const tn_spec *spec, s
     char err[512];
     int rc = TUNER_EXIT_OK;
     int asktell = spec->ncommand == 0 && !spec->python_module; /* no logs will come */
+    if (follow && !asktell && !st_trial_state_final(trial->state) &&
+        study->state != ST_STUDY_RUNNING) /* else it would look like a hang */
+        fprintf(stderr,
+                "tuner: note: study %s is %s: no tuner is running it, so trial %lld stays %s "
+                "until 'tuner resume %s'; following anyway (Ctrl-C stops)\n",
+                study->name, st_study_state_name(study->state), (long long)trial->number,
+                st_trial_state_name(trial->state), study->name);
     for (;;) {
         int active = !st_trial_state_final(trial->state);
         if (!in) { /* never blocks: a replica may have made its log a FIFO */

@@ -1041,6 +1041,12 @@ check show_counts grep -q "SUCCEEDED" <<<"$("$TUNER" show real)"
 check trials_csv_header grep -q "^number,state,objective" <<<"$("$TUNER" trials real --format=csv)"
 check logs_chief grep -q "training mlp" <<<"$("$TUNER" logs real 1)"
 check logs_follow_finished grep -q "saved the model" <<<"$(timeout 20 "$TUNER" logs real 2 -f)"
+# following a trial of a study no tuner runs says so (it would wait silently otherwise)
+spec idlefollow BASIC "" 2 1 '["/bin/true"]'
+"$TUNER" create idlefollow.json >/dev/null && "$TUNER" ask idlefollow >/dev/null
+err=$(timeout 2 "$TUNER" logs idlefollow 1 -f 2>&1); rc=$?
+check logs_follow_idle_waits test $rc -eq 124
+check logs_follow_idle_says grep -q "tuner: note: study idlefollow is CREATED: no tuner is running it, so trial 1 stays PENDING until 'tuner resume idlefollow'" <<<"$err"
 err=$("$TUNER" logs real 1 --replica=ps:0 2>&1); rc=$?
 check logs_missing_replica_exit4 test $rc -eq 4
 err=$("$TUNER" show nosuch 2>&1); rc=$?
