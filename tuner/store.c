@@ -678,6 +678,13 @@ static int check_path(const char *path, char *err, size_t errlen) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return tn_error(err, errlen, TN_EINVAL, "%s is a folder, not a tuner store", path);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s is a %s, not a tuner store (a store is a regular file)", path,
+                        S_ISFIFO(sb.st_mode)   ? "FIFO"
+                        : S_ISSOCK(sb.st_mode) ? "socket"
+                        : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "device"
+                                                                     : "special file");
     const char *slash = strrchr(path, '/');
     if (!slash || slash == path) return 0; /* the working folder, or / */
     size_t n = (size_t)(slash - path);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,6 +179,20 @@ static void test_open_missing_folder(void) {
     CHECK(rc < 0);
     CHECK_STR_CONTAINS(err, "is a folder");
     st_close(s);
+    /* Nor a FIFO (SQLite said "disk I/O error (Illegal seek)"), for writers and readers;
+     * opening it must not block either. */
+    tmp_path(path, sizeof path, "fifo.db");
+    CHECK(mkfifo(path, 0600) == 0);
+    s = NULL;
+    err[0] = '\0';
+    CHECK_INT_EQ(st_open(path, &s, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "is a FIFO, not a tuner store");
+    CHECK(s == NULL);
+    err[0] = '\0';
+    CHECK_INT_EQ(st_open_read(path, &s, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "is a FIFO, not a tuner store");
+    CHECK(s == NULL);
+    unlink(path);
 }
 
 /* ---------------------------------------------------------------------------------
