@@ -1245,7 +1245,8 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
         rc = tn_error(err, errlen, TN_EINVAL,
                       "cannot run '%s': not found or not executable\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "
-                      "PATH)",
+                      "PATH); a stored study (resume) runs the command it was created with, "
+                      "so put the program back there",
                       program);
     free(program);
     if (rc) return rc;

@@ -142,6 +142,13 @@ spec missing BASIC "" 1 1 '["no-such-program-xyz"]'
 err=$("$TUNER" run missing.json 2>&1); rc=$?
 check missing_program_exit2 test $rc -eq 2
 check missing_program_message grep -q "cannot run 'no-such-program-xyz'" <<<"$err"
+# a stored study whose program is gone: the hint says the stored command is what runs
+printf '#!/bin/sh\nexit 0\n' >gone-prog.sh && chmod +x gone-prog.sh
+spec goneprog BASIC "" 1 1 "[\"$WORK/gone-prog.sh\"]"
+"$TUNER" create goneprog.json >/dev/null && rm gone-prog.sh
+err=$("$TUNER" resume goneprog --quiet 2>&1); rc=$?
+check resume_missing_program_exit2 test $rc -eq 2
+check resume_missing_program_hint grep -q "a stored study (resume) runs the command it was created with" <<<"$err"
 
 spec huge BASIC '"resources": {"chief": {"cores": 64}},' 1 1 '["/bin/true"]'
 err=$("$TUNER" run huge.json --cores=2 2>&1); rc=$?
