@@ -252,6 +252,45 @@ int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
     return study_tell_values(st, study, number, failed, &objective, 1, err, errlen);
 }
 
+/* study_tell_values's check and write, as one transaction. */
+typedef struct tell_ctx {
+    const st_study *study;
+    int64_t number;
+    int failed;
+    const double *values;
+    size_t nvalues;
+    char *err;
+    size_t errlen;
+} tell_ctx;
+
+static int tell_in_transaction(st_store *st, void *arg) {
+    const tell_ctx *c = arg;
+    st_trial t;
+    int found;
+    int rc = st_trial_get(st, c->study->id, c->number, &t, &found, c->err, c->errlen);
+    if (rc) return rc;
+    if (!found)
+        return tn_error(c->err, c->errlen, TN_EINVAL, "study %s has no trial %lld",
+                        c->study->name, (long long)c->number);
+    if (st_trial_state_final(t.state)) {
+        rc = tn_error(c->err, c->errlen, TN_EINVAL, "trial %lld of %s is already %s",
+                      (long long)c->number, c->study->name, st_trial_state_name(t.state));
+        st_trial_clear(&t);
+        return rc;
+    }
+    t.state = c->failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
+    t.has_objective = !c->failed;
+    t.objective = c->failed ? 0.0 : c->values[0];
+    t.nvalues = c->failed ? 0 : (int)c->nvalues;
+    for (size_t k = 0; k < c->nvalues && !c->failed; k++) t.values[k] = c->values[k];
+    t.finished = wall_clock();
+    if (t.started == 0) t.started = t.created;
+    t.attempts = t.attempts ? t.attempts : 1;
+    rc = st_trial_update(st, &t, c->err, c->errlen);
+    st_trial_clear(&t);
+    return rc;
+}
+
 int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
                       const double *values, size_t nvalues, char *err, size_t errlen) {
     if (!failed && (nvalues < 1 || nvalues > ST_MAX_VALUES))
@@ -261,35 +300,11 @@ int study_tell_values(st_store *st, const st_study *study, int64_t number, int f
         if (!isfinite(values[k]))
             return tn_error(err, errlen, TN_EINVAL, "%s must be a finite number",
                             k ? "every value" : "the objective");
-    double objective = failed ? 0.0 : values[0];
-    st_trial t;
-    int found;
-    int rc = st_trial_get(st, study->id, number, &t, &found, err, errlen);
-    if (rc) return rc;
-    if (!found)
-        return tn_error(err, errlen, TN_EINVAL, "study %s has no trial %lld", study->name,
-                        (long long)number);
-    if (st_trial_state_final(t.state)) {
-        rc = tn_error(err, errlen, TN_EINVAL, "trial %lld of %s is already %s", (long long)number,
-                      study->name, st_trial_state_name(t.state));
-        st_trial_clear(&t);
-        return rc;
-    }
-    if (!failed && !isfinite(objective)) {
-        st_trial_clear(&t);
-        return tn_error(err, errlen, TN_EINVAL, "the objective must be a finite number");
-    }
-    t.state = failed ? ST_TRIAL_FAILED : ST_TRIAL_SUCCEEDED;
-    t.has_objective = !failed;
-    t.objective = failed ? 0.0 : objective;
-    t.nvalues = failed ? 0 : (int)nvalues;
-    for (size_t k = 0; k < nvalues && !failed; k++) t.values[k] = values[k];
-    t.finished = wall_clock();
-    if (t.started == 0) t.started = t.created;
-    t.attempts = t.attempts ? t.attempts : 1;
-    rc = st_trial_update(st, &t, err, errlen);
-    st_trial_clear(&t);
-    return rc;
+    /* The trial's state is read and written in one write transaction, so of two tells
+     * of one trial at the same moment the second finds it finished. */
+    tell_ctx c = {study, number, failed, values, nvalues, err, errlen};
+    if (errlen > 0) err[0] = '\0';
+    return st_transaction(st, tell_in_transaction, &c, err, errlen);
 }
 
 long study_best_index(const st_trial *t, size_t n, int goal) {

@@ -882,6 +882,15 @@ check tell_value_says grep -q "VALUE must be a finite decimal number (as 0.873, 
 check tell_value_refused_stores_nothing test "$(trial_field asktell state | sed -n 10p)" = PENDING
 "$TUNER" tell asktell 10 +1.5E-1 >/dev/null; rc=$?
 check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | sed -n 10p)" = 0.15
+# tells of one trial at the same moment: one is stored, the others find it finished
+sed 's/"asktell"/"tellrace"/' at.json >tellrace.json
+"$TUNER" create tellrace.json >/dev/null && "$TUNER" ask tellrace >/dev/null
+rm -f race.out
+for i in 1 2 3 4 5 6; do ("$TUNER" tell tellrace 1 "0.$i" >/dev/null 2>&1; echo "$i $?" >>race.out) & done
+wait
+check tell_race_one_stored test "$(awk '$2 == 0' race.out | wc -l)" -eq 1
+check tell_race_others_refused test "$(awk '$2 == 2' race.out | wc -l)" -eq 5
+check tell_race_value_kept test "$(trial_field tellrace objective)" = "0.$(awk '$2 == 0 {print $1}' race.out)"
 # ask and tell never change a study that a tuner runs: the lock, held by `tuner run`
 # (or `resume`), refuses them while asks and tells share it among themselves
 spec busy BASIC "" 4 2 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
