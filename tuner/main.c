@@ -380,6 +380,8 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         "run", "run SPEC.json|CONFIG.yaml [flags]", run_about, {"SPEC"}, 1, 0};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
+    if (rf.seed < 0 && tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
+        return cli_usage("run", "--seed must be 0 or more, got %lld", (long long)rf.seed);
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
         return cli_usage("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
@@ -543,7 +545,8 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         {"STUDY"}, 1, 0};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
-    if (rf.seed >= 0) return cli_usage("resume", "--seed is fixed when a study is created");
+    if (tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
+        return cli_usage("resume", "--seed is fixed when a study is created");
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
         return cli_usage("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
@@ -594,6 +597,8 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
         {"SPEC"}, 1, 0};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
+    if (seed < 0 && tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
+        return cli_usage("create", "--seed must be 0 or more, got %lld", (long long)seed);
     const char *path = argv[pos[0]];
     tn_spec spec;
     char err[1024], *raw = NULL;

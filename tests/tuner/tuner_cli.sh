@@ -142,6 +142,13 @@ spec missing BASIC "" 1 1 '["no-such-program-xyz"]'
 err=$("$TUNER" run missing.json 2>&1); rc=$?
 check missing_program_exit2 test $rc -eq 2
 check missing_program_message grep -q "cannot run 'no-such-program-xyz'" <<<"$err"
+# a negative --seed is refused (it was taken as "not given", so a random seed was drawn)
+for c in run create; do
+  err=$("$TUNER" $c good.json --seed=-5 2>&1); rc=$?
+  check "${c}_negative_seed_exit2" test $rc -eq 2
+  check "${c}_negative_seed_says" grep -q -- "--seed must be 0 or more, got -5" <<<"$err"
+done
+check negative_seed_nothing_stored test "$("$TUNER" show good >/dev/null 2>&1; echo $?)" -eq 4
 # a stored study whose program is gone: the hint says the stored command is what runs
 printf '#!/bin/sh\nexit 0\n' >gone-prog.sh && chmod +x gone-prog.sh
 spec goneprog BASIC "" 1 1 "[\"$WORK/gone-prog.sh\"]"
