@@ -836,11 +836,24 @@ static void read_param(ctx *c, json_t *p, int algorithm, seen_names *seen, tn_sp
                 ok = 0;
             } else if (read_number(c, v, &bound[b]) != 0) {
                 ok = 0;
-            } else if (type == SP_INTEGER &&
-                       (bound[b] != floor(bound[b]) || fabs(bound[b]) > MAX_EXACT_INT)) {
+            } else if (type == SP_INTEGER && bound[b] != floor(bound[b])) {
                 char num[32];
                 fail(c, "must be an integer for an INTEGER parameter, got %s",
                      fmt_num(bound[b], num, sizeof num));
+                ok = 0;
+            } else if (type == SP_INTEGER &&
+                       (fabs(bound[b]) > MAX_EXACT_INT ||
+                        (json_is_integer(v) && (json_integer_value(v) > (json_int_t)MAX_EXACT_INT ||
+                                                json_integer_value(v) < -(json_int_t)MAX_EXACT_INT)))) {
+                /* checked on the JSON integer too: 2^53 + 1 rounds to 2^53 as a double */
+                char num[32];
+                if (json_is_integer(v))
+                    snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                else
+                    fmt_num(bound[b], num, sizeof num);
+                fail(c, "must be from -2^53 to 2^53 (9007199254740992) for an INTEGER parameter, "
+                        "where every integer is exact as a double; got %s",
+                     num);
                 ok = 0;
             } else {
                 have[b] = 1;

@@ -366,6 +366,15 @@ static const bad_case BAD[] = {
                  "\"maxValue\": 4}"), NULL,
      "trainingInput.hyperparameters.params[1].minValue",
      "must be an integer for an INTEGER parameter, got 1.5", 0, 0},
+    /* beyond 2^53 (the first of these rounds to 2^53 as a double: checked as an integer) */
+    {PARAMS(P_LR ", {\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 1, "
+                 "\"maxValue\": 9007199254740993}"), NULL,
+     "trainingInput.hyperparameters.params[1].maxValue",
+     "must be from -2^53 to 2^53 (9007199254740992) for an INTEGER parameter, where every "
+     "integer is exact as a double; got 9007199254740993", 0, 0},
+    {PARAMS(P_LR ", {\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": -1e16, "
+                 "\"maxValue\": 4}"), NULL,
+     "trainingInput.hyperparameters.params[1].minValue", "got -1e+16", 0, 0},
     {PARAMS(P_LR ", {\"parameterName\": \"n\", \"type\": \"INTEGER\", \"minValue\": 8, "
                  "\"maxValue\": 4}"), NULL,
      "trainingInput.hyperparameters.params[1].maxValue", "must be >= minValue (8), got 4", 0, 0},
