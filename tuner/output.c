@@ -11,10 +11,13 @@
 #include "tuner/output.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
 #include "common/jsonutil.h"
 #include "common/status.h"
@@ -219,18 +222,68 @@ static json_t *row_json(const out_table *t, const cell *row) {
 
 /* ---- tables ---- */
 
-/* Columns of a table: display width, counting UTF-8 code points (not bytes). */
+/* wcwidth's answers need a UTF-8 character type; the tuner's own locale stays "C". */
+static locale_t utf8_ctype;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void utf8_ctype_open(void) {
+    utf8_ctype = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* The code point of the valid UTF-8 sequence at s, and its length in *len; -1 (and
+ * *len 1) for a byte that starts none. */
+static long utf8_decode(const unsigned char *s, size_t *len) {
+    int n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
+            : (s[0] & 0xF8) == 0xF0                 ? 4 : 0;
+    *len = 1;
+    if (n == 0) return -1;
+    long cp = n == 1 ? s[0] : s[0] & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return -1;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    *len = (size_t)n;
+    return cp;
+}
+
+/* Columns of a table: the display width of s on a terminal (wcwidth: two columns for
+ * CJK and most emoji, none for combining marks and invisible format characters), or,
+ * where the C.UTF-8 locale is missing, its code points. */
 static size_t display_width(const char *s) {
+    pthread_once(&utf8_once, utf8_ctype_open);
     size_t w = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80) w++;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t len;
+        long cp = utf8_decode(p, &len);
+        int cw = 1;
+        if (cp >= 0x80 && utf8_ctype) {
+            locale_t old = uselocale(utf8_ctype);
+            cw = wcwidth((wchar_t)cp);
+            uselocale(old);
+            if (cw < 0) cw = 1;
+        }
+        w += (size_t)cw;
+        p += len;
+    }
     return w;
 }
 
-/* Control characters (a newline in an error message) would break the rows apart. */
+/* Control characters would break the rows apart (a newline in an error message) or
+ * drive the terminal (ESC, or C1's CSI, U+009B, from a trial's metric names): C0, DEL
+ * and C1 (U+0080 to U+009F, two bytes in UTF-8) each become one space, in place. */
 static void flatten(char *s) {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = ' ';
+    char *o = s;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            *o++ = ' ';
+        } else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+            *o++ = ' ';
+            p++;
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
 }
 
 static void pad(tn_buf *b, size_t n) {
@@ -255,7 +308,13 @@ static void render_table(tn_buf *b, const out_table *t, const char *empty) {
     /* text[r * nvis + v]; row -1 (the header) is the titles */
     char **text = tn_xcalloc(t->nrows * nvis + 1, sizeof *text);
     size_t *width = tn_xcalloc(nvis + 1, sizeof *width);
-    for (size_t v = 0; v < nvis; v++) width[v] = display_width(t->cols[vis[v]].title);
+    char **title = tn_xcalloc(nvis + 1, sizeof *title); /* flattened: names may come from
+                                                            a spec or a trial's records */
+    for (size_t v = 0; v < nvis; v++) {
+        title[v] = tn_xstrdup(t->cols[vis[v]].title);
+        flatten(title[v]);
+        width[v] = display_width(title[v]);
+    }
     for (size_t r = 0; r < t->nrows; r++) {
         for (size_t v = 0; v < nvis; v++) {
             char *s = cell_text(&t->rows[r][vis[v]], CLI_TABLE);
@@ -268,7 +327,7 @@ static void render_table(tn_buf *b, const out_table *t, const char *empty) {
     for (size_t r = 0; r <= t->nrows; r++) { /* r == 0: header */
         size_t start = b->len;
         for (size_t v = 0; v < nvis; v++) {
-            const char *s = r == 0 ? t->cols[vis[v]].title : text[(r - 1) * nvis + v];
+            const char *s = r == 0 ? title[v] : text[(r - 1) * nvis + v];
             size_t gap = width[v] - display_width(s);
             if (v) tn_buf_str(b, "  ");
             if (t->cols[vis[v]].flags & OUT_RIGHT) pad(b, gap);
@@ -278,6 +337,8 @@ static void render_table(tn_buf *b, const out_table *t, const char *empty) {
         end_line(b, start);
     }
     for (size_t i = 0; i < t->nrows * nvis; i++) free(text[i]);
+    for (size_t v = 0; v < nvis; v++) free(title[v]);
+    free(title);
     free(text);
     free(width);
     free(vis);
@@ -364,24 +425,31 @@ int out_print_record(const out_table *t, int format, FILE *f, char *err, size_t 
         render_csv(&b, t, 1);
     } else {
         char **text = tn_xcalloc(t->ncols + 1, sizeof *text);
+        char **title = tn_xcalloc(t->ncols + 1, sizeof *title);
         size_t label = 0;
         for (size_t c = 0; c < t->ncols; c++) {
             if (t->cols[c].flags & OUT_NO_TABLE) continue;
             text[c] = cell_text(&row[c], CLI_TABLE);
             flatten(text[c]);
-            size_t w = display_width(t->cols[c].title) + 1;
+            title[c] = tn_xstrdup(t->cols[c].title);
+            flatten(title[c]);
+            size_t w = display_width(title[c]) + 1;
             if (text[c][0] && w > label) label = w;
         }
         for (size_t c = 0; c < t->ncols; c++) {
             if (!text[c] || !text[c][0]) continue;
             size_t start = b.len;
-            tn_buf_str(&b, t->cols[c].title);
+            tn_buf_str(&b, title[c]);
             tn_buf_str(&b, ":");
-            pad(&b, label - (display_width(t->cols[c].title) + 1) + 2);
+            pad(&b, label - (display_width(title[c]) + 1) + 2);
             tn_buf_str(&b, text[c]);
             end_line(&b, start);
         }
-        for (size_t c = 0; c < t->ncols; c++) free(text[c]);
+        for (size_t c = 0; c < t->ncols; c++) {
+            free(text[c]);
+            free(title[c]);
+        }
+        free(title);
         free(text);
     }
     return write_out(&b, f, err, errlen);

@@ -111,6 +111,35 @@ static void test_table_utf8_and_control_characters(void) {
     out_free(t);
 }
 
+/* Titles come from specs and from trials' metric records: flattened like cells; C1
+ * controls (U+0080 to U+009F: CSI, NEL) become a space like C0's; wide characters (CJK)
+ * take two columns and combining marks none, so the columns still line up. */
+static void test_table_titles_c1_and_wide_characters(void) {
+    out_table *t = out_new();
+    out_column(t, "word", "W\nORD\x1b[2J", 0); /* a title with a newline and ESC */
+    out_column(t, "x", "X", 0);
+    out_row(t);
+    out_str(t, "c1\xc2\x9b" "31m"); /* U+009B, CSI */
+    out_str(t, "1");
+    out_row(t);
+    out_str(t, "\xe6\xbc\xa2\xe5\xad\x97"); /* two CJK characters: 4 columns */
+    out_str(t, "2");
+    out_row(t);
+    out_str(t, "e\xcc\x81"); /* e and a combining acute: 1 column */
+    out_str(t, "3");
+    char *s = render(t, CLI_TABLE, NULL, 0);
+    CHECK_TEXT(s, "W ORD [2J  X\n"
+                  "c1 31m     1\n"
+                  "\xe6\xbc\xa2\xe5\xad\x97       2\n"
+                  "e\xcc\x81          3\n");
+    free(s);
+    s = render(t, CLI_TABLE, NULL, 1); /* as a record: the label too */
+    CHECK_TEXT(s, "W ORD [2J:  c1 31m\n"
+                  "X:          1\n");
+    free(s);
+    out_free(t);
+}
+
 static void test_csv_quoting(void) {
     out_table *t = out_new();
     out_column(t, "name", NULL, 0);
@@ -428,6 +457,7 @@ int main(void) {
     RUN(test_table_alignment);
     RUN(test_table_last_column_left_has_no_trailing_spaces);
     RUN(test_table_utf8_and_control_characters);
+    RUN(test_table_titles_c1_and_wide_characters);
     RUN(test_csv_quoting);
     RUN(test_numbers_read_naturally);
     RUN(test_json_escaping_reads_back);
