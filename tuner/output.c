@@ -36,6 +36,7 @@ typedef struct cell {
 typedef struct column {
     char *key;     /* JSON key, CSV header */
     char *title;   /* table header */
+    char *group;   /* out_column_in's, or NULL */
     int flags;     /* enum out_flag */
 } column;
 
@@ -67,6 +68,7 @@ void out_free(out_table *t) {
     for (size_t c = 0; c < t->ncols; c++) {
         free(t->cols[c].key);
         free(t->cols[c].title);
+        free(t->cols[c].group);
     }
     free(t->cols);
     free(t);
@@ -83,6 +85,12 @@ void out_column(out_table *t, const char *key, const char *title, int flags) {
     }
     t->cols[t->ncols++] = (column){.key = tn_xstrdup(key), .title = tn_xstrdup(title ? title : key),
                                    .flags = flags};
+}
+
+void out_column_in(out_table *t, const char *group, const char *key, const char *title,
+                   int flags) {
+    out_column(t, key, title, flags);
+    t->cols[t->ncols - 1].group = tn_xstrdup(group);
 }
 
 void out_row(out_table *t) {
@@ -359,13 +367,27 @@ static void csv_field(tn_buf *b, const char *s) {
     tn_buf_str(b, "\"");
 }
 
+/* Whether another CSV column than c has c's key. */
+static int csv_key_shared(const out_table *t, size_t c) {
+    for (size_t o = 0; o < t->ncols; o++)
+        if (o != c && !(t->cols[o].flags & OUT_NO_CSV) && !strcmp(t->cols[o].key, t->cols[c].key))
+            return 1;
+    return 0;
+}
+
 static void render_csv(tn_buf *b, const out_table *t, size_t nrows) {
     int first = 1;
     for (size_t c = 0; c < t->ncols; c++) {
         if (t->cols[c].flags & OUT_NO_CSV) continue;
         if (!first) tn_buf_str(b, ",");
         first = 0;
-        csv_field(b, t->cols[c].key);
+        if (t->cols[c].group && csv_key_shared(t, c)) {
+            char *k = tn_xasprintf("%s.%s", t->cols[c].group, t->cols[c].key);
+            csv_field(b, k);
+            free(k);
+        } else {
+            csv_field(b, t->cols[c].key);
+        }
     }
     tn_buf_str(b, "\n");
     for (size_t r = 0; r < nrows; r++) {

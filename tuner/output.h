@@ -41,6 +41,13 @@ void out_free(out_table *t);
  * header (NULL: the key). Both are copied. All columns come before the first row. */
 void out_column(out_table *t, const char *key, const char *title, int flags);
 
+/* out_column for a column named by the user (a parameter, a metric) in a group
+ * ("params", "metrics"): its CSV header is key, or GROUP.key where another CSV column
+ * has that key too (a parameter named "state", a metric named like a parameter), so
+ * that every header names one column. */
+void out_column_in(out_table *t, const char *group, const char *key, const char *title,
+                   int flags);
+
 /* Starts a row; the cells that follow fill its columns in declaration order (columns
  * left without a cell are empty / null). */
 void out_row(out_table *t);

@@ -199,7 +199,8 @@ static json_t *params_object(const st_trial *t) {
 static void param_columns(out_table *t, const tn_spec *spec) {
     for (size_t i = 0; i < spec->space.n; i++) {
         const sp_param *p = &spec->space.params[i];
-        out_column(t, p->name, p->name, OUT_NO_JSON | (p->type == SP_CATEGORICAL ? 0 : OUT_RIGHT));
+        out_column_in(t, "params", p->name, p->name,
+                      OUT_NO_JSON | (p->type == SP_CATEGORICAL ? 0 : OUT_RIGHT));
     }
 }
 
@@ -692,7 +693,8 @@ static int print_measurements(const report *r, const char *trial_s, const char *
     out_column(t, "replica", "REPLICA", 0);
     out_column(t, "attempt", "ATTEMPT", OUT_RIGHT);
     out_column(t, "metrics", NULL, OUT_NO_TABLE | OUT_NO_CSV);
-    for (size_t k = 0; k < nnames; k++) out_column(t, names[k], names[k], OUT_NO_JSON | OUT_RIGHT);
+    for (size_t k = 0; k < nnames; k++)
+        out_column_in(t, "metrics", names[k], names[k], OUT_NO_JSON | OUT_RIGHT);
     out_column(t, "timestamp", "TIMESTAMP", OUT_RIGHT);
     for (size_t i = 0; i < n; i++) {
         if (!metrics[i]) continue; /* another replica's */
@@ -734,7 +736,8 @@ static int print_measurements(const report *r, const char *trial_s, const char *
  * CSV; JSON has them in `values`). */
 static void metric_columns(out_table *t, const tn_spec *spec) {
     for (size_t k = 0; k < spec->nmetrics; k++)
-        out_column(t, spec->metrics[k].id, spec->metrics[k].id, OUT_RIGHT | OUT_NO_JSON);
+        out_column_in(t, "metrics", spec->metrics[k].id, spec->metrics[k].id,
+                      OUT_RIGHT | OUT_NO_JSON);
 }
 
 /* A trial's `values` object ({"metricId": value, ...}; null without an objective) and

@@ -140,6 +140,32 @@ static void test_table_titles_c1_and_wide_characters(void) {
     out_free(t);
 }
 
+/* A parameter or metric column whose key another CSV column has (a parameter named
+ * "state", a metric named like a parameter) gets its group as a prefix in the CSV
+ * header, so each header names one column; alone, it keeps its key. Tables and JSON
+ * are unchanged. */
+static void test_csv_group_keys(void) {
+    out_table *t = out_new();
+    out_column(t, "state", "STATE", 0);
+    out_column_in(t, "params", "state", "state", OUT_NO_JSON);
+    out_column_in(t, "params", "x", "x", OUT_NO_JSON);
+    out_column_in(t, "metrics", "x", "x", OUT_NO_JSON);
+    out_column_in(t, "metrics", "loss", "loss", OUT_NO_JSON);
+    out_row(t);
+    out_str(t, "SUCCEEDED");
+    out_str(t, "on");
+    out_int(t, 1);
+    out_num(t, 2.5);
+    out_num(t, 0.25);
+    char *s = render(t, CLI_CSV, NULL, 0);
+    CHECK_TEXT(s, "state,params.state,params.x,metrics.x,loss\nSUCCEEDED,on,1,2.5,0.25\n");
+    free(s);
+    s = render(t, CLI_TABLE, NULL, 0);
+    CHECK_TEXT(s, "STATE      state  x  x    loss\nSUCCEEDED  on     1  2.5  0.25\n");
+    free(s);
+    out_free(t);
+}
+
 static void test_csv_quoting(void) {
     out_table *t = out_new();
     out_column(t, "name", NULL, 0);
@@ -459,6 +485,7 @@ int main(void) {
     RUN(test_table_utf8_and_control_characters);
     RUN(test_table_titles_c1_and_wide_characters);
     RUN(test_csv_quoting);
+    RUN(test_csv_group_keys);
     RUN(test_numbers_read_naturally);
     RUN(test_json_escaping_reads_back);
     RUN(test_json_invalid_utf8_is_replaced);
