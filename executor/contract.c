@@ -191,9 +191,25 @@ void ex_strv_free(char **v) {
 
 int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *pid, char *err,
              size_t errlen) {
-    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* Never blocks the study loop: a replica may have left a FIFO where its log goes
+     * (opening one for writing waits for a reader), so the log is opened non-blocking
+     * and must be a regular file (docs/reliability.md). */
+    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
     if (logfd < 0)
-        return tn_error(err, errlen, TN_EIO, "cannot open log %s: %s", log_path, strerror(errno));
+        return tn_error(err, errlen, TN_EIO, "cannot open log %s: %s", log_path,
+                        errno == ENXIO ? "it is a FIFO, not a regular file" : strerror(errno));
+    struct stat sb;
+    if (fstat(logfd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(logfd);
+        return tn_error(err, errlen, TN_EIO, "cannot open log %s: not a regular file",
+                        log_path);
+    }
+    int fl = fcntl(logfd, F_GETFL);
+    if (fl < 0 || fcntl(logfd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(logfd);
+        return tn_error(err, errlen, TN_EIO, "cannot open log %s: %s", log_path, strerror(e));
+    }
     int pipefd[2];
     if (pipe(pipefd) != 0 || fcntl(pipefd[0], F_SETFD, FD_CLOEXEC) != 0 ||
         fcntl(pipefd[1], F_SETFD, FD_CLOEXEC) != 0) {

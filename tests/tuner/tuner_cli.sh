@@ -80,6 +80,14 @@ check flaky_exit0 test $? -eq 0
 check flaky_succeeded test "$(count_state flaky SUCCEEDED)" -eq 1
 check flaky_restarts grep -q '"restarts": 2' <<<"$("$TUNER" trials flaky --format=json)"
 check flaky_backoff_doubles test "$(event_details flaky restarted | sed 's/.*, in //' | tr '\n' ' ')" = "0.2 s 0.4 s "
+# A replica that leaves a FIFO where its log goes: the restart must not block the
+# tuner on opening it (it did, for good, deaf to SIGTERM); the trial fails naming it.
+spec logfifo BASIC '"restartPolicy": {"backoffSeconds": 0},' 1 1 \
+  '["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; rm -f $d/logs/chief-0.log; mkfifo $d/logs/chief-0.log; exit 1", "sh"]'
+timeout -k 5 30 "$TUNER" run logfifo.json --quiet >logfifo.out 2>&1; rc=$?
+check log_fifo_no_hang test $rc -eq 3
+check log_fifo_trial_failed test "$(count_state logfifo FAILED)" -eq 1
+check log_fifo_says grep -q "cannot open log .*/logs/chief-0.log: it is a FIFO, not a regular file" logfifo.out
 
 # A program that cannot run fails the same way every time: the trial fails after the
 # first identical repeat (not 24 runs), with its traceback in the error.
