@@ -29,6 +29,7 @@
 
 struct timeval ex__timeval(double s) {
     if (s < 0) s = 0;
+    if (s > 1e9) s = 1e9; /* 31 years: far beyond any limit, and time_t never overflows */
     struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
     return tv;
 }

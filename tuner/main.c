@@ -384,6 +384,8 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         return cli_usage("run", "--seed must be 0 or more, got %lld", (long long)rf.seed);
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
         return cli_usage("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+    if (rf.poll > 3600 || rf.grace > 86400)
+        return cli_usage("run", "--poll must be at most 3600 seconds and --grace at most 86400");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
@@ -549,6 +551,8 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         return cli_usage("resume", "--seed is fixed when a study is created");
     if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
         return cli_usage("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
+    if (rf.poll > 3600 || rf.grace > 86400)
+        return cli_usage("resume", "--poll must be at most 3600 seconds and --grace at most 86400");
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;
     st_study study = {0};

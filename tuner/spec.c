@@ -487,6 +487,8 @@ static int read_string_array(ctx *c, const json_t *v, int min_one, char ***out, 
 }
 
 /* A protobuf Duration ("600s", "1.5s") or a number of seconds; > 0. */
+#define DURATION_MAX 315576000.0 /* seconds in ten years: the longest duration a spec gives */
+
 static int read_duration(ctx *c, const json_t *v, double *out) {
     double d;
     if (json_is_number(v)) {
@@ -517,6 +519,12 @@ static int read_duration(ctx *c, const json_t *v, double *out) {
     if (!(d > 0) || isinf(d)) {
         char got[CLIP + 32];
         fail(c, "must be > 0 seconds, got %s", describe(v, got, sizeof got));
+        return -1;
+    }
+    if (d > DURATION_MAX) { /* past it a timer's seconds overflow: a trial timed out at once */
+        char got[CLIP + 32];
+        fail(c, "must be at most %.0f seconds (ten years), got %s", DURATION_MAX,
+             describe(v, got, sizeof got));
         return -1;
     }
     *out = d;

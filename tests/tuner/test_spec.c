@@ -272,6 +272,8 @@ static const bad_case BAD[] = {
     {TI("{\"trialTimeout\": \"1.s\"}"), NULL, "trainingInput.trialTimeout",
      "expected a duration", 0, 0},
     {TI("{\"trialTimeout\": 0}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
+    {TI("{\"trialTimeout\": \"10000000000000000000s\"}"), NULL, "trainingInput.trialTimeout",
+     "must be at most 315576000 seconds (ten years)", 0, 0},
     {TI("{\"trialTimeout\": \"-5s\"}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
     /* hyperparameters */
     {HP("{\"bayesianOptimization\": {\"initialTrials\": 0}}"), NULL,

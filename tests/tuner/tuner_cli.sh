@@ -157,6 +157,12 @@ for c in run create; do
   check "${c}_negative_seed_says" grep -q -- "--seed must be 0 or more, got -5" <<<"$err"
 done
 check negative_seed_nothing_stored test "$("$TUNER" show good >/dev/null 2>&1; echo $?)" -eq 4
+# huge --poll or --grace: refused (1e19 aborted libevent; a grace of 1e300 was "at once")
+for f in --poll=1e19 --grace=1e300; do
+  err=$("$TUNER" run good.json "$f" 2>&1); rc=$?
+  check "huge_${f%%=*}_exit2" test $rc -eq 2
+done
+check huge_poll_says grep -q -- "--poll must be at most 3600 seconds and --grace at most 86400" <<<"$err"
 # a stored study whose program is gone: the hint says the stored command is what runs
 printf '#!/bin/sh\nexit 0\n' >gone-prog.sh && chmod +x gone-prog.sh
 spec goneprog BASIC "" 1 1 "[\"$WORK/gone-prog.sh\"]"
