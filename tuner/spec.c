@@ -1339,6 +1339,23 @@ static void single_metric(tn_spec *out) {
     out->nmetrics = 1;
 }
 
+/* Whether name is a key the hypertune file protocol keeps for itself (docs/metrics.md):
+ * no record can report it as a metric, so a study measured by it could never succeed. */
+static int reserved_metric(const char *name) {
+    static const char *const RESERVED[] = {"checkpoint_path", "global_step", "timestamp",
+                                           "trial"};
+    for (size_t i = 0; i < NELEM(RESERVED); i++)
+        if (strcmp(name, RESERVED[i]) == 0) return 1;
+    return 0;
+}
+
+static void fail_reserved_metric(ctx *c, const char *name) {
+    fail(c, "\"%s\" is a key the hypertune file keeps for itself (checkpoint_path, "
+            "global_step, timestamp, trial): no trial can report it as a metric; name the "
+            "metric otherwise",
+         name);
+}
+
 /* One MetricSpec, {"metricId": "loss", "goal": "MINIMIZE"}, into *m (its id copied);
  * -1 when it has a problem (reported). */
 static int read_metric(ctx *c, json_t *obj, spec_metric *m) {
@@ -1350,7 +1367,7 @@ static int read_metric(ctx *c, json_t *obj, spec_metric *m) {
     const char *id = NULL;
     check_fields(c, obj, METRIC_FIELDS, NM);
     if ((v = enter(c, obj, "metricId"))) {
-        read_string(c, v, 1, &id);
+        if (read_string(c, v, 1, &id) == 0 && reserved_metric(id)) fail_reserved_metric(c, id);
         pop(c);
     } else {
         missing(c, obj, "metricId", METRIC_FIELDS, NM, "the metric's name in the hypertune file");
@@ -1457,6 +1474,7 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     if ((v = enter(c, hp, "hyperparameterMetricTag"))) {
         const char *tag;
         if (read_string(c, v, 1, &tag) == 0) {
+            if (reserved_metric(tag)) fail_reserved_metric(c, tag);
             free(out->metric_tag);
             out->metric_tag = tn_xstrdup(tag);
         }
@@ -1464,9 +1482,11 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
     }
     single_metric(out);
     if ((v = enter(c, hp, "metrics"))) {
-        const char *other = json_object_get(hp, "hyperparameterMetricTag") ? "hyperparameterMetricTag"
-                            : json_object_get(hp, "goal")                  ? "goal"
-                                                                           : NULL;
+        /* (null means not set: proto3 JSON) */
+        json_t *tag = json_object_get(hp, "hyperparameterMetricTag"), *goal = json_object_get(hp, "goal");
+        const char *other = tag && !json_is_null(tag)   ? "hyperparameterMetricTag"
+                            : goal && !json_is_null(goal) ? "goal"
+                                                          : NULL;
         if (other)
             fail(c, "give either metrics (Vertex AI) or hyperparameterMetricTag and goal (AI "
                     "Platform, one metric), not both: this spec has metrics and %s", other);

@@ -272,6 +272,13 @@ static const bad_case BAD[] = {
     {TI("{\"trialTimeout\": \"1.s\"}"), NULL, "trainingInput.trialTimeout",
      "expected a duration", 0, 0},
     {TI("{\"trialTimeout\": 0}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
+    /* the hypertune file's own keys cannot be metrics: no trial could ever report them */
+    {HP("{\"hyperparameterMetricTag\": \"global_step\"}"), NULL,
+     "trainingInput.hyperparameters.hyperparameterMetricTag",
+     "\"global_step\" is a key the hypertune file keeps for itself", 0, 0},
+    {HP("{\"hyperparameterMetricTag\": null, \"goal\": null, \"metrics\": ["
+        "{\"metricId\": \"trial\", \"goal\": \"MAXIMIZE\"}]}"), NULL, HPM "[0].metricId",
+     "\"trial\" is a key the hypertune file keeps for itself", 0, 0},
     {TI("{\"trialTimeout\": \"10000000000000000000s\"}"), NULL, "trainingInput.trialTimeout",
      "must be at most 315576000 seconds (ten years)", 0, 0},
     {TI("{\"trialTimeout\": \"-5s\"}"), NULL, "trainingInput.trialTimeout", "must be > 0", 0, 0},
@@ -764,6 +771,22 @@ static void test_job_size(void) {
     if (parse_ok(fits, 0, &s) == 0) spec_clear(&s);
     free(big);
     free(fits);
+}
+
+/* null means not set (proto3 JSON): a hyperparameterMetricTag and goal given as null
+ * beside metrics are not "both forms". */
+static void test_null_tag_beside_metrics(void) {
+    tn_spec s;
+    if (parse_ok("{\"jobId\": \"n\", \"trainingInput\": {\"command\": [\"t\"], "
+                 "\"hyperparameters\": {\"hyperparameterMetricTag\": null, \"goal\": null, "
+                 "\"metrics\": [{\"metricId\": \"acc\", \"goal\": \"MAXIMIZE\"}], "
+                 "\"params\": [{\"parameterName\": \"x\", \"type\": \"DOUBLE\", "
+                 "\"minValue\": 0, \"maxValue\": 1}]}}}",
+                 0, &s) == 0) {
+        CHECK_INT_EQ(s.nmetrics, 1);
+        CHECK(strcmp(s.metrics[0].id, "acc") == 0);
+        spec_clear(&s);
+    }
 }
 
 static void test_design_example(void) {
@@ -1663,6 +1686,7 @@ int main(void) {
     RUN(test_executor_gpus_memory);
     RUN(test_env_and_restart_policy);
     RUN(test_job_size);
+    RUN(test_null_tag_beside_metrics);
     RUN(test_many_categorical_values);
     RUN(test_conditional_tree);
     RUN(test_conditional_deep);
