@@ -13,6 +13,7 @@
  */
 #include "common/htreader.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -366,9 +367,80 @@ static int blank(const char *s, size_t len) {
 
 /* A JSON object from the line, or NULL. Integers too big for jansson are read as
  * doubles on a second try rather than making the line bad. */
+/* line with every bare value outside strings that JSON (jansson) cannot hold but a
+ * program may well write quoted, so that the value reader sees it as the numeric string
+ * it means: Python's json.dumps of a diverged float (NaN, Infinity, -Infinity) and
+ * numbers that overflow a double (1e999, an integer of 400 digits). NULL when there is
+ * none. Yours to free; *out_len its length. */
+static char *quote_unrepresentable(const char *line, size_t len, size_t *out_len) {
+    tn_buf b = {0};
+    int changed = 0, in_string = 0;
+    for (size_t i = 0; i < len;) {
+        char ch = line[i];
+        if (in_string) {
+            tn_buf_add(&b, &line[i], 1);
+            if (ch == '\\' && i + 1 < len) {
+                tn_buf_add(&b, &line[i + 1], 1);
+                i += 2;
+                continue;
+            }
+            if (ch == '"') in_string = 0;
+            i++;
+            continue;
+        }
+        if (ch == '"') {
+            in_string = 1;
+            tn_buf_add(&b, &line[i], 1);
+            i++;
+            continue;
+        }
+        if (ch == '-' || ch == '+' || ch == '.' || isalnum((unsigned char)ch)) {
+            size_t j = i;
+            while (j < len && (isalnum((unsigned char)line[j]) || strchr("+-.", line[j]))) j++;
+            char tok[64];
+            size_t n = j - i;
+            int quote = 0;
+            if (n < sizeof tok) {
+                memcpy(tok, line + i, n);
+                tok[n] = '\0';
+                const char *t = tok + (tok[0] == '-');
+                if (!strcmp(t, "NaN") || !strcmp(t, "Infinity")) {
+                    quote = 1;
+                } else if (isdigit((unsigned char)tok[tok[0] == '-'])) {
+                    errno = 0;
+                    double d = strtod(tok, NULL);
+                    quote = errno == ERANGE && isinf(d);
+                }
+            } else {
+                quote = isdigit((unsigned char)line[i + (line[i] == '-')]) != 0; /* a long number */
+            }
+            if (quote) tn_buf_add(&b, "\"", 1);
+            tn_buf_add(&b, line + i, n);
+            if (quote) tn_buf_add(&b, "\"", 1);
+            changed |= quote;
+            i = j;
+            continue;
+        }
+        tn_buf_add(&b, &line[i], 1);
+        i++;
+    }
+    if (!changed) {
+        free(b.data);
+        return NULL;
+    }
+    *out_len = b.len;
+    return b.data;
+}
+
 static json_t *load_object(const char *line, size_t len) {
     json_t *obj = json_loadb(line, len, 0, NULL);
     if (!obj) obj = json_loadb(line, len, JSON_DECODE_INT_AS_REAL, NULL);
+    if (!obj) {
+        size_t n = 0;
+        char *quoted = quote_unrepresentable(line, len, &n);
+        if (quoted) obj = json_loadb(quoted, n, JSON_DECODE_INT_AS_REAL, NULL);
+        free(quoted);
+    }
     if (obj && !json_is_object(obj)) {
         json_decref(obj);
         obj = NULL;

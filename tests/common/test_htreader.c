@@ -418,7 +418,7 @@ static void test_garbage_lines_skipped(void) {
         "\"a string\"\n"
         "{\"global_step\": \"2\", \"loss\":\n"
         "{\"global_step\": \"3\"} trailing\n"
-        "{\"loss\": NaN}\n"
+        "{\"loss\": nan}\n"
         "{\"global_step\": \"4\", \"loss\": \"0.3\"}\r\n"
         "{\"global_step\": \"5\", \"loss\": \"0.2\"}\n";
     put_text(path, "w", text);
@@ -493,6 +493,48 @@ static void test_step_forms(void) {
         CHECK_INT_EQ(recs[0].step_given, 0);
     }
     htr_records_free(recs, n);
+    htr_free(r);
+}
+
+/* What jansson cannot hold but programs write as bare values: Python's json.dumps of a
+ * diverged float (NaN, Infinity, -Infinity), a number that overflows a double, an
+ * integer of hundreds of digits. Read as the numeric strings they mean (so a last NaN
+ * fails the trial, docs/metrics.md), not skipped as bad lines, which let an earlier
+ * value stand; the same text inside a string is left alone. */
+static void test_unrepresentable_bare_values(void) {
+    char path[PATH_LEN];
+    test_file(path, "bare.metrics");
+    htr_reader *r = htr_new(path);
+    char big[420];
+    memset(big, '9', 400);
+    big[400] = '\0';
+    char *text = tn_xasprintf(
+        "{\"global_step\": 1, \"a\": NaN, \"b\": Infinity, \"c\": -Infinity, \"d\": 1e999, "
+        "\"e\": %s, \"f\": -1e999, \"note\": \"NaN, Infinity: 1e999\", \"g\": 0.5}\n",
+        big);
+    put_text(path, "w", text);
+    free(text);
+    size_t n;
+    htr_record *recs = poll_ok(r, &n);
+    CHECK_INT_EQ(n, 1);
+    if (n == 1) {
+        const struct {
+            const char *name;
+            double value;
+        } want[] = {{"a", NAN},      {"b", INFINITY},  {"c", -INFINITY}, {"d", INFINITY},
+                    {"e", INFINITY}, {"f", -INFINITY}, {"g", 0.5}};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            double v = 0;
+            CHECK_MSG(htr_record_metric(&recs[0], want[i].name, &v), "%s missing", want[i].name);
+            CHECK_MSG(isnan(want[i].value) ? isnan(v) : v == want[i].value, "%s: %g",
+                      want[i].name, v);
+        }
+        CHECK_INT_EQ(recs[0].nignored, 1); /* note: a string, not a number */
+    }
+    htr_records_free(recs, n);
+    htr_stats st;
+    htr_get_stats(r, &st);
+    CHECK_INT_EQ(st.bad_lines, 0);
     htr_free(r);
 }
 
@@ -747,6 +789,7 @@ int main(void) {
     RUN(test_garbage_lines_skipped);
     RUN(test_step_forms);
     RUN(test_metric_values);
+    RUN(test_unrepresentable_bare_values);
     RUN(test_same_timestamp_different_content);
     RUN(test_huge_file_reads_tail);
     RUN(test_concurrent_inplace_rewrites);
