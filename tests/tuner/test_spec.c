@@ -16,6 +16,7 @@
 #include "tuner/spec.h"
 
 #include "common/status.h"
+#include "common/text.h"
 #include "tests/check.h"
 #include "tuner/params.h"
 
@@ -786,6 +787,40 @@ static void test_null_tag_beside_metrics(void) {
         CHECK_INT_EQ(s.nmetrics, 1);
         CHECK(strcmp(s.metrics[0].id, "acc") == 0);
         spec_clear(&s);
+    }
+}
+
+/* Thousands of categories make each Bayesian suggestion take seconds: the spec's
+ * notes say so (it stays valid), and not under RANDOM_SEARCH nor below the limit. */
+static char *spec_with_categories(size_t n, const char *algorithm) {
+    tn_buf b = {0};
+    tn_buf_str(&b, "{\"jobId\": \"cats\", \"trainingInput\": {\"command\": [\"t\"], "
+                   "\"hyperparameters\": {");
+    if (algorithm) tn_buf_printf(&b, "\"algorithm\": \"%s\", ", algorithm);
+    tn_buf_str(&b, "\"params\": [{\"parameterName\": \"c\", \"type\": \"CATEGORICAL\", "
+                   "\"categoricalValues\": [");
+    for (size_t i = 0; i < n; i++) tn_buf_printf(&b, "%s\"v%zu\"", i ? ", " : "", i);
+    tn_buf_str(&b, "]}]}}}");
+    return b.data;
+}
+
+static void test_slow_bayesian_note(void) {
+    const struct {
+        size_t n;
+        const char *algorithm;
+        int noted;
+    } cases[] = {{1001, NULL, 1}, {1000, NULL, 0}, {5000, "RANDOM_SEARCH", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *text = spec_with_categories(cases[k].n, cases[k].algorithm);
+        tn_spec s;
+        if (parse_ok(text, 0, &s) == 0) {
+            int noted = s.notes && strstr(s.notes, "every suggestion will take seconds");
+            CHECK_MSG(noted == cases[k].noted, "%zu categories, %s: notes %s", cases[k].n,
+                      cases[k].algorithm ? cases[k].algorithm : "Bayesian",
+                      s.notes ? s.notes : "(none)");
+            spec_clear(&s);
+        }
+        free(text);
     }
 }
 
@@ -1687,6 +1722,7 @@ int main(void) {
     RUN(test_env_and_restart_policy);
     RUN(test_job_size);
     RUN(test_null_tag_beside_metrics);
+    RUN(test_slow_bayesian_note);
     RUN(test_many_categorical_values);
     RUN(test_conditional_tree);
     RUN(test_conditional_deep);
