@@ -365,8 +365,6 @@ static int blank(const char *s, size_t len) {
     return 1;
 }
 
-/* A JSON object from the line, or NULL. Integers too big for jansson are read as
- * doubles on a second try rather than making the line bad. */
 /* line with every bare value outside strings that JSON (jansson) cannot hold but a
  * program may well write quoted, so that the value reader sees it as the numeric string
  * it means: Python's json.dumps of a diverged float (NaN, Infinity, -Infinity) and
@@ -432,6 +430,9 @@ static char *quote_unrepresentable(const char *line, size_t len, size_t *out_len
     return b.data;
 }
 
+/* A JSON object from the line, or NULL. Integers too big for jansson are read as
+ * doubles on a second try, and values JSON cannot hold (quote_unrepresentable) as the
+ * numeric strings they mean on a third, rather than making the line bad. */
 static json_t *load_object(const char *line, size_t len) {
     json_t *obj = json_loadb(line, len, 0, NULL);
     if (!obj) obj = json_loadb(line, len, JSON_DECODE_INT_AS_REAL, NULL);

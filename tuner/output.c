@@ -259,20 +259,16 @@ static long utf8_decode(const unsigned char *s, size_t *len) {
  * where the C.UTF-8 locale is missing, its code points. */
 static size_t display_width(const char *s) {
     pthread_once(&utf8_once, utf8_ctype_open);
+    locale_t old = utf8_ctype ? uselocale(utf8_ctype) : (locale_t)0; /* this thread's */
     size_t w = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t len;
         long cp = utf8_decode(p, &len);
-        int cw = 1;
-        if (cp >= 0x80 && utf8_ctype) {
-            locale_t old = uselocale(utf8_ctype);
-            cw = wcwidth((wchar_t)cp);
-            uselocale(old);
-            if (cw < 0) cw = 1;
-        }
-        w += (size_t)cw;
+        int cw = cp >= 0x80 && utf8_ctype ? wcwidth((wchar_t)cp) : 1;
+        w += cw < 0 ? 1 : (size_t)cw;
         p += len;
     }
+    if (utf8_ctype) uselocale(old);
     return w;
 }
 
@@ -292,6 +288,14 @@ static void flatten(char *s) {
         }
     }
     *o = '\0';
+}
+
+/* A flattened copy of s (yours to free): a column's title or label, which may come from
+ * a spec or a trial's records as much as a cell does. */
+static char *flat_copy(const char *s) {
+    char *c = tn_xstrdup(s);
+    flatten(c);
+    return c;
 }
 
 static void pad(tn_buf *b, size_t n) {
@@ -316,11 +320,9 @@ static void render_table(tn_buf *b, const out_table *t, const char *empty) {
     /* text[r * nvis + v]; row -1 (the header) is the titles */
     char **text = tn_xcalloc(t->nrows * nvis + 1, sizeof *text);
     size_t *width = tn_xcalloc(nvis + 1, sizeof *width);
-    char **title = tn_xcalloc(nvis + 1, sizeof *title); /* flattened: names may come from
-                                                            a spec or a trial's records */
+    char **title = tn_xcalloc(nvis + 1, sizeof *title);
     for (size_t v = 0; v < nvis; v++) {
-        title[v] = tn_xstrdup(t->cols[vis[v]].title);
-        flatten(title[v]);
+        title[v] = flat_copy(t->cols[vis[v]].title);
         width[v] = display_width(title[v]);
     }
     for (size_t r = 0; r < t->nrows; r++) {
@@ -453,8 +455,7 @@ int out_print_record(const out_table *t, int format, FILE *f, char *err, size_t 
             if (t->cols[c].flags & OUT_NO_TABLE) continue;
             text[c] = cell_text(&row[c], CLI_TABLE);
             flatten(text[c]);
-            title[c] = tn_xstrdup(t->cols[c].title);
-            flatten(title[c]);
+            title[c] = flat_copy(t->cols[c].title);
             size_t w = display_width(title[c]) + 1;
             if (text[c][0] && w > label) label = w;
         }
