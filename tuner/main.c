@@ -145,7 +145,10 @@ static int lock_study(const tn_spec *spec, const char *cmd) {
     char err[1024];
     int fd, rc = jd_lock(spec->job_dir, 1, cmd, &fd, err, sizeof err);
     if (rc == JD_BUSY)
-        fprintf(stderr, "tuner: error: study %s is being run by another tuner process (%s)\n",
+        fprintf(stderr, "tuner: error: study %s is being run by another tuner process (%s)\n"
+                        "hint: wait for that process to end or stop it (Ctrl-C there, or `tuner "
+                        "cancel`); a study of its own needs a job folder of its own "
+                        "(trainingInput.jobDir)\n",
                 spec->job_id, err);
     else if (rc == JD_SHARED)
         fprintf(stderr, "tuner: error: study %s is in use by another tuner process (%s)\n"
@@ -169,6 +172,23 @@ static int study_owner(st_store *st, const cli_env *env, const char *name, int64
     snprintf(path, len, "%s", realpath(env->db, abs) ? abs : env->db);
     *me = (jd_owner){.store_id = *id_text, .store = path, .study = name, .study_id = id};
     return 0;
+}
+
+/* Marks, under the study's lock, the job folder of the study just stored (id) its own,
+ * the folder having been checked (own_job_dir) before the study was stored. Returns -1
+ * to go on, else the exit code (the error printed, with how to finish the claim). */
+static int claim_job_dir(st_store *st, const cli_env *env, const tn_spec *spec, int64_t id) {
+    char err[2048], path[PATH_MAX], *store_id = NULL;
+    jd_owner me;
+    if (study_owner(st, env, spec->job_id, id, &me, &store_id, path, sizeof path) != 0)
+        return TUNER_EXIT_ERROR;
+    int rc = jd_claim(spec->job_dir, &me, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "tuner: error: %s\nhint: study %s is stored; `tuner resume %s` marks "
+                        "%s its own once it can be written\n",
+                err, spec->job_id, spec->job_id, spec->job_dir);
+    free(store_id);
+    return rc ? TUNER_EXIT_ERROR : -1;
 }
 
 /* Checks, under the study's lock, that its job folder is free for it (jd_check; trials:
@@ -215,6 +235,16 @@ typedef struct run_flags {
     const char *dashboard;   /* --dashboard: ADDR:PORT, "off", or NULL for the default */
     int dashboard_public;    /* --dashboard-public */
 } run_flags;
+
+/* The bounds of run's and resume's numeric flags: -1 to go on, else the usage error's
+ * exit code. */
+static int check_run_flags(const run_flags *rf, const char *cmd) {
+    if (rf->poll <= 0 || rf->grace <= 0 || rf->cores < 0 || rf->gpus < -1)
+        return cli_usage(cmd, "--poll and --grace must be > 0, --cores and --gpus >= 0");
+    if (rf->poll > 3600 || rf->grace > 86400)
+        return cli_usage(cmd, "--poll must be at most 3600 seconds and --grace at most 86400");
+    return -1;
+}
 
 /* Checks --dashboard and --dashboard-public. Returns -1 to go on, else the exit code
  * (the error printed). */
@@ -382,10 +412,7 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (rc != CLI_CONTINUE) return rc;
     if (rf.seed < 0 && tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
         return cli_usage("run", "--seed must be 0 or more, got %lld", (long long)rf.seed);
-    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
-        return cli_usage("run", "--poll and --grace must be > 0, --cores and --gpus >= 0");
-    if (rf.poll > 3600 || rf.grace > 86400)
-        return cli_usage("run", "--poll must be at most 3600 seconds and --grace at most 86400");
+    if ((rc = check_run_flags(&rf, "run")) >= 0) return rc;
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     const char *path = argv[pos[0]];
     tn_spec spec;
@@ -465,8 +492,11 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
         close(lock);
         goto done;
     }
-    if ((rc = own_job_dir(st, env, &spec, id, 0, 1)) >= 0) {
+    if ((rc = claim_job_dir(st, env, &spec, id)) >= 0) { /* stored: left resumable */
         exit_code = rc;
+        if (st_study_set_state(st, id, ST_STUDY_STOPPED, "its job folder could not be marked",
+                               err, sizeof err) != 0)
+            fprintf(stderr, "tuner: error: %s\n", err);
         close(lock);
         goto done;
     }
@@ -549,10 +579,7 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
     if (rc != CLI_CONTINUE) return rc;
     if (tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
         return cli_usage("resume", "--seed is fixed when a study is created");
-    if (rf.poll <= 0 || rf.grace <= 0 || rf.cores < 0 || rf.gpus < -1)
-        return cli_usage("resume", "--poll and --grace must be > 0, --cores and --gpus >= 0");
-    if (rf.poll > 3600 || rf.grace > 86400)
-        return cli_usage("resume", "--poll must be at most 3600 seconds and --grace at most 86400");
+    if ((rc = check_run_flags(&rf, "resume")) >= 0) return rc;
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;
     st_study study = {0};
@@ -638,7 +665,7 @@ int cmd_create(int argc, char **argv, const cli_env *env) {
         fprintf(stderr, "tuner: error: %s\n", err);
         exit_code = strstr(err, "already exists") ? TUNER_EXIT_USAGE : TUNER_EXIT_ERROR;
     }
-    if (exit_code < 0) exit_code = own_job_dir(st, env, &spec, id, 0, 1);
+    if (exit_code < 0) exit_code = claim_job_dir(st, env, &spec, id);
     if (exit_code < 0) {
         printf("created study %s in %s (%zu parameter%s); next: `tuner ask %s`\n", spec.job_id,
                env->db, spec.space.n, spec.space.n == 1 ? "" : "s", spec.job_id);
@@ -872,7 +899,9 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         rc = study_tell_values(st, &study, number, failed, values, nvalues, err, sizeof err);
         if (rc) {
             fprintf(stderr, "tuner: error: %s\n", err);
-            exit_code = strstr(err, "has no trial") ? TUNER_EXIT_NOT_FOUND : TUNER_EXIT_USAGE;
+            exit_code = rc != TN_EINVAL            ? TUNER_EXIT_ERROR /* the store */
+                        : strstr(err, "has no trial") ? TUNER_EXIT_NOT_FOUND
+                                                       : TUNER_EXIT_USAGE;
         } else {
             printf("trial %lld of %s: %s\n", number, study.name, failed ? "FAILED" : "SUCCEEDED");
             exit_code = TUNER_EXIT_OK;

@@ -676,9 +676,10 @@ static int tx_end(st_store *s, int rc, const char *op, char *err, size_t errlen)
  * (SQLite would only say "unable to open database file"). */
 static int check_path(const char *path, char *err, size_t errlen) {
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    int exists = stat(path, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode))
         return tn_error(err, errlen, TN_EINVAL, "%s is a folder, not a tuner store", path);
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    if (exists && !S_ISREG(sb.st_mode))
         return tn_error(err, errlen, TN_EINVAL,
                         "%s is a %s, not a tuner store (a store is a regular file)", path,
                         S_ISFIFO(sb.st_mode)   ? "FIFO"

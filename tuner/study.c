@@ -303,7 +303,6 @@ int study_tell_values(st_store *st, const st_study *study, int64_t number, int f
     /* The trial's state is read and written in one write transaction, so of two tells
      * of one trial at the same moment the second finds it finished. */
     tell_ctx c = {study, number, failed, values, nvalues, err, errlen};
-    if (errlen > 0) err[0] = '\0';
     return st_transaction(st, tell_in_transaction, &c, err, errlen);
 }
 
@@ -1260,8 +1259,8 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
         rc = tn_error(err, errlen, TN_EINVAL,
                       "cannot run '%s': not found or not executable\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "
-                      "PATH); a stored study (resume) runs the command it was created with, "
-                      "so put the program back there",
+                      "PATH); `tuner resume` runs the command the study was created with, so "
+                      "for a stored study put the program back there",
                       program);
     free(program);
     if (rc) return rc;

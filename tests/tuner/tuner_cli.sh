@@ -169,7 +169,7 @@ spec goneprog BASIC "" 1 1 "[\"$WORK/gone-prog.sh\"]"
 "$TUNER" create goneprog.json >/dev/null && rm gone-prog.sh
 err=$("$TUNER" resume goneprog --quiet 2>&1); rc=$?
 check resume_missing_program_exit2 test $rc -eq 2
-check resume_missing_program_hint grep -q "a stored study (resume) runs the command it was created with" <<<"$err"
+check resume_missing_program_hint grep -q 'hint: .*`tuner resume` runs the command the study was created with' <<<"$err"
 
 spec huge BASIC '"resources": {"chief": {"cores": 64}},' 1 1 '["/bin/true"]'
 err=$("$TUNER" run huge.json --cores=2 2>&1); rc=$?
@@ -907,10 +907,11 @@ check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | s
 sed 's/"asktell"/"tellrace"/' at.json >tellrace.json
 "$TUNER" create tellrace.json >/dev/null && "$TUNER" ask tellrace >/dev/null
 rm -f race.out
-for i in 1 2 3 4 5 6; do ("$TUNER" tell tellrace 1 "0.$i" >/dev/null 2>&1; echo "$i $?" >>race.out) & done
+for i in 1 2 3 4 5 6; do ("$TUNER" tell tellrace 1 "0.$i" >/dev/null 2>"race$i.err"; echo "$i $?" >>race.out) & done
 wait
 check tell_race_one_stored test "$(awk '$2 == 0' race.out | wc -l)" -eq 1
 check tell_race_others_refused test "$(awk '$2 == 2' race.out | wc -l)" -eq 5
+check tell_race_others_say_finished test "$(cat race?.err | grep -c "trial 1 of tellrace is already SUCCEEDED")" -eq 5
 check tell_race_value_kept test "$(trial_field tellrace objective)" = "0.$(awk '$2 == 0 {print $1}' race.out)"
 # ask and tell never change a study that a tuner runs: the lock, held by `tuner run`
 # (or `resume`), refuses them while asks and tells share it among themselves
