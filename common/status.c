@@ -34,15 +34,30 @@ int tn_error(char *err, size_t errlen, int code, const char *fmt, ...) {
     return code;
 }
 
-void tn_out_of_memory(const char *what) {
-    fprintf(stderr, "fatal: out of memory (%s)\n", what);
-    abort();
+static char oom_hint[256]; /* tn_set_oom_hint */
+
+void tn_set_oom_hint(const char *hint) {
+    snprintf(oom_hint, sizeof oom_hint, "%s", hint ? hint : "");
 }
 
-static void oom(size_t size) {
-    fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", size);
-    abort();
+__attribute__((noreturn)) static void oom_exit(void) {
+    if (oom_hint[0]) fprintf(stderr, "hint: %s\n", oom_hint);
+    exit(1);
 }
+
+void tn_out_of_memory(const char *what) {
+    fflush(stdout);
+    fprintf(stderr, "fatal: out of memory (%s)\n", what);
+    oom_exit();
+}
+
+void tn_alloc_failed(size_t bytes) {
+    fflush(stdout);
+    fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", bytes);
+    oom_exit();
+}
+
+static void oom(size_t size) { tn_alloc_failed(size); }
 
 void *tn_xmalloc(size_t size) {
     void *p = malloc(size ? size : 1);

@@ -5,8 +5,9 @@
  * and take an optional caller-provided buffer (err, errlen; err may be NULL) that
  * receives a one-line human message naming what failed and, where one is known,
  * what to do about it. tn_strerror() names each code, as strerror() does errno.
- * Out-of-memory aborts with a message (tn_xmalloc and friends) rather than being
- * threaded through every caller. See docs/architecture.md, "Errors".
+ * Out-of-memory ends the process with a message, the program's hint (tn_set_oom_hint)
+ * and exit status 1 (tn_xmalloc and friends) rather than being threaded through every
+ * caller. See docs/architecture.md, "Errors".
  */
 #ifndef TN_STATUS_H
 #define TN_STATUS_H
@@ -35,15 +36,23 @@ const char *tn_strerror(int code);
 int tn_error(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* malloc/calloc/realloc/strdup that print a message and abort on failure.
+/* What out-of-memory prints as its hint ("lower --batch_size ..."; copied; "" or NULL:
+ * none). Set once, before the allocations it is about. */
+void tn_set_oom_hint(const char *hint);
+
+/* Ends the process after an allocation of `bytes` failed: "fatal: out of memory
+ * allocating N bytes", the hint, exit status 1 (no abort, no core dump). */
+void tn_alloc_failed(size_t bytes) __attribute__((noreturn));
+
+/* malloc/calloc/realloc/strdup that end the process (tn_alloc_failed) on failure.
  * Sizes of zero are allowed and return a unique pointer. The memory is yours. */
 void *tn_xmalloc(size_t size);
 void *tn_xcalloc(size_t count, size_t size);
 void *tn_xrealloc(void *ptr, size_t size);
 char *tn_xstrdup(const char *s);
 
-/* Prints "fatal: out of memory (WHAT)" and aborts: for the allocations of libraries
- * (jansson, libevent, SQLite) that fail only when memory runs out. */
+/* Prints "fatal: out of memory (WHAT)" and the hint, and exits 1: for the allocations
+ * of libraries (jansson, libevent, SQLite) that fail only when memory runs out. */
 void tn_out_of_memory(const char *what) __attribute__((noreturn));
 
 /* printf into a new string, aborting on out-of-memory: yours to free. */

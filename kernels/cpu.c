@@ -53,24 +53,13 @@
 #include "kernels/cpu_internal.h"
 #include "kernels/cpu_workers.h"
 
-static char cpu_oom_hint[256]; /* kn_cpu_set_oom_hint */
-
-void kn_cpu_set_oom_hint(const char *hint) {
-    snprintf(cpu_oom_hint, sizeof cpu_oom_hint, "%s", hint ? hint : "");
-}
-
 /* An allocation that fails ends the process as a device backend's does (kernels.h): a
- * message, the caller's hint, exit 1, not an abort and its core dump. */
+ * message, the program's hint (tn_set_oom_hint), exit 1. */
 static void *cpu_alloc(size_t bytes) {
     /* 64-byte aligned so vector loads never split cache lines. */
     size_t rounded = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, rounded ? rounded : 64);
-    if (!p) {
-        fflush(stdout);
-        fprintf(stderr, "fatal: kernels/cpu.c: out of memory allocating %zu bytes\n", bytes);
-        if (cpu_oom_hint[0]) fprintf(stderr, "hint: %s\n", cpu_oom_hint);
-        exit(1);
-    }
+    if (!p) tn_alloc_failed(bytes);
     memset(p, 0, rounded ? rounded : 64);
     return p;
 }

@@ -300,11 +300,6 @@ enum kn_pool_choice {
 /* The CPU backend (always available). Its buffers are host memory (host_memory 1). */
 const kn_backend *kn_cpu(void);
 
-/* What the CPU backends (kn_cpu, kn_cpu_device) print as the hint after an allocation
- * they cannot make (alloc), before they exit with status 1 as a device backend does
- * (see the top of this file); "" (the default) prints none. Copied; not thread-safe
- * with a concurrent alloc. */
-void kn_cpu_set_oom_hint(const char *hint);
 
 /* The CPU backend presented as a device with memory of its own: the same functions and
  * results, but host_memory is 0, so callers go through upload, download and the

@@ -194,8 +194,9 @@ static int idx_header(gzFile gz, const char *path, uint32_t want, int dims,
 }
 
 /* After the last of the count items its header announced (what, e.g. "images of
- * 28x28"): the file must end there. Reading past them also makes zlib check a gzip
- * file's trailer (its CRC and length). */
+ * 28x28"): the data must end there. Reading past them also makes zlib check a gzip
+ * file's trailer (its CRC and length); bytes after a gzip stream that are not another
+ * one, zlib ignores. */
 static int idx_check_end(gzFile gz, const char *path, uint32_t count, const char *what,
                          char *err, size_t errlen) {
     unsigned char extra;
@@ -205,7 +206,7 @@ static int idx_check_end(gzFile gz, const char *path, uint32_t count, const char
     if (got)
         return tn_error(err, errlen, TN_EFORMAT,
                         "%s: holds more than its header says (%u %s): the header's count is "
-                        "wrong, or something was appended to the file",
+                        "wrong, or data was appended; " DS_HINT,
                         path, count, what);
     return 0;
 }

@@ -397,7 +397,7 @@ int main(int argc, char **argv) {
     }
     if (!rc && (seed < 0))
         rc = tn_error(err, sizeof err, TN_EINVAL, "--seed must be >= 0");
-    if (!rc && threads < 0)
+    if (!rc && (threads < 0 || threads > 1024)) /* one message for the flag's range */
         rc = tn_error(err, sizeof err, TN_EINVAL, "--threads must be 0 (automatic) to 1024, got %d",
                       threads);
     /* A path flag given with nothing after the '=' is a mistake (a shell variable that
@@ -431,7 +431,7 @@ int main(int argc, char **argv) {
     c.report_every = report_every;
     c.checkpoint_every = ckpt_every;
     c.keep_checkpoints = keep;
-    c.job_dir = job_dir && *job_dir ? job_dir : NULL;
+    c.job_dir = job_dir; /* an empty one was refused above */
     c.eval_only = eval_only_flag;
     c.model_file = model_file;
     if (max_train < 0 || max_eval < 0) {

@@ -366,7 +366,7 @@ int tr__save_checkpoint(run *r, char *err, size_t errlen) {
         {TAG_OPT_M, m, p * sizeof(float)},
         {TAG_OPT_V, v, v ? p * sizeof(float) : 0},
     };
-    size_t n = v ? 8 : 7;
+    size_t n = sizeof s / sizeof s[0] - !v; /* TAG_OPT_V, last, only with a v */
     rc = ckpt_save(r->ckpt_dir, r->st.global_step, s, n, r->c->keep_checkpoints, NULL, 0,
                        err, errlen);
     free(params);
@@ -1455,6 +1455,13 @@ static int train_loop(run *r, char *err, size_t errlen) {
  * build has no code for, a precision the CPU lacks: re-running cannot help). */
 int tr__open_backends(const tr_config *c, int first, int n, const kn_backend **ks,
                       FILE *out, char *err, size_t errlen) {
+    /* Out of memory, on the host or a GPU, says what to lower (common/status.h). */
+    char hint[192];
+    snprintf(hint, sizeof hint,
+             "the model and its batch need more memory than there is: lower --batch_size "
+             "(this run: %d per replica) or the model's size (--hidden_units, --conv_filters)",
+             c->batch_size);
+    tn_set_oom_hint(hint);
     if (c->device != TR_GPU) {
         if (c->precision != KN_FP32 && !c->emulate_device)
             return tn_error(err, errlen, TN_EINVAL,
@@ -1462,13 +1469,6 @@ int tr__open_backends(const tr_config *c, int first, int n, const kn_backend **k
                             kn_precision_name(c->precision));
         const kn_backend *k = c->emulate_device ? kn_cpu_device() : kn_cpu();
         for (int d = 0; d < n; d++) ks[d] = k;
-        char hint[192];
-        snprintf(hint, sizeof hint,
-                 "the model and its batch need more memory than this machine gives: lower "
-                 "--batch_size (this run: %d per replica) or the model's size "
-                 "(--hidden_units, --conv_filters)",
-                 c->batch_size);
-        kn_cpu_set_oom_hint(hint);
         if (c->emulate_device) {
             if (k->set_precision(c->precision) != 0)
                 return tn_error(err, errlen, TN_EINVAL, "%s has no %s products", k->name,
@@ -1500,8 +1500,6 @@ int tr__open_backends(const tr_config *c, int first, int n, const kn_backend **k
         fprintf(out, "device: GPU %d: %s; %s matrix products\n", gpu, desc,
                 kn_precision_name(c->precision));
     }
-    char hint[128];
-    snprintf(hint, sizeof hint, "lower --batch_size (this run: %d per replica)", c->batch_size);
     kn_cuda_set_oom_hint(hint);
     fflush(out);
     return 0;

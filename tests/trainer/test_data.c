@@ -401,6 +401,16 @@ static void test_idx_bad_gzip(void) {
     CHECK_STR_CONTAINS(err, cut);
     check_cleared(&ds);
 
+    /* Only the trailer's CRC damaged: caught when the file is read to its end. */
+    const char *crc = tmp_path("crc.gz");
+    gz[len - 8] ^= 0x5a;
+    write_bytes(crc, gz, len, 0);
+    rc = ds_load_idx(crc, lp, 0, &ds, err, sizeof(err));
+    CHECK_MSG(rc < 0, "bad CRC: rc %d", rc);
+    CHECK_STR_CONTAINS(err, crc);
+    check_cleared(&ds);
+    gz[len - 8] ^= 0x5a;
+
     const char *damaged = tmp_path("damaged.gz");
     for (size_t i = 20; i < len - 10; i++) gz[i] ^= 0x5a;
     write_bytes(damaged, gz, len, 0);

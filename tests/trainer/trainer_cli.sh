@@ -44,6 +44,9 @@ check bad_dropout test $rc -eq 2
 err=$("$TRAINER" --threads=-1 2>&1); rc=$?
 check negative_threads test $rc -eq 2
 check negative_threads_message grep -q -- "--threads must be 0 (automatic) to 1024, got -1" <<<"$err"
+err=$("$TRAINER" --threads=2000 2>&1); rc=$?
+check too_many_threads test $rc -eq 2
+check too_many_threads_message grep -q -- "--threads must be 0 (automatic) to 1024, got 2000" <<<"$err"
 for f in job-dir data_dir train_file eval_file model_file; do
   err=$("$TRAINER" "${SMALL[@]}" --epochs=1 "--$f=" 2>&1); rc=$?
   [ $rc -eq 2 ] && grep -q -- "is empty; give a path or leave the flag out" <<<"$err" ||
