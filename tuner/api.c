@@ -1407,15 +1407,15 @@ void api_frame_init(api_frame *f, size_t max_head, size_t max_body) {
     f->part = FR_REQUEST_LINE;
 }
 
-static void frame_refuse(api_frame *f, int status, const char *why) {
+static void frame_refuse(api_frame *f, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void frame_refuse(api_frame *f, int status, const char *fmt, ...) {
     f->state = API_FRAME_REFUSED;
     f->status = status;
-    snprintf(f->why, sizeof f->why, "%s", why);
-}
-
-static void frame_too_large(api_frame *f) {
-    frame_refuse(f, 413, "the body is too large");
-    snprintf(f->why, sizeof f->why, "the body is over %zu bytes", f->max_body);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->why, sizeof f->why, fmt, ap);
+    va_end(ap);
 }
 
 /* Whether line (n bytes) is the header `name`; *value then points at its value, without
@@ -1463,11 +1463,11 @@ static void frame_headers_end(api_frame *f) {
                       : f->cl_bad            ? "the Content-Length is not a number"
                                              : NULL;
     if (bad) {
-        frame_refuse(f, 400, bad);
+        frame_refuse(f, 400, "%s", bad);
     } else if (f->no_body || (!f->nte && f->body == 0)) {
         f->state = API_FRAME_WHOLE;
     } else if (f->body > (int64_t)f->max_body) {
-        frame_too_large(f);
+        frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
     } else {
         f->expect_continue = f->expect && f->http11;
         f->part = f->nte ? FR_CHUNK_SIZE : FR_BODY;
@@ -1487,10 +1487,11 @@ static void frame_header_line(api_frame *f, size_t n) {
         return;
     }
     size_t stored = n < sizeof f->line ? n : sizeof f->line - 1;
-    if (!memchr(f->line, ':', stored)) {
-        if (n == stored) frame_refuse(f, 400, "malformed header line");
-        return; /* a long name: not one that frames the body */
+    if (!f->colon) {
+        frame_refuse(f, 400, "malformed header line");
+        return;
     }
+    if (!memchr(f->line, ':', stored)) return; /* a long name: not one that frames the body */
     if (f->part == FR_TRAILERS) return;
     const char *v;
     size_t vlen;
@@ -1523,7 +1524,7 @@ static void frame_chunk_size(api_frame *f, size_t n) {
         return;
     }
     if (f->body + size > (int64_t)f->max_body) {
-        frame_too_large(f);
+        frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
         return;
     }
     f->body += size;
@@ -1547,21 +1548,20 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         char c = p[i++];
         if (f->part == FR_CHUNK_SIZE) {
             if (++f->framing > f->max_body) {
-                frame_refuse(f, 413, "");
-                snprintf(f->why, sizeof f->why, "the body's chunk-size lines are over %zu bytes",
-                         f->max_body);
+                frame_refuse(f, 413, "the body's chunk-size lines are over %zu bytes",
+                             f->max_body);
                 break;
             }
         } else if (++f->head_bytes > f->max_head) {
-            frame_refuse(f, 431, "");
-            snprintf(f->why, sizeof f->why, "the request line and headers are over %zu bytes",
-                     f->max_head);
+            frame_refuse(f, 431, "the request line and headers are over %zu bytes",
+                         f->max_head);
             break;
         }
         if (c != '\n') {
             if (f->linelen < sizeof f->line - 1) f->line[f->linelen] = c;
             f->linelen++;
             f->last = c;
+            f->colon |= c == ':';
             if (f->part == FR_REQUEST_LINE) {
                 f->spaces += c == ' ';
                 memmove(f->tail, f->tail + 1, sizeof f->tail - 2);
@@ -1583,6 +1583,7 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         }
         f->linelen = 0;
         f->last = 0;
+        f->colon = 0;
     }
     return i;
 }

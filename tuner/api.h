@@ -175,6 +175,7 @@ typedef struct api_frame {
     char line[128];        /* the line being read: its first bytes */
     size_t linelen;        /* its length so far (CR included) */
     char last;             /* its last byte */
+    int colon;             /* it holds a ':' (anywhere: past the bytes kept too) */
     char tail[12];         /* its last bytes (the request line's version) */
     int spaces;            /* spaces in the request line */
     int no_body;           /* the method has none */

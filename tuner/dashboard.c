@@ -349,9 +349,11 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
  * --------------------------------------------------------------------------------- */
 
 /* The reply to a refused request, written to the socket at once: no reply is under way
- * (a request is awaited), so the socket's buffer is empty and it all fits. Then the
- * sending side is shut (the client sees the end of the reply) and the gate drops what
- * still comes, until the client closes or the deadline fires. */
+ * (a request is awaited), so evhttp has handed everything it had to the kernel, and a
+ * reply of a few hundred bytes fits unless a pipelining client has stopped reading (then
+ * it is cut short: only that client loses). Then the sending side is shut (the client
+ * sees the end of the reply) and the gate drops what still comes, until the client
+ * closes or the deadline fires. */
 static void gate_refuse(dash_conn *conn) {
     const api_frame *f = &conn->frame;
     api_reply r = {0};

@@ -506,7 +506,6 @@ except (ConnectionResetError, BrokenPipeError) as e:
 check("huge_body_413", s_ == 413, s_)
 resp = raw(sport, b"GET /api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000 +
            b"\r\n\r\n")
-check("huge_headers_rejected", status_of(resp) in (400, 413, 431) or resp == b"", resp[:60])
 check("huge_headers_431_json", status_of(resp) == 431 and b'"error"' in resp, resp[:300])
 # a request's framing is judged as it arrives, before evhttp reads a body: a length over
 # 4 KiB (however large) is 413 at once, one that is not a number 400; a chunk size that
