@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +30,19 @@ static inline struct sockaddr_in loopback_addr(int port) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                             .sin_port = htons((uint16_t)port)};
     return a;
+}
+
+/* Binds the port of addr ("host:port") on loopback without listening, so that no other
+ * process can listen there while the test runs: a connection to it is refused, as to a
+ * replica that never started. The socket, or -1. */
+static inline int hold_port(const char *addr) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = loopback_addr(atoi(strrchr(addr, ':') + 1));
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
 }
 
 /* A socket listening on a free loopback port that never accepts (the kernel completes

@@ -283,19 +283,6 @@ static void test_many_small_collectives(void) {
     teardown(&t);
 }
 
-/* Binds the port of addr ("host:port") without listening, so that no other process
- * can listen there while the test runs: a connection to it is refused, as to a replica
- * that never started. The socket, or -1. */
-static int hold_port(const char *addr) {
-    struct sockaddr_in a = loopback_addr(atoi(strrchr(addr, ':') + 1));
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
 static void test_missing_peer_is_named(void) {
     ring_test t;
     setup(&t, 3, SC_ALLREDUCE, 10, 1.0);

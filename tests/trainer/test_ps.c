@@ -527,6 +527,8 @@ static void test_linger(void) {
 static void test_missing_ps_is_named(void) {
     cluster c;
     setup(&c, 2, 1, sgd(0.25), 5, 30); /* ps 1 never starts */
+    int held = hold_port(c.ps[1].addr); /* and nothing else takes its port */
+    CHECK(held >= 0);
     char err[512] = "";
     ps_client *cl = NULL;
     double t0 = nt_now();
@@ -537,6 +539,7 @@ static void test_missing_ps_is_named(void) {
     CHECK_STR_CONTAINS(err, "Connection refused");
     CHECK_STR_CONTAINS(err, "hint: every replica of TF_CONFIG's cluster must be started");
     CHECK(cl == NULL);
+    if (held >= 0) close(held);
     teardown(&c);
 }
 
