@@ -170,6 +170,20 @@ typedef struct cc_block {
     float *partial; /* (groups, npart + f): each group's dW (or dW^T, or dU), then its db */
 } cc_block;
 
+/* Where the pooled plane of filter co and image i starts in y, choice, zmax and dy,
+ * (b, f, ph, pw) as kernels.h has them. */
+static size_t cc_plane_at(const cc_block *k, int co, int i) {
+    return ((size_t)i * k->f + co) * k->ph * k->pw;
+}
+
+/* How many outputs from that plane's start the forward pass may write, garbage past the
+ * plane included (the AVX2 stores, eight at a time): up to the end of the image's
+ * planes, whose later filters are written after it (the filters are the outer loop) by
+ * the same thread (a chunk's images are one group's). */
+static size_t cc_plane_room(const cc_block *k, int co) {
+    return (size_t)(k->f - co) * k->ph * k->pw;
+}
+
 static int cc_group_lo(const cc_block *k, int g) {
     return (int)((long long)g * k->b / k->groups);
 }
@@ -524,18 +538,16 @@ static int cc_avx2(void) {
  * pool(act(z + bias)). */
 static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, int n) {
     int w = k->w, ph = k->ph, pw = k->pw, act = k->act;
-    size_t pp = (size_t)ph * pw;
     for (int co = 0; co < k->f; co++) {
         float bias = k->bias[co];
         for (int j = 0; j < n; j++) {
             const float *zp = z + (size_t)co * ld + (size_t)j * k->hw;
-            size_t o = ((size_t)co * k->b + i0 + j) * pp;
+            size_t o = cc_plane_at(k, co, i0 + j);
             float *zo = k->zmax_out ? k->zmax_out + o : NULL;
 #if defined(__x86_64__) && defined(__GNUC__)
-            if (act == KN_RELU && cc_avx2()) { /* room: up to the end of this chunk's planes
-                                                  of filter co */
+            if (act == KN_RELU && cc_avx2()) {
                 cc_pool_plane_relu_avx2(zp, ph, pw, w, bias, k->y + o, k->choice_out + o, zo,
-                                        ((size_t)n - j) * pp);
+                                        cc_plane_room(k, co));
                 continue;
             }
 #endif
@@ -562,7 +574,7 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
     for (int co = 0; co < k->f; co++) {
         float sum = 0.0f;
         for (int j = 0; j < n; j++) {
-            size_t o = ((size_t)co * k->b + i0 + j) * pp;
+            size_t o = cc_plane_at(k, co, i0 + j);
             float *d = dz + (size_t)co * ld + (size_t)j * k->hw;
 #if defined(__x86_64__) && defined(__GNUC__)
             if (simd) { /* room: up to the end of the pooled planes */
@@ -1048,14 +1060,13 @@ static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, floa
     if (k->gemm_only) return;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (k->fused) {
-        size_t pp = (size_t)k->ph * k->pw;
         for (int co = 0; co < f; co++)
             for (int j = 0; j < n; j++) {
-                size_t o = ((size_t)co * k->b + i0 + j) * pp;
+                size_t o = cc_plane_at(k, co, i0 + j);
                 cc_wino_pool_relu_avx2(M + (size_t)co * ldt + (size_t)j * k->nt,
                                        (size_t)f * ldt, k->th, k->tw, k->bias[co],
                                        k->y + o, k->choice_out + o,
-                                       k->zmax_out ? k->zmax_out + o : NULL, ((size_t)n - j) * pp);
+                                       k->zmax_out ? k->zmax_out + o : NULL, cc_plane_room(k, co));
             }
         return;
     }
@@ -1150,7 +1161,7 @@ static void cc_wino_backward_fused(const cc_block *k, float *area, float *dz, fl
         for (int co = 0; co < f; co++) {
             float sum = 0.0f;
             for (int j = 0; j < n; j++) {
-                size_t o = ((size_t)co * k->b + i0 + j) * pp;
+                size_t o = cc_plane_at(k, co, i0 + j);
                 sum += cc_wino_unpool_relu_avx2(
                     M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
                     k->dx ? dz + ((size_t)co * n + j) * plane : NULL, k->th, k->tw, k->w,

@@ -258,18 +258,20 @@ typedef struct kn_backend {
      * dropped). x holds b images of c channels of h x w: image i at x + i*istride, its
      * channel planes cstride apart (im2col_batch's layout, so (b, c, h, w) and
      * (c, b, h, w) both work). W (f, c*9) as PyTorch's (f, c, 3, 3), bias (f).
-     * forward writes y (f, b, h/2, w/2), the pooled activations; choice (f, b, h/2, w/2),
+     * forward writes y (b, f, h/2, w/2), the pooled activations (image-major: the last
+     * block's y is already the (b, f*h/2*w/2) rows a dense layer takes, and a next block
+     * reads it as x with istride f*(h/2)*(w/2), cstride (h/2)*(w/2)); choice (b, f, h/2, w/2),
      * a byte an output (enum kn_pool_choice): the element of its 2x2 window it took (the
      * first of equal ones, as maxpool2_forward's arg-max), or with ReLU KN_POOL_ZERO
      * where the output is 0 (no gradient passes back); and, when zmax is not NULL, zmax
-     * (f, b, h/2, w/2), the pre-activation (conv + bias) at the element taken. The
+     * (b, f, h/2, w/2), the pre-activation (conv + bias) at the element taken. The
      * numbers are those of im2col_batch, gemm, add_channel_bias, the activation and
      * maxpool2_forward in turn. (A byte where maxpool2_forward keeps an int32 index: the
      * backward pass reads a quarter as much, and with ReLU need not read y.) */
     void (*conv_block_forward)(float *y, uint8_t *choice, float *zmax, const float *x, int b,
                                size_t istride, size_t cstride, int c, int h, int w,
                                const float *W, const float *bias, int f, int act);
-    /* The gradients of a conv block given dy (f, b, h/2, w/2), the gradient of the loss
+    /* The gradients of a conv block given dy (b, f, h/2, w/2), the gradient of the loss
      * w.r.t. its y, and its forward pass's x, choice, and y (tanh; not read for relu) or
      * zmax (gelu):
      * writes dW (f, c*9), db (f) and, when dx is not NULL, dx, the gradient w.r.t. x,

@@ -142,12 +142,14 @@ int mdl_parse_widths(const char *flag, const char *s, int32_t *out, int max, cha
     }
 }
 
-/* Whether layer l's out is stored: not for a fused conv block's conv and activation. */
+/* Whether layer l's out is stored: not for a fused conv block's conv and activation, nor
+ * for the flatten after the last block, whose y is already image-major (kernels.h,
+ * conv_block_forward): there flatten's out is the block's. */
 static int keeps_out(const mdl_model *m, int l) {
     const mdl_layer *L = &m->layers[l];
     int in_block = L->type == MDL_CONV ||
                    (L->type == MDL_ACT && l + 1 < m->nlayers && m->layers[l + 1].type == MDL_POOL);
-    return !(m->fused && in_block);
+    return !(m->fused && (in_block || L->type == MDL_FLATTEN));
 }
 
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
@@ -191,6 +193,8 @@ mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
         if (stored) {
             L->out = a;
             a += B * L->out_size;
+        } else if (L->type == MDL_FLATTEN) {
+            L->out = m->layers[l - 1].out;
         }
         if (L->type == MDL_CONV && !m->fused) {
             L->col = a;
@@ -309,9 +313,11 @@ static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rn
             break;
         case MDL_CONV: { /* out (c_out, b*hw) = W (c_out, c_in*9) col (c_in*9, b*hw) */
             int hw = L->h * L->w, ck = L->c_in * KSIZE * KSIZE, ld = b * hw;
-            /* The batch input is (b, c_in, h, w); later conv layers read (c_in, b, h, w). */
-            size_t cstride = l == 0 ? (size_t)hw : (size_t)ld;
-            size_t istride = l == 0 ? (size_t)L->in_size : (size_t)hw;
+            /* The batch input is (b, c_in, h, w), as is a conv block's y; after the
+             * separate calls' pooling, later conv layers read (c_in, b, h, w). */
+            int image_major = l == 0 || m->fused;
+            size_t cstride = image_major ? (size_t)hw : (size_t)ld;
+            size_t istride = image_major ? (size_t)L->in_size : (size_t)hw;
             if (m->fused) { /* conv, act, pool in one: the pool layer's out (c_out, b, ...) */
                 mdl_layer *P = &m->layers[l + 2];
                 assert(m->layers[l + 1].type == MDL_ACT && P->type == MDL_POOL);
@@ -328,8 +334,8 @@ static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rn
             k->add_channel_bias(L->out, bias, 1, L->c_out, ld);
             break;
         }
-        case MDL_FLATTEN: /* (c, b, hw) -> (b, c*hw) */
-            k->swap01(L->out, in, L->c_in, b, L->h * L->w);
+        case MDL_FLATTEN: /* (c, b, hw) -> (b, c*hw); a conv block's y is that already */
+            if (!m->fused) k->swap01(L->out, in, L->c_in, b, L->h * L->w);
             break;
         case MDL_ACT: act_forward(k, L->activation, L->out, in, n); break;
         case MDL_POOL:
@@ -455,7 +461,8 @@ void mdl_backward(mdl_model *m, int b) {
             }
             break;
         }
-        case MDL_FLATTEN: /* (b, c*hw) -> (c, b, hw) */
+        case MDL_FLATTEN: /* (b, c*hw) -> (c, b, hw); a conv block's dy is (b, c*hw) */
+            if (m->fused) break;
             k->swap01(dx, g, b, L->c_in, L->h * L->w);
             g = dx;
             break;
@@ -466,14 +473,14 @@ void mdl_backward(mdl_model *m, int b) {
             if (m->fused) { /* the whole conv block: g is the gradient w.r.t. its pool out */
                 const mdl_layer *A = &m->layers[l - 1], *C = &m->layers[l - 2];
                 assert(A->type == MDL_ACT && C->type == MDL_CONV);
-                int hw = C->h * C->w, first = l - 2 == 0;
+                int first = l - 2 == 0;
                 const float *cin = first ? m->input : m->layers[l - 3].out;
-                size_t cstride = first ? (size_t)hw : (size_t)b * hw;
-                size_t istride = first ? (size_t)C->in_size : (size_t)hw;
+                /* x image-major: the batch input or the block before's y */
                 k->conv_block_backward(m->grads + C->w_off, m->grads + C->b_off,
                                        first ? NULL : dx, g, L->choice, L->out, L->zmax, cin,
-                                       b, istride, cstride, C->c_in, C->h, C->w,
-                                       m->params + C->w_off, C->c_out, A->activation);
+                                       b, (size_t)C->in_size, (size_t)C->h * C->w, C->c_in,
+                                       C->h, C->w, m->params + C->w_off, C->c_out,
+                                       A->activation);
                 if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, C->w_off);
                 g = dx;
                 l -= 2;

@@ -67,14 +67,16 @@ typedef struct mdl_layer {
     size_t w_off;      /* dense, conv: offset of the weights in params */
     size_t b_off;      /* dense, conv: offset of the bias in params */
     float *out;        /* (B, out_size) output of this layer; in the conv stack
-                          (conv, act, pool) (C, B, H, W) */
+                          (conv, act, pool) (C, B, H, W), but a fused block's pool out
+                          (B, C, H/2, W/2), which the flatten after the last block
+                          shares as its own out */
     float *col;        /* conv: (c_in*9, B*h*w) im2col of the batch; the backward
                           pass overwrites it with the gradient of the same shape */
     float *mask;       /* dropout: (B, out_size) 0 or 1/keep */
     int32_t *argmax;   /* pool, unfused: (B, out_size) */
-    uint8_t *choice;   /* pool of a fused conv block: (C, B, H/2, W/2), the element of
+    uint8_t *choice;   /* pool of a fused conv block: (B, C, H/2, W/2), the element of
                           each window taken (kernels.h: enum kn_pool_choice) */
-    float *zmax;       /* pool of a fused conv block with gelu: (C, B, H/2, W/2) the
+    float *zmax;       /* pool of a fused conv block with gelu: (B, C, H/2, W/2) the
                           pre-activation at the element taken (its derivative needs it) */
 } mdl_layer;
 
@@ -91,7 +93,8 @@ typedef struct mdl_model {
     int fused;           /* cnn: each conv -> act -> pool runs as one call of the backend
                             (kn_backend.conv_block_*; the CPU's), which stores only the pool
                             layer's out, choice and zmax: the conv and act layers' out and
-                            the conv layer's col are NULL. 0: the calls one by one (CUDA) */
+                            the conv layer's col are NULL, and flatten needs no copy. 0: the
+                            calls one by one (CUDA) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
     float *input;        /* (B, D) the current batch, on the device */

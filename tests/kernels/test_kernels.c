@@ -1113,6 +1113,12 @@ static size_t block_at(const struct block_case *bc, int i, int ch, int yy, int x
     return i * istride + ch * cstride + (size_t)yy * bc->w + xx;
 }
 
+/* Where a block's pooled output (filter co, image i, pooled position q) lives in y,
+ * choice, zmax and dy: (b, f, h/2, w/2) (kernels.h). */
+static size_t block_out_at(const struct block_case *bc, int co, int i, int q) {
+    return ((size_t)i * bc->f + co) * (bc->h / 2) * (bc->w / 2) + q;
+}
+
 static size_t block_x_size(const struct block_case *bc) {
     return block_at(bc, bc->b - 1, bc->c - 1, bc->h - 1, bc->w - 1) + 1 +
            (bc->planar ? (size_t)bc->h * bc->w : 3); /* the last gap too */
@@ -1302,7 +1308,7 @@ static void test_conv_block(void) {
                             if (ref_act(bc->act, zp[taps[k]]) > ref_act(bc->act, zp[taps[k_best]]))
                                 k_best = k;
                         int best = taps[k_best];
-                        size_t o = (((size_t)co * bc->b + i) * ph + py) * pw + px;
+                        size_t o = block_out_at(bc, co, i, py * pw + px);
                         want_choice[o] = bc->act == KN_RELU && !(zp[best] > 0)
                                              ? KN_POOL_ZERO
                                              : (uint8_t)(KN_POOL_TL + k_best);
@@ -1567,7 +1573,7 @@ static void test_conv_block_winograd(void) {
                             double a = ref_act(bc->act, ref_conv_at(bc, x, W, bias, co, i, yy, xx));
                             best = a > best ? a : best;
                         }
-                        want_y[(((size_t)co * bc->b + i) * ph + py) * pw + px] = best;
+                        want_y[block_out_at(bc, co, i, py * pw + px)] = best;
                     }
         float *got_y = host_floats(np + 1);
         for (int m = 0; m < 2; m++) {
@@ -1600,7 +1606,7 @@ static void test_conv_block_winograd(void) {
         for (int co = 0; co < bc->f; co++)
             for (int i = 0; i < bc->b; i++)
                 for (int q = 0; q < ph * pw; q++) {
-                    size_t o = ((size_t)co * bc->b + i) * ph * pw + q;
+                    size_t o = block_out_at(bc, co, i, q);
                     double d = dy[o] * ref_dact(bc->act, z0[o]); /* 0 where KN_POOL_ZERO */
                     int c = c0[o] == KN_POOL_ZERO ? KN_POOL_TL : c0[o];
                     int yy = 2 * (q / pw) + c / 2, xx = 2 * (q % pw) + c % 2;

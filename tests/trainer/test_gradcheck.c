@@ -768,9 +768,12 @@ static void test_fused_matches_unfused(void) {
             const mdl_layer *U = &mu->layers[l], *F = &mf->layers[l];
             if (F->type != MDL_POOL) continue;
             size_t n = (size_t)bt.b * F->out_size, far = 0, moved = 0;
-            for (size_t i = 0; i < n; i++) {
-                far += !(fabsf(F->out[i] - U->out[i]) <= 1e-6f + 1e-5f * fabsf(U->out[i]));
-                moved += F->choice[i] != choice_of(U, cfg->activation, i);
+            size_t pp = (size_t)(F->h / 2) * (F->w / 2);
+            for (size_t i = 0; i < n; i++) { /* fused (B, C, pp) against (C, B, pp) */
+                size_t img = i / ((size_t)F->c_in * pp), ch = i / pp % F->c_in;
+                size_t u = (ch * bt.b + img) * pp + i % pp;
+                far += !(fabsf(F->out[i] - U->out[u]) <= 1e-6f + 1e-5f * fabsf(U->out[u]));
+                moved += F->choice[i] != choice_of(U, cfg->activation, u);
             }
             CHECK_MSG(far == 0, "case %zu layer %d: %zu of %zu pooled values differ", c, l, far, n);
             CHECK_MSG(moved == 0, "case %zu layer %d: %zu of %zu choices differ", c, l, moved, n);
