@@ -312,10 +312,17 @@ check cluster_unrecorded_kept test "$(cd cl0 && md5sum checkpoints/*)" = "$befor
 rm -rf clfold && cp -r cl1 clfold && mkdir clfold/checkpoints/ckpt-000000000999.ckpt
 "$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold" >clfold.log 2>&1
 check folder_named_like_ckpt_exit0 test $? -eq 0
-check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone" clfold.log
+check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone, but no checkpoint can be saved by its name; hint: remove or rename it" clfold.log
 check folder_named_like_ckpt_resumed grep -q "resumed from .*ckpt-000000000030.ckpt" clfold.log
 check folder_named_like_ckpt_kept test -d clfold/checkpoints/ckpt-000000000999.ckpt
 check folder_named_like_ckpt_saved test -f clfold/checkpoints/ckpt-000000000040.ckpt
+# A run that comes to save that very step stops there, saying what is in the way and
+# what to do (every restart failed alike with only "rename ...tmp.PID: Is a directory").
+rm -rf clfold2 && cp -r cl1 clfold2 && mkdir clfold2/checkpoints/ckpt-000000000032.ckpt
+err=$("$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold2" 2>&1); rc=$?
+check folder_at_save_step_exit1 test $rc -eq 1
+check folder_at_save_step_message grep -q "cannot save .*/ckpt-000000000032.ckpt: it is a folder, not a checkpoint file (rename .*ckpt-000000000032.ckpt.tmp.[0-9]*: Is a directory); hint: remove or rename it" <<<"$err"
+check folder_at_save_step_kept test -d clfold2/checkpoints/ckpt-000000000032.ckpt -a "$(ls clfold2/checkpoints | wc -l)" -eq 4
 
 # SIGTERM: checkpoint, exit 143, and the next run carries on -------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \
