@@ -172,12 +172,11 @@ static void cluster_encode(const run *r, uint64_t w[CLUSTER_WORDS]) {
 
 /* A recorded cluster in words, for messages: "2 replicas (mirrored, data sharding)". */
 static void cluster_describe(const uint64_t w[CLUSTER_WORDS], char *buf, size_t len) {
-    static const char *shards[] = {"auto", "data", "file", "off"};
     if (w[1] == 1)
         snprintf(buf, len, "1 replica (%s)", tr_strategy_name((int)w[0]));
     else
         snprintf(buf, len, "%llu replicas (%s, %s sharding)", (unsigned long long)w[1],
-                 tr_strategy_name((int)w[0]), w[2] < 4 ? shards[w[2]] : "?");
+                 tr_strategy_name((int)w[0]), tr_shard_name((int)w[2]));
 }
 
 /* ---- the run ---- */
@@ -1517,6 +1516,16 @@ const char *tr_strategy_name(int strategy) {
     }
 }
 
+const char *tr_shard_name(int shard) {
+    switch (shard) {
+    case TR_SHARD_AUTO: return "auto";
+    case TR_SHARD_DATA: return "data";
+    case TR_SHARD_FILE: return "file";
+    case TR_SHARD_OFF: return "off";
+    default: return "?";
+    }
+}
+
 int tr_pick_strategy(const tf_config *cluster) {
     if (!cluster) return TR_ONE_DEVICE;
     if (cluster->cluster[TF_PS].n > 0) return TR_PARAMETER_SERVER;
@@ -1551,7 +1560,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
         return tn_error(err, errlen, TN_EINVAL,
                         "--shard_policy=%s applies to the multi-worker strategies; devices in "
                         "one process split each batch",
-                        r.shard == TR_SHARD_FILE ? "file" : "off");
+                        tr_shard_name(r.shard));
     r.start_time = tr__now_seconds(CLOCK_MONOTONIC);
     mdl_config mc;
     opt_config oc = c->opt;

@@ -39,6 +39,17 @@ check bad_int_message grep -q "epochs expects an integer" <<<"$err"
 err=$("$TRAINER" --optimizer=adagrad 2>&1); rc=$?
 check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
 check bad_enum_exit2 test $rc -eq 2
+# the shard policies' names are tr_shard_name's, in --help, the flag's check and messages
+check help_shard_policy_choices grep -q -- "--shard_policy=auto|data|file|off" <<<"$out"
+err=$("$TRAINER" --shard_policy=bogus 2>&1); rc=$?
+check bad_shard_policy_exit2 test $rc -eq 2
+check bad_shard_policy_choices grep -q -- "--shard_policy must be one of auto|data|file|off, got 'bogus'" <<<"$err"
+for p in file off; do
+  err=$("$TRAINER" "${SMALL[@]}" --devices=2 --shard_policy=$p 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--shard_policy=$p applies to the multi-worker strategies" <<<"$err" ||
+    fail devices_shard_$p "--devices=2 --shard_policy=$p gave exit $rc: $err"
+done
+ok devices_shard_policy_named
 err=$("$TRAINER" --dropout=1 "${SMALL[@]}" 2>&1); rc=$?
 check bad_dropout test $rc -eq 2
 err=$("$TRAINER" --threads=-1 2>&1); rc=$?
