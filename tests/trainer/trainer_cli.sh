@@ -203,6 +203,7 @@ bad_cases=(
   "params_nan params 2 I 0 0x7fc00000"
   "cluster_no_replicas cluster 8 Q 1 0"
   "cluster_bad_strategy cluster 8 Q 0 9"
+  "cluster_bad_shard cluster 8 Q 2 4"
 )
 for c in "${bad_cases[@]}"; do
   read -r name field tag fmt vals <<<"$c"
@@ -217,6 +218,52 @@ for c in "${bad_cases[@]}"; do
     grep -q "warning: checkpoint .*ckpt-000000000476.ckpt is unusable (.*$field" "$name.log"
   check ${name}_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" "$name.log"
   check ${name}_same_model cmp -s ref/model.ckpt "$name/model.ckpt"
+done
+check cluster_bad_shard_message grep -q "ckpt-000000000476.ckpt is unusable (cluster: shard policy 4 is not one of 1 to 3); trying the previous one" cluster_bad_shard.log
+# ckpt_shrink FILE TAG SIZE: section TAG keeps only its first SIZE bytes (the rest is
+# left as padding), its CRC and the header's resealed.
+ckpt_shrink() {
+  python3 - "$@" <<'EOF'
+import struct, sys, zlib
+path, tag, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+b = bytearray(open(path, 'rb').read())
+n = struct.unpack_from('<I', b, 12)[0]
+for i in range(n):
+    e = 24 + 24 * i
+    t, _, off, size = struct.unpack_from('<IIQQ', b, e)
+    if t == tag and new <= size:
+        struct.pack_into('<Q', b, e + 16, new)
+        struct.pack_into('<I', b, e + 4, zlib.crc32(bytes(b[off:off + new])))
+h = 24 + 24 * n
+struct.pack_into('<I', b, h, zlib.crc32(bytes(b[:h])))
+open(path, 'wb').write(b)
+EOF
+}
+# A cluster section of the wrong size (two words of three), sealed: skipped as the
+# fields above are.
+rm -rf cluster_short && cp -r ref cluster_short && rm cluster_short/model.ckpt \
+  cluster_short/checkpoints/ckpt-000000000480.ckpt
+ckpt_shrink cluster_short/checkpoints/ckpt-000000000476.ckpt 8 16
+CLOUD_ML_HP_METRIC_FILE=$WORK/cluster_short/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+  --job-dir="$WORK/cluster_short" >cluster_short.log 2>&1
+check cluster_short_exit0 test $? -eq 0
+check cluster_short_message grep -q "ckpt-000000000476.ckpt is unusable (cluster: the wrong size (expected 24 bytes)); trying the previous one" cluster_short.log
+check cluster_short_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" cluster_short.log
+check cluster_short_same_model cmp -s ref/model.ckpt cluster_short/model.ckpt
+# Every checkpoint so: exit 1 with the newest one's reason and a hint, nothing deleted.
+for c in "short ckpt_shrink 8 16|cluster: the wrong size (expected 24 bytes)" \
+         "shard ckpt_patch 8 Q 2 4|cluster: shard policy 4 is not one of 1 to 3"; do
+  read -r name damage args <<<"${c%%|*}"
+  d=cluster_all_$name
+  rm -rf "$d" && cp -r ref "$d" && rm "$d/model.ckpt"
+  # shellcheck disable=SC2086
+  for f in "$d"/checkpoints/ckpt-*.ckpt; do $damage "$f" $args; done
+  before=$(cd "$d" && md5sum checkpoints/*)
+  err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/$d/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+        --job-dir="$WORK/$d" 2>&1); rc=$?
+  check "${d}_exit1" test $rc -eq 1
+  check "${d}_message" grep -qF "holds 3 checkpoints and none is usable (newest: ${c#*|}); hint: remove them or use a fresh --job-dir" <<<"$err"
+  check "${d}_nothing_deleted" test "$(cd "$d" && md5sum checkpoints/*)" = "$before"
 done
 # The evaluator too: a sealed checkpoint whose epoch is past the run's is skipped (it
 # would have ended the evaluator early), and the previous one evaluated.
