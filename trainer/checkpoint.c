@@ -41,6 +41,7 @@
 #define CKPT_IO_CHUNK (1u << 30)    /* largest single write() and crc32() call */
 #define CKPT_WHY_LEN 256            /* a reason, without the path */
 #define CKPT_DISK_HINT "; hint: the disk is full; free space or use another --job-dir"
+#define CKPT_IN_THE_WAY_HINT "; hint: remove or rename it"
 
 typedef struct ckpt_entry {
     uint32_t tag;    /* the trainer's section tag */
@@ -97,15 +98,20 @@ static uint64_t align_up(uint64_t x) {
     return (x + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
 }
 
-/* The TN_EIO message for a failed system call: the call, the path, strerror(e), and
- * a hint when the disk is full. */
-static int io_error(char *err, size_t errlen, const char *call, const char *path, int e) {
+/* The hint for a failed call's errno e: the disk-full one, or "". */
+static const char *disk_hint(int e) {
     int full = e == ENOSPC;
 #ifdef EDQUOT
     full = full || e == EDQUOT;
 #endif
+    return full ? CKPT_DISK_HINT : "";
+}
+
+/* The TN_EIO message for a failed system call: the call, the path, strerror(e), and
+ * a hint when the disk is full. */
+static int io_error(char *err, size_t errlen, const char *call, const char *path, int e) {
     return tn_error(err, errlen, TN_EIO, "%s %s: %s%s", call, path, strerror(e),
-                    full ? CKPT_DISK_HINT : "");
+                    disk_hint(e));
 }
 
 /* "a/b" + "c" -> "a/b/c" (trailing slashes of dir dropped; "/" stays "/"). The
@@ -246,6 +252,20 @@ static int sync_dir_of(const char *path, char *err, size_t errlen) {
     return rc;
 }
 
+/* The TN_EIO message for a rename of tmp over path that failed with e. A folder by
+ * path's name (EISDIR: a file cannot replace a folder) fails every save of that step
+ * alike, restarted or not, so the message says what is in the way and what to do, as
+ * list_dir's warning did when the run started. */
+static int rename_error(char *err, size_t errlen, const char *tmp, const char *path, int e) {
+    if (e == EISDIR)
+        return tn_error(err, errlen, TN_EIO,
+                        "cannot save %s: it is a folder, not a checkpoint file (rename %s: "
+                        "%s)" CKPT_IN_THE_WAY_HINT,
+                        path, tmp, strerror(e));
+    return tn_error(err, errlen, TN_EIO, "rename %s to %s: %s%s", tmp, path, strerror(e),
+                    disk_hint(e));
+}
+
 /* Fills the open temporary file fd, closes it and renames tmp to path; on any
  * failure deletes tmp. Returns 0 or TN_EIO naming the call that failed. */
 static int fill_and_rename(int fd, const char *tmp, const char *path,
@@ -261,8 +281,9 @@ static int fill_and_rename(int fd, const char *tmp, const char *path,
         e = errno;
     }
     if (!call && rename(tmp, path) != 0) {
-        call = "rename";
         e = errno;
+        unlink(tmp); /* best effort: the error to report is the rename's */
+        return rename_error(err, errlen, tmp, path, e);
     }
     if (!call) return 0;
     unlink(tmp); /* best effort: the error to report is the one above */
@@ -478,8 +499,12 @@ static const char *kind_of(mode_t mode) {
  * sorted (for checkpoints: oldest step first). Anything else by such a name (a folder
  * called ckpt-000000000040.ckpt, a FIFO) is neither read nor deleted, so it can neither
  * hang a reader nor fail every save; it is told on log (when not NULL) as "warning:
- * PATH is a folder, not a checkpoint file; left alone". An entry that vanishes between
- * readdir and stat (pruned meanwhile, or a dangling link) is passed over silently.
+ * PATH is a FIFO, not a checkpoint file; left alone; hint: remove or rename it". A
+ * folder's warning also says that no checkpoint can be saved by its name: a file cannot
+ * be renamed over a folder, so a run that reaches that step fails there (rename_error),
+ * and the warning is the user's chance to act before. (A save of that step replaces
+ * anything else.) An entry that vanishes between readdir and stat (pruned meanwhile,
+ * or a dangling link) is passed over silently.
  * Returns 0 with *names (yours to free with free_names) and *count, or TN_EIO. A dir
  * that does not exist holds nothing. */
 static int list_dir(const char *dir, int (*keep)(const char *), FILE *log, char ***names,
@@ -503,8 +528,10 @@ static int list_dir(const char *dir, int (*keep)(const char *), FILE *log, char 
                          "checkpoint file; left alone\n",
                     dir, de->d_name, strerror(e));
         else if (!e && !S_ISREG(st.st_mode) && log)
-            fprintf(log, "warning: %s/%s is %s, not a checkpoint file; left alone\n", dir,
-                    de->d_name, kind_of(st.st_mode));
+            fprintf(log, "warning: %s/%s is %s, not a checkpoint file; left alone%s%s\n",
+                    dir, de->d_name, kind_of(st.st_mode),
+                    S_ISDIR(st.st_mode) ? ", but no checkpoint can be saved by its name" : "",
+                    CKPT_IN_THE_WAY_HINT);
         if (e || !S_ISREG(st.st_mode)) continue; /* errno: the loop's top resets it */
         if (n == cap) {
             cap = cap ? 2 * cap : 16;

@@ -31,7 +31,8 @@ typedef struct ckpt_file ckpt_file;
 
 /* Writes the n sections to path atomically (see above). Tags must be distinct.
  * Returns 0 or a negative TN_E* code (TN_EIO names the failing call and strerror,
- * e.g. a full disk); on failure no temporary file is left and an existing file at
+ * e.g. a full disk, or says that a folder at path is in the way of the rename, with a
+ * hint to remove it); on failure no temporary file is left and an existing file at
  * path is untouched, except when only the final fsync of the folder fails: the new
  * file is then in place but may not survive a power cut. */
 int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *err,
@@ -50,7 +51,8 @@ void ckpt_file_free(ckpt_file *f);
 
 /* ---- The checkpoint folder: DIR/ckpt-<step, 12 digits>.ckpt ----
  * Only regular files by that name (links followed) are checkpoints; a folder or a FIFO
- * by such a name is never read or deleted (loads warn about it on their log). */
+ * by such a name is never read or deleted (loads warn about it on their log, with the
+ * hint to remove or rename it: a save of a folder's step fails, see ckpt_write). */
 
 /* Writes DIR/ckpt-<step>.ckpt (creating DIR and its parents if needed), then
  * prunes: checkpoints with a higher step than this one go first (the run resumed

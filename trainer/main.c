@@ -49,9 +49,6 @@ static const name_value strategies[] = {{"auto", TR_AUTO},
                                         {"multi_worker_mirrored", TR_MULTI_WORKER},
                                         {"parameter_server", TR_PARAMETER_SERVER},
                                         {NULL, 0}};
-static const name_value shard_policies[] = {{"auto", TR_SHARD_AUTO}, {"data", TR_SHARD_DATA},
-                                            {"file", TR_SHARD_FILE}, {"off", TR_SHARD_OFF},
-                                            {NULL, 0}};
 static const name_value precisions[] = {{"fp32", CL_FP32}, {"bf16", CL_BF16}, {NULL, 0}};
 static const name_value transports[] = {
     {"auto", CL_AUTO}, {"tcp", CL_TCP}, {"shm", CL_SHM}, {NULL, 0}};
@@ -60,17 +57,34 @@ static const name_value device_names[] = {
 static const name_value precision_names[] = {
     {"fp32", KN_FP32}, {"tf32", KN_TF32}, {"bf16", KN_BF16}, {NULL, 0}};
 
+/* The values first..last of an enum as a table, named by name(): where the trainer has
+ * a function that spells its choices (tr_shard_name), the flag takes them from it
+ * rather than a second spelling here. t has room for last - first + 2 entries (the
+ * NULL end). */
+static void table_of(const char *(*name)(int), int first, int last, name_value *t) {
+    for (int v = first; v <= last; v++) t[v - first] = (name_value){name(v), v};
+    t[last - first + 1] = (name_value){NULL, 0};
+}
+
+/* The names of table t as "a|b|c", for --help and lookup's message. */
+static void choice_list(const name_value *t, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (int i = 0; t[i].name; i++) {
+        strncat(buf, i ? "|" : "", len - strlen(buf) - 1);
+        strncat(buf, t[i].name, len - strlen(buf) - 1);
+    }
+}
+
 static int lookup(const char *flag, const char *s, const name_value *t, int *out, char *err,
                   size_t errlen) {
-    char choices[128] = "";
     for (int i = 0; t[i].name; i++) {
         if (!strcmp(s, t[i].name)) {
             *out = t[i].value;
             return 0;
         }
-        strncat(choices, i ? "|" : "", sizeof choices - strlen(choices) - 1);
-        strncat(choices, t[i].name, sizeof choices - strlen(choices) - 1);
     }
+    char choices[128];
+    choice_list(t, choices, sizeof choices);
     return tn_error(err, errlen, TN_EINVAL, "--%s must be one of %s, got '%s'", flag, choices, s);
 }
 
@@ -255,10 +269,15 @@ int main(int argc, char **argv) {
     int batch = 128, epochs = 5, threads = 0, keep = 3, label_column = 0, eval_only_flag = 0;
     int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
     int64_t max_train = 0, max_eval = 0;
-    const char *strategy = "auto", *shard_policy = "auto", *precision = "fp32";
-    const char *transport = "auto", *device = "auto", *precision_flag = "fp32";
+    const char *strategy = "auto", *shard_policy = tr_shard_name(TR_SHARD_AUTO);
+    const char *precision = "fp32", *transport = "auto", *device = "auto";
+    const char *precision_flag = "fp32";
     int global_batch = 0, devices = 1;
     double peer_timeout = 60, bucket_mb = 0.25;
+    name_value shard_policies[TR_SHARD_OFF + 2];
+    char shard_choices[64];
+    table_of(tr_shard_name, TR_SHARD_AUTO, TR_SHARD_OFF, shard_policies);
+    choice_list(shard_policies, shard_choices, sizeof shard_choices);
 
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model to train"},
@@ -324,8 +343,8 @@ int main(int argc, char **argv) {
          "parameters)"},
         {"global_batch_size", TN_FLAG_INT, &global_batch, "N",
          "examples per step over all replicas (0: --batch_size x replicas); must divide"},
-        {"shard_policy", TN_FLAG_STRING, &shard_policy, "NAME",
-         "auto|data|file|off: how replicas split the training examples (auto: data)"},
+        {"shard_policy", TN_FLAG_STRING, &shard_policy, shard_choices,
+         "how replicas split the training examples (auto: data)"},
         {"allreduce_precision", TN_FLAG_STRING, &precision, "fp32|bf16",
          "multi_worker_mirrored: precision of the gradients on the wire"},
         {"allreduce_transport", TN_FLAG_STRING, &transport, "auto|tcp|shm",

@@ -172,12 +172,11 @@ static void cluster_encode(const run *r, uint64_t w[CLUSTER_WORDS]) {
 
 /* A recorded cluster in words, for messages: "2 replicas (mirrored, data sharding)". */
 static void cluster_describe(const uint64_t w[CLUSTER_WORDS], char *buf, size_t len) {
-    static const char *shards[] = {"auto", "data", "file", "off"};
     if (w[1] == 1)
         snprintf(buf, len, "1 replica (%s)", tr_strategy_name((int)w[0]));
     else
         snprintf(buf, len, "%llu replicas (%s, %s sharding)", (unsigned long long)w[1],
-                 tr_strategy_name((int)w[0]), w[2] < 4 ? shards[w[2]] : "?");
+                 tr_strategy_name((int)w[0]), tr_shard_name((int)w[2]));
 }
 
 /* ---- the run ---- */
@@ -407,8 +406,8 @@ static int same_settings(const run *r, const run_state *st) {
 }
 
 /* The cluster section of a checkpoint into w: 1 when there is one, 0 when the file
- * predates it (restore refuses such a file: its replicas are unknown), or a negative
- * code with the reason when the section is not one this build writes. */
+ * predates it, or a negative code with the reason when the section is not one this
+ * build writes. Only cluster_fit reads it. */
 static int read_cluster(const ckpt_file *f, uint64_t w[CLUSTER_WORDS], char *why,
                         size_t whylen) {
     uint64_t size;
@@ -431,23 +430,40 @@ static int read_cluster(const ckpt_file *f, uint64_t w[CLUSTER_WORDS], char *why
     return 1;
 }
 
-/* restore's comparison of the checkpoint at path (whose cluster section check_resume
- * has read) with the run's cluster: 0 when they are the same, else TN_EINVAL naming
- * both and what to do. */
+/* How a checkpoint's cluster compares with the run's (cluster_fit). */
+enum { CLUSTER_SAME = 0, CLUSTER_OTHER, CLUSTER_UNRECORDED };
+
+/* The one reading of a checkpoint's cluster section and its comparison with the run's
+ * cluster, for check_resume (which judges the section and passes another cluster's on)
+ * and restore (which refuses it, by same_cluster): CLUSTER_SAME, CLUSTER_OTHER, or
+ * CLUSTER_UNRECORDED for a file that predates the section (its replicas are unknown);
+ * theirs and ours get the recorded words and the run's. A negative code with the
+ * reason in why when the section is not one this build writes. */
+static int cluster_fit(const run *r, const ckpt_file *f, uint64_t theirs[CLUSTER_WORDS],
+                       uint64_t ours[CLUSTER_WORDS], char *why, size_t whylen) {
+    cluster_encode(r, ours);
+    int has = read_cluster(f, theirs, why, whylen);
+    if (has <= 0) return has < 0 ? has : CLUSTER_UNRECORDED;
+    return memcmp(theirs, ours, CLUSTER_WORDS * sizeof *ours) == 0 ? CLUSTER_SAME
+                                                                    : CLUSTER_OTHER;
+}
+
+/* restore's verdict on the cluster of the checkpoint at path (which check_resume has
+ * judged): 0 when it is the run's, else TN_EINVAL naming both and what to do. */
 static int same_cluster(const run *r, const ckpt_file *f, const char *path, char *err,
                         size_t errlen) {
     uint64_t cl[CLUSTER_WORDS], ours[CLUSTER_WORDS];
+    int fit = cluster_fit(r, f, cl, ours, err, errlen);
+    if (fit == CLUSTER_SAME || fit < 0) return fit;
     char theirs_s[96], ours_s[96];
-    cluster_encode(r, ours);
     cluster_describe(ours, ours_s, sizeof ours_s);
-    if (read_cluster(f, cl, NULL, 0) == 0)
+    if (fit == CLUSTER_UNRECORDED)
         return tn_error(err, errlen, TN_EINVAL,
                         "%s was written by a trainer that did not record the replicas and "
                         "the strategy, so it cannot be told whether it fits this run of %s; "
                         "hint: finish that run with the trainer that wrote it, or use a "
                         "fresh --job-dir",
                         path, ours_s);
-    if (memcmp(cl, ours, sizeof cl) == 0) return 0;
     cluster_describe(cl, theirs_s, sizeof theirs_s);
     return tn_error(err, errlen, TN_EINVAL,
                     "the checkpoints in %s were written by a run of %s, and this run has %s; "
@@ -567,15 +583,12 @@ static int check_resume(const ckpt_file *f, int64_t step, void *ctx, char *why,
     run_state st;
     state_decode(w, &st);
     uint64_t cl[CLUSTER_WORDS], ours[CLUSTER_WORDS];
-    int has_cluster = read_cluster(f, cl, why, whylen);
-    if (has_cluster < 0) return has_cluster;
-    cluster_encode(r, ours);
+    int fit = cluster_fit(r, f, cl, ours, why, whylen);
+    if (fit < 0) return fit;
     /* Of another run: passed on for restore to refuse, before the fields below are
      * judged by this run's step arithmetic, which is not the file's (a checkpoint of
      * another cluster would otherwise look damaged, be skipped and later pruned). */
-    if (!same_model(r, &saved) || !same_settings(r, &st) || !has_cluster ||
-        memcmp(cl, ours, sizeof cl) != 0)
-        return 0;
+    if (!same_model(r, &saved) || !same_settings(r, &st) || fit != CLUSTER_SAME) return 0;
     int rc = check_state(r, &st, (int64_t)w[10], w[STATE_RESERVED], step, why, whylen);
     if (rc) return rc;
     uint64_t rng[4];
@@ -1517,6 +1530,16 @@ const char *tr_strategy_name(int strategy) {
     }
 }
 
+const char *tr_shard_name(int shard) {
+    switch (shard) {
+    case TR_SHARD_AUTO: return "auto";
+    case TR_SHARD_DATA: return "data";
+    case TR_SHARD_FILE: return "file";
+    case TR_SHARD_OFF: return "off";
+    default: return "?";
+    }
+}
+
 int tr_pick_strategy(const tf_config *cluster) {
     if (!cluster) return TR_ONE_DEVICE;
     if (cluster->cluster[TF_PS].n > 0) return TR_PARAMETER_SERVER;
@@ -1551,7 +1574,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
         return tn_error(err, errlen, TN_EINVAL,
                         "--shard_policy=%s applies to the multi-worker strategies; devices in "
                         "one process split each batch",
-                        r.shard == TR_SHARD_FILE ? "file" : "off");
+                        tr_shard_name(r.shard));
     r.start_time = tr__now_seconds(CLOCK_MONOTONIC);
     mdl_config mc;
     opt_config oc = c->opt;

@@ -91,6 +91,11 @@ enum tr_shard { TR_SHARD_AUTO = 0, TR_SHARD_DATA, TR_SHARD_FILE, TR_SHARD_OFF };
 
 const char *tr_strategy_name(int strategy);
 
+/* The --shard_policy name of an enum tr_shard value ("auto", "data", "file", "off"), or
+ * "?" for another value: the one spelling of the flag's choices, its help and the
+ * messages that name a policy. */
+const char *tr_shard_name(int shard);
+
 /* TR_AUTO's choice for a cluster (NULL: a single replica). */
 int tr_pick_strategy(const tf_config *cluster);
 

@@ -5,7 +5,8 @@
  * existing checkpoint untouched, pruning in ckpt_save, and the fall-back of
  * ckpt_load_newest past damaged checkpoints with its warning text, and past ones that
  * the caller's check refuses (ckpt_load_newest_checked); entries named like
- * checkpoints that are not regular files (a folder, a FIFO) left alone.
+ * checkpoints that are not regular files (a folder, a FIFO) left alone, and a save over
+ * such a folder (the rename fails) refused with a hint.
  *
  * Files go under $TN_TEST_TMP (or /tmp) in a folder named after the pid, removed at
  * the end. A failed write is provoked with RLIMIT_FSIZE (write() fails with EFBIG),
@@ -758,16 +759,18 @@ static void test_folder_named_like_a_checkpoint(void) {
     char want[3 * PATH_LEN];
     snprintf(want, sizeof(want),
              "warning: %s/ckpt-000000000040.ckpt is a folder, not a checkpoint file; left "
-             "alone\nwarning: %s/ckpt-000000000050.ckpt is a FIFO, not a checkpoint file; "
-             "left alone\n",
+             "alone, but no checkpoint can be saved by its name; hint: remove or rename "
+             "it\nwarning: %s/ckpt-000000000050.ckpt is a FIFO, not a checkpoint file; "
+             "left alone; hint: remove or rename it\n",
              dir, dir);
     char *text = file_text(log);
     /* readdir's order is the file system's: compare the lines as a set */
     CHECK_MSG(strlen(text) == strlen(want), "log is \"%s\"", text);
     CHECK_STR_CONTAINS(text, "ckpt-000000000040.ckpt is a folder, not a checkpoint file; "
-                             "left alone\n");
+                             "left alone, but no checkpoint can be saved by its name; hint: "
+                             "remove or rename it\n");
     CHECK_STR_CONTAINS(text, "ckpt-000000000050.ckpt is a FIFO, not a checkpoint file; "
-                             "left alone\n");
+                             "left alone; hint: remove or rename it\n");
     free(text);
     fclose(log);
 
@@ -808,6 +811,41 @@ static void test_folder_named_like_a_checkpoint(void) {
     ckpt_file_free(f);
 }
 
+/* The rename fails (a folder by the checkpoint's name: EISDIR): an error that says
+ * what is in the way and what to do, no temporary file left, the folder untouched; the
+ * same from ckpt_save, which then prunes nothing. Every save of that step failed with
+ * only "rename ...tmp.PID: Is a directory". */
+static void test_rename_onto_folder(void) {
+    static const char a[] = "abc";
+    ckpt_section s = {.tag = 1, .data = a, .size = 3};
+    char dir[PATH_LEN], path[PATH_LEN], inside[PATH_LEN], want[3 * PATH_LEN];
+    char err[3 * PATH_LEN] = "";
+    fresh_dir(dir, "rename_onto_folder");
+    save_three(dir);
+    fmt_path(path, "%s/ckpt-000000000040.ckpt", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    fmt_path(inside, "%s/inside", path);
+    write_bytes(inside, "keep", 4);
+
+    CHECK_INT_EQ(ckpt_write(path, &s, 1, err, sizeof(err)), TN_EIO);
+    snprintf(want, sizeof(want), "cannot save %s: it is a folder, not a checkpoint file "
+                                 "(rename %s.tmp.", path, path);
+    CHECK_STR_CONTAINS(err, want);
+    snprintf(want, sizeof(want), ": %s); hint: remove or rename it", strerror(EISDIR));
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(count_names(dir, ".tmp."), 0);
+    CHECK_INT_EQ(file_size(inside), 4);
+
+    /* keep = 1 would prune 10, 20 and 30 after a write that succeeded */
+    err[0] = '\0';
+    CHECK_INT_EQ(ckpt_save(dir, 40, &s, 1, 1, NULL, 0, err, sizeof(err)), TN_EIO);
+    CHECK_STR_CONTAINS(err, "it is a folder, not a checkpoint file");
+    CHECK_STR_CONTAINS(err, "hint: remove or rename it");
+    CHECK_INT_EQ(count_names(dir, ".tmp."), 0);
+    CHECK_INT_EQ(count_names(dir, "ckpt-0000000000"), 4);
+    CHECK_INT_EQ(file_size(inside), 4);
+}
+
 int main(void) {
     if (scratch_dir(g_root, "test_checkpoint") != 0) return 1;
     RUN(test_round_trip);
@@ -827,6 +865,7 @@ int main(void) {
     RUN(test_load_newest_all_damaged);
     RUN(test_load_newest_checked);
     RUN(test_folder_named_like_a_checkpoint);
+    RUN(test_rename_onto_folder);
     int rc = check_summary();
     if (rc == 0) rm_rf(g_root); /* keep the files of a failed run to look at */
     return rc;

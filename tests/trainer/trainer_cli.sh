@@ -39,6 +39,17 @@ check bad_int_message grep -q "epochs expects an integer" <<<"$err"
 err=$("$TRAINER" --optimizer=adagrad 2>&1); rc=$?
 check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
 check bad_enum_exit2 test $rc -eq 2
+# the shard policies' names are tr_shard_name's, in --help, the flag's check and messages
+check help_shard_policy_choices grep -q -- "--shard_policy=auto|data|file|off" <<<"$out"
+err=$("$TRAINER" --shard_policy=bogus 2>&1); rc=$?
+check bad_shard_policy_exit2 test $rc -eq 2
+check bad_shard_policy_choices grep -q -- "--shard_policy must be one of auto|data|file|off, got 'bogus'" <<<"$err"
+for p in file off; do
+  err=$("$TRAINER" "${SMALL[@]}" --devices=2 --shard_policy=$p 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--shard_policy=$p applies to the multi-worker strategies" <<<"$err" ||
+    fail devices_shard_$p "--devices=2 --shard_policy=$p gave exit $rc: $err"
+done
+ok devices_shard_policy_named
 err=$("$TRAINER" --dropout=1 "${SMALL[@]}" 2>&1); rc=$?
 check bad_dropout test $rc -eq 2
 err=$("$TRAINER" --threads=-1 2>&1); rc=$?
@@ -192,6 +203,7 @@ bad_cases=(
   "params_nan params 2 I 0 0x7fc00000"
   "cluster_no_replicas cluster 8 Q 1 0"
   "cluster_bad_strategy cluster 8 Q 0 9"
+  "cluster_bad_shard cluster 8 Q 2 4"
 )
 for c in "${bad_cases[@]}"; do
   read -r name field tag fmt vals <<<"$c"
@@ -206,6 +218,52 @@ for c in "${bad_cases[@]}"; do
     grep -q "warning: checkpoint .*ckpt-000000000476.ckpt is unusable (.*$field" "$name.log"
   check ${name}_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" "$name.log"
   check ${name}_same_model cmp -s ref/model.ckpt "$name/model.ckpt"
+done
+check cluster_bad_shard_message grep -q "ckpt-000000000476.ckpt is unusable (cluster: shard policy 4 is not one of 1 to 3); trying the previous one" cluster_bad_shard.log
+# ckpt_shrink FILE TAG SIZE: section TAG keeps only its first SIZE bytes (the rest is
+# left as padding), its CRC and the header's resealed.
+ckpt_shrink() {
+  python3 - "$@" <<'EOF'
+import struct, sys, zlib
+path, tag, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+b = bytearray(open(path, 'rb').read())
+n = struct.unpack_from('<I', b, 12)[0]
+for i in range(n):
+    e = 24 + 24 * i
+    t, _, off, size = struct.unpack_from('<IIQQ', b, e)
+    if t == tag and new <= size:
+        struct.pack_into('<Q', b, e + 16, new)
+        struct.pack_into('<I', b, e + 4, zlib.crc32(bytes(b[off:off + new])))
+h = 24 + 24 * n
+struct.pack_into('<I', b, h, zlib.crc32(bytes(b[:h])))
+open(path, 'wb').write(b)
+EOF
+}
+# A cluster section of the wrong size (two words of three), sealed: skipped as the
+# fields above are.
+rm -rf cluster_short && cp -r ref cluster_short && rm cluster_short/model.ckpt \
+  cluster_short/checkpoints/ckpt-000000000480.ckpt
+ckpt_shrink cluster_short/checkpoints/ckpt-000000000476.ckpt 8 16
+CLOUD_ML_HP_METRIC_FILE=$WORK/cluster_short/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+  --job-dir="$WORK/cluster_short" >cluster_short.log 2>&1
+check cluster_short_exit0 test $? -eq 0
+check cluster_short_message grep -q "ckpt-000000000476.ckpt is unusable (cluster: the wrong size (expected 24 bytes)); trying the previous one" cluster_short.log
+check cluster_short_previous_used grep -q "resumed from .*ckpt-000000000469.ckpt" cluster_short.log
+check cluster_short_same_model cmp -s ref/model.ckpt cluster_short/model.ckpt
+# Every checkpoint so: exit 1 with the newest one's reason and a hint, nothing deleted.
+for c in "short ckpt_shrink 8 16|cluster: the wrong size (expected 24 bytes)" \
+         "shard ckpt_patch 8 Q 2 4|cluster: shard policy 4 is not one of 1 to 3"; do
+  read -r name damage args <<<"${c%%|*}"
+  d=cluster_all_$name
+  rm -rf "$d" && cp -r ref "$d" && rm "$d/model.ckpt"
+  # shellcheck disable=SC2086
+  for f in "$d"/checkpoints/ckpt-*.ckpt; do $damage "$f" $args; done
+  before=$(cd "$d" && md5sum checkpoints/*)
+  err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/$d/metrics timeout 60 "$TRAINER" "${RESUME[@]}" \
+        --job-dir="$WORK/$d" 2>&1); rc=$?
+  check "${d}_exit1" test $rc -eq 1
+  check "${d}_message" grep -qF "holds 3 checkpoints and none is usable (newest: ${c#*|}); hint: remove them or use a fresh --job-dir" <<<"$err"
+  check "${d}_nothing_deleted" test "$(cd "$d" && md5sum checkpoints/*)" = "$before"
 done
 # The evaluator too: a sealed checkpoint whose epoch is past the run's is skipped (it
 # would have ended the evaluator early), and the previous one evaluated.
@@ -312,10 +370,17 @@ check cluster_unrecorded_kept test "$(cd cl0 && md5sum checkpoints/*)" = "$befor
 rm -rf clfold && cp -r cl1 clfold && mkdir clfold/checkpoints/ckpt-000000000999.ckpt
 "$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold" >clfold.log 2>&1
 check folder_named_like_ckpt_exit0 test $? -eq 0
-check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone" clfold.log
+check folder_named_like_ckpt_warned grep -q "warning: .*ckpt-000000000999.ckpt is a folder, not a checkpoint file; left alone, but no checkpoint can be saved by its name; hint: remove or rename it" clfold.log
 check folder_named_like_ckpt_resumed grep -q "resumed from .*ckpt-000000000030.ckpt" clfold.log
 check folder_named_like_ckpt_kept test -d clfold/checkpoints/ckpt-000000000999.ckpt
 check folder_named_like_ckpt_saved test -f clfold/checkpoints/ckpt-000000000040.ckpt
+# A run that comes to save that very step stops there, saying what is in the way and
+# what to do (every restart failed alike with only "rename ...tmp.PID: Is a directory").
+rm -rf clfold2 && cp -r cl1 clfold2 && mkdir clfold2/checkpoints/ckpt-000000000032.ckpt
+err=$("$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold2" 2>&1); rc=$?
+check folder_at_save_step_exit1 test $rc -eq 1
+check folder_at_save_step_message grep -q "cannot save .*/ckpt-000000000032.ckpt: it is a folder, not a checkpoint file (rename .*ckpt-000000000032.ckpt.tmp.[0-9]*: Is a directory); hint: remove or rename it" <<<"$err"
+check folder_at_save_step_kept test -d clfold2/checkpoints/ckpt-000000000032.ckpt -a "$(ls clfold2/checkpoints | wc -l)" -eq 4
 
 # SIGTERM: checkpoint, exit 143, and the next run carries on -------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/t/metrics "$TRAINER" "${RESUME[@]}" --checkpoint_every=0 \
