@@ -252,13 +252,15 @@ static int sync_dir_of(const char *path, char *err, size_t errlen) {
     return rc;
 }
 
-/* The TN_EIO message for a rename of tmp over path that failed with e. A folder by
- * path's name (EISDIR: a file cannot replace a folder) fails every save of that step
- * alike, restarted or not, so the message says what is in the way and what to do, as
- * list_dir's warning did when the run started. */
+/* The error for a rename of tmp over path that failed with e: TN_EIO naming both, but
+ * TN_EINVAL for a folder by path's name (EISDIR: a file cannot replace a folder), which
+ * fails every save of that step alike, restarted or not (so the trainer exits 2, a
+ * permanent error, and the tuner does not restart the replica into the same failure);
+ * its message says what is in the way and what to do, as list_dir's warning did when
+ * the run started. */
 static int rename_error(char *err, size_t errlen, const char *tmp, const char *path, int e) {
     if (e == EISDIR)
-        return tn_error(err, errlen, TN_EIO,
+        return tn_error(err, errlen, TN_EINVAL,
                         "cannot save %s: it is a folder, not a checkpoint file (rename %s: "
                         "%s)" CKPT_IN_THE_WAY_HINT,
                         path, tmp, strerror(e));

@@ -42,13 +42,6 @@ static const name_value optimizers[] = {{"sgd", OPT_SGD},   {"momentum", OPT_MOM
                                         {"adamw", OPT_ADAMW}, {NULL, 0}};
 static const name_value schedules[] = {
     {"constant", OPT_CONSTANT}, {"cosine", OPT_COSINE}, {"step", OPT_STEP}, {NULL, 0}};
-static const name_value strategies[] = {{"auto", TR_AUTO},
-                                        {"one_device", TR_ONE_DEVICE},
-                                        {"mirrored", TR_MIRRORED},
-                                        {"central_storage", TR_CENTRAL_STORAGE},
-                                        {"multi_worker_mirrored", TR_MULTI_WORKER},
-                                        {"parameter_server", TR_PARAMETER_SERVER},
-                                        {NULL, 0}};
 static const name_value precisions[] = {{"fp32", CL_FP32}, {"bf16", CL_BF16}, {NULL, 0}};
 static const name_value transports[] = {
     {"auto", CL_AUTO}, {"tcp", CL_TCP}, {"shm", CL_SHM}, {NULL, 0}};
@@ -58,7 +51,8 @@ static const name_value precision_names[] = {
     {"fp32", KN_FP32}, {"tf32", KN_TF32}, {"bf16", KN_BF16}, {NULL, 0}};
 
 /* The values first..last of an enum as a table, named by name(): where the trainer has
- * a function that spells its choices (tr_shard_name), the flag takes them from it
+ * a function that spells its choices (tr_strategy_name, tr_shard_name), the flag takes
+ * them from it
  * rather than a second spelling here. t has room for last - first + 2 entries (the
  * NULL end). */
 static void table_of(const char *(*name)(int), int first, int last, name_value *t) {
@@ -254,7 +248,8 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
             "\n"
             "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 permanent error\n"
             "(bad flag or configuration, checkpoints in --job-dir of another model, settings\n"
-            "or cluster, or training diverged: re-running cannot help);\n"
+            "or cluster, a folder where a checkpoint must go, or training diverged:\n"
+            "re-running cannot help);\n"
             "130/143 stopped by SIGINT/SIGTERM (checkpoint saved).\n"
             "docs: docs/trainer.md\n");
 }
@@ -269,15 +264,20 @@ int main(int argc, char **argv) {
     int batch = 128, epochs = 5, threads = 0, keep = 3, label_column = 0, eval_only_flag = 0;
     int64_t seed = 1, warmup = 0, decay_steps = 0, report_every = 0, ckpt_every = 0;
     int64_t max_train = 0, max_eval = 0;
-    const char *strategy = "auto", *shard_policy = tr_shard_name(TR_SHARD_AUTO);
+    const char *strategy = tr_strategy_name(TR_AUTO);
+    const char *shard_policy = tr_shard_name(TR_SHARD_AUTO);
     const char *precision = "fp32", *transport = "auto", *device = "auto";
     const char *precision_flag = "fp32";
     int global_batch = 0, devices = 1;
     double peer_timeout = 60, bucket_mb = 0.25;
-    name_value shard_policies[TR_SHARD_OFF + 2];
-    char shard_choices[64];
+    name_value shard_policies[TR_SHARD_OFF + 2], strategies[TR_PARAMETER_SERVER + 2];
+    char shard_choices[64], strategy_help[160];
     table_of(tr_shard_name, TR_SHARD_AUTO, TR_SHARD_OFF, shard_policies);
     choice_list(shard_policies, shard_choices, sizeof shard_choices);
+    table_of(tr_strategy_name, TR_AUTO, TR_PARAMETER_SERVER, strategies);
+    choice_list(strategies, strategy_help, sizeof strategy_help);
+    strncat(strategy_help, " (auto: from TF_CONFIG's cluster)",
+            sizeof strategy_help - strlen(strategy_help) - 1);
 
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model to train"},
@@ -329,9 +329,7 @@ int main(int argc, char **argv) {
          "evaluate --model_file on the held-out data and exit"},
         {"model_file", TN_FLAG_STRING, &model_file, "PATH",
          "model to evaluate (default: JOB_DIR/model.ckpt)"},
-        {"strategy", TN_FLAG_STRING, &strategy, "NAME",
-         "auto|one_device|mirrored|central_storage|multi_worker_mirrored|parameter_server "
-         "(auto: from TF_CONFIG's cluster)"},
+        {"strategy", TN_FLAG_STRING, &strategy, "NAME", strategy_help},
         {"devices", TN_FLAG_INT, &devices, "N",
          "mirrored, central_storage: replicas in this process (threads on the CPU, one GPU "
          "each with --device=gpu)"},

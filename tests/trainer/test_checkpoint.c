@@ -827,7 +827,7 @@ static void test_rename_onto_folder(void) {
     fmt_path(inside, "%s/inside", path);
     write_bytes(inside, "keep", 4);
 
-    CHECK_INT_EQ(ckpt_write(path, &s, 1, err, sizeof(err)), TN_EIO);
+    CHECK_INT_EQ(ckpt_write(path, &s, 1, err, sizeof(err)), TN_EINVAL);
     snprintf(want, sizeof(want), "cannot save %s: it is a folder, not a checkpoint file "
                                  "(rename %s.tmp.", path, path);
     CHECK_STR_CONTAINS(err, want);
@@ -838,7 +838,7 @@ static void test_rename_onto_folder(void) {
 
     /* keep = 1 would prune 10, 20 and 30 after a write that succeeded */
     err[0] = '\0';
-    CHECK_INT_EQ(ckpt_save(dir, 40, &s, 1, 1, NULL, 0, err, sizeof(err)), TN_EIO);
+    CHECK_INT_EQ(ckpt_save(dir, 40, &s, 1, 1, NULL, 0, err, sizeof(err)), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "it is a folder, not a checkpoint file");
     CHECK_STR_CONTAINS(err, "hint: remove or rename it");
     CHECK_INT_EQ(count_names(dir, ".tmp."), 0);

@@ -378,7 +378,7 @@ check folder_named_like_ckpt_saved test -f clfold/checkpoints/ckpt-000000000040.
 # what to do (every restart failed alike with only "rename ...tmp.PID: Is a directory").
 rm -rf clfold2 && cp -r cl1 clfold2 && mkdir clfold2/checkpoints/ckpt-000000000032.ckpt
 err=$("$TRAINER" "${CL[@]}" --epochs=4 --job-dir="$WORK/clfold2" 2>&1); rc=$?
-check folder_at_save_step_exit1 test $rc -eq 1
+check folder_at_save_step_exit2 test $rc -eq 2
 check folder_at_save_step_message grep -q "cannot save .*/ckpt-000000000032.ckpt: it is a folder, not a checkpoint file (rename .*ckpt-000000000032.ckpt.tmp.[0-9]*: Is a directory); hint: remove or rename it" <<<"$err"
 check folder_at_save_step_kept test -d clfold2/checkpoints/ckpt-000000000032.ckpt -a "$(ls clfold2/checkpoints | wc -l)" -eq 4
 
