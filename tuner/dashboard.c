@@ -95,22 +95,17 @@ static const char csp[] =
 
 typedef struct dash_client dash_client;
 
-/* What the gate does with the request a connection sends (see "the gate" below). */
-enum dash_gate {
-    GATE_HOLD,                       /* the request is not whole: evhttp reads nothing */
-    GATE_PASSED,                     /* it is, and evhttp may read it */
-    GATE_REFUSED                     /* it was answered: what comes is dropped */
-};
-
 /* One connection, adopted (counted) right after it was accepted. */
 typedef struct dash_conn {
     dash_server *d;
     struct evhttp_connection *evcon;
     struct event *deadline;          /* closes it when a request is not whole in time;
                                         pending only while a request is awaited */
-    int awaiting;                    /* a request is awaited (the deadline runs) */
-    int gate;                        /* enum dash_gate, while awaiting */
-    api_frame frame;                 /* the awaited request, scanned */
+    api_frame frame;                 /* the request awaited or being answered, scanned;
+                                        its state is the gate's: MORE holds the request
+                                        back from evhttp, WHOLE let it through (until its
+                                        reply is done), REFUSED answered it and drops
+                                        what comes */
     size_t scanned;                  /* bytes of the input buffer frame has seen */
     int continued;                   /* "100 Continue" sent for it */
     struct evbuffer_cb_entry *input_cb; /* on_input, on the connection's input buffer */
@@ -376,18 +371,13 @@ static void gate_refuse(dash_conn *conn) {
     shutdown(sock, SHUT_WR);
     tn_buf_clear(&b);
     api_reply_clear(&r);
-    conn->gate = GATE_REFUSED;
 }
 
-/* Looks at what the connection sent since the last look, while a request is awaited:
- * lets a whole request through to evhttp, answers one that is refused, says "100
- * Continue" to a client that waits for it, and drops what a refused one sends. */
-static void gate_scan(dash_conn *conn) {
-    if (!conn->awaiting || conn->gate == GATE_PASSED) return;
-    struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+/* Scans what arrived since the last look, until the request ends. evbuffer_peek: the
+ * buffer's own bytes, in place (a copy-out refuses a frozen one). */
+static void gate_read(dash_conn *conn, struct evbuffer *in) {
     size_t len = evbuffer_get_length(in);
-    /* evbuffer_peek: the buffer's own bytes, in place (a copy-out refuses a frozen one) */
-    while (conn->gate == GATE_HOLD && conn->frame.state == API_FRAME_MORE && conn->scanned < len) {
+    while (conn->frame.state == API_FRAME_MORE && conn->scanned < len) {
         struct evbuffer_ptr pos;
         struct evbuffer_iovec v[8];
         if (evbuffer_ptr_set(in, &pos, conn->scanned, EVBUFFER_PTR_SET) != 0) break;
@@ -396,9 +386,19 @@ static void gate_scan(dash_conn *conn) {
         for (int i = 0; i < n && i < 8 && conn->frame.state == API_FRAME_MORE; i++)
             conn->scanned += api_frame_scan(&conn->frame, v[i].iov_base, v[i].iov_len);
     }
-    if (conn->gate == GATE_HOLD) {
+}
+
+/* Looks at what the connection sent since the last look, while a request is awaited:
+ * lets a whole request through to evhttp, answers one that is refused, says "100
+ * Continue" to a client that waits for it, and drops what a refused one sends. The
+ * scan's state is the gate's: a request ends (WHOLE or REFUSED) in exactly one look,
+ * which acts on it once. */
+static void gate_scan(dash_conn *conn) {
+    if (conn->frame.state == API_FRAME_WHOLE) return; /* evhttp's, until its reply */
+    struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+    if (conn->frame.state == API_FRAME_MORE) {
+        gate_read(conn, in);
         if (conn->frame.state == API_FRAME_WHOLE) {
-            conn->gate = GATE_PASSED;
             evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */
             return;
         }
@@ -412,7 +412,7 @@ static void gate_scan(dash_conn *conn) {
             }
             return;
         }
-        gate_refuse(conn);
+        gate_refuse(conn); /* refused in this look */
     }
     evbuffer_unfreeze(in, 1); /* refused: what came is dropped */
     evbuffer_drain(in, evbuffer_get_length(in));
@@ -428,8 +428,6 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 /* The connection now waits for a request: it has d->request_tv to send all of it, and
  * the gate holds it back from evhttp until it is whole. */
 static void conn_await_request(dash_conn *conn) {
-    conn->awaiting = 1;
-    conn->gate = GATE_HOLD;
     api_frame_init(&conn->frame, DASH_MAX_HEADERS, DASH_MAX_BODY);
     conn->scanned = 0;
     conn->continued = 0;
@@ -851,10 +849,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     /* The request is whole: its connection's deadline stops until the reply is done. */
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
-    if (conn) {
-        evtimer_del(conn->deadline);
-        conn->awaiting = 0;
-    }
+    if (conn) evtimer_del(conn->deadline);
     evhttp_request_set_on_complete_cb(req, on_reply_done, d); /* a stream sets its own */
 
     if (host_header(req, &host) != 0) { /* malformed: answered, then the connection closed */
