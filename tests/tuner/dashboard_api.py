@@ -104,6 +104,23 @@ def status_of(resp):
     return int(m.group(1)) if m else None
 
 
+def header_map(head):
+    """A response's headers (bytes up to the empty line) as {lower-case name: value}."""
+    lines = head.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+    return {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+
+
+# The headers every reply carries, evhttp's and those the server writes itself (the
+# gate's refusals, the cap's 503) alike: a JSON error must have the values of the API's.
+SECURITY = ("content-type", "x-content-type-options", "referrer-policy", "x-frame-options",
+            "content-security-policy", "cache-control")
+
+
+def security_differs(hdrs, want):
+    """The names of SECURITY whose value in hdrs is not want's."""
+    return [k for k in SECURITY if hdrs.get(k) != want.get(k)]
+
+
 def wait_for(cond, seconds, step=0.05):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -293,6 +310,8 @@ check("api_headers", hdrs.get("content-type") == "application/json; charset=utf-
       hdrs.get("x-content-type-options") == "nosniff" and hdrs.get("cache-control") == "no-store"
       and hdrs.get("referrer-policy") == "no-referrer" and hdrs.get("x-frame-options") == "DENY",
       str(hdrs))
+API_HEADERS = {k: hdrs.get(k) for k in SECURITY}  # what raw replies are held to
+check("api_security_headers", all(API_HEADERS.values()), str(API_HEADERS))
 
 status, _, study, body = get_json(sport, "/api/studies/dash")
 check("study_200_shape", status == 200 and study and
@@ -530,6 +549,8 @@ for name, data, want in [
     check(name, status_of(resp) == want and took < 1.5 and b"connection: close" in head.lower() and
           cl is not None and len(rest) == (0 if data.startswith(b"HEAD") else int(cl.group(1))) and
           (data.startswith(b"HEAD") or b'"error"' in rest), "%.1f s: %s" % (took, resp[:300]))
+    differs = security_differs(header_map(head), API_HEADERS)
+    check(name + "_security_headers", not differs, "%s: %s" % (differs, head[:600]))
 # well-formed bodies still pass, and the next request on the connection is read after them
 resp = raw(sport, CANCEL + CHUNKED + b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n" + CANCEL +
            b"Content-Length: 2\r\n\r\n{}GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -620,6 +641,62 @@ for s in socks:
 check("connection_cap", len(socks) == 80 and refused >= len(socks) - 64, "%d of %d refused" % (refused, len(socks) - 64))
 time.sleep(0.3)
 check("service_after_cap", get_json(sport, "/api/studies")[0] == 200)
+
+
+def hold(port):
+    """A connection that had a GET answered and stays open, taking a place under the cap;
+    None when it was not served (the cap's 503, or its close)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    data = b""
+    try:
+        s.sendall(b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    if status_of(data) == 204:  # no body: the reply is whole
+        return s
+    s.close()
+    return None
+
+
+def refusal(port):
+    """What a connection that sends nothing gets: the cap's 503 at once, or b"" (held)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s.settimeout(1)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    return data
+
+
+# the cap's 503 once it is full of kept-alive connections (the streams still open hold
+# places too): the headers of every other reply
+held = []
+while len(held) < 80:
+    c = hold(sport)
+    if c is None:
+        break
+    held.append(c)
+busy = refusal(sport)
+busy_head = header_map(busy)
+check("cap_full_503", 0 < len(held) < 64 and status_of(busy) == 503 and
+      busy_head.get("connection") == "close" and b'"too many connections"' in busy,
+      "%d held: %r" % (len(held), busy[:200]))
+differs = security_differs(busy_head, API_HEADERS)
+check("cap_503_security_headers", not differs, "%s: %r" % (differs, busy[:600]))
+for c in held:
+    c.close()
 
 srv.send_signal(signal.SIGINT)
 try:
