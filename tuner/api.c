@@ -1446,8 +1446,16 @@ static void frame_request_line(api_frame *f, size_t n) {
     for (size_t i = 0; i < sizeof with_body / sizeof with_body[0]; i++)
         if (m == strlen(with_body[i]) && !memcmp(f->line, with_body[i], m)) f->no_body = 0;
     /* the version: after the last space of the line, or of its last bytes when the
-     * line is longer than f->line holds */
-    const char *text = n < sizeof f->line ? f->line : f->tail;
+     * line is longer than f->line holds. Those are the ring's bytes before byte n, one
+     * fewer than it holds: its newest may be the line's CR. */
+    char last[sizeof f->tail];
+    const char *text = f->line;
+    if (n >= sizeof f->line) {
+        size_t k = sizeof last - 1;
+        for (size_t i = 0; i < k; i++) last[i] = f->tail[(n - k + i) % sizeof f->tail];
+        last[k] = '\0';
+        text = last;
+    }
     const char *v = strrchr(text, ' ');
     v = v ? v + 1 : text;
     f->http11 = !strncmp(v, "HTTP/", 5) && strcmp(v + 5, "1.0") && strcmp(v + 5, "0.9");
@@ -1559,14 +1567,13 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         }
         if (c != '\n') {
             if (f->linelen < sizeof f->line - 1) f->line[f->linelen] = c;
+            if (f->part == FR_REQUEST_LINE) {
+                f->spaces += c == ' ';
+                f->tail[f->linelen % sizeof f->tail] = c;
+            }
             f->linelen++;
             f->last = c;
             f->colon |= c == ':';
-            if (f->part == FR_REQUEST_LINE) {
-                f->spaces += c == ' ';
-                memmove(f->tail, f->tail + 1, sizeof f->tail - 2);
-                f->tail[sizeof f->tail - 2] = c;
-            }
             continue;
         }
         /* a line, without its CR LF or LF (evhttp's EVBUFFER_EOL_CRLF) */
@@ -1574,7 +1581,6 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         if (n < sizeof f->line) f->line[n] = '\0';
         else f->line[sizeof f->line - 1] = '\0';
         if (f->part == FR_REQUEST_LINE) {
-            if (n != f->linelen) f->tail[sizeof f->tail - 2] = '\0'; /* the CR */
             frame_request_line(f, n);
         } else if (f->part == FR_CHUNK_SIZE) {
             frame_chunk_size(f, n);

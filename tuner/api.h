@@ -176,7 +176,9 @@ typedef struct api_frame {
     size_t linelen;        /* its length so far (CR included) */
     char last;             /* its last byte */
     int colon;             /* it holds a ':' (anywhere: past the bytes kept too) */
-    char tail[12];         /* its last bytes (the request line's version) */
+    char tail[12];         /* its last bytes, a ring: byte k of the line is at
+                              tail[k % sizeof tail] (the request line's version, once
+                              the line is longer than line holds) */
     int spaces;            /* spaces in the request line */
     int no_body;           /* the method has none */
     int http11;            /* HTTP/1.1 or later */

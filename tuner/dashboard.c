@@ -93,14 +93,22 @@ static const char csp[] =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-typedef struct dash_client dash_client;
-
-/* What the gate does with the request a connection sends (see "the gate" below). */
-enum dash_gate {
-    GATE_HOLD,                       /* the request is not whole: evhttp reads nothing */
-    GATE_PASSED,                     /* it is, and evhttp may read it */
-    GATE_REFUSED                     /* it was answered: what comes is dropped */
+/* The headers every response carries whatever it is: evhttp's replies (common_headers)
+ * and those written to the socket directly (send_raw) take them from here, so neither
+ * can miss one. Content-Type and Cache-Control depend on the reply and come apart. */
+static const struct {
+    const char *name, *value;
+} security_headers[] = {
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Frame-Options", "DENY"},
+    {"Content-Security-Policy", csp},
 };
+
+/* The Content-Type of JSON replies (the API's, errors). */
+static const char json_ctype[] = "application/json; charset=utf-8";
+
+typedef struct dash_client dash_client;
 
 /* One connection, adopted (counted) right after it was accepted. */
 typedef struct dash_conn {
@@ -108,9 +116,11 @@ typedef struct dash_conn {
     struct evhttp_connection *evcon;
     struct event *deadline;          /* closes it when a request is not whole in time;
                                         pending only while a request is awaited */
-    int awaiting;                    /* a request is awaited (the deadline runs) */
-    int gate;                        /* enum dash_gate, while awaiting */
-    api_frame frame;                 /* the awaited request, scanned */
+    api_frame frame;                 /* the request awaited or being answered, scanned;
+                                        its state is the gate's: MORE holds the request
+                                        back from evhttp, WHOLE let it through (until its
+                                        reply is done), REFUSED answered it and drops
+                                        what comes */
     size_t scanned;                  /* bytes of the input buffer frame has seen */
     int continued;                   /* "100 Continue" sent for it */
     struct evbuffer_cb_entry *input_cb; /* on_input, on the connection's input buffer */
@@ -270,11 +280,28 @@ static const char *reason(int status) {
 static void common_headers(struct evhttp_request *req, const char *type, int no_store) {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     if (type) evhttp_add_header(h, "Content-Type", type);
-    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-    evhttp_add_header(h, "Referrer-Policy", "no-referrer");
-    evhttp_add_header(h, "X-Frame-Options", "DENY");
-    evhttp_add_header(h, "Content-Security-Policy", csp);
+    for (size_t i = 0; i < sizeof security_headers / sizeof security_headers[0]; i++)
+        evhttp_add_header(h, security_headers[i].name, security_headers[i].value);
     evhttp_add_header(h, "Cache-Control", no_store ? "no-store" : "no-cache");
+}
+
+/* Writes a JSON reply straight to a connection's socket, for the replies made outside
+ * evhttp (the gate's refusals, the connection cap's 503): the headers evhttp's JSON
+ * replies get (common_headers), then Connection: close, and no body for a HEAD request.
+ * Best effort, without blocking: the callers close the connection either way, and say
+ * why a reply of a few hundred bytes fits. */
+static void send_raw(int sock, const api_reply *r, int head) {
+    tn_buf b = {0};
+    tn_buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n", r->status, reason(r->status),
+                  json_ctype);
+    for (size_t i = 0; i < sizeof security_headers / sizeof security_headers[0]; i++)
+        tn_buf_printf(&b, "%s: %s\r\n", security_headers[i].name, security_headers[i].value);
+    tn_buf_printf(&b, "Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                  r->body.len);
+    if (!head) tn_buf_add(&b, r->body.data, r->body.len);
+    ssize_t sent = send(sock, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent;
+    tn_buf_clear(&b);
 }
 
 /* Sends a whole reply. A HEAD request gets the GET's headers, its Content-Length
@@ -299,7 +326,7 @@ static void send_body(struct evhttp_request *req, int status, const char *type, 
 }
 
 static void send_api(struct evhttp_request *req, const api_reply *r) {
-    send_body(req, r->status, "application/json; charset=utf-8", 1, r->body.data, r->body.len);
+    send_body(req, r->status, json_ctype, 1, r->body.data, r->body.len);
 }
 
 /* An error reply, with an extra header (name NULL: none). */
@@ -362,32 +389,17 @@ static void gate_refuse(dash_conn *conn) {
               : f->status == 431 ? "send at most 8 KiB of request line and headers"
                                  : "send a well-formed HTTP/1.1 request (RFC 9112)",
               "%s", f->why);
-    tn_buf b = {0};
-    tn_buf_printf(&b,
-                  "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
-                  "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
-                  "X-Frame-Options: DENY\r\nContent-Security-Policy: %s\r\n"
-                  "Cache-Control: no-store\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
-                  f->status, reason(f->status), csp, r.body.len);
-    if (!f->head) tn_buf_add(&b, r.body.data, r.body.len);
     int sock = bufferevent_getfd(evhttp_connection_get_bufferevent(conn->evcon));
-    ssize_t sent = send(sock, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)sent; /* best effort: the connection is closed either way */
+    send_raw(sock, &r, f->head);
     shutdown(sock, SHUT_WR);
-    tn_buf_clear(&b);
     api_reply_clear(&r);
-    conn->gate = GATE_REFUSED;
 }
 
-/* Looks at what the connection sent since the last look, while a request is awaited:
- * lets a whole request through to evhttp, answers one that is refused, says "100
- * Continue" to a client that waits for it, and drops what a refused one sends. */
-static void gate_scan(dash_conn *conn) {
-    if (!conn->awaiting || conn->gate == GATE_PASSED) return;
-    struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+/* Scans what arrived since the last look, until the request ends. evbuffer_peek: the
+ * buffer's own bytes, in place (a copy-out refuses a frozen one). */
+static void gate_read(dash_conn *conn, struct evbuffer *in) {
     size_t len = evbuffer_get_length(in);
-    /* evbuffer_peek: the buffer's own bytes, in place (a copy-out refuses a frozen one) */
-    while (conn->gate == GATE_HOLD && conn->frame.state == API_FRAME_MORE && conn->scanned < len) {
+    while (conn->frame.state == API_FRAME_MORE && conn->scanned < len) {
         struct evbuffer_ptr pos;
         struct evbuffer_iovec v[8];
         if (evbuffer_ptr_set(in, &pos, conn->scanned, EVBUFFER_PTR_SET) != 0) break;
@@ -396,9 +408,19 @@ static void gate_scan(dash_conn *conn) {
         for (int i = 0; i < n && i < 8 && conn->frame.state == API_FRAME_MORE; i++)
             conn->scanned += api_frame_scan(&conn->frame, v[i].iov_base, v[i].iov_len);
     }
-    if (conn->gate == GATE_HOLD) {
+}
+
+/* Looks at what the connection sent since the last look, while a request is awaited:
+ * lets a whole request through to evhttp, answers one that is refused, says "100
+ * Continue" to a client that waits for it, and drops what a refused one sends. The
+ * scan's state is the gate's: a request ends (WHOLE or REFUSED) in exactly one look,
+ * which acts on it once. */
+static void gate_scan(dash_conn *conn) {
+    if (conn->frame.state == API_FRAME_WHOLE) return; /* evhttp's, until its reply */
+    struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+    if (conn->frame.state == API_FRAME_MORE) {
+        gate_read(conn, in);
         if (conn->frame.state == API_FRAME_WHOLE) {
-            conn->gate = GATE_PASSED;
             evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */
             return;
         }
@@ -412,7 +434,7 @@ static void gate_scan(dash_conn *conn) {
             }
             return;
         }
-        gate_refuse(conn);
+        gate_refuse(conn); /* refused in this look */
     }
     evbuffer_unfreeze(in, 1); /* refused: what came is dropped */
     evbuffer_drain(in, evbuffer_get_length(in));
@@ -428,8 +450,6 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 /* The connection now waits for a request: it has d->request_tv to send all of it, and
  * the gate holds it back from evhttp until it is whole. */
 static void conn_await_request(dash_conn *conn) {
-    conn->awaiting = 1;
-    conn->gate = GATE_HOLD;
     api_frame_init(&conn->frame, DASH_MAX_HEADERS, DASH_MAX_BODY);
     conn->scanned = 0;
     conn->continued = 0;
@@ -486,14 +506,12 @@ static void on_adopt(evutil_socket_t fd, short what, void *arg) {
         struct evhttp_connection *evcon = cbarg;
         if (!evcon || evhttp_connection_get_bufferevent(evcon) != bev) continue;
         if (d->nconns >= DASH_MAX_CONNS) {
-            static const char busy[] =
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; "
-                "charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n"
-                "Content-Length: 83\r\n\r\n{\"error\":\"too many connections\",\"hint\":\"close "
-                "other tabs or clients and retry\"}";
+            /* a new socket's buffer is empty: the reply fits */
+            api_reply busy = {0};
+            api_error(&busy, 503, "close other tabs or clients and retry", "too many connections");
             int sock = bufferevent_getfd(bev);
-            ssize_t sent = send(sock, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-            (void)sent; /* best effort: the connection is closed either way */
+            send_raw(sock, &busy, 0); /* the method is not read: a body even for HEAD */
+            api_reply_clear(&busy);
             /* what the client sent already is read and dropped, so that the close is a
              * FIN after the 503 rather than a reset that could discard it */
             char sink[4096];
@@ -851,10 +869,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     /* The request is whole: its connection's deadline stops until the reply is done. */
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
-    if (conn) {
-        evtimer_del(conn->deadline);
-        conn->awaiting = 0;
-    }
+    if (conn) evtimer_del(conn->deadline);
     evhttp_request_set_on_complete_cb(req, on_reply_done, d); /* a stream sets its own */
 
     if (host_header(req, &host) != 0) { /* malformed: answered, then the connection closed */

@@ -13,9 +13,10 @@ compare aside), the live event stream (trial, measurement and study events withi
 second of the store, Last-Event-ID), cancelling, ports in use, non-loopback addresses,
 `tuner serve`, response headers, the Host rules, HEAD (headers only, on a kept-alive
 connection), request framing (a body's length or chunks judged at once: 413, 400, 431,
-100 Continue), escaping of planted markup, SIGPIPE,
-the connection cap, slow clients (Slowloris, against a 2 s request deadline set with
-TUNER_DASHBOARD_REQUEST_TIMEOUT) and bench_dashfill's message for a missing study.
+100 Continue; a refusal pipelined after a good request; a refused client that keeps
+sending), escaping of planted markup, SIGPIPE, the connection cap (a place given back
+when a connection closes), slow clients (Slowloris, against a 2 s request deadline set
+with TUNER_DASHBOARD_REQUEST_TIMEOUT) and bench_dashfill's message for a missing study.
 Python standard library only.
 
 Each check prints "ok NAME" or "FAIL NAME: why"; the last line is "N passed, N
@@ -25,6 +26,7 @@ import http.client
 import json
 import os
 import re
+import select
 import signal
 import socket
 import stat
@@ -80,8 +82,9 @@ def get_json(port, path, headers=None):
     return status, hdrs, doc, data
 
 
-def raw(port, data, timeout=5):
-    """Sends bytes on a fresh connection; returns what comes back until close or timeout."""
+def raw(port, data, timeout=5, most=20000):
+    """Sends bytes on a fresh connection; returns what comes back until close or timeout
+    (or, when most is not None, once past the headers and most bytes)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     out = b""
     try:
@@ -91,7 +94,7 @@ def raw(port, data, timeout=5):
             if not chunk:
                 break
             out += chunk
-            if b"\r\n\r\n" in out and len(out) > 20000:
+            if most is not None and b"\r\n\r\n" in out and len(out) > most:
                 break
     except (socket.timeout, ConnectionResetError, BrokenPipeError):
         pass
@@ -102,6 +105,39 @@ def raw(port, data, timeout=5):
 def status_of(resp):
     m = re.match(rb"HTTP/1\.[01] (\d{3})", resp)
     return int(m.group(1)) if m else None
+
+
+def header_map(head):
+    """A response's headers (bytes up to the empty line) as {lower-case name: value}."""
+    lines = head.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+    return {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+
+
+def responses(data):
+    """Splits what a connection received into [(status, headers, body)] by Content-Length;
+    a reply cut short comes last with status None."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        h = header_map(head + sep)
+        n = int(h.get("content-length", "0"))
+        if not sep or len(rest) < n:
+            out.append((None, h, data))
+            break
+        out.append((status_of(head), h, rest[:n]))
+        data = rest[n:]
+    return out
+
+
+# The headers every reply carries, evhttp's and those the server writes itself (the
+# gate's refusals, the cap's 503) alike: a JSON error must have the values of the API's.
+SECURITY = ("content-type", "x-content-type-options", "referrer-policy", "x-frame-options",
+            "content-security-policy", "cache-control")
+
+
+def security_differs(hdrs, want):
+    """The names of SECURITY whose value in hdrs is not want's."""
+    return [k for k in SECURITY if hdrs.get(k) != want.get(k)]
 
 
 def wait_for(cond, seconds, step=0.05):
@@ -293,6 +329,8 @@ check("api_headers", hdrs.get("content-type") == "application/json; charset=utf-
       hdrs.get("x-content-type-options") == "nosniff" and hdrs.get("cache-control") == "no-store"
       and hdrs.get("referrer-policy") == "no-referrer" and hdrs.get("x-frame-options") == "DENY",
       str(hdrs))
+API_HEADERS = {k: hdrs.get(k) for k in SECURITY}  # what raw replies are held to
+check("api_security_headers", all(API_HEADERS.values()), str(API_HEADERS))
 
 status, _, study, body = get_json(sport, "/api/studies/dash")
 check("study_200_shape", status == 200 and study and
@@ -530,12 +568,30 @@ for name, data, want in [
     check(name, status_of(resp) == want and took < 1.5 and b"connection: close" in head.lower() and
           cl is not None and len(rest) == (0 if data.startswith(b"HEAD") else int(cl.group(1))) and
           (data.startswith(b"HEAD") or b'"error"' in rest), "%.1f s: %s" % (took, resp[:300]))
+    differs = security_differs(header_map(head), API_HEADERS)
+    check(name + "_security_headers", not differs, "%s: %s" % (differs, head[:600]))
 # well-formed bodies still pass, and the next request on the connection is read after them
 resp = raw(sport, CANCEL + CHUNKED + b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n" + CANCEL +
            b"Content-Length: 2\r\n\r\n{}GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n"
            b"Connection: close\r\n\r\n")
 check("bodies_then_next_request", [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", resp)] ==
       [401, 401, 204], resp[:200])
+# a refusal pipelined after a good request: the good reply whole (a small one, and one of
+# several segments), then the refusal, then the close
+charts = open(os.path.join(web, "charts.js"), "rb").read()
+for name, first, body, bad, want in [
+        ("pipelined_refusal_after_small_reply", b"GET /api/studies HTTP/1.1\r\n"
+         b"Host: 127.0.0.1\r\n\r\n", None, CANCEL + b"Content-Length: 99999999\r\n\r\n", 413),
+        ("pipelined_refusal_after_big_reply", b"GET /charts.js HTTP/1.1\r\n"
+         b"Host: 127.0.0.1\r\n\r\n", charts, CANCEL + CHUNKED + b"zz\r\n", 400)]:
+    t0 = time.time()
+    got = responses(raw(sport, first + bad, timeout=5, most=None))
+    took = time.time() - t0
+    ok_first = len(got) >= 1 and got[0][0] == 200 and (
+        got[0][2] == body if body is not None else b'"studies"' in got[0][2])
+    check(name, ok_first and len(got) == 2 and got[1][0] == want and
+          got[1][1].get("connection") == "close" and b'"error"' in got[1][2] and took < 1.5,
+          "%.1f s: %s" % (took, [(st, len(b_), b_[:80]) for st, _, b_ in got]))
 # Expect: 100-continue: "100 Continue" once the headers are in, then the answer
 s = socket.create_connection(("127.0.0.1", sport), timeout=5)
 s.sendall(CANCEL + ("Authorization: Bearer %s\r\n" % stoken).encode() +
@@ -620,6 +676,68 @@ for s in socks:
 check("connection_cap", len(socks) == 80 and refused >= len(socks) - 64, "%d of %d refused" % (refused, len(socks) - 64))
 time.sleep(0.3)
 check("service_after_cap", get_json(sport, "/api/studies")[0] == 200)
+
+
+def hold(port):
+    """A connection that had a GET answered and stays open, taking a place under the cap;
+    None when it was not served (the cap's 503, or its close)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    data = b""
+    try:
+        s.sendall(b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    if status_of(data) == 204:  # no body: the reply is whole
+        return s
+    s.close()
+    return None
+
+
+def refusal(port):
+    """What a connection that sends nothing gets: the cap's 503 at once, or b"" (held)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s.settimeout(1)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+    return data
+
+
+# the cap gives a place back when a connection closes: fill it with kept-alive
+# connections (the streams still open hold places too), then close one of them
+held = []
+while len(held) < 80:
+    c = hold(sport)
+    if c is None:
+        break
+    held.append(c)
+busy = refusal(sport)
+busy_head = header_map(busy)
+check("cap_full_503", 0 < len(held) < 64 and status_of(busy) == 503 and
+      busy_head.get("connection") == "close" and b'"too many connections"' in busy,
+      "%d held: %r" % (len(held), busy[:200]))
+differs = security_differs(busy_head, API_HEADERS)
+check("cap_503_security_headers", not differs, "%s: %r" % (differs, busy[:600]))
+held.pop().close()
+again = []
+check("cap_place_given_back", wait_for(lambda: again.append(hold(sport)) or again[-1], 2),
+      "no new connection served after one closed")
+check("cap_place_given_back_once", status_of(refusal(sport)) == 503)
+for c in held + again:
+    if c:
+        c.close()
 
 srv.send_signal(signal.SIGINT)
 try:
@@ -761,7 +879,6 @@ class Slow(threading.Thread):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
 
     def run(self):
-        import select
         s, self.t0 = self.sock, time.time()
         try:
             s.sendall(self.first)
@@ -848,6 +965,51 @@ check("slowloris_refused_hold_no_place", held == [200] * 63,
       "%d of 63 served: %s" % (held.count(200), [h for h in held if h != 200][:3]))
 for c in slow[-63:]:
     c.close()
+
+
+def served(port):
+    """Whether a GET on a new connection gets its 200."""
+    try:
+        return request(port, "GET", "/api/studies", timeout=2)[0] == 200
+    except (OSError, http.client.HTTPException):
+        return False  # a 503 closes the connection: http.client may see a reset
+
+
+# Draining a refused connection: a client that goes on sending the body its 413 refused
+# sees the reply whole and its end at once; what it sends is read (8 MB, where the
+# socket buffers take about 3 MB unread) with no reset until the connection is closed at
+# the request deadline; the server serves on.
+wait_for(lambda: served(wport), 3)  # the places just given up are free again
+s = socket.create_connection(("127.0.0.1", wport), timeout=5)
+s.sendall(b"POST /api/studies/dash/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+          b"Content-Length: 1000000000\r\n\r\n")
+t0, got, eof_at, closed_at, sent = time.time(), b"", None, None, 0
+s.setblocking(False)
+piece = b"x" * 131072
+while closed_at is None and time.time() - t0 < DEADLINE + MARGIN + 2:
+    r_, w_, _ = select.select([] if eof_at else [s], [s], [], 0.05)
+    try:
+        if r_:
+            chunk = s.recv(65536)
+            got += chunk
+            if not chunk:
+                eof_at = time.time() - t0
+        if w_:
+            sent += s.send(piece)
+            time.sleep(0.01)
+    except BlockingIOError:
+        pass
+    except OSError:  # the server closed: the next send is reset
+        closed_at = time.time() - t0
+s.close()
+drained = responses(got)
+check("drain_refused_413_whole_then_end", len(drained) == 1 and drained[0][0] == 413 and
+      b'"error"' in drained[0][2] and eof_at is not None and eof_at < 1.0,
+      "end after %s s: %r" % (eof_at, got[:200]))
+check("drain_body_read", sent >= 8 << 20, "%d bytes sent" % sent)
+check("drain_closed_at_deadline", closed_at is not None and
+      DEADLINE - 0.5 <= closed_at <= DEADLINE + MARGIN, "closed after %s s" % closed_at)
+check("drain_server_serves_on", served(wport))
 time.sleep(max(0.0, t_sse + DEADLINE + 1 - time.time()))
 check("slowloris_stream_survives_the_deadline", not sse.ended and sse.status == 200,
       "status %s, ended %s" % (sse.status, sse.ended))

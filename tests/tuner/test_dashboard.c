@@ -304,15 +304,27 @@ static void test_request_framing(void) {
     /* Lines longer than the scan keeps (f.line, 128 bytes): a request line's version is
      * still read (HTTP/1.1 waits for 100 Continue, HTTP/1.0 does not), and a header line
      * without a colon is refused wherever it would have had one. */
-    char text[1024], pad[201];
-    memset(pad, 'a', 200);
-    pad[200] = '\0';
+    char text[1024], pad[213];
+    memset(pad, 'a', 212);
+    pad[212] = '\0';
+    /* the version at each place of the ring that keeps the line's last bytes, after CR
+     * LF and after a bare LF, scanned whole and a byte at a time */
     for (int v = 0; v < 2; v++) {
-        snprintf(text, sizeof text, "POST /cancel?%s HTTP/1.%d\r\nExpect: 100-continue\r\n"
-                 "Content-Length: 1\r\n\r\n", pad, 1 - v);
-        api_frame_init(&f, 1024, 16);
-        api_frame_scan(&f, text, strlen(text));
-        CHECK_MSG(f.state == API_FRAME_MORE && f.expect_continue == !v, "HTTP/1.%d", 1 - v);
+        for (int shift = 0; shift < 12; shift++) {
+            for (int crlf = 0; crlf < 2; crlf++) {
+                snprintf(text, sizeof text, "POST /cancel?%s HTTP/1.%d%s\nExpect: "
+                         "100-continue\r\nContent-Length: 1\r\n\r\n", pad + shift, 1 - v,
+                         crlf ? "\r" : "");
+                api_frame g;
+                api_frame_init(&f, 1024, 16);
+                api_frame_scan(&f, text, strlen(text));
+                api_frame_init(&g, 1024, 16);
+                for (size_t k = 0; text[k]; k++) api_frame_scan(&g, text + k, 1);
+                CHECK_MSG(f.state == API_FRAME_MORE && f.expect_continue == !v &&
+                          g.state == API_FRAME_MORE && g.expect_continue == !v,
+                          "HTTP/1.%d, shift %d, %s", 1 - v, shift, crlf ? "CR LF" : "LF");
+            }
+        }
     }
     snprintf(text, sizeof text, "GET / HTTP/1.1\r\nX%s\r\n\r\n", pad);
     api_frame_init(&f, 1024, 16);
