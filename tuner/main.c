@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/flags.h"
+#include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
 #include "executor/executor.h"
@@ -131,11 +132,12 @@ static char *stored_spec_text(const char *text, tn_spec *spec) {
     return copy;
 }
 
+/* A seed nobody gave: the kernel's, or, should that fail, one of clock and pid (any
+ * seed will do; it is stored with the study). */
 static uint64_t random_seed(void) {
     uint64_t s = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&s, sizeof s, 1, f) != 1) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (f) fclose(f);
+    if (tn_random_bytes(&s, sizeof s, NULL, 0) != 0)
+        s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     return s & INT64_MAX;
 }
 
