@@ -15,6 +15,7 @@
  */
 #include "trainer/checkpoint.h"
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 #include <dirent.h>
@@ -97,15 +98,19 @@ static uint64_t align_up(uint64_t x) {
     return (x + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
 }
 
+/* Whether errno value e says the disk (or the user's quota) is full. */
+static int disk_full(int e) {
+#ifdef EDQUOT
+    if (e == EDQUOT) return 1;
+#endif
+    return e == ENOSPC;
+}
+
 /* The TN_EIO message for a failed system call: the call, the path, strerror(e), and
  * a hint when the disk is full. */
 static int io_error(char *err, size_t errlen, const char *call, const char *path, int e) {
-    int full = e == ENOSPC;
-#ifdef EDQUOT
-    full = full || e == EDQUOT;
-#endif
     return tn_error(err, errlen, TN_EIO, "%s %s: %s%s", call, path, strerror(e),
-                    full ? CKPT_DISK_HINT : "");
+                    disk_full(e) ? CKPT_DISK_HINT : "");
 }
 
 /* "a/b" + "c" -> "a/b/c" (trailing slashes of dir dropped; "/" stays "/"). The
@@ -565,27 +570,13 @@ static int prune(const char *dir, const char *newest, int keep, char *err, size_
     return rc;
 }
 
-/* mkdir p (mode 0755) unless something by that name exists. */
-static int mkdir_one(const char *p, char *err, size_t errlen) {
-    if (mkdir(p, 0755) == 0 || errno == EEXIST) return 0;
-    return io_error(err, errlen, "mkdir", p, errno);
-}
-
-/* mkdir -p dir, mode 0755. */
+/* mkdir -p dir, with the full disk's hint. */
 static int make_dirs(const char *dir, char *err, size_t errlen) {
-    char *p = tn_xstrdup(dir);
-    int rc = 0;
-    for (char *s = p + 1; *s && rc == 0; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        rc = mkdir_one(p, err, errlen);
-        *s = '/';
+    int rc = tn_make_dirs(dir, err, errlen);
+    if (rc == TN_EIO && disk_full(errno) && err && errlen) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "%s", CKPT_DISK_HINT);
     }
-    if (rc == 0) rc = mkdir_one(p, err, errlen);
-    struct stat st;
-    if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
-        rc = tn_error(err, errlen, TN_EIO, "%s exists and is not a folder", p);
-    free(p);
     return rc;
 }
 

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,21 +24,6 @@
 #define JD_LOCK ".tuner.lock"
 #define JD_MARK ".tuner-study"
 #define JD_MARK_MAX 65536 /* a mark is a few hundred bytes */
-
-/* mkdir -p path (errors are left to the open that follows, which names the file). */
-static void make_dirs(const char *dir) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = c;
-            if (!c) break;
-        }
-    }
-}
 
 /* Who holds the lock on fd, which this process could not take: "tuner run (pid N)",
  * written by an exclusive holder (JD_BUSY), or shared holders (JD_SHARED). */
@@ -62,7 +46,11 @@ static int describe_holder(int fd, const char *path, char *err, size_t errlen) {
 int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char *err,
             size_t errlen) {
     *fd = -1;
-    make_dirs(job_dir);
+    /* An exclusive lock needs the folder; a shared one goes on without it (another
+     * user's study, a read-only disk): the open below tells whether anything can hold
+     * the lock there. */
+    int rc = tn_make_dirs(job_dir, exclusive ? err : NULL, errlen);
+    if (rc && exclusive) return rc;
     char *path = tn_xasprintf("%s/" JD_LOCK, job_dir);
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (f < 0 && !exclusive && (errno == EACCES || errno == EROFS || errno == ENOENT)) {
@@ -73,15 +61,15 @@ int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char 
         }
     }
     if (f < 0) {
-        int rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s", path, strerror(errno));
+        rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s", path, strerror(errno));
         free(path);
         return rc;
     }
     if (flock(f, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
         int e = errno;
-        int rc = e == EWOULDBLOCK ? describe_holder(f, path, err, errlen)
-                                  : tn_error(err, errlen, TN_EIO, "cannot lock %s: %s", path,
-                                             strerror(e));
+        rc = e == EWOULDBLOCK ? describe_holder(f, path, err, errlen)
+                              : tn_error(err, errlen, TN_EIO, "cannot lock %s: %s", path,
+                                         strerror(e));
         close(f);
         free(path);
         return rc;

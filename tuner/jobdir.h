@@ -34,7 +34,8 @@
  * for a shared lock whose file can be neither opened nor made: no process can hold it
  * then); JD_BUSY with a message naming the holder when another process holds it
  * exclusively, JD_SHARED (to an exclusive lock) when asks or tells hold it shared; or
- * TN_EIO with a message. */
+ * TN_EIO with a message (naming the folder that could not be made, for an exclusive
+ * lock; a shared one goes on to open the file). */
 int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char *err,
             size_t errlen);
 

@@ -1,19 +1,21 @@
 /*
  * test_status.c — tests for the small shared helpers of common/: error codes and
  * messages (status.h), the random number generator and the kernel's randomness
- * (rng.h) and the string helpers (text.h).
+ * (rng.h), mkdir -p (fileio.h) and the string helpers (text.h).
  *
  * The rng checks are statistical but deterministic (fixed seeds) with bounds several
  * standard deviations wide, so they never flake yet catch a broken generator: a
  * constant stream, modulo bias, a wrong range, a normal with the wrong moments, or
  * state that does not fully determine the sequence.
  */
+#include "common/fileio.h"
 #include "common/jsonutil.h"
 #include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
 
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <limits.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 /* ---------------------------------------------------------------------------------
@@ -311,6 +314,62 @@ static void test_random_bytes_under_signals(void) {
 }
 
 /* ---------------------------------------------------------------------------------
+ * fileio.h: tn_make_dirs
+ * --------------------------------------------------------------------------------- */
+
+/* Every folder on the way is made, and again (all there, a trailing slash) is fine. */
+static void test_make_dirs_deep_and_again(void) {
+    char root[PATH_LEN], path[PATH_LEN], err[PATH_LEN + 256] = "";
+    if (scratch_dir(root, "make_dirs") != 0) {
+        CHECK(0);
+        return;
+    }
+    fmt_path(path, "%s/a/b/c", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a/b/c/", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a//d", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a/d", root);
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    rm_rf(root);
+}
+
+/* What stops it is named, with why: a file in the way (the file, not a folder below
+ * it), a name too long for the file system (an errno that holds for root too). */
+static void test_make_dirs_errors(void) {
+    char root[PATH_LEN], file[PATH_LEN], path[PATH_LEN], err[PATH_LEN + 256] = "";
+    if (scratch_dir(root, "make_dirs_err") != 0) {
+        CHECK(0);
+        return;
+    }
+    fmt_path(file, "%s/plain", root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    fmt_path(path, "%s/plain/sub/deeper", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), TN_EIO);
+    char want[PATH_LEN];
+    fmt_path(want, "cannot create folder %s: a file is in the way", file);
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(tn_make_dirs(file, err, sizeof err), TN_EIO);
+    CHECK_STR_CONTAINS(err, want);
+    char name[300];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    fmt_path(path, "%s/ok/%s/below", root, name);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), TN_EIO);
+    fmt_path(path, "%s/ok/%s", root, name);
+    fmt_path(want, "cannot create folder %s: %s", path, strerror(ENAMETOOLONG));
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(tn_make_dirs("", err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(tn_make_dirs(file, NULL, 0), TN_EIO); /* no buffer: only the code */
+    rm_rf(root);
+}
+
+/* ---------------------------------------------------------------------------------
  * text.h
  * --------------------------------------------------------------------------------- */
 
@@ -540,6 +599,8 @@ int main(void) {
     RUN(test_rng_state_copy_continues);
     RUN(test_random_hex);
     RUN(test_random_bytes_under_signals);
+    RUN(test_make_dirs_deep_and_again);
+    RUN(test_make_dirs_errors);
     RUN(test_edit_distance_table);
     RUN(test_closest);
     RUN(test_format_double_cases);

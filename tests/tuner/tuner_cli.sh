@@ -827,6 +827,13 @@ mkdir -p runs/free/venv && touch runs/free/.tuner.lock
 sed -e 's/"jobId": "own"/"jobId": "free"/' -e 's|runs/own|runs/free|' own.json >free.json
 "$TUNER" run free.json --quiet --db=own2.db >/dev/null 2>&1; rc=$?
 check own_unmarked_empty_runs test $rc -eq 0
+# a job folder that cannot be made is refused naming what is in the way
+touch notafolder
+sed -e 's/"jobId": "own"/"jobId": "infile"/' -e 's|runs/own|notafolder/runs|' own.json >infile.json
+err=$("$TUNER" run infile.json --quiet --db=own2.db 2>&1); rc=$?
+check own_dir_unmakeable_refused test $rc -eq 1
+check own_dir_unmakeable_says grep -q "^tuner: error: cannot create folder $WORK/notafolder: a file is in the way" <<<"$err"
+check own_dir_unmakeable_stores_nothing test -z "$("$TUNER" list --db=own2.db --format=csv | grep infile)"
 # resume: a study of an older tuner keeps its own unmarked folder (its trials there)
 # and marks it; a folder another study took is refused
 sed -e 's/"jobId": "own"/"jobId": "oldtuner"/' -e 's|runs/own|runs/oldtuner|' -e 's/"maxTrials": 2/"maxTrials": 3/' own.json >oldtuner.json
