@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,22 +26,55 @@
 #define JD_MARK ".tuner-study"
 #define JD_MARK_MAX 65536 /* a mark is a few hundred bytes */
 
-/* Who holds the lock on fd, which this process could not take: "tuner run (pid N)",
- * written by an exclusive holder (JD_BUSY), or shared holders (JD_SHARED). */
+/* Whether the process that wrote `name` ("tuner run (pid N)") into the lock file is
+ * known to have ended: no process here has its pid (ESRCH). Told only on the host that
+ * wrote it (`host`, the file's second line; "" from a tuner that wrote none): a pid of
+ * another host (a job folder on shared storage) says nothing here. A pid taken since by
+ * another process keeps the name standing (rare). */
+static int writer_has_ended(const char *name, const char *host) {
+    const char *at = strstr(name, "(pid ");
+    if (!at) return 0;
+    char *end;
+    long pid = strtol(at + 5, &end, 10);
+    if (pid <= 0 || *end != ')') return 0; /* kill(0 or less) means process groups */
+    char here[256] = "";
+    if (host[0] && (gethostname(here, sizeof here - 1) != 0 || strcmp(host, here) != 0))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Who holds the lock on fd, which this process could not take: shared holders
+ * (JD_SHARED), or an exclusive one (JD_BUSY), named by what it wrote into the file
+ * ("tuner run (pid N)"). The file keeps the last name written, so a holder that has
+ * not written its own yet (or is no tuner) would be taken for the last one: a name
+ * whose process has ended is said to be no holder. */
 static int describe_holder(int fd, const char *path, char *err, size_t errlen) {
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) { /* only shared holders: asks and tells */
         flock(fd, LOCK_UN);
         return tn_error(err, errlen, JD_SHARED,
                         "%s is held by a `tuner ask` or `tuner tell` of the study", path);
     }
-    char line[128] = "";
-    ssize_t n = pread(fd, line, sizeof line - 1, 0);
-    line[n > 0 ? n : 0] = '\0';
-    line[strcspn(line, "\n")] = '\0';
-    for (char *p = line; *p; p++)
+    char text[512] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    const char *host = "";
+    char *nl = strchr(text, '\n');
+    if (nl) { /* the name, then "host HOST" */
+        *nl++ = '\0';
+        nl[strcspn(nl, "\n")] = '\0';
+        if (strncmp(nl, "host ", 5) == 0) host = nl + 5;
+    }
+    for (char *p = text; *p; p++)
         if (!isprint((unsigned char)*p)) *p = ' ';
-    return tn_error(err, errlen, JD_BUSY, "%s is held by %s", path,
-                    line[0] ? line : "another tuner process");
+    if (!text[0])
+        return tn_error(err, errlen, JD_BUSY,
+                        "%s is held by a process that has not written its name in it", path);
+    if (writer_has_ended(text, host))
+        return tn_error(err, errlen, JD_BUSY,
+                        "%s is held by a process that has not written its name in it; %s, "
+                        "whose name is there, has ended",
+                        path, text);
+    return tn_error(err, errlen, JD_BUSY, "%s is held by %s", path, text);
 }
 
 int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char *err,
@@ -74,9 +108,11 @@ int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char 
         free(path);
         return rc;
     }
-    if (exclusive) { /* for those it refuses: who holds it */
-        char line[128];
-        int n = snprintf(line, sizeof line, "tuner %s (pid %ld)\n", what, (long)getpid());
+    if (exclusive) { /* for those it refuses: who holds it, and where that pid lives */
+        char line[512], host[256] = "";
+        if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+        int n = snprintf(line, sizeof line, "tuner %s (pid %ld)\nhost %s\n", what,
+                         (long)getpid(), host);
         if (ftruncate(f, 0) != 0 || pwrite(f, line, (size_t)n, 0) != n) {
             /* the lock holds all the same; only the name of its holder is lost */
         }

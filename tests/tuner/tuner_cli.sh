@@ -936,11 +936,24 @@ wait $pid; rc=$?
 check busy_run_exit0 test $rc -eq 0
 check busy_run_untouched test "$(TUNER_DB=busy.db trial_field busy objective | tr '\n' ' ')" = "1 1 1 1 "
 check ask_after_run_exit5 test "$("$TUNER" ask busy --db=busy.db >/dev/null 2>&1; echo $?)" -eq 5
+# A holder that wrote no name (flock here) is not given the name of the run that
+# ended: the file keeps it, but its pid is of no process now. A pid of another host
+# says nothing here, so that name stands.
+check busy_lock_names_run grep -q "^tuner run (pid $pid)$" runs/busy/.tuner.lock
 flock -x runs/busy/.tuner.lock sleep 3 &
 lpid=$!
 sleep 0.3
 err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
 check tell_while_locked_unknown_holder test $rc -eq 2
+check tell_while_locked_not_dead_run grep -q "is held by a process that has not written its name in it; tuner run (pid $pid), whose name is there, has ended)" <<<"$err"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+printf 'tuner run (pid 99999999)\nhost elsewhere.invalid\n' >runs/busy/.tuner.lock
+flock -x runs/busy/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_locked_other_host test $rc -eq 2
+check tell_while_locked_other_host_named grep -q "is held by tuner run (pid 99999999))" <<<"$err"
 kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
 # asks and tells share the lock: one goes on beside another's hold, a resume does not
 "$TUNER" create at.json --job-id=atdone >/dev/null
