@@ -23,7 +23,6 @@
 #include "common/text.h"
 
 #define JD_LOCK ".tuner.lock"
-#define JD_MARK ".tuner-study"
 #define JD_MARK_MAX 65536 /* a mark is a few hundred bytes */
 
 /* Whether the process that wrote `name` ("tuner run (pid N)") into the lock file is
@@ -161,6 +160,30 @@ static size_t trial_folders(const char *job_dir, int64_t above, char *list, size
     return n;
 }
 
+/* The error for the mark at path that is there but damaged (how), so that whose its
+ * folder is cannot be told. */
+static int damaged_mark(const char *path, const char *how, char *err, size_t errlen) {
+    return tn_error(err, errlen, TN_EFORMAT,
+                    "job folder mark %s is damaged (%s): whose the folder is cannot be told",
+                    path, how);
+}
+
+/* The error for the mark at path that tn_read_file refused (rc, why): one that is not
+ * a regular file, or far too large, is damaged; a regular file that cannot be read
+ * (permissions, the disk) is an I/O error, said as why says it. */
+static int unusable_mark(const char *path, int rc, const char *why, char *err,
+                         size_t errlen) {
+    struct stat sb;
+    if (rc == TN_EINVAL)
+        return damaged_mark(path, "larger than any mark, which is a few hundred bytes", err,
+                            errlen);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return damaged_mark(path, S_ISDIR(sb.st_mode) ? "a folder, not a file"
+                                                      : "not a regular file",
+                            err, errlen);
+    return tn_error(err, errlen, TN_EIO, "%s", why);
+}
+
 int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
              size_t errlen) {
     char *path = tn_xasprintf("%s/" JD_MARK, job_dir);
@@ -181,8 +204,7 @@ int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
         return rc;
     }
     if (rc < 0) {
-        rc = tn_error(err, errlen, rc == TN_EIO ? TN_EIO : TN_EINVAL,
-                      "cannot read job folder %s's mark: %s", job_dir, why);
+        rc = unusable_mark(path, rc, why, err, errlen);
         free(path);
         return rc;
     }
@@ -191,11 +213,11 @@ int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
     const char *store_id = NULL, *store = NULL, *study = NULL;
     json_int_t study_id = 0;
     if (json_unpack(doc, "{s:s, s:s, s:s, s:I}", "store_id", &store_id, "store", &store,
-                    "study", &study, "study_id", &study_id) != 0) {
-        rc = tn_error(err, errlen, TN_EINVAL,
-                      "job folder %s has a mark %s that is not the tuner's (it should be a "
-                      "JSON object naming a study and its store)",
-                      job_dir, path);
+                    "study", &study, "study_id", &study_id) != 0 ||
+        !store_id[0] || !store[0] || !study[0] || study_id < 1) {
+        rc = damaged_mark(path, "not the JSON object naming a study and its store that the "
+                                "tuner writes",
+                          err, errlen);
     } else if (strcmp(store_id, me->store_id) != 0) {
         rc = tn_error(err, errlen, TN_EINVAL,
                       "job folder %s belongs to study %s of %s store %s; a study that "

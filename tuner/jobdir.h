@@ -22,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The mark's name in a job folder (for messages). */
+#define JD_MARK ".tuner-study"
+
 /* jd_lock's answers when another process holds the lock (positive values: not errors
  * of this process): held exclusively (a run, resume or create), or, to an exclusive
  * lock, shared (asks and tells). */
@@ -54,8 +57,11 @@ typedef struct jd_owner {
  * has no mark, or `me`'s (same store identity, id and name), and, without a mark, no
  * trial folder (JOB_DIR/N) numbered above `trials`, the trials the study has (0 for a
  * new study: none at all, since a tuner older than the mark left its trials unmarked).
- * A folder that does not exist is free. Returns 0, or TN_EINVAL with a message naming
- * whose the folder is (no hint: what to do depends on the command), or TN_EIO. */
+ * A folder that does not exist is free. Returns 0; TN_EINVAL with a message naming
+ * whose the folder is; TN_EFORMAT when the mark is damaged (not the JSON the tuner
+ * writes, not a file, far too large), the message naming it; or TN_EIO when it cannot
+ * be read (permissions, the disk), the message naming it and why. No hint: what to do
+ * depends on the command. */
 int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
              size_t errlen);
 

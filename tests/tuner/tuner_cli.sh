@@ -857,6 +857,42 @@ check own_resume_taken_refused test $rc -eq 2
 check own_resume_taken_says grep -q "belongs to study taker of the store $WORK/own2.db" <<<"$err"
 check own_resume_taken_hint grep -q "^hint: the trials there are not study taker's; move $WORK/runs/taker away" <<<"$err"
 check own_resume_taken_not_run test "$(TUNER_DB=own.db study_state taker)" = CREATED
+# a damaged mark is named and said to be damaged, whatever is wrong with it: resume's
+# hint says how to take the folder back if it is the study's (delete the mark: its own
+# trial folders are then accepted), run's to give the new study another folder
+sed -e 's/"jobId": "own"/"jobId": "dmg"/' -e 's|runs/own|runs/dmg|' own.json >dmg.json
+"$TUNER" create dmg.json --db=own.db >/dev/null && "$TUNER" ask dmg --db=own.db >/dev/null
+mkdir -p runs/dmg/1 && echo '{"study": "dmg", "stu' >runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_resume_refused test $rc -eq 2
+check own_damaged_resume_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (not the JSON object naming a study and its store that the tuner writes): whose the folder is cannot be told$" <<<"$err"
+check own_damaged_resume_hint grep -q "^hint: if $WORK/runs/dmg is study dmg's, delete the damaged mark $WORK/runs/dmg/.tuner-study and resume again" <<<"$err"
+check own_damaged_resume_not_run test "$(TUNER_DB=own.db study_state dmg)" = CREATED
+err=$("$TUNER" run dmg.json --quiet --db=own2.db 2>&1); rc=$?
+check own_damaged_run_refused test $rc -eq 2
+check own_damaged_run_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged" <<<"$err"
+check own_damaged_run_hint grep -q "^hint: give study dmg a folder of its own" <<<"$err"
+check own_damaged_run_stores_nothing test -z "$("$TUNER" list --db=own2.db --format=csv | grep dmg)"
+echo '{"study": "dmg", "study_id": 0, "store": "", "store_id": ""}' >runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_fields_refused test $rc -eq 2
+check own_damaged_fields_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (not the JSON object" <<<"$err"
+rm runs/dmg/.tuner-study && mkdir runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_folder_refused test $rc -eq 2
+check own_damaged_folder_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (a folder, not a file)" <<<"$err"
+if [ "$(id -u)" != 0 ]; then # root reads it all the same
+  rmdir runs/dmg/.tuner-study && echo '{}' >runs/dmg/.tuner-study && chmod 000 runs/dmg/.tuner-study
+  err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+  check own_unreadable_mark_refused test $rc -eq 1
+  check own_unreadable_mark_says grep -q "^tuner: error: cannot open job folder mark $WORK/runs/dmg/.tuner-study: $(python3 -c 'import os; print(os.strerror(13))')" <<<"$err"
+  check own_unreadable_mark_hint grep -q "^hint: the tuner reads $WORK/runs/dmg/.tuner-study to tell whose folder" <<<"$err"
+  rm -f runs/dmg/.tuner-study && mkdir runs/dmg/.tuner-study
+fi
+rmdir runs/dmg/.tuner-study
+"$TUNER" resume dmg --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check own_damaged_removed_resumes test $rc -eq 0 -a "$(TUNER_DB=own.db count_state dmg SUCCEEDED)" -eq 2
+check own_damaged_removed_marks grep -q '"study": "dmg"' runs/dmg/.tuner-study
 
 # --- cancel a running study -----------------------------------------------------------
 spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
