@@ -893,6 +893,22 @@ rmdir runs/dmg/.tuner-study
 "$TUNER" resume dmg --quiet --db=own.db >/dev/null 2>&1; rc=$?
 check own_damaged_removed_resumes test $rc -eq 0 -a "$(TUNER_DB=own.db count_state dmg SUCCEEDED)" -eq 2
 check own_damaged_removed_marks grep -q '"study": "dmg"' runs/dmg/.tuner-study
+# a run whose claim fails after its study is stored (the mark's temporary file cannot
+# be made: a folder by its name, which stops root too; the name has the pid, which
+# exec keeps) leaves the study STOPPED, not RUNNING with nothing running it, and says
+# that resume marks the folder; resume does once the way is clear
+sed -e 's/"jobId": "own"/"jobId": "noclaim"/' -e 's|runs/own|runs/noclaim|' own.json >noclaim.json
+err=$(sh -c 'mkdir -p runs/noclaim/.tuner-study.$$.tmp && exec "$0" run noclaim.json --quiet --db=own.db' "$TUNER" 2>&1); rc=$?
+check claim_fails_exit1 test $rc -eq 1
+check claim_fails_says grep -q "^tuner: error: cannot write $WORK/runs/noclaim/.tuner-study.[0-9]*.tmp: Is a directory" <<<"$err"
+check claim_fails_hint grep -q "^hint: study noclaim is stored; \`tuner resume noclaim\` marks $WORK/runs/noclaim its own once it can be written" <<<"$err"
+check claim_fails_stopped test "$(TUNER_DB=own.db study_state noclaim)" = STOPPED
+check claim_fails_no_trial test -z "$(TUNER_DB=own.db "$TUNER" trials noclaim --format=csv | tail -n +2)"
+check claim_fails_no_mark test ! -e runs/noclaim/.tuner-study
+rm -r runs/noclaim/.tuner-study.*.tmp
+"$TUNER" resume noclaim --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check claim_fails_resumed test $rc -eq 0 -a "$(TUNER_DB=own.db count_state noclaim SUCCEEDED)" -eq 2
+check claim_fails_resume_marks grep -q '"study": "noclaim"' runs/noclaim/.tuner-study
 
 # --- cancel a running study -----------------------------------------------------------
 spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
