@@ -1,6 +1,6 @@
 /*
- * fileio.c — opening and reading files without being blocked or swamped by them
- * (see fileio.h).
+ * fileio.c — opening and reading files without being blocked or swamped by them, and
+ * making folders (see fileio.h).
  */
 #include "common/fileio.h"
 
@@ -83,4 +83,35 @@ int tn_read_file(const char *path, const char *what, size_t max, char **out, siz
     *out = buf;
     *len = n;
     return 0;
+}
+
+/* mkdir dir unless a folder is there already. */
+static int make_dir(const char *dir, char *err, size_t errlen) {
+    if (mkdir(dir, 0755) == 0) return 0;
+    int e = errno;
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+    int rc = tn_error(err, errlen, TN_EIO, "cannot create folder %s: %s", dir,
+                      e == EEXIST ? "a file is in the way" : strerror(e));
+    errno = e; /* for a caller's hint (a full disk) */
+    return rc;
+}
+
+int tn_make_dirs(const char *path, char *err, size_t errlen) {
+    if (!path[0])
+        return tn_error(err, errlen, TN_EINVAL, "no folder to create: the path is empty");
+    char *dir = tn_xstrdup(path);
+    int rc = 0;
+    for (char *p = dir + 1;; p++) { /* each folder on the way, then path */
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        rc = make_dir(dir, err, errlen);
+        *p = c;
+        if (rc || !c) break;
+    }
+    int e = errno;
+    free(dir);
+    errno = e;
+    return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * fileio.h — opening and reading files that someone else controls (a spec, a trial's
- * metric file or log), so that nothing they are can block or swamp the reader.
+ * metric file or log), so that nothing they are can block or swamp the reader; and
+ * the one mkdir -p (tn_make_dirs).
  *
  * A trial may make its metric file a FIFO, a spec path may be /dev/zero: opening such
  * things the usual way blocks (a FIFO without a writer) or never ends (a device). These
@@ -25,5 +26,13 @@ int tn_open_regular(const char *path, const char *what, char *err, size_t errlen
  * limit. Returns 0, TN_ENOENT, or TN_EIO / TN_EINVAL with a message. */
 int tn_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
                  char *err, size_t errlen);
+
+/* mkdir -p: makes the folder path and every missing folder above it (mode 0755, less
+ * the umask); those already there are fine, whatever mkdir says of them (some file
+ * systems answer EACCES or EROFS before EEXIST). Returns 0, or TN_EIO with a message
+ * naming the folder that could not be made and why ("cannot create folder /a/b:
+ * Permission denied", "...: a file is in the way"), errno left at mkdir's, or
+ * TN_EINVAL for an empty path. */
+int tn_make_dirs(const char *path, char *err, size_t errlen);
 
 #endif

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -45,22 +45,9 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
     int rc = 0;
     if (slash && slash != dir) {
         *slash = '\0';
-        for (char *p = dir + 1; ; p++) {
-            if (*p == '/' || *p == '\0') {
-                char c = *p;
-                *p = '\0';
-                struct stat st;
-                if (mkdir(dir, 0755) != 0 && (errno != EEXIST || stat(dir, &st) != 0 ||
-                                              !S_ISDIR(st.st_mode))) {
-                    rc = tn_error(err, errlen, TN_EIO, "cannot create folder %s for the metric "
-                                  "file: %s", dir, errno == EEXIST ? "a file is in the way" :
-                                  strerror(errno));
-                    break;
-                }
-                *p = c;
-                if (c == '\0') break;
-            }
-        }
+        char why[1024];
+        if ((rc = tn_make_dirs(dir, why, sizeof why)))
+            rc = tn_error(err, errlen, rc, "metric file %s: %s", path, why);
     }
     free(dir);
     return rc;

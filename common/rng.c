@@ -1,10 +1,17 @@
 /*
- * rng.c — xoshiro256** (Blackman and Vigna, 2018) seeded with splitmix64.
- * See rng.h for the contract.
+ * rng.c — xoshiro256** (Blackman and Vigna, 2018) seeded with splitmix64, and the
+ * kernel's randomness for what must not be guessed. See rng.h for the contract.
  */
 #include "common/rng.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/types.h>
+
+#include "common/status.h"
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
@@ -58,4 +65,33 @@ double tn_rng_normal(tn_rng *r) {
     double u1 = 1.0 - tn_rng_uniform(r); /* (0, 1] so log() is finite */
     double u2 = tn_rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+int tn_random_bytes(void *buf, size_t n, char *err, size_t errlen) {
+    unsigned char *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(p + got, n - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return tn_error(err, errlen, TN_EIO, "getrandom: %s", strerror(errno));
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int tn_random_hex(char *out, size_t nbytes, char *err, size_t errlen) {
+    static const char digits[] = "0123456789abcdef";
+    out[0] = '\0';
+    /* the bytes go into the back half of out, and each is read before the two digits
+     * written in its place reach it */
+    unsigned char *raw = (unsigned char *)out + nbytes;
+    int rc = tn_random_bytes(raw, nbytes, err, errlen);
+    if (rc) return rc;
+    for (size_t i = 0; i < nbytes; i++) {
+        unsigned char b = raw[i];
+        out[2 * i] = digits[b >> 4];
+        out[2 * i + 1] = digits[b & 15];
+    }
+    out[2 * nbytes] = '\0';
+    return 0;
 }

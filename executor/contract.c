@@ -85,27 +85,6 @@ int ex_on_path(const char *prog) {
     }
 }
 
-int ex_make_dirs(const char *path, char *err, size_t errlen) {
-    char *p = tn_xstrdup(path);
-    int rc = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            struct stat st;
-            if (mkdir(p, 0755) != 0 && !(errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode))) {
-                rc = tn_error(err, errlen, TN_EIO, "cannot create folder %s: %s", p,
-                              errno == EEXIST ? "a file is in the way" : strerror(errno));
-                break;
-            }
-            *s = c;
-            if (!c) break;
-        }
-    }
-    free(p);
-    return rc;
-}
-
 /* The contract's variables, and what sets each (for the spec's messages). */
 static const struct {
     const char *name, *what;

@@ -47,9 +47,6 @@ char *ex_metric_path(const char *dir, const char *type_name, int index);
  * found executable on $PATH (/usr/bin:/bin when unset), as execvp would look it up. */
 int ex_on_path(const char *prog);
 
-/* mkdir -p path. Returns 0 or TN_EIO with a message naming the folder. */
-int ex_make_dirs(const char *path, char *err, size_t errlen);
-
 /* What the contract tells one replica besides its argv. */
 typedef struct ex_contract {
     const char *study;        /* CLOUD_ML_JOB_ID */

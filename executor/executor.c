@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 /* How far ahead of the tuner's clock a record's timestamp may be and still place the
@@ -341,8 +342,8 @@ static ex_job *job_new(ex_executor *x, const ex_job_config *cfg, const ex_callba
     }
     char *logs = ex_logs_dir(cfg->job_dir);
     char *metrics = ex_metrics_dir(cfg->job_dir);
-    int rc = ex_make_dirs(logs, err, errlen);
-    if (!rc) rc = ex_make_dirs(metrics, err, errlen);
+    int rc = tn_make_dirs(logs, err, errlen);
+    if (!rc) rc = tn_make_dirs(metrics, err, errlen);
     free(logs);
     free(metrics);
     if (rc) return NULL;

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 #include "common/tfconfig.h"
 #include "executor/contract.h"
@@ -353,7 +354,7 @@ static void save_failure(const char *path, const ex_failure *f) {
     json_t *o = json_pack("{sisbss}", "status", f->status, "reported", f->reported, "tail",
                           f->tail ? f->tail : "");
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (text && ex_make_dirs(dir, err, sizeof err) == 0 && write_atomic(path, text) != 0)
+    if (text && tn_make_dirs(dir, err, sizeof err) == 0 && write_atomic(path, text) != 0)
         fprintf(stderr, "tuner-launch: warning: cannot write %s: %s\n", path, strerror(errno));
     free(text);
     json_decref(o);
@@ -375,7 +376,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
     char *dir = tn_xasprintf("%s/events", run_dir);
-    if (ex_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
+    if (tn_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
     free(dir);
     char *events_path = tn_xasprintf("%s/events/%s-%d.jsonl", run_dir, tname, index);
     int ev = open(events_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -388,7 +389,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     int port_fd = -1;
     if (type < TF_NCLUSTER) { /* publish our address */
         dir = tn_xasprintf("%s/rv", run_dir);
-        if (ex_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
+        if (tn_make_dirs(dir, err, sizeof err) != 0) die("%s", err);
         free(dir);
         char *rv = tn_xasprintf("%s/rv/%s-%d", run_dir, tname, index);
         char *addr = tn_xasprintf("%s:%d\n", host, hold_port(&port_fd));
@@ -546,7 +547,7 @@ static int run_job(const job_desc *d, const char *self) {
     char *run_dir = tn_xasprintf("%s/slurm/%s-%s", d->job_dir, jobid, restart && *restart ? restart : "0");
     char err[1024];
     char *events = tn_xasprintf("%s/events", run_dir);
-    if (ex_make_dirs(events, err, sizeof err) != 0) die("%s", err);
+    if (tn_make_dirs(events, err, sizeof err) != 0) die("%s", err);
     free(events);
     char *job_events = tn_xasprintf("%s/events/job.jsonl", run_dir);
     int ev = open(job_events, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 #define CMD_TIMEOUT 60.0        /* seconds a Slurm command may take */
@@ -613,7 +614,7 @@ static char *sh_quote(const char *s) {
 static int write_job_files(ex_job *j, const int group[TF_NTYPES], char *err, size_t errlen) {
     const ex_job_config *c = &j->cfg;
     char *dir = tn_xasprintf("%s/slurm", j->job_dir);
-    int rc = ex_make_dirs(dir, err, errlen);
+    int rc = tn_make_dirs(dir, err, errlen);
     free(dir);
     if (rc) return rc;
     json_t *argv = json_array();

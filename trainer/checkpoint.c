@@ -15,6 +15,7 @@
  */
 #include "trainer/checkpoint.h"
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 #include <dirent.h>
@@ -594,27 +595,14 @@ static int prune(const char *dir, const char *newest, int keep, char *err, size_
     return rc;
 }
 
-/* mkdir p (mode 0755) unless something by that name exists. */
-static int mkdir_one(const char *p, char *err, size_t errlen) {
-    if (mkdir(p, 0755) == 0 || errno == EEXIST) return 0;
-    return io_error(err, errlen, "mkdir", p, errno);
-}
-
-/* mkdir -p dir, mode 0755. */
+/* mkdir -p dir, with the full disk's hint. */
 static int make_dirs(const char *dir, char *err, size_t errlen) {
-    char *p = tn_xstrdup(dir);
-    int rc = 0;
-    for (char *s = p + 1; *s && rc == 0; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        rc = mkdir_one(p, err, errlen);
-        *s = '/';
+    int rc = tn_make_dirs(dir, err, errlen);
+    const char *hint = disk_hint(errno);
+    if (rc == TN_EIO && *hint && err && errlen) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "%s", hint);
     }
-    if (rc == 0) rc = mkdir_one(p, err, errlen);
-    struct stat st;
-    if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
-        rc = tn_error(err, errlen, TN_EIO, "%s exists and is not a folder", p);
-    free(p);
     return rc;
 }
 

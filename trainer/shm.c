@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "common/status.h"
 #include "trainer/collective_internal.h"
 #include "trainer/net.h"
@@ -124,8 +124,8 @@ static sm_seg *handle(void *base, size_t size, int rank, const char *const *name
 int sm_create(int n, const char *const *names, char *name, size_t namelen,
               uint64_t cookie[2], sm_seg **out, char *err, size_t errlen) {
     uint64_t rnd[3];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return tn_error(err, errlen, TN_EIO, "getrandom: %s", strerror(errno));
+    int rc = tn_random_bytes(rnd, sizeof rnd, err, errlen);
+    if (rc) return rc;
     snprintf(name, namelen, "trainer-allreduce-%ld-%016llx", (long)getpid(),
              (unsigned long long)rnd[0]);
     char path[4096];

@@ -57,12 +57,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "common/status.h"
 #include "tuner/api.h"
 #include "tuner/store.h"
@@ -972,20 +972,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     (void)sig, (void)what;
 }
 
-/* 128 bits from getrandom(), as 32 hex digits. */
-static int make_token(char out[33], char *err, size_t errlen) {
-    unsigned char raw[16];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return tn_error(err, errlen, TN_EIO, "getrandom: %s", strerror(errno));
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
-    return 0;
-}
-
 /* The request deadline: DASH_REQUEST_S, or TUNER_DASHBOARD_REQUEST_TIMEOUT's seconds
  * (a knob for tests; a bad value is said on log and the default kept). */
 static struct timeval request_deadline(FILE *log) {
@@ -1114,7 +1100,7 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
         fprintf(c->log, "dashboard: the store is read-only here: cancelling from the page "
                         "is off%s%s\n",
                 st_note(d->st) ? "; " : "", st_note(d->st) ? st_note(d->st) : "");
-    if ((rc = make_token(d->token, err, errlen))) goto fail;
+    if ((rc = tn_random_hex(d->token, 16, err, errlen))) goto fail; /* 128 bits */
     snprintf(d->url, sizeof d->url, "http://%s:%d/#token=%s", d->host, d->port, d->token);
 
     d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

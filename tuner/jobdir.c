@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,46 +23,67 @@
 #include "common/text.h"
 
 #define JD_LOCK ".tuner.lock"
-#define JD_MARK ".tuner-study"
 #define JD_MARK_MAX 65536 /* a mark is a few hundred bytes */
 
-/* mkdir -p path (errors are left to the open that follows, which names the file). */
-static void make_dirs(const char *dir) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = c;
-            if (!c) break;
-        }
-    }
+/* Whether the process that wrote `name` ("tuner run (pid N)") into the lock file is
+ * known to have ended: no process here has its pid (ESRCH). Told only on the host that
+ * wrote it (`host`, the file's second line; "" from a tuner that wrote none): a pid of
+ * another host (a job folder on shared storage) says nothing here. A pid taken since by
+ * another process keeps the name standing (rare). */
+static int writer_has_ended(const char *name, const char *host) {
+    const char *at = strstr(name, "(pid ");
+    if (!at) return 0;
+    char *end;
+    long pid = strtol(at + 5, &end, 10);
+    if (pid <= 0 || *end != ')') return 0; /* kill(0 or less) means process groups */
+    char here[256] = "";
+    if (host[0] && (gethostname(here, sizeof here - 1) != 0 || strcmp(host, here) != 0))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Who holds the lock on fd, which this process could not take: "tuner run (pid N)",
- * written by an exclusive holder (JD_BUSY), or shared holders (JD_SHARED). */
+/* Who holds the lock on fd, which this process could not take: shared holders
+ * (JD_SHARED), or an exclusive one (JD_BUSY), named by what it wrote into the file
+ * ("tuner run (pid N)"). The file keeps the last name written, so a holder that has
+ * not written its own yet (or is no tuner) would be taken for the last one: a name
+ * whose process has ended is said to be no holder. */
 static int describe_holder(int fd, const char *path, char *err, size_t errlen) {
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) { /* only shared holders: asks and tells */
         flock(fd, LOCK_UN);
         return tn_error(err, errlen, JD_SHARED,
                         "%s is held by a `tuner ask` or `tuner tell` of the study", path);
     }
-    char line[128] = "";
-    ssize_t n = pread(fd, line, sizeof line - 1, 0);
-    line[n > 0 ? n : 0] = '\0';
-    line[strcspn(line, "\n")] = '\0';
-    for (char *p = line; *p; p++)
+    char text[512] = "";
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    const char *host = "";
+    char *nl = strchr(text, '\n');
+    if (nl) { /* the name, then "host HOST" */
+        *nl++ = '\0';
+        nl[strcspn(nl, "\n")] = '\0';
+        if (strncmp(nl, "host ", 5) == 0) host = nl + 5;
+    }
+    for (char *p = text; *p; p++)
         if (!isprint((unsigned char)*p)) *p = ' ';
-    return tn_error(err, errlen, JD_BUSY, "%s is held by %s", path,
-                    line[0] ? line : "another tuner process");
+    if (!text[0])
+        return tn_error(err, errlen, JD_BUSY,
+                        "%s is held by a process that has not written its name in it", path);
+    if (writer_has_ended(text, host))
+        return tn_error(err, errlen, JD_BUSY,
+                        "%s is held by a process that has not written its name in it; %s, "
+                        "whose name is there, has ended",
+                        path, text);
+    return tn_error(err, errlen, JD_BUSY, "%s is held by %s", path, text);
 }
 
 int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char *err,
             size_t errlen) {
     *fd = -1;
-    make_dirs(job_dir);
+    /* An exclusive lock needs the folder; a shared one goes on without it (another
+     * user's study, a read-only disk): the open below tells whether anything can hold
+     * the lock there. */
+    int rc = tn_make_dirs(job_dir, exclusive ? err : NULL, errlen);
+    if (rc && exclusive) return rc;
     char *path = tn_xasprintf("%s/" JD_LOCK, job_dir);
     int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (f < 0 && !exclusive && (errno == EACCES || errno == EROFS || errno == ENOENT)) {
@@ -73,22 +94,24 @@ int jd_lock(const char *job_dir, int exclusive, const char *what, int *fd, char 
         }
     }
     if (f < 0) {
-        int rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s", path, strerror(errno));
+        rc = tn_error(err, errlen, TN_EIO, "cannot open %s: %s", path, strerror(errno));
         free(path);
         return rc;
     }
     if (flock(f, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
         int e = errno;
-        int rc = e == EWOULDBLOCK ? describe_holder(f, path, err, errlen)
-                                  : tn_error(err, errlen, TN_EIO, "cannot lock %s: %s", path,
-                                             strerror(e));
+        rc = e == EWOULDBLOCK ? describe_holder(f, path, err, errlen)
+                              : tn_error(err, errlen, TN_EIO, "cannot lock %s: %s", path,
+                                         strerror(e));
         close(f);
         free(path);
         return rc;
     }
-    if (exclusive) { /* for those it refuses: who holds it */
-        char line[128];
-        int n = snprintf(line, sizeof line, "tuner %s (pid %ld)\n", what, (long)getpid());
+    if (exclusive) { /* for those it refuses: who holds it, and where that pid lives */
+        char line[512], host[256] = "";
+        if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+        int n = snprintf(line, sizeof line, "tuner %s (pid %ld)\nhost %s\n", what,
+                         (long)getpid(), host);
         if (ftruncate(f, 0) != 0 || pwrite(f, line, (size_t)n, 0) != n) {
             /* the lock holds all the same; only the name of its holder is lost */
         }
@@ -137,6 +160,30 @@ static size_t trial_folders(const char *job_dir, int64_t above, char *list, size
     return n;
 }
 
+/* The error for the mark at path that is there but damaged (how), so that whose its
+ * folder is cannot be told. */
+static int damaged_mark(const char *path, const char *how, char *err, size_t errlen) {
+    return tn_error(err, errlen, TN_EFORMAT,
+                    "job folder mark %s is damaged (%s): whose the folder is cannot be told",
+                    path, how);
+}
+
+/* The error for the mark at path that tn_read_file refused (rc, why): one that is not
+ * a regular file, or far too large, is damaged; a regular file that cannot be read
+ * (permissions, the disk) is an I/O error, said as why says it. */
+static int unusable_mark(const char *path, int rc, const char *why, char *err,
+                         size_t errlen) {
+    struct stat sb;
+    if (rc == TN_EINVAL)
+        return damaged_mark(path, "larger than any mark, which is a few hundred bytes", err,
+                            errlen);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return damaged_mark(path, S_ISDIR(sb.st_mode) ? "a folder, not a file"
+                                                      : "not a regular file",
+                            err, errlen);
+    return tn_error(err, errlen, TN_EIO, "%s", why);
+}
+
 int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
              size_t errlen) {
     char *path = tn_xasprintf("%s/" JD_MARK, job_dir);
@@ -157,8 +204,7 @@ int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
         return rc;
     }
     if (rc < 0) {
-        rc = tn_error(err, errlen, rc == TN_EIO ? TN_EIO : TN_EINVAL,
-                      "cannot read job folder %s's mark: %s", job_dir, why);
+        rc = unusable_mark(path, rc, why, err, errlen);
         free(path);
         return rc;
     }
@@ -167,11 +213,11 @@ int jd_check(const char *job_dir, const jd_owner *me, int64_t trials, char *err,
     const char *store_id = NULL, *store = NULL, *study = NULL;
     json_int_t study_id = 0;
     if (json_unpack(doc, "{s:s, s:s, s:s, s:I}", "store_id", &store_id, "store", &store,
-                    "study", &study, "study_id", &study_id) != 0) {
-        rc = tn_error(err, errlen, TN_EINVAL,
-                      "job folder %s has a mark %s that is not the tuner's (it should be a "
-                      "JSON object naming a study and its store)",
-                      job_dir, path);
+                    "study", &study, "study_id", &study_id) != 0 ||
+        !store_id[0] || !store[0] || !study[0] || study_id < 1) {
+        rc = damaged_mark(path, "not the JSON object naming a study and its store that the "
+                                "tuner writes",
+                          err, errlen);
     } else if (strcmp(store_id, me->store_id) != 0) {
         rc = tn_error(err, errlen, TN_EINVAL,
                       "job folder %s belongs to study %s of %s store %s; a study that "

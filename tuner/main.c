@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/flags.h"
+#include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
 #include "executor/executor.h"
@@ -131,11 +132,12 @@ static char *stored_spec_text(const char *text, tn_spec *spec) {
     return copy;
 }
 
+/* A seed nobody gave: the kernel's, or, should that fail, one of clock and pid (any
+ * seed will do; it is stored with the study). */
 static uint64_t random_seed(void) {
     uint64_t s = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&s, sizeof s, 1, f) != 1) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (f) fclose(f);
+    if (tn_random_bytes(&s, sizeof s, NULL, 0) != 0)
+        s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     return s & INT64_MAX;
 }
 
@@ -191,6 +193,34 @@ static int claim_job_dir(st_store *st, const cli_env *env, const tn_spec *spec, 
     return rc ? TUNER_EXIT_ERROR : -1;
 }
 
+/* The hint for jd_check's refusal (rc) of the job folder of the study `id` (0: a new
+ * one, of run or create; else resume's): whose the folder is (TN_EINVAL), a damaged
+ * mark (TN_EFORMAT), or a mark that cannot be read (TN_EIO). */
+static void job_dir_hint(const tn_spec *spec, int64_t id, int rc) {
+    const char *name = spec->job_id, *dir = spec->job_dir;
+    if (rc == TN_EIO)
+        fprintf(stderr, "hint: the tuner reads %s/%s to tell whose folder %s is; check that "
+                        "file's permissions\n", dir, JD_MARK, dir);
+    else if (id == 0) /* another study's folder, or nobody can tell whose */
+        fprintf(stderr,
+                "hint: give study %s a folder of its own: trainingInput.jobDir (without "
+                "one, runs/JOBID, which --job-id changes too), or delete %s if the trials "
+                "there are no longer wanted\n",
+                name, dir);
+    else if (rc == TN_EFORMAT)
+        fprintf(stderr,
+                "hint: if %s is study %s's, delete the damaged mark %s/%s and resume "
+                "again (a folder without a mark is taken when it holds no trial folder "
+                "beyond the study's own); if it is another study's, restore that study's "
+                "mark, or move the folder away\n",
+                dir, name, dir, JD_MARK);
+    else
+        fprintf(stderr,
+                "hint: the trials there are not study %s's; move %s away, or delete it if "
+                "they are no longer wanted, and resume again\n",
+                name, dir);
+}
+
 /* Checks, under the study's lock, that its job folder is free for it (jd_check; trials:
  * the study's, 0 for a new one) and, with mark, marks it the study's (id: its id in
  * the store). Returns -1 to go on, else the exit code (the error and a hint printed). */
@@ -202,24 +232,11 @@ static int own_job_dir(st_store *st, const cli_env *env, const tn_spec *spec, in
         return TUNER_EXIT_ERROR;
     int exit_code = -1;
     int rc = jd_check(spec->job_dir, &me, trials, err, sizeof err);
-    if (rc == TN_EINVAL) {
+    if (rc) {
         fprintf(stderr, "tuner: error: %s\n", err);
-        if (id == 0)
-            fprintf(stderr,
-                    "hint: give study %s a folder of its own: trainingInput.jobDir (without "
-                    "one, runs/JOBID, which --job-id changes too), or delete %s if the trials "
-                    "there are no longer wanted\n",
-                    spec->job_id, spec->job_dir);
-        else
-            fprintf(stderr,
-                    "hint: the trials there are not study %s's; move %s away, or delete it if "
-                    "they are no longer wanted, and resume again\n",
-                    spec->job_id, spec->job_dir);
-        exit_code = TUNER_EXIT_USAGE;
-    } else if (rc == 0 && mark) {
-        rc = jd_claim(spec->job_dir, &me, err, sizeof err);
-    }
-    if (rc && rc != TN_EINVAL) {
+        job_dir_hint(spec, id, rc);
+        exit_code = rc == TN_EIO ? TUNER_EXIT_ERROR : TUNER_EXIT_USAGE;
+    } else if (mark && (rc = jd_claim(spec->job_dir, &me, err, sizeof err)) != 0) {
         fprintf(stderr, "tuner: error: %s\n", err);
         exit_code = TUNER_EXIT_ERROR;
     }

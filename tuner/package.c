@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 #include "executor/contract.h"
 
@@ -117,7 +118,7 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
     char *python = tn_xasprintf("%s/bin/python3", dir);
     char *logpath = tn_xasprintf("%s/install.log", dir);
     char **argv = tn_xcalloc(n + 10, sizeof *argv);
-    int rc = ex_make_dirs(dir, err, errlen);
+    int rc = tn_make_dirs(dir, err, errlen);
     for (size_t i = 0; i < n && rc == 0; i++) { /* absolute: a bare name is an index's */
         const char *u = json_string_value(json_array_get(uris, i));
         char abs[PATH_MAX];

@@ -12,6 +12,7 @@
  */
 #include "tuner/store.h"
 
+#include "common/rng.h"
 #include "common/status.h"
 
 #include <assert.h>
@@ -1034,14 +1035,9 @@ int st_store_id(st_store *s, char **out, char *err, size_t errlen) {
     }
     free(id);
     if (rc < 0) return rc;
-    unsigned char bytes[16];
-    FILE *f = fopen("/dev/urandom", "rb");
-    size_t got = f ? fread(bytes, 1, sizeof bytes, f) : 0;
-    if (f) fclose(f);
-    if (got != sizeof bytes)
-        return tn_error(err, errlen, TN_EIO, "%s: %s: cannot read /dev/urandom", s->path, op);
-    char hex[2 * sizeof bytes + 1];
-    for (size_t i = 0; i < sizeof bytes; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+    char hex[2 * 16 + 1], why[256];
+    if ((rc = tn_random_hex(hex, 16, why, sizeof why)))
+        return tn_error(err, errlen, rc, "%s: %s: %s", s->path, op, why);
     /* Another process may make one at the same time: the first stays, both read it. */
     char sql[128];
     snprintf(sql, sizeof sql,

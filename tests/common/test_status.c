@@ -1,26 +1,31 @@
 /*
  * test_status.c — tests for the small shared helpers of common/: error codes and
- * messages (status.h), the random number generator (rng.h) and the string helpers
- * (text.h).
+ * messages (status.h), the random number generator and the kernel's randomness
+ * (rng.h), mkdir -p (fileio.h) and the string helpers (text.h).
  *
  * The rng checks are statistical but deterministic (fixed seeds) with bounds several
  * standard deviations wide, so they never flake yet catch a broken generator: a
  * constant stream, modulo bias, a wrong range, a normal with the wrong moments, or
  * state that does not fully determine the sequence.
  */
+#include "common/fileio.h"
 #include "common/jsonutil.h"
 #include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
 
 #include "tests/check.h"
+#include "tests/testutil.h"
 
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 
 /* ---------------------------------------------------------------------------------
  * status.h
@@ -255,6 +260,115 @@ static void test_rng_state_copy_continues(void) {
     CHECK(!memcmp(&restored, &r, sizeof r));
 }
 
+/* tn_random_hex: 2n lowercase hex digits and a NUL, nothing written past them, every
+ * digit in use, and not the same twice; n = 0 gives "". */
+static void test_random_hex(void) {
+    char a[33 + 8], b[33];
+    memset(a, '#', sizeof a);
+    char err[256] = "";
+    CHECK_INT_EQ(tn_random_hex(a, 16, err, sizeof err), 0);
+    CHECK_INT_EQ((int)strlen(a), 32);
+    CHECK_INT_EQ((int)strspn(a, "0123456789abcdef"), 32);
+    CHECK(a[33] == '#' && a[sizeof a - 1] == '#');
+    CHECK_INT_EQ(tn_random_hex(b, 16, err, sizeof err), 0);
+    CHECK_MSG(strcmp(a, b) != 0, "two ids alike: %s", a);
+    char empty[1] = {'#'};
+    CHECK_INT_EQ(tn_random_hex(empty, 0, err, sizeof err), 0);
+    CHECK(empty[0] == '\0');
+    /* 8192 digits: a digit missing from them all is a broken mapping, not chance */
+    static char many[2 * 4096 + 1];
+    CHECK_INT_EQ(tn_random_hex(many, 4096, err, sizeof err), 0);
+    for (const char *d = "0123456789abcdef"; *d; d++)
+        CHECK_MSG(strchr(many, *d) != NULL, "digit %c never made", *d);
+}
+
+static volatile sig_atomic_t g_alarms;
+static void on_alarm(int sig) {
+    (void)sig;
+    g_alarms++;
+}
+
+/* tn_random_bytes fills all it is asked for though signals keep coming: getrandom
+ * stops at a signal and says how much it gave (or EINTR when nothing), so 40 MiB under
+ * a timer of 1 ms is read in many calls, and the last MiB must not be left zero. */
+static void test_random_bytes_under_signals(void) {
+    size_t n = (size_t)40 << 20;
+    unsigned char *buf = calloc(n, 1);
+    CHECK(buf != NULL);
+    if (!buf) return;
+    struct sigaction sa = {.sa_handler = on_alarm}, old; /* no SA_RESTART */
+    sigemptyset(&sa.sa_mask);
+    CHECK_INT_EQ(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval every_ms = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    g_alarms = 0;
+    CHECK_INT_EQ(setitimer(ITIMER_REAL, &every_ms, NULL), 0);
+    char err[256] = "";
+    CHECK_INT_EQ(tn_random_bytes(buf, n, err, sizeof err), 0);
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old, NULL);
+    CHECK_MSG(g_alarms > 0, "no signal came while reading: the test proved nothing");
+    size_t zero = 0;
+    for (size_t i = n - ((size_t)1 << 20); i < n; i++) zero += buf[i] == 0;
+    CHECK_MSG(zero < 8192, "%zu of the last MiB's bytes are zero", zero);
+    free(buf);
+}
+
+/* ---------------------------------------------------------------------------------
+ * fileio.h: tn_make_dirs
+ * --------------------------------------------------------------------------------- */
+
+/* Every folder on the way is made, and again (all there, a trailing slash) is fine. */
+static void test_make_dirs_deep_and_again(void) {
+    char root[PATH_LEN], path[PATH_LEN], err[PATH_LEN + 256] = "";
+    if (scratch_dir(root, "make_dirs") != 0) {
+        CHECK(0);
+        return;
+    }
+    fmt_path(path, "%s/a/b/c", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a/b/c/", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a//d", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/a/d", root);
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    rm_rf(root);
+}
+
+/* What stops it is named, with why: a file in the way (the file, not a folder below
+ * it), a name too long for the file system (an errno that holds for root too). */
+static void test_make_dirs_errors(void) {
+    char root[PATH_LEN], file[PATH_LEN], path[PATH_LEN], err[PATH_LEN + 256] = "";
+    if (scratch_dir(root, "make_dirs_err") != 0) {
+        CHECK(0);
+        return;
+    }
+    fmt_path(file, "%s/plain", root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    fmt_path(path, "%s/plain/sub/deeper", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), TN_EIO);
+    char want[PATH_LEN];
+    fmt_path(want, "cannot create folder %s: a file is in the way", file);
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(tn_make_dirs(file, err, sizeof err), TN_EIO);
+    CHECK_STR_CONTAINS(err, want);
+    char name[300];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    fmt_path(path, "%s/ok/%s/below", root, name);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), TN_EIO);
+    fmt_path(path, "%s/ok/%s", root, name);
+    fmt_path(want, "cannot create folder %s: %s", path, strerror(ENAMETOOLONG));
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(tn_make_dirs("", err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(tn_make_dirs(file, NULL, 0), TN_EIO); /* no buffer: only the code */
+    rm_rf(root);
+}
+
 /* ---------------------------------------------------------------------------------
  * text.h
  * --------------------------------------------------------------------------------- */
@@ -483,6 +597,10 @@ int main(void) {
     RUN(test_rng_below_range_and_uniformity);
     RUN(test_rng_normal_moments);
     RUN(test_rng_state_copy_continues);
+    RUN(test_random_hex);
+    RUN(test_random_bytes_under_signals);
+    RUN(test_make_dirs_deep_and_again);
+    RUN(test_make_dirs_errors);
     RUN(test_edit_distance_table);
     RUN(test_closest);
     RUN(test_format_double_cases);

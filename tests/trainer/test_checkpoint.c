@@ -424,7 +424,9 @@ static void test_write_unwritable_place(void) {
     char dir[PATH_LEN];
     fmt_path(dir, "%s/jobs", file);
     CHECK_INT_EQ(ckpt_save(dir, 1, &s, 1, 3, NULL, 0, err, sizeof(err)), TN_EIO);
-    CHECK_STR_CONTAINS(err, "mkdir");
+    CHECK_STR_CONTAINS(err, "cannot create folder");
+    CHECK_STR_CONTAINS(err, file);
+    CHECK_STR_CONTAINS(err, "a file is in the way");
 }
 
 /* write() fails half way (RLIMIT_FSIZE): the old file survives, no temporary left. */

@@ -827,6 +827,13 @@ mkdir -p runs/free/venv && touch runs/free/.tuner.lock
 sed -e 's/"jobId": "own"/"jobId": "free"/' -e 's|runs/own|runs/free|' own.json >free.json
 "$TUNER" run free.json --quiet --db=own2.db >/dev/null 2>&1; rc=$?
 check own_unmarked_empty_runs test $rc -eq 0
+# a job folder that cannot be made is refused naming what is in the way
+touch notafolder
+sed -e 's/"jobId": "own"/"jobId": "infile"/' -e 's|runs/own|notafolder/runs|' own.json >infile.json
+err=$("$TUNER" run infile.json --quiet --db=own2.db 2>&1); rc=$?
+check own_dir_unmakeable_refused test $rc -eq 1
+check own_dir_unmakeable_says grep -q "^tuner: error: cannot create folder $WORK/notafolder: a file is in the way" <<<"$err"
+check own_dir_unmakeable_stores_nothing test -z "$("$TUNER" list --db=own2.db --format=csv | grep infile)"
 # resume: a study of an older tuner keeps its own unmarked folder (its trials there)
 # and marks it; a folder another study took is refused
 sed -e 's/"jobId": "own"/"jobId": "oldtuner"/' -e 's|runs/own|runs/oldtuner|' -e 's/"maxTrials": 2/"maxTrials": 3/' own.json >oldtuner.json
@@ -850,6 +857,58 @@ check own_resume_taken_refused test $rc -eq 2
 check own_resume_taken_says grep -q "belongs to study taker of the store $WORK/own2.db" <<<"$err"
 check own_resume_taken_hint grep -q "^hint: the trials there are not study taker's; move $WORK/runs/taker away" <<<"$err"
 check own_resume_taken_not_run test "$(TUNER_DB=own.db study_state taker)" = CREATED
+# a damaged mark is named and said to be damaged, whatever is wrong with it: resume's
+# hint says how to take the folder back if it is the study's (delete the mark: its own
+# trial folders are then accepted), run's to give the new study another folder
+sed -e 's/"jobId": "own"/"jobId": "dmg"/' -e 's|runs/own|runs/dmg|' own.json >dmg.json
+"$TUNER" create dmg.json --db=own.db >/dev/null && "$TUNER" ask dmg --db=own.db >/dev/null
+mkdir -p runs/dmg/1 && echo '{"study": "dmg", "stu' >runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_resume_refused test $rc -eq 2
+check own_damaged_resume_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (not the JSON object naming a study and its store that the tuner writes): whose the folder is cannot be told$" <<<"$err"
+check own_damaged_resume_hint grep -q "^hint: if $WORK/runs/dmg is study dmg's, delete the damaged mark $WORK/runs/dmg/.tuner-study and resume again" <<<"$err"
+check own_damaged_resume_not_run test "$(TUNER_DB=own.db study_state dmg)" = CREATED
+err=$("$TUNER" run dmg.json --quiet --db=own2.db 2>&1); rc=$?
+check own_damaged_run_refused test $rc -eq 2
+check own_damaged_run_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged" <<<"$err"
+check own_damaged_run_hint grep -q "^hint: give study dmg a folder of its own" <<<"$err"
+check own_damaged_run_stores_nothing test -z "$("$TUNER" list --db=own2.db --format=csv | grep dmg)"
+echo '{"study": "dmg", "study_id": 0, "store": "", "store_id": ""}' >runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_fields_refused test $rc -eq 2
+check own_damaged_fields_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (not the JSON object" <<<"$err"
+rm runs/dmg/.tuner-study && mkdir runs/dmg/.tuner-study
+err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+check own_damaged_folder_refused test $rc -eq 2
+check own_damaged_folder_says grep -q "^tuner: error: job folder mark $WORK/runs/dmg/.tuner-study is damaged (a folder, not a file)" <<<"$err"
+if [ "$(id -u)" != 0 ]; then # root reads it all the same
+  rmdir runs/dmg/.tuner-study && echo '{}' >runs/dmg/.tuner-study && chmod 000 runs/dmg/.tuner-study
+  err=$("$TUNER" resume dmg --quiet --db=own.db 2>&1); rc=$?
+  check own_unreadable_mark_refused test $rc -eq 1
+  check own_unreadable_mark_says grep -q "^tuner: error: cannot open job folder mark $WORK/runs/dmg/.tuner-study: $(python3 -c 'import os; print(os.strerror(13))')" <<<"$err"
+  check own_unreadable_mark_hint grep -q "^hint: the tuner reads $WORK/runs/dmg/.tuner-study to tell whose folder" <<<"$err"
+  rm -f runs/dmg/.tuner-study && mkdir runs/dmg/.tuner-study
+fi
+rmdir runs/dmg/.tuner-study
+"$TUNER" resume dmg --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check own_damaged_removed_resumes test $rc -eq 0 -a "$(TUNER_DB=own.db count_state dmg SUCCEEDED)" -eq 2
+check own_damaged_removed_marks grep -q '"study": "dmg"' runs/dmg/.tuner-study
+# a run whose claim fails after its study is stored (the mark's temporary file cannot
+# be made: a folder by its name, which stops root too; the name has the pid, which
+# exec keeps) leaves the study STOPPED, not RUNNING with nothing running it, and says
+# that resume marks the folder; resume does once the way is clear
+sed -e 's/"jobId": "own"/"jobId": "noclaim"/' -e 's|runs/own|runs/noclaim|' own.json >noclaim.json
+err=$(sh -c 'mkdir -p runs/noclaim/.tuner-study.$$.tmp && exec "$0" run noclaim.json --quiet --db=own.db' "$TUNER" 2>&1); rc=$?
+check claim_fails_exit1 test $rc -eq 1
+check claim_fails_says grep -q "^tuner: error: cannot write $WORK/runs/noclaim/.tuner-study.[0-9]*.tmp: Is a directory" <<<"$err"
+check claim_fails_hint grep -q "^hint: study noclaim is stored; \`tuner resume noclaim\` marks $WORK/runs/noclaim its own once it can be written" <<<"$err"
+check claim_fails_stopped test "$(TUNER_DB=own.db study_state noclaim)" = STOPPED
+check claim_fails_no_trial test -z "$(TUNER_DB=own.db "$TUNER" trials noclaim --format=csv | tail -n +2)"
+check claim_fails_no_mark test ! -e runs/noclaim/.tuner-study
+rm -r runs/noclaim/.tuner-study.*.tmp
+"$TUNER" resume noclaim --quiet --db=own.db >/dev/null 2>&1; rc=$?
+check claim_fails_resumed test $rc -eq 0 -a "$(TUNER_DB=own.db count_state noclaim SUCCEEDED)" -eq 2
+check claim_fails_resume_marks grep -q '"study": "noclaim"' runs/noclaim/.tuner-study
 
 # --- cancel a running study -----------------------------------------------------------
 spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
@@ -929,11 +988,24 @@ wait $pid; rc=$?
 check busy_run_exit0 test $rc -eq 0
 check busy_run_untouched test "$(TUNER_DB=busy.db trial_field busy objective | tr '\n' ' ')" = "1 1 1 1 "
 check ask_after_run_exit5 test "$("$TUNER" ask busy --db=busy.db >/dev/null 2>&1; echo $?)" -eq 5
+# A holder that wrote no name (flock here) is not given the name of the run that
+# ended: the file keeps it, but its pid is of no process now. A pid of another host
+# says nothing here, so that name stands.
+check busy_lock_names_run grep -q "^tuner run (pid $pid)$" runs/busy/.tuner.lock
 flock -x runs/busy/.tuner.lock sleep 3 &
 lpid=$!
 sleep 0.3
 err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
 check tell_while_locked_unknown_holder test $rc -eq 2
+check tell_while_locked_not_dead_run grep -q "is held by a process that has not written its name in it; tuner run (pid $pid), whose name is there, has ended)" <<<"$err"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+printf 'tuner run (pid 99999999)\nhost elsewhere.invalid\n' >runs/busy/.tuner.lock
+flock -x runs/busy/.tuner.lock sleep 3 &
+lpid=$!
+sleep 0.3
+err=$("$TUNER" tell busy 1 0.5 --db=busy.db 2>&1); rc=$?
+check tell_while_locked_other_host test $rc -eq 2
+check tell_while_locked_other_host_named grep -q "is held by tuner run (pid 99999999))" <<<"$err"
 kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
 # asks and tells share the lock: one goes on beside another's hold, a resume does not
 "$TUNER" create at.json --job-id=atdone >/dev/null
