@@ -1171,6 +1171,13 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
         while (L->nrunning > 0) {
             trial_run *t = L->running[0];
             st_trial row;
+            /* The jobs are freed without their callbacks, so no replica's `exited` is
+             * stored: one event says what became of them instead. */
+            st_event e = {.time = wall_clock(), .kind = "killed",
+                          .detail = "a second signal killed every replica at once; "
+                                    "their exits are not recorded, and `tuner resume` "
+                                    "runs the trial again"};
+            st_event_add(L->st, L->study->id, t->number, &e, NULL, 0);
             if (get_trial(L, t->number, &row, NULL, 0) == 0) {
                 row.state = ST_TRIAL_PENDING;
                 free(row.executor_job); /* its job is killed below: a resume runs it anew */
