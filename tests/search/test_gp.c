@@ -606,6 +606,80 @@ static void test_groups(void) {
     CHECK(m == NULL);
 }
 
+/* ---- Sparse points ---- */
+
+/* Points whose coordinates are mostly 0 (a CATEGORICAL's one-hot with many categories)
+ * take gp.c's compressed distances; they must give what the dense loop gives, bit for
+ * bit. The same 30 points in 3 dimensions (a third of their coordinates exactly 0, so
+ * that the merge meets a coordinate in one point only, in the other only, and in both)
+ * are placed at dimensions 5, 20 and 47 of 48, the rest 0, with a group map that gives
+ * those the lengthscales of the 3: the fixed model's predictions and log likelihood,
+ * and the fitted hyperparameters and predictions, must be those of the 3-dimensional
+ * model, which takes the dense loop. */
+static void test_sparse_matches_dense(void) {
+    enum { N = 30, D = 3, DP = 48, K = 50 };
+    static const size_t at[D] = {5, 20, 47};
+    static double X[N * D], XP[N * DP], y[N], xs[K * D], xsp[K * DP];
+    static double mean[2][K], var[2][K];
+    tn_rng r;
+    tn_rng_seed(&r, 41);
+    uniform_points(X, N, D, 42);
+    uniform_points(xs, K, D, 43);
+    for (size_t k = 0; k < N * D; k++)
+        if (tn_rng_uniform(&r) < 1.0 / 3) X[k] = 0.0;
+    for (size_t k = 0; k < K * D; k++)
+        if (tn_rng_uniform(&r) < 1.0 / 3) xs[k] = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        const double *x = X + i * D;
+        y[i] = sin(6 * x[0]) + x[1] - x[2] * x[2];
+    }
+    memset(XP, 0, sizeof XP);
+    memset(xsp, 0, sizeof xsp);
+    for (size_t j = 0; j < D; j++) {
+        for (size_t i = 0; i < N; i++) XP[i * DP + at[j]] = X[i * D + j];
+        for (size_t i = 0; i < K; i++) xsp[i * DP + at[j]] = xs[i * D + j];
+    }
+    size_t group[DP];
+    for (size_t j = 0; j < DP; j++) group[j] = 0;
+    for (size_t j = 0; j < D; j++) group[at[j]] = j;
+
+    double logl[D] = {log(0.3), log(0.5), log(0.2)}, ll[2];
+    gp_hyper h[2] = {{logl, log(1.2), log(0.01), NULL, 0}, {logl, log(1.2), log(0.01), group, D}};
+    for (int fitted = 0; fitted < 2; fitted++) {
+        gp_model *m[2] = {NULL, NULL};
+        for (int v = 0; v < 2; v++) {
+            const double *x = v ? XP : X;
+            size_t d = v ? DP : D;
+            if (fitted) {
+                gp_fit_options o = {3, 60, 777, v ? group : NULL, v ? D : 0};
+                CHECK_INT_EQ(gp_fit(x, y, N, d, &o, &m[v], NULL, 0), 0);
+            } else {
+                CHECK_INT_EQ(gp_fit_fixed(x, y, N, d, &h[v], &m[v], NULL, 0), 0);
+            }
+            if (!m[v]) return;
+            gp_predict_many(m[v], v ? xsp : xs, K, mean[v], var[v]);
+            gp_get_hyper(m[v], NULL, NULL, &ll[v]);
+        }
+        const char *what = fitted ? "fitted" : "fixed";
+        CHECK_MSG(memcmp(mean[0], mean[1], sizeof mean[0]) == 0 &&
+                      memcmp(var[0], var[1], sizeof var[0]) == 0,
+                  "%s: the sparse points predict other bits than the dense ones", what);
+        CHECK_MSG(memcmp(&ll[0], &ll[1], sizeof ll[0]) == 0, "%s: log likelihood %.17g, not %.17g",
+                  what, ll[1], ll[0]);
+        gp_hyper a, b;
+        gp_get_hyper(m[0], &a, NULL, NULL);
+        gp_get_hyper(m[1], &b, NULL, NULL);
+        CHECK_MSG(memcmp(a.log_lengthscale, b.log_lengthscale, D * sizeof(double)) == 0 &&
+                      a.log_signal_var == b.log_signal_var && a.log_noise_var == b.log_noise_var,
+                  "%s: other hyperparameters", what);
+        double m1, v1; /* one point by gp_predict, a measured one */
+        gp_predict(m[1], XP, &m1, &v1);
+        CHECK_NEAR(m1, y[0], 0.05, 0.05);
+        gp_free(m[0]);
+        gp_free(m[1]);
+    }
+}
+
 /* ---- Arguments ---- */
 
 static void test_bad_arguments(void) {
@@ -784,6 +858,7 @@ int main(void) {
     RUN(test_large_n_subset);
     RUN(test_predict_many);
     RUN(test_groups);
+    RUN(test_sparse_matches_dense);
     RUN(test_bad_arguments);
     RUN(test_options_and_seeds);
     RUN(test_log_ei_matches_exact);
