@@ -1037,8 +1037,8 @@ static float *cc_chunk_scratch(const cc_block *k) {
 /* V (16, c, ldt): the transformed tiles of x's images [i0, i0+n). */
 static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int n) {
     size_t ldt = k->ldt;
-    for (int ch = 0; ch < k->c; ch++) /* a channel's planes next to each other where x is
-                                          (c, b, h, w), and V's row of them */
+    for (int ch = 0; ch < k->c; ch++) /* V's row of a channel in order; x's planes of the
+                                          chunk (in L2) c*h*w apart where image-major */
         for (int j = 0; j < n; j++)
             cc_wino_in_plane(V + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)k->c * ldt,
                              k->x + (size_t)(i0 + j) * k->istride + (size_t)ch * k->cstride,

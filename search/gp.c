@@ -645,7 +645,8 @@ static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_
     }
     m->X = tn_xmalloc(n * d * sizeof(double));
     memcpy(m->X, w->X, n * d * sizeof(double));
-    m->sp = sparse_new(m->X, n, d);
+    m->sp = w->sp; /* w->X's rows compressed: they move to the model with the factor */
+    w->sp = NULL;
     m->y_mean = y_mean;
     m->y_sd = y_sd;
     m->log_l = tn_xmalloc(nl * sizeof(double));
@@ -911,6 +912,8 @@ double gp_log_evidence(const gp_model *m) {
     }
     return m->log_lik - (double)m->n * log(m->y_sd) + lp;
 }
+
+int gp__sparse(const gp_model *m) { return m->sp != NULL; }
 
 void gp_free(gp_model *m) {
     if (!m) return;

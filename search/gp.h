@@ -87,6 +87,10 @@ double gp_log_evidence(const gp_model *m);
 
 void gp_free(gp_model *m);
 
+/* For tests: whether m computes its distances over the points' coordinates that are
+ * not 0 (mostly-zero points, such as many categories' one-hots; see gp.c). */
+int gp__sparse(const gp_model *m);
+
 /* log of the expected improvement over `best` of a Gaussian N(mean, sd^2), for
  * maximisation (callers negate for minimisation), computed stably far from the
  * incumbent (no log(0) for large negative z = (mean - best) / sd). sd > 0. */

@@ -32,9 +32,9 @@ typedef struct ckpt_file ckpt_file;
 /* Writes the n sections to path atomically (see above). Tags must be distinct.
  * Returns 0 or a negative TN_E* code (TN_EIO names the failing call and strerror,
  * e.g. a full disk; TN_EINVAL says that a folder at path is in the way of the rename,
- * which no retry can mend, with a hint to remove it); on failure no temporary file is left and an existing file at
- * path is untouched, except when only the final fsync of the folder fails: the new
- * file is then in place but may not survive a power cut. */
+ * which no retry can mend, with a hint to remove it); on failure no temporary file is
+ * left and an existing file at path is untouched, except when only the final fsync of
+ * the folder fails: the new file is then in place but may not survive a power cut. */
 int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *err,
                size_t errlen);
 

@@ -52,9 +52,8 @@ static const name_value precision_names[] = {
 
 /* The values first..last of an enum as a table, named by name(): where the trainer has
  * a function that spells its choices (tr_strategy_name, tr_shard_name), the flag takes
- * them from it
- * rather than a second spelling here. t has room for last - first + 2 entries (the
- * NULL end). */
+ * them from it rather than a second spelling here. t has room for last - first + 2
+ * entries (the NULL end). */
 static void table_of(const char *(*name)(int), int first, int last, name_value *t) {
     for (int v = first; v <= last; v++) t[v - first] = (name_value){name(v), v};
     t[last - first + 1] = (name_value){NULL, 0};

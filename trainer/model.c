@@ -8,7 +8,10 @@
  * activation and dropout layers work in place on it. The first layer's input
  * gradient is never computed (nothing needs it). With a backend's conv blocks
  * (m->fused), each conv -> act -> pool triple is one forward and one backward call,
- * made at the conv layer going forward and at the pool layer going back.
+ * made at the conv layer going forward and at the pool layer going back, and the
+ * blocks keep their outputs image-major, (B, C, H/2, W/2), so the flatten after the
+ * last one is no copy. The (C, B, H, W) stack and flatten's transpose are the
+ * separate calls' (the CUDA backend's).
  */
 #include "trainer/model.h"
 
@@ -318,7 +321,7 @@ static const float *forward_layers(mdl_model *m, int b, int training, tn_rng *rn
             int image_major = l == 0 || m->fused;
             size_t cstride = image_major ? (size_t)hw : (size_t)ld;
             size_t istride = image_major ? (size_t)L->in_size : (size_t)hw;
-            if (m->fused) { /* conv, act, pool in one: the pool layer's out (c_out, b, ...) */
+            if (m->fused) { /* conv, act, pool in one: the pool layer's out (b, c_out, ...) */
                 mdl_layer *P = &m->layers[l + 2];
                 assert(m->layers[l + 1].type == MDL_ACT && P->type == MDL_POOL);
                 k->conv_block_forward(P->out, P->choice, P->zmax, in, b, istride, cstride,

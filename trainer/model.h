@@ -12,12 +12,13 @@
  *   cnn: [conv 3x3, pad 1 -> act -> maxpool 2x2] per filter count
  *        -> flatten -> [dense -> act -> (dropout)] per hidden layer -> dense (classes)
  *
- * The conv stack keeps its activations as (C, B, H, W), so that each conv layer is
- * one GEMM over the whole batch, W (C_out, C_in*9) x col (C_in*9, B*H*W), rather than
- * B small ones; the flatten layer transposes to (B, C*H*W) for the dense head. Where
- * the backend has conv blocks (the CPU: kernels.h, conv_block_forward), a conv, its
- * activation and its pooling are one call instead, which works a few images at a time
- * on all cores and keeps only the pooled activations (mdl_model.fused).
+ * Made of the backend's separate calls (CUDA), the conv stack keeps its activations as
+ * (C, B, H, W), so that each conv layer is one GEMM over the whole batch, W (C_out,
+ * C_in*9) x col (C_in*9, B*H*W), rather than B small ones; the flatten layer transposes
+ * to (B, C*H*W) for the dense head. Where the backend has conv blocks (the CPU:
+ * kernels.h, conv_block_forward), a conv, its activation and its pooling are one call
+ * instead, which works a few images at a time on all cores and keeps only the pooled
+ * activations (mdl_model.fused), image-major (B, C, H/2, W/2): flatten is no copy.
  *
  * Notation: B batch, D input features, K classes, P parameters. Dense weights are
  * (out, in) and conv weights (C_out, C_in*3*3), as in PyTorch, and initialised as

@@ -113,7 +113,8 @@ typedef struct st_event {
     char *kind;         /* the executor's (EX_EV_* in executor/contract.h: "started",
                            "exited", "restarted", "metrics" of a replica; "submitted",
                            "queued", "running", "retrying", "stopping" of the job) or the
-                           study loop's ("early_stopping": a rule's decision) */
+                           study loop's ("early_stopping": a rule's decision; "killed": a
+                           second signal killed the replicas, whose exits are not stored) */
     char *detail;       /* a sentence for people, or NULL */
     int has_exit_code;  /* "exited": how the run ended, as data (not in the detail): */
     int exit_code;      /*   its exit status when has_exit_code, */

@@ -610,14 +610,16 @@ static void test_groups(void) {
 
 /* Points whose coordinates are mostly 0 (a CATEGORICAL's one-hot with many categories)
  * take gp.c's compressed distances; they must give what the dense loop gives, bit for
- * bit. The same 30 points in 3 dimensions (a third of their coordinates exactly 0, so
+ * bit. The same 120 points in 3 dimensions (a third of their coordinates exactly 0, so
  * that the merge meets a coordinate in one point only, in the other only, and in both)
- * are placed at dimensions 5, 20 and 47 of 48, the rest 0, with a group map that gives
- * those the lengthscales of the 3: the fixed model's predictions and log likelihood,
- * and the fitted hyperparameters and predictions, must be those of the 3-dimensional
- * model, which takes the dense loop. */
+ * are placed at dimensions 5, 20 and 47 of 48, the rest 0. Their models must be those
+ * of the 3-dimensional points, which take the dense loop: fixed hyperparameters with
+ * a lengthscale per dimension (the 45 zero dimensions' anything) and with a group map
+ * that gives the 48 dimensions the 3 lengthscales; and fitted with that map (past 100
+ * points, so on gp_fit's subset): the predictions, the log likelihood and the fitted
+ * hyperparameters. */
 static void test_sparse_matches_dense(void) {
-    enum { N = 30, D = 3, DP = 48, K = 50 };
+    enum { N = 120, D = 3, DP = 48, K = 50 };
     static const size_t at[D] = {5, 20, 47};
     static double X[N * D], XP[N * DP], y[N], xs[K * D], xsp[K * DP];
     static double mean[2][K], var[2][K];
@@ -631,7 +633,7 @@ static void test_sparse_matches_dense(void) {
         if (tn_rng_uniform(&r) < 1.0 / 3) xs[k] = 0.0;
     for (size_t i = 0; i < N; i++) {
         const double *x = X + i * D;
-        y[i] = sin(6 * x[0]) + x[1] - x[2] * x[2];
+        y[i] = sin(6 * x[0]) + x[1] - x[2] * x[2] + 0.01 * tn_rng_uniform(&r);
     }
     memset(XP, 0, sizeof XP);
     memset(xsp, 0, sizeof xsp);
@@ -640,39 +642,56 @@ static void test_sparse_matches_dense(void) {
         for (size_t i = 0; i < K; i++) xsp[i * DP + at[j]] = xs[i * D + j];
     }
     size_t group[DP];
-    for (size_t j = 0; j < DP; j++) group[j] = 0;
-    for (size_t j = 0; j < D; j++) group[at[j]] = j;
-
-    double logl[D] = {log(0.3), log(0.5), log(0.2)}, ll[2];
-    gp_hyper h[2] = {{logl, log(1.2), log(0.01), NULL, 0}, {logl, log(1.2), log(0.01), group, D}};
-    for (int fitted = 0; fitted < 2; fitted++) {
+    double logl[D] = {log(0.3), log(0.5), log(0.2)}, loglp[DP];
+    for (size_t j = 0; j < DP; j++) {
+        group[j] = 0;
+        loglp[j] = log(0.1 + 0.01 * (double)j); /* the zero dimensions' do not matter */
+    }
+    for (size_t j = 0; j < D; j++) {
+        group[at[j]] = j;
+        loglp[at[j]] = logl[j];
+    }
+    static const char *what[] = {"fixed, a lengthscale a dimension", "fixed, grouped",
+                                 "fitted, grouped"};
+    for (int c = 0; c < 3; c++) {
         gp_model *m[2] = {NULL, NULL};
+        double ll[2];
         for (int v = 0; v < 2; v++) {
             const double *x = v ? XP : X;
             size_t d = v ? DP : D;
-            if (fitted) {
-                gp_fit_options o = {3, 60, 777, v ? group : NULL, v ? D : 0};
+            if (c == 2) {
+                gp_fit_options o = {2, 40, 777, v ? group : NULL, v ? D : 0};
                 CHECK_INT_EQ(gp_fit(x, y, N, d, &o, &m[v], NULL, 0), 0);
             } else {
-                CHECK_INT_EQ(gp_fit_fixed(x, y, N, d, &h[v], &m[v], NULL, 0), 0);
+                gp_hyper h = {v && c == 0 ? loglp : logl, log(1.2), log(0.01),
+                              v && c == 1 ? group : NULL, v && c == 1 ? D : 0};
+                CHECK_INT_EQ(gp_fit_fixed(x, y, N, d, &h, &m[v], NULL, 0), 0);
             }
-            if (!m[v]) return;
+            if (!m[v]) {
+                gp_free(m[0]);
+                return;
+            }
             gp_predict_many(m[v], v ? xsp : xs, K, mean[v], var[v]);
             gp_get_hyper(m[v], NULL, NULL, &ll[v]);
         }
-        const char *what = fitted ? "fitted" : "fixed";
+        CHECK_MSG(!gp__sparse(m[0]) && gp__sparse(m[1]),
+                  "%s: the 48-dimensional points should take the sparse form, the 3 not",
+                  what[c]);
         CHECK_MSG(memcmp(mean[0], mean[1], sizeof mean[0]) == 0 &&
                       memcmp(var[0], var[1], sizeof var[0]) == 0,
-                  "%s: the sparse points predict other bits than the dense ones", what);
-        CHECK_MSG(memcmp(&ll[0], &ll[1], sizeof ll[0]) == 0, "%s: log likelihood %.17g, not %.17g",
-                  what, ll[1], ll[0]);
-        gp_hyper a, b;
-        gp_get_hyper(m[0], &a, NULL, NULL);
-        gp_get_hyper(m[1], &b, NULL, NULL);
-        CHECK_MSG(memcmp(a.log_lengthscale, b.log_lengthscale, D * sizeof(double)) == 0 &&
-                      a.log_signal_var == b.log_signal_var && a.log_noise_var == b.log_noise_var,
-                  "%s: other hyperparameters", what);
-        double m1, v1; /* one point by gp_predict, a measured one */
+                  "%s: the sparse points predict other bits than the dense ones", what[c]);
+        CHECK_MSG(memcmp(&ll[0], &ll[1], sizeof ll[0]) == 0,
+                  "%s: log likelihood %.17g, not %.17g", what[c], ll[1], ll[0]);
+        if (c == 2) {
+            gp_hyper a, b;
+            gp_get_hyper(m[0], &a, NULL, NULL);
+            gp_get_hyper(m[1], &b, NULL, NULL);
+            CHECK_MSG(memcmp(a.log_lengthscale, b.log_lengthscale, D * sizeof(double)) == 0 &&
+                          a.log_signal_var == b.log_signal_var &&
+                          a.log_noise_var == b.log_noise_var,
+                      "%s: other hyperparameters", what[c]);
+        }
+        double m1, v1; /* a measured point, by gp_predict */
         gp_predict(m[1], XP, &m1, &v1);
         CHECK_NEAR(m1, y[0], 0.05, 0.05);
         gp_free(m[0]);

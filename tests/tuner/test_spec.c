@@ -794,8 +794,7 @@ static void test_null_tag_beside_metrics(void) {
  * notes say so (it stays valid), and not under RANDOM_SEARCH nor below the limit. */
 static char *spec_with_categories(size_t n, const char *algorithm) {
     tn_buf b = {0};
-    tn_buf_str(&b, "{\"jobId\": \"cats\", \"trainingInput\": {\"command\": [\"t\"], "
-                   "\"hyperparameters\": {");
+    tn_buf_str(&b, "{\"jobId\": \"cats\", \"trainingInput\": {\"hyperparameters\": {");
     if (algorithm) tn_buf_printf(&b, "\"algorithm\": \"%s\", ", algorithm);
     tn_buf_str(&b, "\"params\": [{\"parameterName\": \"c\", \"type\": \"CATEGORICAL\", "
                    "\"categoricalValues\": [");
@@ -804,19 +803,42 @@ static char *spec_with_categories(size_t n, const char *algorithm) {
     return b.data;
 }
 
+/* A study the tuner runs with np CATEGORICAL parameters of 94 values each: "" and the
+ * printable ASCII characters but the quote and the backslash, so that 20,000 values
+ * and more fit in trainingInput's 96 KiB. */
+static char *spec_with_short_categories(size_t np) {
+    tn_buf b = {0};
+    tn_buf_str(&b, "{\"jobId\":\"cats\",\"trainingInput\":{\"command\":[\"t\"],"
+                   "\"hyperparameters\":{\"params\":[");
+    for (size_t p = 0; p < np; p++) {
+        tn_buf_printf(&b, "%s{\"parameterName\":\"p%zu\",\"type\":\"CATEGORICAL\","
+                          "\"categoricalValues\":[\"\"", p ? "," : "", p);
+        for (int ch = ' '; ch <= '~'; ch++)
+            if (ch != '"' && ch != '\\') tn_buf_printf(&b, ",\"%c\"", ch);
+        tn_buf_str(&b, "]}");
+    }
+    tn_buf_str(&b, "]}}}");
+    return b.data;
+}
+
+/* Past 20,000 categories in all, Bayesian optimisation's note; for a study run by the
+ * tuner too (many parameters of short values), and not for random search. */
 static void test_slow_bayesian_note(void) {
     const struct {
-        size_t n;
+        size_t n;        /* values of one parameter, or */
+        size_t nparams;  /* parameters of 94 values (a study the tuner runs) */
         const char *algorithm;
         int noted;
-    } cases[] = {{20001, NULL, 1}, {20000, NULL, 0}, {30000, "RANDOM_SEARCH", 0}};
+    } cases[] = {{20001, 0, NULL, 1}, {20000, 0, NULL, 0}, {30000, 0, "RANDOM_SEARCH", 0},
+                 {0, 213, NULL, 1}, {0, 212, NULL, 0}}; /* 20,022 and 19,928 values */
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char *text = spec_with_categories(cases[k].n, cases[k].algorithm);
-        tn_spec s; /* for ask and tell: a run study's trainingInput, which goes to
-                      every replica, cannot hold 20,000 values */
-        if (parse_ok(text, 1, &s) == 0) {
+        int run = cases[k].nparams > 0;
+        char *text = run ? spec_with_short_categories(cases[k].nparams)
+                         : spec_with_categories(cases[k].n, cases[k].algorithm);
+        tn_spec s;
+        if (parse_ok(text, !run, &s) == 0) {
             int noted = s.notes && strstr(s.notes, "every suggestion will take seconds");
-            CHECK_MSG(noted == cases[k].noted, "%zu categories, %s: notes %s", cases[k].n,
+            CHECK_MSG(noted == cases[k].noted, "case %zu, %s: notes %s", k,
                       cases[k].algorithm ? cases[k].algorithm : "Bayesian",
                       s.notes ? s.notes : "(none)");
             spec_clear(&s);

@@ -677,14 +677,14 @@ check sigint_no_orphans test -z "$(procs_in intr '[s]leep 30')"
 spec intr2 BASIC "" 4 2 '["/bin/sh", "-c", "trap \"\" TERM; sleep 30", "sh"]'
 "$TUNER" run intr2.json --quiet --grace=60 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do [ "$(procs_in intr2 '[s]leep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
+for _ in $(seq 1 200); do [ "$(procs_in intr2 '^sleep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
 kill -INT $pid
 for _ in $(seq 1 200); do [ "$(event_details intr2 stopping | wc -l)" -ge 2 ] && break; sleep 0.05; done
 kill -INT $pid; wait $pid; rc=$?
 check sigint2_exit130 test $rc -eq 130
 check sigint2_study_stopped test "$(study_state intr2)" = STOPPED
 check sigint2_trials_pending test "$(count_state intr2 PENDING)" -eq 2
-check sigint2_no_orphans test -z "$(procs_in intr2 '[s]leep 30')"
+check sigint2_no_orphans test -z "$(procs_in intr2 '[s]leep 30')" # the sh too
 check sigint2_killed_events test "$(event_details intr2 killed | grep -c 'a second signal killed every replica at once')" -eq 2
 
 # --- hostile trials and files: nothing blocks, nothing wrong is recorded ---------------
