@@ -46,8 +46,9 @@ static void buf_add(out_buf *b, const char *p, size_t n) {
 static const char *buf_str(const out_buf *b) { return b->data ? b->data : ""; }
 
 /* Forks argv with stdout and stderr to pipes (fds[0], fds[1], close-on-exec and
- * non-blocking on our side). A program that cannot be executed exits 127 with the
- * reason on its stderr. Returns 0 or -1 (errno set). */
+ * non-blocking on our side), in a process group of its own whose id is *pid. A program
+ * that cannot be executed exits 127 with the reason on its stderr. Returns 0 or -1
+ * (errno set). */
 static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
     int out[2], err[2];
     if (pipe(out) != 0) return -1;
@@ -68,7 +69,8 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
     }
     if (child == 0) {
         /* a process group of its own: a Ctrl-C at the terminal is the tuner's to handle,
-         * and must not kill an sbatch half way (the job might be queued unseen) */
+         * and must not kill an sbatch half way (the job might be queued unseen); and a
+         * timeout kills the whole group, what the command started included */
         setpgid(0, 0);
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
@@ -83,6 +85,8 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(e));
         _exit(127);
     }
+    /* the parent sets the group too, so that it exists before any kill(-pid) of ours */
+    setpgid(child, child);
     close(out[1]);
     close(err[1]);
     fds[0] = out[0];
@@ -166,15 +170,21 @@ static void on_exit_status(void *ctx, int status) {
     ex_cmd *c = ctx;
     c->exited = 1;
     c->status = status;
-    if (c->timer) evtimer_del(c->timer);
+    /* the timer stays while a pipe is open: something the command left running (a
+     * wrapper script's background child) holds it, and the timeout ends that too */
+    if (c->timer && c->fds[0] < 0 && c->fds[1] < 0) evtimer_del(c->timer);
     maybe_done(c);
 }
 
+/* Kills the command's process group, not only the command: a wrapper script that runs
+ * the real sbatch or squeue as its child, rather than exec'ing it, would leave that
+ * child holding our pipes, the command in flight past its timeout, and no other squeue
+ * would run. The group outlives the command while any of its members lives, so its id
+ * names nothing else then. */
 static void on_cmd_timeout(evutil_socket_t fd, short what, void *arg) {
     ex_cmd *c = arg;
-    if (c->exited) return;
-    c->timed_out = 1;
-    kill(c->pid, SIGKILL);
+    if (!c->exited) c->timed_out = 1;
+    kill(-c->pid, SIGKILL);
 }
 
 static void on_deferred_failure(evutil_socket_t fd, short what, void *arg) { maybe_done(arg); }
@@ -214,8 +224,9 @@ ex_cmd *ex__cmd_run(ex_executor *x, char *const *argv, double timeout, ex_cmd_do
 
 void ex__cmd_abandon(ex_cmd *c) {
     if (!c) return;
+    if (c->pid > 0 && (!c->exited || c->fds[0] >= 0 || c->fds[1] >= 0))
+        kill(-c->pid, SIGKILL); /* the command and what it started (on_cmd_timeout) */
     if (!c->exited && c->pid > 0) {
-        kill(c->pid, SIGKILL);
         ex__unwatch(c->x, c->pid);
         while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
         }
@@ -247,7 +258,7 @@ int ex__cmd_sync(char *const *argv, double timeout, char **out, char **errtext) 
         double left = deadline - now_seconds();
         if (left <= 0) {
             timed_out = 1;
-            kill(pid, SIGKILL);
+            kill(-pid, SIGKILL); /* its group: see on_cmd_timeout */
             break;
         }
         int n = poll(p, 2, (int)(left * 1000) + 1);

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/status.h"
@@ -695,6 +697,83 @@ static void test_commands_own_process_group(void) {
     free(out);
 }
 
+/* A command past its timeout is killed with what it started: a wrapper script on PATH
+ * that runs the real command as its child (no exec) would otherwise leave that child
+ * holding the pipes, and the command in flight long after its timeout. */
+typedef struct timed_cmd {
+    int done, status;
+    char out[64], err[256];
+} timed_cmd;
+
+static void on_timed_cmd(void *ctx, int status, const char *out, const char *errtext) {
+    timed_cmd *t = ctx;
+    t->done = 1;
+    t->status = status;
+    snprintf(t->out, sizeof t->out, "%s", out);
+    snprintf(t->err, sizeof t->err, "%s", errtext);
+}
+
+/* Whether process pid has ended (gone, or a zombie not yet reaped by its new parent),
+ * waiting up to 3 s for it. */
+static int process_ended(long pid) {
+    for (int i = 0; i < 30; i++) {
+        char path[64], stat[256] = "";
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) return 1;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = '\0';
+        fclose(f);
+        const char *end = strrchr(stat, ')'); /* "PID (COMM) STATE ..." */
+        if (end && end[1] == ' ' && end[2] == 'Z') return 1;
+        struct timespec pause = {0, 100000000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+static void test_command_timeout_kills_its_group(void) {
+    /* sh forks sleep and waits for it: killing sh alone leaves sleep holding stdout */
+    char *hangs[] = {"sh", "-c", "sleep 30 & echo $!; wait; echo late", NULL};
+    double t0 = now_s();
+    char *out = NULL, *errtext = NULL;
+    int status = ex__cmd_sync(hangs, 1, &out, &errtext);
+    CHECK_MSG(now_s() - t0 < 10, "the command took %.1f s past its timeout of 1 s", now_s() - t0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CHECK_STR_CONTAINS(errtext ? errtext : "", "timed out after 1s");
+    CHECK_MSG(out && atol(out) > 0 && process_ended(atol(out)), "the command's child %s lives on",
+              out ? out : "?");
+    free(out);
+    free(errtext);
+
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[1024] = "";
+    CHECK_MSG(ex_executor_new(base, &opts, &x, err, sizeof err) == 0, "%s", err);
+    if (!x) {
+        event_base_free(base);
+        return;
+    }
+    /* on the loop: a command that hangs, and one that exits at once but leaves a child
+     * behind with its stdout */
+    char *leaves[] = {"sh", "-c", "sleep 30 & echo 5", NULL};
+    timed_cmd a = {0}, b = {0};
+    t0 = now_s();
+    ex__cmd_run(x, hangs, 1, on_timed_cmd, &a);
+    ex__cmd_run(x, leaves, 1, on_timed_cmd, &b);
+    while ((!a.done || !b.done) && now_s() - t0 < 20) event_base_loop(base, EVLOOP_ONCE);
+    CHECK_MSG(a.done && b.done && now_s() - t0 < 10, "the commands took %.1f s (done: %d %d)",
+              now_s() - t0, a.done, b.done);
+    CHECK(WIFSIGNALED(a.status) && WTERMSIG(a.status) == SIGKILL);
+    CHECK_STR_CONTAINS(a.err, "timed out after 1s");
+    CHECK_MSG(atol(a.out) > 0 && process_ended(atol(a.out)), "the command's child %s lives on", a.out);
+    CHECK_INT_EQ(b.status, 0); /* it did answer: the answer stands */
+    CHECK_MSG(!strcmp(b.out, "5\n"), "it printed '%s'", b.out);
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
 static void test_recover_and_cancel_strays(void) {
     fake_reset(0);
     CHECK(system("true") == 0);
@@ -1020,6 +1099,7 @@ int main(int argc, char **argv) {
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
     RUN(test_commands_own_process_group);
+    RUN(test_command_timeout_kills_its_group);
     RUN(test_recover_and_cancel_strays);
     RUN(test_free_live_job_cancels_it);
     RUN(test_check_against_sinfo);
