@@ -24,6 +24,8 @@
 
 #include "common/status.h"
 
+extern char **environ;
+
 #define CMD_MAX_OUTPUT (64u << 20) /* more than any squeue of ours prints */
 
 typedef struct out_buf {
@@ -45,6 +47,57 @@ static void buf_add(out_buf *b, const char *p, size_t n) {
 
 static const char *buf_str(const out_buf *b) { return b->data ? b->data : ""; }
 
+/* Whether environment entry e ("NAME=value") is one of the variables Slurm sets in a
+ * job, a step or a task to describe that job: its id, its run (SLURM_RESTART_COUNT), its
+ * array task, its step, its nodes, tasks, CPUs, memory and GPUs, its bindings. */
+static int describes_a_job(const char *e) {
+    static const char *const names[] = {
+        "SLURM_JOBID", "SLURM_RESTART_COUNT", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+        "SLURM_GTIDS", "SLURM_NODELIST", "SLURM_NNODES", "SLURM_NPROCS", "SLURM_TASK_PID",
+        "SLURM_TASKS_PER_NODE", "SLURM_PRIO_PROCESS", "SLURM_UMASK", "SLURM_SUBMIT_DIR",
+        "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME", "SLURM_WORKING_CLUSTER", "SLURM_NODE_ALIASES",
+        "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SCRIPT_CONTEXT", "SLURM_EXPORT_ENV",
+        "SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_OVERLAP", "SLURM_EXACT",
+        "SLURM_OVERCOMMIT", "SLURM_THREADS_PER_CORE", "SLURM_HET_SIZE", "SLURM_CONTAINER",
+        "SLURM_SHARDS_ON_NODE", "SLURM_CPU_FREQ_REQ", "SLURM_TRES_PER_TASK", "SLURMD_NODENAME"};
+    static const char *const prefixes[] = {
+        "SLURM_JOB_", "SLURM_STEP", "SLURM_ARRAY_", "SLURM_HET_JOB_", "SLURM_PACK_",
+        "SLURM_NTASKS", "SLURM_CPUS_", "SLURM_MEM_PER_", "SLURM_MEM_BIND", "SLURM_CPU_BIND",
+        "SLURM_GPU", "SLURM_TOPOLOGY_ADDR", "SLURM_SRUN_COMM_", "SLURM_SPANK_", "SLURM_PTY_"};
+    const char *eq = strchr(e, '=');
+    if (!eq || strncmp(e, "SLURM", 5) != 0) return 0;
+    size_t n = (size_t)(eq - e);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && !strncmp(e, names[i], n)) return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(e, prefixes[i], strlen(prefixes[i])) && strlen(prefixes[i]) <= n) return 1;
+    /* a heterogeneous job's per-component copies: SLURM_NTASKS_HET_GROUP_1, ... */
+    for (const char *p = e; p + 11 <= eq; p++)
+        if (!strncmp(p, "_HET_GROUP_", 11)) return 1;
+    return 0;
+}
+
+/* The environment for Slurm's commands: the tuner's own, less what describes the tuner's
+ * own job when the tuner runs inside one (SLURM_JOB_ID set: an sbatch script, salloc,
+ * srun). sbatch passes the environment on to the trial's job (--export=ALL), and Slurm
+ * sets only some of these variables there, so the rest would describe the wrong job:
+ * an inherited SLURM_RESTART_COUNT makes the launcher write to the files of a run that
+ * is not the job's and the tuner count a requeue that never was; SLURM_MEM_PER_NODE, a
+ * CPU binding or SLURM_EXPORT_ENV would reach the trial's srun steps as their options.
+ * Slurm's settings (SLURM_CONF, SLURM_TIME_FORMAT, SBATCH_*, ...) stay. NULL when
+ * nothing is removed; else an array of environ's strings, yours to free (not them). */
+static char **commands_env(void) {
+    if (!getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID")) return NULL;
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = tn_xcalloc(n + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!describes_a_job(environ[i])) env[k++] = environ[i];
+    env[k] = NULL;
+    return env;
+}
+
 /* Forks argv with stdout and stderr to pipes (fds[0], fds[1], close-on-exec and
  * non-blocking on our side), in a process group of its own whose id is *pid. A program
  * that cannot be executed exits 127 with the reason on its stderr. Returns 0 or -1
@@ -57,6 +110,7 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         close(out[1]);
         return -1;
     }
+    char **env = commands_env(); /* made before fork: the child only assigns it */
     pid_t child = fork();
     if (child < 0) {
         int e = errno;
@@ -64,6 +118,7 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         close(out[1]);
         close(err[0]);
         close(err[1]);
+        free(env);
         errno = e;
         return -1;
     }
@@ -72,6 +127,7 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
          * and must not kill an sbatch half way (the job might be queued unseen); and a
          * timeout kills the whole group, what the command started included */
         setpgid(0, 0);
+        if (env) environ = env;
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
         close(out[0]);
@@ -87,6 +143,7 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
     }
     /* the parent sets the group too, so that it exists before any kill(-pid) of ours */
     setpgid(child, child);
+    free(env);
     close(out[1]);
     close(err[1]);
     fds[0] = out[0];

@@ -774,6 +774,38 @@ static void test_command_timeout_kills_its_group(void) {
     event_base_free(base);
 }
 
+/* The tuner itself runs inside a Slurm job (a batch script, salloc): what Slurm set to
+ * describe that job is not passed on to the trial's job through sbatch. An inherited
+ * SLURM_RESTART_COUNT, which Slurm sets on a requeued run only, made the launcher write
+ * to the files of run 1 and the tuner count a requeue, failing every trial with
+ * maxJobRetries 0. Slurm's settings (SLURM_CONF) stay. */
+static void test_tuner_inside_a_job(void) {
+    fake_reset(1);
+    const char *vars[][2] = {{"SLURM_JOB_ID", "15"}, {"SLURM_JOBID", "15"},
+                             {"SLURM_RESTART_COUNT", "1"}, {"SLURM_ARRAY_TASK_ID", "4"},
+                             {"SLURM_STEP_RESV_PORTS", "1-2"}, {"SLURM_MEM_PER_NODE", "100"},
+                             {"SLURM_NTASKS_HET_GROUP_0", "3"}, {"SLURM_CONF", "/kept/slurm.conf"}};
+    size_t nvars = sizeof vars / sizeof *vars;
+    for (size_t i = 0; i < nvars; i++) setenv(vars[i][0], vars[i][1], 1);
+    job_case jc = {.script = "echo \"$SLURM_RESTART_COUNT|$SLURM_ARRAY_TASK_ID|$SLURM_STEP_RESV_PORTS|"
+                             "$SLURM_MEM_PER_NODE|$SLURM_NTASKS_HET_GROUP_0|$SLURM_CONF\" > "
+                             "\"${1#--job-dir=}/env\"; exit 0",
+                   .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("inside_a_job", &jc, &attempts, &restarts);
+    for (size_t i = 0; i < nvars; i++) unsetenv(vars[i][0]);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+    char path[1400], buf[128] = "";
+    snprintf(path, sizeof path, "%s/inside_a_job/env", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    CHECK_MSG(!strcmp(buf, "|||||/kept/slurm.conf\n"), "the replica saw '%s'", buf);
+}
+
 static void test_recover_and_cancel_strays(void) {
     fake_reset(0);
     CHECK(system("true") == 0);
@@ -1100,6 +1132,7 @@ int main(int argc, char **argv) {
     RUN(test_lost_sbatch_answer);
     RUN(test_commands_own_process_group);
     RUN(test_command_timeout_kills_its_group);
+    RUN(test_tuner_inside_a_job);
     RUN(test_recover_and_cancel_strays);
     RUN(test_free_live_job_cancels_it);
     RUN(test_check_against_sinfo);
