@@ -1917,7 +1917,19 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
     }
     if ((v = enter(c, ti, "jobDir"))) {
         const char *s;
-        if (read_string(c, v, 1, &s) == 0) out->job_dir = tn_xstrdup(s);
+        if (read_string(c, v, 1, &s) == 0) {
+            /* a folder name with a line break or a tab is a mistake (a pasted value), and
+             * breaks every tool that reads paths by lines: the logs, the batch script,
+             * Slurm's own */
+            const char *p = s;
+            while (*p && (unsigned char)*p >= 0x20 && *p != 0x7f) p++;
+            if (*p)
+                fail(c, "must not contain a line break, tab or other control character (byte "
+                        "0x%02x after \"%.*s\")",
+                     (unsigned char)*p, (int)(p - s < CLIP ? p - s : CLIP), s);
+            else
+                out->job_dir = tn_xstrdup(s);
+        }
         pop(c);
     }
     if ((v = enter(c, ti, "args"))) {

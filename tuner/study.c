@@ -1254,11 +1254,44 @@ static void executor_options_clear(ex_options *xo) {
     memset(xo, 0, sizeof *xo);
 }
 
+/* On Slurm, the job dir (made absolute as the tuner stores it) is the folder of every
+ * job's --output file, where sbatch takes a backslash to mean "replace no %j here" and
+ * drops it: the job cannot open its output (a folder that does not exist) and fails at
+ * launch, every run (JobLaunchFailure), and the tuner runs it again with no word of why.
+ * A line break or other control character is refused too (the spec refuses them in
+ * jobDir; here one could come from the current folder). */
+static int check_slurm_job_dir(const char *job_dir, char *err, size_t errlen) {
+    char cwd[4096] = "";
+    if (job_dir[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    char *path = tn_xasprintf("%s%s%s", cwd, cwd[0] ? "/" : "", job_dir);
+    const char *p = path;
+    while (*p && *p != '\\' && (unsigned char)*p >= 0x20 && *p != 0x7f) p++;
+    int rc = 0;
+    if (*p == '\\')
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "the job dir %s has a backslash, which sbatch takes in the path of a job's "
+                      "output file (JOB_DIR/slurm/slurm-%%j.out) to mean \"no %%j here\" and "
+                      "drops: every job of the study would fail at launch, unable to open it\n"
+                      "hint: set trainingInput.jobDir to a folder with no backslash in its path",
+                      path);
+    else if (*p)
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "the job dir has a line break, tab or other control character in its path "
+                      "(byte 0x%02x after %.*s)\nhint: set trainingInput.jobDir to an absolute "
+                      "path without one",
+                      (unsigned char)*p, (int)(p - path), path);
+    free(path);
+    return rc;
+}
+
 int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen) {
     if (!spec->command && !spec->python_module)
         return tn_error(err, errlen, TN_EINVAL,
                         "the spec has no trainingInput.command or pythonModule: nothing to run\n"
                         "hint: drive the study with `tuner ask` and `tuner tell`");
+    if (spec->executor.type == SPEC_EXECUTOR_SLURM && spec->job_dir &&
+        check_slurm_job_dir(spec->job_dir, err, errlen) != 0)
+        return TN_EINVAL;
     char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                                   : tn_xstrdup("python3");
     int rc = 0;

@@ -223,6 +223,10 @@ static const bad_case BAD[] = {
     {TI("{\"useChiefInTfConfig\": \"yes\"}"), NULL, "trainingInput.useChiefInTfConfig",
      "expected a boolean", 0, 0},
     {TI("{\"jobDir\": \"\"}"), NULL, "trainingInput.jobDir", "must not be empty", 0, 0},
+    {TI("{\"jobDir\": \"runs/new\\nline\"}"), NULL, "trainingInput.jobDir",
+     "must not contain a line break, tab or other control character (byte 0x0a after "
+     "\"runs/new\")", 0, 0},
+    {TI("{\"jobDir\": \"runs/a\\tb\"}"), NULL, "trainingInput.jobDir", "(byte 0x09 after", 0, 0},
     {TI("{\"args\": [\"--x=1\", 2]}"), NULL, "trainingInput.args[1]",
      "expected a string, got 2", 0, 0},
     {TI("{\"command\": []}"), NULL, "trainingInput.command", "at least one string", 0, 0},
