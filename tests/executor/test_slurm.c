@@ -297,6 +297,33 @@ static void test_heterogeneous_components(void) {
     CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --gpus-per-task=2"));
 }
 
+/* CUDA_VISIBLE_DEVICES as the contract says: Slurm's for a replica given GPUs (the
+ * stand-in leaves the environment's, as Slurm would set its own), "" for one that asked
+ * for none, whatever the tuner's environment had. */
+static void test_cuda_visible_devices(void) {
+    fake_reset(1);
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    job_case jc = {.script = "t=worker; case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) t=chief;; "
+                             "esac; echo \"${CUDA_VISIBLE_DEVICES-unset}\" > "
+                             "\"${1#--job-dir=}/cuda-$t\"; " SERVE,
+                   .workers = 1, .worker_gpus = 1, .restarts = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("cuda", &jc, &attempts, &restarts);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    const char *types[] = {"chief", "worker"}, *want[] = {"\n", "0\n"};
+    for (int i = 0; i < 2; i++) {
+        char path[1400], buf[64] = "?";
+        snprintf(path, sizeof path, "%s/cuda/cuda-%s", g_root, types[i]);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+            fclose(f);
+        }
+        CHECK_MSG(!strcmp(buf, want[i]), "the %s saw CUDA_VISIBLE_DEVICES '%s'", types[i], buf);
+    }
+}
+
 static void test_restart_in_place(void) {
     fake_reset(1);
     /* the chief fails twice (a counter in the job dir), then succeeds */
@@ -1113,6 +1140,7 @@ int main(int argc, char **argv) {
     RUN(test_happy_path);
     RUN(test_squeue_rate);
     RUN(test_heterogeneous_components);
+    RUN(test_cuda_visible_devices);
     RUN(test_restart_in_place);
     RUN(test_records_carry_their_run);
     RUN(test_gives_up_then_fails);
