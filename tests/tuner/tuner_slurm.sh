@@ -285,4 +285,22 @@ check refused_message grep -q "Slurm refused the job of trial 1" <<<"$err"
 check refused_trial_pending test "$(count_state badacct PENDING)" -eq 1
 check refused_queue_empty wait_queue_empty
 
+# --- stopping the cluster kills what its jobs left, and nothing else ------------------
+# A process this shell starts has the cluster's SLURM_CONF (exported above) but is no
+# job's; a daemon a job starts (setsid, its parent gone) escapes Slurm's tracking, so
+# scancel leaves it, and the stop must end it.
+alive() { s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+sleep 600 &
+bystander=$!
+sbatch --parsable --output=/dev/null \
+  --wrap="(setsid sleep 600 </dev/null >/dev/null 2>&1 & echo \$! >$WORK/escaped.pid); sleep 600" >/dev/null
+for _ in $(seq 1 100); do [ -s escaped.pid ] && break; sleep 0.1; done
+escaped=$(cat escaped.pid 2>/dev/null)
+check stop_job_daemon_started alive "${escaped:-0}"
+"$ROOT/scripts/slurm-cluster.sh" stop "$CLUSTER" >/dev/null 2>&1
+check stop_kills_job_daemon test -n "$escaped" -a "$(alive "${escaped:-0}" && echo alive)" = ""
+check stop_spares_others alive $bystander
+kill $bystander 2>/dev/null
+wait $bystander 2>/dev/null
+
 check_summary
