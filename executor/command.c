@@ -24,6 +24,8 @@
 
 #include "common/status.h"
 
+extern char **environ;
+
 #define CMD_MAX_OUTPUT (64u << 20) /* more than any squeue of ours prints */
 
 typedef struct out_buf {
@@ -45,9 +47,61 @@ static void buf_add(out_buf *b, const char *p, size_t n) {
 
 static const char *buf_str(const out_buf *b) { return b->data ? b->data : ""; }
 
+/* Whether environment entry e ("NAME=value") is one of the variables Slurm sets in a
+ * job, a step or a task to describe that job: its id, its run (SLURM_RESTART_COUNT), its
+ * array task, its step, its nodes, tasks, CPUs, memory and GPUs, its bindings. */
+static int describes_a_job(const char *e) {
+    static const char *const names[] = {
+        "SLURM_JOBID", "SLURM_RESTART_COUNT", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+        "SLURM_GTIDS", "SLURM_NODELIST", "SLURM_NNODES", "SLURM_NPROCS", "SLURM_TASK_PID",
+        "SLURM_TASKS_PER_NODE", "SLURM_PRIO_PROCESS", "SLURM_UMASK", "SLURM_SUBMIT_DIR",
+        "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME", "SLURM_WORKING_CLUSTER", "SLURM_NODE_ALIASES",
+        "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SCRIPT_CONTEXT", "SLURM_EXPORT_ENV",
+        "SLURM_DISTRIBUTION", "SLURM_DIST_PLANESIZE", "SLURM_OVERLAP", "SLURM_EXACT",
+        "SLURM_OVERCOMMIT", "SLURM_THREADS_PER_CORE", "SLURM_HET_SIZE", "SLURM_CONTAINER",
+        "SLURM_SHARDS_ON_NODE", "SLURM_CPU_FREQ_REQ", "SLURM_TRES_PER_TASK", "SLURMD_NODENAME"};
+    static const char *const prefixes[] = {
+        "SLURM_JOB_", "SLURM_STEP", "SLURM_ARRAY_", "SLURM_HET_JOB_", "SLURM_PACK_",
+        "SLURM_NTASKS", "SLURM_CPUS_", "SLURM_MEM_PER_", "SLURM_MEM_BIND", "SLURM_CPU_BIND",
+        "SLURM_GPU", "SLURM_TOPOLOGY_ADDR", "SLURM_SRUN_COMM_", "SLURM_SPANK_", "SLURM_PTY_"};
+    const char *eq = strchr(e, '=');
+    if (!eq || strncmp(e, "SLURM", 5) != 0) return 0;
+    size_t n = (size_t)(eq - e);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && !strncmp(e, names[i], n)) return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(e, prefixes[i], strlen(prefixes[i])) && strlen(prefixes[i]) <= n) return 1;
+    /* a heterogeneous job's per-component copies: SLURM_NTASKS_HET_GROUP_1, ... */
+    for (const char *p = e; p + 11 <= eq; p++)
+        if (!strncmp(p, "_HET_GROUP_", 11)) return 1;
+    return 0;
+}
+
+/* The environment for Slurm's commands: the tuner's own, less what describes the tuner's
+ * own job when the tuner runs inside one (SLURM_JOB_ID set: an sbatch script, salloc,
+ * srun). sbatch passes the environment on to the trial's job (--export=ALL), and Slurm
+ * sets only some of these variables there, so the rest would describe the wrong job:
+ * an inherited SLURM_RESTART_COUNT makes the launcher write to the files of a run that
+ * is not the job's and the tuner count a requeue that never was; SLURM_MEM_PER_NODE, a
+ * CPU binding or SLURM_EXPORT_ENV would reach the trial's srun steps as their options.
+ * Slurm's settings (SLURM_CONF, SLURM_TIME_FORMAT, SBATCH_*, ...) stay. NULL when
+ * nothing is removed; else an array of environ's strings, yours to free (not them). */
+static char **commands_env(void) {
+    if (!getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID")) return NULL;
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = tn_xcalloc(n + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!describes_a_job(environ[i])) env[k++] = environ[i];
+    env[k] = NULL;
+    return env;
+}
+
 /* Forks argv with stdout and stderr to pipes (fds[0], fds[1], close-on-exec and
- * non-blocking on our side). A program that cannot be executed exits 127 with the
- * reason on its stderr. Returns 0 or -1 (errno set). */
+ * non-blocking on our side), in a process group of its own whose id is *pid. A program
+ * that cannot be executed exits 127 with the reason on its stderr. Returns 0 or -1
+ * (errno set). */
 static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
     int out[2], err[2];
     if (pipe(out) != 0) return -1;
@@ -56,6 +110,7 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         close(out[1]);
         return -1;
     }
+    char **env = commands_env(); /* made before fork: the child only assigns it */
     pid_t child = fork();
     if (child < 0) {
         int e = errno;
@@ -63,13 +118,16 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         close(out[1]);
         close(err[0]);
         close(err[1]);
+        free(env);
         errno = e;
         return -1;
     }
     if (child == 0) {
         /* a process group of its own: a Ctrl-C at the terminal is the tuner's to handle,
-         * and must not kill an sbatch half way (the job might be queued unseen) */
+         * and must not kill an sbatch half way (the job might be queued unseen); and a
+         * timeout kills the whole group, what the command started included */
         setpgid(0, 0);
+        if (env) environ = env;
         dup2(out[1], STDOUT_FILENO);
         dup2(err[1], STDERR_FILENO);
         close(out[0]);
@@ -83,6 +141,9 @@ static int cmd_fork(char *const *argv, pid_t *pid, int fds[2]) {
         dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(e));
         _exit(127);
     }
+    /* the parent sets the group too, so that it exists before any kill(-pid) of ours */
+    setpgid(child, child);
+    free(env);
     close(out[1]);
     close(err[1]);
     fds[0] = out[0];
@@ -166,15 +227,21 @@ static void on_exit_status(void *ctx, int status) {
     ex_cmd *c = ctx;
     c->exited = 1;
     c->status = status;
-    if (c->timer) evtimer_del(c->timer);
+    /* the timer stays while a pipe is open: something the command left running (a
+     * wrapper script's background child) holds it, and the timeout ends that too */
+    if (c->timer && c->fds[0] < 0 && c->fds[1] < 0) evtimer_del(c->timer);
     maybe_done(c);
 }
 
+/* Kills the command's process group, not only the command: a wrapper script that runs
+ * the real sbatch or squeue as its child, rather than exec'ing it, would leave that
+ * child holding our pipes, the command in flight past its timeout, and no other squeue
+ * would run. The group outlives the command while any of its members lives, so its id
+ * names nothing else then. */
 static void on_cmd_timeout(evutil_socket_t fd, short what, void *arg) {
     ex_cmd *c = arg;
-    if (c->exited) return;
-    c->timed_out = 1;
-    kill(c->pid, SIGKILL);
+    if (!c->exited) c->timed_out = 1;
+    kill(-c->pid, SIGKILL);
 }
 
 static void on_deferred_failure(evutil_socket_t fd, short what, void *arg) { maybe_done(arg); }
@@ -214,8 +281,9 @@ ex_cmd *ex__cmd_run(ex_executor *x, char *const *argv, double timeout, ex_cmd_do
 
 void ex__cmd_abandon(ex_cmd *c) {
     if (!c) return;
+    if (c->pid > 0 && (!c->exited || c->fds[0] >= 0 || c->fds[1] >= 0))
+        kill(-c->pid, SIGKILL); /* the command and what it started (on_cmd_timeout) */
     if (!c->exited && c->pid > 0) {
-        kill(c->pid, SIGKILL);
         ex__unwatch(c->x, c->pid);
         while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
         }
@@ -247,7 +315,7 @@ int ex__cmd_sync(char *const *argv, double timeout, char **out, char **errtext) 
         double left = deadline - now_seconds();
         if (left <= 0) {
             timed_out = 1;
-            kill(pid, SIGKILL);
+            kill(-pid, SIGKILL); /* its group: see on_cmd_timeout */
             break;
         }
         int n = poll(p, 2, (int)(left * 1000) + 1);

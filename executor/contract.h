@@ -55,8 +55,9 @@ typedef struct ex_contract {
     const char *metric_file;  /* CLOUD_ML_HP_METRIC_FILE */
     const tf_config *tf;      /* the replica's TF_CONFIG (cluster, task, job) */
     int cores;                /* OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS */
-    const char *gpus;         /* CUDA_VISIBLE_DEVICES; NULL: left as the environment has
-                                 it (Slurm sets it for the GPUs it allocated) */
+    const char *gpus;         /* CUDA_VISIBLE_DEVICES ("" for none); NULL: left as the
+                                 environment has it (Slurm sets it for the GPUs it
+                                 allocated) */
     char *const *user_env;    /* the spec's env for this replica type: "NAME=VALUE"
                                  strings, NULL-terminated, or NULL */
 } ex_contract;

@@ -423,7 +423,10 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
     char *log = ex_log_path(d->job_dir, tname, index);
     char *metric = ex_metric_path(d->job_dir, tname, index);
     ex_contract ct = {.study = d->study, .trial = d->trial, .metric_tag = d->metric_tag,
-                      .metric_file = metric, .tf = &c, .cores = d->cores[type], .gpus = NULL,
+                      .metric_file = metric, .tf = &c, .cores = d->cores[type],
+                      /* Slurm sets it for the GPUs it allocated; a replica that asked for
+                       * none gets "" as locally, not what the tuner's environment had */
+                      .gpus = d->gpus[type] > 0 ? NULL : "",
                       .user_env = d->env[type]};
     char **env = ex_contract_env(environ, &ct);
     tf_config_clear(&c);

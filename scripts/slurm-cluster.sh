@@ -5,8 +5,8 @@
 # them). Every file it makes (config, state, spool, logs, PIDs) is under DIR; the
 # daemons run in the foreground of background shells (no systemd) and are stopped by
 # the PIDs recorded there, after the cluster's jobs are cancelled (job steps left
-# behind by a failed run are killed too). Needs root (slurmd launches jobs as their
-# users).
+# behind by a failed run, and what the jobs started, are killed too; nothing else).
+# Needs root (slurmd launches jobs as their users).
 #
 #   scripts/slurm-cluster.sh start [DIR] [--nodes=N] [--cpus=N] [--auth=none|munge]
 #   scripts/slurm-cluster.sh stop [DIR]
@@ -62,14 +62,22 @@ stop_pid() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
-# The job steps of this cluster's jobs (slurmstepd and what it runs), found by the
-# SLURM_CONF in their environment: they outlive slurmd when it is stopped first.
+# The job steps of this cluster's jobs, which outlive slurmd when it is stopped first,
+# and what they ran, also what escaped Slurm's tracking (a daemon a job started): the
+# processes whose environment has this cluster's SLURM_CONF and either a job's
+# SLURM_JOB_ID or the name slurmstepd. Only those: a tuner, a shell or anything else
+# started after `eval "$(... start)"` has the SLURM_CONF too, but is no job's.
 cluster_steps() {
   for e in /proc/[0-9]*/environ; do
-    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "SLURM_CONF=$dir/slurm.conf" || continue
     p=${e#/proc/}
     p=${p%/environ}
-    [ "$p" != "$$" ] && echo "$p"
+    [ "$p" != "$$" ] || continue
+    vars=$({ tr '\0' '\n' <"$e"; } 2>/dev/null) || continue
+    printf '%s\n' "$vars" | grep -qx "SLURM_CONF=$dir/slurm.conf" || continue
+    if printf '%s\n' "$vars" | grep -q '^SLURM_JOB_ID=' ||
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ]; then
+      echo "$p"
+    fi
   done
 }
 

@@ -136,6 +136,22 @@ static const struct {
     {"--gpus-per-task", "the acceleratorConfig counts"},
     {"--mem-per-cpu", "trainingInput.resources memory"},
     {"--wrap", NULL}, {"--array", NULL}, {"-a", NULL}, {"--het-job", NULL}};
+/* sbatch options that would take the job out of the tuner's hands, and why */
+#define WHY_CLUSTERS "sends the job to another cluster, where the tuner's squeue and scancel " \
+                     "(which ask this host's cluster) never see it: the job would look gone " \
+                     "and run again while it runs; run the tuner where that cluster is the " \
+                     "default (SLURM_CONF)"
+#define WHY_HOLD "submits the job held: it would wait in the queue until someone releases " \
+                 "it (scontrol release), and its trial with it"
+#define WHY_WAIT "makes sbatch wait for the job to end, but the tuner gives sbatch 60 s to " \
+                 "answer with the job's id"
+static const struct {
+    const char *opt, *why;
+} SBATCH_BREAKS[] = {
+    {"--clusters", WHY_CLUSTERS}, {"-M", WHY_CLUSTERS}, {"--hold", WHY_HOLD}, {"-H", WHY_HOLD},
+    {"--wait", WHY_WAIT}, {"-W", WHY_WAIT},
+    {"--test-only", "only asks Slurm when the job would start, and submits nothing; "
+                    "`tuner validate` checks a spec against the cluster"}};
 static const char *const RESTART_FIELDS[] = {"maxReplicaRestarts", "maxJobRetries",
                                              "backoffSeconds", "maxBackoffSeconds",
                                              "failOnRepeatedError"};
@@ -1901,7 +1917,19 @@ static void read_training_input(ctx *c, json_t *ti, int for_ask_tell, tn_spec *o
     }
     if ((v = enter(c, ti, "jobDir"))) {
         const char *s;
-        if (read_string(c, v, 1, &s) == 0) out->job_dir = tn_xstrdup(s);
+        if (read_string(c, v, 1, &s) == 0) {
+            /* a folder name with a line break or a tab is a mistake (a pasted value), and
+             * breaks every tool that reads paths by lines: the logs, the batch script,
+             * Slurm's own */
+            const char *p = s;
+            while (*p && (unsigned char)*p >= 0x20 && *p != 0x7f) p++;
+            if (*p)
+                fail(c, "must not contain a line break, tab or other control character (byte "
+                        "0x%02x after \"%.*s\")",
+                     (unsigned char)*p, (int)(p - s < CLIP ? p - s : CLIP), s);
+            else
+                out->job_dir = tn_xstrdup(s);
+        }
         pop(c);
     }
     if ((v = enter(c, ti, "args"))) {
@@ -2033,6 +2061,18 @@ static int valid_slurm_time(const char *s) {
     return colons <= 2;
 }
 
+/* Whether sbatch argument a (its option name name_len long, up to any '=') is option
+ * opt ("-p" or "--partition"), *exact saying whether it is spelt in full: a short
+ * option may have its value attached ("-pgpu"), and sbatch takes any unambiguous
+ * prefix of a long option too ("--part=gpu"). */
+static int names_option(const char *a, size_t name_len, const char *opt, int *exact) {
+    size_t ol = strlen(opt);
+    int same = ol == 2 ? a[1] != '-' && !strncmp(a, opt, 2)
+                       : name_len > 2 && name_len <= ol && !strncmp(a, opt, name_len);
+    *exact = ol == 2 || name_len == ol;
+    return same;
+}
+
 static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
     json_t *v;
     spec_executor *e = &out->executor;
@@ -2081,16 +2121,12 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                             "\"--constraint=a100\" or \"-Ca100\", got \"%.*s\"",
                          CLIP, a);
                 }
+                int refused = 0;
                 for (size_t o = 0; o < NELEM(SBATCH_OWNED) && a[0] == '-'; o++) {
                     const char *opt = SBATCH_OWNED[o].opt;
-                    size_t ol = strlen(opt);
-                    int same;
-                    if (ol == 2) /* a short option, its value maybe attached: "-pgpu" */
-                        same = a[1] != '-' && !strncmp(a, opt, 2);
-                    else /* sbatch takes any unambiguous prefix of a long option too */
-                        same = name_len > 2 && name_len <= ol && !strncmp(a, opt, name_len);
-                    if (!same) continue;
-                    int exact = ol == 2 || name_len == ol;
+                    int exact;
+                    if (!names_option(a, name_len, opt, &exact)) continue;
+                    refused = 1;
                     if (exact && SBATCH_OWNED[o].instead)
                         fail(c, "%s is set by %s; give it there", opt, SBATCH_OWNED[o].instead);
                     else if (exact)
@@ -2099,6 +2135,17 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                         fail(c, "%.*s would stand for (or clash with) %s, which %s sets",
                              (int)name_len, a, opt,
                              SBATCH_OWNED[o].instead ? SBATCH_OWNED[o].instead : "the tuner");
+                    break;
+                }
+                for (size_t o = 0; o < NELEM(SBATCH_BREAKS) && a[0] == '-' && !refused; o++) {
+                    const char *opt = SBATCH_BREAKS[o].opt;
+                    int exact;
+                    if (!names_option(a, name_len, opt, &exact)) continue;
+                    if (exact)
+                        fail(c, "%s %s", opt, SBATCH_BREAKS[o].why);
+                    else
+                        fail(c, "%.*s would stand for %s, which %s", (int)name_len, a, opt,
+                             SBATCH_BREAKS[o].why);
                     break;
                 }
                 pop(c);

@@ -1075,7 +1075,8 @@ static void seen_free(ex_seen *seen, size_t n) {
 
 /* Re-attaches trial `row` to the job `handle` an earlier tuner left. Returns 0, or 1
  * when the executor cannot attach to it (the trial then runs again). */
-static int attach_trial(loop *L, const st_trial *row, const double *values, const char *handle) {
+static int attach_trial(loop *L, const st_trial *row, const double *values, const char *handle,
+                        int attempts) {
     size_t nseen;
     ex_seen *seen = seen_events(L, row->number, &nseen);
     trial_run *t = trial_run_new(L, row->number, values, row->params, row);
@@ -1087,8 +1088,8 @@ static int attach_trial(loop *L, const st_trial *row, const double *values, cons
     ex_job_config cfg;
     char *dir = trial_job_config(L, row->number, argv, argc, trial_id, sizeof trial_id, &cfg);
     add_running(L, t);
-    int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle,
-                           row->attempts > 0 ? row->attempts : 1, seen, nseen, &t->job);
+    int rc = ex_job_attach(L->x, &cfg, &trial_callbacks, t, handle, attempts, seen, nseen,
+                           &t->job);
     seen_free(seen, nseen);
     ex_strv_free(argv);
     free(dir);
@@ -1254,11 +1255,44 @@ static void executor_options_clear(ex_options *xo) {
     memset(xo, 0, sizeof *xo);
 }
 
+/* On Slurm, the job dir (made absolute as the tuner stores it) is the folder of every
+ * job's --output file, where sbatch takes a backslash to mean "replace no %j here" and
+ * drops it: the job cannot open its output (a folder that does not exist) and fails at
+ * launch, every run (JobLaunchFailure), and the tuner runs it again with no word of why.
+ * A line break or other control character is refused too (the spec refuses them in
+ * jobDir; here one could come from the current folder). */
+static int check_slurm_job_dir(const char *job_dir, char *err, size_t errlen) {
+    char cwd[4096] = "";
+    if (job_dir[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    char *path = tn_xasprintf("%s%s%s", cwd, cwd[0] ? "/" : "", job_dir);
+    const char *p = path;
+    while (*p && *p != '\\' && (unsigned char)*p >= 0x20 && *p != 0x7f) p++;
+    int rc = 0;
+    if (*p == '\\')
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "the job dir %s has a backslash, which sbatch takes in the path of a job's "
+                      "output file (JOB_DIR/slurm/slurm-%%j.out) to mean \"no %%j here\" and "
+                      "drops: every job of the study would fail at launch, unable to open it\n"
+                      "hint: set trainingInput.jobDir to a folder with no backslash in its path",
+                      path);
+    else if (*p)
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "the job dir has a line break, tab or other control character in its path "
+                      "(byte 0x%02x after %.*s)\nhint: set trainingInput.jobDir to an absolute "
+                      "path without one",
+                      (unsigned char)*p, (int)(p - path), path);
+    free(path);
+    return rc;
+}
+
 int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t errlen) {
     if (!spec->command && !spec->python_module)
         return tn_error(err, errlen, TN_EINVAL,
                         "the spec has no trainingInput.command or pythonModule: nothing to run\n"
                         "hint: drive the study with `tuner ask` and `tuner tell`");
+    if (spec->executor.type == SPEC_EXECUTOR_SLURM && spec->job_dir &&
+        check_slurm_job_dir(spec->job_dir, err, errlen) != 0)
+        return TN_EINVAL;
     char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                                   : tn_xstrdup("python3");
     int rc = 0;
@@ -1280,6 +1314,18 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
     return rc;
 }
 
+/* Whether the live job a is a later submission than job b (NULL: none): handles of one
+ * executor ("slurm:ID"), a's id the larger; Slurm numbers its jobs in the order they
+ * are submitted (up to MaxJobId, where it wraps: not within one trial's re-runs). */
+static int later_job(const char *a, const char *b) {
+    if (!b) return 1;
+    const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
+    if (!ca || !cb || ca - a != cb - b || strncmp(a, b, (size_t)(ca - a)) != 0) return 0;
+    char *ea, *eb;
+    long long ia = strtoll(ca + 1, &ea, 10), ib = strtoll(cb + 1, &eb, 10);
+    return !*ea && !*eb && ea > ca + 1 && eb > cb + 1 && ia > ib;
+}
+
 /* Picks up the trials an earlier run left RUNNING or PENDING: a trial whose job
  * still exists (the executor's handle stored with it, or a live job the executor
  * finds for it) is re-attached; the others run again, in order. Live jobs of the
@@ -1299,12 +1345,21 @@ static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, s
     for (size_t i = 0; i < n && rc == 0; i++) {
         const st_trial *t = &trials[i];
         if (st_trial_state_final(t->state)) continue;
+        /* the stored job (the attempts stored count it), unless a live job of the trial
+         * is a later submission: one whose id was never stored, as when the tuner died
+         * while a re-run's sbatch had not yet answered. The stored job has ended then
+         * (a job is re-run once it is over), and attaching to it would re-run it once
+         * more, cancelling the live one as a stray. */
         const char *handle = t->executor_job;
-        for (size_t k = 0; k < nlive && !handle; k++)
-            if (live_trial[k] == t->number) handle = live[k]; /* the id was never stored */
+        int attempts = t->attempts > 0 ? t->attempts : 1;
+        for (size_t k = 0; k < nlive; k++) {
+            if (live_trial[k] != t->number || !later_job(live[k], handle)) continue;
+            handle = live[k];
+            attempts = t->attempts + 1;
+        }
         if (handle && t->state == ST_TRIAL_RUNNING &&
             tp_from_json(&L->spec->space, t->params, v, NULL, 0) == 0 &&
-            attach_trial(L, t, v, handle) == 0) {
+            attach_trial(L, t, v, handle, attempts) == 0) {
             for (size_t k = 0; k < nlive; k++)
                 if (!strcmp(live[k], handle)) claimed[k] = 1;
             continue;

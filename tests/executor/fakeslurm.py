@@ -22,8 +22,9 @@ is called by picks the command. All state is in $FAKE_SLURM_DIR:
 
 srun runs --ntasks copies of its command here with SLURM_PROCID and SLURM_LOCALID set
 and exits with the worst status. `scontrol requeue ID` kills a running job and runs it
-again with SLURM_RESTART_COUNT one higher, as Slurm's requeue does. Options it does not know are ignored, as the tests
-check argv through `calls`.
+again with SLURM_RESTART_COUNT one higher, as Slurm's requeue does (a first run has no
+SLURM_RESTART_COUNT of its own, as with Slurm: one in sbatch's environment reaches the
+job). Options it does not know are ignored, as the tests check argv through `calls`.
 """
 import os
 import signal
@@ -107,8 +108,9 @@ def run_job(jid, script, out, restart):
     write(path("pids", jid), str(os.getpid()))
     write(path("scripts", jid), "%s\n%s\n" % (script, out))
     set_state(jid, "RUNNING", "None", "fake1")
-    env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOB_NODELIST="fake1",
-               SLURM_RESTART_COUNT=str(restart))
+    env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOBID=jid, SLURM_JOB_NODELIST="fake1")
+    if restart > 0:  # as Slurm: set on a requeued run only, so an inherited one stays
+        env["SLURM_RESTART_COUNT"] = str(restart)
     with open(out, "a") as o, open(os.devnull) as n:
         rc = subprocess.call([script], stdin=n, stdout=o, stderr=o, env=env)
     cur = job_state(jid)

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/status.h"
@@ -293,6 +295,33 @@ static void test_heterogeneous_components(void) {
                            "--ntasks=2 --cpus-per-task=1 --gpus-per-task=2"));
     CHECK(fake_called_with("--het-group=1"));
     CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --gpus-per-task=2"));
+}
+
+/* CUDA_VISIBLE_DEVICES as the contract says: Slurm's for a replica given GPUs (the
+ * stand-in leaves the environment's, as Slurm would set its own), "" for one that asked
+ * for none, whatever the tuner's environment had. */
+static void test_cuda_visible_devices(void) {
+    fake_reset(1);
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    job_case jc = {.script = "t=worker; case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) t=chief;; "
+                             "esac; echo \"${CUDA_VISIBLE_DEVICES-unset}\" > "
+                             "\"${1#--job-dir=}/cuda-$t\"; " SERVE,
+                   .workers = 1, .worker_gpus = 1, .restarts = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("cuda", &jc, &attempts, &restarts);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    const char *types[] = {"chief", "worker"}, *want[] = {"\n", "0\n"};
+    for (int i = 0; i < 2; i++) {
+        char path[1400], buf[64] = "?";
+        snprintf(path, sizeof path, "%s/cuda/cuda-%s", g_root, types[i]);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+            fclose(f);
+        }
+        CHECK_MSG(!strcmp(buf, want[i]), "the %s saw CUDA_VISIBLE_DEVICES '%s'", types[i], buf);
+    }
 }
 
 static void test_restart_in_place(void) {
@@ -695,6 +724,115 @@ static void test_commands_own_process_group(void) {
     free(out);
 }
 
+/* A command past its timeout is killed with what it started: a wrapper script on PATH
+ * that runs the real command as its child (no exec) would otherwise leave that child
+ * holding the pipes, and the command in flight long after its timeout. */
+typedef struct timed_cmd {
+    int done, status;
+    char out[64], err[256];
+} timed_cmd;
+
+static void on_timed_cmd(void *ctx, int status, const char *out, const char *errtext) {
+    timed_cmd *t = ctx;
+    t->done = 1;
+    t->status = status;
+    snprintf(t->out, sizeof t->out, "%s", out);
+    snprintf(t->err, sizeof t->err, "%s", errtext);
+}
+
+/* Whether process pid has ended (gone, or a zombie not yet reaped by its new parent),
+ * waiting up to 3 s for it. */
+static int process_ended(long pid) {
+    for (int i = 0; i < 30; i++) {
+        char path[64], stat[256] = "";
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) return 1;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        stat[n] = '\0';
+        fclose(f);
+        const char *end = strrchr(stat, ')'); /* "PID (COMM) STATE ..." */
+        if (end && end[1] == ' ' && end[2] == 'Z') return 1;
+        struct timespec pause = {0, 100000000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+static void test_command_timeout_kills_its_group(void) {
+    /* sh forks sleep and waits for it: killing sh alone leaves sleep holding stdout */
+    char *hangs[] = {"sh", "-c", "sleep 30 & echo $!; wait; echo late", NULL};
+    double t0 = now_s();
+    char *out = NULL, *errtext = NULL;
+    int status = ex__cmd_sync(hangs, 1, &out, &errtext);
+    CHECK_MSG(now_s() - t0 < 10, "the command took %.1f s past its timeout of 1 s", now_s() - t0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CHECK_STR_CONTAINS(errtext ? errtext : "", "timed out after 1s");
+    CHECK_MSG(out && atol(out) > 0 && process_ended(atol(out)), "the command's child %s lives on",
+              out ? out : "?");
+    free(out);
+    free(errtext);
+
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[1024] = "";
+    CHECK_MSG(ex_executor_new(base, &opts, &x, err, sizeof err) == 0, "%s", err);
+    if (!x) {
+        event_base_free(base);
+        return;
+    }
+    /* on the loop: a command that hangs, and one that exits at once but leaves a child
+     * behind with its stdout */
+    char *leaves[] = {"sh", "-c", "sleep 30 & echo 5", NULL};
+    timed_cmd a = {0}, b = {0};
+    t0 = now_s();
+    ex__cmd_run(x, hangs, 1, on_timed_cmd, &a);
+    ex__cmd_run(x, leaves, 1, on_timed_cmd, &b);
+    while ((!a.done || !b.done) && now_s() - t0 < 20) event_base_loop(base, EVLOOP_ONCE);
+    CHECK_MSG(a.done && b.done && now_s() - t0 < 10, "the commands took %.1f s (done: %d %d)",
+              now_s() - t0, a.done, b.done);
+    CHECK(WIFSIGNALED(a.status) && WTERMSIG(a.status) == SIGKILL);
+    CHECK_STR_CONTAINS(a.err, "timed out after 1s");
+    CHECK_MSG(atol(a.out) > 0 && process_ended(atol(a.out)), "the command's child %s lives on", a.out);
+    CHECK_INT_EQ(b.status, 0); /* it did answer: the answer stands */
+    CHECK_MSG(!strcmp(b.out, "5\n"), "it printed '%s'", b.out);
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+/* The tuner itself runs inside a Slurm job (a batch script, salloc): what Slurm set to
+ * describe that job is not passed on to the trial's job through sbatch. An inherited
+ * SLURM_RESTART_COUNT, which Slurm sets on a requeued run only, made the launcher write
+ * to the files of run 1 and the tuner count a requeue, failing every trial with
+ * maxJobRetries 0. Slurm's settings (SLURM_CONF) stay. */
+static void test_tuner_inside_a_job(void) {
+    fake_reset(1);
+    const char *vars[][2] = {{"SLURM_JOB_ID", "15"}, {"SLURM_JOBID", "15"},
+                             {"SLURM_RESTART_COUNT", "1"}, {"SLURM_ARRAY_TASK_ID", "4"},
+                             {"SLURM_STEP_RESV_PORTS", "1-2"}, {"SLURM_MEM_PER_NODE", "100"},
+                             {"SLURM_NTASKS_HET_GROUP_0", "3"}, {"SLURM_CONF", "/kept/slurm.conf"}};
+    size_t nvars = sizeof vars / sizeof *vars;
+    for (size_t i = 0; i < nvars; i++) setenv(vars[i][0], vars[i][1], 1);
+    job_case jc = {.script = "echo \"$SLURM_RESTART_COUNT|$SLURM_ARRAY_TASK_ID|$SLURM_STEP_RESV_PORTS|"
+                             "$SLURM_MEM_PER_NODE|$SLURM_NTASKS_HET_GROUP_0|$SLURM_CONF\" > "
+                             "\"${1#--job-dir=}/env\"; exit 0",
+                   .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("inside_a_job", &jc, &attempts, &restarts);
+    for (size_t i = 0; i < nvars; i++) unsetenv(vars[i][0]);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+    char path[1400], buf[128] = "";
+    snprintf(path, sizeof path, "%s/inside_a_job/env", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    CHECK_MSG(!strcmp(buf, "|||||/kept/slurm.conf\n"), "the replica saw '%s'", buf);
+}
+
 static void test_recover_and_cancel_strays(void) {
     fake_reset(0);
     CHECK(system("true") == 0);
@@ -1002,6 +1140,7 @@ int main(int argc, char **argv) {
     RUN(test_happy_path);
     RUN(test_squeue_rate);
     RUN(test_heterogeneous_components);
+    RUN(test_cuda_visible_devices);
     RUN(test_restart_in_place);
     RUN(test_records_carry_their_run);
     RUN(test_gives_up_then_fails);
@@ -1020,6 +1159,8 @@ int main(int argc, char **argv) {
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
     RUN(test_commands_own_process_group);
+    RUN(test_command_timeout_kills_its_group);
+    RUN(test_tuner_inside_a_job);
     RUN(test_recover_and_cancel_strays);
     RUN(test_free_live_job_cancels_it);
     RUN(test_check_against_sinfo);

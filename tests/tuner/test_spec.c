@@ -223,6 +223,10 @@ static const bad_case BAD[] = {
     {TI("{\"useChiefInTfConfig\": \"yes\"}"), NULL, "trainingInput.useChiefInTfConfig",
      "expected a boolean", 0, 0},
     {TI("{\"jobDir\": \"\"}"), NULL, "trainingInput.jobDir", "must not be empty", 0, 0},
+    {TI("{\"jobDir\": \"runs/new\\nline\"}"), NULL, "trainingInput.jobDir",
+     "must not contain a line break, tab or other control character (byte 0x0a after "
+     "\"runs/new\")", 0, 0},
+    {TI("{\"jobDir\": \"runs/a\\tb\"}"), NULL, "trainingInput.jobDir", "(byte 0x09 after", 0, 0},
     {TI("{\"args\": [\"--x=1\", 2]}"), NULL, "trainingInput.args[1]",
      "expected a string, got 2", 0, 0},
     {TI("{\"command\": []}"), NULL, "trainingInput.command", "at least one string", 0, 0},
@@ -598,6 +602,25 @@ static const bad_case BAD[] = {
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--out=x\"]}}", NULL,
      "executor.extraArgs[0]", "--out would stand for (or clash with) --output, which the tuner "
      "sets", 0, 0},
+    /* options that take the job out of the tuner's hands: another cluster (its squeue
+     * and scancel never see the job, which would run twice), held (pends forever), a
+     * sbatch that waits for the job, a test that submits nothing */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--clusters=other\"]}}", NULL,
+     "executor.extraArgs[0]", "--clusters sends the job to another cluster, where the tuner's "
+     "squeue and scancel", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", \"-Mother\"]}}",
+     NULL, "executor.extraArgs[1]", "-M sends the job to another cluster", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--cluster=other\"]}}", NULL,
+     "executor.extraArgs[0]", "--cluster would stand for --clusters, which sends the job", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--hold\"]}}", NULL,
+     "executor.extraArgs[0]", "--hold submits the job held: it would wait in the queue until "
+     "someone releases it", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-H\"]}}", NULL,
+     "executor.extraArgs[0]", "-H submits the job held", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--wait\"]}}", NULL,
+     "executor.extraArgs[0]", "--wait makes sbatch wait for the job to end", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--test-only\"]}}", NULL,
+     "executor.extraArgs[0]", "--test-only only asks Slurm when the job would start", 0, 0},
     {TI("{\"resources\": {\"worker\": {\"memory\": \"0x10\"}}}"), NULL,
      "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
     {TI("{\"resources\": {\"worker\": {\"memory\": \"4Gx\"}}}"), NULL,
@@ -1310,9 +1333,10 @@ static void test_executor_gpus_memory(void) {
         free(text);
     }
     text = patched("{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
-                   "\"--time-min=10\", \"--nodes=2\", \"--gres=gpu:a100:1\", \"-Ca100\"]}}");
+                   "\"--time-min=10\", \"--nodes=2\", \"--gres=gpu:a100:1\", \"-Ca100\", "
+                   "\"--cluster-constraint=x\", \"--wait-all-nodes=1\", \"--hint=compute_bound\"]}}");
     if (parse_ok(text, 0, &s) == 0) { /* options of their own, not prefixes of ours */
-        CHECK_INT_EQ(s.executor.nextra, 5);
+        CHECK_INT_EQ(s.executor.nextra, 8);
         spec_clear(&s);
     }
     free(text);

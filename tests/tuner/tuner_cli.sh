@@ -419,6 +419,23 @@ check executor_validate_slurm_exit2 test $rc -eq 2
 err=$("$TUNER" resume gpu --executor=slurm 2>&1); rc=$?
 check executor_resume_cannot_change test $rc -eq 2
 check executor_resume_message grep -q "runs on the local executor; --executor=slurm cannot change" <<<"$err"
+# a backslash in the job dir: sbatch drops it from the job's --output path (and its %j),
+# so every job would fail at launch; refused before any Slurm command runs
+python3 - <<'EOF2'
+import json
+s = json.load(open("good.json"))
+s["trainingInput"]["jobDir"] = "runs/back\\slash"
+json.dump(s, open("backslash.json", "w"))
+EOF2
+err=$(PATH=/nonexistent "$TUNER" validate backslash.json --executor=slurm 2>&1); rc=$?
+check slurm_backslash_exit2 test $rc -eq 2
+check slurm_backslash_message grep -q "runs/back.slash has a backslash, which sbatch takes" <<<"$err"
+check slurm_backslash_hint grep -q "hint: set trainingInput.jobDir to a folder with no backslash" <<<"$err"
+err=$(PATH=/nonexistent "$TUNER" run backslash.json --executor=slurm 2>&1); rc=$?
+check slurm_backslash_run_exit2 test $rc -eq 2
+check slurm_backslash_run_message grep -q "has a backslash" <<<"$err"
+"$TUNER" validate backslash.json >/dev/null 2>&1
+check local_backslash_ok test $? -eq 0
 
 # --- the example specs in studies/ stay valid; the script one runs ------------------
 # (from the project's folder, where their relative paths are meant)

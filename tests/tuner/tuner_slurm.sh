@@ -209,6 +209,43 @@ check stray_resume_exit0 test $rc -eq 0
 check stray_cancelled grep -q "a stray job of trial 7 that no trial claims" stray.out
 check stray_queue_empty wait_queue_empty
 
+# A tuner killed while a re-run's sbatch has not answered yet (the job is queued, its id
+# not stored): resume attaches to that live job, not to the stored one that ended, and
+# neither re-runs the trial again nor cancels the live job as a stray.
+mkdir -p slowbin
+real_sbatch=$(command -v sbatch)
+cat >slowbin/sbatch <<EOF
+#!/bin/sh
+# the second submission (the re-run) answers 30 s late, its job queued meanwhile
+n=\$(cat "$WORK/slowbin/n" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/slowbin/n"
+out=\$("$real_sbatch" "\$@"); rc=\$?
+if [ \$n -eq 2 ]; then echo \$\$ >"$WORK/slowbin/pid"; echo "\$out" >"$WORK/slowbin/queued"; sleep 30; fi
+echo "\$out"; exit \$rc
+EOF
+chmod +x slowbin/sbatch
+rerun='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; if [ ! -e $d/ran ]; then touch $d/ran; exit 1; fi; sleep 6; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+spec lateid '"restartPolicy": {"maxReplicaRestarts": 0, "maxJobRetries": 2, "backoffSeconds": 0},' 1 1 "$rerun"
+PATH="$WORK/slowbin:$PATH" "$TUNER" run lateid.json --quiet >lateid1.out 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -s slowbin/queued ] && break; sleep 0.1; done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+[ -s slowbin/pid ] && kill -KILL -- "-$(cat slowbin/pid)" 2>/dev/null
+check lateid_rerun_queued test -s slowbin/queued
+check lateid_id_not_stored test "$(trial_field lateid executor_job)" != "slurm:$(cat slowbin/queued)"
+"$TUNER" resume lateid >lateid.out 2>&1; rc=$?
+check lateid_resume_exit0 test $rc -eq 0
+check lateid_attached_live grep -q "re-attached to its job (slurm:$(cat slowbin/queued))" lateid.out
+check lateid_no_stray test -z "$(grep 'stray job' lateid.out)"
+check lateid_succeeded test "$(count_state lateid SUCCEEDED)" -eq 1
+check lateid_two_runs test "$(trial_field lateid attempts)" = 2
+check lateid_one_retrying python3 -c '
+import sqlite3, sys
+n = sqlite3.connect(sys.argv[1]).execute("select count(*) from events e join studies s on s.id = e.study_id where s.name = ? and e.kind = ?", ("lateid", "retrying")).fetchone()[0]
+if n != 1: sys.exit("%d retrying events" % n)
+' "$TUNER_DB"
+check lateid_queue_empty wait_queue_empty
+
 # --- two tuners never share a trial -------------------------------------------------
 spec twice "" 2 1 '["/bin/sh", "-c", "sleep 3; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 "$TUNER" run twice.json --quiet >/dev/null 2>&1 &
@@ -247,5 +284,23 @@ check refused_exit2 test $rc -eq 2
 check refused_message grep -q "Slurm refused the job of trial 1" <<<"$err"
 check refused_trial_pending test "$(count_state badacct PENDING)" -eq 1
 check refused_queue_empty wait_queue_empty
+
+# --- stopping the cluster kills what its jobs left, and nothing else ------------------
+# A process this shell starts has the cluster's SLURM_CONF (exported above) but is no
+# job's; a daemon a job starts (setsid, its parent gone) escapes Slurm's tracking, so
+# scancel leaves it, and the stop must end it.
+alive() { s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+sleep 600 &
+bystander=$!
+sbatch --parsable --output=/dev/null \
+  --wrap="(setsid sleep 600 </dev/null >/dev/null 2>&1 & echo \$! >$WORK/escaped.pid); sleep 600" >/dev/null
+for _ in $(seq 1 100); do [ -s escaped.pid ] && break; sleep 0.1; done
+escaped=$(cat escaped.pid 2>/dev/null)
+check stop_job_daemon_started alive "${escaped:-0}"
+"$ROOT/scripts/slurm-cluster.sh" stop "$CLUSTER" >/dev/null 2>&1
+check stop_kills_job_daemon test -n "$escaped" -a "$(alive "${escaped:-0}" && echo alive)" = ""
+check stop_spares_others alive $bystander
+kill $bystander 2>/dev/null
+wait $bystander 2>/dev/null
 
 check_summary
