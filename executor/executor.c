@@ -251,6 +251,7 @@ int ex_executor_new(struct event_base *base, const ex_options *o, ex_executor **
     for (size_t i = 0; i < s->nextra; i++) x->slurm_extra[i] = tn_xstrdup(s->extra_args[i]);
     s->extra_args = (const char *const *)x->slurm_extra;
     if (s->poll_seconds <= 0) s->poll_seconds = 1;
+    if (s->retry_seconds <= 0) s->retry_seconds = 1;
     x->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, x);
     evsignal_add(x->sigchld, NULL);
     if (o->backend == EX_SLURM) {

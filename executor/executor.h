@@ -37,8 +37,9 @@
 struct event_base;
 
 /* How a job ended. EX_REFUSED: the backend refused the job as configured (Slurm:
- * sbatch rejected the partition, account, QOS or request), so no trial of the study
- * can run until the configuration is fixed; nothing of the trial ran. */
+ * sbatch rejected the partition, account, QOS or request) or cannot submit it at all
+ * for now (Slurm's controller did not answer ten tries), so no trial of the study can
+ * run until that is fixed; nothing of the trial ran, and it runs again on resume. */
 enum ex_outcome { EX_SUCCEEDED = 1, EX_FAILED, EX_STOPPED, EX_REFUSED };
 enum ex_backend { EX_LOCAL = 1, EX_SLURM };
 
@@ -60,6 +61,9 @@ typedef struct ex_slurm_options {
     const char *job_prefix;       /* job names are PREFIX.TRIAL (ex_job_prefix) */
     double poll_seconds;          /* squeue at most this often, whatever the number of
                                      jobs (0: every second, as the tuner runs it) */
+    double retry_seconds;         /* the first wait after sbatch (or the look for its
+                                     job) failed for a passing reason, doubled with each
+                                     failure up to 32 times it (0: 1 s; tests shorten it) */
 } ex_slurm_options;
 
 typedef struct ex_options {
