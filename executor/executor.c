@@ -491,14 +491,14 @@ int ex_job_is_running(const ex_job *j) { return j->phase == EX_PH_RUNNING; }
 int ex_job_attempts(const ex_job *j) { return j->attempts; }
 int ex_job_restarts(const ex_job *j) { return j->restarts; }
 
-void ex_abort_all(ex_executor *x) {
-    if (x && x->ops->abort) x->ops->abort(x);
+int ex_abort_all(ex_executor *x, char *err, size_t errlen) {
+    return x && x->ops->abort ? x->ops->abort(x, err, errlen) : 0;
 }
 
-void ex_job_free(ex_job *j) {
-    if (!j) return;
+int ex_job_free(ex_job *j) {
+    if (!j) return 0;
     ex_executor *x = j->x;
-    x->ops->release(j);
+    int rc = x->ops->release(j);
     for (size_t i = 0; i < x->njobs; i++) {
         if (x->jobs[i] == j) {
             x->jobs[i] = x->jobs[--x->njobs];
@@ -506,6 +506,7 @@ void ex_job_free(ex_job *j) {
         }
     }
     job_destroy(j);
+    return rc;
 }
 
 char *ex_job_prefix(const char *study, const char *job_dir) {

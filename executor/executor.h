@@ -221,13 +221,17 @@ int ex_job_attempts(const ex_job *j);
 int ex_job_restarts(const ex_job *j);
 
 /* Frees a finished job, or stops one that is not (local: SIGKILL to its replicas;
- * slurm: scancel) without callbacks, and frees it. */
-void ex_job_free(ex_job *j);
+ * slurm: scancel) without callbacks, and frees it. Returns 0, or TN_EIO when that
+ * stop (or ex_abort_all's) failed: slurm: scancel failed, so the job's Slurm job (its
+ * last handle) may still run. Local jobs are killed for sure: always 0. */
+int ex_job_free(ex_job *j);
 
 /* Stops what every job of the executor still runs, at once and without callbacks
  * (slurm: one scancel for all of them; local: nothing, freeing kills), before the jobs
- * are freed: a second Ctrl-C, a fatal error. Synchronous. */
-void ex_abort_all(ex_executor *x);
+ * are freed: a second Ctrl-C, a fatal error. Synchronous. Returns 0, or a negative
+ * code with a message (a line for the terminal) saying which jobs may still run and
+ * how to cancel them; ex_job_free then tells which jobs those are. */
+int ex_abort_all(ex_executor *x, char *err, size_t errlen);
 
 /* The Slurm job name prefix of a study: "tuner.HASH.STUDY", HASH a digest of the
  * study's job dir, so studies of the same name in other stores never meet. Yours to

@@ -73,6 +73,7 @@ typedef struct slurm_job {
     int quiet_requeues;       /* follow_requeue does not count runs (re-attaching) */
     double start_time;        /* when the current run started, as squeue says (0: not) */
     int aborted;              /* cancelled by slurm_abort: nothing to cancel when freed */
+    int abort_failed;         /* ... but its scancel failed: the job may still run */
     long last_jobid;          /* the newest Slurm job id the trial had (0: none) */
     ex_seen *seen;            /* what re-attaching must not tell again (owned) */
     size_t nseen;
@@ -1203,13 +1204,15 @@ static int needs_cancel(const ex_job *j) {
                             (j->phase != EX_PH_DONE && sj->jobid[0] && !is_terminal(sj->state)));
 }
 
-static void slurm_release(ex_job *j) {
+static int slurm_release(ex_job *j) {
     slurm_job *sj = j->impl;
-    if (!sj) return;
+    if (!sj) return 0;
+    int rc = sj->abort_failed ? TN_EIO : 0; /* slurm_abort's scancel did not say it worked */
     if (needs_cancel(j)) {
-        char *name = tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+        char *name = name_arg(j);
         char *by_name[] = {"scancel", name, NULL}, *by_id[] = {"scancel", sj->jobid, NULL};
-        ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL);
+        if (ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL) != 0)
+            rc = TN_EIO;
         free(name);
     }
     ex__cmd_abandon(sj->sbatch);
@@ -1228,30 +1231,100 @@ static void slurm_release(ex_job *j) {
     free(sj->seen);
     free(sj);
     j->impl = NULL;
+    return rc;
+}
+
+/* Appends text to the growing string *s (yours to free). */
+static void append(char **s, const char *text) {
+    char *t = tn_xasprintf("%s%s", *s ? *s : "", text);
+    free(*s);
+    *s = t;
 }
 
 /* Cancels every job of the executor that is still queued or running, in one scancel
- * (a second Ctrl-C, a fatal error): freeing them then cancels nothing more. */
-static void slurm_abort(ex_executor *x) {
+ * (a second Ctrl-C, a fatal error): freeing them then cancels nothing more. When a
+ * scancel fails (the controller away), the jobs it named may still run: they are
+ * marked (slurm_release says so of each) and the message names them and the scancel
+ * to send once the controller answers. */
+static int slurm_abort(ex_executor *x, char *err, size_t errlen) {
     size_t n = 0;
     char **argv = tn_xcalloc(x->njobs + 2, sizeof *argv);
     argv[n++] = "scancel";
+    char *names_failed = NULL, *last_error = NULL, *study = NULL;
     for (size_t i = 0; i < x->njobs; i++) {
         ex_job *j = x->jobs[i];
         slurm_job *sj = j->impl;
         if (!sj || !needs_cancel(j)) continue;
+        if (!study) study = j->study;
         if (unknown_job(j)) { /* by name: rare, one call each */
-            char *name = tn_xasprintf("--name=%s.%s", x->o.slurm.job_prefix, j->trial);
+            char *name = name_arg(j), *errtext = NULL;
             char *by_name[] = {"scancel", name, NULL};
-            ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, NULL);
+            if (ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, &errtext) != 0) {
+                sj->abort_failed = 1;
+                append(&names_failed, " ");
+                append(&names_failed, name);
+                free(last_error);
+                last_error = errtext;
+                errtext = NULL;
+            }
+            free(errtext);
             free(name);
         } else {
             argv[n++] = sj->jobid;
         }
         sj->aborted = 1;
     }
-    if (n > 1) ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+    char *ids_failed = NULL;
+    if (n > 1) {
+        char *errtext = NULL;
+        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0) {
+            for (size_t i = 0; i < x->njobs; i++) {
+                slurm_job *sj = x->jobs[i]->impl;
+                for (size_t k = 1; sj && k < n; k++)
+                    if (argv[k] == sj->jobid) sj->abort_failed = 1;
+            }
+            for (size_t k = 1; k < n; k++) {
+                append(&ids_failed, " ");
+                append(&ids_failed, argv[k]);
+            }
+            free(last_error);
+            last_error = errtext;
+            errtext = NULL;
+        }
+        free(errtext);
+    }
+    int rc = 0;
+    if (ids_failed || names_failed) { /* "jobs 27 28 and those named P.3 may still run" */
+        char why[512];
+        one_line(why, sizeof why, last_error);
+        char *cmds = NULL, *names = NULL;
+        if (ids_failed) {
+            append(&cmds, "`scancel");
+            append(&cmds, ids_failed);
+            append(&cmds, "`");
+        }
+        for (char *p = names_failed; p && *p;) { /* " --name=A --name=B" */
+            size_t len = strcspn(p + 1, " ") + 1;
+            char *one = tn_xasprintf("%s`scancel%.*s`", cmds ? " and " : "", (int)len, p);
+            append(&cmds, one);
+            free(one);
+            one = tn_xasprintf("%s%.*s", names ? ", " : " named ", (int)len - 8, p + 8);
+            append(&names, one);
+            free(one);
+            p += len;
+        }
+        rc = tn_error(err, errlen, TN_EIO,
+                      "scancel failed: jobs%s%s%s may still run; `tuner resume %s` or %s (%s)",
+                      ids_failed ? ids_failed : "", ids_failed && names ? " and those" : "",
+                      names ? names : "", study, cmds, why);
+        free(cmds);
+        free(names);
+    }
+    free(ids_failed);
+    free(names_failed);
+    free(last_error);
     free(argv);
+    return rc;
 }
 
 static void slurm_free(ex_executor *x) {

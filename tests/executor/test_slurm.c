@@ -918,6 +918,60 @@ static void test_free_live_job_cancels_it(void) {
     event_base_free(base);
 }
 
+/* A second Ctrl-C's one scancel fails (the controller away): ex_abort_all says which
+ * jobs may still run and how to cancel them, and freeing the job says it may still
+ * run, rather than both taking the cancel for done. */
+static void test_abort_scancel_fails(void) {
+    fake_reset(1);
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[2048], dir[700];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    snprintf(dir, sizeof dir, "%s/abortfail", g_root);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
+    ex_job_config cfg = {.study = "s", .trial = "9", .argv = argv, .argc = 4, .job_dir = dir,
+                         .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
+                         .poll_seconds = 0.1};
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = base;
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    ex_job *j = NULL;
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
+    struct timeval two = {1, 500000};
+    event_base_loopexit(base, &two);
+    event_base_dispatch(base);
+    CHECK(o.handle[0]);
+    fake_write("scancel_fail", "scancel: error: Kill job error on job id: Socket timed out on "
+                               "send/recv operation\n");
+    int rc = ex_abort_all(x, err, sizeof err);
+    CHECK(rc != 0);
+    char want[256];
+    snprintf(want, sizeof want, "scancel failed: jobs %s may still run; `tuner resume s` or "
+             "`scancel %s` (scancel: error: Kill job error", job_id(&o), job_id(&o));
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(ex_job_free(j), TN_EIO); /* its job may still run */
+    char name[64], state[128];
+    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
+    fake_read(name, state, sizeof state);
+    CHECK_STR_CONTAINS(state, "RUNNING");
+    CHECK(system("scancel $(ls \"$FAKE_SLURM_DIR/jobs\")") == 0); /* no orphan left */
+    /* when scancel works, nothing is said and nothing may run */
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
+    o.handle[0] = '\0';
+    event_base_loopexit(base, &two);
+    event_base_dispatch(base);
+    CHECK(o.handle[0]);
+    CHECK_INT_EQ(ex_abort_all(x, err, sizeof err), 0);
+    CHECK_INT_EQ(ex_job_free(j), 0);
+    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
+    fake_read(name, state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED");
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
 static void test_check_against_sinfo(void) {
     fake_reset(0);
     const char *argv[] = {"/bin/true"};
@@ -1177,6 +1231,7 @@ int main(int argc, char **argv) {
     RUN(test_commands_own_process_group);
     RUN(test_recover_and_cancel_strays);
     RUN(test_free_live_job_cancels_it);
+    RUN(test_abort_scancel_fails);
     RUN(test_check_against_sinfo);
     RUN(test_launcher_errors);
     RUN(test_rendezvous_timeout);
