@@ -1481,8 +1481,11 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
     (void)killed; /* the jobs go on: they are re-attached, not killed */
     const char *prefix = x->o.slurm.job_prefix;
     char *out = NULL, *errtext = NULL;
+    /* the user's own jobs; a uid with no name (no passwd entry: a container's user)
+     * is given as the number, which squeue takes too, never someone else's name */
     struct passwd *pw = getpwuid(getuid());
-    char *user = tn_xasprintf("--user=%s", pw ? pw->pw_name : "root");
+    char *user = pw ? tn_xasprintf("--user=%s", pw->pw_name)
+                    : tn_xasprintf("--user=%lu", (unsigned long)getuid());
     char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", user, NULL};
     int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
     int rc = 0;

@@ -16,11 +16,13 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/status.h"
@@ -887,6 +889,45 @@ static void test_recover_and_cancel_strays(void) {
     event_base_free(base);
 }
 
+/* A uid with no passwd entry (a container's user): resume lists that uid's jobs
+ * (--user=UID), not root's. Needs root to become such a user; skipped otherwise. */
+static void test_recover_user_without_name(void) {
+    if (getuid() != 0) {
+        printf("skipped test_recover_user_without_name: not root\n");
+        return;
+    }
+    uid_t uid = 61000;
+    while (getpwuid(uid) && uid < 62000) uid++;
+    fake_reset(0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "chmod 0777 '%s' && touch '%s/calls' && chmod 0666 '%s/calls'",
+             g_fake, g_fake, g_fake);
+    CHECK(system(cmd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* the tuner as that user */
+        if (setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
+        struct event_base *base = event_base_new();
+        ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+        ex_executor *x = NULL;
+        char err[512];
+        char **handles = NULL;
+        long *trials = NULL;
+        size_t n = 0;
+        int killed = 0;
+        if (ex_executor_new(base, &opts, &x, err, sizeof err) != 0) _exit(4);
+        int rc = ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err);
+        _exit(rc == 0 ? 0 : 5);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    char want[64];
+    snprintf(want, sizeof want, "--user=%lu", (unsigned long)uid);
+    CHECK_MSG(fake_called_with(want), "squeue was not asked for %s", want);
+    CHECK(!fake_called_with("--user=root"));
+}
+
 static void test_free_live_job_cancels_it(void) {
     fake_reset(1);
     struct event_base *base = event_base_new();
@@ -1230,6 +1271,7 @@ int main(int argc, char **argv) {
     RUN(test_controller_outage_stops_study);
     RUN(test_commands_own_process_group);
     RUN(test_recover_and_cancel_strays);
+    RUN(test_recover_user_without_name);
     RUN(test_free_live_job_cancels_it);
     RUN(test_abort_scancel_fails);
     RUN(test_check_against_sinfo);
