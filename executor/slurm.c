@@ -1038,6 +1038,31 @@ static job_state *parse_squeue(const char *out, size_t *n) {
     return v;
 }
 
+/* Queue reasons a pending job never leaves by waiting (docs/slurm.md): the hint for
+ * each, or NULL for a reason that may pass (resources, priority, a begin time). */
+static const char *hopeless_reason(const char *reason) {
+    static const struct {
+        const char *reason, *hint;
+    } hopeless[] = {
+        {"PartitionTimeLimit", "executor.timeLimit is above the partition's MaxTime (`scontrol "
+                               "show partition`): lower it, or pick another executor.partition"},
+        {"PartitionNodeLimit", "the job asks for more nodes than the partition allows, or its "
+                               "nodes are down or drained (`scontrol show partition`, `sinfo "
+                               "-R`): fewer or smaller replicas, or another executor.partition"},
+        {"BadConstraints", "no node of the partition has what the job asks for: check "
+                           "executor.extraArgs (--constraint, --gres) and the replicas' resources"},
+        {"DependencyNeverSatisfied", "the job depends on a job that can no longer satisfy it: "
+                                     "drop the --dependency of executor.extraArgs"},
+        {"InvalidAccount", "Slurm does not take executor.account (`sacctmgr show assoc "
+                           "user=$USER`): fix or drop it"},
+        {"InvalidQOS", "Slurm does not take executor.qos for this account: fix or drop it"},
+        {"JobHeldAdmin", "an administrator holds the job: ask them why"},
+    };
+    for (size_t i = 0; i < sizeof hopeless / sizeof hopeless[0]; i++)
+        if (!strcmp(reason, hopeless[i].reason)) return hopeless[i].hint;
+    return NULL;
+}
+
 static void job_seen(ex_job *j, const job_state *s) {
     slurm_job *sj = j->impl;
     sj->missing = 0;
@@ -1051,6 +1076,16 @@ static void job_seen(ex_job *j, const job_state *s) {
     if (j->phase == EX_PH_STOPPING && sj->scancel_failed) { /* still there: again */
         sj->scancel_failed = 0;
         send_scancel(j);
+    }
+    const char *hint = !strcmp(s->state, "PENDING") ? hopeless_reason(s->reason) : NULL;
+    if (hint && j->phase == EX_PH_RUNNING) {
+        /* It would pend forever, and so would every trial of the study: a refusal, as
+         * sbatch's own (the study stops, the trial back to PENDING), once cancelled. */
+        char why[1024];
+        snprintf(why, sizeof why, "Slurm job %s of trial %s can never start: it pends with "
+                 "reason %s\nhint: %s", sj->jobid, j->trial, s->reason, hint);
+        ex__begin_stop(j, EX_REFUSED, why);
+        return;
     }
     int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
     if (running) /* the trial timeout counts from the start, not the time queued */

@@ -835,6 +835,36 @@ static void test_controller_outage_stops_study(void) {
     CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
 }
 
+/* The job pends with a reason it never leaves by waiting (a timeLimit above the
+ * partition's MaxTime where Slurm does not refuse it at submission): the job is
+ * cancelled and the study stops (EX_REFUSED) with the reason and a hint, rather than
+ * the trial waiting forever; a reason that passes (Resources) is waited out. */
+static const char *g_pend_reason;
+static void pend_with_reason(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && o->handle[0] && strstr(o->events, "job queued: Slurm job")) {
+        char name[64], text[128];
+        snprintf(name, sizeof name, "jobs/%s", job_id(o));
+        snprintf(text, sizeof text, "PENDING|%s|(null)|tuner.test.s.3", g_pend_reason);
+        fake_write(name, text);
+        o->hook_state = 1;
+    }
+}
+
+static void test_hopeless_pending_reason(void) {
+    fake_reset(0);
+    g_pend_reason = "PartitionTimeLimit";
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = pend_with_reason};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("hopeless", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_REFUSED, "outcome %d: %s; %s", o.outcome, o.error, o.events);
+    CHECK_STR_CONTAINS(o.error, "can never start: it pends with reason PartitionTimeLimit");
+    CHECK_STR_CONTAINS(o.error, "hint: executor.timeLimit is above the partition's MaxTime");
+    char state[128];
+    fake_job_state(atol(job_id(&o)), state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED"); /* nothing left in the queue */
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+}
+
 /* Slurm's commands run in a process group of their own: a Ctrl-C at the terminal
  * (SIGINT to the tuner's group) never reaches an sbatch half way. */
 static void test_commands_own_process_group(void) {
@@ -1269,6 +1299,7 @@ int main(int argc, char **argv) {
     RUN(test_sbatch_prints_more_than_the_id);
     RUN(test_stop_during_backoff);
     RUN(test_controller_outage_stops_study);
+    RUN(test_hopeless_pending_reason);
     RUN(test_commands_own_process_group);
     RUN(test_recover_and_cancel_strays);
     RUN(test_recover_user_without_name);
