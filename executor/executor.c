@@ -251,6 +251,7 @@ int ex_executor_new(struct event_base *base, const ex_options *o, ex_executor **
     for (size_t i = 0; i < s->nextra; i++) x->slurm_extra[i] = tn_xstrdup(s->extra_args[i]);
     s->extra_args = (const char *const *)x->slurm_extra;
     if (s->poll_seconds <= 0) s->poll_seconds = 1;
+    if (s->retry_seconds <= 0) s->retry_seconds = 1;
     x->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, x);
     evsignal_add(x->sigchld, NULL);
     if (o->backend == EX_SLURM) {
@@ -490,14 +491,14 @@ int ex_job_is_running(const ex_job *j) { return j->phase == EX_PH_RUNNING; }
 int ex_job_attempts(const ex_job *j) { return j->attempts; }
 int ex_job_restarts(const ex_job *j) { return j->restarts; }
 
-void ex_abort_all(ex_executor *x) {
-    if (x && x->ops->abort) x->ops->abort(x);
+int ex_abort_all(ex_executor *x, char *err, size_t errlen) {
+    return x && x->ops->abort ? x->ops->abort(x, err, errlen) : 0;
 }
 
-void ex_job_free(ex_job *j) {
-    if (!j) return;
+int ex_job_free(ex_job *j) {
+    if (!j) return 0;
     ex_executor *x = j->x;
-    x->ops->release(j);
+    int rc = x->ops->release(j);
     for (size_t i = 0; i < x->njobs; i++) {
         if (x->jobs[i] == j) {
             x->jobs[i] = x->jobs[--x->njobs];
@@ -505,6 +506,7 @@ void ex_job_free(ex_job *j) {
         }
     }
     job_destroy(j);
+    return rc;
 }
 
 char *ex_job_prefix(const char *study, const char *job_dir) {

@@ -37,8 +37,9 @@
 struct event_base;
 
 /* How a job ended. EX_REFUSED: the backend refused the job as configured (Slurm:
- * sbatch rejected the partition, account, QOS or request), so no trial of the study
- * can run until the configuration is fixed; nothing of the trial ran. */
+ * sbatch rejected the partition, account, QOS or request) or cannot submit it at all
+ * for now (Slurm's controller did not answer ten tries), so no trial of the study can
+ * run until that is fixed; nothing of the trial ran, and it runs again on resume. */
 enum ex_outcome { EX_SUCCEEDED = 1, EX_FAILED, EX_STOPPED, EX_REFUSED };
 enum ex_backend { EX_LOCAL = 1, EX_SLURM };
 
@@ -60,6 +61,9 @@ typedef struct ex_slurm_options {
     const char *job_prefix;       /* job names are PREFIX.TRIAL (ex_job_prefix) */
     double poll_seconds;          /* squeue at most this often, whatever the number of
                                      jobs (0: every second, as the tuner runs it) */
+    double retry_seconds;         /* the first wait after sbatch (or the look for its
+                                     job) failed for a passing reason, doubled with each
+                                     failure up to 32 times it (0: 1 s; tests shorten it) */
 } ex_slurm_options;
 
 typedef struct ex_options {
@@ -217,13 +221,17 @@ int ex_job_attempts(const ex_job *j);
 int ex_job_restarts(const ex_job *j);
 
 /* Frees a finished job, or stops one that is not (local: SIGKILL to its replicas;
- * slurm: scancel) without callbacks, and frees it. */
-void ex_job_free(ex_job *j);
+ * slurm: scancel) without callbacks, and frees it. Returns 0, or TN_EIO when that
+ * stop (or ex_abort_all's) failed: slurm: scancel failed, so the job's Slurm job (its
+ * last handle) may still run. Local jobs are killed for sure: always 0. */
+int ex_job_free(ex_job *j);
 
 /* Stops what every job of the executor still runs, at once and without callbacks
  * (slurm: one scancel for all of them; local: nothing, freeing kills), before the jobs
- * are freed: a second Ctrl-C, a fatal error. Synchronous. */
-void ex_abort_all(ex_executor *x);
+ * are freed: a second Ctrl-C, a fatal error. Synchronous. Returns 0, or a negative
+ * code with a message (a line for the terminal) saying which jobs may still run and
+ * how to cancel them; ex_job_free then tells which jobs those are. */
+int ex_abort_all(ex_executor *x, char *err, size_t errlen);
 
 /* The Slurm job name prefix of a study: "tuner.HASH.STUDY", HASH a digest of the
  * study's job dir, so studies of the same name in other stores never meet. Yours to

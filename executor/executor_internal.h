@@ -54,11 +54,13 @@ typedef struct ex_backend_ops {
     /* Begins stopping a running job; the outcome to report is in j->stop_outcome and
      * j->stop_error. The backend calls ex__finish when everything is gone. */
     void (*stop)(ex_job *j);
-    /* Frees j->impl, first killing or cancelling what is still alive. */
-    void (*release)(ex_job *j);
+    /* Frees j->impl, first killing or cancelling what is still alive: 0, or TN_EIO
+     * when that failed (its or abort's cancel), so what the job ran may still run. */
+    int (*release)(ex_job *j);
     /* Cancels what every job of the executor still runs, at once (ex_abort_all;
-     * NULL: each release does it). */
-    void (*abort)(ex_executor *x);
+     * NULL: each release does it): 0, or a negative code with a message naming
+     * what may still run and how to cancel it. */
+    int (*abort)(ex_executor *x, char *err, size_t errlen);
     /* Frees the backend's part of the executor (x->impl). */
     void (*free)(ex_executor *x);
     /* ex_recover and ex_cancel_handle (NULL: the backend has nothing to recover). */

@@ -499,9 +499,9 @@ static int take_resources(ex_job *j) {
     return 0;
 }
 
-static void local_release(ex_job *j) {
+static int local_release(ex_job *j) {
     local_job *lj = j->impl;
-    if (!lj) return;
+    if (!lj) return 0;
     if (live_replicas(j) > 0) {
         signal_all(j, SIGKILL);
         for (size_t i = 0; i < j->nreps; i++) {
@@ -529,6 +529,7 @@ static void local_release(ex_job *j) {
     if (lj->retry_ev) event_free(lj->retry_ev);
     free(lj);
     j->impl = NULL;
+    return 0; /* SIGKILL, waited for: nothing of it runs */
 }
 
 static int local_start(ex_job *j, char *err, size_t errlen) {

@@ -73,10 +73,14 @@ typedef struct slurm_job {
     int quiet_requeues;       /* follow_requeue does not count runs (re-attaching) */
     double start_time;        /* when the current run started, as squeue says (0: not) */
     int aborted;              /* cancelled by slurm_abort: nothing to cancel when freed */
+    int abort_failed;         /* ... but its scancel failed: the job may still run */
     long last_jobid;          /* the newest Slurm job id the trial had (0: none) */
     ex_seen *seen;            /* what re-attaching must not tell again (owned) */
     size_t nseen;
     ex_cmd *sbatch, *scancel, *lookup;
+    ex_cmd *scancel_name;     /* scancel --name: stopping, not knowing whether a job runs */
+    ex_cmd *scancel_gone;     /* scancel of a job squeue stopped listing, before its re-run */
+    char gone_id[32];         /* ... its id */
     struct event *resubmit_ev;
     ev_file *ev;              /* the replicas' and the job's events files */
     size_t nev;
@@ -308,6 +312,26 @@ static void retry_or_fail(ex_job *j, const char *why) {
     ex__finish(j);
 }
 
+static void on_scancel_gone(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->scancel_gone = NULL;
+    if (status != 0 && !strstr(errtext, "Invalid job id")) /* that one: gone indeed */
+        ex__emit(j, NULL, EX_EV_QUEUED, "scancel %s (a job squeue no longer lists) failed: %s",
+                 sj->gone_id, errtext[0] ? errtext : "no message");
+}
+
+/* The job went missing from squeue's listings: cancel its id all the same before the
+ * job runs again, since a listing can be wrong (a line squeue garbled, a controller
+ * that answered from a stale state) and the old run may still be queued or running. */
+static void cancel_gone(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (sj->scancel_gone) ex__cmd_abandon(sj->scancel_gone); /* an older one: rare */
+    snprintf(sj->gone_id, sizeof sj->gone_id, "%s", sj->jobid);
+    char *argv[] = {"scancel", sj->gone_id, NULL};
+    sj->scancel_gone = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel_gone, j);
+}
+
 /* The Slurm job left the queue in state `state` ("" when Slurm no longer knows it):
  * the trial's job is over, or runs again. */
 static void job_ended(ex_job *j, const char *state) {
@@ -364,8 +388,10 @@ static void job_ended(ex_job *j, const char *state) {
         snprintf(why, sizeof why, "Slurm preempted job %s", id);
     else if (!strcmp(state, "NODE_FAIL") || !strcmp(state, "BOOT_FAIL"))
         snprintf(why, sizeof why, "a node of Slurm job %s failed (state %s)", id, state);
-    else if (!state[0])
+    else if (!state[0]) {
         snprintf(why, sizeof why, "Slurm no longer knows job %s and it left no outcome", id);
+        cancel_gone(j); /* in case squeue was wrong: never two runs of the trial at once */
+    }
     else {
         batch_tail(j, tail, sizeof tail);
         snprintf(why, sizeof why, "Slurm job %s ended %s before its replicas decided%s%s", id,
@@ -386,40 +412,164 @@ static int passing_failure(const char *msg) {
     return 0;
 }
 
+/* A command's stderr as one line for a message: trailing newlines dropped, the
+ * others made spaces ("no message" when empty). */
+static void one_line(char *buf, size_t len, const char *text) {
+    snprintf(buf, len, "%s", text && text[0] ? text : "no message");
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+}
+
+/* scancel's argument for every job of the trial, whatever its id: --name=PREFIX.TRIAL
+ * (yours to free). */
+static char *name_arg(const ex_job *j) {
+    return tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+}
+
+/* Counts one more passing failure of submitting (sbatch's, or that of the look for
+ * the job it may have queued) and, while tries are left, arms the timer that looks
+ * for the job and submits it only if Slurm has none (on_resubmit): 1 with *wait, the
+ * backoff; 0 when the tries are used up. */
+static int try_later(ex_job *j, double *wait) {
+    slurm_job *sj = j->impl;
+    if (++sj->submit_tries >= MAX_SUBMIT_TRIES) return 0;
+    *wait = j->x->o.slurm.retry_seconds * (double)(1 << (sj->submit_tries < 6 ? sj->submit_tries - 1 : 5));
+    struct timeval tv = ex__timeval(*wait);
+    evtimer_add(sj->resubmit_ev, &tv);
+    return 1;
+}
+
+/* Submitting failed for passing reasons MAX_SUBMIT_TRIES times in a row (an outage of
+ * the controller for minutes): nothing the trial did, and no trial of the study can
+ * be submitted either, so the study stops with the trial back to PENDING (the path of
+ * EX_REFUSED) rather than the trial failing for good. A job that a lost answer queued
+ * all the same is a live job of the trial's name: `tuner resume` finds and cancels it. */
+static void give_up_submitting(ex_job *j, const char *last) {
+    char why[1400];
+    snprintf(why, sizeof why,
+             "the Slurm controller did not answer (%s); trial %s was not submitted in %d "
+             "tries\nhint: `tuner resume %s` when `scontrol ping` works",
+             last, j->trial, MAX_SUBMIT_TRIES, j->study);
+    j->stop_outcome = EX_REFUSED;
+    free(j->stop_error);
+    j->stop_error = tn_xstrdup(why);
+    ex__finish(j);
+}
+
+static void on_scancel_name(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->scancel_name = NULL;
+    if (status == 0) { /* whatever sbatch may have queued is cancelled */
+        ex__finish(j);
+        return;
+    }
+    char msg[512], *name = name_arg(j);
+    one_line(msg, sizeof msg, errtext);
+    double wait;
+    if (try_later(j, &wait)) {
+        ex__emit(j, NULL, EX_EV_STOPPING, "scancel %s failed (%s); looking for the job again in %gs",
+                 name, msg, wait);
+    } else { /* the controller is away for good, it seems: say what may be left */
+        ex__emit(j, NULL, EX_EV_STOPPING, "scancel %s failed (%s): a job of the trial that sbatch "
+                 "queued may still run; `scancel %s` once `scontrol ping` works", name, msg, name);
+        ex__finish(j);
+    }
+    free(name);
+}
+
+/* Stopping while no one knows whether a lost sbatch answer queued a job: cancel every
+ * job of the trial's name (on_scancel_name finishes, or looks again). */
+static void send_scancel_name(ex_job *j) {
+    slurm_job *sj = j->impl;
+    if (sj->scancel_name) return;
+    char *name = name_arg(j);
+    char *argv[] = {"scancel", name, NULL};
+    sj->scancel_name = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel_name, j);
+    free(name);
+}
+
+/* The look for the job (squeue --name) failed: without knowing, submitting again could
+ * run the trial twice, so wait and look again (counted against the tries); stopping,
+ * cancel by name instead. */
+static void lookup_failed(ex_job *j, const char *errtext) {
+    slurm_job *sj = j->impl;
+    char msg[512];
+    one_line(msg, sizeof msg, errtext);
+    if (sj->stop_requested) {
+        send_scancel_name(j);
+        return;
+    }
+    double wait;
+    if (try_later(j, &wait)) {
+        ex__emit(j, NULL, EX_EV_QUEUED, "cannot look for a job that sbatch may have queued "
+                 "(squeue: %s), so not submitting again yet; looking again in %gs", msg, wait);
+        return;
+    }
+    give_up_submitting(j, msg);
+}
+
+/* One Slurm job of the trial's name, as the look lists it. */
+typedef struct named_job {
+    long id;
+    int live;        /* a component is not over */
+} named_job;
+
 /* After an sbatch failure that may not be one (a timed-out socket: the controller may
  * have queued the job before the answer was lost), look for the job by its name
- * before submitting again, so that a trial never runs twice: adopt the newest live
- * one (cancelling any other), else submit (or, stopping, finish). */
+ * before submitting again, so that a trial never runs twice: adopt the newest job
+ * newer than any the trial had, and cancel every other live one (copies that lost
+ * answers queued, whatever their id), else submit (or, stopping, finish). */
 static void on_lookup(void *ctx, int status, const char *out, const char *errtext) {
     ex_job *j = ctx;
     slurm_job *sj = j->impl;
     sj->lookup = NULL;
-    /* The trial's jobs newer than any it had are the lost submission's, whatever their
-     * state (a quick job may be over already: its outcome is read as usual). */
-    long newest = 0, extra[16];
-    size_t nextra = 0;
-    for (const char *line = out; status == 0 && *line;) {
+    if (status != 0) {
+        lookup_failed(j, errtext);
+        return;
+    }
+    size_t n = 0, cap = 8;
+    named_job *v = tn_xcalloc(cap, sizeof *v);
+    for (const char *line = out; *line;) { /* "ID|STATE", or "ID+K|STATE" per component */
         size_t len = strcspn(line, "\n");
-        char buf[128];
-        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        const char *bar = memchr(line, '|', len);
+        char state[32] = "";
+        if (bar) snprintf(state, sizeof state, "%.*s", (int)(len - (size_t)(bar + 1 - line)), bar + 1);
+        long id = bar ? strtol(line, NULL, 10) : 0;
         line += len + (line[len] == '\n');
-        char *bar = strchr(buf, '|');
-        if (!bar) continue;
-        *bar = '\0';
-        long id = strtol(buf, NULL, 10);
-        if (id <= sj->last_jobid || id == newest) continue; /* older; a het job's parts */
-        if (newest && nextra < sizeof extra / sizeof extra[0] && !is_terminal(bar + 1))
-            extra[nextra++] = id < newest ? id : newest; /* not the newest: cancelled */
-        if (id > newest) newest = id;
+        if (id <= 0) continue;
+        size_t k = 0;
+        while (k < n && v[k].id != id) k++;
+        if (k == n) {
+            if (n == cap) v = tn_xrealloc(v, (cap *= 2) * sizeof *v);
+            v[n++] = (named_job){id, 0};
+        }
+        if (!is_terminal(state)) v[k].live = 1;
     }
-    for (size_t i = 0; i < nextra; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "%ld", extra[i]);
-        char *argv[] = {"scancel", id, NULL};
-        ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
-        ex__emit(j, NULL, EX_EV_STOPPING, "cancelled Slurm job %s, a second submission of the trial",
-                 id);
+    /* The trial's jobs newer than any it had are lost submissions', whatever their
+     * state (a quick job may be over already: its outcome is read as usual). */
+    long newest = 0;
+    for (size_t k = 0; k < n; k++)
+        if (v[k].id > sj->last_jobid && v[k].id > newest) newest = v[k].id;
+    size_t nextra = 0;
+    char **argv = tn_xcalloc(n + 2, sizeof *argv);
+    argv[0] = "scancel";
+    for (size_t k = 0; k < n; k++)
+        if (v[k].live && v[k].id != newest)
+            argv[1 + nextra++] = tn_xasprintf("%ld", v[k].id);
+    if (nextra > 0) { /* rare: one call for all of them */
+        int rc = ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+        for (size_t k = 0; k < nextra; k++) {
+            ex__emit(j, NULL, EX_EV_STOPPING, "%s Slurm job %s, another live job of the trial "
+                     "(a second submission)", rc == 0 ? "cancelled" : "could not cancel",
+                     argv[1 + k]);
+            free(argv[1 + k]);
+        }
     }
+    free(argv);
+    free(v);
     if (newest > 0) {
         char idbuf[32];
         snprintf(idbuf, sizeof idbuf, "%ld", newest);
@@ -431,9 +581,6 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
         return;
     }
     char err[1024];
-    if (status != 0) /* cannot tell: better wait than risk running the trial twice */
-        ex__emit(j, NULL, EX_EV_QUEUED, "cannot look for the job before submitting it again "
-                 "(squeue: %.200s)", errtext);
     if (submit(j, err, sizeof err) != 0) {
         j->stop_outcome = EX_FAILED;
         free(j->stop_error);
@@ -444,7 +591,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
 
 static void lookup_then(ex_job *j) {
     slurm_job *sj = j->impl;
-    char *name = tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+    char *name = name_arg(j);
     char *argv[] = {"squeue", "--noheader", "--states=all", "--format=%i|%T", name, NULL};
     sj->lookup = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_lookup, j);
     free(name);
@@ -499,40 +646,63 @@ static void take_job(ex_job *j, const char *id, const char *how) {
     if (sj->stop_requested) send_scancel(j);
 }
 
+/* The job id in what sbatch --parsable printed: the last line that is one ("ID" or
+ * "ID;CLUSTER"), as a site's wrapper or job_submit plugin may print notices before it
+ * ("NOTICE: project quota 80% used"); 0 when no line is. */
+static long parsable_id(const char *out) {
+    long id = 0;
+    for (const char *line = out; *line;) {
+        size_t len = strcspn(line, "\n");
+        while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
+        size_t digits = strspn(line, "0123456789");
+        if (digits > 0 && digits < 19 && (digits == len || (line[digits] == ';' && digits + 1 < len)))
+            id = strtol(line, NULL, 10);
+        line += strcspn(line, "\n");
+        if (*line) line++;
+    }
+    return id;
+}
+
 static void on_sbatch(void *ctx, int status, const char *out, const char *errtext) {
     ex_job *j = ctx;
     slurm_job *sj = j->impl;
     sj->sbatch = NULL;
     char msg[1024];
+    /* Whether the job may exist though sbatch gave no id: a passing failure (the
+     * answer lost), sbatch killed, or an answer without an id. */
+    int ambiguous;
     if (status == 0) {
-        long id = strtol(out, NULL, 10); /* --parsable: "ID" or "ID;CLUSTER" */
+        long id = parsable_id(out);
         if (id > 0) {
             char idbuf[32];
             snprintf(idbuf, sizeof idbuf, "%ld", id);
             take_job(j, idbuf, "");
             return;
         }
-        snprintf(msg, sizeof msg, "sbatch printed no job id: '%.200s'", out);
+        char said[300];
+        one_line(said, sizeof said, out);
+        snprintf(msg, sizeof msg, "sbatch exited 0 but printed no job id: '%s'", said);
+        ambiguous = 1;
     } else {
         snprintf(msg, sizeof msg, "%s", errtext[0] ? errtext : "sbatch failed");
-        char *nl = strrchr(msg, '\n');
-        while (nl && nl[1] == '\0') { /* trailing newlines */
-            *nl = '\0';
-            nl = strrchr(msg, '\n');
-        }
+        size_t len = strlen(msg);
+        while (len > 0 && msg[len - 1] == '\n') msg[--len] = '\0'; /* trailing newlines */
+        if (WIFSIGNALED(status)) /* killed (our timeout): the job may exist all the same */
+            snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (sbatch %s)",
+                     strstr(msg, "timed out") ? "timed out" : "was killed");
+        ambiguous = WIFSIGNALED(status) || passing_failure(msg);
     }
-    if (WIFSIGNALED(status)) /* killed (our timeout): the job may exist all the same */
-        snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " (sbatch %s)",
-                 strstr(msg, "timed out") ? "timed out" : "was killed");
     if (sj->stop_requested) { /* nothing was submitted, or the lookup finds and cancels it */
         lookup_then(j);
         return;
     }
-    if ((WIFSIGNALED(status) || passing_failure(msg)) && ++sj->submit_tries < MAX_SUBMIT_TRIES) {
-        double wait = (double)(1 << (sj->submit_tries < 6 ? sj->submit_tries - 1 : 5));
+    double wait;
+    if (ambiguous && try_later(j, &wait)) {
         ex__emit(j, NULL, EX_EV_QUEUED, "sbatch failed (%s); trying again in %gs", msg, wait);
-        struct timeval tv = ex__timeval(wait);
-        evtimer_add(sj->resubmit_ev, &tv);
+        return;
+    }
+    if (ambiguous) {
+        give_up_submitting(j, msg);
         return;
     }
     char why[1400];
@@ -540,7 +710,7 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
              "executor fields (partition, account, qos, timeLimit, extraArgs) and the "
              "replicas' resources",
              j->trial, msg);
-    j->stop_outcome = passing_failure(msg) ? EX_FAILED : EX_REFUSED;
+    j->stop_outcome = EX_REFUSED;
     free(j->stop_error);
     j->stop_error = tn_xstrdup(why);
     ex__finish(j);
@@ -819,9 +989,12 @@ static job_state *parse_squeue(const char *out, size_t *n) {
     *n = 0;
     const char *line = out;
     while (*line) {
+        /* the whole line, however long: a job on many nodes has a long %N, and a line
+         * cut short would lose its last fields and the job seem gone */
         size_t len = strcspn(line, "\n");
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+        char *buf = tn_xmalloc(len + 1);
+        memcpy(buf, line, len);
+        buf[len] = '\0';
         line += len + (line[len] == '\n');
         char *f[5] = {buf, NULL, NULL, NULL, NULL};
         for (int k = 1; k < 5; k++) {
@@ -830,10 +1003,16 @@ static job_state *parse_squeue(const char *out, size_t *n) {
             *bar = '\0';
             f[k] = bar + 1;
         }
-        if (!f[4]) continue;
+        if (!f[4]) {
+            free(buf);
+            continue;
+        }
         char id[32];
         snprintf(id, sizeof id, "%.*s", (int)strspn(f[0], "0123456789"), f[0]);
-        if (!id[0]) continue;
+        if (!id[0]) {
+            free(buf);
+            continue;
+        }
         const char *plus = strchr(f[0], '+');
         int leader = !plus || atoi(plus + 1) == 0, active = !is_terminal(f[1]);
         job_state *s = NULL;
@@ -844,18 +1023,44 @@ static job_state *parse_squeue(const char *out, size_t *n) {
             s = &v[(*n)++];
             memset(s, 0, sizeof *s);
             snprintf(s->id, sizeof s->id, "%s", id);
-        } else if (s->active && !(active && leader)) {
-            continue; /* an active component already speaks for it */
-        } else if (!s->active && !active && !leader) {
-            continue; /* over: the leader speaks */
+        } else if ((s->active && !(active && leader)) || /* an active component speaks */
+                   (!s->active && !active && !leader)) {  /* over: the leader speaks */
+            free(buf);
+            continue;
         }
         snprintf(s->state, sizeof s->state, "%s", f[1]);
         snprintf(s->reason, sizeof s->reason, "%s", f[2]);
-        snprintf(s->nodes, sizeof s->nodes, "%s", f[3]);
+        snprintf(s->nodes, sizeof s->nodes, "%s", f[3]); /* a long list cut short: shown only */
         s->start = start_seconds(f[4]);
         s->active = active;
+        free(buf);
     }
     return v;
+}
+
+/* Queue reasons a pending job never leaves by waiting (docs/slurm.md): the hint for
+ * each, or NULL for a reason that may pass (resources, priority, a begin time). */
+static const char *hopeless_reason(const char *reason) {
+    static const struct {
+        const char *reason, *hint;
+    } hopeless[] = {
+        {"PartitionTimeLimit", "executor.timeLimit is above the partition's MaxTime (`scontrol "
+                               "show partition`): lower it, or pick another executor.partition"},
+        {"PartitionNodeLimit", "the job asks for more nodes than the partition allows, or its "
+                               "nodes are down or drained (`scontrol show partition`, `sinfo "
+                               "-R`): fewer or smaller replicas, or another executor.partition"},
+        {"BadConstraints", "no node of the partition has what the job asks for: check "
+                           "executor.extraArgs (--constraint, --gres) and the replicas' resources"},
+        {"DependencyNeverSatisfied", "the job depends on a job that can no longer satisfy it: "
+                                     "drop the --dependency of executor.extraArgs"},
+        {"InvalidAccount", "Slurm does not take executor.account (`sacctmgr show assoc "
+                           "user=$USER`): fix or drop it"},
+        {"InvalidQOS", "Slurm does not take executor.qos for this account: fix or drop it"},
+        {"JobHeldAdmin", "an administrator holds the job: ask them why"},
+    };
+    for (size_t i = 0; i < sizeof hopeless / sizeof hopeless[0]; i++)
+        if (!strcmp(reason, hopeless[i].reason)) return hopeless[i].hint;
+    return NULL;
 }
 
 static void job_seen(ex_job *j, const job_state *s) {
@@ -871,6 +1076,16 @@ static void job_seen(ex_job *j, const job_state *s) {
     if (j->phase == EX_PH_STOPPING && sj->scancel_failed) { /* still there: again */
         sj->scancel_failed = 0;
         send_scancel(j);
+    }
+    const char *hint = !strcmp(s->state, "PENDING") ? hopeless_reason(s->reason) : NULL;
+    if (hint && j->phase == EX_PH_RUNNING) {
+        /* It would pend forever, and so would every trial of the study: a refusal, as
+         * sbatch's own (the study stops, the trial back to PENDING), once cancelled. */
+        char why[1024];
+        snprintf(why, sizeof why, "Slurm job %s of trial %s can never start: it pends with "
+                 "reason %s\nhint: %s", sj->jobid, j->trial, s->reason, hint);
+        ex__begin_stop(j, EX_REFUSED, why);
+        return;
     }
     int running = !strcmp(s->state, "RUNNING") || !strcmp(s->state, "COMPLETING");
     if (running) /* the trial timeout counts from the start, not the time queued */
@@ -956,6 +1171,7 @@ static void slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, siz
         sj->seen[i] = (ex_seen){seen[i].replica ? tn_xstrdup(seen[i].replica) : NULL, seen[i].time};
     sj->nseen = nseen;
     snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
+    sj->last_jobid = atol(id); /* a look after a re-run's lost answer must not adopt it */
     sj->restart = 0;
     reset_events(j);
     sj->quiet_requeues = 1; /* runs before now were counted (or cannot be told apart) */
@@ -993,9 +1209,14 @@ static void slurm_poll(ex_job *j) {
 static void slurm_stop(ex_job *j) {
     slurm_job *sj = j->impl;
     sj->stop_requested = 1;
-    if (evtimer_pending(sj->resubmit_ev, NULL)) { /* between two sbatch tries: nothing runs */
+    if (evtimer_pending(sj->resubmit_ev, NULL)) {
+        /* Between two tries: the failure before may have queued a job all the same (a
+         * lost answer), so look for it now; on_lookup cancels what it finds, or cancels
+         * by name when it cannot look, and finishes once nothing is left. */
         evtimer_del(sj->resubmit_ev);
-        ex__finish(j);
+        ex__emit(j, NULL, EX_EV_STOPPING, "%s: looking for a job that sbatch may have queued",
+                 j->stop_error ? j->stop_error : "the job is over");
+        lookup_then(j);
         return;
     }
     ex__emit(j, NULL, EX_EV_STOPPING, "%s%s%s", j->stop_error ? j->stop_error : "the job is over",
@@ -1007,7 +1228,7 @@ static void slurm_stop(ex_job *j) {
  * failed in a way that does not say (waiting to try again, or looking). */
 static int unknown_job(const ex_job *j) {
     const slurm_job *sj = j->impl;
-    return sj->sbatch || sj->lookup || evtimer_pending(sj->resubmit_ev, NULL);
+    return sj->sbatch || sj->lookup || sj->scancel_name || evtimer_pending(sj->resubmit_ev, NULL);
 }
 
 /* Whether the trial's Slurm job (known or not) must still be cancelled when the job
@@ -1018,18 +1239,26 @@ static int needs_cancel(const ex_job *j) {
                             (j->phase != EX_PH_DONE && sj->jobid[0] && !is_terminal(sj->state)));
 }
 
-static void slurm_release(ex_job *j) {
+static int slurm_release(ex_job *j) {
     slurm_job *sj = j->impl;
-    if (!sj) return;
+    if (!sj) return 0;
+    int rc = sj->abort_failed ? TN_EIO : 0; /* slurm_abort's scancel did not say it worked */
     if (needs_cancel(j)) {
-        char *name = tn_xasprintf("--name=%s.%s", j->x->o.slurm.job_prefix, j->trial);
+        char *name = name_arg(j);
         char *by_name[] = {"scancel", name, NULL}, *by_id[] = {"scancel", sj->jobid, NULL};
-        ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL);
+        if (ex__cmd_sync(unknown_job(j) ? by_name : by_id, CMD_TIMEOUT, NULL, NULL) != 0)
+            rc = TN_EIO;
         free(name);
     }
     ex__cmd_abandon(sj->sbatch);
     ex__cmd_abandon(sj->lookup);
     ex__cmd_abandon(sj->scancel);
+    ex__cmd_abandon(sj->scancel_name);
+    if (sj->scancel_gone) { /* still on its way: finish it here rather than drop it */
+        ex__cmd_abandon(sj->scancel_gone);
+        char *gone[] = {"scancel", sj->gone_id, NULL};
+        ex__cmd_sync(gone, CMD_TIMEOUT, NULL, NULL);
+    }
     event_free(sj->resubmit_ev);
     for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
     free(sj->ev);
@@ -1037,30 +1266,100 @@ static void slurm_release(ex_job *j) {
     free(sj->seen);
     free(sj);
     j->impl = NULL;
+    return rc;
+}
+
+/* Appends text to the growing string *s (yours to free). */
+static void append(char **s, const char *text) {
+    char *t = tn_xasprintf("%s%s", *s ? *s : "", text);
+    free(*s);
+    *s = t;
 }
 
 /* Cancels every job of the executor that is still queued or running, in one scancel
- * (a second Ctrl-C, a fatal error): freeing them then cancels nothing more. */
-static void slurm_abort(ex_executor *x) {
+ * (a second Ctrl-C, a fatal error): freeing them then cancels nothing more. When a
+ * scancel fails (the controller away), the jobs it named may still run: they are
+ * marked (slurm_release says so of each) and the message names them and the scancel
+ * to send once the controller answers. */
+static int slurm_abort(ex_executor *x, char *err, size_t errlen) {
     size_t n = 0;
     char **argv = tn_xcalloc(x->njobs + 2, sizeof *argv);
     argv[n++] = "scancel";
+    char *names_failed = NULL, *last_error = NULL, *study = NULL;
     for (size_t i = 0; i < x->njobs; i++) {
         ex_job *j = x->jobs[i];
         slurm_job *sj = j->impl;
         if (!sj || !needs_cancel(j)) continue;
+        if (!study) study = j->study;
         if (unknown_job(j)) { /* by name: rare, one call each */
-            char *name = tn_xasprintf("--name=%s.%s", x->o.slurm.job_prefix, j->trial);
+            char *name = name_arg(j), *errtext = NULL;
             char *by_name[] = {"scancel", name, NULL};
-            ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, NULL);
+            if (ex__cmd_sync(by_name, CMD_TIMEOUT, NULL, &errtext) != 0) {
+                sj->abort_failed = 1;
+                append(&names_failed, " ");
+                append(&names_failed, name);
+                free(last_error);
+                last_error = errtext;
+                errtext = NULL;
+            }
+            free(errtext);
             free(name);
         } else {
             argv[n++] = sj->jobid;
         }
         sj->aborted = 1;
     }
-    if (n > 1) ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
+    char *ids_failed = NULL;
+    if (n > 1) {
+        char *errtext = NULL;
+        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0) {
+            for (size_t i = 0; i < x->njobs; i++) {
+                slurm_job *sj = x->jobs[i]->impl;
+                for (size_t k = 1; sj && k < n; k++)
+                    if (argv[k] == sj->jobid) sj->abort_failed = 1;
+            }
+            for (size_t k = 1; k < n; k++) {
+                append(&ids_failed, " ");
+                append(&ids_failed, argv[k]);
+            }
+            free(last_error);
+            last_error = errtext;
+            errtext = NULL;
+        }
+        free(errtext);
+    }
+    int rc = 0;
+    if (ids_failed || names_failed) { /* "jobs 27 28 and those named P.3 may still run" */
+        char why[512];
+        one_line(why, sizeof why, last_error);
+        char *cmds = NULL, *names = NULL;
+        if (ids_failed) {
+            append(&cmds, "`scancel");
+            append(&cmds, ids_failed);
+            append(&cmds, "`");
+        }
+        for (char *p = names_failed; p && *p;) { /* " --name=A --name=B" */
+            size_t len = strcspn(p + 1, " ") + 1;
+            char *one = tn_xasprintf("%s`scancel%.*s`", cmds ? " and " : "", (int)len, p);
+            append(&cmds, one);
+            free(one);
+            one = tn_xasprintf("%s%.*s", names ? ", " : " named ", (int)len - 8, p + 8);
+            append(&names, one);
+            free(one);
+            p += len;
+        }
+        rc = tn_error(err, errlen, TN_EIO,
+                      "scancel failed: jobs%s%s%s may still run; `tuner resume %s` or %s (%s)",
+                      ids_failed ? ids_failed : "", ids_failed && names ? " and those" : "",
+                      names ? names : "", study, cmds, why);
+        free(cmds);
+        free(names);
+    }
+    free(ids_failed);
+    free(names_failed);
+    free(last_error);
     free(argv);
+    return rc;
 }
 
 static void slurm_free(ex_executor *x) {
@@ -1217,8 +1516,11 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
     (void)killed; /* the jobs go on: they are re-attached, not killed */
     const char *prefix = x->o.slurm.job_prefix;
     char *out = NULL, *errtext = NULL;
+    /* the user's own jobs; a uid with no name (no passwd entry: a container's user)
+     * is given as the number, which squeue takes too, never someone else's name */
     struct passwd *pw = getpwuid(getuid());
-    char *user = tn_xasprintf("--user=%s", pw ? pw->pw_name : "root");
+    char *user = pw ? tn_xasprintf("--user=%s", pw->pw_name)
+                    : tn_xasprintf("--user=%lu", (unsigned long)getuid());
     char *argv[] = {"squeue", "--noheader", "--format=%i|%j|%T", user, NULL};
     int status = ex__cmd_sync(argv, CMD_TIMEOUT, &out, &errtext);
     int rc = 0;

@@ -1168,26 +1168,44 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     if (L->interrupted) { /* second signal: no more grace */
         log_line(L, "second signal: killing every replica now");
         for (size_t i = 0; i < L->nrunning; i++) ex_job_stop(L->running[i]->job, EX_STOPPED, NULL);
-        ex_abort_all(L->x); /* Slurm: one scancel for all the jobs */
+        char aerr[2048];
+        if (ex_abort_all(L->x, aerr, sizeof aerr) != 0) /* Slurm: one scancel for all */
+            log_line(L, "%s", aerr); /* which jobs may still run, and what to do */
         while (L->nrunning > 0) {
             trial_run *t = L->running[0];
+            release(L, t);
+            /* Freed without their callbacks, so no replica's `exited` is stored: one
+             * event says what became of them instead. A job whose cancel failed (the
+             * Slurm controller away) may still run: its handle stays with the trial,
+             * so `tuner resume` finds it (and cancels it) rather than forgetting it. */
+            int may_run = ex_job_free(t->job) != 0;
             st_trial row;
-            /* The jobs are freed without their callbacks, so no replica's `exited` is
-             * stored: one event says what became of them instead. */
-            st_event e = {.time = wall_clock(), .kind = "killed",
-                          .detail = "a second signal killed every replica at once; "
-                                    "their exits are not recorded, and `tuner resume` "
-                                    "runs the trial again"};
+            int have_row = get_trial(L, t->number, &row, NULL, 0) == 0;
+            char *detail;
+            if (may_run && have_row && row.executor_job)
+                detail = tn_xasprintf("a second signal tried to cancel the trial's job at once, "
+                                      "but the cancel failed: %s may still run; `tuner resume` "
+                                      "cancels it and runs the trial again",
+                                      row.executor_job);
+            else if (may_run)
+                detail = tn_xstrdup("a second signal tried to cancel the trial's job at once, but "
+                                    "the cancel failed: a job of the trial may still run; `tuner "
+                                    "resume` cancels it and runs the trial again");
+            else
+                detail = tn_xstrdup("a second signal killed every replica at once; their exits "
+                                    "are not recorded, and `tuner resume` runs the trial again");
+            st_event e = {.time = wall_clock(), .kind = "killed", .detail = detail};
             st_event_add(L->st, L->study->id, t->number, &e, NULL, 0);
-            if (get_trial(L, t->number, &row, NULL, 0) == 0) {
+            free(detail);
+            if (have_row) {
                 row.state = ST_TRIAL_PENDING;
-                free(row.executor_job); /* its job is killed below: a resume runs it anew */
-                row.executor_job = NULL;
+                if (!may_run) { /* its job is gone: a resume runs it anew */
+                    free(row.executor_job);
+                    row.executor_job = NULL;
+                }
                 st_trial_update(L->st, &row, NULL, 0);
                 st_trial_clear(&row);
             }
-            release(L, t);
-            ex_job_free(t->job);
             trial_run_free(t);
         }
         event_base_loopbreak(L->base);
@@ -1530,7 +1548,8 @@ static int finish_study(loop *L, int *outcome, char *err, size_t errlen) {
 
 /* Releases what the loop holds; running trials (after a fatal error) are aborted. */
 static void loop_free(loop *L) {
-    if (L->nrunning > 0) ex_abort_all(L->x);
+    char aerr[2048];
+    if (L->nrunning > 0 && ex_abort_all(L->x, aerr, sizeof aerr) != 0) log_line(L, "%s", aerr);
     while (L->nrunning > 0) {
         trial_run *t = L->running[0];
         release(L, t);

@@ -17,6 +17,11 @@ is called by picks the command. All state is in $FAKE_SLURM_DIR:
   sbatch_lie           when present (and removed): sbatch queues the job all the same
                        before it fails, as when the controller's answer is lost
   squeue_fail          when present: squeue prints it to stderr and exits 1
+  squeue_name_fail     when present: squeue --name (the look for a trial's job) prints its
+                       first line to stderr and exits 1, the line removed (as sbatch_fail)
+  sbatch_stdout        when present: what sbatch prints instead of "ID\n", %j standing for
+                       the id (a site's notices before it, or no id at all)
+  nodelist             when present: what squeue prints for %N (a long node list)
   scancel_fail         when present: scancel prints it to stderr, exits 1 and removes it
   sinfo                what sinfo prints (sinfo_fail: printed to stderr, exit 1)
 
@@ -59,6 +64,20 @@ def write(p, text):
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, p)
+
+
+def take_line(name):
+    """The first line of the file name (None when it is missing), which is removed from
+    it (and the file with its last line)."""
+    text = read(path(name), None)
+    if text is None:
+        return None
+    lines = text.splitlines()
+    if lines[1:]:
+        write(path(name), "\n".join(lines[1:]) + "\n")
+    else:
+        os.remove(path(name))
+    return lines[0] if lines else ""
 
 
 def injected(command, once=False):
@@ -148,7 +167,7 @@ def sbatch(args):
         sys.stderr.write("sbatch: error: Batch job submission failed: Socket timed out on "
                          "send/recv operation\n")
         return 1
-    sys.stdout.write(jid + "\n")
+    sys.stdout.write(read(path("sbatch_stdout"), "%j\n").replace("%j", jid))
     return 0
 
 
@@ -183,6 +202,12 @@ def squeue(args):
             ids = a[7:].split(",")
     fmt = opt(args, "--format", "%i|%T|%r|%N|%S")
     name = opt(args, "--name")
+    if name is not None:
+        fail = take_line("squeue_name_fail")
+        if fail is not None:
+            sys.stderr.write(fail + "\n")
+            return 1
+    nodelist = read(path("nodelist"), None)
     listed = 0
     for jid in sorted(job_ids(), key=int):
         if ids is not None and jid not in ids:
@@ -195,7 +220,7 @@ def squeue(args):
         if name is not None and st[3] != name:
             continue
         line = fmt.replace("%i", jid).replace("%T", st[0]).replace("%r", st[1])
-        line = line.replace("%N", st[2]).replace("%j", st[3]).replace("%S", "N/A")
+        line = line.replace("%N", nodelist.strip() if nodelist and st[2] != "(null)" else st[2]).replace("%j", st[3]).replace("%S", "N/A")
         sys.stdout.write(line + "\n")
         listed += 1
     if ids is not None and listed == 0:

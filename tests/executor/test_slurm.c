@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +66,10 @@ static void fake_read(const char *name, char *buf, size_t len) {
 
 /* A clean fake cluster: no jobs, no failures; run: sbatch runs the jobs. */
 static void fake_reset(int run) {
-    char cmd[5000];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "rm -rf '%s/jobs' '%s/pids' '%s'/calls '%s'/*_fail '%s'/state "
-             "'%s'/run '%s'/sinfo", g_fake, g_fake, g_fake, g_fake, g_fake, g_fake, g_fake);
+             "'%s'/run '%s'/sinfo '%s'/sbatch_lie '%s'/sbatch_stdout '%s'/nodelist", g_fake,
+             g_fake, g_fake, g_fake, g_fake, g_fake, g_fake, g_fake, g_fake, g_fake);
     if (system(cmd) != 0) fprintf(stderr, "cannot reset %s\n", g_fake);
     if (run) fake_write("run", "");
 }
@@ -143,6 +145,7 @@ typedef struct job_case {
     double backoff;          /* restart_backoff (restart_backoff_max: 10 s) */
     int fail_on_repeat;
     const char *const *env;  /* every replica's env */
+    double retry_seconds;    /* the first wait after a passing sbatch failure (0: 1 s) */
 } job_case;
 
 /* squeue every 0.25 s keeps the tests short; test_squeue_rate checks the tuner's 1 s. */
@@ -162,6 +165,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
     o.metric = "acc";
     o.t0 = now_s();
     ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    opts.slurm.retry_seconds = jc->retry_seconds;
     ex_executor *x = NULL;
     char err[1024] = "", dir[700];
     CHECK_MSG(ex_executor_new(o.base, &opts, &x, err, sizeof err) == 0, "%s", err);
@@ -531,10 +535,13 @@ static void test_squeue_outage(void) {
     CHECK(first && !strstr(first + 1, "squeue failed"));
 }
 
-/* Slurm forgets the job (purged) before it ran: the job runs again. */
+/* Slurm forgets the job (purged) before it ran: the job runs again, its old id
+ * cancelled first in case the listing was wrong. */
+static char g_forgotten[32];
 static void forget_job(outcome *o, double elapsed) {
     if (o->hook_state == 0 && o->handle[0] && strstr(o->events, "job queued: Slurm job")) {
         char name[64];
+        snprintf(g_forgotten, sizeof g_forgotten, "%s", job_id(o));
         snprintf(name, sizeof name, "jobs/%s", job_id(o));
         fake_remove(name);
         fake_write("run", ""); /* the next one runs */
@@ -550,6 +557,9 @@ static void test_forgotten_job_is_rerun(void) {
     CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
     CHECK_STR_CONTAINS(o.events, "no longer knows job");
     CHECK_INT_EQ(attempts, 2);
+    char cancel[64];
+    snprintf(cancel, sizeof cancel, "scancel %s\n", g_forgotten);
+    CHECK_MSG(fake_called_with(cancel), "no %s", cancel);
 }
 
 static void stop_when_running(outcome *o, double elapsed) {
@@ -710,6 +720,177 @@ static void test_lost_sbatch_answer(void) {
     CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
     CHECK_INT_EQ(attempts, 1);
     CHECK_STR_CONTAINS(o.events, "found by its name after sbatch's answer was lost");
+}
+
+/* The id the fake's next sbatch gives (its jobs are numbered across the tests). */
+static long fake_next_id(void) {
+    char buf[32];
+    fake_read("next_id", buf, sizeof buf);
+    return buf[0] ? atol(buf) : 1;
+}
+
+/* The state the fake has for job id ("" when it has none). */
+static void fake_job_state(long id, char *buf, size_t len) {
+    char name[64];
+    snprintf(name, sizeof name, "jobs/%ld", id);
+    fake_read(name, buf, len);
+}
+
+/* sbatch's answer is lost and the look for the job (squeue --name) fails too: the
+ * tuner waits and looks again rather than submitting a second copy of the trial. */
+static void test_lookup_failing_waits(void) {
+    fake_reset(1);
+    fake_write("sbatch_lie", "");
+    fake_write("squeue_name_fail", "squeue: error: Socket timed out on send/recv operation\n");
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .retry_seconds = 0.2};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("lookup_fails", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1); /* never a second copy */
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_STR_CONTAINS(o.events, "cannot look for a job that sbatch may have queued (squeue: "
+                                 "squeue: error: Socket timed out");
+    CHECK_STR_CONTAINS(o.events, "found by its name after sbatch's answer was lost");
+}
+
+/* squeue lists the job with a node list longer than any fixed line: the job is seen,
+ * not taken for gone (and re-run beside itself). */
+static void test_long_node_list(void) {
+    fake_reset(1);
+    char list[4096];
+    size_t n = (size_t)snprintf(list, sizeof list, "gpu-node[");
+    for (int i = 1; i < 800 && n + 8 < sizeof list; i += 2)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%04d", i > 1 ? "," : "", i);
+    snprintf(list + n, sizeof list - n, "]\n");
+    fake_write("nodelist", list);
+    job_case jc = {.script = "sleep 2", .restarts = 5, .retries = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("longnodes", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+    CHECK_STR_CONTAINS(o.events, "running on gpu-node[0001,0003");
+    CHECK(!strstr(o.events, "no longer knows"));
+}
+
+/* sbatch exits 0 but prints a site's notice before the id: the id is the last line
+ * that is one; an answer with no id at all may still have queued the job, which is
+ * then found by its name, not submitted twice nor taken for a refusal. */
+static void test_sbatch_prints_more_than_the_id(void) {
+    fake_reset(1);
+    fake_write("sbatch_stdout", "NOTICE: project quota 80% used\n%j;cluster1\n");
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .retry_seconds = 0.2};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("notice", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+    CHECK_INT_EQ(attempts, 1);
+    fake_reset(1);
+    fake_write("sbatch_stdout", "NOTICE: your job was queued\n");
+    o = run_job("noid", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_STR_CONTAINS(o.events, "sbatch exited 0 but printed no job id: 'NOTICE: your job was "
+                                 "queued'");
+    CHECK_STR_CONTAINS(o.events, "found by its name after sbatch's answer was lost");
+}
+
+/* A stop while the tuner waits to try sbatch again: the lost answer queued a job,
+ * which is looked for and cancelled, not left in the queue. */
+static void stop_in_backoff(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && strstr(o->events, "trying again in")) {
+        ex_job_stop(o->job, EX_STOPPED, "interrupted");
+        o->hook_state = 1;
+    }
+}
+
+static void test_stop_during_backoff(void) {
+    fake_reset(0); /* the job stays PENDING */
+    fake_write("sbatch_lie", "");
+    long id = fake_next_id();
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .retry_seconds = 5,
+                   .hook = stop_in_backoff};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("stop_backoff", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_STOPPED, "outcome %d: %s; %s", o.outcome, o.error, o.events);
+    char state[128];
+    fake_job_state(id, state, sizeof state);
+    CHECK_MSG(strstr(state, "CANCELLED"), "job %ld: %s; %s", id, state, o.events);
+    CHECK_STR_CONTAINS(o.events, "looking for a job that sbatch may have queued");
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+    /* the look fails too: every job of the trial's name is cancelled */
+    fake_reset(0);
+    fake_write("sbatch_lie", "");
+    fake_write("squeue_name_fail", "squeue: error: Socket timed out on send/recv operation\n");
+    id = fake_next_id();
+    o = run_job("stop_backoff2", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_STOPPED, "outcome %d: %s; %s", o.outcome, o.error, o.events);
+    fake_job_state(id, state, sizeof state);
+    CHECK_MSG(strstr(state, "CANCELLED"), "job %ld: %s; %s", id, state, o.events);
+    CHECK(fake_called_with("scancel --name=tuner.test.s.3"));
+}
+
+/* The controller does not answer for minutes: after ten tries the study is stopped
+ * with the trial to run again (EX_REFUSED), not failed for good with a hint about
+ * the spec; a look that keeps failing counts against the same tries. */
+static void test_controller_outage_stops_study(void) {
+    fake_reset(1);
+    char lines[4096] = "";
+    for (int i = 0; i < 10; i++)
+        strcat(lines, "sbatch: error: Batch job submission failed: Unable to contact slurm "
+                      "controller (connect failure)\n");
+    fake_write("sbatch_fail", lines);
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .retry_seconds = 0.01};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("outage_sbatch", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_REFUSED, "outcome %d: %s", o.outcome, o.error);
+    CHECK_STR_CONTAINS(o.error, "the Slurm controller did not answer (sbatch: error: Batch job "
+                                "submission failed: Unable to contact slurm controller");
+    CHECK_STR_CONTAINS(o.error, "hint: `tuner resume s` when `scontrol ping` works");
+    CHECK(!strstr(o.error, "refused"));
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 10);
+    CHECK_INT_EQ(attempts, 0);
+    fake_reset(0);
+    fake_write("sbatch_lie", "");
+    lines[0] = '\0';
+    for (int i = 0; i < 10; i++)
+        strcat(lines, "squeue: error: Unable to contact slurm controller (connect failure)\n");
+    fake_write("squeue_name_fail", lines);
+    o = run_job("outage_squeue", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_REFUSED, "outcome %d: %s", o.outcome, o.error);
+    CHECK_STR_CONTAINS(o.error, "the Slurm controller did not answer (squeue: error: Unable");
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+}
+
+/* The job pends with a reason it never leaves by waiting (a timeLimit above the
+ * partition's MaxTime where Slurm does not refuse it at submission): the job is
+ * cancelled and the study stops (EX_REFUSED) with the reason and a hint, rather than
+ * the trial waiting forever; a reason that passes (Resources) is waited out. */
+static const char *g_pend_reason;
+static void pend_with_reason(outcome *o, double elapsed) {
+    if (o->hook_state == 0 && o->handle[0] && strstr(o->events, "job queued: Slurm job")) {
+        char name[64], text[128];
+        snprintf(name, sizeof name, "jobs/%s", job_id(o));
+        snprintf(text, sizeof text, "PENDING|%s|(null)|tuner.test.s.3", g_pend_reason);
+        fake_write(name, text);
+        o->hook_state = 1;
+    }
+}
+
+static void test_hopeless_pending_reason(void) {
+    fake_reset(0);
+    g_pend_reason = "PartitionTimeLimit";
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = pend_with_reason};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("hopeless", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_REFUSED, "outcome %d: %s; %s", o.outcome, o.error, o.events);
+    CHECK_STR_CONTAINS(o.error, "can never start: it pends with reason PartitionTimeLimit");
+    CHECK_STR_CONTAINS(o.error, "hint: executor.timeLimit is above the partition's MaxTime");
+    char state[128];
+    fake_job_state(atol(job_id(&o)), state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED"); /* nothing left in the queue */
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
 }
 
 /* Slurm's commands run in a process group of their own: a Ctrl-C at the terminal
@@ -875,6 +1056,45 @@ static void test_recover_and_cancel_strays(void) {
     event_base_free(base);
 }
 
+/* A uid with no passwd entry (a container's user): resume lists that uid's jobs
+ * (--user=UID), not root's. Needs root to become such a user; skipped otherwise. */
+static void test_recover_user_without_name(void) {
+    if (getuid() != 0) {
+        printf("skipped test_recover_user_without_name: not root\n");
+        return;
+    }
+    uid_t uid = 61000;
+    while (getpwuid(uid) && uid < 62000) uid++;
+    fake_reset(0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "chmod 0777 '%s' && touch '%s/calls' && chmod 0666 '%s/calls'",
+             g_fake, g_fake, g_fake);
+    CHECK(system(cmd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* the tuner as that user */
+        if (setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
+        struct event_base *base = event_base_new();
+        ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+        ex_executor *x = NULL;
+        char err[512];
+        char **handles = NULL;
+        long *trials = NULL;
+        size_t n = 0;
+        int killed = 0;
+        if (ex_executor_new(base, &opts, &x, err, sizeof err) != 0) _exit(4);
+        int rc = ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err);
+        _exit(rc == 0 ? 0 : 5);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    char want[64];
+    snprintf(want, sizeof want, "--user=%lu", (unsigned long)uid);
+    CHECK_MSG(fake_called_with(want), "squeue was not asked for %s", want);
+    CHECK(!fake_called_with("--user=root"));
+}
+
 static void test_free_live_job_cancels_it(void) {
     fake_reset(1);
     struct event_base *base = event_base_new();
@@ -899,6 +1119,60 @@ static void test_free_live_job_cancels_it(void) {
     CHECK(o.handle[0]);
     ex_job_free(j); /* still running: cancelled, no orphan left */
     char name[64], state[128];
+    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
+    fake_read(name, state, sizeof state);
+    CHECK_STR_CONTAINS(state, "CANCELLED");
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
+/* A second Ctrl-C's one scancel fails (the controller away): ex_abort_all says which
+ * jobs may still run and how to cancel them, and freeing the job says it may still
+ * run, rather than both taking the cancel for done. */
+static void test_abort_scancel_fails(void) {
+    fake_reset(1);
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[2048], dir[700];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    snprintf(dir, sizeof dir, "%s/abortfail", g_root);
+    const char *argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
+    ex_job_config cfg = {.study = "s", .trial = "9", .argv = argv, .argc = 4, .job_dir = dir,
+                         .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
+                         .poll_seconds = 0.1};
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = base;
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    ex_job *j = NULL;
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
+    struct timeval two = {1, 500000};
+    event_base_loopexit(base, &two);
+    event_base_dispatch(base);
+    CHECK(o.handle[0]);
+    fake_write("scancel_fail", "scancel: error: Kill job error on job id: Socket timed out on "
+                               "send/recv operation\n");
+    int rc = ex_abort_all(x, err, sizeof err);
+    CHECK(rc != 0);
+    char want[256];
+    snprintf(want, sizeof want, "scancel failed: jobs %s may still run; `tuner resume s` or "
+             "`scancel %s` (scancel: error: Kill job error", job_id(&o), job_id(&o));
+    CHECK_STR_CONTAINS(err, want);
+    CHECK_INT_EQ(ex_job_free(j), TN_EIO); /* its job may still run */
+    char name[64], state[128];
+    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
+    fake_read(name, state, sizeof state);
+    CHECK_STR_CONTAINS(state, "RUNNING");
+    CHECK(system("scancel $(ls \"$FAKE_SLURM_DIR/jobs\")") == 0); /* no orphan left */
+    /* when scancel works, nothing is said and nothing may run */
+    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
+    o.handle[0] = '\0';
+    event_base_loopexit(base, &two);
+    event_base_dispatch(base);
+    CHECK(o.handle[0]);
+    CHECK_INT_EQ(ex_abort_all(x, err, sizeof err), 0);
+    CHECK_INT_EQ(ex_job_free(j), 0);
     snprintf(name, sizeof name, "jobs/%s", job_id(&o));
     fake_read(name, state, sizeof state);
     CHECK_STR_CONTAINS(state, "CANCELLED");
@@ -1158,11 +1432,19 @@ int main(int argc, char **argv) {
     RUN(test_attach_to_finished_job);
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
+    RUN(test_lookup_failing_waits);
+    RUN(test_long_node_list);
+    RUN(test_sbatch_prints_more_than_the_id);
+    RUN(test_stop_during_backoff);
+    RUN(test_controller_outage_stops_study);
+    RUN(test_hopeless_pending_reason);
     RUN(test_commands_own_process_group);
     RUN(test_command_timeout_kills_its_group);
     RUN(test_tuner_inside_a_job);
     RUN(test_recover_and_cancel_strays);
+    RUN(test_recover_user_without_name);
     RUN(test_free_live_job_cancels_it);
+    RUN(test_abort_scancel_fails);
     RUN(test_check_against_sinfo);
     RUN(test_launcher_errors);
     RUN(test_rendezvous_timeout);

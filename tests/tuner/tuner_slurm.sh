@@ -162,6 +162,33 @@ check cancel_exit130 test $rc -eq 130
 check cancel_state test "$(study_state canc)" = CANCELLED
 check cancel_queue_empty wait_queue_empty
 
+# --- a second Ctrl-C whose scancel fails (the controller away; a wrapper here): the
+# jobs are said to be still running, their ids kept with the PENDING trials, and
+# resume cancels them as strays ----------------------------------------------------
+spec abort2 "" 2 2 '["/bin/sh", "-c", "sleep 60", "sh"]'
+mkdir -p wrap_scancel
+printf '#!/bin/sh\necho "scancel: error: Kill job error on job id $*: Socket timed out on send/recv operation" >&2\nexit 1\n' >wrap_scancel/scancel
+chmod +x wrap_scancel/scancel
+abort2_running() { squeue --noheader --state=running --format=%j | grep -c '\.abort2\.'; }
+PATH="$WORK/wrap_scancel:$PATH" "$TUNER" run abort2.json --grace=1 >abort2.out 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ "$(abort2_running)" -ge 2 ] && break; sleep 0.1; done
+kill -INT $pid
+for _ in $(seq 1 50); do [ "$(event_details abort2 stopping | grep -c 'will try again')" -ge 2 ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+check abort2_exit130 test $rc -eq 130
+check abort2_says grep -q 'scancel failed: jobs [0-9]* [0-9]* may still run; `tuner resume abort2` or `scancel [0-9]* [0-9]*`' abort2.out
+check abort2_jobs_still_run test "$(abort2_running)" -eq 2
+check abort2_trials_pending test "$(count_state abort2 PENDING)" -eq 2
+check abort2_job_ids_kept test "$(trial_field abort2 executor_job | grep -c '^slurm:[0-9]*$')" -eq 2
+check abort2_killed_events test "$(event_details abort2 killed | grep -c 'but the cancel failed: slurm:[0-9]* may still run')" -eq 2
+"$TUNER" resume abort2 --grace=1 >abort2_resume.out 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ "$(grep -c 'stray job of trial' abort2_resume.out)" -ge 2 ] && [ "$(abort2_running)" -ge 2 ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid
+check abort2_resume_cancels_them test "$(grep -c 'a stray job of trial [12] that no trial claims' abort2_resume.out)" -eq 2
+check abort2_queue_empty wait_queue_empty
+
 # --- SIGKILL the tuner mid-study, resume: re-attached, nothing lost or doubled -------
 sleeper='["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 spec killed "" 6 2 "$sleeper" "" '{"parameterName": "x", "type": "INTEGER", "minValue": 1, "maxValue": 6}'
