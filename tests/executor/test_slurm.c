@@ -303,13 +303,16 @@ static void test_heterogeneous_components(void) {
 
 /* CUDA_VISIBLE_DEVICES as the contract says: Slurm's for a replica given GPUs (the
  * stand-in leaves the environment's, as Slurm would set its own), "" for one that asked
- * for none, whatever the tuner's environment had. */
+ * for none, whatever the tuner's environment had. The chief waits for the worker's
+ * file: a chief that succeeds at once may end the run before the worker starts. */
 static void test_cuda_visible_devices(void) {
     fake_reset(1);
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-    job_case jc = {.script = "t=worker; case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) t=chief;; "
-                             "esac; echo \"${CUDA_VISIBLE_DEVICES-unset}\" > "
-                             "\"${1#--job-dir=}/cuda-$t\"; " SERVE,
+    job_case jc = {.script = "d=${1#--job-dir=}; t=worker; case \"$TF_CONFIG\" in "
+                             "*'\"type\":\"chief\"'*) t=chief;; esac; "
+                             "echo \"${CUDA_VISIBLE_DEVICES-unset}\" > \"$d/cuda-$t\"; "
+                             "if [ $t = chief ]; then for i in $(seq 300); do "
+                             "[ -f \"$d/cuda-worker\" ] && break; sleep 0.1; done; fi; " SERVE,
                    .workers = 1, .worker_gpus = 1, .restarts = 0};
     int attempts = 0, restarts = 0;
     outcome o = run_job("cuda", &jc, &attempts, &restarts);
