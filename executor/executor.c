@@ -81,9 +81,9 @@ static void run_ended(ex_job *j, ex_replica *r, double at) {
 /* Tells the caller an event. Every event of every backend passes here: a replica's
  * `started` counts its runs, its `exited` reads what the run left (run_ended). */
 static void emit_v(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
-                   const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+                   int notice, const char *fmt, va_list ap) __attribute__((format(printf, 7, 0)));
 static void emit_v(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
-                   const char *fmt, va_list ap) {
+                   int notice, const char *fmt, va_list ap) {
     int started = who && !strcmp(kind, EX_EV_STARTED);
     int exited = who && !strcmp(kind, EX_EV_EXITED);
     ex_replica *r = started || exited ? replica_named(j, who) : NULL;
@@ -93,14 +93,21 @@ static void emit_v(ex_job *j, double time, const char *who, const char *kind, ex
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
     ex_event e = {.time = time, .replica = who, .kind = kind, .detail = detail,
-                  .exit = exited ? exit : EX_EXIT_UNKNOWN};
+                  .exit = exited ? exit : EX_EXIT_UNKNOWN, .notice = notice};
     j->cb.event(j->ctx, &e);
 }
 
 void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    emit_v(j, ex__now(), who, kind, EX_EXIT_UNKNOWN, fmt, ap);
+    emit_v(j, ex__now(), who, kind, EX_EXIT_UNKNOWN, 0, fmt, ap);
+    va_end(ap);
+}
+
+void ex__notice(ex_job *j, const char *kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit_v(j, ex__now(), NULL, kind, EX_EXIT_UNKNOWN, 1, fmt, ap);
     va_end(ap);
 }
 
@@ -108,7 +115,7 @@ void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_e
                  const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    emit_v(j, time, who, kind, exit, fmt, ap);
+    emit_v(j, time, who, kind, exit, 0, fmt, ap);
     va_end(ap);
 }
 

@@ -118,6 +118,9 @@ typedef struct ex_event {
     const char *kind;     /* EX_EV_* */
     const char *detail;   /* a sentence for people (pid, exit status, reason) */
     ex_exit exit;         /* EX_EV_EXITED: how the run ended; else EX_EXIT_UNKNOWN */
+    int notice;           /* worth telling the user now, beyond storing it: a Slurm job
+                             that waits for something other than its turn (held, nodes
+                             down or reserved, ...), a command failing in an outage */
 } ex_event;
 
 typedef struct ex_callbacks {

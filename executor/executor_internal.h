@@ -131,6 +131,9 @@ void ex__emit(ex_job *j, const char *who, const char *kind, const char *fmt, ...
     __attribute__((format(printf, 4, 5)));
 void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_exit exit,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* ex__emit of a job's event with ex_event.notice set: the tuner prints it as well. */
+void ex__notice(ex_job *j, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Starts the trial timeout (if the job has one and it is not running yet), `elapsed`
  * seconds of it already used. For backends with timeout_from_start. */

@@ -317,7 +317,7 @@ static void on_scancel_gone(void *ctx, int status, const char *out, const char *
     slurm_job *sj = j->impl;
     sj->scancel_gone = NULL;
     if (status != 0 && !strstr(errtext, "Invalid job id")) /* that one: gone indeed */
-        ex__emit(j, NULL, EX_EV_QUEUED, "scancel %s (a job squeue no longer lists) failed: %s",
+        ex__notice(j, EX_EV_QUEUED, "scancel %s (a job squeue no longer lists) failed: %s",
                  sj->gone_id, errtext[0] ? errtext : "no message");
 }
 
@@ -504,7 +504,7 @@ static void lookup_failed(ex_job *j, const char *errtext) {
     }
     double wait;
     if (try_later(j, &wait)) {
-        ex__emit(j, NULL, EX_EV_QUEUED, "cannot look for a job that sbatch may have queued "
+        ex__notice(j, EX_EV_QUEUED, "cannot look for a job that sbatch may have queued "
                  "(squeue: %s), so not submitting again yet; looking again in %gs", msg, wait);
         return;
     }
@@ -698,7 +698,7 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
     }
     double wait;
     if (ambiguous && try_later(j, &wait)) {
-        ex__emit(j, NULL, EX_EV_QUEUED, "sbatch failed (%s); trying again in %gs", msg, wait);
+        ex__notice(j, EX_EV_QUEUED, "sbatch failed (%s); trying again in %gs", msg, wait);
         return;
     }
     if (ambiguous) {
@@ -1063,6 +1063,19 @@ static const char *hopeless_reason(const char *reason) {
     return NULL;
 }
 
+/* Whether a job that is not running waits only for its turn (or for what its spec asked
+ * for: a dependency, a begin time): its changes are stored, not told. Anything else (held,
+ * nodes down, drained or reserved, a limit of the account) is worth telling the user at
+ * once, as the study may not move until someone acts. */
+static int routine_wait(const job_state *s) {
+    static const char *const routine[] = {"None",       "Priority",  "Resources",
+                                          "BeginTime",  "Dependency", ""};
+    if (strcmp(s->state, "PENDING") != 0) return 1; /* REQUEUED, SUSPENDED...: stored */
+    for (size_t i = 0; i < sizeof routine / sizeof routine[0]; i++)
+        if (!strcmp(s->reason, routine[i])) return 1;
+    return 0;
+}
+
 static void job_seen(ex_job *j, const job_state *s) {
     slurm_job *sj = j->impl;
     sj->missing = 0;
@@ -1095,7 +1108,10 @@ static void job_seen(ex_job *j, const job_state *s) {
         ex__emit(j, NULL, EX_EV_RUNNING, "Slurm job %s running on %s", sj->jobid, s->nodes);
     } else if (!running && (strcmp(sj->state, s->state) != 0 || strcmp(sj->reason, s->reason) != 0)) {
         if (!strcmp(s->state, "PENDING") || !strcmp(s->state, "REQUEUED")) sj->told_running = 0;
-        ex__emit(j, NULL, EX_EV_QUEUED, "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
+        if (routine_wait(s))
+            ex__emit(j, NULL, EX_EV_QUEUED, "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
+        else
+            ex__notice(j, EX_EV_QUEUED, "Slurm job %s %s (%s)", sj->jobid, s->state, s->reason);
     }
     snprintf(sj->state, sizeof sj->state, "%s", s->state);
     snprintf(sj->reason, sizeof sj->reason, "%s", s->reason);
@@ -1111,8 +1127,8 @@ static void on_squeue(void *ctx, int status, const char *out, const char *errtex
         if (!se->failing) { /* say it once per outage, on every job */
             se->failing = 1;
             for (size_t i = 0; i < x->njobs; i++)
-                ex__emit(x->jobs[i], NULL, EX_EV_QUEUED,
-                         "squeue failed, will keep asking: %.300s", errtext);
+                ex__notice(x->jobs[i], EX_EV_QUEUED, "squeue failed, will keep asking: %.300s",
+                           errtext);
         }
         return;
     }

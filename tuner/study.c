@@ -682,6 +682,8 @@ static void on_event(void *ctx, const ex_event *ev) {
         log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
         store_counts(t);
+    } else if (ev->notice) { /* a Slurm job held, say: the study may wait for someone */
+        log_line(L, "trial %lld: %s", (long long)t->number, detail);
     } else if (!strcmp(kind, EX_EV_METRICS)) { /* a metric file that cannot be read */
         free(t->metric_problem);
         t->metric_problem = tn_xasprintf("%s: %s", replica ? replica : "job", detail);

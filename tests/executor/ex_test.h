@@ -32,7 +32,7 @@ typedef struct outcome {
     int hook_state;
 } outcome;
 
-/* Appends "REPLICA KIND: DETAIL[ [exit N]][ [signal S]]; " to o->events. */
+/* Appends "REPLICA KIND: DETAIL[ [exit N]][ [signal S]][ [notice]]; " to o->events. */
 static void on_event(void *ctx, const ex_event *e) {
     outcome *o = ctx;
     if (e->time < 1.6e9) o->bad_times++; /* an event's time is the wall clock */
@@ -40,8 +40,9 @@ static void on_event(void *ctx, const ex_event *e) {
     char how[48] = "";
     if (e->exit.code >= 0) snprintf(how, sizeof how, " [exit %d]", e->exit.code);
     if (e->exit.signal > 0) snprintf(how, sizeof how, " [signal %d]", e->exit.signal);
-    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s%s; ",
-             e->replica ? e->replica : "job", e->kind, e->detail ? e->detail : "", how);
+    snprintf(o->events + len, sizeof o->events - len, "%s %s: %s%s%s; ",
+             e->replica ? e->replica : "job", e->kind, e->detail ? e->detail : "", how,
+             e->notice ? " [notice]" : "");
     if (e->replica && !strcmp(e->replica, "chief:0") && !strcmp(e->kind, "exited"))
         o->chief_exit_time = e->time;
 }

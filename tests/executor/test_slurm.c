@@ -896,6 +896,32 @@ static void test_hopeless_pending_reason(void) {
     CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
 }
 
+/* A job held (a reason that someone must act on, but that can clear) is waited for, and
+ * its reason is a notice, which the tuner prints; the routine wait before it is only
+ * stored. The hook stops the job once the notice came. */
+static void stop_after_notice(outcome *o, double elapsed) {
+    pend_with_reason(o, elapsed);
+    if (o->hook_state == 1 && strstr(o->events, "[notice]")) {
+        ex_job_stop(o->job, EX_STOPPED, "the test saw the notice");
+        o->hook_state = 2;
+    }
+}
+
+static void test_held_job_is_a_notice(void) {
+    fake_reset(0);
+    g_pend_reason = "JobHeldUser";
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .hook = stop_after_notice};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("held", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_STOPPED, "outcome %d: %s; %s", o.outcome, o.error, o.events);
+    char want[128];
+    snprintf(want, sizeof want, "job queued: Slurm job %s PENDING (JobHeldUser) [notice]; ",
+             job_id(&o));
+    CHECK_STR_CONTAINS(o.events, want);
+    snprintf(want, sizeof want, "job queued: Slurm job %s PENDING (None); ", job_id(&o));
+    CHECK_STR_CONTAINS(o.events, want); /* the routine wait: stored, not told */
+}
+
 /* Slurm's commands run in a process group of their own: a Ctrl-C at the terminal
  * (SIGINT to the tuner's group) never reaches an sbatch half way. */
 static void test_commands_own_process_group(void) {
@@ -1441,6 +1467,7 @@ int main(int argc, char **argv) {
     RUN(test_stop_during_backoff);
     RUN(test_controller_outage_stops_study);
     RUN(test_hopeless_pending_reason);
+    RUN(test_held_job_is_a_notice);
     RUN(test_commands_own_process_group);
     RUN(test_command_timeout_kills_its_group);
     RUN(test_tuner_inside_a_job);

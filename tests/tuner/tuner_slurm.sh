@@ -283,6 +283,19 @@ check second_tuner_refused grep -q "is being run by another tuner process" <<<"$
 wait $pid
 check second_tuner_first_ok test "$(count_state twice SUCCEEDED)" -eq 2
 
+# --- a job waiting for someone (its partition down) is told on the terminal, then runs ---
+spec downpart "" 1 1 '["/bin/sh", "-c", "echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]' \
+  "" "" '{"type": "slurm", "partition": "small", "timeLimit": "10"}'
+scontrol update PartitionName=small State=DOWN
+"$TUNER" run downpart.json >downpart.out 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do grep -q "PENDING (PartitionDown)" downpart.out && break; sleep 0.1; done
+check down_partition_told grep -q "downpart: trial 1: Slurm job [0-9]* PENDING (PartitionDown)" downpart.out
+scontrol update PartitionName=small State=UP
+wait $pid; rc=$?
+check down_partition_then_runs test $rc -eq 0 -a "$(count_state downpart SUCCEEDED)" -eq 1
+check down_partition_routine_untold sh -c '! grep -q "PENDING (None)" downpart.out'
+
 # --- errors a user meets ------------------------------------------------------------
 spec nopart "" 1 1 '["/bin/true"]' "" "" '{"type": "slurm", "partition": "gpu"}'
 err=$("$TUNER" validate nopart.json 2>&1); rc=$?
