@@ -194,6 +194,13 @@ void ex__finish(ex_job *j) {
     event_active(j->done_ev, 0, 0);
 }
 
+void ex__finish_as(ex_job *j, int outcome, const char *error) {
+    j->stop_outcome = outcome;
+    free(j->stop_error);
+    j->stop_error = error ? tn_xstrdup(error) : NULL;
+    ex__finish(j);
+}
+
 /* ---- children ---- */
 
 void ex__watch(ex_executor *x, pid_t pid, void (*fn)(void *ctx, int status), void *ctx) {

@@ -152,6 +152,9 @@ void ex__begin_stop(ex_job *j, int outcome, const char *error);
  * j->stop_outcome / j->stop_error from a deferred event. Call once. */
 void ex__finish(ex_job *j);
 
+/* ex__finish with this outcome and error (copied), replacing what a stop recorded. */
+void ex__finish_as(ex_job *j, int outcome, const char *error);
+
 /* Calls fn(ctx, status) from the loop when child pid has exited; the executor reaps
  * it. ex__unwatch forgets a pid (its status is then reaped and dropped). */
 void ex__watch(ex_executor *x, pid_t pid, void (*fn)(void *ctx, int status), void *ctx);

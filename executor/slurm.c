@@ -306,10 +306,7 @@ static void retry_or_fail(ex_job *j, const char *why) {
         snprintf(msg, sizeof msg, "%.*s; the job was run %d time%s%s", head, why, j->attempts,
                  j->attempts == 1 ? "" : "s", why + head);
     }
-    j->stop_outcome = EX_FAILED;
-    free(j->stop_error);
-    j->stop_error = tn_xstrdup(msg);
-    ex__finish(j);
+    ex__finish_as(j, EX_FAILED, msg);
 }
 
 static void on_scancel_gone(void *ctx, int status, const char *out, const char *errtext) {
@@ -347,15 +344,11 @@ static void job_ended(ex_job *j, const char *state) {
     int outcome, retry;
     char *error = NULL;
     if (got_outcome(j, &outcome, &error, &retry)) {
-        if (outcome == EX_SUCCEEDED || !retry) {
-            j->stop_outcome = outcome;
-            free(j->stop_error);
-            j->stop_error = error;
-            ex__finish(j);
-        } else {
+        if (outcome == EX_SUCCEEDED || !retry)
+            ex__finish_as(j, outcome, error);
+        else
             retry_or_fail(j, error ? error : "the job failed");
-            free(error);
-        }
+        free(error);
         return;
     }
     const char *id = sj->jobid;
@@ -365,10 +358,7 @@ static void job_ended(ex_job *j, const char *state) {
                  "executor.timeLimit",
                  id, j->x->o.slurm.time_limit ? " of " : "",
                  j->x->o.slurm.time_limit ? j->x->o.slurm.time_limit : "", state);
-        j->stop_outcome = EX_FAILED;
-        free(j->stop_error);
-        j->stop_error = tn_xstrdup(why);
-        ex__finish(j);
+        ex__finish_as(j, EX_FAILED, why);
         return;
     }
     if (!strcmp(state, "OUT_OF_MEMORY")) {
@@ -376,10 +366,7 @@ static void job_ended(ex_job *j, const char *state) {
                  "Slurm job %s ran out of memory (state OUT_OF_MEMORY)\nhint: raise the "
                  "replicas' trainingInput.resources memory",
                  id);
-        j->stop_outcome = EX_FAILED;
-        free(j->stop_error);
-        j->stop_error = tn_xstrdup(why);
-        ex__finish(j);
+        ex__finish_as(j, EX_FAILED, why);
         return;
     }
     if (!strcmp(state, "CANCELLED"))
@@ -452,10 +439,7 @@ static void give_up_submitting(ex_job *j, const char *last) {
              "the Slurm controller did not answer (%s); trial %s was not submitted in %d "
              "tries\nhint: `tuner resume %s` when `scontrol ping` works",
              last, j->trial, MAX_SUBMIT_TRIES, j->study);
-    j->stop_outcome = EX_REFUSED;
-    free(j->stop_error);
-    j->stop_error = tn_xstrdup(why);
-    ex__finish(j);
+    ex__finish_as(j, EX_REFUSED, why);
 }
 
 static void on_scancel_name(void *ctx, int status, const char *out, const char *errtext) {
@@ -582,10 +566,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
     }
     char err[1024];
     if (submit(j, err, sizeof err) != 0) {
-        j->stop_outcome = EX_FAILED;
-        free(j->stop_error);
-        j->stop_error = tn_xstrdup(err);
-        ex__finish(j);
+        ex__finish_as(j, EX_FAILED, err);
     }
 }
 
@@ -710,10 +691,7 @@ static void on_sbatch(void *ctx, int status, const char *out, const char *errtex
              "executor fields (partition, account, qos, timeLimit, extraArgs) and the "
              "replicas' resources",
              j->trial, msg);
-    j->stop_outcome = EX_REFUSED;
-    free(j->stop_error);
-    j->stop_error = tn_xstrdup(why);
-    ex__finish(j);
+    ex__finish_as(j, EX_REFUSED, why);
 }
 
 /* The job components: replica types with the same cores, memory and GPUs share one.
