@@ -430,6 +430,7 @@ static void job_destroy(ex_job *j) {
     ex_strv_free(j->argv);
     for (int t = 0; t < TF_NTYPES; t++) ex_strv_free(j->env[t]);
     free(j->job_dir);
+    free(j->handle);
     free(j->study);
     free(j->trial);
     free(j->metric_tag);
@@ -504,6 +505,13 @@ int ex_job_is_running(const ex_job *j) { return j->phase == EX_PH_RUNNING; }
 
 int ex_job_attempts(const ex_job *j) { return j->attempts; }
 int ex_job_restarts(const ex_job *j) { return j->restarts; }
+const char *ex_job_handle(const ex_job *j) { return j->handle; }
+
+void ex__set_handle(ex_job *j, const char *handle, int store) {
+    free(j->handle);
+    j->handle = tn_xstrdup(handle);
+    if (store && j->cb.handle) j->cb.handle(j->ctx, handle);
+}
 
 int ex_abort_all(ex_executor *x, char *err, size_t errlen) {
     return x && x->ops->abort ? x->ops->abort(x, err, errlen) : 0;

@@ -189,7 +189,10 @@ typedef struct ex_seen {
  * on where it is (still queued, running, or already over: its outcome is read), as if
  * this process had started it. attempts is how many times it was started so far (the
  * retry budget goes on from there); seen[0..nseen) are the events already stored, per
- * replica, so that events up to those times are not told again. Returns 0 with *out,
+ * replica, so that events up to those times are not told again. Where the trial has a
+ * later job than the handle's that was never stored (Slurm: its files in the trial's
+ * job dir; the tuner died before storing its id, and it ran while no tuner did), that
+ * job is the one attached, one attempt more: ex_job_handle says which. Returns 0 with *out,
  * or 0 with *out = NULL when the handle is not this backend's (the caller runs the
  * trial again), or a negative code when the job could not be set up (its folders). */
 int ex_job_attach(ex_executor *x, const ex_job_config *cfg, const ex_callbacks *cb, void *ctx,
@@ -222,6 +225,9 @@ int ex_job_is_running(const ex_job *j);
 /* Attempts started (1 + job retries) and replica restarts so far. */
 int ex_job_attempts(const ex_job *j);
 int ex_job_restarts(const ex_job *j);
+/* The backend's handle of the job now ("slurm:JOBID"; the one the last handle callback
+ * told, or the one attached), or NULL (the local backend, or not submitted yet). */
+const char *ex_job_handle(const ex_job *j);
 
 /* Frees a finished job, or stops one that is not (local: SIGKILL to its replicas;
  * slurm: scancel) without callbacks, and frees it. Returns 0, or TN_EIO when that

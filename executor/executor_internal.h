@@ -103,6 +103,7 @@ struct ex_job {
     ex_replica *reps;           /* chief, workers, ps, evaluators */
     size_t nreps;
     int attempts, restarts;     /* attempts started; replica restarts in all */
+    char *handle;               /* the backend's handle (ex__set_handle), or NULL */
     int phase;                  /* enum ex_phase */
     int timed_out;              /* the trial timeout fired while the job was stopping
                                    (for a retry): no retry then */
@@ -134,6 +135,10 @@ void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_e
 /* ex__emit of a job's event with ex_event.notice set: the tuner prints it as well. */
 void ex__notice(ex_job *j, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The job's handle is now `handle` (ex_job_handle); store: also tell the handle
+ * callback, so that the caller stores it. */
+void ex__set_handle(ex_job *j, const char *handle, int store);
 
 /* Starts the trial timeout (if the job has one and it is not running yet), `elapsed`
  * seconds of it already used. For backends with timeout_from_start. */

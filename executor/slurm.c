@@ -23,6 +23,7 @@
  */
 #include "executor/executor_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -601,10 +602,10 @@ static void send_scancel(ex_job *j) {
  * stored. */
 static void store_handle(ex_job *j) {
     slurm_job *sj = j->impl;
-    if (!j->cb.handle || !sj->jobid[0]) return;
+    if (!sj->jobid[0]) return;
     char handle[48];
     snprintf(handle, sizeof handle, "slurm:%s", sj->jobid);
-    j->cb.handle(j->ctx, handle);
+    ex__set_handle(j, handle, 1);
 }
 
 /* A Slurm job id becomes the job's (a submission, or one adopted after an ambiguous
@@ -1153,25 +1154,64 @@ static int slurm_start(ex_job *j, char *err, size_t errlen) {
     return submit(j, err, errlen);
 }
 
+/* The newest Slurm job of the trial that ran, by the run folders its launchers made
+ * ("ID-RESTART" in the trial's slurm folder), if newer than `than`; else 0. */
+static long newest_run(const ex_job *j, long than) {
+    char *dir = job_file(j, "");
+    DIR *d = opendir(dir);
+    free(dir);
+    long newest = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t digits = strspn(e->d_name, "0123456789");
+        if (digits == 0 || digits > 18 || e->d_name[digits] != '-' ||
+            strspn(e->d_name + digits + 1, "0123456789") != strlen(e->d_name + digits + 1) ||
+            !e->d_name[digits + 1])
+            continue;
+        long id = strtol(e->d_name, NULL, 10);
+        if (id > than && id > newest) newest = id;
+    }
+    if (d) closedir(d);
+    return newest;
+}
+
 static void slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, size_t nseen,
                          int *attached) {
     *attached = 0;
     if (strncmp(handle, "slurm:", 6) != 0) return;
     const char *id = handle + 6;
-    if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 32) return;
+    if (!id[0] || strspn(id, "0123456789") != strlen(id) || strlen(id) >= 19) return;
     slurm_job *sj = job_impl_new(j);
     sj->seen = tn_xcalloc(nseen + 1, sizeof *sj->seen);
     for (size_t i = 0; i < nseen; i++)
         sj->seen[i] = (ex_seen){seen[i].replica ? tn_xstrdup(seen[i].replica) : NULL, seen[i].time};
     sj->nseen = nseen;
-    snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
-    sj->last_jobid = atol(id); /* a look after a re-run's lost answer must not adopt it */
+    /* A later job of the trial ran while no tuner did, its id never stored (the tuner
+     * died between sbatch's answer and storing it, or before looking for the job of a
+     * lost answer): the handle's job was over then (a trial is re-run once its job is),
+     * and attaching to it would run the trial once more. Take the later one. */
+    long later = newest_run(j, atol(id));
+    char how[160] = "re-attached";
+    if (later > 0) {
+        snprintf(sj->jobid, sizeof sj->jobid, "%ld", later);
+        snprintf(how, sizeof how, "re-attached: a later job of the trial than the stored "
+                 "job %s, which ran while no tuner did", id);
+        j->attempts++;
+    } else {
+        snprintf(sj->jobid, sizeof sj->jobid, "%s", id);
+    }
+    sj->last_jobid = atol(sj->jobid); /* a look after a re-run's lost answer must not adopt it */
     sj->restart = 0;
     reset_events(j);
     sj->quiet_requeues = 1; /* runs before now were counted (or cannot be told apart) */
     follow_requeue(j);      /* the newest run's files */
     sj->quiet_requeues = 0;
-    ex__emit(j, NULL, EX_EV_SUBMITTED, "Slurm job %s (re-attached)", sj->jobid);
+    char now[48];
+    snprintf(now, sizeof now, "slurm:%s", sj->jobid);
+    ex__set_handle(j, now, 0); /* the caller stores it if it is not the one it has */
+    if (later > 0)
+        ex__notice(j, EX_EV_SUBMITTED, "Slurm job %s (%s)", sj->jobid, how);
+    else
+        ex__emit(j, NULL, EX_EV_SUBMITTED, "Slurm job %s (%s)", sj->jobid, how);
     *attached = 1;
 }
 

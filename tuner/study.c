@@ -1100,7 +1100,11 @@ static int attach_trial(loop *L, const st_trial *row, const double *values, cons
         trial_run_free(t);
         return 1;
     }
-    log_line(L, "trial %lld: re-attached to its job (%s)", (long long)row->number, handle);
+    /* the job attached may be a later one than the stored (a live one that recover
+     * found, or one whose files the executor found): store it, and its attempt */
+    const char *now = ex_job_handle(t->job) ? ex_job_handle(t->job) : handle;
+    if (!row->executor_job || strcmp(now, row->executor_job) != 0) on_handle(t, now);
+    log_line(L, "trial %lld: re-attached to its job (%s)", (long long)row->number, now);
     return 0;
 }
 

@@ -20,6 +20,7 @@ typedef struct outcome {
     int bad_times;           /* events whose time was not a plausible wall-clock time */
     double chief_exit_time;  /* the time the chief's "exited" event came with */
     char handle[64];         /* the last handle */
+    char job_handle[64];     /* ex_job_handle when the job was done ("" if NULL) */
     int handles;
     const char *metric;      /* the metric runs records (NULL: "accuracy") */
     int measurements;

@@ -194,6 +194,8 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
     struct timeval t100 = {0, 100000};
     evtimer_add(tick, &t100);
     if (o.job && !o.finished) event_base_dispatch(o.base);
+    if (o.job && ex_job_handle(o.job))
+        snprintf(o.job_handle, sizeof o.job_handle, "%s", ex_job_handle(o.job));
     job_done(o.job, attempts, restarts);
     event_free(tick);
     event_free(safety);
@@ -677,6 +679,63 @@ static void test_attach_to_finished_job(void) {
     CHECK(j == NULL);
     ex_executor_free(x);
     event_base_free(base);
+}
+
+/* Writes DIR/slurm/RUN/outcome under g_root (the run folder a launcher makes). */
+static void write_run_outcome(const char *dir, const char *run, const char *json) {
+    char path[1400];
+    snprintf(path, sizeof path, "mkdir -p '%s/%s/slurm/%s/events'", g_root, dir, run);
+    CHECK(system(path) == 0);
+    snprintf(path, sizeof path, "%s/%s/slurm/%s/outcome", g_root, dir, run);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "%s\n", json);
+        fclose(f);
+    }
+}
+
+/* The stored job 7 failed and a later job of the trial, 9, ran and succeeded while no
+ * tuner did (its id never stored): attaching to 7 attaches to 9, one attempt more, and
+ * its outcome is the trial's; nothing is submitted. Folders that are not runs are not
+ * taken for one. */
+static void test_attach_takes_later_run(void) {
+    fake_reset(0);
+    write_run_outcome("later", "7-0", "{\"outcome\": \"failed\", \"retry\": true, "
+                      "\"error\": \"chief exited 1\", \"time\": 1}");
+    write_run_outcome("later", "9-0", "{\"outcome\": \"failed\", \"retry\": true, "
+                      "\"error\": \"killed\", \"time\": 2}");
+    write_run_outcome("later", "9-1", "{\"outcome\": \"succeeded\", \"retry\": false, "
+                      "\"time\": 3}"); /* requeued once by Slurm */
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/later/slurm/12-' '%s/later/slurm/13a-0' "
+             "'%s/later/slurm/-0' && touch '%s/later/slurm/14-0x'", g_root, g_root, g_root, g_root);
+    CHECK(system(cmd) == 0);
+    job_case jc = {.script = "exit 0", .restarts = 5, .retries = 3, .attach = "slurm:7",
+                   .attempts_before = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("later", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(fake_calls("sbatch", NULL), 0);
+    CHECK_INT_EQ(attempts, 2); /* job 9 is the trial's second submission */
+    CHECK_MSG(!strcmp(o.job_handle, "slurm:9"), "handle %s", o.job_handle);
+    CHECK_STR_CONTAINS(o.events, "Slurm job 9 (re-attached: a later job of the trial than "
+                                 "the stored job 7, which ran while no tuner did) [notice]");
+    CHECK_INT_EQ(o.handles, 0); /* the caller stores it, as it stores the attempts */
+
+    /* the stored job is the newest that ran: it is the one attached */
+    fake_reset(0);
+    write_run_outcome("latest", "5-0", "{\"outcome\": \"failed\", \"retry\": true, "
+                      "\"error\": \"x\", \"time\": 1}");
+    write_run_outcome("latest", "7-0", "{\"outcome\": \"failed\", \"retry\": false, "
+                      "\"error\": \"the chief failed\", \"time\": 2}");
+    jc.attempts_before = 2;
+    o = run_job("latest", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_STR_CONTAINS(o.error, "the chief failed");
+    CHECK_INT_EQ(attempts, 2);
+    CHECK_MSG(!strcmp(o.job_handle, "slurm:7"), "handle %s", o.job_handle);
+    CHECK(!strstr(o.events, "a later job"));
 }
 
 /* Slurm requeues the job once it runs: the second run is counted as a re-run of the
@@ -1459,6 +1518,7 @@ int main(int argc, char **argv) {
     RUN(test_scancel_failing_is_retried);
     RUN(test_trial_timeout);
     RUN(test_attach_to_finished_job);
+    RUN(test_attach_takes_later_run);
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
     RUN(test_lookup_failing_waits);

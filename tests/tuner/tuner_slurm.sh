@@ -271,7 +271,34 @@ import sqlite3, sys
 n = sqlite3.connect(sys.argv[1]).execute("select count(*) from events e join studies s on s.id = e.study_id where s.name = ? and e.kind = ?", ("lateid", "retrying")).fetchone()[0]
 if n != 1: sys.exit("%d retrying events" % n)
 ' "$TUNER_DB"
+check lateid_stored_handle test "$(trial_field lateid executor_job)" = "slurm:$(cat slowbin/queued)"
 check lateid_queue_empty wait_queue_empty
+
+# The same, but the re-run's job has also ended before the resume: Slurm lists it no
+# more as live, and the stored job failed. Resume takes the re-run's outcome from its
+# files (the trial succeeded, two runs in all) instead of re-running the trial a third
+# time.
+rm -rf slowbin/n slowbin/pid slowbin/queued
+spec lateend '"restartPolicy": {"maxReplicaRestarts": 0, "maxJobRetries": 2, "backoffSeconds": 0},' 1 1 "$rerun"
+PATH="$WORK/slowbin:$PATH" "$TUNER" run lateend.json --quiet >lateend1.out 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -s slowbin/queued ] && break; sleep 0.1; done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+[ -s slowbin/pid ] && kill -KILL -- "-$(cat slowbin/pid)" 2>/dev/null
+lateend_job=$(cat slowbin/queued)
+for _ in $(seq 1 300); do [ -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome" ] && break; sleep 0.1; done
+check lateend_rerun_ran test -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome"
+check lateend_id_not_stored test "$(trial_field lateend executor_job)" != "slurm:$lateend_job"
+"$TUNER" resume lateend >lateend.out 2>&1; rc=$?
+check lateend_resume_exit0 test $rc -eq 0
+check lateend_attached_ended grep -q "re-attached to its job (slurm:$lateend_job)" lateend.out
+check lateend_told grep -q "Slurm job $lateend_job (re-attached: a later job of the trial than the stored job" lateend.out
+check lateend_succeeded test "$(count_state lateend SUCCEEDED)" -eq 1
+check lateend_two_runs test "$(trial_field lateend attempts)" = 2
+check lateend_no_third_job test "$(ls -d "$WORK"/runs/lateend/1/slurm/*-0 | wc -l)" -eq 2
+check lateend_stored_handle test "$(trial_field lateend executor_job)" = "slurm:$lateend_job"
+check lateend_queue_empty wait_queue_empty
 
 # --- two tuners never share a trial -------------------------------------------------
 spec twice "" 2 1 '["/bin/sh", "-c", "sleep 3; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
