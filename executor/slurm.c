@@ -82,6 +82,8 @@ typedef struct slurm_job {
     ex_cmd *scancel_name;     /* scancel --name: stopping, not knowing whether a job runs */
     ex_cmd *scancel_gone;     /* scancel of a job squeue stopped listing, before its re-run */
     char gone_id[32];         /* ... its id */
+    ex_cmd *scancel_extra;    /* scancel of live copies a lost sbatch answer queued ... */
+    char **extra_ids;         /* ... their ids (NULL-terminated; owned) */
     struct event *resubmit_ev;
     ev_file *ev;              /* the replicas' and the job's events files */
     size_t nev;
@@ -496,6 +498,52 @@ static void lookup_failed(ex_job *j, const char *errtext) {
     give_up_submitting(j, msg);
 }
 
+static void send_scancel_extra(ex_job *j);
+
+static void on_scancel_extra(void *ctx, int status, const char *out, const char *errtext) {
+    ex_job *j = ctx;
+    slurm_job *sj = j->impl;
+    sj->scancel_extra = NULL;
+    char msg[512];
+    one_line(msg, sizeof msg, errtext);
+    for (size_t k = 0; sj->extra_ids[k]; k++) {
+        if (status == 0)
+            ex__emit(j, NULL, EX_EV_STOPPING, "cancelled Slurm job %s, another live job of the "
+                     "trial (a second submission)", sj->extra_ids[k]);
+        else
+            ex__notice(j, EX_EV_STOPPING, "could not cancel Slurm job %s, another live job of "
+                       "the trial (a second submission): %s; `scancel %s`", sj->extra_ids[k],
+                       msg[0] ? msg : "no message", sj->extra_ids[k]);
+    }
+    ex_strv_free(sj->extra_ids);
+    sj->extra_ids = NULL;
+}
+
+/* Cancels the trial's job `id`, a live copy that a lost sbatch answer queued, without
+ * waiting (the controller is slow when answers get lost): one scancel for every copy
+ * asked for before it starts; one still in flight is asked again with the new id. */
+static void cancel_extra(ex_job *j, long id) {
+    slurm_job *sj = j->impl;
+    size_t n = 0;
+    while (sj->extra_ids && sj->extra_ids[n]) n++;
+    sj->extra_ids = tn_xrealloc(sj->extra_ids, (n + 2) * sizeof *sj->extra_ids);
+    sj->extra_ids[n] = tn_xasprintf("%ld", id);
+    sj->extra_ids[n + 1] = NULL;
+    send_scancel_extra(j);
+}
+
+static void send_scancel_extra(ex_job *j) {
+    slurm_job *sj = j->impl;
+    ex__cmd_abandon(sj->scancel_extra); /* scancel of the same ids and more: harmless */
+    size_t n = 0;
+    while (sj->extra_ids[n]) n++;
+    char **argv = tn_xcalloc(n + 2, sizeof *argv);
+    argv[0] = "scancel";
+    memcpy(argv + 1, sj->extra_ids, n * sizeof *argv);
+    sj->scancel_extra = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel_extra, j);
+    free(argv);
+}
+
 /* One Slurm job of the trial's name, as the look lists it. */
 typedef struct named_job {
     long id;
@@ -538,22 +586,8 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
     long newest = 0;
     for (size_t k = 0; k < n; k++)
         if (v[k].id > sj->last_jobid && v[k].id > newest) newest = v[k].id;
-    size_t nextra = 0;
-    char **argv = tn_xcalloc(n + 2, sizeof *argv);
-    argv[0] = "scancel";
     for (size_t k = 0; k < n; k++)
-        if (v[k].live && v[k].id != newest)
-            argv[1 + nextra++] = tn_xasprintf("%ld", v[k].id);
-    if (nextra > 0) { /* rare: one call for all of them */
-        int rc = ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL);
-        for (size_t k = 0; k < nextra; k++) {
-            ex__emit(j, NULL, EX_EV_STOPPING, "%s Slurm job %s, another live job of the trial "
-                     "(a second submission)", rc == 0 ? "cancelled" : "could not cancel",
-                     argv[1 + k]);
-            free(argv[1 + k]);
-        }
-    }
-    free(argv);
+        if (v[k].live && v[k].id != newest) cancel_extra(j, v[k].id);
     free(v);
     if (newest > 0) {
         char idbuf[32];
@@ -1293,6 +1327,17 @@ static int slurm_release(ex_job *j) {
         char *gone[] = {"scancel", sj->gone_id, NULL};
         ex__cmd_sync(gone, CMD_TIMEOUT, NULL, NULL);
     }
+    if (sj->scancel_extra) { /* the same */
+        ex__cmd_abandon(sj->scancel_extra);
+        size_t n = 0;
+        while (sj->extra_ids[n]) n++;
+        char **argv = tn_xcalloc(n + 2, sizeof *argv);
+        argv[0] = "scancel";
+        memcpy(argv + 1, sj->extra_ids, n * sizeof *argv);
+        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL) != 0) rc = TN_EIO;
+        free(argv);
+    }
+    ex_strv_free(sj->extra_ids);
     event_free(sj->resubmit_ev);
     for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
     free(sj->ev);

@@ -798,6 +798,49 @@ static void fake_job_state(long id, char *buf, size_t len) {
     fake_read(name, buf, len);
 }
 
+/* A copy of the trial's job is live in the queue when sbatch's answer is lost (an
+ * earlier lost answer queued it): the look adopts the newest job and cancels the copy,
+ * saying so; a scancel that fails is told with the command to run. */
+static void test_lost_answer_cancels_copies(void) {
+    for (int fail = 0; fail < 2; fail++) {
+        fake_reset(1);
+        long copy = fake_next_id();
+        char name[64], next[32];
+        snprintf(name, sizeof name, "jobs/%ld", copy);
+        char mk[1400];
+        snprintf(mk, sizeof mk, "mkdir -p '%s/jobs'", g_fake);
+        CHECK(system(mk) == 0);
+        fake_write(name, "PENDING|None|fake1|tuner.test.s.3");
+        snprintf(next, sizeof next, "%ld", copy + 1);
+        fake_write("next_id", next);
+        fake_write("sbatch_lie", "");
+        if (fail) fake_write("scancel_fail", "scancel: error: Socket timed out on send/recv");
+        /* the job outlasts the scancel, whose answer is told as it comes */
+        job_case jc = {.script = "sleep 2", .restarts = 5, .retries = 3, .retry_seconds = 0.2};
+        int attempts = 0, restarts = 0;
+        outcome o = run_job(fail ? "copies_fail" : "copies", &jc, &attempts, &restarts);
+        CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+        CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
+        CHECK_INT_EQ(attempts, 1);
+        char want[256], state[128];
+        snprintf(want, sizeof want, "Slurm job %ld (attempt 1, found by its name", copy + 1);
+        CHECK_STR_CONTAINS(o.events, want);
+        fake_job_state(copy, state, sizeof state);
+        if (!fail) {
+            snprintf(want, sizeof want, "cancelled Slurm job %ld, another live job of the trial "
+                     "(a second submission)", copy);
+            CHECK_STR_CONTAINS(o.events, want);
+            CHECK_MSG(strstr(state, "CANCELLED"), "job %ld: %s", copy, state);
+        } else {
+            snprintf(want, sizeof want, "could not cancel Slurm job %ld, another live job of the "
+                     "trial (a second submission): scancel: error: Socket timed out on "
+                     "send/recv; `scancel %ld` [notice]", copy, copy);
+            CHECK_STR_CONTAINS(o.events, want);
+            CHECK_MSG(strstr(state, "PENDING"), "job %ld: %s", copy, state);
+        }
+    }
+}
+
 /* sbatch's answer is lost and the look for the job (squeue --name) fails too: the
  * tuner waits and looks again rather than submitting a second copy of the trial. */
 static void test_lookup_failing_waits(void) {
@@ -1521,6 +1564,7 @@ int main(int argc, char **argv) {
     RUN(test_attach_takes_later_run);
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
+    RUN(test_lost_answer_cancels_copies);
     RUN(test_lookup_failing_waits);
     RUN(test_long_node_list);
     RUN(test_sbatch_prints_more_than_the_id);
