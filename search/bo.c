@@ -51,6 +51,10 @@
 #define BO_LOCAL_PER_CENTRE 32  /* Gaussian perturbations around each */
 #define BO_LOCAL_SD_NEAR 0.02   /* half of them with this sd (unit coordinates) */
 #define BO_LOCAL_SD_FAR 0.1     /* the other half with this one */
+#define BO_LOCAL_SD_NEAR_PENDING 0.01 /* ... with trials running: their beliefs flatten
+                                   the acquisition at the best points, and its peaks
+                                   between them are finer (docs/bayesian-optimisation.md,
+                                   "What was tried at 8 workers") */
 #define BO_REFINE 5             /* candidates refined with Nelder-Mead */
 #define BO_REFINE_STEP 0.01     /* Nelder-Mead's initial simplex size (0.05 before: fewer
                                    8-worker studies refined hartmann6's optimum; see
@@ -875,7 +879,8 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
         const double *centre = uobs + order[c].i * P;
         for (size_t k = 0; k < BO_LOCAL_PER_CENTRE; k++) {
             double *q = cand + (nq + c * BO_LOCAL_PER_CENTRE + k) * P;
-            double sd = k % 2 ? BO_LOCAL_SD_FAR : BO_LOCAL_SD_NEAR;
+            double sd = k % 2 ? BO_LOCAL_SD_FAR
+                              : np > 0 ? BO_LOCAL_SD_NEAR_PENDING : BO_LOCAL_SD_NEAR;
             for (size_t i = 0; i < P; i++) {
                 /* an inactive coordinate has no value to step from: a uniform one, in
                  * case a step of its parent makes it active */
