@@ -52,7 +52,8 @@
  *            [--trials=0 (50; 100 for hartmann6)] [--timing=N --reps=5]
  *            [--model_points=0 (ours: bo_options.model_points; 0 the default)]
  *            [--pending=0 (ours: bo_options.pending, enum bo_pending)]
- *            [--onehot=0 (ours: bo_options.onehot; 0 chosen by the evidence)] [--list]
+ *            [--onehot=0 (ours: bo_options.onehot; 0 chosen by the evidence)]
+ *            [--threads=0 (ours: the threads of a suggestion; 0 the cores online)] [--list]
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "search/bo.h"
+#include "search/par.h"
 #include "search/sampler.h"
 #include "search/space.h"
 
@@ -513,6 +515,7 @@ static int run_timing(const bench_fn *fn, int history, int reps, int seed) {
 int main(int argc, char **argv) {
     const char *function = "all", *algo = "both";
     int seeds = 20, first_seed = 1, trials = 0, timing = 0, reps = 5, list = 0, workers = 1;
+    int threads = 0;
     const tn_flag flags[] = {
         {"function", TN_FLAG_STRING, &function, "NAME", "test function, or all"},
         {"algo", TN_FLAG_STRING, &algo, "NAME", "bo, random or both"},
@@ -529,6 +532,8 @@ int main(int argc, char **argv) {
                                                   "trials are believed (0: default)"},
         {"onehot", TN_FLAG_DOUBLE, &g_onehot, "H", "ours: a categorical's one-hot height "
                                                    "(0: chosen by the fit's evidence)"},
+        {"threads", TN_FLAG_INT, &threads, "N", "ours: threads a suggestion uses (search/par.h; "
+                                                "0: the cores online)"},
         {"list", TN_FLAG_BOOL, &list, NULL, "print the functions and their minima"},
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
@@ -548,15 +553,16 @@ int main(int argc, char **argv) {
         rc = TN_EINVAL;
     }
     if (rc == 0 && (seeds < 1 || trials < 0 || timing < 0 || reps < 1 || g_model_points < 0 ||
-                    workers < 1 || !(g_onehot >= 0.0))) {
+                    workers < 1 || !(g_onehot >= 0.0) || threads < 0)) {
         snprintf(err, sizeof err, "--seeds, --reps and --workers must be >= 1, --trials, "
-                 "--timing, --model_points and --onehot >= 0");
+                 "--timing, --model_points, --onehot and --threads >= 0");
         rc = TN_EINVAL;
     }
     if (rc) {
         fprintf(stderr, "bench_bo: error: %s\nhint: run 'bench_bo --help'\n", err);
         return 2;
     }
+    par_set_threads(threads);
     if (list) {
         for (size_t k = 0; k < NFUNCS; k++)
             printf("{\"kind\": \"function\", \"function\": \"%s\", \"fmin\": %.17g, "

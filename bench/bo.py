@@ -251,7 +251,9 @@ def job(j):
     (sampler, function, seed) one Optuna study."""
     if j[0] == "ours":
         t0 = time.perf_counter()
-        out = subprocess.run([BIN, "--seeds=%d" % j[1]], check=True, capture_output=True,
+        # one thread a suggestion: the pool runs a.jobs processes at a time
+        out = subprocess.run([BIN, "--seeds=%d" % j[1], "--threads=1"], check=True,
+                             capture_output=True,
                              text=True).stdout
         return j, [json.loads(l) for l in out.splitlines()], time.perf_counter() - t0
     which, fname, seed = j
@@ -303,8 +305,9 @@ def optuna_timing_limited(which, hist, reps, limit):
         p.join()
 
 
-def ours_timing(n, reps):
-    out = subprocess.run([BIN, "--timing=%d" % n, "--reps=%d" % reps], check=True,
+def ours_timing(n, reps, threads=0):
+    out = subprocess.run([BIN, "--timing=%d" % n, "--reps=%d" % reps, "--threads=%d" % threads],
+                         check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -477,12 +480,13 @@ def main():
     for n in SIZES:
         hist = ours_timing(n, a.reps)
         timing[("bo", n)] = hist["ms"]
+        timing[("bo1", n)] = ours_timing(n, a.reps, threads=1)["ms"]
         for which in ("gp", "tpe"):
             timing[(which, n)] = optuna_timing_limited(which, hist, a.reps, a.timing_limit)
         print("bo.py: timing at %d trials: %s" % (n, {k[0]: v for k, v in timing.items()
                                                      if k[1] == n}), flush=True)
-    t4 = ["| finished trials | ours | Optuna GPSampler | Optuna TPE (multivariate) | "
-          "GPSampler / ours |", "|---|---|---|---|---|"]
+    t4 = ["| finished trials | ours | ours, 1 thread | Optuna GPSampler | "
+          "Optuna TPE (multivariate) | GPSampler / ours |", "|---|---|---|---|---|---|"]
     for n in SIZES:
         def cell(k):
             v = timing[(k, n)]
@@ -490,7 +494,8 @@ def main():
                     "not measured: over %.0f s" % a.timing_limit)
         ratio = ("%.1fx" % (median(timing[("gp", n)]) / median(timing[("bo", n)]))
                  if timing[("gp", n)] else "-")
-        t4.append("| %d | %s | %s | %s | %s |" % (n, cell("bo"), cell("gp"), cell("tpe"), ratio))
+        t4.append("| %d | %s | %s | %s | %s | %s |" % (n, cell("bo"), cell("bo1"), cell("gp"),
+                                                        cell("tpe"), ratio))
     print("\n" + "\n".join(t4), flush=True)
 
     # The reading, computed.
@@ -537,8 +542,10 @@ def main():
     for n in SIZES:
         g, b = timing[("gp", n)], timing[("bo", n)]
         reading.append(
-            "- With %d finished trials of hartmann6, a suggestion takes %.0f ms (ours)%s." % (
-                n, median(b), " and %.0f ms (GPSampler, %.1fx)" % (median(g), median(g) / median(b))
+            "- With %d finished trials of hartmann6, a suggestion takes %.0f ms (ours; %.0f ms "
+            "on one thread)%s." % (
+                n, median(b), median(timing[("bo1", n)]),
+                " and %.0f ms (GPSampler, %.1fx)" % (median(g), median(g) / median(b))
                 if g else "; GPSampler did not finish its %d suggestions within %.0f s"
                 % (a.reps + 1, a.timing_limit)))
 
@@ -621,8 +628,12 @@ previous fit's kernel parameters as the start of the next fit, as it does inside
 study, so its timed suggestions are warm; ours fits afresh every time (a sampler here
 is a pure function of the history), and builds its GP on at most 500 measured trials
 (past that, the best 250 and 250 drawn at random: bo_options.model_points), so at 5,000
-trials it models a tenth of them. One process at a time, median [min, max] of
-%(reps)d; a sampler that does not finish within the time limit is "not measured".
+trials it models a tenth of them. Ours makes a suggestion's independent parts (the
+fits to the raw and warped values, the candidates' predictions, the refinements) on
+the cores at once (search/par.h; the same bits on any number of threads), as
+GPSampler's PyTorch does its own; *ours, 1 thread* is `bench_bo --threads=1`. One
+process at a time, median [min, max] of %(reps)d; a sampler that does not finish
+within the time limit is "not measured".
 
 """
 
@@ -748,7 +759,8 @@ def hard_job(j):
     if j[0] != "ours":
         return job(j)
     t0 = time.perf_counter()
-    out = subprocess.run([BIN, "--function=" + j[1], "--seeds=%d" % j[2]], check=True,
+    out = subprocess.run([BIN, "--function=" + j[1], "--seeds=%d" % j[2], "--threads=1"],
+                         check=True,
                          capture_output=True, text=True).stdout
     return j, [json.loads(l) for l in out.splitlines()], time.perf_counter() - t0
 
@@ -874,7 +886,8 @@ def par_job(j):
     seed) one Optuna study with the same simulated workers and durations."""
     if j[0] == "ours":
         trials = FUNCS[j[1]][3] if j[2] == 1 else int(PAR_STRETCH * FUNCS[j[1]][3])
-        out = subprocess.run([BIN, "--function=" + j[1], "--algo=bo", "--workers=%d" % j[2],
+        out = subprocess.run([BIN, "--function=" + j[1], "--algo=bo", "--threads=1",
+                              "--workers=%d" % j[2],
                               "--seeds=%d" % j[3], "--trials=%d" % trials], check=True,
                              capture_output=True, text=True).stdout
         return j, [json.loads(l) for l in out.splitlines()]

@@ -39,6 +39,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "search/gp.h"
+#include "search/par.h"
 
 #define BO_SAME_TOL 1e-3        /* DOUBLE coordinates closer than this to a failed or
                                    stopped trial's are "the same" (unit coordinates);
@@ -380,56 +381,81 @@ static int cmp_double(const void *a, const void *b) {
  * NULL) receives 0 for z as it is or k >= 1 for BO_WARP_KAPPA[k - 1], and *evidence
  * (may be NULL) the winner's evidence plus log Jacobian, the score. Returns 0, or
  * the raw fit's gp_fit status (log says why) when no candidate could be fitted. */
+/* The fits of fit_chosen, one a task (par.h): k = 0 the values as they are, k >= 1
+ * warp k - 1. */
+typedef struct warp_fits {
+    const double *X, *z;
+    size_t n, D;
+    const gp_fit_options *fo;
+    double zmax, spread;
+    double *w;          /* (nw + 1, n) the values each fit is made to */
+    double *logjac;     /* (nw + 1) */
+    gp_model **model;   /* (nw + 1), NULL where the fit failed */
+    int *rc;            /* (nw + 1) */
+    char *why;          /* fit 0's message */
+    size_t whylen;
+} warp_fits;
+
+static void warp_fit(void *ctx, size_t k) {
+    warp_fits *f = ctx;
+    double *w = f->w + k * f->n, logjac = 0.0;
+    if (k == 0) {
+        memcpy(w, f->z, f->n * sizeof *w);
+    } else {
+        double c = BO_WARP_KAPPA[k - 1] * f->spread;
+        for (size_t i = 0; i < f->n; i++) {
+            double g = log(f->zmax - f->z[i] + c);
+            w[i] = -g;
+            logjac -= g;
+        }
+    }
+    f->logjac[k] = logjac;
+    f->model[k] = NULL;
+    f->rc[k] = gp_fit(f->X, w, f->n, f->D, f->fo, &f->model[k], k == 0 ? f->why : NULL,
+                      k == 0 ? f->whylen : 0);
+}
+
 static int fit_chosen(const double *X, double *z, size_t n, size_t D,
                       const gp_fit_options *fo, gp_model **out, int *warp, double *evidence,
                       char *why, size_t whylen) {
-    double *srt = tn_xmalloc((n + 1) * sizeof *srt), *w = tn_xmalloc((n + 1) * sizeof *w);
-    double *best_w = tn_xmalloc((n + 1) * sizeof *best_w);
+    double *srt = tn_xmalloc((n + 1) * sizeof *srt);
     memcpy(srt, z, n * sizeof *srt);
     qsort(srt, n, sizeof *srt, cmp_double);
     double zmax = n ? srt[n - 1] : 0.0, spread = n ? zmax - srt[n / 2] : 0.0;
     size_t nw = n >= 3 && spread > 0.0 && isfinite(spread) ? BO_NWARPS : 0;
+    /* the fits are independent: on the cores at once, then compared in order */
+    gp_model *model[BO_NWARPS + 1];
+    double logjac[BO_NWARPS + 1];
+    int frc[BO_NWARPS + 1];
+    warp_fits f = {X, z, n, D, fo, zmax, spread,
+                   tn_xmalloc((nw + 1) * (n + 1) * sizeof(double)), logjac, model, frc,
+                   why, whylen};
+    par_run(nw + 1, warp_fit, &f);
     double best_score = -HUGE_VAL;
     int rc = TN_ECORRUPT, chosen = -1;
     *out = NULL;
     for (size_t k = 0; k <= nw; k++) {
-        double logjac = 0.0;
-        if (k == 0) {
-            memcpy(w, z, n * sizeof *w);
-        } else {
-            double c = BO_WARP_KAPPA[k - 1] * spread;
-            for (size_t i = 0; i < n; i++) {
-                double g = log(zmax - z[i] + c);
-                w[i] = -g;
-                logjac -= g;
-            }
-        }
-        gp_model *m = NULL;
-        int frc = gp_fit(X, w, n, D, fo, &m, k == 0 ? why : NULL,
-                         k == 0 ? whylen : 0);
-        if (frc != 0) {
-            if (k == 0) rc = frc;
+        if (frc[k] != 0) {
+            if (k == 0) rc = frc[k];
             continue;
         }
-        double score = gp_log_evidence(m) + logjac;
+        double score = gp_log_evidence(model[k]) + logjac[k];
         if (chosen < 0 || score > best_score) {
             best_score = score;
             chosen = (int)k;
             gp_free(*out);
-            *out = m;
-            memcpy(best_w, w, n * sizeof *w);
+            *out = model[k];
         } else {
-            gp_free(m);
+            gp_free(model[k]);
         }
     }
     if (chosen >= 0) {
-        memcpy(z, best_w, n * sizeof *z);
+        memcpy(z, f.w + (size_t)chosen * n, n * sizeof *z);
         rc = 0;
     }
     if (warp) *warp = chosen;
     if (evidence) *evidence = best_score;
-    free(best_w);
-    free(w);
+    free(f.w);
     free(srt);
     return rc;
 }
@@ -599,6 +625,51 @@ static void free_ordinals(acq *a, const double *v) {
             a->free_dims[a->nfree++] = i;
         }
     }
+}
+
+/* The refinements of one suggestion's best candidates, one a task (par.h). */
+typedef struct refine_job {
+    const sp_space *s;
+    const acq *a;           /* the model and encoding; each task has its own scratch */
+    const double *cand;     /* (., P) the candidates */
+    size_t P;
+    int iters;
+    size_t pick[BO_REFINE]; /* the candidates refined (rows of cand) */
+    size_t npicks;
+    double *v;              /* (BO_REFINE, P) each refinement decoded */
+    double score[BO_REFINE];/* ... its acquisition there */
+    int ok[BO_REFINE];      /* ... whether Nelder-Mead could start */
+} refine_job;
+
+/* Nelder-Mead moves the ordinal parameters active at the candidate; then the
+ * categories move, and if one did, Nelder-Mead again from there. */
+static void refine_task(void *ctx, size_t r) {
+    refine_job *j = ctx;
+    size_t P = j->P, D = j->a->e->D;
+    acq a = *j->a;
+    a.x = tn_xmalloc(D * sizeof *a.x);
+    a.vs = tn_xmalloc(P * sizeof *a.vs);
+    a.u = tn_xmalloc(P * sizeof *a.u);
+    a.free_dims = tn_xmalloc(P * sizeof *a.free_dims);
+    double *u = tn_xmalloc(P * sizeof *u), *v = j->v + r * P;
+    memcpy(u, j->cand + j->pick[r] * P, P * sizeof *u);
+    decode(j->s, u, v);
+    free_ordinals(&a, v);
+    j->ok[r] = refine(&a, u, j->iters) == 0;
+    if (j->ok[r]) {
+        if (sweep_categories(&a, u)) {
+            decode(j->s, u, v);
+            free_ordinals(&a, v);
+            (void)refine(&a, u, j->iters); /* u stays the sweep's if it cannot start */
+        }
+        j->score[r] = acq_at(&a, u, 0);
+        decode(j->s, u, v);
+    }
+    free(u);
+    free(a.x);
+    free(a.vs);
+    free(a.u);
+    free(a.free_dims);
 }
 
 /* ---- The sampler ---- */
@@ -896,38 +967,35 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
     acq_rank(&a, cand, nc, order);
     qsort(order, nc, sizeof *order, ranked_cmp);
 
-    /* The best candidates that are not taken, refined; the winner is the best of them
-     * and of their refinements, each scored where it decodes to. */
-    int iters = refine_iterations(n);
+    /* The best candidates that are not taken, refined (each on its own, so on the
+     * cores at once: refine_task); the winner is the best of them and of their
+     * refinements, each scored where it decodes to, compared in the candidates'
+     * order. */
+    refine_job rj = {s, &a, cand, P, refine_iterations(n), {0}, 0,
+                     tn_xmalloc(BO_REFINE * (P + 1) * sizeof(double)), {0}, {0}};
+    for (size_t k = 0; k < nc && rj.npicks < BO_REFINE; k++) {
+        decode(s, cand + order[k].i * P, v);
+        if (!taken_has(t, s, v, w)) rj.pick[rj.npicks++] = order[k].i;
+    }
+    par_run(rj.npicks, refine_task, &rj);
     double win = -HUGE_VAL;
-    int found = 0, refined = 0;
-    for (size_t k = 0; k < nc && refined < BO_REFINE; k++) {
-        const double *q = cand + order[k].i * P;
-        decode(s, q, v);
-        if (taken_has(t, s, v, w)) continue;
+    int found = 0;
+    for (size_t r = 0, k = 0; r < rj.npicks; k++) {
+        if (order[k].i != rj.pick[r]) continue;
+        decode(s, cand + rj.pick[r] * P, v);
         if (!found || order[k].v > win) {
             memcpy(out, v, P * sizeof *out);
             win = order[k].v;
             found = 1;
         }
-        refined++;
-        /* Nelder-Mead moves the ordinal parameters active at the candidate; then the
-         * categories move, and if one did, Nelder-Mead again from there. */
-        memcpy(u, q, P * sizeof *u);
-        free_ordinals(&a, v); /* v: q decoded, above */
-        if (refine(&a, u, iters) != 0) continue;
-        if (sweep_categories(&a, u)) {
-            decode(s, u, w);
-            free_ordinals(&a, w);
-            (void)refine(&a, u, iters); /* u stays the sweep's if it cannot start */
+        const double *vr = rj.v + r * P;
+        if (rj.ok[r] && rj.score[r] > win && !taken_has(t, s, vr, w)) {
+            memcpy(out, vr, P * sizeof *out);
+            win = rj.score[r];
         }
-        double sc = acq_at(&a, u, 0);
-        decode(s, u, v);
-        if (sc > win && !taken_has(t, s, v, w)) {
-            memcpy(out, v, P * sizeof *out);
-            win = sc;
-        }
+        r++;
     }
+    free(rj.v);
     free(x);
     free(ua);
     if (!found) { /* every candidate is taken: a small space nearly exhausted */

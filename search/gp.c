@@ -30,6 +30,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +45,13 @@
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "search/par.h"
 
 /* OpenBLAS, which GSL's BLAS calls go to (search/CMakeLists.txt), on one thread: the
  * GP's matrices (at most a few hundred rows) are factored faster on one than on
  * several. Declared here: OpenBLAS's cblas.h clashes with GSL's gsl_cblas.h. */
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 
 /* ---- Constants: priors, box, jitter, minimiser (all documented in the design) ---- */
 
@@ -571,10 +574,19 @@ out:
 
 /* What each fit does first: GSL's errors returned (not aborting), OpenBLAS on one
  * thread, log emptied; then the data checked: 0 or TN_EINVAL. */
-static int begin_fit(const double *X, const double *y, size_t n, size_t d, gp_model **out,
-                     char *log, size_t loglen) {
+static pthread_once_t fit_setup_once = PTHREAD_ONCE_INIT;
+
+static void fit_setup(void) {
     gsl_set_error_handler_off();
     openblas_set_num_threads(1);
+}
+
+static int begin_fit(const double *X, const double *y, size_t n, size_t d, gp_model **out,
+                     char *log, size_t loglen) {
+    /* Fits may run on several threads at once (par.h): the settings are made once,
+     * and OpenBLAS's again only if someone changed it since. */
+    pthread_once(&fit_setup_once, fit_setup);
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     if (log && loglen) log[0] = '\0';
     if (out) *out = NULL;
     if (!X || !y || !out) return tn_error(log, loglen, TN_EINVAL, "gp: NULL argument");
@@ -836,54 +848,73 @@ done:
  * the largest model (500 points), stay in cache through the triangular solve. */
 #define GP_PREDICT_ROWS 128
 
-void gp_predict_many(const gp_model *m, const double *x, size_t k, double *mean, double *var) {
-    size_t n = m->n, d = m->d;
-    size_t rows = k < GP_PREDICT_ROWS ? k : GP_PREDICT_ROWS;
-    double *kx = tn_xmalloc((rows ? rows : 1) * n * sizeof(double)); /* (rows, n) k(x_j, X_i) */
+/* One call's blocks of GP_PREDICT_ROWS points (the last one shorter). */
+typedef struct predict_job {
+    const gp_model *m;
+    const double *x;
+    size_t k;
+    double *mean, *var;
+} predict_job;
+
+/* Block `block` of a predict_job: its points' means and variances. The blocks are
+ * the same whichever thread predicts them, so the results are too. */
+static void predict_block(void *ctx, size_t block) {
+    const predict_job *job = ctx;
+    const gp_model *m = job->m;
+    size_t n = m->n, d = m->d, j0 = block * GP_PREDICT_ROWS;
+    size_t r = job->k - j0 < GP_PREDICT_ROWS ? job->k - j0 : GP_PREDICT_ROWS;
+    double *kx = tn_xmalloc(r * n * sizeof(double)); /* (r, n) k(x_j, X_i) */
     const double *alpha = m->alpha->data; /* stride 1: allocated by gsl_vector_alloc */
     uint32_t *xi = m->sp ? tn_xmalloc(d * sizeof *xi) : NULL; /* a point compressed */
     double *xv = m->sp ? tn_xmalloc(d * sizeof *xv) : NULL;
-    for (size_t j0 = 0; j0 < k; j0 += rows) {
-        size_t r = k - j0 < rows ? k - j0 : rows;
-        for (size_t j = 0; j < r; j++) {
-            const double *xj = x + (j0 + j) * d;
-            double *kj = kx + j * n, mu = m->m;
-            size_t xn = m->sp ? sparse_row(xj, d, xi, xv) : 0;
-            for (size_t i = 0; i < n; i++) {
-                double dist = m->sp ? sqrt(sparse_r2(xi, xv, xn, SPARSE_ROW(m->sp, i), m->inv_l,
-                                                     NULL, NULL, 0))
-                                    : scaled_dist(xj, m->X + i * d, m->inv_l, d);
-                kj[i] = m->s2 * matern52(SQRT5 * dist);
-                mu += kj[i] * alpha[i];
-            }
-            mean[j0 + j] = m->y_mean + m->y_sd * mu;
+    for (size_t j = 0; j < r; j++) {
+        const double *xj = job->x + (j0 + j) * d;
+        double *kj = kx + j * n, mu = m->m;
+        size_t xn = m->sp ? sparse_row(xj, d, xi, xv) : 0;
+        for (size_t i = 0; i < n; i++) {
+            double dist = m->sp ? sqrt(sparse_r2(xi, xv, xn, SPARSE_ROW(m->sp, i), m->inv_l,
+                                                 NULL, NULL, 0))
+                                : scaled_dist(xj, m->X + i * d, m->inv_l, d);
+            kj[i] = m->s2 * matern52(SQRT5 * dist);
+            mu += kj[i] * alpha[i];
         }
-        /* V = Kx L^-T, so row j of V is (L^-1 k_j)' and var_j = s2 - |V_j|^2: one
-         * triangular solve with r right-hand sides instead of r solves (for one, the
-         * vector solve: the matrix one would pack L first) */
-        int ok;
-        if (r == 1) {
-            gsl_vector_view kv = gsl_vector_view_array(kx, n);
-            ok = gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, m->L, &kv.vector) ==
-                 GSL_SUCCESS;
-        } else {
-            gsl_matrix_view kv = gsl_matrix_view_array(kx, r, n);
-            ok = gsl_blas_dtrsm(CblasRight, CblasLower, CblasTrans, CblasNonUnit, 1.0, m->L,
-                                &kv.matrix) == GSL_SUCCESS;
+        job->mean[j0 + j] = m->y_mean + m->y_sd * mu;
+    }
+    /* V = Kx L^-T, so row j of V is (L^-1 k_j)' and var_j = s2 - |V_j|^2: one
+     * triangular solve with r right-hand sides instead of r solves (for one, the
+     * vector solve: the matrix one would pack L first) */
+    int ok;
+    if (r == 1) {
+        gsl_vector_view kv = gsl_vector_view_array(kx, n);
+        ok = gsl_blas_dtrsv(CblasLower, CblasNoTrans, CblasNonUnit, m->L, &kv.vector) ==
+             GSL_SUCCESS;
+    } else {
+        gsl_matrix_view kv = gsl_matrix_view_array(kx, r, n);
+        ok = gsl_blas_dtrsm(CblasRight, CblasLower, CblasTrans, CblasNonUnit, 1.0, m->L,
+                            &kv.matrix) == GSL_SUCCESS;
+    }
+    for (size_t j = 0; j < r; j++) {
+        double v2 = m->s2;
+        if (ok) { /* (else, which cannot happen: the sizes match, the prior variance) */
+            const double *vj = kx + j * n;
+            for (size_t i = 0; i < n; i++) v2 -= vj[i] * vj[i];
         }
-        for (size_t j = 0; j < r; j++) {
-            double v2 = m->s2;
-            if (ok) { /* (else, which cannot happen: the sizes match, the prior variance) */
-                const double *vj = kx + j * n;
-                for (size_t i = 0; i < n; i++) v2 -= vj[i] * vj[i];
-            }
-            if (!(v2 > 0)) v2 = 0;
-            var[j0 + j] = m->y_sd * m->y_sd * v2;
-        }
+        if (!(v2 > 0)) v2 = 0;
+        job->var[j0 + j] = m->y_sd * m->y_sd * v2;
     }
     free(kx);
     free(xi);
     free(xv);
+}
+
+void gp_predict_many(const gp_model *m, const double *x, size_t k, double *mean, double *var) {
+    predict_job job = {m, x, k, mean, var};
+    size_t blocks = (k + GP_PREDICT_ROWS - 1) / GP_PREDICT_ROWS;
+    if (blocks == 1) {
+        predict_block(&job, 0); /* one point (the refinement's), or a few: no thread */
+    } else if (blocks > 1) {
+        par_run(blocks, predict_block, &job);
+    }
 }
 
 void gp_predict(const gp_model *m, const double *x, double *mean, double *var) {

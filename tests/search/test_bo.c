@@ -1,6 +1,7 @@
 /*
  * test_bo.c — tests for search/bo.c, the Bayesian-optimisation sampler: legal values
- * for every type and scale over a simulated parallel study, bitwise reproducibility,
+ * for every type and scale over a simulated parallel study, bitwise reproducibility
+ * (also across the number of threads a suggestion runs on, search/par.h),
  * different indices and seeds giving different points, the spread of the initial
  * design, finding the optimum of a 1-D quadratic when maximising and minimising (and
  * with a wild outlier, which the skew transform handles), distinct parallel
@@ -20,6 +21,7 @@
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "search/par.h"
 #include "search/sampler.h"
 #include "search/space.h"
 #include "tests/check.h"
@@ -187,6 +189,62 @@ static void test_reproducible(void) {
     CHECK_INT_EQ(bo_suggest(&s, &st.h, 99, 14, NULL, v, NULL, 0), 0);
     CHECK_INT_EQ(bo_suggest(&s, &copy.h, 99, 14, NULL, w, NULL, 0), 0);
     CHECK(memcmp(v, w, s.n * sizeof *v) == 0);
+    sp_space_clear(&s);
+}
+
+/* The suggestion does not depend on how many threads make it (search/par.h: the
+ * fits, the candidates' predictions and the refinements run on the cores at once):
+ * the same bits on 1, 2 and 5 threads, with the model and its warps, categories (two
+ * encodings fitted), running trials and thousands of candidates; and par_run runs
+ * each task once, whatever the threads. */
+static int par_counts[64];
+
+static void count_task(void *ctx, size_t t) {
+    (void)ctx;
+    __atomic_fetch_add(&par_counts[t], 1, __ATOMIC_RELAXED);
+}
+
+static void test_threads_same_bits(void) {
+    const size_t ntasks[] = {0, 1, 3, 64};
+    for (int threads = 1; threads <= 8; threads += 3) {
+        par_set_threads(threads);
+        CHECK_INT_EQ(par_threads(), threads);
+        for (size_t c = 0; c < sizeof ntasks / sizeof ntasks[0]; c++) {
+            memset(par_counts, 0, sizeof par_counts);
+            par_run(ntasks[c], count_task, NULL);
+            for (size_t t = 0; t < 64; t++)
+                CHECK_MSG(par_counts[t] == (t < ntasks[c]), "%d threads, %zu tasks: task %zu "
+                          "ran %d times", threads, ntasks[c], t, par_counts[t]);
+        }
+    }
+    par_set_threads(0);
+    CHECK(par_threads() >= 1);
+
+    sp_space s;
+    s = make_space(mixed_params, sizeof mixed_params / sizeof mixed_params[0]);
+    study_reset(0);
+    for (uint64_t k = 0; k < 70; k++) { /* 70 trials, the last 4 running */
+        double v[MAXP];
+        par_set_threads(1 + (int)(k % 3));
+        CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, k, NULL, v, NULL, 0), 0);
+        study_add(v, s.n, k >= 66 ? SP_PENDING : SP_COMPLETE,
+                  k >= 66 ? NAN : objective_of(&s, v));
+    }
+    const int threads[] = {1, 2, 5};
+    for (uint64_t k = 70; k < 73; k++) {
+        double v[3][MAXP];
+        char note[3][256];
+        for (int i = 0; i < 3; i++) {
+            par_set_threads(threads[i]);
+            CHECK_INT_EQ(bo_suggest(&s, &st.h, 5, k, NULL, v[i], note[i], sizeof note[i]), 0);
+        }
+        for (int i = 1; i < 3; i++) {
+            CHECK_MSG(memcmp(v[0], v[i], s.n * sizeof v[0][0]) == 0,
+                      "index %d: %d threads differ from 1", (int)k, threads[i]);
+            CHECK(strcmp(note[0], note[i]) == 0);
+        }
+    }
+    par_set_threads(0);
     sp_space_clear(&s);
 }
 
@@ -1096,6 +1154,7 @@ static void test_bad_arguments(void) {
 int main(void) {
     RUN(test_legal_mixed_parallel);
     RUN(test_reproducible);
+    RUN(test_threads_same_bits);
     RUN(test_index_and_seed_differ);
     RUN(test_design_spread);
     RUN(test_quadratic_optimum);
