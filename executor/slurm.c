@@ -1334,7 +1334,11 @@ static int slurm_release(ex_job *j) {
         char **argv = tn_xcalloc(n + 2, sizeof *argv);
         argv[0] = "scancel";
         memcpy(argv + 1, sj->extra_ids, n * sizeof *argv);
-        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, NULL) != 0) rc = TN_EIO;
+        char *errtext = NULL;
+        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0 &&
+            !(errtext && strstr(errtext, "Invalid job id"))) /* that one: gone indeed */
+            rc = TN_EIO;
+        free(errtext);
         free(argv);
     }
     ex_strv_free(sj->extra_ids);
