@@ -82,8 +82,9 @@ typedef struct slurm_job {
     ex_cmd *scancel_name;     /* scancel --name: stopping, not knowing whether a job runs */
     ex_cmd *scancel_gone;     /* scancel of a job squeue stopped listing, before its re-run */
     char gone_id[32];         /* ... its id */
-    ex_cmd *scancel_extra;    /* scancel of live copies a lost sbatch answer queued ... */
-    char **extra_ids;         /* ... their ids (NULL-terminated; owned) */
+    ex_cmd *scancel_extra;    /* scancel of live copies lost sbatch answers queued ... */
+    char **extra_sent;        /* ... the ids it was given (NULL-terminated; owned) */
+    char **extra_ids;         /* ... and copies found since, to cancel next (owned) */
     struct event *resubmit_ev;
     ev_file *ev;              /* the replicas' and the job's events files */
     size_t nev;
@@ -95,6 +96,9 @@ typedef struct slurm_exec {
     char **queried;           /* the ids that squeue was asked about */
     size_t nqueried;
     int failing;              /* squeue has been failing: said so once */
+    long *live;               /* the study's live jobs as slurm_recover listed them ... */
+    size_t nlive;
+    int recovered;            /* ... once it has */
 } slurm_exec;
 
 static char *job_file(const ex_job *j, const char *name) {
@@ -498,6 +502,23 @@ static void lookup_failed(ex_job *j, const char *errtext) {
     give_up_submitting(j, msg);
 }
 
+/* Whether scancel's complaint errtext says that it could not cancel job `id`: its
+ * per-job line ("... job id 12: ...") unless that says the job is gone already
+ * ("Invalid job id", "already completing or completed"); without per-job lines, any
+ * complaint but those. */
+static int scancel_failed_for(const char *errtext, const char *id) {
+    if (!errtext || !errtext[0]) return 0;
+    char key[48];
+    snprintf(key, sizeof key, "job id %s:", id);
+    const char *line = strstr(errtext, key);
+    if (!line && strstr(errtext, "job id ")) return 0; /* lines for other jobs only */
+    const char *from = line ? line : errtext;
+    size_t len = line ? strcspn(line, "\n") : strlen(errtext);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), from);
+    return !strstr(buf, "Invalid job id") && !strstr(buf, "already completing or completed");
+}
+
 static void send_scancel_extra(ex_job *j);
 
 static void on_scancel_extra(void *ctx, int status, const char *out, const char *errtext) {
@@ -506,22 +527,23 @@ static void on_scancel_extra(void *ctx, int status, const char *out, const char 
     sj->scancel_extra = NULL;
     char msg[512];
     one_line(msg, sizeof msg, errtext);
-    for (size_t k = 0; sj->extra_ids[k]; k++) {
-        if (status == 0)
+    for (size_t k = 0; sj->extra_sent[k]; k++) {
+        const char *id = sj->extra_sent[k];
+        if (status == 0 || !scancel_failed_for(errtext, id))
             ex__emit(j, NULL, EX_EV_STOPPING, "cancelled Slurm job %s, another live job of the "
-                     "trial (a second submission)", sj->extra_ids[k]);
+                     "trial (a second submission)", id);
         else
             ex__notice(j, EX_EV_STOPPING, "could not cancel Slurm job %s, another live job of "
-                       "the trial (a second submission): %s; `scancel %s`", sj->extra_ids[k],
-                       msg[0] ? msg : "no message", sj->extra_ids[k]);
+                       "the trial (a second submission): %s; `scancel %s`", id,
+                       msg[0] ? msg : "no message", id);
     }
-    ex_strv_free(sj->extra_ids);
-    sj->extra_ids = NULL;
+    ex_strv_free(sj->extra_sent);
+    sj->extra_sent = NULL;
+    if (sj->extra_ids) send_scancel_extra(j); /* copies found while it ran */
 }
 
-/* Cancels the trial's job `id`, a live copy that a lost sbatch answer queued, without
- * waiting (the controller is slow when answers get lost): one scancel for every copy
- * asked for before it starts; one still in flight is asked again with the new id. */
+/* Asks for the cancelling of job `id`, a live copy of the trial's job that a lost
+ * sbatch answer queued; send_scancel_extra sends what was asked. */
 static void cancel_extra(ex_job *j, long id) {
     slurm_job *sj = j->impl;
     size_t n = 0;
@@ -529,17 +551,20 @@ static void cancel_extra(ex_job *j, long id) {
     sj->extra_ids = tn_xrealloc(sj->extra_ids, (n + 2) * sizeof *sj->extra_ids);
     sj->extra_ids[n] = tn_xasprintf("%ld", id);
     sj->extra_ids[n + 1] = NULL;
-    send_scancel_extra(j);
 }
 
+/* One scancel for the copies asked for, without waiting (the controller is slow when
+ * answers get lost); while one runs, the next waits for it (on_scancel_extra). */
 static void send_scancel_extra(ex_job *j) {
     slurm_job *sj = j->impl;
-    ex__cmd_abandon(sj->scancel_extra); /* scancel of the same ids and more: harmless */
+    if (sj->scancel_extra || !sj->extra_ids) return;
+    sj->extra_sent = sj->extra_ids;
+    sj->extra_ids = NULL;
     size_t n = 0;
-    while (sj->extra_ids[n]) n++;
+    while (sj->extra_sent[n]) n++;
     char **argv = tn_xcalloc(n + 2, sizeof *argv);
     argv[0] = "scancel";
-    memcpy(argv + 1, sj->extra_ids, n * sizeof *argv);
+    memcpy(argv + 1, sj->extra_sent, n * sizeof *argv);
     sj->scancel_extra = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel_extra, j);
     free(argv);
 }
@@ -588,6 +613,7 @@ static void on_lookup(void *ctx, int status, const char *out, const char *errtex
         if (v[k].id > sj->last_jobid && v[k].id > newest) newest = v[k].id;
     for (size_t k = 0; k < n; k++)
         if (v[k].live && v[k].id != newest) cancel_extra(j, v[k].id);
+    send_scancel_extra(j); /* rare: one call for all of them */
     free(v);
     if (newest > 0) {
         char idbuf[32];
@@ -1188,9 +1214,31 @@ static int slurm_start(ex_job *j, char *err, size_t errlen) {
     return submit(j, err, errlen);
 }
 
-/* The newest Slurm job of the trial that ran, by the run folders its launchers made
- * ("ID-RESTART" in the trial's slurm folder), if newer than `than`; else 0. */
-static long newest_run(const ex_job *j, long than) {
+/* The modification time of job id's newest run folder in the trial's slurm folder,
+ * or 0 when it has none (it never ran). */
+static double run_mtime(const ex_job *j, long id) {
+    double t = 0;
+    for (int restart = 0;; restart++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%ld", id);
+        char *dir = attempt_dir(j, buf, restart);
+        struct stat st;
+        int there = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+        free(dir);
+        if (!there) break;
+        t = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    }
+    return t;
+}
+
+/* A later job of the trial than `than` (the stored one) that ran, by the run folders
+ * its launchers made ("ID-RESTART" in the trial's slurm folder); 0 when there is none
+ * or the stored job is the one to attach to: it is still live (slurm_recover listed
+ * it), or the later folder is older than its own (ids that wrapped at MaxJobId). */
+static long later_run(const ex_job *j, long than) {
+    const slurm_exec *se = j->x->impl;
+    for (size_t k = 0; se->recovered && k < se->nlive; k++)
+        if (se->live[k] == than) return 0;
     char *dir = job_file(j, "");
     DIR *d = opendir(dir);
     free(dir);
@@ -1205,6 +1253,8 @@ static long newest_run(const ex_job *j, long than) {
         if (id > than && id > newest) newest = id;
     }
     if (d) closedir(d);
+    double stored = newest > 0 ? run_mtime(j, than) : 0;
+    if (newest > 0 && stored > 0 && run_mtime(j, newest) < stored) return 0;
     return newest;
 }
 
@@ -1223,7 +1273,7 @@ static void slurm_attach(ex_job *j, const char *handle, const ex_seen *seen, siz
      * died between sbatch's answer and storing it, or before looking for the job of a
      * lost answer): the handle's job was over then (a trial is re-run once its job is),
      * and attaching to it would run the trial once more. Take the later one. */
-    long later = newest_run(j, atol(id));
+    long later = later_run(j, atol(id));
     char how[160] = "re-attached";
     if (later > 0) {
         snprintf(sj->jobid, sizeof sj->jobid, "%ld", later);
@@ -1327,20 +1377,23 @@ static int slurm_release(ex_job *j) {
         char *gone[] = {"scancel", sj->gone_id, NULL};
         ex__cmd_sync(gone, CMD_TIMEOUT, NULL, NULL);
     }
-    if (sj->scancel_extra) { /* the same */
+    if (sj->scancel_extra || sj->extra_ids) { /* the copies' scancel: the same */
         ex__cmd_abandon(sj->scancel_extra);
-        size_t n = 0;
-        while (sj->extra_ids[n]) n++;
-        char **argv = tn_xcalloc(n + 2, sizeof *argv);
+        size_t n = 0, m = 0;
+        while (sj->extra_sent && sj->extra_sent[n]) n++;
+        while (sj->extra_ids && sj->extra_ids[m]) m++;
+        char **argv = tn_xcalloc(n + m + 2, sizeof *argv);
         argv[0] = "scancel";
-        memcpy(argv + 1, sj->extra_ids, n * sizeof *argv);
+        if (n) memcpy(argv + 1, sj->extra_sent, n * sizeof *argv);
+        if (m) memcpy(argv + 1 + n, sj->extra_ids, m * sizeof *argv);
         char *errtext = NULL;
-        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0 &&
-            !(errtext && strstr(errtext, "Invalid job id"))) /* that one: gone indeed */
-            rc = TN_EIO;
+        if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0)
+            for (size_t k = 1; k <= n + m; k++)
+                if (scancel_failed_for(errtext, argv[k])) rc = TN_EIO;
         free(errtext);
         free(argv);
     }
+    ex_strv_free(sj->extra_sent);
     ex_strv_free(sj->extra_ids);
     event_free(sj->resubmit_ev);
     for (size_t i = 0; i < sj->nev; i++) free(sj->ev[i].path);
@@ -1451,6 +1504,7 @@ static void slurm_free(ex_executor *x) {
     ex__cmd_abandon(se->squeue);
     event_free(se->tick);
     ex_strv_free(se->queried);
+    free(se->live);
     free(se);
     x->impl = NULL;
 }
@@ -1641,6 +1695,13 @@ static int slurm_recover(ex_executor *x, char ***handles, long **trials, size_t 
         (*n)++;
         (*handles)[*n] = NULL;
     }
+    /* kept for slurm_attach: a stored job still live is the one to attach to */
+    slurm_exec *se = x->impl;
+    free(se->live);
+    se->live = tn_xcalloc(*n + 1, sizeof *se->live);
+    for (size_t k = 0; k < *n; k++) se->live[k] = atol((*handles)[k] + 6);
+    se->nlive = *n;
+    se->recovered = 1;
 done:
     free(out);
     free(errtext);

@@ -52,7 +52,7 @@
 #define BO_LOCAL_PER_CENTRE 32  /* Gaussian perturbations around each */
 #define BO_LOCAL_SD_NEAR 0.02   /* half of them with this sd (unit coordinates) */
 #define BO_LOCAL_SD_FAR 0.1     /* the other half with this one */
-#define BO_LOCAL_SD_NEAR_PENDING 0.01 /* ... with trials running: their beliefs flatten
+#define BO_LOCAL_SD_NEAR_PENDING 0.01 /* ... with running trials believed: their beliefs flatten
                                    the acquisition at the best points, and its peaks
                                    between them are finer (docs/bayesian-optimisation.md,
                                    "What was tried at 8 workers") */
@@ -899,6 +899,7 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
         zsum += z[k];
     }
     size_t np = 0;
+    int believed = 0; /* the running trials are in the model */
     for (size_t k = 0; k < nt; k++) {
         const sp_trial *tr = &h->trials[k];
         if (tr->state != SP_PENDING || !tr->values) continue;
@@ -921,6 +922,7 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
         if (gp_fit_fixed(X, z, n + np, D, &hy, &with, log, sizeof log) == 0) {
             gp_free(gp);
             gp = with;
+            believed = 1;
         } else {
             set_note(note, notelen, "the %zu running trials could not be added to the "
                      "Gaussian process (%s): they may be suggested again", np, log);
@@ -951,7 +953,7 @@ static int model_point(const sp_space *s, const sp_history *h, taken *t,
         for (size_t k = 0; k < BO_LOCAL_PER_CENTRE; k++) {
             double *q = cand + (nq + c * BO_LOCAL_PER_CENTRE + k) * P;
             double sd = k % 2 ? BO_LOCAL_SD_FAR
-                              : np > 0 ? BO_LOCAL_SD_NEAR_PENDING : BO_LOCAL_SD_NEAR;
+                              : believed ? BO_LOCAL_SD_NEAR_PENDING : BO_LOCAL_SD_NEAR;
             for (size_t i = 0; i < P; i++) {
                 /* an inactive coordinate has no value to step from: a uniform one, in
                  * case a step of its parent makes it active */

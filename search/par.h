@@ -16,7 +16,8 @@ typedef void (*par_task_fn)(void *ctx, size_t task);
  * cannot be started leaves its share to the others. */
 void par_run(size_t ntasks, par_task_fn fn, void *ctx);
 
-/* The threads par_run uses: the cores online (at most PAR_MAX_THREADS), or what
+/* The threads par_run uses: the cores this process may run on (its CPU affinity; at
+ * most PAR_MAX_THREADS), or what
  * par_set_threads set (n >= 1; 0: back to the cores online). For tests, which check
  * that the results do not depend on it. */
 #define PAR_MAX_THREADS 8

@@ -738,6 +738,71 @@ static void test_attach_takes_later_run(void) {
     CHECK(!strstr(o.events, "a later job"));
 }
 
+/* The handle ex_job_attach takes for `stored` in the trial folder g_root/dir, on
+ * executor x ("" when it attaches to none). */
+static void attached_handle(ex_executor *x, const char *dir, const char *stored, char *buf,
+                            size_t len) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", g_root, dir);
+    const char *argv[] = {"/bin/true"};
+    ex_job_config cfg = {.study = "s", .trial = "3", .argv = argv, .argc = 1, .job_dir = path,
+                         .count = {1}, .poll_seconds = 0.1};
+    ex_callbacks cb = {0};
+    ex_job *j = NULL;
+    buf[0] = '\0';
+    CHECK_INT_EQ(ex_job_attach(x, &cfg, &cb, NULL, stored, 1, NULL, 0, &j), 0);
+    if (j && ex_job_handle(j)) snprintf(buf, len, "%s", ex_job_handle(j));
+    ex_job_free(j);
+}
+
+/* A later run folder is not taken over the stored job when the stored job is still
+ * live (slurm_recover listed it: the later one is a copy that ended), nor when it is
+ * older than the stored job's own (ids that wrapped at MaxJobId). */
+static void test_attach_keeps_stored(void) {
+    fake_reset(0);
+    char mk[1400];
+    snprintf(mk, sizeof mk, "mkdir -p '%s/jobs'", g_fake);
+    CHECK(system(mk) == 0);
+    fake_write("jobs/7", "RUNNING|None|n1|tuner.test.s.3");
+    write_run_outcome("keep_live", "7-0", "{\"outcome\": \"failed\", \"retry\": true, "
+                      "\"time\": 1}"); /* (a failed run before its requeue) */
+    write_run_outcome("keep_live", "9-0", "{\"outcome\": \"succeeded\", \"retry\": false, "
+                      "\"time\": 2}");
+    struct event_base *base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    ex_executor *x = NULL;
+    char err[512], handle[64];
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    /* without the live list, the later folder wins (test_attach_takes_later_run) */
+    attached_handle(x, "keep_live", "slurm:7", handle, sizeof handle);
+    CHECK_MSG(!strcmp(handle, "slurm:9"), "handle %s", handle);
+    char **handles = NULL;
+    long *trials = NULL;
+    size_t n = 0;
+    int killed = 0;
+    CHECK_MSG(ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err) == 0, "%s", err);
+    CHECK_INT_EQ(n, 1);
+    ex_strv_free(handles);
+    free(trials);
+    attached_handle(x, "keep_live", "slurm:7", handle, sizeof handle);
+    CHECK_MSG(!strcmp(handle, "slurm:7"), "handle %s", handle);
+    ex_executor_free(x);
+
+    /* ids wrapped: the stored job 5 ran after the folder of job 9000 was made */
+    fake_reset(0);
+    write_run_outcome("keep_wrap", "5-0", "{\"outcome\": \"failed\", \"retry\": true, "
+                      "\"time\": 2}");
+    write_run_outcome("keep_wrap", "9000-0", "{\"outcome\": \"succeeded\", \"retry\": "
+                      "false, \"time\": 1}");
+    snprintf(mk, sizeof mk, "touch -d '2 hours ago' '%s/keep_wrap/slurm/9000-0'", g_root);
+    CHECK(system(mk) == 0);
+    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
+    attached_handle(x, "keep_wrap", "slurm:5", handle, sizeof handle);
+    CHECK_MSG(!strcmp(handle, "slurm:5"), "handle %s", handle);
+    ex_executor_free(x);
+    event_base_free(base);
+}
+
 /* Slurm requeues the job once it runs: the second run is counted as a re-run of the
  * job, stored, and its files are read. */
 static void requeue_once(outcome *o, double elapsed) {
@@ -802,7 +867,7 @@ static void fake_job_state(long id, char *buf, size_t len) {
  * earlier lost answer queued it): the look adopts the newest job and cancels the copy,
  * saying so; a scancel that fails is told with the command to run. */
 static void test_lost_answer_cancels_copies(void) {
-    for (int fail = 0; fail < 2; fail++) {
+    for (int fail = 0; fail < 3; fail++) { /* 2: the copy was gone already */
         fake_reset(1);
         long copy = fake_next_id();
         char name[64], next[32];
@@ -814,11 +879,16 @@ static void test_lost_answer_cancels_copies(void) {
         snprintf(next, sizeof next, "%ld", copy + 1);
         fake_write("next_id", next);
         fake_write("sbatch_lie", "");
-        if (fail) fake_write("scancel_fail", "scancel: error: Socket timed out on send/recv");
+        char gone[128];
+        snprintf(gone, sizeof gone, "scancel: error: Kill job error on job id %ld: Invalid job "
+                 "id specified", copy);
+        if (fail) fake_write("scancel_fail", fail == 1 ? "scancel: error: Socket timed out on "
+                                                         "send/recv" : gone);
         /* the job outlasts the scancel, whose answer is told as it comes */
         job_case jc = {.script = "sleep 2", .restarts = 5, .retries = 3, .retry_seconds = 0.2};
         int attempts = 0, restarts = 0;
-        outcome o = run_job(fail ? "copies_fail" : "copies", &jc, &attempts, &restarts);
+        outcome o = run_job(fail == 1 ? "copies_fail" : fail ? "copies_gone" : "copies", &jc,
+                            &attempts, &restarts);
         CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
         CHECK_INT_EQ(fake_calls("sbatch", NULL), 1);
         CHECK_INT_EQ(attempts, 1);
@@ -826,11 +896,12 @@ static void test_lost_answer_cancels_copies(void) {
         snprintf(want, sizeof want, "Slurm job %ld (attempt 1, found by its name", copy + 1);
         CHECK_STR_CONTAINS(o.events, want);
         fake_job_state(copy, state, sizeof state);
-        if (!fail) {
+        if (fail != 1) {
             snprintf(want, sizeof want, "cancelled Slurm job %ld, another live job of the trial "
                      "(a second submission)", copy);
             CHECK_STR_CONTAINS(o.events, want);
-            CHECK_MSG(strstr(state, "CANCELLED"), "job %ld: %s", copy, state);
+            if (!fail) CHECK_MSG(strstr(state, "CANCELLED"), "job %ld: %s", copy, state);
+            CHECK(!strstr(o.events, "could not cancel"));
         } else {
             snprintf(want, sizeof want, "could not cancel Slurm job %ld, another live job of the "
                      "trial (a second submission): scancel: error: Socket timed out on "
@@ -1562,6 +1633,7 @@ int main(int argc, char **argv) {
     RUN(test_trial_timeout);
     RUN(test_attach_to_finished_job);
     RUN(test_attach_takes_later_run);
+    RUN(test_attach_keeps_stored);
     RUN(test_requeue_counts_as_rerun);
     RUN(test_lost_sbatch_answer);
     RUN(test_lost_answer_cancels_copies);
