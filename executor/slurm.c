@@ -555,16 +555,25 @@ static void cancel_extra(ex_job *j, long id) {
 
 /* One scancel for the copies asked for, without waiting (the controller is slow when
  * answers get lost); while one runs, the next waits for it (on_scancel_extra). */
+/* "scancel" and the copies' ids, sent and to send (the strings are sj's; free only
+ * the array). */
+static char **extra_argv(const slurm_job *sj) {
+    size_t n = 0, m = 0;
+    while (sj->extra_sent && sj->extra_sent[n]) n++;
+    while (sj->extra_ids && sj->extra_ids[m]) m++;
+    char **argv = tn_xcalloc(n + m + 2, sizeof *argv);
+    argv[0] = "scancel";
+    if (n) memcpy(argv + 1, sj->extra_sent, n * sizeof *argv);
+    if (m) memcpy(argv + 1 + n, sj->extra_ids, m * sizeof *argv);
+    return argv;
+}
+
 static void send_scancel_extra(ex_job *j) {
     slurm_job *sj = j->impl;
     if (sj->scancel_extra || !sj->extra_ids) return;
     sj->extra_sent = sj->extra_ids;
     sj->extra_ids = NULL;
-    size_t n = 0;
-    while (sj->extra_sent[n]) n++;
-    char **argv = tn_xcalloc(n + 2, sizeof *argv);
-    argv[0] = "scancel";
-    memcpy(argv + 1, sj->extra_sent, n * sizeof *argv);
+    char **argv = extra_argv(sj);
     sj->scancel_extra = ex__cmd_run(j->x, argv, CMD_TIMEOUT, on_scancel_extra, j);
     free(argv);
 }
@@ -1379,16 +1388,9 @@ static int slurm_release(ex_job *j) {
     }
     if (sj->scancel_extra || sj->extra_ids) { /* the copies' scancel: the same */
         ex__cmd_abandon(sj->scancel_extra);
-        size_t n = 0, m = 0;
-        while (sj->extra_sent && sj->extra_sent[n]) n++;
-        while (sj->extra_ids && sj->extra_ids[m]) m++;
-        char **argv = tn_xcalloc(n + m + 2, sizeof *argv);
-        argv[0] = "scancel";
-        if (n) memcpy(argv + 1, sj->extra_sent, n * sizeof *argv);
-        if (m) memcpy(argv + 1 + n, sj->extra_ids, m * sizeof *argv);
-        char *errtext = NULL;
+        char **argv = extra_argv(sj), *errtext = NULL;
         if (ex__cmd_sync(argv, CMD_TIMEOUT, NULL, &errtext) != 0)
-            for (size_t k = 1; k <= n + m; k++)
+            for (size_t k = 1; argv[k]; k++)
                 if (scancel_failed_for(errtext, argv[k])) rc = TN_EIO;
         free(errtext);
         free(argv);

@@ -250,14 +250,20 @@ if [ \$n -eq 2 ]; then echo \$\$ >"$WORK/slowbin/pid"; echo "\$out" >"$WORK/slow
 echo "\$out"; exit \$rc
 EOF
 chmod +x slowbin/sbatch
+# kill_at_rerun STUDY: runs STUDY with the slow sbatch and SIGKILLs the tuner once the
+# re-run's job is queued (its id in slowbin/queued), the late sbatch with it.
+kill_at_rerun() {
+  rm -f slowbin/n slowbin/pid slowbin/queued
+  PATH="$WORK/slowbin:$PATH" "$TUNER" run "$1.json" --quiet >"${1}1.out" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 300); do [ -s slowbin/queued ] && break; sleep 0.1; done
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  [ -s slowbin/pid ] && kill -KILL -- "-$(cat slowbin/pid)" 2>/dev/null
+}
 rerun='["/bin/sh", "-c", "for a; do case $a in --job-dir=*) d=${a#--job-dir=};; esac; done; if [ ! -e $d/ran ]; then touch $d/ran; exit 1; fi; sleep 6; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 spec lateid '"restartPolicy": {"maxReplicaRestarts": 0, "maxJobRetries": 2, "backoffSeconds": 0},' 1 1 "$rerun"
-PATH="$WORK/slowbin:$PATH" "$TUNER" run lateid.json --quiet >lateid1.out 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do [ -s slowbin/queued ] && break; sleep 0.1; done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-[ -s slowbin/pid ] && kill -KILL -- "-$(cat slowbin/pid)" 2>/dev/null
+kill_at_rerun lateid
 check lateid_rerun_queued test -s slowbin/queued
 check lateid_id_not_stored test "$(trial_field lateid executor_job)" != "slurm:$(cat slowbin/queued)"
 "$TUNER" resume lateid >lateid.out 2>&1; rc=$?
@@ -278,14 +284,8 @@ check lateid_queue_empty wait_queue_empty
 # more as live, and the stored job failed. Resume takes the re-run's outcome from its
 # files (the trial succeeded, two runs in all) instead of re-running the trial a third
 # time.
-rm -rf slowbin/n slowbin/pid slowbin/queued
 spec lateend '"restartPolicy": {"maxReplicaRestarts": 0, "maxJobRetries": 2, "backoffSeconds": 0},' 1 1 "$rerun"
-PATH="$WORK/slowbin:$PATH" "$TUNER" run lateend.json --quiet >lateend1.out 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do [ -s slowbin/queued ] && break; sleep 0.1; done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-[ -s slowbin/pid ] && kill -KILL -- "-$(cat slowbin/pid)" 2>/dev/null
+kill_at_rerun lateend
 lateend_job=$(cat slowbin/queued)
 for _ in $(seq 1 300); do [ -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome" ] && break; sleep 0.1; done
 check lateend_rerun_ran test -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome"
