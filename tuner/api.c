@@ -1407,9 +1407,7 @@ void api_frame_init(api_frame *f, size_t max_head, size_t max_body) {
     f->part = FR_REQUEST_LINE;
 }
 
-static void frame_refuse(api_frame *f, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void frame_refuse(api_frame *f, int status, const char *fmt, ...) {
+void api_frame_refuse(api_frame *f, int status, const char *fmt, ...) {
     f->state = API_FRAME_REFUSED;
     f->status = status;
     va_list ap;
@@ -1432,22 +1430,55 @@ static int frame_header(const char *line, size_t n, const char *name, const char
     return 1;
 }
 
-/* The request line: the method (a body or not) and the version. */
+/* The version token v (n bytes): HTTP/<digits>.<digits>, as evhttp 2.1 reads it (a
+ * major version above 1 it refuses). Returns the major version times 1000 plus the
+ * minor (each capped at 999), or -1 when v is not one. */
+static int frame_version(const char *v, size_t n) {
+    if (n < 8 || memcmp(v, "HTTP/", 5) != 0) return -1;
+    size_t i = 5;
+    int part[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        size_t start = i;
+        for (; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+            if (part[k] < 999) part[k] = 10 * part[k] + (v[i] - '0');
+        if (i == start || (k == 0 && (i == n || v[i++] != '.'))) return -1;
+    }
+    return i == n ? 1000 * part[0] + part[1] : -1;
+}
+
+/* The request line: the method (one evhttp knows, and whether it has a body) and the
+ * version. Whatever evhttp would refuse with its own page (an unknown method 501,
+ * a malformed or later version 400) is refused here, in the dashboard's form. */
 static void frame_request_line(api_frame *f, size_t n) {
     if (n == 0 || f->spaces < 2) {
-        frame_refuse(f, 400, "malformed request line");
+        api_frame_refuse(f, 400, "malformed request line");
         return;
     }
-    static const char *const with_body[] = {"GET", "POST", "PUT", "PATCH", "DELETE",
-                                            "OPTIONS", "CONNECT"};
-    size_t m = strcspn(f->line, " ");
-    f->head = m == 4 && !memcmp(f->line, "HEAD", 4);
-    f->no_body = 1;
-    for (size_t i = 0; i < sizeof with_body / sizeof with_body[0]; i++)
-        if (m == strlen(with_body[i]) && !memcmp(f->line, with_body[i], m)) f->no_body = 0;
-    /* the version: after the last space of the line, or of its last bytes when the
-     * line is longer than f->line holds. Those are the ring's bytes before byte n, one
-     * fewer than it holds: its newest may be the line's CR. */
+    static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
+                                          "CONNECT", "HEAD", "TRACE"}; /* the last two: no body */
+    size_t m = strcspn(f->line, " "), known = sizeof methods / sizeof methods[0];
+    for (size_t i = 0; i < known; i++)
+        if (m == strlen(methods[i]) && !memcmp(f->line, methods[i], m)) {
+            known = i;
+            break;
+        }
+    if (known == sizeof methods / sizeof methods[0]) {
+        int token = m <= 16; /* named in the reply only when short and plain */
+        for (size_t i = 0; i < m && token; i++)
+            token = isalnum((unsigned char)f->line[i]) || f->line[i] == '-' || f->line[i] == '_';
+        if (token)
+            api_frame_refuse(f, 501, "unknown method %.*s (methods are case-sensitive)", (int)m,
+                         f->line);
+        else
+            api_frame_refuse(f, 501, "unknown method");
+        return;
+    }
+    f->head = known == 7;
+    f->no_body = known >= 7;
+    /* the version: after the last space of the line, blanks at its end left out (as
+     * evhttp does), or of its last bytes when the line is longer than f->line holds.
+     * Those are the ring's bytes before byte n, one fewer than it holds: its newest may
+     * be the line's CR. */
     char last[sizeof f->tail];
     const char *text = f->line;
     if (n >= sizeof f->line) {
@@ -1456,9 +1487,20 @@ static void frame_request_line(api_frame *f, size_t n) {
         last[k] = '\0';
         text = last;
     }
-    const char *v = strrchr(text, ' ');
-    v = v ? v + 1 : text;
-    f->http11 = !strncmp(v, "HTTP/", 5) && strcmp(v + 5, "1.0") && strcmp(v + 5, "0.9");
+    size_t end = strlen(text);
+    while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) end--;
+    size_t at = end;
+    while (at > 0 && text[at - 1] != ' ') at--;
+    int version = frame_version(text + at, end - at);
+    if (version < 0) {
+        api_frame_refuse(f, 400, "malformed HTTP version: send HTTP/1.1");
+        return;
+    }
+    if (version >= 2000) {
+        api_frame_refuse(f, 505, "HTTP/%d is not served here: send HTTP/1.1", version / 1000);
+        return;
+    }
+    f->http11 = version >= 1001;
     f->part = FR_HEADERS;
 }
 
@@ -1471,13 +1513,15 @@ static void frame_headers_end(api_frame *f) {
                       : f->cl_bad            ? "the Content-Length is not a number"
                                              : NULL;
     if (bad) {
-        frame_refuse(f, 400, "%s", bad);
+        api_frame_refuse(f, 400, "%s", bad);
     } else if (f->no_body || (!f->nte && f->body == 0)) {
         f->state = API_FRAME_WHOLE;
+    } else if (f->expect == 2 && f->http11) { /* evhttp's 417, before the body */
+        api_frame_refuse(f, 417, "Expect is not 100-continue");
     } else if (f->body > (int64_t)f->max_body) {
-        frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
+        api_frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
     } else {
-        f->expect_continue = f->expect && f->http11;
+        f->expect_continue = f->expect == 1 && f->http11;
         f->part = f->nte ? FR_CHUNK_SIZE : FR_BODY;
         f->left = f->body;
     }
@@ -1491,12 +1535,12 @@ static void frame_header_line(api_frame *f, size_t n) {
         return;
     }
     if (f->line[0] == ' ' || f->line[0] == '\t') {
-        frame_refuse(f, 400, "a header line folded onto the line before it");
+        api_frame_refuse(f, 400, "a header line folded onto the line before it");
         return;
     }
     size_t stored = n < sizeof f->line ? n : sizeof f->line - 1;
     if (!f->colon) {
-        frame_refuse(f, 400, "malformed header line");
+        api_frame_refuse(f, 400, "malformed header line");
         return;
     }
     if (!memchr(f->line, ':', stored)) return; /* a long name: not one that frames the body */
@@ -1513,8 +1557,9 @@ static void frame_header_line(api_frame *f, size_t n) {
     } else if (frame_header(f->line, stored, "Transfer-Encoding", &v, &vlen)) {
         f->nte++;
         if (n != stored || vlen != 7 || strncasecmp(v, "chunked", 7) != 0) f->te_other = 1;
-    } else if (frame_header(f->line, stored, "Expect", &v, &vlen)) {
-        f->expect = vlen == 12 && strncasecmp(v, "100-continue", 12) == 0;
+    } else if (!f->expect && frame_header(f->line, stored, "Expect", &v, &vlen)) {
+        /* the first one counts, as evhttp_find_header finds it */
+        f->expect = n == stored && vlen == 12 && strncasecmp(v, "100-continue", 12) == 0 ? 1 : 2;
     }
 }
 
@@ -1528,11 +1573,11 @@ static void frame_chunk_size(api_frame *f, size_t n) {
         if (size <= (int64_t)f->max_body) size = 16 * size + d;
     }
     if (i == 0 || (i < n && (i >= sizeof f->line - 1 || f->line[i] != ' '))) {
-        frame_refuse(f, 400, "malformed chunk size");
+        api_frame_refuse(f, 400, "malformed chunk size");
         return;
     }
     if (f->body + size > (int64_t)f->max_body) {
-        frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
+        api_frame_refuse(f, 413, "the body is over %zu bytes", f->max_body);
         return;
     }
     f->body += size;
@@ -1554,14 +1599,21 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
             continue;
         }
         char c = p[i++];
+        if (f->part != FR_CHUNK_SIZE && (c == '\0' || (f->last == '\r' && c != '\n'))) {
+            /* evhttp would refuse either with its own page (a NUL ends its strings; a CR
+             * inside a header line it takes for a broken line fold) */
+            api_frame_refuse(f, 400, "%s in the request line or headers",
+                         c == '\0' ? "a NUL byte" : "a CR not followed by LF");
+            break;
+        }
         if (f->part == FR_CHUNK_SIZE) {
             if (++f->framing > f->max_body) {
-                frame_refuse(f, 413, "the body's chunk-size lines are over %zu bytes",
+                api_frame_refuse(f, 413, "the body's chunk-size lines are over %zu bytes",
                              f->max_body);
                 break;
             }
         } else if (++f->head_bytes > f->max_head) {
-            frame_refuse(f, 431, "the request line and headers are over %zu bytes",
+            api_frame_refuse(f, 431, "the request line and headers are over %zu bytes",
                          f->max_head);
             break;
         }

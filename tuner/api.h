@@ -159,7 +159,9 @@ enum api_frame_state {
 
 typedef struct api_frame {
     int state;             /* enum api_frame_state */
-    int status;            /* API_FRAME_REFUSED: 400, 413 (body) or 431 (headers) */
+    int status;            /* API_FRAME_REFUSED: 400, 413 (body), 417 (an Expect other
+                              than 100-continue), 431 (headers), 501 (an unknown method)
+                              or 505 (HTTP/2 or later) */
     char why[96];          /* API_FRAME_REFUSED: what was wrong */
     int head;              /* the method is HEAD (a reply has no body) */
     int expect_continue;   /* the headers are in, a body is to come, and the client
@@ -182,7 +184,7 @@ typedef struct api_frame {
     int spaces;            /* spaces in the request line */
     int no_body;           /* the method has none */
     int http11;            /* HTTP/1.1 or later */
-    int expect;            /* Expect: 100-continue */
+    int expect;            /* the first Expect header: 0 none, 1 100-continue, 2 another */
     int ncl, nte;          /* Content-Length and Transfer-Encoding headers seen */
     int cl_bad;            /* a Content-Length that is not digits */
     int te_other;          /* a Transfer-Encoding other than chunked */
@@ -195,6 +197,10 @@ void api_frame_init(api_frame *f, size_t max_head, size_t max_body);
  * the request is every byte taken since api_frame_init) or was refused
  * (API_FRAME_REFUSED); none once it is not API_FRAME_MORE. */
 size_t api_frame_scan(api_frame *f, const char *p, size_t len);
+/* Ends the scan with a refusal: state API_FRAME_REFUSED, the status and why (the gate's
+ * own checks of a whole request use it too). */
+void api_frame_refuse(api_frame *f, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- helpers, exposed for the tests ---- */
 

@@ -270,8 +270,11 @@ static const char *reason(int status) {
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
     default: return "Internal Server Error";
     }
 }
@@ -387,6 +390,7 @@ static void gate_refuse(dash_conn *conn) {
     api_error(&r, f->status,
               f->status == 413   ? "the dashboard takes no request body over 4 KiB"
               : f->status == 431 ? "send at most 8 KiB of request line and headers"
+              : f->status == 501 ? "the dashboard answers GET, HEAD and POST"
                                  : "send a well-formed HTTP/1.1 request (RFC 9112)",
               "%s", f->why);
     int sock = bufferevent_getfd(evhttp_connection_get_bufferevent(conn->evcon));
@@ -410,6 +414,42 @@ static void gate_read(dash_conn *conn, struct evbuffer *in) {
     }
 }
 
+/* A whole request's target, as evhttp will parse it (the line between its first and
+ * its last space, blanks at its end left out), refused with the gate's 400 when
+ * evhttp's URI parser refuses it (an authority with a bad port or IP literal, say),
+ * which evhttp would answer with its own page. The request line is at the front of
+ * in (the gate let nothing through before it) and at most DASH_MAX_HEADERS long. */
+static void gate_check_target(dash_conn *conn, struct evbuffer *in) {
+    int k = evbuffer_peek(in, DASH_MAX_HEADERS, NULL, NULL, 0);
+    if (k <= 0) return;
+    struct evbuffer_iovec *v = tn_xmalloc((size_t)k * sizeof *v);
+    char *line = tn_xmalloc(DASH_MAX_HEADERS + 1);
+    k = evbuffer_peek(in, DASH_MAX_HEADERS, NULL, v, k);
+    size_t n = 0;
+    for (int i = 0; i < k && n < DASH_MAX_HEADERS; i++) {
+        size_t take = v[i].iov_len < DASH_MAX_HEADERS - n ? v[i].iov_len : DASH_MAX_HEADERS - n;
+        memcpy(line + n, v[i].iov_base, take);
+        n += take;
+    }
+    char *eol = memchr(line, '\n', n), *first = NULL, *last = NULL;
+    if (eol) { /* (always: the frame read the line's end) */
+        size_t len = (size_t)(eol - line);
+        while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+            len--;
+        line[len] = '\0';
+        first = strchr(line, ' ');
+        last = strrchr(line, ' ');
+    }
+    if (first && last > first) { /* (the frame refused the others) */
+        *last = '\0';
+        struct evhttp_uri *uri = evhttp_uri_parse_with_flags(first + 1, EVHTTP_URI_NONCONFORMANT);
+        if (uri) evhttp_uri_free(uri);
+        else api_frame_refuse(&conn->frame, 400, "the request target is not a URI");
+    }
+    free(line);
+    free(v);
+}
+
 /* Looks at what the connection sent since the last look, while a request is awaited:
  * lets a whole request through to evhttp, answers one that is refused, says "100
  * Continue" to a client that waits for it, and drops what a refused one sends. The
@@ -420,6 +460,7 @@ static void gate_scan(dash_conn *conn) {
     struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
     if (conn->frame.state == API_FRAME_MORE) {
         gate_read(conn, in);
+        if (conn->frame.state == API_FRAME_WHOLE) gate_check_target(conn, in);
         if (conn->frame.state == API_FRAME_WHOLE) {
             evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */
             return;

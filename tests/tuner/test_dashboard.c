@@ -278,6 +278,28 @@ static void test_request_framing(void) {
         {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", MORE, 0, -1, 1},
         {"POST /c HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", MORE, 0, -1, 0},
         {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\n\r\n", WHOLE, 0, -1, 0},
+        /* what evhttp would answer with its own page: the gate answers it instead */
+        {"BREW / HTTP/1.1\r\n\r\n", NO, 501, -1, 0},
+        {"get / HTTP/1.1\r\n\r\n", NO, 501, -1, 0},                /* case-sensitive */
+        {"GET / HTTP/x.y\r\n\r\n", NO, 400, -1, 0},
+        {"GET / FOO/1.1\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1x\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/2.0\r\n\r\n", NO, 505, -1, 0},
+        {"GET / HTTP/1.1\r\nX-A: a\rb\r\n\r\n", NO, 400, -1, 0},      /* a bare CR */
+        {"GET /a\rb HTTP/1.1\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", WHOLE, 0, -1, 0},     /* as evhttp */
+        {"GET / HTTP/0.9\r\n\r\n", WHOLE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nExpect: foo\r\nContent-Length: 3\r\n\r\n", NO, 417, -1, 0},
+        {"POST /c HTTP/1.1\r\nExpect: foo\r\nContent-Length: 17\r\n\r\n", NO, 417, -1, 0},
+        {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nExpect: foo\r\nContent-Length: 3\r\n"
+         "\r\n", MORE, 0, -1, 1},                                 /* the first one counts */
+        {"POST /c HTTP/1.0\r\nExpect: foo\r\nContent-Length: 3\r\n\r\nabc", WHOLE, 0, -1, 0},
+        {"POST /c HTTP/1.1\r\nExpect: foo\r\n\r\n", WHOLE, 0, -1, 0},        /* no body */
+        {"POST /c HTTP/1.1\r\nContent-Length: 3\r\n\r\na\rb", WHOLE, 0, -1, 0}, /* body */
+        {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na\rb\r\n0\r\n\r\n",
+         WHOLE, 0, -1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *t = cases[i].text;
@@ -326,6 +348,30 @@ static void test_request_framing(void) {
             }
         }
     }
+    /* a later or malformed version at the end of a long line */
+    snprintf(text, sizeof text, "GET /?%s HTTP/9.9\r\n\r\n", pad);
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, text, strlen(text));
+    CHECK_MSG(f.state == API_FRAME_REFUSED && f.status == 505, "HTTP/9.9: %d %d", f.state,
+              f.status);
+    snprintf(text, sizeof text, "GET /?%s HTTP/1.1.1\r\n\r\n", pad);
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, text, strlen(text));
+    CHECK_MSG(f.state == API_FRAME_REFUSED && f.status == 400, "HTTP/1.1.1: %d %d", f.state,
+              f.status);
+    /* a NUL byte in a header line (strlen would stop at it) */
+    static const char nul[] = "GET / HTTP/1.1\r\nX\0A: 1\r\n\r\n";
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, nul, sizeof nul - 1);
+    CHECK_MSG(f.state == API_FRAME_REFUSED && f.status == 400 && strstr(f.why, "NUL"),
+              "NUL: %d %d %s", f.state, f.status, f.why);
+    /* an unknown method is named only when it is short and plain */
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, "BREW / HTTP/1.1\r\n", 17);
+    CHECK_MSG(strstr(f.why, "BREW") != NULL, "%s", f.why);
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, "<b>x</b> / HTTP/1.1\r\n", 21);
+    CHECK_MSG(f.status == 501 && strchr(f.why, '<') == NULL, "%d %s", f.status, f.why);
     snprintf(text, sizeof text, "GET / HTTP/1.1\r\nX%s\r\n\r\n", pad);
     api_frame_init(&f, 1024, 16);
     api_frame_scan(&f, text, strlen(text));
