@@ -53,6 +53,16 @@
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 
+/* The loops over a row of points (distances, kernel values, the gradient's sums) are
+ * written to vectorise; on x86-64 GCC also builds them for AVX2 and picks that at run
+ * time where the CPU has it. Both builds do the same operations in the same order
+ * (C11 mode contracts no a * b + c), so they give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VECTORISE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VECTORISE
+#endif
+
 /* ---- Constants: priors, box, jitter, minimiser (all documented in the design) ---- */
 
 #define SQRT5 2.23606797749978969641
@@ -161,11 +171,11 @@ static size_t sparse_row(const double *x, size_t d, uint32_t *idx, double *val) 
 
 /* The squared scaled distance between two compressed rows (a: an coordinates, b: bn),
  * the sum of t^2 over the dimensions, t = (x_j - x'_j) / l_j, in increasing j as the
- * dense loop takes them; when g is not NULL, also adds gab t t into g[grp[j]] for each
- * (work_gradient's sum). */
+ * dense loop takes them; when g is not NULL, also adds gab t t into g[j gs] for each
+ * (work_gradient's sum, as grad_row adds it). */
 static inline double sparse_r2(const uint32_t *ai, const double *av, size_t an,
                                const uint32_t *bi, const double *bv, size_t bn,
-                               const double *inv_l, double *g, const size_t *grp, double gab) {
+                               const double *inv_l, double *g, size_t gs, double gab) {
     double r2 = 0;
     size_t p = 0, q = 0;
     while (p < an || q < bn) {
@@ -174,7 +184,7 @@ static inline double sparse_r2(const uint32_t *ai, const double *av, size_t an,
         double xa = ja == j ? av[p++] : 0.0, xb = jb == j ? bv[q++] : 0.0;
         double t = (xa - xb) * inv_l[j];
         r2 += t * t;
-        if (g) g[grp[j]] += gab * t * t;
+        if (g) g[j * gs] += gab * t * t;
     }
     return r2;
 }
@@ -189,8 +199,9 @@ struct gp_model {
     size_t n, d;
     size_t nl;         /* lengthscales */
     size_t *group;     /* (d) each dimension's lengthscale; NULL: dimension j has l_j */
-    double *X;         /* (n, d) training points, copied */
-    gp_sparse *sp;     /* X compressed, where it is mostly 0 (sparse_new); else NULL */
+    double *XT;        /* (d, n) training points by coordinate: XT[j n + i] = x_ij;
+                          NULL where sp holds them */
+    gp_sparse *sp;     /* the points compressed, where mostly 0 (sparse_new); else NULL */
     double y_mean;     /* z = (y - y_mean) / y_sd */
     double y_sd;
     double *log_l;     /* (nl) log lengthscales */
@@ -212,12 +223,17 @@ typedef struct gp_work {
     size_t nl;          /* lengthscales: theta has nl + 2 values */
     const size_t *g;    /* (d) each dimension's lengthscale, not owned */
     const double *X;    /* (n, d) points, not owned */
+    double *XT;         /* (d, n) the same by coordinate, where sp is NULL; else NULL */
     gp_sparse *sp;      /* X compressed, where it is mostly 0 (sparse_new); else NULL */
     const double *z;    /* (n) standardised values, not owned */
-    gsl_matrix *A;      /* (n, n) K; then L in the lower triangle (K stays above);
-                           after the gradient, K^-1 */
-    gsl_matrix *G;      /* (n, n) strict upper triangle (a < b): s2 5/3 (1 + q) exp(-q);
-                           strict lower (b, a): k(x_a, x_b), kept for the gradient */
+    gsl_matrix *A;      /* (n, n) K in the lower triangle, then L; after the gradient,
+                           K^-1 (the upper triangle is not used) */
+    gsl_matrix *G;      /* (n, n) strict lower triangle (b > a): s2 5/3 (1 + q) exp(-q),
+                           the lengthscales' dK factor; strict upper: not used */
+    double *kv;         /* (n, n) strict lower triangle: k(x_a, x_b), kept for the
+                           gradient (A's is factored) */
+    double *acc;        /* (d + 1, n) the gradient's sums, per dimension and column */
+    double *wrow;       /* (n) grad_row's scratch */
     gsl_vector *ki1;    /* (n) K^-1 1 */
     gsl_vector *kiz;    /* (n) K^-1 z */
     gsl_vector *alpha;  /* (n) K^-1 (z - m 1) */
@@ -243,9 +259,18 @@ static void work_init(gp_work *w, const double *X, const double *z, size_t n, si
     w->g = g;
     w->X = X;
     w->sp = sparse_new(X, n, d);
+    w->XT = NULL;
+    if (!w->sp) {
+        w->XT = tn_xmalloc(n * d * sizeof(double));
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < d; j++) w->XT[j * n + i] = X[i * d + j];
+    }
     w->z = z;
-    w->A = gsl_matrix_alloc(n, n);
-    w->G = gsl_matrix_alloc(n, n);
+    w->A = gsl_matrix_calloc(n, n); /* zeroed: the upper triangles are never written */
+    w->G = gsl_matrix_calloc(n, n);
+    w->kv = tn_xmalloc(n * n * sizeof(double));
+    w->acc = tn_xmalloc((d + 1) * n * sizeof(double));
+    w->wrow = tn_xmalloc(n * sizeof(double));
     w->ki1 = gsl_vector_alloc(n);
     w->kiz = gsl_vector_alloc(n);
     w->alpha = gsl_vector_alloc(n);
@@ -276,21 +301,114 @@ static void work_clear(gp_work *w) {
     free(w->dtheta);
     free(w->gtheta);
     free(w->u_last);
+    free(w->XT);
+    free(w->kv);
+    free(w->acc);
+    free(w->wrow);
     sparse_free(w->sp);
     memset(w, 0, sizeof(*w));
 }
 
-/* Matern 5/2 correlation at q = sqrt(5) r. */
-static double matern52(double q) { return (1.0 + q + q * q / 3.0) * exp(-q); }
+/* ---- Rows of kernel values ---- */
 
-/* Scaled distance r between x and x' (d values each). */
-static double scaled_dist(const double *x, const double *xp, const double *inv_l, size_t d) {
-    double r2 = 0;
+/* e^-q for q >= 0, within about 1 ulp of the exact value (tests/search/test_gp.c,
+ * test_exp_neg), written to vectorise (libm's exp is a call per value): 0 where
+ * e^-q is below DBL_MIN (q > 708.39), and NaN for NaN. x = -q = k ln 2 + r with k
+ * an integer and |r| <= ln(2) / 2; e^x = 2^k e^r, e^r by its Taylor series to r^13
+ * (the first term left out is below 2e-16 relative), 2^k put into the exponent bits.
+ * k comes from rounding x log2(e) by adding 1.5 2^52, whose low bits are then k. */
+#define EXP_NEG_MAX 708.39                  /* e^-q >= DBL_MIN up to here */
+#define EXP_ROUND 6755399441055744.0        /* 1.5 * 2^52 */
+#define EXP_LN2_HI 6.93147180369123816490e-01 /* ln 2 to 32 bits: k LN2_HI is exact */
+#define EXP_LN2_LO 1.90821492927058770002e-10 /* ... and the rest */
+
+static inline double exp_neg(double q) {
+    double x = q > EXP_NEG_MAX ? -EXP_NEG_MAX : -q;
+    double t = x * M_LOG2E + EXP_ROUND;
+    double k = t - EXP_ROUND;
+    double r = (x - k * EXP_LN2_HI) - k * EXP_LN2_LO;
+    double p = 1.0 / 6227020800.0; /* 1 / 13! */
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    uint64_t bits; /* t's low bits hold k, -1022 <= k <= 0: 2^k's exponent field */
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits + 1023) << 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return q > EXP_NEG_MAX ? 0.0 : p * scale;
+}
+
+double gp__exp_neg(double q) { return exp_neg(q); }
+
+/* r2[i] = sum_j ((x_j - x_ij) / l_j)^2, the scaled squared distance from x (d values)
+ * to each of the points i0 <= i < i1 of XT (d, ld), in increasing j. */
+VECTORISE static void dist2_row(const double *restrict x, const double *restrict XT, size_t ld,
+                                size_t i0, size_t i1, size_t d, const double *restrict inv_l,
+                                double *restrict r2) {
+    for (size_t i = i0; i < i1; i++) r2[i] = 0.0;
     for (size_t j = 0; j < d; j++) {
-        double t = (x[j] - xp[j]) * inv_l[j];
-        r2 += t * t;
+        const double *c = XT + j * ld;
+        double xj = x[j], il = inv_l[j];
+        for (size_t i = i0; i < i1; i++) {
+            double t = (xj - c[i]) * il;
+            r2[i] += t * t;
+        }
     }
-    return sqrt(r2);
+}
+
+/* In place: r2 (n) scaled squared distances become the kernel values s2 k(r). */
+VECTORISE static void matern_row(double *restrict v, size_t n, double s2) {
+    for (size_t i = 0; i < n; i++) {
+        double q = SQRT5 * sqrt(v[i]);
+        v[i] = s2 * (1.0 + q + q * q / 3.0) * exp_neg(q);
+    }
+}
+
+/* The same with the lengthscales' dK factor s2 5/3 (1 + q) exp(-q) into dk (n) and a
+ * copy of the kernel values into k2 (n). */
+VECTORISE static void matern_row_dk(double *restrict v, double *restrict k2, double *restrict dk,
+                                    size_t n, double s2) {
+    for (size_t i = 0; i < n; i++) {
+        double q = SQRT5 * sqrt(v[i]), e = exp_neg(q);
+        double k = s2 * (1.0 + q + q * q / 3.0) * e;
+        v[i] = k;
+        k2[i] = k;
+        dk[i] = s2 * (5.0 / 3.0) * (1.0 + q) * e;
+    }
+}
+
+/* One row b of the gradient's sum over the pairs a < b (a = 0 .. b - 1): with
+ * w_ab = 2 (alpha_a alpha_b - Ki_ab), adds w_ab dk_ab ((x_bj - x_aj) / l_j)^2 into
+ * acc[j n + a] for each dimension j (d of them) and w_ab k_ab into acc[d n + a]. */
+VECTORISE static void grad_row(const double *restrict xb, const double *restrict XT, size_t n,
+                               size_t b, size_t d, const double *restrict inv_l,
+                               const double *restrict al, const double *restrict ki,
+                               const double *restrict dk, const double *restrict kv,
+                               double *restrict wab, double *restrict acc) {
+    double ab = al[b];
+    for (size_t a = 0; a < b; a++) wab[a] = 2.0 * (ab * al[a] - ki[a]);
+    double *as2 = acc + d * n;
+    for (size_t a = 0; a < b; a++) as2[a] += wab[a] * kv[a];
+    for (size_t a = 0; a < b; a++) wab[a] *= dk[a];
+    for (size_t j = 0; j < d; j++) {
+        const double *c = XT + j * n;
+        double *aj = acc + j * n, xj = xb[j], il = inv_l[j];
+        for (size_t a = 0; a < b; a++) {
+            double t = (xj - c[a]) * il;
+            aj[a] += wab[a] * t * t;
+        }
+    }
 }
 
 /* Whether A's lower triangle holds a usable factor: GSL succeeded and every pivot
@@ -305,10 +423,23 @@ static int factor_usable(const gsl_matrix *A, int status, double diag) {
     return 1;
 }
 
-/* Builds K for theta (P values) in w->A (both triangles) and G, then factors it,
- * adding jitter 1e-10, 1e-9, ..., 1e-2 times mean(diag K) until the factor is usable.
- * Returns 0 (A's lower triangle is L, w->jitter set) or -1 (no jitter worked, or
- * theta does not give finite positive variances and lengthscales). */
+/* Row b of K's strict lower triangle (a < b) into A, kv and G (matern_row_dk). */
+static void kernel_row(gp_work *w, size_t b) {
+    size_t n = w->n, d = w->d;
+    double *Ab = w->A->data + b * w->A->tda, *Gb = w->G->data + b * w->G->tda;
+    if (w->sp) {
+        for (size_t a = 0; a < b; a++)
+            Ab[a] = sparse_r2(SPARSE_ROW(w->sp, b), SPARSE_ROW(w->sp, a), w->inv_l, NULL, 0, 0);
+    } else {
+        dist2_row(w->X + b * d, w->XT, n, 0, b, d, w->inv_l, Ab);
+    }
+    matern_row_dk(Ab, w->kv + b * n, Gb, b, w->s2);
+}
+
+/* Builds K for theta (P values) in w->A's lower triangle (and kv, G), then factors
+ * it, adding jitter 1e-10, 1e-9, ..., 1e-2 times mean(diag K) until the factor is
+ * usable. Returns 0 (A's lower triangle is L, w->jitter set) or -1 (no jitter
+ * worked, or theta does not give finite positive variances and lengthscales). */
 static int work_factor(gp_work *w, const double *theta) {
     size_t n = w->n, d = w->d, nl = w->nl;
     for (size_t j = 0; j < d; j++) {
@@ -320,33 +451,22 @@ static int work_factor(gp_work *w, const double *theta) {
     if (!(w->s2 > 0) || !isfinite(w->s2) || !isfinite(w->s2n)) return -1;
 
     double diag = w->s2 + w->s2n;
-    double *A = w->A->data, *G = w->G->data; /* row-major, row stride tda */
-    size_t ta = w->A->tda, tg = w->G->tda;
-    for (size_t a = 0; a < n; a++) {
-        const double *xa = w->X + a * d;
-        A[a * ta + a] = diag;
-        for (size_t b = a + 1; b < n; b++) {
-            double r = w->sp ? sqrt(sparse_r2(SPARSE_ROW(w->sp, a), SPARSE_ROW(w->sp, b),
-                                              w->inv_l, NULL, NULL, 0))
-                             : scaled_dist(xa, w->X + b * d, w->inv_l, d);
-            double q = SQRT5 * r;
-            double e = exp(-q);
-            double k = w->s2 * (1.0 + q + q * q / 3.0) * e;
-            A[a * ta + b] = A[b * ta + a] = k;
-            G[a * tg + b] = w->s2 * (5.0 / 3.0) * (1.0 + q) * e;
-            G[b * tg + a] = k;
-        }
+    double *A = w->A->data, *kv = w->kv;
+    size_t ta = w->A->tda;
+    for (size_t b = 0; b < n; b++) {
+        kernel_row(w, b);
+        A[b * ta + b] = diag;
     }
 
     w->jitter = 0;
     int status = gsl_linalg_cholesky_decomp1(w->A);
     if (factor_usable(w->A, status, diag)) return 0;
     for (double rel = JITTER_FIRST; rel <= JITTER_LAST * 1.0000001; rel *= 10) {
-        /* decomp1 leaves the upper triangle as it was: restore the lower from it. */
+        /* decomp1 overwrote the lower triangle: K again from kv */
         w->jitter = rel * diag;
-        for (size_t a = 0; a < n; a++) {
-            A[a * ta + a] = diag + w->jitter;
-            for (size_t b = 0; b < a; b++) A[a * ta + b] = A[b * ta + a];
+        for (size_t b = 0; b < n; b++) {
+            memcpy(A + b * ta, kv + b * n, b * sizeof *A);
+            A[b * ta + b] = diag + w->jitter;
         }
         status = gsl_linalg_cholesky_decomp1(w->A);
         if (factor_usable(w->A, status, diag)) return 0;
@@ -397,29 +517,39 @@ static int work_gradient(gp_work *w, double *g) {
     size_t ta = w->A->tda, tg = w->G->tda;
     for (size_t p = 0; p < nl + 2; p++) g[p] = 0;
     /* W = alpha alpha' - K^-1; dF_p = -1/2 sum_ab W_ab dK_ab, and both are symmetric:
-     * pairs a < b count twice. dK/dlog s2 = s2 corr (diagonal s2, k above it in G's
-     * lower triangle), dK/dlog s2n = s2n I, dK/dlog l_k = G sum over the dimensions j
-     * of lengthscale k of (x_j - x'_j)^2 / l_k^2. */
+     * pairs a < b count twice. dK/dlog s2 = s2 corr (diagonal s2, k below it in kv),
+     * dK/dlog s2n = s2n I, dK/dlog l_k = G sum over the dimensions j of lengthscale k
+     * of (x_j - x'_j)^2 / l_k^2. The pairs' terms are summed per dimension and column
+     * a (acc), row by row, then over the columns. */
     double gs2 = 0, gs2n = 0;
     for (size_t a = 0; a < n; a++) {
-        const double *xa = w->X + a * d;
         double waa = al[a] * al[a] - Ki[a * ta + a];
         gs2 += waa * w->s2;
         gs2n += waa * w->s2n;
-        for (size_t b = a + 1; b < n; b++) {
-            double wab = 2.0 * (al[a] * al[b] - Ki[a * ta + b]);
-            const double *xb = w->X + b * d;
-            double gab = wab * G[a * tg + b];
-            if (w->sp) {
-                sparse_r2(SPARSE_ROW(w->sp, a), SPARSE_ROW(w->sp, b), w->inv_l, g, w->g, gab);
-            } else {
-                for (size_t j = 0; j < d; j++) {
-                    double t = (xa[j] - xb[j]) * w->inv_l[j];
-                    g[w->g[j]] += gab * t * t;
-                }
+    }
+    double *acc = w->acc;
+    memset(acc, 0, (d + 1) * n * sizeof *acc);
+    for (size_t b = 1; b < n; b++) {
+        const double *Kib = Ki + b * ta, *Gb = G + b * tg, *kvb = w->kv + b * n;
+        if (w->sp) {
+            double *as2 = acc + d * n;
+            for (size_t a = 0; a < b; a++) {
+                double wb = 2.0 * (al[b] * al[a] - Kib[a]);
+                as2[a] += wb * kvb[a];
+                sparse_r2(SPARSE_ROW(w->sp, b), SPARSE_ROW(w->sp, a), w->inv_l, acc + a, n,
+                          wb * Gb[a]);
             }
-            gs2 += wab * G[b * tg + a];
+        } else {
+            grad_row(w->X + b * d, w->XT, n, b, d, w->inv_l, al, Kib, Gb, kvb, w->wrow, acc);
         }
+    }
+    for (size_t j = 0; j <= d; j++) {
+        double s = 0;
+        for (size_t a = 0; a < n; a++) s += acc[j * n + a];
+        if (j < d)
+            g[w->g[j]] += s;
+        else
+            gs2 += s;
     }
     for (size_t k = 0; k < nl; k++) g[k] *= -0.5;
     g[nl] = -0.5 * gs2;
@@ -655,9 +785,9 @@ static gp_model *build(gp_work *w, const double *theta, double y_mean, double y_
         m->group = tn_xmalloc(d * sizeof(size_t));
         memcpy(m->group, w->g, d * sizeof(size_t));
     }
-    m->X = tn_xmalloc(n * d * sizeof(double));
-    memcpy(m->X, w->X, n * d * sizeof(double));
-    m->sp = w->sp; /* w->X's rows compressed: they move to the model with the factor */
+    m->XT = w->XT; /* the points, by coordinate or compressed, move to the model */
+    w->XT = NULL;
+    m->sp = w->sp;
     w->sp = NULL;
     m->y_mean = y_mean;
     m->y_sd = y_sd;
@@ -870,14 +1000,15 @@ static void predict_block(void *ctx, size_t block) {
     for (size_t j = 0; j < r; j++) {
         const double *xj = job->x + (j0 + j) * d;
         double *kj = kx + j * n, mu = m->m;
-        size_t xn = m->sp ? sparse_row(xj, d, xi, xv) : 0;
-        for (size_t i = 0; i < n; i++) {
-            double dist = m->sp ? sqrt(sparse_r2(xi, xv, xn, SPARSE_ROW(m->sp, i), m->inv_l,
-                                                 NULL, NULL, 0))
-                                : scaled_dist(xj, m->X + i * d, m->inv_l, d);
-            kj[i] = m->s2 * matern52(SQRT5 * dist);
-            mu += kj[i] * alpha[i];
+        if (m->sp) {
+            size_t xn = sparse_row(xj, d, xi, xv);
+            for (size_t i = 0; i < n; i++)
+                kj[i] = sparse_r2(xi, xv, xn, SPARSE_ROW(m->sp, i), m->inv_l, NULL, 0, 0);
+        } else {
+            dist2_row(xj, m->XT, n, 0, n, d, m->inv_l, kj);
         }
+        matern_row(kj, n, m->s2);
+        for (size_t i = 0; i < n; i++) mu += kj[i] * alpha[i];
         job->mean[j0 + j] = m->y_mean + m->y_sd * mu;
     }
     /* V = Kx L^-T, so row j of V is (L^-1 k_j)' and var_j = s2 - |V_j|^2: one
@@ -948,7 +1079,7 @@ int gp__sparse(const gp_model *m) { return m->sp != NULL; }
 
 void gp_free(gp_model *m) {
     if (!m) return;
-    free(m->X);
+    free(m->XT);
     sparse_free(m->sp);
     free(m->group);
     free(m->log_l);

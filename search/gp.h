@@ -91,6 +91,9 @@ void gp_free(gp_model *m);
  * not 0 (mostly-zero points, such as many categories' one-hots; see gp.c). */
 int gp__sparse(const gp_model *m);
 
+/* For tests: gp.c's e^-q (q >= 0), the kernel's exponential. */
+double gp__exp_neg(double q);
+
 /* log of the expected improvement over `best` of a Gaussian N(mean, sd^2), for
  * maximisation (callers negate for minimisation), computed stably far from the
  * incumbent (no log(0) for large negative z = (mean - best) / sd). sd > 0. */
