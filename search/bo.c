@@ -52,7 +52,7 @@
 #define BO_LOCAL_PER_CENTRE 32  /* Gaussian perturbations around each */
 #define BO_LOCAL_SD_NEAR 0.02   /* half of them with this sd (unit coordinates) */
 #define BO_LOCAL_SD_FAR 0.1     /* the other half with this one */
-#define BO_LOCAL_SD_NEAR_PENDING 0.01 /* ... with running trials believed: their beliefs flatten
+#define BO_LOCAL_SD_NEAR_PENDING 0.005 /* ... with running trials believed: their beliefs flatten
                                    the acquisition at the best points, and its peaks
                                    between them are finer (docs/bayesian-optimisation.md,
                                    "What was tried at 8 workers") */
