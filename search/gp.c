@@ -56,7 +56,8 @@ int openblas_get_num_threads(void);
 /* The loops over a row of points (distances, kernel values, the gradient's sums) are
  * written to vectorise; on x86-64 GCC also builds them for AVX2 and picks that at run
  * time where the CPU has it. Both builds do the same operations in the same order
- * (C11 mode contracts no a * b + c), so they give the same bits. */
+ * (gp.c is built with -ffp-contract=off: no a * b + c becomes one FMA), so they give
+ * the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define VECTORISE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -266,8 +267,8 @@ static void work_init(gp_work *w, const double *X, const double *z, size_t n, si
             for (size_t j = 0; j < d; j++) w->XT[j * n + i] = X[i * d + j];
     }
     w->z = z;
-    w->A = gsl_matrix_calloc(n, n); /* zeroed: the upper triangles are never written */
-    w->G = gsl_matrix_calloc(n, n);
+    w->A = gsl_matrix_alloc(n, n);
+    w->G = gsl_matrix_alloc(n, n);
     w->kv = tn_xmalloc(n * n * sizeof(double));
     w->acc = tn_xmalloc((d + 1) * n * sizeof(double));
     w->wrow = tn_xmalloc(n * sizeof(double));
@@ -312,12 +313,12 @@ static void work_clear(gp_work *w) {
 /* ---- Rows of kernel values ---- */
 
 /* e^-q for q >= 0, within about 1 ulp of the exact value (tests/search/test_gp.c,
- * test_exp_neg), written to vectorise (libm's exp is a call per value): 0 where
- * e^-q is below DBL_MIN (q > 708.39), and NaN for NaN. x = -q = k ln 2 + r with k
+ * test_exp_neg), written to vectorise (libm's exp is a call per value): 0 past
+ * q = 708.39 (e^-q is within 0.01% of DBL_MIN there), and NaN for NaN. x = -q = k ln 2 + r with k
  * an integer and |r| <= ln(2) / 2; e^x = 2^k e^r, e^r by its Taylor series to r^13
  * (the first term left out is below 2e-16 relative), 2^k put into the exponent bits.
  * k comes from rounding x log2(e) by adding 1.5 2^52, whose low bits are then k. */
-#define EXP_NEG_MAX 708.39                  /* e^-q >= DBL_MIN up to here */
+#define EXP_NEG_MAX 708.39                  /* e^-q > DBL_MIN up to here: k >= -1022 */
 #define EXP_ROUND 6755399441055744.0        /* 1.5 * 2^52 */
 #define EXP_LN2_HI 6.93147180369123816490e-01 /* ln 2 to 32 bits: k LN2_HI is exact */
 #define EXP_LN2_LO 1.90821492927058770002e-10 /* ... and the rest */
@@ -352,15 +353,15 @@ static inline double exp_neg(double q) {
 double gp__exp_neg(double q) { return exp_neg(q); }
 
 /* r2[i] = sum_j ((x_j - x_ij) / l_j)^2, the scaled squared distance from x (d values)
- * to each of the points i0 <= i < i1 of XT (d, ld), in increasing j. */
+ * to each of the first m points of XT (d, ld), in increasing j. */
 VECTORISE static void dist2_row(const double *restrict x, const double *restrict XT, size_t ld,
-                                size_t i0, size_t i1, size_t d, const double *restrict inv_l,
+                                size_t m, size_t d, const double *restrict inv_l,
                                 double *restrict r2) {
-    for (size_t i = i0; i < i1; i++) r2[i] = 0.0;
+    for (size_t i = 0; i < m; i++) r2[i] = 0.0;
     for (size_t j = 0; j < d; j++) {
         const double *c = XT + j * ld;
         double xj = x[j], il = inv_l[j];
-        for (size_t i = i0; i < i1; i++) {
+        for (size_t i = 0; i < m; i++) {
             double t = (xj - c[i]) * il;
             r2[i] += t * t;
         }
@@ -431,7 +432,7 @@ static void kernel_row(gp_work *w, size_t b) {
         for (size_t a = 0; a < b; a++)
             Ab[a] = sparse_r2(SPARSE_ROW(w->sp, b), SPARSE_ROW(w->sp, a), w->inv_l, NULL, 0, 0);
     } else {
-        dist2_row(w->X + b * d, w->XT, n, 0, b, d, w->inv_l, Ab);
+        dist2_row(w->X + b * d, w->XT, n, b, d, w->inv_l, Ab);
     }
     matern_row_dk(Ab, w->kv + b * n, Gb, b, w->s2);
 }
@@ -1005,7 +1006,7 @@ static void predict_block(void *ctx, size_t block) {
             for (size_t i = 0; i < n; i++)
                 kj[i] = sparse_r2(xi, xv, xn, SPARSE_ROW(m->sp, i), m->inv_l, NULL, 0, 0);
         } else {
-            dist2_row(xj, m->XT, n, 0, n, d, m->inv_l, kj);
+            dist2_row(xj, m->XT, n, n, d, m->inv_l, kj);
         }
         matern_row(kj, n, m->s2);
         for (size_t i = 0; i < n; i++) mu += kj[i] * alpha[i];

@@ -1405,6 +1405,7 @@ void api_frame_init(api_frame *f, size_t max_head, size_t max_body) {
     f->max_head = max_head;
     f->max_body = max_body;
     f->part = FR_REQUEST_LINE;
+    f->first_sp = f->last_sp = f->pending_sp = -1;
 }
 
 void api_frame_refuse(api_frame *f, int status, const char *fmt, ...) {
@@ -1416,14 +1417,15 @@ void api_frame_refuse(api_frame *f, int status, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Whether line (n bytes) is the header `name`; *value then points at its value, without
- * the blanks around it, of *vlen bytes. */
+/* Whether line (n bytes) is the header `name`; *value then points at its value, of
+ * *vlen bytes: without the spaces before it and the blanks after it, as evhttp reads
+ * it (a tab before the value stays: "Expect:\t100-continue" is not 100-continue). */
 static int frame_header(const char *line, size_t n, const char *name, const char **value,
                         size_t *vlen) {
     size_t k = strlen(name);
     if (n <= k || line[k] != ':' || strncasecmp(line, name, k) != 0) return 0;
     const char *v = line + k + 1, *end = line + n;
-    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (v < end && *v == ' ') v++;
     while (end > v && (end[-1] == ' ' || end[-1] == '\t')) end--;
     *value = v;
     *vlen = (size_t)(end - v);
@@ -1446,52 +1448,42 @@ static int frame_version(const char *v, size_t n) {
     return i == n ? 1000 * part[0] + part[1] : -1;
 }
 
-/* The request line: the method (one evhttp knows, and whether it has a body) and the
- * version. Whatever evhttp would refuse with its own page (an unknown method 501,
- * a malformed or later version 400) is refused here, in the dashboard's form. */
-static void frame_request_line(api_frame *f, size_t n) {
-    if (n == 0 || f->spaces < 2) {
-        api_frame_refuse(f, 400, "malformed request line");
+/* The request line, split as evhttp 2.1.12 splits it (evhttp_parse_request_line): the
+ * spaces at its end left out, at least 14 bytes ("GET / HTTP/1.0"), the method up to
+ * the first space, the version after the last space, the target between them (not
+ * empty). The method must be one evhttp knows (else 501) and the version HTTP/0.x or
+ * HTTP/1.x (a malformed one 400, a later one 505): whatever evhttp would refuse with
+ * its own page is refused here, in the dashboard's form. The scan kept the positions
+ * of the first space and of the last one before a byte that is not a space, the end of
+ * the last such byte, and the last run of such bytes (the version). */
+static void frame_request_line(api_frame *f) {
+    if (f->end < 14 || f->first_sp < 0 || f->last_sp <= f->first_sp + 1) {
+        api_frame_refuse(f, 400, "malformed request line: send METHOD TARGET HTTP/1.1");
         return;
     }
     static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
                                           "CONNECT", "HEAD", "TRACE"}; /* the last two: no body */
-    size_t m = strcspn(f->line, " "), known = sizeof methods / sizeof methods[0];
+    size_t m = (size_t)f->first_sp, known = sizeof methods / sizeof methods[0];
     for (size_t i = 0; i < known; i++)
         if (m == strlen(methods[i]) && !memcmp(f->line, methods[i], m)) {
             known = i;
             break;
         }
     if (known == sizeof methods / sizeof methods[0]) {
-        int token = m <= 16; /* named in the reply only when short and plain */
+        int token = m > 0 && m <= 16; /* named in the reply only when short and plain */
         for (size_t i = 0; i < m && token; i++)
             token = isalnum((unsigned char)f->line[i]) || f->line[i] == '-' || f->line[i] == '_';
         if (token)
-            api_frame_refuse(f, 501, "unknown method %.*s (methods are case-sensitive)", (int)m,
-                         f->line);
+            api_frame_refuse(f, 501, "unknown method %.*s (methods are case-sensitive)",
+                             (int)m, f->line);
         else
             api_frame_refuse(f, 501, "unknown method");
         return;
     }
+    f->connect = known == 6;
     f->head = known == 7;
     f->no_body = known >= 7;
-    /* the version: after the last space of the line, blanks at its end left out (as
-     * evhttp does), or of its last bytes when the line is longer than f->line holds.
-     * Those are the ring's bytes before byte n, one fewer than it holds: its newest may
-     * be the line's CR. */
-    char last[sizeof f->tail];
-    const char *text = f->line;
-    if (n >= sizeof f->line) {
-        size_t k = sizeof last - 1;
-        for (size_t i = 0; i < k; i++) last[i] = f->tail[(n - k + i) % sizeof f->tail];
-        last[k] = '\0';
-        text = last;
-    }
-    size_t end = strlen(text);
-    while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) end--;
-    size_t at = end;
-    while (at > 0 && text[at - 1] != ' ') at--;
-    int version = frame_version(text + at, end - at);
+    int version = f->vlen <= sizeof f->version ? frame_version(f->version, f->vlen) : -1;
     if (version < 0) {
         api_frame_refuse(f, 400, "malformed HTTP version: send HTTP/1.1");
         return;
@@ -1502,6 +1494,14 @@ static void frame_request_line(api_frame *f, size_t n) {
     }
     f->http11 = version >= 1001;
     f->part = FR_HEADERS;
+}
+
+int api_frame_target(const api_frame *f, size_t *off, size_t *len, int *connect) {
+    if (f->part == FR_REQUEST_LINE || f->last_sp <= f->first_sp + 1) return 0;
+    *off = (size_t)f->first_sp + 1;
+    *len = (size_t)(f->last_sp - f->first_sp - 1);
+    *connect = f->connect;
+    return 1;
 }
 
 /* The end of the headers: how the body is framed. */
@@ -1619,9 +1619,18 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         }
         if (c != '\n') {
             if (f->linelen < sizeof f->line - 1) f->line[f->linelen] = c;
-            if (f->part == FR_REQUEST_LINE) {
-                f->spaces += c == ' ';
-                f->tail[f->linelen % sizeof f->tail] = c;
+            if (f->part == FR_REQUEST_LINE && c == ' ') {
+                if (f->first_sp < 0) f->first_sp = (int64_t)f->linelen;
+                f->pending_sp = (int64_t)f->linelen;
+            } else if (f->part == FR_REQUEST_LINE && c != '\r') {
+                /* (a CR ends the line, or is refused at the next byte) */
+                if (f->pending_sp >= (int64_t)f->end) { /* spaces since the last byte */
+                    f->last_sp = f->pending_sp;
+                    f->vlen = 0;
+                }
+                if (f->vlen < sizeof f->version) f->version[f->vlen] = c;
+                f->vlen++;
+                f->end = f->linelen + 1;
             }
             f->linelen++;
             f->last = c;
@@ -1633,7 +1642,7 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         if (n < sizeof f->line) f->line[n] = '\0';
         else f->line[sizeof f->line - 1] = '\0';
         if (f->part == FR_REQUEST_LINE) {
-            frame_request_line(f, n);
+            frame_request_line(f);
         } else if (f->part == FR_CHUNK_SIZE) {
             frame_chunk_size(f, n);
         } else {

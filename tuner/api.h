@@ -178,10 +178,14 @@ typedef struct api_frame {
     size_t linelen;        /* its length so far (CR included) */
     char last;             /* its last byte */
     int colon;             /* it holds a ':' (anywhere: past the bytes kept too) */
-    char tail[12];         /* its last bytes, a ring: byte k of the line is at
-                              tail[k % sizeof tail] (the request line's version, once
-                              the line is longer than line holds) */
-    int spaces;            /* spaces in the request line */
+    /* the request line, as evhttp splits it (frame_request_line): byte offsets in it */
+    int64_t first_sp;      /* the first space (-1: none yet) */
+    int64_t last_sp;       /* the last space with a byte other than a space after it */
+    int64_t pending_sp;    /* the last space */
+    size_t end;            /* one past the last byte other than a space (and CR) */
+    char version[16];      /* the last run of such bytes (its first bytes) */
+    size_t vlen;           /* its length */
+    int connect;           /* the method is CONNECT (its target is an authority) */
     int no_body;           /* the method has none */
     int http11;            /* HTTP/1.1 or later */
     int expect;            /* the first Expect header: 0 none, 1 100-continue, 2 another */
@@ -197,6 +201,10 @@ void api_frame_init(api_frame *f, size_t max_head, size_t max_body);
  * the request is every byte taken since api_frame_init) or was refused
  * (API_FRAME_REFUSED); none once it is not API_FRAME_MORE. */
 size_t api_frame_scan(api_frame *f, const char *p, size_t len);
+/* Once the request line is read: the request target's offset and length in the
+ * request (between the method's space and the version's), and whether the method is
+ * CONNECT (evhttp parses its target as an authority). Returns 0 before that. */
+int api_frame_target(const api_frame *f, size_t *off, size_t *len, int *connect);
 /* Ends the scan with a refusal: state API_FRAME_REFUSED, the status and why (the gate's
  * own checks of a whole request use it too). */
 void api_frame_refuse(api_frame *f, int status, const char *fmt, ...)

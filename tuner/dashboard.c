@@ -123,6 +123,7 @@ typedef struct dash_conn {
                                         what comes */
     size_t scanned;                  /* bytes of the input buffer frame has seen */
     int continued;                   /* "100 Continue" sent for it */
+    int target_checked;              /* its target, by gate_check_target */
     struct evbuffer_cb_entry *input_cb; /* on_input, on the connection's input buffer */
     dash_client *client;             /* the event stream on it, or NULL */
     struct dash_conn *prev, *next;   /* d->conns */
@@ -414,40 +415,38 @@ static void gate_read(dash_conn *conn, struct evbuffer *in) {
     }
 }
 
-/* A whole request's target, as evhttp will parse it (the line between its first and
- * its last space, blanks at its end left out), refused with the gate's 400 when
- * evhttp's URI parser refuses it (an authority with a bad port or IP literal, say),
- * which evhttp would answer with its own page. The request line is at the front of
- * in (the gate let nothing through before it) and at most DASH_MAX_HEADERS long. */
+/* The request's target, once its line is read (api_frame_target), refused with the
+ * gate's 400 when evhttp's URI parser would refuse it (an authority with a bad port or
+ * IP literal, say), which evhttp would answer with its own page: the same parser,
+ * evhttp_uri_parse_with_flags, run on it here (a CONNECT's target is an authority:
+ * parsed as "//TARGET", which evhttp_uri_parse_authority reads the same way). The
+ * request line is at the front of in (the gate let nothing through before it). */
 static void gate_check_target(dash_conn *conn, struct evbuffer *in) {
-    int k = evbuffer_peek(in, DASH_MAX_HEADERS, NULL, NULL, 0);
-    if (k <= 0) return;
-    struct evbuffer_iovec *v = tn_xmalloc((size_t)k * sizeof *v);
-    char *line = tn_xmalloc(DASH_MAX_HEADERS + 1);
-    k = evbuffer_peek(in, DASH_MAX_HEADERS, NULL, v, k);
-    size_t n = 0;
-    for (int i = 0; i < k && n < DASH_MAX_HEADERS; i++) {
-        size_t take = v[i].iov_len < DASH_MAX_HEADERS - n ? v[i].iov_len : DASH_MAX_HEADERS - n;
-        memcpy(line + n, v[i].iov_base, take);
-        n += take;
+    size_t off, len;
+    int connect;
+    if (conn->target_checked || !api_frame_target(&conn->frame, &off, &len, &connect)) return;
+    conn->target_checked = 1;
+    char *t = tn_xmalloc(len + 3);
+    size_t at = connect ? 2 : 0;
+    memcpy(t, "//", at);
+    struct evbuffer_ptr pos;
+    struct evbuffer_iovec v[16];
+    size_t got = 0;
+    while (got < len && evbuffer_ptr_set(in, &pos, off + got, EVBUFFER_PTR_SET) == 0) {
+        int k = evbuffer_peek(in, (ev_ssize_t)(len - got), &pos, v, 16);
+        if (k <= 0) break;
+        for (int i = 0; i < k && i < 16 && got < len; i++) {
+            size_t take = v[i].iov_len < len - got ? v[i].iov_len : len - got;
+            memcpy(t + at + got, v[i].iov_base, take);
+            got += take;
+        }
     }
-    char *eol = memchr(line, '\n', n), *first = NULL, *last = NULL;
-    if (eol) { /* (always: the frame read the line's end) */
-        size_t len = (size_t)(eol - line);
-        while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
-            len--;
-        line[len] = '\0';
-        first = strchr(line, ' ');
-        last = strrchr(line, ' ');
-    }
-    if (first && last > first) { /* (the frame refused the others) */
-        *last = '\0';
-        struct evhttp_uri *uri = evhttp_uri_parse_with_flags(first + 1, EVHTTP_URI_NONCONFORMANT);
-        if (uri) evhttp_uri_free(uri);
-        else api_frame_refuse(&conn->frame, 400, "the request target is not a URI");
-    }
-    free(line);
-    free(v);
+    t[at + got] = '\0';
+    struct evhttp_uri *uri = got == len ? evhttp_uri_parse_with_flags(t, EVHTTP_URI_NONCONFORMANT)
+                                        : NULL;
+    if (uri) evhttp_uri_free(uri);
+    else api_frame_refuse(&conn->frame, 400, "the request target is not a URI");
+    free(t);
 }
 
 /* Looks at what the connection sent since the last look, while a request is awaited:
@@ -460,7 +459,7 @@ static void gate_scan(dash_conn *conn) {
     struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
     if (conn->frame.state == API_FRAME_MORE) {
         gate_read(conn, in);
-        if (conn->frame.state == API_FRAME_WHOLE) gate_check_target(conn, in);
+        if (conn->frame.state != API_FRAME_REFUSED) gate_check_target(conn, in);
         if (conn->frame.state == API_FRAME_WHOLE) {
             evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */
             return;
@@ -494,6 +493,7 @@ static void conn_await_request(dash_conn *conn) {
     api_frame_init(&conn->frame, DASH_MAX_HEADERS, DASH_MAX_BODY);
     conn->scanned = 0;
     conn->continued = 0;
+    conn->target_checked = 0;
     evbuffer_freeze(bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon)), 1);
     evtimer_add(conn->deadline, &conn->d->request_tv);
     gate_scan(conn); /* what the client sent after its previous request */

@@ -574,7 +574,14 @@ for name, data, want in [
          400),
         ("bad_port_400", b"GET //127.0.0.1:x/api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
          400),
-        ("expect_other_417", CANCEL + b"Expect: fast\r\nContent-Length: 2\r\n\r\n{}", 417)]:
+        ("expect_other_417", CANCEL + b"Expect: fast\r\nContent-Length: 2\r\n\r\n{}", 417),
+        ("expect_tab_417", CANCEL + b"Expect:\t100-continue\r\nContent-Length: 2\r\n\r\n{}", 417),
+        ("empty_target_400", b"POST  HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
+        ("version_tab_400", b"GET /api/studies HTTP/1.1\t\r\nHost: 127.0.0.1\r\n\r\n", 400),
+        ("connect_bad_authority_400", b"CONNECT a:b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
+        # refused before the "100 Continue" the client waits for
+        ("bad_target_before_continue_400", b"POST http://[::1/api/studies/dash/cancel HTTP/1.1"
+         b"\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", 400)]:
     t0 = time.time()
     resp = raw(sport, data, timeout=5)
     took = time.time() - t0

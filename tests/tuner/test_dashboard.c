@@ -297,6 +297,16 @@ static void test_request_framing(void) {
          "\r\n", MORE, 0, -1, 1},                                 /* the first one counts */
         {"POST /c HTTP/1.0\r\nExpect: foo\r\nContent-Length: 3\r\n\r\nabc", WHOLE, 0, -1, 0},
         {"POST /c HTTP/1.1\r\nExpect: foo\r\n\r\n", WHOLE, 0, -1, 0},        /* no body */
+        {"POST /c HTTP/1.1\r\nExpect:\t100-continue\r\nContent-Length: 3\r\n\r\n", NO, 417,
+         -1, 0},                             /* evhttp keeps the tab: not 100-continue */
+        /* the request line split as evhttp 2.1.12 splits it */
+        {"POST  HTTP/1.1\r\n\r\n", NO, 400, -1, 0},                   /* an empty target */
+        {"GET / HTTP/1\r\n\r\n", NO, 400, -1, 0},                      /* under 14 bytes */
+        {"GET / HTTP/1.1\t\r\n\r\n", NO, 400, -1, 0},     /* a tab is not stripped */
+        {"GET / HTTP/1.1   \r\nHost: a\r\n\r\n", WHOLE, 0, -1, 0},  /* spaces are */
+        {"GET /a b HTTP/1.1\r\n\r\n", WHOLE, 0, -1, 0},          /* the target "/a b" */
+        {"GET   HTTP/1.1\r\n\r\n", WHOLE, 0, -1, 0},               /* the target " " */
+        {" GET / HTTP/1.1\r\n\r\n", NO, 501, -1, 0},             /* the method "" */
         {"POST /c HTTP/1.1\r\nContent-Length: 3\r\n\r\na\rb", WHOLE, 0, -1, 0}, /* body */
         {"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na\rb\r\n0\r\n\r\n",
          WHOLE, 0, -1, 0},
@@ -348,6 +358,15 @@ static void test_request_framing(void) {
             }
         }
     }
+    /* the version at the end of a long line: the last run of bytes other than spaces */
+    snprintf(text, sizeof text, "GET /?%s xxxHTTP/1.1\r\n\r\n", pad);
+    api_frame_init(&f, 1024, 16);
+    api_frame_scan(&f, text, strlen(text));
+    CHECK_MSG(f.state == API_FRAME_REFUSED && f.status == 400, "xxxHTTP/1.1: %d %d", f.state,
+              f.status);
+    snprintf(text, sizeof text, "GET /?%s HTTP/1.1    \r\n\r\n", pad);
+    api_frame_init(&f, 1024, 16);
+    CHECK(api_frame_scan(&f, text, strlen(text)) == strlen(text) && f.state == API_FRAME_WHOLE);
     /* a later or malformed version at the end of a long line */
     snprintf(text, sizeof text, "GET /?%s HTTP/9.9\r\n\r\n", pad);
     api_frame_init(&f, 1024, 16);
@@ -365,6 +384,22 @@ static void test_request_framing(void) {
     api_frame_scan(&f, nul, sizeof nul - 1);
     CHECK_MSG(f.state == API_FRAME_REFUSED && f.status == 400 && strstr(f.why, "NUL"),
               "NUL: %d %d %s", f.state, f.status, f.why);
+    /* the target's place, for the gate's URI check: between the method's space and the
+     * version's; none before the line is read */
+    {
+        size_t off = 0, len = 0;
+        int connect = -1;
+        api_frame_init(&f, 1024, 16);
+        api_frame_scan(&f, "GET /a b?c HTTP/1.1", 19);
+        CHECK(!api_frame_target(&f, &off, &len, &connect));
+        api_frame_scan(&f, "  \r\n", 4);
+        CHECK_MSG(api_frame_target(&f, &off, &len, &connect) && off == 4 && len == 6 &&
+                  connect == 0, "%zu %zu %d", off, len, connect);
+        api_frame_init(&f, 1024, 16);
+        api_frame_scan(&f, "CONNECT a:1 HTTP/1.1\r\n", 22);
+        CHECK_MSG(api_frame_target(&f, &off, &len, &connect) && off == 8 && len == 3 &&
+                  connect == 1, "%zu %zu %d", off, len, connect);
+    }
     /* an unknown method is named only when it is short and plain */
     api_frame_init(&f, 1024, 16);
     api_frame_scan(&f, "BREW / HTTP/1.1\r\n", 17);
