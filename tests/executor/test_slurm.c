@@ -1297,89 +1297,97 @@ static void test_recover_user_without_name(void) {
     CHECK(!fake_called_with("--user=root"));
 }
 
-static void test_free_live_job_cancels_it(void) {
-    fake_reset(1);
-    struct event_base *base = event_base_new();
-    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
-    ex_executor *x = NULL;
-    char err[512], dir[700];
-    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
-    snprintf(dir, sizeof dir, "%s/freelive", g_root);
-    const char *argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
-    ex_job_config cfg = {.trial = "9", .argv = argv, .argc = 4, .job_dir = dir,
-                         .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
-                         .poll_seconds = 0.1};
+/* A one-replica job of "sleep 30" of trial 9 of study s, started on a fresh executor
+ * and run for run_s seconds, by when Slurm has given it a job id (o.handle): the
+ * set-up of the tests that stop a live job. */
+typedef struct live_job {
+    struct event_base *base;
+    ex_executor *x;
+    char dir[700];
+    ex_job_config cfg;
     outcome o;
-    memset(&o, 0, sizeof o);
-    o.base = base;
-    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
-    ex_job *j = NULL;
-    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
-    struct timeval two = {2, 500000};
-    event_base_loopexit(base, &two);
-    event_base_dispatch(base);
-    CHECK(o.handle[0]);
-    ex_job_free(j); /* still running: cancelled, no orphan left */
-    char name[64], state[128];
-    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
-    fake_read(name, state, sizeof state);
+    ex_callbacks cb;
+    ex_job *j;
+} live_job;
+
+static const char *const live_argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
+
+/* Runs l's event loop for run_s seconds. */
+static void live_run(live_job *l, double run_s) {
+    struct timeval tv = {(time_t)run_s, (suseconds_t)((run_s - (double)(time_t)run_s) * 1e6)};
+    event_base_loopexit(l->base, &tv);
+    event_base_dispatch(l->base);
+}
+
+static void live_job_start(live_job *l, const char *name, double run_s) {
+    memset(l, 0, sizeof *l);
+    fake_reset(1);
+    l->base = event_base_new();
+    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
+    char err[512];
+    CHECK_MSG(ex_executor_new(l->base, &opts, &l->x, err, sizeof err) == 0, "%s", err);
+    snprintf(l->dir, sizeof l->dir, "%s/%s", g_root, name);
+    l->cfg = (ex_job_config){.study = "s", .trial = "9", .argv = live_argv, .argc = 4,
+                             .job_dir = l->dir, .use_chief_name = 1, .count = {1},
+                             .grace_seconds = 1, .poll_seconds = 0.1};
+    l->o.base = l->base;
+    l->cb = (ex_callbacks){on_event, on_measurement, on_finished, on_handle};
+    CHECK_MSG(ex_job_start(l->x, &l->cfg, &l->cb, &l->o, &l->j, err, sizeof err) == 0, "%s", err);
+    live_run(l, run_s);
+    CHECK(l->o.handle[0]);
+}
+
+static void live_job_end(live_job *l) {
+    ex_executor_free(l->x);
+    event_base_free(l->base);
+}
+
+/* Slurm's state of the job of l->o's handle, into state. */
+static void live_job_state(live_job *l, char *state, size_t len) {
+    char name[64];
+    snprintf(name, sizeof name, "jobs/%s", job_id(&l->o));
+    fake_read(name, state, len);
+}
+
+static void test_free_live_job_cancels_it(void) {
+    live_job l;
+    live_job_start(&l, "freelive", 2.5);
+    ex_job_free(l.j); /* still running: cancelled, no orphan left */
+    char state[128];
+    live_job_state(&l, state, sizeof state);
     CHECK_STR_CONTAINS(state, "CANCELLED");
-    ex_executor_free(x);
-    event_base_free(base);
+    live_job_end(&l);
 }
 
 /* A second Ctrl-C's one scancel fails (the controller away): ex_abort_all says which
  * jobs may still run and how to cancel them, and freeing the job says it may still
  * run, rather than both taking the cancel for done. */
 static void test_abort_scancel_fails(void) {
-    fake_reset(1);
-    struct event_base *base = event_base_new();
-    ex_options opts = {.backend = EX_SLURM, .slurm = slurm_options()};
-    ex_executor *x = NULL;
-    char err[2048], dir[700];
-    CHECK(ex_executor_new(base, &opts, &x, err, sizeof err) == 0);
-    snprintf(dir, sizeof dir, "%s/abortfail", g_root);
-    const char *argv[] = {"/bin/sh", "-c", "sleep 30", "sh"};
-    ex_job_config cfg = {.study = "s", .trial = "9", .argv = argv, .argc = 4, .job_dir = dir,
-                         .use_chief_name = 1, .count = {1}, .grace_seconds = 1,
-                         .poll_seconds = 0.1};
-    outcome o;
-    memset(&o, 0, sizeof o);
-    o.base = base;
-    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
-    ex_job *j = NULL;
-    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
-    struct timeval two = {1, 500000};
-    event_base_loopexit(base, &two);
-    event_base_dispatch(base);
-    CHECK(o.handle[0]);
+    live_job l;
+    live_job_start(&l, "abortfail", 1.5);
     fake_write("scancel_fail", "scancel: error: Kill job error on job id: Socket timed out on "
                                "send/recv operation\n");
-    int rc = ex_abort_all(x, err, sizeof err);
+    char err[2048];
+    int rc = ex_abort_all(l.x, err, sizeof err);
     CHECK(rc != 0);
-    char want[256];
+    char want[256], state[128];
     snprintf(want, sizeof want, "scancel failed: jobs %s may still run; `tuner resume s` or "
-             "`scancel %s` (scancel: error: Kill job error", job_id(&o), job_id(&o));
+             "`scancel %s` (scancel: error: Kill job error", job_id(&l.o), job_id(&l.o));
     CHECK_STR_CONTAINS(err, want);
-    CHECK_INT_EQ(ex_job_free(j), TN_EIO); /* its job may still run */
-    char name[64], state[128];
-    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
-    fake_read(name, state, sizeof state);
+    CHECK_INT_EQ(ex_job_free(l.j), TN_EIO); /* its job may still run */
+    live_job_state(&l, state, sizeof state);
     CHECK_STR_CONTAINS(state, "RUNNING");
     CHECK(system("scancel $(ls \"$FAKE_SLURM_DIR/jobs\")") == 0); /* no orphan left */
     /* when scancel works, nothing is said and nothing may run */
-    CHECK(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0);
-    o.handle[0] = '\0';
-    event_base_loopexit(base, &two);
-    event_base_dispatch(base);
-    CHECK(o.handle[0]);
-    CHECK_INT_EQ(ex_abort_all(x, err, sizeof err), 0);
-    CHECK_INT_EQ(ex_job_free(j), 0);
-    snprintf(name, sizeof name, "jobs/%s", job_id(&o));
-    fake_read(name, state, sizeof state);
+    CHECK(ex_job_start(l.x, &l.cfg, &l.cb, &l.o, &l.j, err, sizeof err) == 0);
+    l.o.handle[0] = '\0';
+    live_run(&l, 1.5);
+    CHECK(l.o.handle[0]);
+    CHECK_INT_EQ(ex_abort_all(l.x, err, sizeof err), 0);
+    CHECK_INT_EQ(ex_job_free(l.j), 0);
+    live_job_state(&l, state, sizeof state);
     CHECK_STR_CONTAINS(state, "CANCELLED");
-    ex_executor_free(x);
-    event_base_free(base);
+    live_job_end(&l);
 }
 
 static void test_check_against_sinfo(void) {
