@@ -623,51 +623,59 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
 
 #define CC_TILE_PAD 8 /* floats after a row of V or M */
 
-/* u[p * us] (p = 4i + j) = (G g G^T)[i][j] of the 3x3 filter g, turned by 180 degrees
- * first where flip. */
-static void cc_wino_filter(float *u, size_t us, const float *g, int flip) {
-    float a[9], t[4][3];
-    for (int i = 0; i < 9; i++) a[i] = g[flip ? 8 - i : i];
-    for (int j = 0; j < 3; j++) { /* t = G g */
-        float g0 = a[j], g1 = a[3 + j], g2 = a[6 + j];
-        t[0][j] = g0;
-        t[1][j] = 0.5f * (g0 + g1 + g2);
-        t[2][j] = 0.5f * (g0 - g1 + g2);
-        t[3][j] = g2;
-    }
-    for (int i = 0; i < 4; i++) { /* u = t G^T */
-        u[(size_t)(4 * i + 0) * us] = t[i][0];
-        u[(size_t)(4 * i + 1) * us] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-        u[(size_t)(4 * i + 2) * us] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-        u[(size_t)(4 * i + 3) * us] = t[i][2];
-    }
-}
-
-/* U of the filters W (f, c, 3, 3): (16, f, c), or where flipped (16, c, f) of the
- * flipped ones (dx's). */
-static void cc_wino_filters(float *U, const float *W, int f, int c, int flipped) {
+/* U (16, f, c) of the filters W (f, c, 3, 3), or where flipped U (16, c, f) of the
+ * filters turned by 180 degrees and transposed (dx's): u[p * us] (p = 4i + j, us = f*c)
+ * = (G g G^T)[i][j] of each 3x3 filter g. Rows [lo, hi) of U's (f, c) (flipped: (c, f))
+ * matrices, a row's filters innermost, so that the loop vectorises: its 16 stores a
+ * filter are consecutive from one filter to the next. */
+VECTORISE static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int f,
+                                           int c, int flipped, int lo, int hi) {
     size_t us = (size_t)f * c;
-    for (int co = 0; co < f; co++)
-        for (int ci = 0; ci < c; ci++)
-            cc_wino_filter(U + (flipped ? (size_t)ci * f + co : (size_t)co * c + ci), us,
-                           W + ((size_t)co * c + ci) * 9, flipped);
+    int inner = flipped ? f : c;
+    for (int r = lo; r < hi; r++)
+        for (int e = 0; e < inner; e++) {
+            int co = flipped ? e : r, ci = flipped ? r : e;
+            const float *g = W + ((size_t)co * c + ci) * 9;
+            float *u = U + (size_t)r * inner + e;
+            float a[9], t[4][3];
+            for (int i = 0; i < 9; i++) a[i] = g[flipped ? 8 - i : i];
+            for (int j = 0; j < 3; j++) { /* t = G g */
+                float g0 = a[j], g1 = a[3 + j], g2 = a[6 + j];
+                t[0][j] = g0;
+                t[1][j] = 0.5f * (g0 + g1 + g2);
+                t[2][j] = 0.5f * (g0 - g1 + g2);
+                t[3][j] = g2;
+            }
+            for (int i = 0; i < 4; i++) { /* u = t G^T */
+                u[(size_t)(4 * i + 0) * us] = t[i][0];
+                u[(size_t)(4 * i + 1) * us] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                u[(size_t)(4 * i + 2) * us] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                u[(size_t)(4 * i + 3) * us] = t[i][2];
+            }
+        }
 }
 
-/* The gradient of a filter g from that of its transform u = G g G^T: dg (9 floats) =
- * G^T du G, du[p * us] for p = 4i + j. */
-static void cc_wino_filter_grad(float *dg, const float *du, size_t us) {
-    float t[3][4];
-    for (int j = 0; j < 4; j++) { /* t = G^T du */
-        float x0 = du[(size_t)j * us], x1 = du[(size_t)(4 + j) * us];
-        float x2 = du[(size_t)(8 + j) * us], x3 = du[(size_t)(12 + j) * us];
-        t[0][j] = x0 + 0.5f * (x1 + x2);
-        t[1][j] = 0.5f * (x1 - x2);
-        t[2][j] = 0.5f * (x1 + x2) + x3;
-    }
-    for (int i = 0; i < 3; i++) { /* t G */
-        dg[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
-        dg[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
-        dg[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+/* dW (f, c, 3, 3) of filters [lo, hi) from the gradient of their transforms dU (16, f,
+ * c): dg = G^T du G, du[p * us] for p = 4i + j. Consecutive filters' du are consecutive
+ * floats of each of dU's 16 rows: the loop vectorises over them. */
+VECTORISE static void cc_wino_filter_grads(float *restrict dW, const float *restrict dU, size_t us,
+                                           size_t lo, size_t hi) {
+    for (size_t f = lo; f < hi; f++) {
+        const float *du = dU + f;
+        float *dg = dW + f * 9;
+        float t[3][4];
+        for (int j = 0; j < 4; j++) { /* t = G^T du */
+            float x0 = du[(size_t)j * us], x1 = du[(size_t)(4 + j) * us];
+            float x2 = du[(size_t)(8 + j) * us], x3 = du[(size_t)(12 + j) * us];
+            t[0][j] = x0 + 0.5f * (x1 + x2);
+            t[1][j] = 0.5f * (x1 - x2);
+            t[2][j] = 0.5f * (x1 + x2) + x3;
+        }
+        for (int i = 0; i < 3; i++) { /* t G */
+            dg[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+            dg[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+            dg[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+        }
     }
 }
 
@@ -1274,6 +1282,26 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
     }
 }
 
+/* The filters' transforms on the backend's threads (one task per thread, a range of U's
+ * rows each: cc_wino_filters_rows; what a task writes does not depend on the thread). */
+typedef struct cc_filters {
+    float *U;
+    const float *W;
+    int f, c, flipped, tasks;
+} cc_filters;
+
+static void cc_filters_task(void *ctx, int t) {
+    const cc_filters *q = ctx;
+    int rows = q->flipped ? q->c : q->f;
+    cc_wino_filters_rows(q->U, q->W, q->f, q->c, q->flipped, (int)((long long)t * rows / q->tasks),
+                         (int)((long long)(t + 1) * rows / q->tasks));
+}
+
+static void cc_wino_filters(float *U, const float *W, int f, int c, int flipped) {
+    cc_filters q = {U, W, f, c, flipped, kw_threads()};
+    kw_run(q.tasks, cc_filters_task, &q);
+}
+
 void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act) {
@@ -1282,7 +1310,7 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
                   .act = act, .istride = istride, .cstride = cstride, .x = x, .W = W,
                   .bias = bias, .y = y, .zmax_out = zmax, .choice_out = choice};
     cc_plan(&k);
-    if (k.wino) { /* the filters transformed once, on this thread, read by all */
+    if (k.wino) { /* the filters transformed once, into this thread's scratch, read by all */
         float *U = cc_scratch(2, (size_t)16 * f * c);
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
         k.U = U;
@@ -1301,6 +1329,27 @@ VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict p
             for (int g = 1; g < groups; g++) sum += partial[(size_t)g * stride + i];
             out[transposed ? (size_t)c * rows + r : i] = sum;
         }
+}
+
+/* The end of a Winograd backward pass on the backend's threads: filters [lo, hi) of a
+ * task's range have their 16 dU summed over the groups (in group order) and then their
+ * dW = G^T dU G; the ranges are disjoint, so the bits do not depend on the threads. */
+typedef struct cc_finish {
+    float *dW, *dU;
+    const float *partial;
+    size_t us, stride;
+    int groups, tasks;
+} cc_finish;
+
+static void cc_finish_task(void *ctx, int t) {
+    const cc_finish *q = ctx;
+    size_t lo = (size_t)t * q->us / q->tasks, hi = (size_t)(t + 1) * q->us / q->tasks;
+    if (lo == hi) return;
+    for (int p = 0; p < 16; p++) {
+        size_t at = (size_t)p * q->us + lo;
+        cc_sum_groups(q->dU + at, q->partial + at, 1, (int)(hi - lo), q->stride, q->groups, 0);
+    }
+    cc_wino_filter_grads(q->dW, q->dU, q->us, lo, hi);
 }
 
 void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, float *dx,
@@ -1328,10 +1377,9 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
     if (k.gemm_only) return;
     size_t stride = k.npart + f;
     if (k.wino) { /* dU summed, then each filter's G^T dU G */
-        float *dU = k.partial + (size_t)k.groups * stride;
-        cc_sum_groups(dU, k.partial, 1, (int)k.npart, stride, k.groups, 0);
-        for (size_t i = 0; i < (size_t)f * c; i++)
-            cc_wino_filter_grad(dW + i * 9, dU + i, (size_t)f * c);
+        cc_finish q = {dW, k.partial + (size_t)k.groups * stride, k.partial, (size_t)f * c, stride,
+                       k.groups, kw_threads()};
+        kw_run(q.tasks, cc_finish_task, &q);
     } else if (k.dwt) {
         cc_sum_groups(dW, k.partial, k.ck, f, stride, k.groups, 1);
     } else {
