@@ -29,7 +29,7 @@
  *
  * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
  * are in docs/benchmarks/train-speed.md) make z, dx and dW by Winograd F(2x2,3x3)
- * instead, with no im2col (see the notes above cc_wino_filter): the filters transformed
+ * instead, with no im2col (see the notes above CC_TILE_PAD): the filters transformed
  * once a call, then per chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs
  * (f, c) x (c, tiles) (or (c, f) x (f, tiles)), and the results' tiles transformed back
  * into z (or dx): 2.25x fewer multiplications than im2col's product. dW likewise: the
@@ -625,11 +625,11 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
 
 /* U (16, f, c) of the filters W (f, c, 3, 3), or where flipped U (16, c, f) of the
  * filters turned by 180 degrees and transposed (dx's): u[p * us] (p = 4i + j, us = f*c)
- * = (G g G^T)[i][j] of each 3x3 filter g. Rows [lo, hi) of U's (f, c) (flipped: (c, f))
- * matrices, a row's filters innermost, so that the loop vectorises: its 16 stores a
- * filter are consecutive from one filter to the next. */
-VECTORISE static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int f,
-                                           int c, int flipped, int lo, int hi) {
+ * = (G g G^T)[i][j] of each 3x3 kernel g. Rows [lo, hi) of U's (f, c) (flipped: (c, f))
+ * matrices, a row's kernels innermost: each of a kernel's 16 stores goes to the float
+ * after the previous kernel's. */
+static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int f, int c,
+                                 int flipped, int lo, int hi) {
     size_t us = (size_t)f * c;
     int inner = flipped ? f : c;
     for (int r = lo; r < hi; r++)
@@ -655,14 +655,14 @@ VECTORISE static void cc_wino_filters_rows(float *restrict U, const float *restr
         }
 }
 
-/* dW (f, c, 3, 3) of filters [lo, hi) from the gradient of their transforms dU (16, f,
- * c): dg = G^T du G, du[p * us] for p = 4i + j. Consecutive filters' du are consecutive
- * floats of each of dU's 16 rows: the loop vectorises over them. */
+/* dW (f, c, 3, 3) of 3x3 kernels [lo, hi) (of the f*c) from the gradient of their
+ * transforms dU (16, f, c): dg = G^T du G, du[p * us] for p = 4i + j (consecutive
+ * kernels' du are consecutive floats of each of dU's 16 rows). */
 VECTORISE static void cc_wino_filter_grads(float *restrict dW, const float *restrict dU, size_t us,
                                            size_t lo, size_t hi) {
-    for (size_t f = lo; f < hi; f++) {
-        const float *du = dU + f;
-        float *dg = dW + f * 9;
+    for (size_t k = lo; k < hi; k++) {
+        const float *du = dU + k;
+        float *dg = dW + k * 9;
         float t[3][4];
         for (int j = 0; j < 4; j++) { /* t = G^T du */
             float x0 = du[(size_t)j * us], x1 = du[(size_t)(4 + j) * us];
@@ -1331,9 +1331,10 @@ VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict p
         }
 }
 
-/* The end of a Winograd backward pass on the backend's threads: filters [lo, hi) of a
- * task's range have their 16 dU summed over the groups (in group order) and then their
- * dW = G^T dU G; the ranges are disjoint, so the bits do not depend on the threads. */
+/* The end of a Winograd backward pass on the backend's threads: each task takes a range
+ * [lo, hi) of the f*c 3x3 kernels, sums their 16 dU over the groups (in group order),
+ * then makes their dW = G^T dU G; the ranges are disjoint, so the bits do not depend
+ * on the threads. */
 typedef struct cc_finish {
     float *dW, *dU;
     const float *partial;
