@@ -75,7 +75,9 @@ static int gz_fail(gzFile gz, const char *path, char *err, size_t errlen) {
 }
 
 /* Reads up to len bytes into buf; *got is how many arrived (fewer only at the end of
- * the file). Returns 0 or a negative TN_E* code. */
+ * the file). Returns 0 or a negative TN_E* code: TN_ETRUNC where a gzip stream ends
+ * before its end (zlib's gzread then returns 0, not an error, and says so only in
+ * gzerror: a file cut in its data, or in the trailer whose CRC would have checked it). */
 static int gz_read_full(gzFile gz, const char *path, void *buf, size_t len, size_t *got,
                         char *err, size_t errlen) {
     unsigned char *p = buf;
@@ -85,7 +87,16 @@ static int gz_read_full(gzFile gz, const char *path, void *buf, size_t len, size
         if (want > READ_CHUNK) want = READ_CHUNK;
         int n = gzread(gz, p + done, (unsigned)want);
         if (n < 0) return gz_fail(gz, path, err, errlen);
-        if (n == 0) break;
+        if (n == 0) {
+            int zerr = Z_OK;
+            (void)gzerror(gz, &zerr);
+            if (zerr == Z_BUF_ERROR)
+                return tn_error(err, errlen, TN_ETRUNC,
+                                "%s: truncated: its gzip stream is cut short (a download or "
+                                "copy that did not finish?); " DS_HINT,
+                                path);
+            break;
+        }
         done += (size_t)n;
     }
     *got = done;
