@@ -41,6 +41,15 @@ static int model_from_file(const ckpt_file *f, const char *path, const tr_config
                         "features and %d classes",
                         path, cfg.in_c * cfg.in_h * cfg.in_w, cfg.classes, eval->d,
                         eval->classes);
+    /* a model of images (in_h x in_w, not a flat vector of in_c) takes images of its shape */
+    if ((cfg.in_h > 1 || cfg.in_w > 1) && eval->channels > 0 &&
+        (eval->channels != cfg.in_c || eval->height != cfg.in_h || eval->width != cfg.in_w))
+        return tn_error(err, errlen, TN_EMISMATCH,
+                        "the model in %s takes images of %dx%dx%d; the data's are %dx%dx%d "
+                        "(channels x height x width); hint: evaluate it on data of the dataset "
+                        "it was trained on",
+                        path, cfg.in_c, cfg.in_h, cfg.in_w, eval->channels, eval->height,
+                        eval->width);
     mdl_model *m = mdl_new(&cfg, k, c->batch_size);
     m->k->set_threads(c->threads);
     float *params = tn_xmalloc(m->nparams * sizeof(float));

@@ -206,6 +206,14 @@ static int load_data(run *r, char *err, size_t errlen) {
         return tn_error(err, errlen, TN_EMISMATCH,
                         "training examples have %d features but evaluation examples have %d",
                         r->train.d, r->eval.d);
+    const ds_dataset *t = &r->train, *e = &r->eval;
+    if (t->channels > 0 && e->channels > 0 &&
+        (t->channels != e->channels || t->height != e->height || t->width != e->width))
+        return tn_error(err, errlen, TN_EMISMATCH,
+                        "training images are %dx%dx%d but evaluation images are %dx%dx%d "
+                        "(channels x height x width): the same number of features, another "
+                        "shape; hint: the evaluation data belong to another dataset",
+                        t->channels, t->height, t->width, e->channels, e->height, e->width);
     if (r->train.n > INT32_MAX)
         return tn_error(err, errlen, TN_EINVAL, "too many training examples (%lld)",
                         (long long)r->train.n);

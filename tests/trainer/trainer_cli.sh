@@ -414,6 +414,25 @@ zcat "$DATA/train-images-idx3-ubyte.gz" | head -c 5000 >trunc/train-images-idx3-
 err=$("$TRAINER" --data_dir="$WORK/trunc" 2>&1); rc=$?
 check truncated_data_exit1 test $rc -eq 1
 check truncated_data_message grep -q "train-images-idx3-ubyte.*truncated" <<<"$err"
+# Evaluation images of another shape with as many pixels (the t10k header says 56x14):
+# refused by training and by --eval_only of a model of 28x28 images, not read as 28x28.
+mkdir -p reshaped
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-labels-idx1-ubyte; do
+  cp "$DATA/$f.gz" reshaped/
+done
+python3 - "$DATA/t10k-images-idx3-ubyte.gz" reshaped/t10k-images-idx3-ubyte <<'PY'
+import gzip, struct, sys
+b = bytearray(gzip.open(sys.argv[1]).read())
+struct.pack_into('>II', b, 8, 56, 14)
+open(sys.argv[2], 'wb').write(b)
+PY
+err=$("$TRAINER" "${SMALL[@]}" --epochs=1 --data_dir="$WORK/reshaped" 2>&1); rc=$?
+check reshaped_eval_exit1 test $rc -eq 1
+check reshaped_eval_message grep -q "training images are 1x28x28 but evaluation images are 1x56x14" <<<"$err"
+err=$("$TRAINER" --eval_only --model_file="$WORK/a/model.ckpt" --max_eval_examples=500 \
+      --data_dir="$WORK/reshaped" 2>&1); rc=$?
+check reshaped_eval_only_exit1 test $rc -eq 1
+check reshaped_eval_only_message grep -q "takes images of 1x28x28; the data's are 1x56x14" <<<"$err"
 
 # CSV data: label last, header, features scaled -----------------------------------
 awk 'BEGIN { srand(3); print "a,b,c,label";
