@@ -293,6 +293,33 @@ static int fill_and_rename(int fd, const char *tmp, const char *path,
     return io_error(err, errlen, call, tmp, e);
 }
 
+/* Deletes what interrupted writes of path left beside it: "<path>.tmp.<digits>", any
+ * pid's. A path has one writer (the chief), so none of them is in progress; one may
+ * even carry this process's own name for it (a restart in a fresh container, where
+ * pids repeat), which would make the exclusive create below fail on every restart.
+ * Best effort: where the folder cannot be read, the create that follows fails and
+ * says why. */
+static void remove_own_tmps(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = tn_xstrdup(slash ? path : ".");
+    if (slash) dir[slash == path ? 1 : slash - path] = '\0';
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *name = e->d_name, *pid = name + blen + 5;
+        if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0 || !*pid ||
+            strspn(pid, "0123456789") != strlen(pid))
+            continue;
+        char *p = path_join(dir, name);
+        (void)unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *err,
                size_t errlen) {
     if (!path || !*path || (n > 0 && !sections))
@@ -303,6 +330,7 @@ int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *e
     uint64_t total = 0;
     int rc = plan_layout(sections, n, offsets, &total, err, errlen);
     if (rc == 0) {
+        remove_own_tmps(path);
         size_t tlen = strlen(path) + 32;
         char *tmp = tn_xmalloc(tlen);
         snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());

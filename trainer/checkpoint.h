@@ -29,7 +29,9 @@ typedef struct ckpt_section {
 /* A checkpoint read into memory and verified. Opaque; free with ckpt_file_free. */
 typedef struct ckpt_file ckpt_file;
 
-/* Writes the n sections to path atomically (see above). Tags must be distinct.
+/* Writes the n sections to path atomically (see above), first deleting what
+ * interrupted writes of path left beside it ("<path>.tmp.<digits>": a path has one
+ * writer). Tags must be distinct.
  * Returns 0 or a negative TN_E* code (TN_EIO names the failing call and strerror,
  * e.g. a full disk; TN_EINVAL says that a folder at path is in the way of the rename,
  * which no retry can mend, with a hint to remove it); on failure no temporary file is

@@ -520,6 +520,43 @@ static void test_save_prunes_and_cleans(void) {
     CHECK(!file_exists(p));
 }
 
+/* What interrupted writes of a file left beside it (any pid's temporary of that very
+ * file, this process's own included: a restart in a fresh container where pids repeat,
+ * which made the exclusive create fail on every restart) goes with the next write of
+ * the file; other files, and names that only look similar, stay. */
+static void test_write_removes_its_leftovers(void) {
+    char dir[PATH_LEN], path[PATH_LEN], p[PATH_LEN], err[512] = "";
+    fmt_path(dir, "%s/leftovers", g_root);
+    CHECK(mkdir(dir, 0700) == 0);
+    fmt_path(path, "%s/model.ckpt", dir);
+    char own[64];
+    snprintf(own, sizeof own, "model.ckpt.tmp.%ld", (long)getpid());
+    const char *gone[] = {own, "model.ckpt.tmp.99999999"};
+    const char *stay[] = {"model.ckpt.tmp.", "model.ckpt.tmp.12x", "other.ckpt.tmp.7",
+                          "model.ckpt.bak", "xmodel.ckpt.tmp.8"};
+    for (size_t i = 0; i < 2; i++) {
+        fmt_path(p, "%s/%s", dir, gone[i]);
+        write_bytes(p, "junk", 4);
+    }
+    for (size_t i = 0; i < sizeof stay / sizeof stay[0]; i++) {
+        fmt_path(p, "%s/%s", dir, stay[i]);
+        write_bytes(p, "keep", 4);
+    }
+    int64_t v = 42;
+    ckpt_section s = {.tag = 1, .data = &v, .size = sizeof(v)};
+    int rc = ckpt_write(path, &s, 1, err, sizeof(err));
+    CHECK_MSG(rc == 0, "ckpt_write beside its leftovers: %s", err);
+    CHECK(file_exists(path));
+    for (size_t i = 0; i < 2; i++) {
+        fmt_path(p, "%s/%s", dir, gone[i]);
+        CHECK_MSG(!file_exists(p), "%s was left", gone[i]);
+    }
+    for (size_t i = 0; i < sizeof stay / sizeof stay[0]; i++) {
+        fmt_path(p, "%s/%s", dir, stay[i]);
+        CHECK_MSG(file_exists(p), "%s was removed", stay[i]);
+    }
+}
+
 static void test_save_arguments(void) {
     char dir[PATH_LEN], small[8], err[512] = "";
     fmt_path(dir, "%s/save_args", g_root);
@@ -860,6 +897,7 @@ int main(void) {
     RUN(test_write_unwritable_place);
     RUN(test_failed_write_keeps_old_file);
     RUN(test_save_prunes_and_cleans);
+    RUN(test_write_removes_its_leftovers);
     RUN(test_save_arguments);
     RUN(test_save_prunes_abandoned_steps);
     RUN(test_load_newest);
