@@ -189,6 +189,7 @@ int tr__ps_loop(run *r, char *err, size_t errlen) {
                           r->st.global_step % c->checkpoint_every == 0))) {
             /* the newest variables, for the report and the checkpoint */
             rc = ps_fetch(r, err, errlen);
+            if (!rc) rc = tr__check_params(r, err, errlen);
             if (!rc && (end_of_epoch || (c->report_every > 0 &&
                                          r->st.global_step % c->report_every == 0)))
                 rc = tr__report(r, err, errlen);

@@ -347,6 +347,24 @@ void tr__evaluate(mdl_model *m, const ds_dataset *ds, double *loss, double *accu
 
 static int dev_read(run *r, char *err, size_t errlen);
 
+int tr__check_params(run *r, char *err, size_t errlen) {
+    size_t p = r->model->nparams;
+    float *params = tn_xmalloc(p * sizeof(float));
+    mdl_get_params(r->model, params);
+    size_t i = 0;
+    while (i < p && isfinite(params[i])) i++;
+    int rc = 0;
+    if (i < p) {
+        tn_error(err, errlen, TN_EINVAL,
+                 "training diverged: parameter %zu is %g after step %lld; hint: lower "
+                 "--learning_rate",
+                 i, params[i], (long long)r->st.global_step);
+        rc = TR_DIVERGED;
+    }
+    free(params);
+    return rc;
+}
+
 int tr__save_checkpoint(run *r, char *err, size_t errlen) {
     if (!r->ckpt_dir) return 0;
     int rc = dev_read(r, err, errlen); /* the device path's period sums, into r->st */
@@ -838,6 +856,13 @@ int tr__report(run *r, char *err, size_t errlen) {
     rc = r->ring ? cl_allreduce_f64(r->ring, sums, 5, err, errlen) : 0;
     if (rc) return rc;
     double loss = sums[0] / (double)r->eval.n, acc = sums[1] / (double)r->eval.n;
+    if (!isfinite(loss)) /* finite parameters, but too large for the logits (every replica
+                            has the same sums, so all stop here) */
+        return tn_error(err, errlen, TN_EINVAL,
+                        "training diverged: the evaluation loss is %g after step %lld; hint: "
+                        "lower --learning_rate",
+                        loss, (long long)r->st.global_step),
+               TR_DIVERGED;
     double n = sums[4] > 0 ? sums[4] : 1;
     double train_loss = sums[2] / n, train_acc = sums[3] / n;
     double eps = r->period_seconds > 0 ? sums[4] / r->period_seconds : 0.0;
@@ -1449,14 +1474,19 @@ static int train_loop(run *r, char *err, size_t errlen) {
             r->st.epoch++;
             r->st.step_in_epoch = 0;
         }
+        int report = end_of_epoch ||
+                     (c->report_every > 0 && r->st.global_step % c->report_every == 0);
+        int save = end_of_epoch || stop_requested ||
+                   (c->checkpoint_every > 0 && r->st.global_step % c->checkpoint_every == 0);
         int rc = 0;
         if (r->dev_path && r->st.global_step % DEV_CHECK_EVERY == 0) rc = dev_read(r, err, errlen);
-        if (!rc &&
-            (end_of_epoch || (c->report_every > 0 && r->st.global_step % c->report_every == 0)))
-            rc = tr__report(r, err, errlen);
-        if (!rc && (end_of_epoch || stop_requested ||
-                    (c->checkpoint_every > 0 && r->st.global_step % c->checkpoint_every == 0)))
-            rc = tr__save_checkpoint(r, err, errlen);
+        /* The loss checked above is the one the update started from: an update can still
+         * make the parameters non-finite, which nothing would see before the next step,
+         * and after the last step nothing would at all. Before metrics or a checkpoint
+         * leave, the parameters themselves (every replica at the same steps). */
+        if (!rc && (report || save)) rc = tr__check_params(r, err, errlen);
+        if (!rc && report) rc = tr__report(r, err, errlen);
+        if (!rc && save) rc = tr__save_checkpoint(r, err, errlen);
         if (rc) return rc;
         if (stop_requested) {
             fprintf(r->out, "stopped by signal %d at step %lld%s\n", (int)stop_requested,

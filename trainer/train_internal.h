@@ -161,6 +161,9 @@ void tr__block(int64_t n, int parts, int i, int64_t *lo, int64_t *hi);
 int64_t tr__clamp64(int64_t v, int64_t lo, int64_t hi);
 /* The dropout stream of this step and replica `rank`. */
 void tr__dropout_stream(const run *r, int rank, tn_rng *drop);
+/* TR_DIVERGED, naming the first, where a parameter of the model is not finite (an
+ * update went past what a float holds); else 0. */
+int tr__check_params(run *r, char *err, size_t errlen);
 /* Saves a checkpoint into r->ckpt_dir (none without one). */
 int tr__save_checkpoint(run *r, char *err, size_t errlen);
 /* Restores the run from the newest checkpoint that verifies and fits the run: 0

@@ -467,5 +467,20 @@ err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/div.metrics "$TRAINER" "${SMALL[@]}" \
       --learning_rate=1e30 --epochs=1 2>&1); rc=$?
 check diverged_exit2 test $rc -eq 2
 check diverged_message grep -q "training diverged" <<<"$err"
+# ... also where the last step's update is the one that diverges: its loss was finite,
+# so only the parameters or the evaluation after it can tell. No metrics, checkpoint or
+# model of the diverged state may leave (they used to, with exit 0).
+for c in "1e38 the evaluation loss is .*nan after step 1" "1e39 parameter 0 is .*nan after step 1"; do
+  lr=${c%% *}
+  rm -rf "$WORK/lastdiv" "$WORK/lastdiv.metrics"
+  err=$(CLOUD_ML_HP_METRIC_FILE=$WORK/lastdiv.metrics "$TRAINER" --max_train_examples=100 \
+        --batch_size=100 --max_eval_examples=100 --hidden_units=16 --threads=1 --epochs=1 \
+        --learning_rate=$lr --job_dir="$WORK/lastdiv" 2>&1); rc=$?
+  check last_step_diverged_exit2_$lr test $rc -eq 2
+  check last_step_diverged_message_$lr grep -q "training diverged: ${c#* }" <<<"$err"
+  check last_step_diverged_no_model_$lr test ! -e "$WORK/lastdiv/model.ckpt"
+  check last_step_diverged_no_checkpoint_$lr test -z "$(ls "$WORK/lastdiv/checkpoints" 2>/dev/null)"
+  check last_step_diverged_no_metrics_$lr test ! -s "$WORK/lastdiv.metrics"
+done
 
 check_summary
