@@ -1567,6 +1567,44 @@ static int cancel_in_txn(st_store *s, void *arg) {
     return rc;
 }
 
+/* A run's own change of its study's state (start or end), which a `tuner cancel` since
+ * the run last looked must not undo. */
+typedef struct run_state_txn {
+    int64_t id;             /* the study */
+    st_study_state seen;    /* start: the state the run read before it set up */
+    st_study_state state;   /* the state to set */
+    const char *error;      /* ... and its error */
+    st_study_state *stored; /* the state the study has after */
+    char *err;
+    size_t errlen;
+} run_state_txn;
+
+static int run_state_in_txn(st_store *s, void *arg) {
+    run_state_txn *c = arg;
+    st_study study;
+    int found;
+    int rc = st_study_get_id(s, c->id, &study, &found, c->err, c->errlen);
+    if (rc) return rc;
+    if (!found)
+        return tn_error(c->err, c->errlen, TN_ENOENT, "%s: there is no study %lld", s->path,
+                        (long long)c->id);
+    int cancelled = study.state == ST_STUDY_CANCELLED && c->seen != ST_STUDY_CANCELLED &&
+                    c->state != ST_STUDY_CANCELLED;
+    st_study_clear(&study);
+    *c->stored = cancelled ? ST_STUDY_CANCELLED : c->state;
+    if (cancelled) return 0;
+    return st_study_set_state(s, c->id, c->state, c->error, c->err, c->errlen);
+}
+
+int st_study_set_run_state(st_store *s, int64_t id, st_study_state seen, st_study_state state,
+                           const char *error, st_study_state *stored, char *err,
+                           size_t errlen) {
+    assert(s && stored && (unsigned)state < ST_STUDY_NSTATES);
+    run_state_txn c = {.id = id, .seen = seen, .state = state, .error = error,
+                       .stored = stored, .err = err, .errlen = errlen};
+    return st_transaction(s, run_state_in_txn, &c, err, errlen);
+}
+
 int st_study_cancel(st_store *s, int64_t study_id, st_study_state *was, int *found, char *err,
                     size_t errlen) {
     assert(s && found);

@@ -232,6 +232,14 @@ int st_study_get_id(st_store *s, int64_t id, st_study *out, int *found, char *er
  * nothing was written yet). */
 int st_study_cursor(st_store *s, int64_t study_id, int64_t *trials, int64_t *measurements,
                     char *err, size_t errlen);
+/* Sets the state of a study that a run starts (RUNNING) or ends, in one transaction
+ * with a look at its state now: where it is CANCELLED but was not when the run read it
+ * (`seen`; at an end, the run's state until then, which it knows is not CANCELLED), a
+ * `tuner cancel` came in meanwhile, and the study stays CANCELLED. *stored gets the state
+ * the study has after. 0, or a negative code (TN_ENOENT: no such study). */
+int st_study_set_run_state(st_store *s, int64_t id, st_study_state seen, st_study_state state,
+                           const char *error, st_study_state *stored, char *err,
+                           size_t errlen);
 /* Cancels a study as `tuner cancel` does: reads its state and, unless it is SUCCEEDED,
  * FAILED or already CANCELLED, sets CANCELLED, in one transaction. *was gets the state
  * before. 0 with *found (0 when there is no such study), or a negative code. */

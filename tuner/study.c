@@ -1540,11 +1540,20 @@ static int finish_study(loop *L, int *outcome, char *err, size_t errlen) {
         state = ST_STUDY_SUCCEEDED;
         *outcome = STUDY_DONE;
     }
+    /* A `tuner cancel` since the last look (on_progress, once a second) stands: the study
+     * stays CANCELLED rather than end as this run would have it. */
     char serr[512];
-    if (st_study_set_state(L->st, L->study->id, state, why[0] ? why : NULL, serr,
-                           sizeof serr) != 0 &&
+    st_study_state stored = state;
+    if (st_study_set_run_state(L->st, L->study->id, ST_STUDY_RUNNING, state,
+                               why[0] ? why : NULL, &stored, serr, sizeof serr) != 0 &&
         rc == 0)
         rc = tn_error(err, errlen, TN_EIO, "%s", serr);
+    if (stored == ST_STUDY_CANCELLED && state != ST_STUDY_CANCELLED) {
+        log_line(L, "cancelled (tuner cancel) as the run ended: the study stays CANCELLED, "
+                    "not %s",
+                 st_study_state_name(state));
+        *outcome = STUDY_INTERRUPTED;
+    }
     if (rc == 0 && (*outcome == STUDY_DONE || *outcome == STUDY_FAILED))
         log_line(L, "%s: %lld succeeded, %lld failed, %lld stopped early%s",
                  st_study_state_name(state), (long long)L->succeeded, (long long)L->failed,
@@ -1613,7 +1622,16 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
                       study->name, (long long)L.failed, spec->max_failed_trials);
         goto done;
     }
-    rc = st_study_set_state(st, study->id, ST_STUDY_RUNNING, NULL, err, errlen);
+    /* RUNNING, unless a `tuner cancel` came in since the study was read (a resume may
+     * have spent minutes installing the spec's packages): then nothing runs. */
+    st_study_state stored = ST_STUDY_RUNNING;
+    rc = st_study_set_run_state(st, study->id, study->state, ST_STUDY_RUNNING, NULL, &stored,
+                                err, errlen);
+    if (!rc && stored == ST_STUDY_CANCELLED) {
+        log_line(&L, "cancelled (tuner cancel) while it was being set up: nothing was run");
+        *outcome = STUDY_INTERRUPTED;
+        goto done;
+    }
     if (!rc && spec->resume_previous_job_id) rc = tell_warm_start(&L, err, errlen);
     if (!rc) rc = run_loop(&L, &xo, trials, n, err, errlen);
     if (!rc) rc = finish_study(&L, outcome, err, errlen);

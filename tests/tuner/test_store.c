@@ -325,6 +325,72 @@ static void test_study_set_state(void) {
     st_close(s);
 }
 
+/* A run's start and end (st_study_set_run_state) keep a `tuner cancel` that came in
+ * since the run read the study: a resume that set up for minutes does not set RUNNING
+ * over it, nor does a run that ends between two of its looks set its own end; the
+ * resume of a study that was CANCELLED when read, and a run's own CANCELLED, go
+ * through. */
+static void test_run_state_keeps_cancel(void) {
+    char path[600], err[512] = "";
+    st_store *s = open_fresh("runstate.db", path, sizeof path);
+    if (!s) return;
+    int64_t id = 0;
+    st_study_state was, stored;
+    int found;
+    CHECK_INT_EQ(st_study_create(s, "r", "{}", 1, ST_STUDY_STOPPED, &id, err, sizeof err), 0);
+    st_study st;
+#define STATE_NOW(want)                                                          \
+    do {                                                                         \
+        CHECK_INT_EQ(st_study_get(s, "r", &st, &found, err, sizeof err), 0);     \
+        CHECK_MSG(found && st.state == (want), "the study is %s, not %s",       \
+                  st_study_state_name(st.state), st_study_state_name(want));     \
+        st_study_clear(&st);                                                     \
+    } while (0)
+
+    /* read STOPPED, then cancelled while setting up: stays CANCELLED */
+    CHECK_INT_EQ(st_study_cancel(s, id, &was, &found, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_set_run_state(s, id, ST_STUDY_STOPPED, ST_STUDY_RUNNING, NULL,
+                                        &stored, err, sizeof err),
+                 0);
+    CHECK(stored == ST_STUDY_CANCELLED);
+    STATE_NOW(ST_STUDY_CANCELLED);
+    /* read CANCELLED: the resume of a cancelled study runs */
+    CHECK_INT_EQ(st_study_set_run_state(s, id, ST_STUDY_CANCELLED, ST_STUDY_RUNNING, NULL,
+                                        &stored, err, sizeof err),
+                 0);
+    CHECK(stored == ST_STUDY_RUNNING);
+    STATE_NOW(ST_STUDY_RUNNING);
+    /* cancelled just before the run ends: SUCCEEDED, FAILED, STOPPED do not undo it */
+    const st_study_state ends[] = {ST_STUDY_SUCCEEDED, ST_STUDY_FAILED, ST_STUDY_STOPPED};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_RUNNING, NULL, err, sizeof err), 0);
+        CHECK_INT_EQ(st_study_cancel(s, id, &was, &found, err, sizeof err), 0);
+        CHECK_INT_EQ(st_study_set_run_state(s, id, ST_STUDY_RUNNING, ends[i], "why", &stored,
+                                            err, sizeof err),
+                     0);
+        CHECK(stored == ST_STUDY_CANCELLED);
+        STATE_NOW(ST_STUDY_CANCELLED);
+    }
+    /* no cancel: the run's own states go through, its CANCELLED too */
+    CHECK_INT_EQ(st_study_set_state(s, id, ST_STUDY_RUNNING, NULL, err, sizeof err), 0);
+    CHECK_INT_EQ(st_study_set_run_state(s, id, ST_STUDY_RUNNING, ST_STUDY_SUCCEEDED, NULL,
+                                        &stored, err, sizeof err),
+                 0);
+    CHECK(stored == ST_STUDY_SUCCEEDED);
+    STATE_NOW(ST_STUDY_SUCCEEDED);
+    CHECK_INT_EQ(st_study_set_run_state(s, id, ST_STUDY_RUNNING, ST_STUDY_CANCELLED, NULL,
+                                        &stored, err, sizeof err),
+                 0);
+    CHECK(stored == ST_STUDY_CANCELLED);
+    STATE_NOW(ST_STUDY_CANCELLED);
+#undef STATE_NOW
+    CHECK_INT_EQ(st_study_set_run_state(s, id + 100, ST_STUDY_RUNNING, ST_STUDY_RUNNING, NULL,
+                                        &stored, err, sizeof err),
+                 TN_ENOENT);
+    CHECK_STR_CONTAINS(err, "no study");
+    st_close(s);
+}
+
 /* Every state's name parses back to it; other names, other cases and NULL are none. */
 static void test_state_names(void) {
     for (int i = 0; i < ST_STUDY_NSTATES; i++) {
@@ -1362,6 +1428,7 @@ int main(void) {
     RUN(test_study_list_empty);
     RUN(test_study_duplicate_name);
     RUN(test_study_set_state);
+    RUN(test_run_state_keeps_cancel);
     RUN(test_state_names);
     RUN(test_foreign_state_refused);
     RUN(test_trial_numbering);

@@ -344,6 +344,36 @@ static void test_failures_end_the_study(void) {
     close_study(st, &study, &spec);
 }
 
+/* A `tuner cancel` between the read of the study and the run's start (a resume that
+ * spent minutes installing packages) stands: nothing runs, the study stays CANCELLED
+ * (before, the run set RUNNING over it and ran every trial). */
+static void test_cancel_while_setting_up(void) {
+    int outcome, found;
+    static const double xs[] = {1, 2, 3};
+    tn_spec spec;
+    st_study study;
+    st_store *st = open_study("cancelsetup", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    st_study_state was;
+    CHECK(st_study_cancel(st, study.id, &was, &found, err, sizeof err) == 0 && found);
+    study_opts o = quiet_opts();
+    int rc = study_run(st, &spec, &study, &o, &outcome, err, sizeof err);
+    CHECK_MSG(rc == 0, "study_run: %s", err);
+    CHECK_INT_EQ(outcome, STUDY_INTERRUPTED);
+    st_trial *t = NULL;
+    size_t n = 0;
+    CHECK(st_trial_list(st, study.id, &t, &n, err, sizeof err) == 0);
+    CHECK_MSG(n == 0, "%zu trials were created", n);
+    st_trials_free(t, n);
+    st_study now;
+    CHECK(st_study_get(st, "cancelsetup", &now, &found, err, sizeof err) == 0 && found);
+    CHECK_MSG(now.state == ST_STUDY_CANCELLED, "the study is %s",
+              st_study_state_name(now.state));
+    st_study_clear(&now);
+    close_study(st, &study, &spec);
+}
+
 static void test_resume_runs_what_was_left(void) {
     int found;
     static const double xs[] = {1, 2, 3};
@@ -597,6 +627,7 @@ int main(void) {
     RUN(test_two_metrics);
     RUN(test_two_metrics_dominance);
     RUN(test_failures_end_the_study);
+    RUN(test_cancel_while_setting_up);
     RUN(test_resume_runs_what_was_left);
     RUN(test_ask_and_tell);
     RUN(test_warm_start_metrics);
