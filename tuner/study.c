@@ -984,15 +984,21 @@ static void add_running(loop *L, trial_run *t) {
 /* Records a trial that could not be started as FAILED with err. */
 static void fail_unstarted(loop *L, int64_t number, const char *err) {
     st_trial fail;
-    if (get_trial(L, number, &fail, NULL, 0) == 0) {
+    char serr[1024];
+    int rc = get_trial(L, number, &fail, serr, sizeof serr);
+    if (rc == 0) {
         fail.state = ST_TRIAL_FAILED;
         free(fail.error);
         fail.error = tn_xstrdup(err);
         fail.finished = wall_clock();
-        st_trial_update(L->st, &fail, NULL, 0);
+        rc = st_trial_update(L->st, &fail, serr, sizeof serr);
         st_trial_clear(&fail);
     }
     log_line(L, "trial %lld failed: %s", (long long)number, err);
+    if (rc) { /* not stored: the trial stays as it was (a resume runs it again) */
+        fail_loop(L, rc, serr);
+        return;
+    }
     count_failure(L);
 }
 
@@ -1132,8 +1138,16 @@ static void schedule(loop *L) {
                 break;
             }
             double *v = tn_xcalloc(s->space.n + 1, sizeof *v);
-            if (tp_from_json(&s->space, row.params, v, err, sizeof err) == 0 &&
-                mark_running(L, &row) == 0) {
+            if (tp_from_json(&s->space, row.params, v, err, sizeof err) != 0) {
+                /* its stored parameters no longer fit the study's space (the store was
+                 * edited): it cannot run again as it was */
+                char why[1400];
+                snprintf(why, sizeof why,
+                         "cannot run it again: its stored parameters do not fit the study's "
+                         "space: %s",
+                         err);
+                fail_unstarted(L, number, why);
+            } else if (mark_running(L, &row) == 0) {
                 log_line(L, "trial %lld: running it again (an earlier run left it unfinished)",
                          (long long)number);
                 start_trial(L, number, v, row.params, &row);

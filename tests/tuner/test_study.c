@@ -409,6 +409,33 @@ static void test_resume_runs_what_was_left(void) {
     close_study(st, &study, &spec);
 }
 
+/* A trial an earlier run left unfinished whose stored parameters no longer fit the
+ * space (the store edited) fails, saying why, instead of being passed over and left
+ * RUNNING for good in a study that then ends. */
+static void test_rerun_with_bad_params_fails(void) {
+    static const double xs[] = {1, 2, 3};
+    tn_spec spec;
+    st_study study;
+    st_store *st = open_study("badrerun", "GRID_SEARCH", xs, 3, 3, 1, 3, 0, &spec, &study);
+    if (!st) return;
+    char err[1024] = "";
+    int64_t num = 0;
+    CHECK(st_trial_create(st, study.id, "{\"y\": 1}", ST_TRIAL_RUNNING, &num, err,
+                          sizeof err) == 0);
+    size_t n;
+    st_trial *all = run_to_the_end(st, &spec, &study, &n);
+    CHECK_INT_EQ(n, 3);
+    if (n == 3) {
+        CHECK_MSG(all[0].state == ST_TRIAL_FAILED, "trial 1 is %s",
+                  st_trial_state_name(all[0].state));
+        CHECK_STR_CONTAINS(all[0].error ? all[0].error : "",
+                           "cannot run it again: its stored parameters do not fit");
+        CHECK(all[1].state == ST_TRIAL_SUCCEEDED && all[2].state == ST_TRIAL_SUCCEEDED);
+    }
+    st_trials_free(all, n);
+    close_study(st, &study, &spec);
+}
+
 /* open_study of an ask/tell study `name`: a grid of two points, x = 0.25 and 0.5
  * (5 trials at most, one at a time, 5 may fail). */
 static st_store *open_ask_tell_grid(const char *name, tn_spec *spec, st_study *study) {
@@ -629,6 +656,7 @@ int main(void) {
     RUN(test_failures_end_the_study);
     RUN(test_cancel_while_setting_up);
     RUN(test_resume_runs_what_was_left);
+    RUN(test_rerun_with_bad_params_fails);
     RUN(test_ask_and_tell);
     RUN(test_warm_start_metrics);
     RUN(test_tell_values);
