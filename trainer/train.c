@@ -1483,7 +1483,10 @@ static int train_loop(run *r, char *err, size_t errlen) {
         /* The loss checked above is the one the update started from: an update can still
          * make the parameters non-finite, which nothing would see before the next step,
          * and after the last step nothing would at all. Before metrics or a checkpoint
-         * leave, the parameters themselves (every replica at the same steps). */
+         * leave, the parameters themselves (every replica at the same steps); on the
+         * device, after its loss sums are read, which name the step a loss went
+         * non-finite at where one did. */
+        if (!rc && (report || save)) rc = dev_read(r, err, errlen);
         if (!rc && (report || save)) rc = tr__check_params(r, err, errlen);
         if (!rc && report) rc = tr__report(r, err, errlen);
         if (!rc && save) rc = tr__save_checkpoint(r, err, errlen);

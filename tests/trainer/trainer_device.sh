@@ -190,6 +190,19 @@ check diverged_emulated_exit2 test $rc_emu -eq 2 -a $rc_host -eq 2
 step_host=$(grep -o 'diverged: the loss is .* at step [0-9]*' <<<"$err_host")
 check diverged_emulated_same_step test -n "$step_host" -a \
   "$(grep -o 'diverged: the loss is .* at step [0-9]*' <<<"$err_emu")" = "$step_host"
+# ... and where only the last step's update diverges, on the device as on the host:
+# exit 2 with the same message, no model written.
+for lr in 1e38 1e39; do
+  rm -rf lastdiv_host lastdiv_emu
+  last=(--max_train_examples=100 --batch_size=100 --max_eval_examples=100 --hidden_units=16
+        --threads=1 --epochs=1 --learning_rate=$lr)
+  err_host=$("$TRAINER" "${last[@]}" --job_dir="$WORK/lastdiv_host" 2>&1 >/dev/null); rc_host=$?
+  err_emu=$(emu "${last[@]}" --job_dir="$WORK/lastdiv_emu" 2>&1 >/dev/null); rc_emu=$?
+  check last_step_diverged_emulated_$lr test $rc_emu -eq 2 -a $rc_host -eq 2 -a \
+    ! -e lastdiv_emu/model.ckpt -a ! -e lastdiv_host/model.ckpt
+  check last_step_diverged_emulated_same_message_$lr test -n "$err_host" -a \
+    "$(grep -o 'training diverged: .*' <<<"$err_emu")" = "$(grep -o 'training diverged: .*' <<<"$err_host")"
+done
 
 # Evaluation of a model file -------------------------------------------------------------
 a=$("$TRAINER" --eval_only --model_file=host/model.ckpt --max_eval_examples=500 --threads=1 \
