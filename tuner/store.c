@@ -28,15 +28,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ST_SCHEMA_VERSION 6      /* the newest schema this build reads and writes */
+#define ST_SCHEMA_VERSION 7      /* the newest schema this build reads and writes */
 #define ST_BUSY_TIMEOUT_MS 10000 /* how long a statement waits for another's lock */
 
-/* The schema, version 6 (docs/store.md describes every column; version 2 added the
+/* The schema, version 7 (docs/store.md describes every column; version 2 added the
  * change sequences the dashboard follows: docs/dashboard.md, "Change detection";
  * version 3 the executor's handle of a trial's job, so that a resumed tuner
  * re-attaches to its Slurm jobs; version 4 the attempt of each measurement, which run
  * of its replica wrote it; version 5 how a replica's run ended, as data; version 6 a
- * trial's value of every metric of a study with several). A new file gets this directly; an older file gets
+ * trial's value of every metric of a study with several; version 7 a measurement's key
+ * that is its whole record, not its timestamp). A new file gets this directly; an older file gets
  * the migrations from its version on, and the result is the same schema
  * (tests/tuner/test_dashboard.c compares them). */
 static const char schema_sql[] =
@@ -79,7 +80,7 @@ static const char schema_sql[] =
     "  metrics TEXT NOT NULL,\n"
     "  seq INTEGER NOT NULL DEFAULT 0,\n"
     "  attempt INTEGER,\n"
-    "  PRIMARY KEY (study_id, trial, replica, timestamp),\n"
+    "  PRIMARY KEY (study_id, trial, replica, timestamp, step, metrics),\n"
     "  FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;\n"
     "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
     "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n"
@@ -94,10 +95,11 @@ static const char schema_sql[] =
     "  exit_code INTEGER,\n"
     "  signal INTEGER);\n"
     "CREATE INDEX events_by_trial ON events(study_id, trial, time);\n"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', '6');\n";
+    "INSERT INTO meta (key, value) VALUES ('schema_version', '7');\n";
 
 /* migrations[v] turns a version v file into version v + 1; st_open runs them in order,
- * in one IMMEDIATE transaction with the update of schema_version. Additive only. */
+ * in one IMMEDIATE transaction with the update of schema_version. Each keeps every row:
+ * columns are added, and the one key change (6 -> 7) rebuilds its table with all rows. */
 static const char *const migrations[ST_SCHEMA_VERSION] = {
     [1] = /* 1 -> 2: the change sequences of the dashboard. Rows written before keep 0:
            * they are older than any client's starting point. */
@@ -124,6 +126,28 @@ static const char *const migrations[ST_SCHEMA_VERSION] = {
            * array in the spec's order). Rows written before get NULL: their studies
            * have one metric, whose value is `objective`. */
     "ALTER TABLE trials ADD COLUMN objectives TEXT;\n",
+    [6] = /* 6 -> 7: a measurement is its record, not its timestamp: two records of a
+           * replica with one timestamp and other contents (whole-second timestamps,
+           * or ordinals that a resumed reader counts again) are both kept, where the
+           * second was dropped. A rebuild (a key cannot be altered); every row kept. */
+    "CREATE TABLE measurements_v7 (\n"
+    "  study_id INTEGER NOT NULL,\n"
+    "  trial INTEGER NOT NULL,\n"
+    "  replica TEXT NOT NULL,\n"
+    "  step INTEGER NOT NULL,\n"
+    "  timestamp REAL NOT NULL,\n"
+    "  metrics TEXT NOT NULL,\n"
+    "  seq INTEGER NOT NULL DEFAULT 0,\n"
+    "  attempt INTEGER,\n"
+    "  PRIMARY KEY (study_id, trial, replica, timestamp, step, metrics),\n"
+    "  FOREIGN KEY (study_id, trial) REFERENCES trials(study_id, number)) WITHOUT ROWID;\n"
+    "INSERT INTO measurements_v7 (study_id, trial, replica, step, timestamp, metrics, seq, "
+    "attempt) SELECT study_id, trial, replica, step, timestamp, metrics, seq, attempt FROM "
+    "measurements;\n"
+    "DROP TABLE measurements;\n"
+    "ALTER TABLE measurements_v7 RENAME TO measurements;\n"
+    "CREATE INDEX measurements_by_seq ON measurements(study_id, seq);\n"
+    "CREATE INDEX measurements_by_step ON measurements(study_id, trial, step);\n",
 };
 
 /* The cached statements, one per query the store runs. */
@@ -226,7 +250,8 @@ static const char *const query_sql[Q_COUNT] = {
                              "timestamp, metrics, attempt, seq) VALUES (?1, ?2, ?3, ?4, ?5, "
                              "?6, ?7, (SELECT COALESCE(MAX(seq), 0) + 1 FROM measurements "
                              "WHERE study_id = ?1)) "
-                             "ON CONFLICT (study_id, trial, replica, timestamp) DO NOTHING",
+                             "ON CONFLICT (study_id, trial, replica, timestamp, step, "
+                             "metrics) DO NOTHING",
     /* by arrival (seq) within a step and replica; rows a version 1 store wrote all have
      * seq 0 and fall back to their timestamps */
     [Q_MEASUREMENT_LIST] = "SELECT step, replica, metrics, timestamp, attempt FROM "

@@ -180,9 +180,10 @@ int st_trial_counts(st_store *s, int64_t study_id, int64_t counts[ST_TRIAL_NSTAT
 void st_trial_clear(st_trial *t);
 void st_trials_free(st_trial *list, size_t n);
 
-/* Stores a measurement of a trial; a record already stored (same replica and
- * timestamp) is ignored, so re-reading a metric file never duplicates (the stored
- * row, its attempt included, stays as it was). */
+/* Stores a measurement of a trial; a record already stored (same replica, timestamp,
+ * step and metrics) is ignored, so re-reading a metric file never duplicates (the
+ * stored row, its attempt included, stays as it was), while another record with the
+ * same timestamp is stored too. */
 int st_measurement_add(st_store *s, int64_t study_id, int64_t trial, const st_measurement *m,
                        char *err, size_t errlen);
 /* A trial's measurements by step, then replica, then arrival (the order they were

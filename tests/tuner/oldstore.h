@@ -28,7 +28,7 @@ static inline void raw_text(const char *path, const char *sql, char *buf, size_t
 
 /* Writes the file at path with the raw API: schema_sql (an older schema, with its
  * version in meta), the study "old" (id 1, SUCCEEDED, seed 5), then rows_sql; opens it
- * with st_open, which migrates it, and checks that it is at schema version 6 with the
+ * with st_open, which migrates it, and checks that it is at schema version 7 with the
  * study still there. The store (yours to close), or NULL (the failure recorded). */
 static inline st_store *old_store_open(const char *path, const char *schema_sql,
                                        const char *rows_sql) {
@@ -47,7 +47,7 @@ static inline st_store *old_store_open(const char *path, const char *schema_sql,
     CHECK_MSG(rc == 0, "%s", err);
     if (rc) return NULL;
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "6"), "schema_version %s", buf);
+    CHECK_MSG(!strcmp(buf, "7"), "schema_version %s", buf);
     st_study study;
     int found;
     CHECK(st_study_get(s, "old", &study, &found, err, sizeof err) == 0 && found &&

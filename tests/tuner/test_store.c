@@ -74,7 +74,7 @@ static void test_open_creates_schema(void) {
     st_close(s);
     char buf[256];
     raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
-    CHECK(strcmp(buf, "6") == 0);
+    CHECK(strcmp(buf, "7") == 0);
     raw_text(path, "PRAGMA journal_mode", buf, sizeof buf);
     CHECK(strcmp(buf, "wal") == 0);
     static const char *const objects[] = {"studies", "trials", "measurements", "events",
@@ -122,7 +122,7 @@ static void test_open_newer_schema_refused(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_STR_CONTAINS(err, "newer");
     CHECK_STR_CONTAINS(err, "schema 99");
-    CHECK_STR_CONTAINS(err, "reads up to 6");
+    CHECK_STR_CONTAINS(err, "reads up to 7");
     st_close(s);
 }
 
@@ -685,18 +685,25 @@ static void test_measurements(void) {
     };
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
         CHECK_INT_EQ(st_measurement_add(s, id, 1, &in[i], err, sizeof err), 0);
-    /* The same record read again (same replica and timestamp) is ignored, even if its
-     * other fields differ (its attempt too); it is not an error. */
-    st_measurement again = {999, "chief:0", "{\"accuracy\": 0.0}", 20.25, 7};
+    /* The same record read again (same replica, timestamp, step and metrics) is ignored,
+     * even with another attempt (the row stored first stays); it is not an error. */
+    st_measurement again = {200, "chief:0", "{\"accuracy\": 0.7}", 20.25, 7};
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &again, err, sizeof err), 0);
     CHECK_INT_EQ(st_measurement_add(s, id, 1, &in[0], err, sizeof err), 0);
+    /* Another record with the same timestamp is another record (a program that writes
+     * whole seconds, or ordinals that a resumed reader counts again): kept, whether its
+     * metrics or only its step differ. Version 6 kept only the first. */
+    st_measurement same_ts[] = {{200, "chief:0", "{\"accuracy\": 0.75}", 20.25, 1},
+                                {250, "chief:0", "{\"accuracy\": 0.7}", 20.25, 1}};
+    for (size_t i = 0; i < 2; i++)
+        CHECK_INT_EQ(st_measurement_add(s, id, 1, &same_ts[i], err, sizeof err), 0);
     /* Trial 2 gets one with the same key: a different trial, so it is stored. */
     CHECK_INT_EQ(st_measurement_add(s, id, 2, &in[0], err, sizeof err), 0);
 
     st_measurement *list = NULL;
     size_t n = 0;
     CHECK_INT_EQ(st_measurement_list(s, id, 1, &list, &n, err, sizeof err), 0);
-    CHECK_INT_EQ(n, 7);
+    CHECK_INT_EQ(n, 9);
     /* by step, then replica, then arrival (not by timestamp); attempts as stored */
     static const struct {
         int64_t step;
@@ -710,9 +717,11 @@ static void test_measurements(void) {
         {100, 9.5, "worker:0", "{\"accuracy\": 0.45}", 0},
         {150, 40.0, "chief:0", "{\"accuracy\": 0.6}", 1},
         {200, 20.25, "chief:0", "{\"accuracy\": 0.7}", 1},
+        {200, 20.25, "chief:0", "{\"accuracy\": 0.75}", 1},
+        {250, 20.25, "chief:0", "{\"accuracy\": 0.7}", 1},
         {300, 30.0, "chief:0", "{\"accuracy\": 0.9}", 1},
     };
-    for (size_t i = 0; i < n && i < 7; i++) {
+    for (size_t i = 0; i < n && i < 9; i++) {
         CHECK_MSG(list[i].step == want[i].step && list[i].timestamp == want[i].ts &&
                       strcmp(list[i].replica, want[i].replica) == 0 &&
                       strcmp(list[i].metrics, want[i].metrics) == 0 &&
@@ -1091,19 +1100,34 @@ static void test_migration_from_v3(void) {
     st_measurement m = {.step = 6, .replica = "chief:0", .metrics = "{\"acc\": 0.8}",
                         .timestamp = 3.5, .attempt = 2};
     CHECK(st_measurement_add(s, 1, 1, &m, err, sizeof err) == 0);
+    /* schema 7: another record with an old row's timestamp is kept too, the same one
+     * read again is not */
+    st_measurement same_ts = {.step = 5, .replica = "chief:0", .metrics = "{\"acc\": 0.25}",
+                              .timestamp = 1.5, .attempt = 2};
+    CHECK(st_measurement_add(s, 1, 1, &same_ts, err, sizeof err) == 0);
+    st_measurement old_again = {.step = 5, .replica = "chief:0", .metrics = "{\"acc\": 0.2}",
+                                .timestamp = 1.5, .attempt = 2};
+    CHECK(st_measurement_add(s, 1, 1, &old_again, err, sizeof err) == 0);
     st_measurement *ms = NULL;
     CHECK(st_measurement_list(s, 1, 1, &ms, &n, err, sizeof err) == 0);
-    CHECK_INT_EQ(n, 3);
-    if (n == 3) {
+    CHECK_INT_EQ(n, 4);
+    if (n == 4) {
         CHECK(ms[0].step == 5 && ms[0].attempt == 0 && !strcmp(ms[0].metrics, "{\"acc\": 0.2}"));
         CHECK(ms[1].step == 5 && ms[1].attempt == 0 && !strcmp(ms[1].metrics, "{\"acc\": 0.7}"));
-        CHECK(ms[2].step == 6 && ms[2].attempt == 2 && ms[2].timestamp == 3.5);
+        CHECK(ms[2].step == 5 && ms[2].attempt == 2 && ms[2].timestamp == 1.5 &&
+              !strcmp(ms[2].metrics, "{\"acc\": 0.25}"));
+        CHECK(ms[3].step == 6 && ms[3].attempt == 2 && ms[3].timestamp == 3.5);
     }
     st_measurements_free(ms, n);
     raw_text(path, "SELECT count(*) FROM measurements WHERE attempt IS NULL", buf, sizeof buf);
     CHECK_MSG(!strcmp(buf, "2"), "%s old rows without an attempt, want 2", buf);
     raw_text(path, "SELECT max(seq) FROM measurements", buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "3"), "the new row's seq is %s, want 3", buf);
+    CHECK_MSG(!strcmp(buf, "4"), "the newest row's seq is %s, want 4", buf);
+    raw_text(path,
+             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+             "('measurements_by_seq', 'measurements_by_step')",
+             buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "2"), "%s of the measurements' two indexes after the rebuild", buf);
     /* opening again changes nothing; the table is a new file's */
     reopen_beside_fresh(s, path, fresh);
     table_columns(path, "measurements", buf, sizeof buf);
