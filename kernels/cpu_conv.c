@@ -74,7 +74,7 @@
 
 #define CC_GROUPS 16                    /* groups of a batch, at most */
 #define CC_CHUNK_BYTES (768 << 10)      /* a chunk's col + z, about */
-#define CC_WINO_CHUNK_BYTES (1536 << 10) /* a chunk's V, M and z where Winograd: the GEMMs
+#define CC_WINO_CHUNK_BYTES (1536 << 10) /* a chunk's V and M where Winograd: the GEMMs
                                             get more tiles (3% faster on the model's second
                                             layer than with 768 KiB; 3 MiB is slower) */
 #define CC_PARTIAL_BYTES (64u << 20)    /* the groups' partial dW and db, at most */
@@ -86,12 +86,15 @@
 static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
 static _Atomic int cc_wino_mode = KN_WINO_RULE; /* kn_cpu_winograd */
 static _Atomic int cc_fuse = 1;                 /* kn_cpu_fuse_pooling */
+static _Atomic int cc_simd = 1;                 /* kn_cpu_conv_simd */
 
 void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
 
 void kn_cpu_winograd(int mode) { atomic_store(&cc_wino_mode, mode); }
 
 void kn_cpu_fuse_pooling(int on) { atomic_store(&cc_fuse, on); }
+
+void kn_cpu_conv_simd(int on) { atomic_store(&cc_simd, on); }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -155,8 +158,8 @@ typedef struct cc_block {
                        even (every tile a pooling window), AVX2 (cc_plan) */
     int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
     int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
-    const float *U; /* Winograd: the filters transformed, (16, f, c) forward, (16, c, f) the
-                       flipped ones for dx */
+    const float *U; /* Winograd: the filters transformed, (16, f, c) forward, transposed
+                       (16, c, f) for dx */
     const float *x, *W, *bias;
     /* forward */
     float *y, *zmax_out;
@@ -519,7 +522,7 @@ CC_AVX2 static float cc_unpool_plane_relu_avx2(float *d, int ph, int pw, int w, 
 #endif
 
 /* 1 where the AVX2 forms above run: x86-64 CPUs with AVX2 and FMA, unless
- * TN_CPU_NO_SIMD=1 (the tests run both forms). */
+ * TN_CPU_NO_SIMD=1 or kn_cpu_conv_simd(0) (the tests run both forms). */
 static int cc_avx2(void) {
     static _Atomic int have = -1;
     int h = atomic_load(&have);
@@ -531,7 +534,7 @@ static int cc_avx2(void) {
 #endif
         atomic_store(&have, h);
     }
-    return h;
+    return h && atomic_load(&cc_simd);
 }
 
 /* y, choice, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
@@ -562,8 +565,8 @@ static void cc_pool_forward(const cc_block *k, const float *z, int ld, int i0, i
 }
 
 /* dz (f, n*hw), row stride ld = n*hw, of images [i0, i0+n): the activation's derivative
- * times dy at each window's chosen element, 0 elsewhere; adds each filter's sum of dz to
- * db. */
+ * times dy at each window's chosen element, 0 elsewhere; adds each plane's sum of dz to
+ * its filter's db, image by image (so db's sums do not depend on the chunks). */
 static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n, float *db) {
     int w = k->w, h = k->h, ph = k->ph, pw = k->pw, act = k->act;
     int simd = act == KN_RELU && cc_avx2();
@@ -571,26 +574,25 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
     /* The SIMD form writes all of the pooled rows and columns; the dropped ones, and the
      * scalar form's untouched elements, must be 0. */
     if (!simd || (h & 1) || (w & 1)) memset(dz, 0, (size_t)k->f * ld * sizeof *dz);
-    for (int co = 0; co < k->f; co++) {
-        float sum = 0.0f;
+    for (int co = 0; co < k->f; co++)
         for (int j = 0; j < n; j++) {
             size_t o = cc_plane_at(k, co, i0 + j);
             float *d = dz + (size_t)co * ld + (size_t)j * k->hw;
 #if defined(__x86_64__) && defined(__GNUC__)
             if (simd) { /* room: up to the end of the pooled planes */
-                sum += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->choice + o,
-                                                 (size_t)k->f * k->b * pp - o);
+                db[co] += cc_unpool_plane_relu_avx2(d, ph, pw, w, k->dy + o, k->choice + o,
+                                                    (size_t)k->f * k->b * pp - o);
                 continue;
             }
 #endif
+            float sum = 0.0f;
             for (int py = 0; py < ph; py++) {
                 size_t q = o + (size_t)py * pw;
                 sum += cc_unpool_row(d + (size_t)2 * py * w, pw, w, act, k->dy + q, k->choice + q,
                                      k->yin + q, k->zmax ? k->zmax + q : NULL);
             }
+            db[co] += sum;
         }
-        db[co] += sum;
-    }
 }
 
 /* ---- Winograd F(2x2,3x3) (Lavin and Gray, 2016): a 2x2 tile of the conv output from
@@ -611,10 +613,16 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
  *
  * with U the transformed filters (once a call) and V the transformed input tiles: 16
  * multiplications per tile, channel and filter against im2col's 36 for the same four
- * outputs. dx is the same convolution of dz with the filters flipped and transposed,
- * W'[ci][co][a][b] = W[co][ci][2-a][2-b]. dW: with dM = A dY A^T the gradient of M from
- * a tile's 2x2 outputs dY, dU[p] (f, c) = sum over tiles of dM[p] V[p]^T (16 GEMMs), and
- * dW = G^T dU G for each filter.
+ * outputs. The backward pass runs these steps backwards: with dM = A dY A^T the
+ * gradient of M from a tile's 2x2 outputs dY,
+ *
+ *   dU[p] (f, c) = sum over tiles of dM[p] V[p]^T     dV[p] (c, tiles) = U[p]^T dM[p]
+ *
+ * (16 GEMMs each), dW = G^T dU G for each filter, and dx the sum over the tiles of
+ * B dV B^T, each 4x4 added where its input tile lies (tiles overlap by two rows and two
+ * columns; what falls on the zero border is dropped): cc_wino_adj. dx is so the exact
+ * gradient of the z computed, from the dM that dW takes too: no transform of dz's own
+ * tiles, and the adjoint transform runs over the c input channels only.
  *
  * V and M keep a chunk's tiles in rows of ldt = nc*nt + CC_TILE_PAD floats: the AVX2
  * transforms work eight tiles of a row of tiles at a time, and those of a plane's last
@@ -623,24 +631,23 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
 
 #define CC_TILE_PAD 8 /* floats after a row of V or M */
 
-/* U (16, f, c) of the filters W (f, c, 3, 3), or where flipped U (16, c, f) of the
- * filters turned by 180 degrees and transposed (dx's): u[p * us] (p = 4i + j, us = f*c)
- * = (G g G^T)[i][j] of each 3x3 kernel g. Rows [lo, hi) of U's (f, c) (flipped: (c, f))
- * matrices, a row's kernels innermost: each of a kernel's 16 stores goes to the float
- * after the previous kernel's. */
+/* U (16, f, c) of the filters W (f, c, 3, 3), or where transposed the same transforms
+ * as U^T (16, c, f) (dx's: dV = U^T dM): u[p * us] (p = 4i + j, us = f*c) = (G g G^T)[i][j]
+ * of each 3x3 kernel g. Rows [lo, hi) of U's (f, c) (transposed: (c, f)) matrices, a
+ * row's kernels innermost: each of a kernel's 16 stores goes to the float after the
+ * previous kernel's. */
 static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int f, int c,
-                                 int flipped, int lo, int hi) {
+                                 int transposed, int lo, int hi) {
     size_t us = (size_t)f * c;
-    int inner = flipped ? f : c;
+    int inner = transposed ? f : c;
     for (int r = lo; r < hi; r++)
         for (int e = 0; e < inner; e++) {
-            int co = flipped ? e : r, ci = flipped ? r : e;
+            int co = transposed ? e : r, ci = transposed ? r : e;
             const float *g = W + ((size_t)co * c + ci) * 9;
             float *u = U + (size_t)r * inner + e;
-            float a[9], t[4][3];
-            for (int i = 0; i < 9; i++) a[i] = g[flipped ? 8 - i : i];
+            float t[4][3];
             for (int j = 0; j < 3; j++) { /* t = G g */
-                float g0 = a[j], g1 = a[3 + j], g2 = a[6 + j];
+                float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
                 t[0][j] = g0;
                 t[1][j] = 0.5f * (g0 + g1 + g2);
                 t[2][j] = 0.5f * (g0 - g1 + g2);
@@ -679,10 +686,12 @@ VECTORISE static void cc_wino_filter_grads(float *restrict dW, const float *rest
     }
 }
 
-/* Floats of the padded plane of cc_wino_pad: (2th+2) rows of 2tw+2, and room for the
- * AVX2 transform's reads past its last row. */
+/* Floats of a chunk's plane scratch: the padded plane of cc_wino_pad, (2th+2) rows of
+ * 2tw+2, with room for the AVX2 transform's reads past its last row; also
+ * cc_wino_adj's 16*tw. */
 static size_t cc_wino_pad_size(int th, int tw) {
-    return (size_t)(2 * th + 2) * (2 * tw + 2) + 32;
+    size_t pad = (size_t)(2 * th + 2) * (2 * tw + 2), adj = (size_t)16 * tw;
+    return (pad > adj ? pad : adj) + 32;
 }
 
 /* pad = the h x w plane at in with a border of zeros: row r, column x of the plane at
@@ -785,6 +794,53 @@ static void cc_wino_grad_tiles(float *restrict m, size_t ms, const float *restri
             }
         }
     }
+}
+
+/* Output row o (w floats) of dx from a padded row's four values of each of the tw tiles,
+ * a[l * tw + u] (column l of tile u, after B down the columns and the rows above
+ * added): B^T across them makes the tile's four columns, of which the first and last
+ * overlap the neighbours' (out column 2u is the tile's second plus the left tile's
+ * fourth, 2u+1 its third plus the right tile's first; the first and last padded
+ * columns are dropped). The sums of cc_wino_adj_avx2, lane by lane, in its order: 0
+ * where it shifts a zero in. */
+static void cc_wino_adj_row(float *restrict o, int w, int tw, const float *restrict a) {
+    const float *a0 = a, *a1 = a0 + tw, *a2 = a1 + tw, *a3 = a2 + tw;
+    for (int u = 0; u < tw; u++) {
+        o[2 * u] = ((a1[u] - a2[u]) + a3[u]) - (u > 0 ? a3[u - 1] : 0.0f);
+        if (2 * u + 1 < w)
+            o[2 * u + 1] = ((a1[u] - a0[u]) + a2[u]) + (u + 1 < tw ? a0[u + 1] : 0.0f);
+    }
+}
+
+/* The adjoint of cc_wino_in, into dx's h x w plane out: out = the sum over the th x tw
+ * tiles of B dv B^T, dv[p] = m[p * ms + t] of tile t = ty*tw + tx, each 4x4 added at
+ * rows 2ty-1 .. 2ty+2 and columns 2tx-1 .. 2tx+2 (what falls on the zero border is
+ * dropped). B runs down each tile's columns first: padded row 2ty is then the first
+ * row of tile row ty plus the third of the row above (carried in c2), padded row 2ty+1
+ * the second plus the fourth (c3, kept as its negation's operand); a padded row's
+ * columns are cc_wino_adj_row's. scr has 16*tw floats. The same sums in the same order
+ * as cc_wino_adj_avx2: the same bits. */
+static void cc_wino_adj(float *restrict out, int h, int w, const float *restrict m, size_t ms,
+                        int th, int tw, float *restrict scr) {
+    size_t n = (size_t)4 * tw;
+    float *c2 = scr, *c3 = c2 + n, *e = c3 + n, *o = e + n; /* [l * tw + u] */
+    memset(c2, 0, 2 * n * sizeof *c2);
+    for (int ty = 0; ty < th; ty++) {
+        const float *mt = m + (size_t)ty * tw;
+        for (int l = 0; l < 4; l++)
+            for (int u = 0; u < tw; u++) {
+                float q0 = mt[(size_t)l * ms + u], q1 = mt[(size_t)(4 + l) * ms + u];
+                float q2 = mt[(size_t)(8 + l) * ms + u], q3 = mt[(size_t)(12 + l) * ms + u];
+                size_t i = (size_t)l * tw + u;
+                e[i] = q0 + c2[i];
+                o[i] = ((q1 - q2) + q3) - c3[i];
+                c2[i] = (q1 - q0) + q2;
+                c3[i] = q3;
+            }
+        if (ty > 0) cc_wino_adj_row(out + (size_t)(2 * ty - 1) * w, w, tw, e);
+        cc_wino_adj_row(out + (size_t)2 * ty * w, w, tw, o); /* 2ty <= h - 1 */
+    }
+    if (2 * th - 1 < h) cc_wino_adj_row(out + (size_t)(2 * th - 1) * w, w, tw, c2);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -947,25 +1003,13 @@ CC_AVX2 static void cc_wino_grad_tiles_avx2(float *restrict m, size_t ms, const 
  * tiles for dW (cc_wino_grad_tiles_avx2) in one pass, for planes of even h and w, where
  * pooling window (ty, tx) is tile (ty, tx): per eight windows, the window's four
  * elements of dz are made in registers (the gradient at the element chosen where y > 0,
- * else 0) and transformed into m. Where dpad is not NULL, dz is also written there as
- * cc_wino_pad lays it out (h + 2 rows of w + 2, zeros around), ready for dx's transform
- * (cc_wino_in_avx2) without a copy: the border is zeroed first, and the groups' stores,
- * right to left as the unpooling's, put only zeros past a row (the lanes past tw): up
- * to 13 floats past row h, 9 past the padded plane, into the next plane (done after) or
- * past the scratch's last plane (CC_PAD; dx's transform reads up to 14 floats past a
- * plane, into the next or CC_PAD too). m's stores go up to 7 lanes past a tile row, as
+ * else 0) and transformed into m, which dx's products take too (cc_wino_dx_chunk): dz
+ * itself is never stored. m's stores go up to 7 lanes past a tile row, as
  * cc_wino_grad_tiles_avx2's. g and choice have `room` >= th*tw readable. The values,
  * the sums into m and the sum returned are those of the two passes: the same bits. */
-CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, float *restrict dpad,
-                                              int th, int tw, int w, const float *g,
-                                              const uint8_t *choice, size_t room) {
-    size_t pw = (size_t)w + 2;
-    if (dpad) {
-        int h = 2 * th;
-        memset(dpad, 0, pw * sizeof *dpad);
-        memset(dpad + (h + 1) * pw, 0, pw * sizeof *dpad);
-        for (int r = 1; r <= h; r++) dpad[r * pw] = dpad[r * pw + pw - 1] = 0.0f;
-    }
+CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, int th, int tw,
+                                              const float *g, const uint8_t *choice,
+                                              size_t room) {
     float sum = 0.0f;
     for (int ty = 0; ty < th; ty++) {
         size_t q = (size_t)ty * tw;
@@ -975,16 +1019,124 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, floa
             rsum = _mm256_add_ps(rsum, cc_unpool8_relu(g + q + tx, choice + q + tx,
                                                        room - q - (size_t)tx, cc_lanes(tw - tx),
                                                        &y00, &y01, &y10, &y11));
-            if (dpad) {
-                float *d = dpad + (size_t)(2 * ty + 1) * pw + 1 + 2 * tx;
-                cc_merge(d, y00, y01);
-                cc_merge(d + pw, y10, y11);
-            }
             cc_wino_grad8(m + q + tx, ms, y00, y01, y10, y11);
         }
         sum += cc_sum8(rsum);
     }
     return sum;
+}
+
+#define CC_ADJ_GROUPS 16 /* cc_wino_adj_avx2: rows of up to 16 groups of eight tiles */
+
+/* v's lanes one up (lane u gets lane u-1), lane 0 getting prev's lane 7. */
+CC_AVX2 static inline __m256 cc_lanes_up(__m256 v, __m256 prev) {
+    const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(v, rot), _mm256_permutevar8x32_ps(prev, rot),
+                           0x01);
+}
+
+/* v's lanes one down (lane u gets lane u+1), lane 7 getting next's lane 0. */
+CC_AVX2 static inline __m256 cc_lanes_down(__m256 v, __m256 next) {
+    const __m256i rot = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(v, rot), _mm256_permutevar8x32_ps(next, rot),
+                           0x80);
+}
+
+/* What a padded row's group of eight tiles leaves for the next group (cc_wino_adj_avx2):
+ * its fourth column (the next's first tile's left neighbour), its out column 2u+1 less
+ * the right neighbour's share, its first column, and its even out columns, done. */
+typedef struct cc_adj_lag {
+    __m256 a3, d2, a0, even;
+} cc_adj_lag;
+
+/* Out columns 16g .. 16g+15 of row o (w floats): the even ones and the odd ones of group
+ * g. Where `tight`, nothing is written past the row; else up to 15 floats, into rows
+ * written after. */
+CC_AVX2 static inline void cc_adj_store(float *o, int w, int g, int tight, __m256 even,
+                                        __m256 odd) {
+    int x = 16 * g;
+    if (!tight || x + 16 <= w) {
+        cc_merge(o + x, even, odd);
+    } else {
+        float buf[16];
+        cc_merge(buf, even, odd);
+        memcpy(o + x, buf, (size_t)(w - x) * sizeof *buf);
+    }
+}
+
+/* One padded row of group g (cc_wino_adj_row's sums): its even out columns now, and the
+ * odd ones of group g-1, whose right neighbour's first column is group g's lane 0. */
+CC_AVX2 static inline void cc_adj_group(float *o, int w, int g, int tight, const __m256 a[4],
+                                        cc_adj_lag *lag) {
+    __m256 d1 = _mm256_add_ps(_mm256_sub_ps(a[1], a[2]), a[3]);
+    __m256 d2 = _mm256_add_ps(_mm256_sub_ps(a[1], a[0]), a[2]);
+    __m256 even = _mm256_sub_ps(d1, cc_lanes_up(a[3], lag->a3));
+    if (g > 0 && o)
+        cc_adj_store(o, w, g - 1, tight, lag->even,
+                     _mm256_add_ps(lag->d2, cc_lanes_down(lag->a0, a[0])));
+    *lag = (cc_adj_lag){a[3], d2, a[0], even};
+}
+
+/* The last group's odd out columns: no tile to its right. */
+CC_AVX2 static inline void cc_adj_end(float *o, int w, int groups, int tight,
+                                      const cc_adj_lag *lag) {
+    if (o)
+        cc_adj_store(o, w, groups - 1, tight, lag->even,
+                     _mm256_add_ps(lag->d2, cc_lanes_down(lag->a0, _mm256_setzero_ps())));
+}
+
+/* cc_wino_adj, eight tiles of a row at a time, for rows of up to 8 * CC_ADJ_GROUPS
+ * tiles: the same sums, lane by lane. The carries of each group of eight stay in
+ * registers (arrays the compiler keeps there for one group); the columns shared with
+ * the neighbouring tiles come from the neighbouring lanes (cc_lanes_up, cc_lanes_down),
+ * across groups from the group before and the one after (one group behind: cc_adj_lag).
+ * The lanes past the last tile are zeroed where they would reach a tile's columns (its
+ * first column's). Reads up to 7 lanes past a row of tiles (CC_TILE_PAD). Rows are
+ * written in order; where one group makes a row, its stores run up to 15 floats past
+ * it, into the rows written after, except the plane's last rows. */
+CC_AVX2 static void cc_wino_adj_avx2(float *restrict out, int h, int w, const float *restrict m,
+                                     size_t ms, int th, int tw) {
+    const __m256 zero = _mm256_setzero_ps();
+    int groups = (tw + 7) / 8;
+    const __m256 last = _mm256_castsi256_ps(cc_lanes(tw - 8 * (groups - 1)));
+    __m256 c2[CC_ADJ_GROUPS][4], c3[CC_ADJ_GROUPS][4];
+    for (int g = 0; g < groups; g++)
+        for (int l = 0; l < 4; l++) c2[g][l] = c3[g][l] = zero;
+    for (int ty = 0; ty <= th; ty++) {
+        /* padded rows 2ty and 2ty+1 (out rows 2ty-1 and 2ty) of tile rows ty-1 and ty; at
+         * ty = th, padded row 2th alone (out row 2th-1) */
+        int re = 2 * ty - 1, ro = 2 * ty;
+        float *oe = ty > 0 && re < h ? out + (size_t)re * w : NULL;
+        float *oo = ty < th ? out + (size_t)ro * w : NULL;
+        int te = groups > 1 || (h - re) * w < 16, to = groups > 1 || (h - ro) * w < 16;
+        cc_adj_lag le = {zero, zero, zero, zero}, lo = le;
+        for (int g = 0; g < groups; g++) {
+            __m256 e[4], o[4];
+            if (ty < th) {
+                const float *mt = m + (size_t)ty * tw + 8 * g;
+                for (int l = 0; l < 4; l++) {
+                    __m256 q0 = _mm256_loadu_ps(mt + (size_t)l * ms);
+                    __m256 q1 = _mm256_loadu_ps(mt + (size_t)(4 + l) * ms);
+                    __m256 q2 = _mm256_loadu_ps(mt + (size_t)(8 + l) * ms);
+                    __m256 q3 = _mm256_loadu_ps(mt + (size_t)(12 + l) * ms);
+                    e[l] = _mm256_add_ps(q0, c2[g][l]);
+                    o[l] = _mm256_sub_ps(_mm256_add_ps(_mm256_sub_ps(q1, q2), q3), c3[g][l]);
+                    c2[g][l] = _mm256_add_ps(_mm256_sub_ps(q1, q0), q2);
+                    c3[g][l] = q3;
+                }
+            } else {
+                for (int l = 0; l < 4; l++) e[l] = o[l] = c2[g][l];
+            }
+            if (g == groups - 1) { /* no tile past the row's last: its first column is 0 */
+                e[0] = _mm256_and_ps(e[0], last);
+                o[0] = _mm256_and_ps(o[0], last);
+            }
+            cc_adj_group(oe, w, g, te, e, &le);
+            cc_adj_group(oo, w, g, to, o, &lo);
+        }
+        cc_adj_end(oe, w, groups, te, &le);
+        cc_adj_end(oo, w, groups, to, &lo);
+    }
 }
 #endif
 
@@ -1023,16 +1175,28 @@ static void cc_wino_grad_plane(float *m, size_t ms, const float *in, int h, int 
     cc_wino_grad_tiles(m, ms, in, h, w, th, tw);
 }
 
+/* cc_wino_adj, in AVX2 where cc_avx2() says so and a row has few enough tiles. */
+static void cc_wino_adj_plane(float *out, int h, int w, const float *m, size_t ms, int th, int tw,
+                              float *scr) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (tw <= 8 * CC_ADJ_GROUPS && cc_avx2()) {
+        cc_wino_adj_avx2(out, h, w, m, ms, th, tw);
+        return;
+    }
+#endif
+    cc_wino_adj(out, h, w, m, ms, th, tw, scr);
+}
+
 /* Floats of a chunk's first scratch area: im2col's col (ck, nc*hw), or where the block
  * takes Winograd its V and M, (16, c + f, ldt). */
 static size_t cc_area(const cc_block *k) {
     return k->wino ? (size_t)16 * (k->c + k->f) * k->ldt : (size_t)k->ck * k->hw * k->nc;
 }
 
-/* Floats of a chunk's z or dz: (f, nc*hw); where k->fused, dz's planes padded for dx's
- * transform, (f, nc, (h+2)*(w+2)), and z is not stored. */
+/* Floats of a chunk's z or dz: (f, nc*hw); none where k->fused, whose passes store
+ * neither. */
 static size_t cc_z_floats(const cc_block *k) {
-    return (size_t)k->f * k->nc * (k->fused ? (size_t)(k->h + 2) * (k->w + 2) : (size_t)k->hw);
+    return k->fused ? 0 : (size_t)k->f * k->nc * k->hw;
 }
 
 /* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
@@ -1116,73 +1280,51 @@ static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, fl
     cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
 }
 
-/* dx of images [i0, i0+n) from their dz by Winograd, k->U the flipped filters: V (16, f,
- * ldt) of dz's tiles, the 16 products into M (16, c, ldt), M's tiles into dx. dz is (f,
- * n*hw), or where k->fused the padded planes of cc_wino_unpool_relu_avx2, transformed
- * as they are. */
-static void cc_wino_dx_chunk(const cc_block *k, float *area, const float *dz, float *pad, int i0,
-                             int n) {
+/* dx of images [i0, i0+n) by Winograd's steps backwards, M (16, f, ldt) holding dz's
+ * tiles A dz A^T (those dW took) and k->U the filters transposed: the 16 products
+ * dV[p] (c, tiles) = U[p]^T M[p] into V's place (16, c, ldt; dW is done with V), then
+ * each of dx's planes the adjoint transform of its tiles (cc_wino_adj). scr: the
+ * chunk's plane scratch. */
+static void cc_wino_dx_chunk(const cc_block *k, float *area, float *scr, int i0, int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
-    size_t ld = (size_t)n * k->hw;
-    float *V = area, *M = area + (size_t)16 * f * ldt;
-    if (!k->gemm_only)
-        for (int co = 0; co < f; co++)
-            for (int j = 0; j < n; j++) {
-                float *v = V + (size_t)co * ldt + (size_t)j * k->nt;
-#if defined(__x86_64__) && defined(__GNUC__)
-                if (k->fused) {
-                    size_t plane = (size_t)(k->h + 2) * (k->w + 2);
-                    cc_wino_in_avx2(v, (size_t)f * ldt, dz + ((size_t)co * n + j) * plane, k->th,
-                                    k->tw);
-                    continue;
-                }
-#endif
-                cc_wino_in_plane(v, (size_t)f * ldt, dz + (size_t)co * ld + (size_t)j * k->hw,
-                                 k->h, k->w, k->th, k->tw, pad);
-            }
+    float *dV = area, *M = area + (size_t)16 * c * ldt;
     for (int p = 0; p < 16; p++)
-        k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, V + (size_t)p * f * ldt,
-                ldt, 0.0f, M + (size_t)p * c * ldt, ldt);
-    if (!k->gemm_only)
-        for (int j = 0; j < n; j++) {
-            float *img = k->dx + (size_t)(i0 + j) * k->istride;
-            for (int ch = 0; ch < c; ch++)
-                cc_wino_out_plane(img + (size_t)ch * k->cstride, k->h, k->w,
-                                  M + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)c * ldt,
-                                  k->th, k->tw);
-        }
+        k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, M + (size_t)p * f * ldt,
+                ldt, 0.0f, dV + (size_t)p * c * ldt, ldt);
+    if (k->gemm_only) return;
+    for (int j = 0; j < n; j++) {
+        float *img = k->dx + (size_t)(i0 + j) * k->istride;
+        for (int ch = 0; ch < c; ch++)
+            cc_wino_adj_plane(img + (size_t)ch * k->cstride, k->h, k->w,
+                              dV + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)c * ldt, k->th,
+                              k->tw, scr);
+    }
 }
 
 /* The backward pass of images [i0, i0+n) where k->fused: V (16, c, ldt) of x; dz made
- * from dy and transformed at once (cc_wino_unpool_relu_avx2) into M (16, f, ldt) for dW
- * and, where dx is wanted, into dz's padded planes; db += dz's sums, dU += the products;
- * then dx (cc_wino_dx_chunk). */
-static void cc_wino_backward_fused(const cc_block *k, float *area, float *dz, float *pad,
-                                   int i0, int n, float *dU, float beta, float *db) {
+ * from dy and transformed at once (cc_wino_unpool_relu_avx2) into M (16, f, ldt); db +=
+ * dz's sums, dU += the products; then dx from M (cc_wino_dx_chunk). */
+static void cc_wino_backward_fused(const cc_block *k, float *area, float *pad, int i0, int n,
+                                   float *dU, float beta, float *db) {
     int c = k->c, f = k->f, ldt = k->ldt;
     float *V = area, *M = area + (size_t)16 * c * ldt;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (!k->gemm_only) {
         size_t pp = (size_t)k->ph * k->pw, total = (size_t)f * k->b * pp;
-        size_t plane = (size_t)(k->h + 2) * (k->w + 2);
         cc_wino_x_tiles(k, V, pad, i0, n);
-        for (int co = 0; co < f; co++) {
-            float sum = 0.0f;
+        for (int co = 0; co < f; co++)
             for (int j = 0; j < n; j++) {
                 size_t o = cc_plane_at(k, co, i0 + j);
-                sum += cc_wino_unpool_relu_avx2(
-                    M + (size_t)co * ldt + (size_t)j * k->nt, (size_t)f * ldt,
-                    k->dx ? dz + ((size_t)co * n + j) * plane : NULL, k->th, k->tw, k->w,
-                    k->dy + o, k->choice + o, total - o);
+                db[co] += cc_wino_unpool_relu_avx2(M + (size_t)co * ldt + (size_t)j * k->nt,
+                                                   (size_t)f * ldt, k->th, k->tw, k->dy + o,
+                                                   k->choice + o, total - o);
             }
-            db[co] += sum;
-        }
     }
 #else
     (void)f, (void)db;
 #endif
     cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
-    if (k->dx) cc_wino_dx_chunk(k, area, dz, pad, i0, n);
+    if (k->dx) cc_wino_dx_chunk(k, area, pad, i0, n);
 }
 
 static void cc_forward_group(void *ctx, int g) {
@@ -1213,13 +1355,13 @@ static void cc_backward_group(void *ctx, int g) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
         float beta = i == lo ? 0.0f : 1.0f;
         if (k->fused) {
-            cc_wino_backward_fused(k, col, dz, pad, i, n, dW, beta, db);
+            cc_wino_backward_fused(k, col, pad, i, n, dW, beta, db);
             continue;
         }
         if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
         if (k->wino) { /* dU, then dx, each with col's area for its V and M */
             cc_wino_dw_chunk(k, col, dz, pad, i, n, dW, beta);
-            if (k->dx) cc_wino_dx_chunk(k, col, dz, pad, i, n);
+            if (k->dx) cc_wino_dx_chunk(k, col, pad, i, n);
             continue;
         }
         if (!k->gemm_only) cc_im2col(k, col, ld, i, n);
@@ -1257,12 +1399,15 @@ static void cc_plan(cc_block *k) {
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
     while (g > 1 && (size_t)g * part > CC_PARTIAL_BYTES) g--;
     k->groups = g;
-    size_t area = k->wino ? (size_t)16 * (k->c + k->f) * k->nt : (size_t)k->ck * k->hw;
-    size_t zplane = k->fused ? (size_t)(k->h + 2) * (k->w + 2) : (size_t)k->hw; /* as cc_z_floats */
-    size_t per_image = (area + (size_t)k->f * zplane) * sizeof(float);
+    /* an image's V and M (Winograd: fused or not, the same chunks, so the same bits), or
+     * its col and z */
+    size_t per_image = (k->wino ? (size_t)16 * (k->c + k->f) * k->nt
+                                : (size_t)(k->ck + k->f) * k->hw) * sizeof(float);
     int most = (k->b + g - 1) / g; /* the largest group */
-    size_t nc = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
-    k->nc = nc < 1 ? 1 : nc > (size_t)most ? most : (int)nc;
+    size_t fit = (k->wino ? CC_WINO_CHUNK_BYTES : CC_CHUNK_BYTES) / per_image;
+    int nc = fit < 1 ? 1 : fit > (size_t)most ? most : (int)fit;
+    int chunks = (most + nc - 1) / nc;
+    k->nc = (most + chunks - 1) / chunks; /* as many chunks, as even as they go */
     k->ldt = k->nc * k->nt + CC_TILE_PAD;
     k->gemm_only = atomic_load(&cc_gemm_only);
     /* OpenBLAS (0.3.21, Haswell and SkylakeX kernels) makes the weight gradient faster as
@@ -1287,18 +1432,18 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
 typedef struct cc_filters {
     float *U;
     const float *W;
-    int f, c, flipped, tasks;
+    int f, c, transposed, tasks;
 } cc_filters;
 
 static void cc_filters_task(void *ctx, int t) {
     const cc_filters *q = ctx;
-    int rows = q->flipped ? q->c : q->f;
-    cc_wino_filters_rows(q->U, q->W, q->f, q->c, q->flipped, (int)((long long)t * rows / q->tasks),
+    int rows = q->transposed ? q->c : q->f;
+    cc_wino_filters_rows(q->U, q->W, q->f, q->c, q->transposed, (int)((long long)t * rows / q->tasks),
                          (int)((long long)(t + 1) * rows / q->tasks));
 }
 
-static void cc_wino_filters(float *U, const float *W, int f, int c, int flipped) {
-    cc_filters q = {U, W, f, c, flipped, kw_threads()};
+static void cc_wino_filters(float *U, const float *W, int f, int c, int transposed) {
+    cc_filters q = {U, W, f, c, transposed, kw_threads()};
     kw_run(q.tasks, cc_filters_task, &q);
 }
 
@@ -1369,7 +1514,7 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
     cc_plan(&k);
     /* the groups' partial sums, then (Winograd) the sum of their dU */
     k.partial = cc_scratch(1, (size_t)k.groups * (k.npart + f) + (k.wino ? k.npart : 0));
-    if (k.wino && dx) { /* dx's filters, flipped and transposed, once */
+    if (k.wino && dx) { /* dx's filters, transposed, once */
         float *U = cc_scratch(2, (size_t)16 * f * c);
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
         k.U = U;

@@ -339,6 +339,11 @@ void kn_cpu_winograd(int mode);
  * separate passes, which give the same bits (for tests). Call it between steps. */
 void kn_cpu_fuse_pooling(int on);
 
+/* Whether kn_cpu's conv blocks take their AVX2 forms where the CPU has them (1, the
+ * default) or their plain loops (0), as TN_CPU_NO_SIMD=1 does for the whole run; for
+ * tests comparing the two. Call it between steps. */
+void kn_cpu_conv_simd(int on);
+
 #ifdef __cplusplus
 }
 #endif

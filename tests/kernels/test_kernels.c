@@ -1494,6 +1494,56 @@ static void test_conv_block_fused_bits(void) {
     kn_cpu_winograd(KN_WINO_RULE);
 }
 
+/* The Winograd blocks' AVX2 forms (the transforms, the fused pooling, dx's adjoint
+ * transform, eight tiles at a time with the neighbours' columns from the neighbouring
+ * lanes and groups) against their plain loops (kn_cpu_conv_simd(0)): the same sums in
+ * the same order, so y, the choices, zmax, dW and dx must be the same bits (db is summed
+ * in eight lanes by the AVX2 unpooling: not compared). Shapes: the model's second layer,
+ * rows of one, two and three groups of eight tiles and of exactly two, odd h and w
+ * (partial tiles), one tile, one column, tanh (no fused pooling), and a row too long for
+ * the AVX2 adjoint (the plain one on both sides), on one thread and two. */
+static void test_conv_block_simd_bits(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu has AVX2 forms)\n");
+        return;
+    }
+    static const struct block_case cases[] = {
+        {6, 32, 14, 14, 64, KN_RELU, 0}, {2, 16, 18, 34, 8, KN_RELU, 1},
+        {2, 16, 6, 32, 4, KN_RELU, 0},   {3, 16, 9, 17, 5, KN_TANH, 0},
+        {3, 17, 2, 2, 5, KN_RELU, 1},    {2, 16, 5, 1, 3, KN_TANH, 0},
+        {2, 16, 7, 23, 6, KN_RELU, 0},   {1, 16, 3, 262, 2, KN_RELU, 0},
+    };
+    kn_cpu_winograd(KN_WINO_ALL);
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const struct block_case *bc = &cases[t];
+        block_in in = block_inputs(bc);
+        size_t nx = in.nx, nw = in.nw, np = in.np;
+        for (int threads = 1; threads <= 2; threads++) {
+            block_out o[2];
+            for (int simd = 0; simd < 2; simd++) {
+                kn_cpu_conv_simd(simd);
+                o[simd] = block_run_dx(bc, in.x, in.W, in.bias, in.dy, threads, 1, 1);
+            }
+            kn_cpu_conv_simd(1);
+            char label[160];
+            snprintf(label, sizeof label, "simd b=%d c=%d %dx%d f=%d act=%d, %d thread%s", bc->b,
+                     bc->c, bc->h, bc->w, bc->f, bc->act, threads, threads > 1 ? "s" : "");
+            CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
+                          memcmp(o[0].choice, o[1].choice, np + 1) == 0 &&
+                          memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
+                      "%s: the forward pass gives other bits than the plain loops", label);
+            CHECK_MSG(memcmp(o[0].dW, o[1].dW, (nw + 1) * sizeof(float)) == 0,
+                      "%s: dW gives other bits than the plain loops", label);
+            CHECK_MSG(memcmp(o[0].dx, o[1].dx, nx * sizeof(float)) == 0,
+                      "%s: dx gives other bits than the plain loops", label);
+            block_out_free(&o[0]);
+            block_out_free(&o[1]);
+        }
+        block_inputs_free(&in);
+    }
+    kn_cpu_winograd(KN_WINO_RULE);
+}
+
 /* Winograd F(2x2,3x3) against a double reference and against the im2col path, on the
  * model's shapes and odd ones: 14x14 (7x7 whole tiles), 7x7 and odd h or w alone
  * (partial tiles: the last row or column of tiles makes one output of two), 1 to 64
@@ -2390,6 +2440,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_winograd_all);
     RUN(test_conv_block_winograd);
     RUN(test_conv_block_fused_bits);
+    RUN(test_conv_block_simd_bits);
     RUN(test_conv_block_gemm_only);
     RUN(test_workers);
     RUN(test_sgd_momentum);
