@@ -81,7 +81,10 @@ How to read it:
   backward pass recomputes a chunk's im2col instead of keeping the batch's. Blocks of
   16 input channels or more (the second) make their three products (z, dx, dW) by
   Winograd F(2x2,3x3) instead: 16 GEMMs over a chunk's 4x4 input tiles in transform
-  space, 2.25x fewer multiplications than im2col's. The batch is cut into 16 groups
+  space, 2.25x fewer multiplications than im2col's; dx runs the forward pass's steps
+  backwards (the products take the gradient's tiles that dW takes, and one adjoint
+  transform over the input channels adds each tile back into dx), so dz's own tiles are
+  never made. The batch is cut into 16 groups
   that the backend's own threads take in turn, each running single-threaded GEMMs on
   its chunks, so im2col, col2im, the transforms and pooling run on both cores too and
   the threads never wait on each other inside a layer. *cnn, separate calls*

@@ -10,7 +10,8 @@
  * The batch is cut into G groups of consecutive images (G = min(b, CC_GROUPS), fewer
  * when the groups' partial weight gradients would be large), each one task for the
  * threads of cpu_workers.h, and a group into chunks of nc images whose im2col
- * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together. Per chunk:
+ * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together (as few
+ * chunks as that takes, as even as they go). Per chunk:
  *
  *   forward:  col = im2col(x);  z = W col (one GEMM);  y, choice, zmax = pool(act(z + bias))
  *   backward: dz = act'(z) * unpool(dy) (zero off the elements chosen);  db_g += sum of dz;
@@ -30,12 +31,13 @@
  * Blocks of 16 input channels or more (kn_cpu_winograd; the measurements behind the rule
  * are in docs/benchmarks/train-speed.md) make z, dx and dW by Winograd F(2x2,3x3)
  * instead, with no im2col (see the notes above CC_TILE_PAD): the filters transformed
- * once a call, then per chunk the input's (or dz's) 4x4 tiles transformed, 16 GEMMs
- * (f, c) x (c, tiles) (or (c, f) x (f, tiles)), and the results' tiles transformed back
- * into z (or dx): 2.25x fewer multiplications than im2col's product. dW likewise: the
- * input's tiles and dz's (A dz A^T) make, in 16 GEMMs (f, tiles) x (tiles, c), each
- * group's gradient of the transformed filters, dU_g; their sum becomes dW at the end
- * (G^T dU G).
+ * once a call, then per chunk the input's 4x4 tiles transformed, 16 GEMMs (f, c) x
+ * (c, tiles), and the results' tiles transformed back into z: 2.25x fewer
+ * multiplications than im2col's product. The backward pass runs these steps backwards:
+ * dz's tiles (A dz A^T) and the input's make, in 16 GEMMs (f, tiles) x (tiles, c), each
+ * group's gradient of the transformed filters, dU_g (their sum becomes dW at the end,
+ * G^T dU G); the same dz tiles, in 16 GEMMs (c, f) x (f, tiles), make the gradient of
+ * the input's tiles, which the adjoint of the input transform adds back into dx.
  *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
@@ -43,16 +45,17 @@
  * Winograd block has ReLU and even h and w, each 2x2 output tile is a pooling window,
  * so the AVX2 forms fuse them: forward, the output transform pools its tiles in
  * registers and z is never stored; backward, dz is made from dy window by window and
- * transformed at once for dW, and written padded for dx's transform (no copy). The
+ * transformed at once into the tiles dW and dx take, and is never stored either. The
  * same values in the same order: the fused forms give the same bits.
  *
  * Numbers: the forward pass computes what im2col_batch, gemm, add_channel_bias, the
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
  * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
- * compute, except that dW and db are summed per group first (and per chunk in eight
- * lanes by the AVX2 unpooling). Winograd's z, dx and dW are the same sums in another
- * order through the transforms, with float errors of the same order (tests/kernels:
- * test_conv_block_winograd); they too do not depend on the threads.
+ * compute, except that dW and db are summed per group first (db plane by plane, in
+ * eight lanes by the AVX2 unpooling). Winograd's z, dx and dW are the same sums in
+ * another order through the transforms, with float errors of the same order
+ * (tests/kernels: test_conv_block_winograd); they too do not depend on the threads, and
+ * the AVX2 forms give the plain loops' bits (test_conv_block_simd_bits).
  */
 #include "kernels/cpu_internal.h"
 
