@@ -1046,8 +1046,9 @@ CC_AVX2 static inline __m256 cc_lanes_down(__m256 v, __m256 next) {
 }
 
 /* What a padded row's group of eight tiles leaves for the next group (cc_wino_adj_avx2):
- * its fourth column (the next's first tile's left neighbour), its out column 2u+1 less
- * the right neighbour's share, its first column, and its even out columns, done. */
+ * its fourth column (the left neighbour's share of the next group's first out column),
+ * its odd out columns but for the right neighbour's share, its first column, and its
+ * even out columns, done. */
 typedef struct cc_adj_lag {
     __m256 a3, d2, a0, even;
 } cc_adj_lag;
@@ -1089,14 +1090,14 @@ CC_AVX2 static inline void cc_adj_end(float *o, int w, int groups, int tight,
 }
 
 /* cc_wino_adj, eight tiles of a row at a time, for rows of up to 8 * CC_ADJ_GROUPS
- * tiles: the same sums, lane by lane. The carries of each group of eight stay in
- * registers (arrays the compiler keeps there for one group); the columns shared with
- * the neighbouring tiles come from the neighbouring lanes (cc_lanes_up, cc_lanes_down),
- * across groups from the group before and the one after (one group behind: cc_adj_lag).
- * The lanes past the last tile are zeroed where they would reach a tile's columns (its
- * first column's). Reads up to 7 lanes past a row of tiles (CC_TILE_PAD). Rows are
- * written in order; where one group makes a row, its stores run up to 15 floats past
- * it, into the rows written after, except the plane's last rows. */
+ * tiles: the same sums, lane by lane. Each group of eight keeps its own carries (c2,
+ * c3); the columns shared with the neighbouring tiles come from the neighbouring lanes
+ * (cc_lanes_up, cc_lanes_down), across groups from the group before and the one after
+ * (so a group's odd columns are stored one group later: cc_adj_lag). Past the last tile
+ * the first column's lanes are zeroed, as they would come down into its odd out
+ * column. Reads up to 7 lanes past a row of tiles (CC_TILE_PAD). Rows are written in
+ * order; where one group makes a row, its stores run up to 15 floats past it, into the
+ * rows written after, except near the plane's end. */
 CC_AVX2 static void cc_wino_adj_avx2(float *restrict out, int h, int w, const float *restrict m,
                                      size_t ms, int th, int tw) {
     const __m256 zero = _mm256_setzero_ps();
