@@ -10,8 +10,8 @@
  * The batch is cut into G groups of consecutive images (G = min(b, CC_GROUPS), fewer
  * when the groups' partial weight gradients would be large), each one task for the
  * threads of cpu_workers.h, and a group into chunks of nc images whose im2col
- * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together (as few
- * chunks as that takes, as even as they go). Per chunk:
+ * (ck, nc*hw) and conv output (f, nc*hw) fit in a core's L2 cache together (Winograd:
+ * whose V and M do; as few chunks as that takes, as even as they go). Per chunk:
  *
  *   forward:  col = im2col(x);  z = W col (one GEMM);  y, choice, zmax = pool(act(z + bias))
  *   backward: dz = act'(z) * unpool(dy) (zero off the elements chosen);  db_g += sum of dz;
@@ -79,7 +79,9 @@
 #define CC_CHUNK_BYTES (768 << 10)      /* a chunk's col + z, about */
 #define CC_WINO_CHUNK_BYTES (1536 << 10) /* a chunk's V and M where Winograd: the GEMMs
                                             get more tiles (3% faster on the model's second
-                                            layer than with 768 KiB; 3 MiB is slower) */
+                                            layer than with 768 KiB; 3 MiB is slower; its
+                                            chunks, 4 images, are the same since z no
+                                            longer counts) */
 #define CC_PARTIAL_BYTES (64u << 20)    /* the groups' partial dW and db, at most */
 #define CC_PAD 32                       /* floats after a chunk's scratch: the SIMD pooling
                                            reads and writes up to 16 past a row */
@@ -1204,7 +1206,8 @@ static size_t cc_z_floats(const cc_block *k) {
 }
 
 /* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
- * (cc_z_floats), CC_PAD floats, then Winograd's padded plane. */
+ * (cc_z_floats), CC_PAD floats, then Winograd's plane scratch (cc_wino_pad_size: the
+ * padded plane of x's transform, and later in a chunk cc_wino_adj's rows). */
 static float *cc_chunk_scratch(const cc_block *k) {
     size_t pad = k->wino ? cc_wino_pad_size(k->th, k->tw) : 0;
     return cc_scratch(0, cc_area(k) + cc_z_floats(k) + CC_PAD + pad);
@@ -1363,7 +1366,7 @@ static void cc_backward_group(void *ctx, int g) {
             continue;
         }
         if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
-        if (k->wino) { /* dU, then dx, each with col's area for its V and M */
+        if (k->wino) { /* dU from V and M in col's area, then dx from M into V's place */
             cc_wino_dw_chunk(k, col, dz, pad, i, n, dW, beta);
             if (k->dx) cc_wino_dx_chunk(k, col, pad, i, n);
             continue;
