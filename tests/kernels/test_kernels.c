@@ -1441,6 +1441,47 @@ static void test_conv_block_winograd_all(void) {
     kn_cpu_winograd(KN_WINO_RULE);
 }
 
+/* Runs each of the cases on Winograd (KN_WINO_ALL) with knob(0) and knob(1), on one
+ * thread and two, with dx and (where no_dx_too) without, and checks that the two give
+ * the same bits: y, the choices and zmax forward; dW, dx and (where with_db) db
+ * backward. what names the knob's 0 in the messages. */
+static void blocks_same_bits(const struct block_case *cases, size_t ncases, void (*knob)(int),
+                             const char *what, int no_dx_too, int with_db) {
+    kn_cpu_winograd(KN_WINO_ALL);
+    for (size_t t = 0; t < ncases; t++) {
+        const struct block_case *bc = &cases[t];
+        block_in in = block_inputs(bc);
+        size_t nx = in.nx, nw = in.nw, np = in.np;
+        for (int threads = 1; threads <= 2; threads++)
+            for (int want_dx = !no_dx_too; want_dx <= 1; want_dx++) {
+                block_out o[2];
+                for (int on = 0; on < 2; on++) {
+                    knob(on);
+                    o[on] = block_run_dx(bc, in.x, in.W, in.bias, in.dy, threads, 1, want_dx);
+                }
+                knob(1);
+                char label[160];
+                snprintf(label, sizeof label, "b=%d c=%d %dx%d f=%d act=%d, %d thread%s%s", bc->b,
+                         bc->c, bc->h, bc->w, bc->f, bc->act, threads, threads > 1 ? "s" : "",
+                         want_dx ? "" : ", no dx");
+                CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
+                              memcmp(o[0].choice, o[1].choice, np + 1) == 0 &&
+                              memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
+                          "%s: the forward pass gives other bits than %s", label, what);
+                CHECK_MSG(memcmp(o[0].dW, o[1].dW, (nw + 1) * sizeof(float)) == 0,
+                          "%s: dW gives other bits than %s", label, what);
+                CHECK_MSG(!with_db || memcmp(o[0].db, o[1].db, (bc->f + 1) * sizeof(float)) == 0,
+                          "%s: db gives other bits than %s", label, what);
+                CHECK_MSG(memcmp(o[0].dx, o[1].dx, nx * sizeof(float)) == 0,
+                          "%s: dx gives other bits than %s", label, what);
+                block_out_free(&o[0]);
+                block_out_free(&o[1]);
+            }
+        block_inputs_free(&in);
+    }
+    kn_cpu_winograd(KN_WINO_RULE);
+}
+
 /* The Winograd blocks with ReLU and even h and w fuse the pooling into the transforms
  * (kn_cpu_fuse_pooling); the fused and separate passes make the same values in the same
  * order, so every output must be the same bits: y, the choices and zmax forward; dW,
@@ -1458,40 +1499,8 @@ static void test_conv_block_fused_bits(void) {
         {3, 16, 2, 4, 5, KN_RELU, 1},    {3, 16, 4, 2, 5, KN_RELU, 0},
         {19, 32, 22, 22, 64, KN_RELU, 0},
     };
-    kn_cpu_winograd(KN_WINO_ALL);
-    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-        const struct block_case *bc = &cases[t];
-        block_in in = block_inputs(bc);
-        size_t nx = in.nx, nw = in.nw, np = in.np;
-        float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
-        for (int threads = 1; threads <= 2; threads++)
-            for (int want_dx = 0; want_dx <= 1; want_dx++) {
-                block_out o[2];
-                for (int fuse = 0; fuse < 2; fuse++) {
-                    kn_cpu_fuse_pooling(fuse);
-                    o[fuse] = block_run_dx(bc, x, W, bias, dy, threads, 1, want_dx);
-                }
-                kn_cpu_fuse_pooling(1);
-                char label[160];
-                snprintf(label, sizeof label, "fused b=%d c=%d %dx%d f=%d, %d thread%s%s", bc->b,
-                         bc->c, bc->h, bc->w, bc->f, threads, threads > 1 ? "s" : "",
-                         want_dx ? "" : ", no dx");
-                CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
-                              memcmp(o[0].choice, o[1].choice, np + 1) == 0 &&
-                              memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
-                          "%s: the forward pass gives other bits than the separate passes",
-                          label);
-                CHECK_MSG(memcmp(o[0].dW, o[1].dW, (nw + 1) * sizeof(float)) == 0 &&
-                              memcmp(o[0].db, o[1].db, (bc->f + 1) * sizeof(float)) == 0 &&
-                              memcmp(o[0].dx, o[1].dx, nx * sizeof(float)) == 0,
-                          "%s: the backward pass gives other bits than the separate passes",
-                          label);
-                block_out_free(&o[0]);
-                block_out_free(&o[1]);
-            }
-        block_inputs_free(&in);
-    }
-    kn_cpu_winograd(KN_WINO_RULE);
+    blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_fuse_pooling,
+                     "the separate passes", 1, 1);
 }
 
 /* The Winograd blocks' AVX2 forms (the transforms, the fused pooling, dx's adjoint
@@ -1528,35 +1537,8 @@ static void test_conv_block_simd_bits(void) {
         {2, 16, 6, 6, 3, KN_RELU, 1},    {1, 16, 3, 250, 2, KN_RELU, 0},
         {1, 16, 3, 262, 2, KN_RELU, 0},
     };
-    kn_cpu_winograd(KN_WINO_ALL);
-    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
-        const struct block_case *bc = &cases[t];
-        block_in in = block_inputs(bc);
-        size_t nx = in.nx, nw = in.nw, np = in.np;
-        for (int threads = 1; threads <= 2; threads++) {
-            block_out o[2];
-            for (int simd = 0; simd < 2; simd++) {
-                kn_cpu_conv_simd(simd);
-                o[simd] = block_run_dx(bc, in.x, in.W, in.bias, in.dy, threads, 1, 1);
-            }
-            kn_cpu_conv_simd(1);
-            char label[160];
-            snprintf(label, sizeof label, "simd b=%d c=%d %dx%d f=%d act=%d, %d thread%s", bc->b,
-                     bc->c, bc->h, bc->w, bc->f, bc->act, threads, threads > 1 ? "s" : "");
-            CHECK_MSG(memcmp(o[0].y, o[1].y, (np + 1) * sizeof(float)) == 0 &&
-                          memcmp(o[0].choice, o[1].choice, np + 1) == 0 &&
-                          memcmp(o[0].zmax, o[1].zmax, (np + 1) * sizeof(float)) == 0,
-                      "%s: the forward pass gives other bits than the plain loops", label);
-            CHECK_MSG(memcmp(o[0].dW, o[1].dW, (nw + 1) * sizeof(float)) == 0,
-                      "%s: dW gives other bits than the plain loops", label);
-            CHECK_MSG(memcmp(o[0].dx, o[1].dx, nx * sizeof(float)) == 0,
-                      "%s: dx gives other bits than the plain loops", label);
-            block_out_free(&o[0]);
-            block_out_free(&o[1]);
-        }
-        block_inputs_free(&in);
-    }
-    kn_cpu_winograd(KN_WINO_RULE);
+    blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_simd, "the plain loops",
+                     0, 0);
 }
 
 /* Winograd F(2x2,3x3) against a double reference and against the im2col path, on the
