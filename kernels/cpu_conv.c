@@ -362,14 +362,18 @@ CC_AVX2 static __m256i cc_lanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* The even and odd elements of the 16 floats at p (which may run past the row: the
- * caller ignores those lanes, and the scratch has CC_PAD floats after its end). */
-CC_AVX2 static void cc_split(const float *p, __m256 *even, __m256 *odd) {
-    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+/* The even and odd elements of the 16 floats lo, hi. */
+CC_AVX2 static inline void cc_split2(__m256 lo, __m256 hi, __m256 *even, __m256 *odd) {
     __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 a8 a10 | a4 a6 a12 a14 */
     __m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
     *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
     *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The even and odd elements of the 16 floats at p (which may run past the row: the
+ * caller ignores those lanes, and the scratch has CC_PAD floats after its end). */
+CC_AVX2 static inline void cc_split(const float *p, __m256 *even, __m256 *odd) {
+    cc_split2(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), even, odd);
 }
 
 /* The ReLU pooling of eight windows, lane by lane: v0 .. v3 a window's four conv outputs
@@ -849,10 +853,56 @@ static void cc_wino_adj(float *restrict out, int h, int w, const float *restrict
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* cc_wino_in, eight tiles of a row at a time: the even and odd columns of the four rows
- * (cc_split) and the same two columns on, B^T across the rows, then B across the
- * columns. A row's last eight store up to 7 lanes past it (see CC_TILE_PAD); the padded
- * plane has room for the reads past its last row. */
+/* cc_wino_pad with each padded row's columns split, for cc_wino_in_avx2: row r of the
+ * plane at pad + (r + 1) * (2tw + 2) as its even padded columns 0, 2, .., 2tw (E: 0, then
+ * the plane's odd columns) and then its odd ones 1, 3, .., 2tw + 1 (O: the plane's even
+ * columns), each tw + 1 floats, zeros past the plane; rows of zeros around it as
+ * cc_wino_pad. Each of the plane's rows is split once here, where the transform would
+ * split it twice (two tile rows take it). Stores up to 7 floats past a row, into the next
+ * (written after; past the last, into the scratch's slack). */
+CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *restrict in, int h,
+                                           int w, int th, int tw) {
+    int pw = 2 * tw + 2, prows = 2 * th + 2;
+    int tail = (w - 1) / 16 * 16; /* the last group of 16 columns, cut by the lanes below */
+    const __m256 keep_lo = _mm256_castsi256_ps(cc_lanes(w - tail)),
+                 keep_hi = _mm256_castsi256_ps(cc_lanes(w - tail - 8));
+    memset(pad, 0, (size_t)pw * sizeof *pad); /* row -1 */
+    for (int r = 0; r < h; r++) {
+        const float *x = in + (size_t)r * w;
+        float *e = pad + (size_t)(r + 1) * pw, *o = e + tw + 1;
+        float last[16]; /* a last group that the plane ends inside */
+        for (int c = tail; c >= 0; c -= 16) { /* the plane's columns c .. c + 15; the last
+                                                 group's E store reaches into O, first */
+            __m256 lo, hi, xe, xo;
+            if (c + 16 <= w) {
+                lo = _mm256_loadu_ps(x + c);
+                hi = _mm256_loadu_ps(x + c + 8);
+            } else {
+                const float *p = x + c;
+                if ((size_t)r * w + c + 16 > (size_t)h * w) { /* past it: another's, or none */
+                    memset(last, 0, sizeof last);
+                    memcpy(last, p, (size_t)(w - c) * sizeof *last);
+                    p = last;
+                }
+                lo = _mm256_and_ps(_mm256_loadu_ps(p), keep_lo); /* 16 floats of the plane */
+                hi = _mm256_and_ps(_mm256_loadu_ps(p + 8), keep_hi);
+            }
+            cc_split2(lo, hi, &xe, &xo);
+            _mm256_storeu_ps(e + 1 + c / 2, xo); /* E[m] = x[2m - 1] */
+            _mm256_storeu_ps(o + c / 2, xe);     /* O[m] = x[2m], over E's stores past E */
+        }
+        e[0] = 0.0f;
+        o[tw] = 0.0f; /* x[2tw], past the plane (and the stores where w % 16 is 0 or 15) */
+    }
+    memset(pad + (size_t)(h + 1) * pw, 0, (size_t)(prows - h - 1) * pw * sizeof *pad);
+}
+
+/* cc_wino_in, eight tiles of a row at a time, from the split padded plane of
+ * cc_wino_pad_split_avx2: a tile row's columns 2tx, 2tx+1, 2tx+2, 2tx+3 of each of its
+ * four rows are E and O at tx and at tx + 1, four loads with no shuffles; B^T across
+ * the rows, then B across the columns. The same sums as cc_wino_in, so the same bits. A
+ * row's last eight store up to 7 lanes past it (see CC_TILE_PAD); the padded plane has
+ * room for the reads past its last row. */
 CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *restrict pad,
                                     int th, int tw) {
     int pw = 2 * tw + 2;
@@ -862,8 +912,11 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
         for (int tx = 0; tx < tw; tx += 8) {
             __m256 e[4][4]; /* [row][column]: columns 2tx, 2tx+1, 2tx+2, 2tx+3 of a tile */
             for (int i = 0; i < 4; i++) {
-                cc_split(d + (size_t)i * pw + 2 * tx, &e[i][0], &e[i][1]);
-                cc_split(d + (size_t)i * pw + 2 * tx + 2, &e[i][2], &e[i][3]);
+                const float *re = d + (size_t)i * pw + tx, *ro = re + tw + 1;
+                e[i][0] = _mm256_loadu_ps(re);
+                e[i][1] = _mm256_loadu_ps(ro);
+                e[i][2] = _mm256_loadu_ps(re + 1);
+                e[i][3] = _mm256_loadu_ps(ro + 1);
             }
             for (int j = 0; j < 4; j++) { /* B^T d */
                 __m256 d0 = e[0][j], d1 = e[1][j], d2 = e[2][j], d3 = e[3][j];
@@ -1149,13 +1202,14 @@ CC_AVX2 static void cc_wino_adj_avx2(float *restrict out, int h, int w, const fl
 /* The transforms, in AVX2 where cc_avx2() says so. */
 static void cc_wino_in_plane(float *v, size_t vs, const float *in, int h, int w, int th, int tw,
                              float *pad) {
-    cc_wino_pad(pad, in, h, w, th, tw);
 #if defined(__x86_64__) && defined(__GNUC__)
     if (cc_avx2()) {
+        cc_wino_pad_split_avx2(pad, in, h, w, th, tw);
         cc_wino_in_avx2(v, vs, pad, th, tw);
         return;
     }
 #endif
+    cc_wino_pad(pad, in, h, w, th, tw);
     cc_wino_in(v, vs, pad, th, tw);
 }
 
