@@ -15,7 +15,10 @@
  * time goes, and how much of it each kernel spends outside the floor (its timers then
  * cost a little in the JSON's step and floor figures both). step_cpu_ms and floor_cpu_ms are
  * the process's CPU time per step (all threads'): on one thread, a figure that other
- * processes on the machine disturb less than the wall clock. --unfused runs the CNN's conv
+ * processes on the machine disturb less than the wall clock. gflop_per_step is what the
+ * step's products compute (2mnk each, kn_cpu_gemm_flops: Winograd's products count as
+ * made, fewer than im2col's), floor_gflops their rate in the floor's steps, to set
+ * against the machine's FMA peak (bench_fma_peak). --unfused runs the CNN's conv
  * blocks as separate calls (im2col, one GEMM over the batch, bias, activation,
  * pooling: the CUDA backend's way, and the CPU's before it had conv blocks), to compare.
  *
@@ -341,16 +344,19 @@ int main(int argc, char **argv) {
     m->k = profile ? prof_wrap(floor_wrap(k)) : floor_wrap(k);
     prof_floor = 1;
     kn_cpu_gemm_only(1);
+    uint64_t f0 = 0;
     for (int s = -warmup; s < steps; s++) {
         if (s == 0) {
             t0 = now();
             c0 = cpu_now();
+            f0 = kn_cpu_gemm_flops();
             for (int i = 0; i < prof_n; i++) prof_entries[i].floor_seconds = 0;
         }
         mdl_forward_rows(m, ds.x, ds.y, idx, batch, 1, &rng, NULL, NULL);
         mdl_backward(m, batch);
     }
     double gemm_s = (now() - t0) / steps, gemm_cpu = (cpu_now() - c0) / steps;
+    double flops = (double)(kn_cpu_gemm_flops() - f0) / steps; /* the products' own, a step */
     kn_cpu_gemm_only(0);
     prof_floor = 0;
     if (profile) {
@@ -362,10 +368,11 @@ int main(int argc, char **argv) {
     printf("{\"framework\": \"tuner\", \"model\": \"%s\", \"threads\": %d, \"batch_size\": %d, "
            "\"steps\": %d, \"examples_per_sec\": %.1f, \"gemm_floor_examples_per_sec\": %.1f, "
            "\"fraction_of_floor\": %.3f, \"final_loss\": %.4f, \"conv\": \"%s\", "
-           "\"step_cpu_ms\": %.3f, \"floor_cpu_ms\": %.3f, \"blas\": \"%s\"}\n",
+           "\"step_cpu_ms\": %.3f, \"floor_cpu_ms\": %.3f, \"gflop_per_step\": %.4f, "
+           "\"floor_gflops\": %.1f, \"blas\": \"%s\"}\n",
            model, threads, batch, steps, batch / step_s, batch / gemm_s, gemm_s / step_s,
            loss / batch, !cnn ? "none" : m->fused ? "fused" : "unfused", 1e3 * step_cpu, 1e3 * gemm_cpu,
-           openblas_get_config());
+           flops / 1e9, flops / gemm_s / 1e9, openblas_get_config());
     free(idx);
     opt_free(opt);
     mdl_free(m);

@@ -18,6 +18,10 @@ OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP an
            separate calls (im2col of the whole batch, one GEMM, bias, activation,
            pooling: the CPU's way before its conv blocks, and the CUDA backend's), so
            the run also measures what the conv blocks changed.
+  - peak:  BIN/bench_fma_peak, the cores' FMA peak on 1 and 2 threads (AVX2 and, where
+           the CPU has it, AVX-512), which no product can beat: a second table sets
+           each floor's products against the peak of the vectors that setting's
+           OpenBLAS kernels use.
 Each measurement is repeated (--repeats) and the best kept, since this machine is
 shared and noisy; the load average before and after the run is recorded. Prints a
 Markdown table and writes it to docs/benchmarks/train-speed.md, where the previous
@@ -97,6 +101,50 @@ How to read it:
 """
 
 
+PEAK_HEAD = "## The products against the FMA peak"
+PEAK_NOTES = """
+*GFLOP a step*: what the step's products compute, 2mnk for each (counted by the CPU
+backend as they are made: `kn_cpu_gemm_flops`); Winograd's products are fewer than
+im2col's, so the CNN rows differ. *products*: that work over the GEMM floor's time.
+*FMA peak*: `bench/bench_fma_peak`, independent fused multiply-adds in registers on as
+many threads, with the vectors that setting's OpenBLAS kernels use (AVX2 for Haswell's;
+AVX-512 where OpenBLAS's own choice takes its SkylakeX, Cooperlake or Sapphire Rapids
+kernels). No product can beat it, so *products / peak* is how much faster the floor
+could get at all, and *ours / peak* the whole step's rate against it. *1.3x PyTorch
+needs*: the share of the peak a step must reach to run 1.3x PyTorch's examples a
+second, for the MLP only, whose products PyTorch makes too (the same shapes; PyTorch's
+convolutions make other products than ours). Where that is near or above *products /
+peak*, no code outside the products can get the step there.
+"""
+
+
+def avx512_kernels(blas):
+    """Whether the OpenBLAS config string blas names AVX-512 kernels (its core name
+    before MAX_THREADS: SkylakeX, Cooperlake, SapphireRapids)."""
+    words = blas.split()
+    core = next((words[i - 1] for i, w in enumerate(words) if w.startswith("MAX_THREADS") and i),
+                words[-1] if words else "")
+    return core.lower() in ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def peak_lines(rows):
+    """The second table: each row's products against the FMA peak."""
+    lines = [
+        "| OpenBLAS | threads | model | GFLOP a step | products (GFLOP/s) | FMA peak (GFLOP/s) | products / peak | ours / peak | 1.3x PyTorch needs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rate = lambda ex: ex / r["batch"] * r["gflop"]  # GFLOP/s at ex examples a second
+        peak = r["peak"]
+        if not peak:
+            continue
+        needs = "%.0f%%" % (100.0 * 1.3 * rate(r["torch"]) / peak) if r["model"] == "mlp" else "—"
+        lines.append("| %s | %d | %s | %.3f | %.1f | %.1f (%s) | %.0f%% | %.0f%% | %s |" % (
+            r["openblas"], r["threads"], r["model"], r["gflop"], rate(r["floor"]), peak,
+            r["isa"], 100.0 * rate(r["floor"]) / peak, 100.0 * rate(r["ours"]) / peak, needs))
+    return "\n".join(lines)
+
+
 def run_json(cmd, env_extra):
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
@@ -125,8 +173,11 @@ def older_runs(path):
     if m and t:
         hand = current.partition(HAND)[2].strip()
         hand = re.sub(r"^(#+) ", r"\1# ", hand, flags=re.M)
-        sections.append("### %s\n\n%s%s" % (m.group(1), t.group(0).strip(),
-                                              "\n\n" + hand if hand else ""))
+        pk = re.search(r"^\| OpenBLAS \| threads \| model \| GFLOP a step \|.*?(?=\n\n|\Z)",
+                       current, re.M | re.S)
+        sections.append("### %s\n\n%s%s%s" % (m.group(1), t.group(0).strip(),
+                                                "\n\n" + pk.group(0).strip() if pk else "",
+                                                "\n\n" + hand if hand else ""))
     i = older.find("\n### ")
     if i >= 0:
         sections.append(older[i + 1:].strip())
@@ -143,6 +194,9 @@ def main():
     a = p.parse_args()
     bench = os.path.join(a.bin, "bench_train")
     need(bench, "train_speed.py")
+    peak_bin = os.path.join(a.bin, "bench_fma_peak")
+    need(peak_bin, "train_speed.py")
+    peaks = {t: run_json([peak_bin, "--threads=%d" % t], {}) for t in (1, 2)}
     steps = {"mlp": 100 if a.quick else 600, "cnn": 5 if a.quick else 30}
     load_before = loadavg()
     rows = []
@@ -174,12 +228,16 @@ def main():
                             torch = t
                             torch_best_env = "OMP_WAIT_POLICY=PASSIVE" if pol else "default"
                 for v in range(len(variants)):
+                    isa = "AVX-512" if avx512_kernels(ours[v].get("blas", "")) else "AVX2"
                     row = {
                         "openblas": "Haswell (AVX2)" if coretype else "auto",
                         "threads": threads,
                         "model": model if v == 0 else ("cnn, im2col", "cnn, separate calls")[v - 1],
                         "ours": ours[v]["examples_per_sec"], "floor": floor[v],
                         "torch": torch["examples_per_sec"], "torch_env": torch_best_env,
+                        "batch": ours[v]["batch_size"], "gflop": ours[v]["gflop_per_step"],
+                        "isa": isa,
+                        "peak": peaks[threads]["avx512_gflops" if isa == "AVX-512" else "avx2_gflops"],
                     }
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
@@ -194,6 +252,8 @@ def main():
             r["ours"] / r["torch"], r["floor"], 100.0 * r["ours"] / r["floor"], r["torch_env"]))
     table = "\n".join(lines)
     print(table)
+    peak_table = peak_lines(rows)
+    print("\n" + peak_table)
     older = older_runs(a.out)
     page = []
     page.append("# Training speed: trainer vs PyTorch vs the GEMM floor\n\n")
@@ -206,6 +266,7 @@ def main():
                    " ".join(blas.split()[:2]), a.repeats))
     page.append(table + "\n")
     page.append(NOTES)
+    page.append("\n%s\n\n%s\n%s" % (PEAK_HEAD, peak_table, PEAK_NOTES))
     page.append("\n%s\n" % HAND)
     if older:
         page.append("\n%s\n\nEarlier runs of this benchmark, each on its day's machine and "

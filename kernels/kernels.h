@@ -326,6 +326,12 @@ void kn_cpu_device_fail_graphs(int on);
  * skipped and their outputs are left as they are. 0 (the default) computes. */
 void kn_cpu_gemm_only(int on);
 
+/* The floating-point operations, 2mnk each, of every matrix product that kn_cpu and
+ * kn_cpu_device have made since the process started (the conv blocks' included, however
+ * they are split between threads): for benchmarks that set a step's products against
+ * the machine's peak (bench/bench_train.c). */
+uint64_t kn_cpu_gemm_flops(void);
+
 /* Which conv blocks of kn_cpu take Winograd F(2x2,3x3) for their products (the conv
  * output, dx and dW: kernels/cpu_conv.c; kn_cpu_device never does): KN_WINO_RULE
  * (the default) those with at least 16 input channels, where it measures faster

@@ -1714,6 +1714,46 @@ static void test_conv_block_gemm_only(void) {
     block_inputs_free(&in);
 }
 
+/* kn_cpu_gemm_flops counts 2mnk for each product, once however the product is split
+ * between threads, and the conv blocks' own products: im2col's three (z, dW, dx) of
+ * f x 9c x b*h*w each, or Winograd's 3 x 16 of f x c x (tiles), on one thread and two. */
+static void test_gemm_flops(void) {
+    if (g_cuda) return;
+    uint64_t f0 = kn_cpu_gemm_flops();
+    gemm_case(0, 1, (gemm_shape){5, 7, 3}, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
+    CHECK_MSG(kn_cpu_gemm_flops() - f0 == 2 * 5 * 7 * 3, "gemm 5x7x3: %llu flops counted",
+              (unsigned long long)(kn_cpu_gemm_flops() - f0));
+    K->set_threads(2); /* 4 MFLOP and more: split in two parts */
+    f0 = kn_cpu_gemm_flops();
+    gemm_case(0, 0, (gemm_shape){160, 96, 160}, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
+    CHECK_MSG(kn_cpu_gemm_flops() - f0 == 2ull * 160 * 96 * 160,
+              "gemm 160x96x160 on two threads: %llu flops counted",
+              (unsigned long long)(kn_cpu_gemm_flops() - f0));
+    K->set_threads(1);
+    if (!K->conv_block_forward) return;
+    const struct block_case *bc = &block_cases[6]; /* even h and w: Winograd takes it */
+    block_in in = block_inputs(bc);
+    uint64_t hw = (uint64_t)bc->h * bc->w, tiles = (uint64_t)bc->b * (bc->h / 2) * (bc->w / 2);
+    for (int wino = 0; wino < 2; wino++) {
+        if (wino && K != kn_cpu()) break; /* only kn_cpu takes Winograd */
+        kn_cpu_winograd(wino ? KN_WINO_ALL : KN_WINO_OFF);
+        for (int threads = 1; threads <= 2; threads++) {
+            f0 = kn_cpu_gemm_flops();
+            block_out o = block_run(bc, in.x, in.W, in.bias, in.dy, threads, 1);
+            uint64_t got = kn_cpu_gemm_flops() - f0;
+            uint64_t want = wino ? 3 * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
+                                 : 3 * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
+            CHECK_MSG(got == want, "conv block (%s, %d threads): %llu flops counted, %llu made",
+                      wino ? "Winograd" : "im2col", threads, (unsigned long long)got,
+                      (unsigned long long)want);
+            block_out_free(&o);
+        }
+    }
+    kn_cpu_winograd(KN_WINO_RULE);
+    K->set_threads(1);
+    block_inputs_free(&in);
+}
+
 /* The CPU backend's own threads (kernels/cpu_workers.h, under the conv blocks): every
  * task of a run runs exactly once and before kw_run returns, on 1, 2 and 5 threads
  * (more than this machine may have cores), with fewer tasks than threads, after the
@@ -2439,6 +2479,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_fused_bits);
     RUN(test_conv_block_simd_bits);
     RUN(test_conv_block_gemm_only);
+    RUN(test_gemm_flops);
     RUN(test_workers);
     RUN(test_sgd_momentum);
     RUN(test_sgd_momentum_values);
