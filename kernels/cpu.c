@@ -130,11 +130,14 @@ static _Atomic uint64_t cpu_flops; /* kn_cpu_gemm_flops */
 
 uint64_t kn_cpu_gemm_flops(void) { return atomic_load(&cpu_flops); }
 
+void kc_count_flops(uint64_t flops) {
+    atomic_fetch_add_explicit(&cpu_flops, flops, memory_order_relaxed);
+}
+
 /* On several threads, a product big enough is split along the longer side of c. */
 static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc) {
-    atomic_fetch_add_explicit(&cpu_flops, 2 * (uint64_t)m * (uint64_t)n * (uint64_t)k,
-                              memory_order_relaxed);
+    kc_count_flops(2 * (uint64_t)m * (uint64_t)n * (uint64_t)k);
     int threads = kw_threads();
     if (threads > 1 && !kw_inside() && 2.0 * m * n * k >= CPU_SPLIT_FLOPS &&
         (m > n ? m : n) >= 2 * CPU_SPLIT_ALIGN) {

@@ -39,6 +39,15 @@
  * G^T dU G); the same dz tiles, in 16 GEMMs (c, f) x (f, tiles), make the gradient of
  * the input's tiles, which the adjoint of the input transform adds back into dx.
  *
+ * Blocks of one input channel (the first layer; kn_cpu_direct) with ReLU and even h and w
+ * make their forward pass by the direct convolution instead (AVX2, and AVX-512 where the
+ * CPU has it): no im2col and no z. Each channel's plane is copied once into a padded
+ * plane whose rows are split into their even and odd columns, so that a load gives one
+ * element of eight (sixteen) pooling windows; the four outputs of each window are summed
+ * tap by tap in registers, for two (four) filters at a time, and pooled there. Their
+ * im2col GEMM (K = 9c) is thin, and the passes over z around it cost more than it does.
+ * Their backward pass is im2col's.
+ *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
  * turns them off: the tests run both forms); tanh and GELU take the plain loops. Where a
@@ -87,11 +96,16 @@
                                            reads and writes up to 16 past a row */
 
 #define CC_WINO_MIN_C 16             /* input channels from which Winograd is taken (cc_plan) */
+#define CC_DIRECT_MAX_C 1            /* input channels up to which the direct convolution is
+                                        taken forward (cc_plan; train-speed.md: the model's
+                                        first layer) */
 
 static _Atomic int cc_gemm_only; /* kn_cpu_gemm_only */
 static _Atomic int cc_wino_mode = KN_WINO_RULE; /* kn_cpu_winograd */
 static _Atomic int cc_fuse = 1;                 /* kn_cpu_fuse_pooling */
 static _Atomic int cc_simd = 1;                 /* kn_cpu_conv_simd */
+static _Atomic int cc_direct_mode = KN_DIRECT_RULE; /* kn_cpu_direct */
+static _Atomic int cc_avx512_on = 1;                /* kn_cpu_conv_avx512 */
 
 void kn_cpu_gemm_only(int on) { atomic_store(&cc_gemm_only, on); }
 
@@ -100,6 +114,10 @@ void kn_cpu_winograd(int mode) { atomic_store(&cc_wino_mode, mode); }
 void kn_cpu_fuse_pooling(int on) { atomic_store(&cc_fuse, on); }
 
 void kn_cpu_conv_simd(int on) { atomic_store(&cc_simd, on); }
+
+void kn_cpu_direct(int mode) { atomic_store(&cc_direct_mode, mode); }
+
+void kn_cpu_conv_avx512(int on) { atomic_store(&cc_avx512_on, on); }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -161,6 +179,8 @@ typedef struct cc_block {
     int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
     int fused;      /* Winograd with the pooling fused into the transforms: ReLU, h and w
                        even (every tile a pooling window), AVX2 (cc_plan) */
+    int direct;     /* forward by the direct convolution with the pooling fused
+                       (cc_direct_image_avx2; cc_plan says when) */
     int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
     int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
     const float *U; /* Winograd: the filters transformed, (16, f, c) forward, transposed
@@ -936,6 +956,221 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
     }
 }
 
+/* The direct convolution's sums of one filter over eight pooling windows (row py,
+ * windows px .. px+7), channel by channel: *tl, *tr, *bl, *br += the conv outputs at each
+ * window's top left, top right, bottom left and bottom right, from the channel's split
+ * padded plane d (cc_wino_pad_split_avx2; rows pwid floats apart, E then O in a row,
+ * tw + 1 each) and its 3x3 weights wt. An output at even column 2px takes padded
+ * columns 2px, 2px+1, 2px+2 of its three rows, which are E[px], O[px], E[px+1]; one at
+ * odd column 2px+1 takes O[px], E[px+1], O[px+1]: eight windows' worth a load, no
+ * shuffles. Taps in order (dy, dx), each an FMA. */
+CC_AVX2 static inline __attribute__((always_inline)) void
+cc_direct8(const float *d, int pwid, int tw, const float *wt, __m256 *tl, __m256 *tr, __m256 *bl,
+           __m256 *br) {
+    for (int dy = 0; dy < 3; dy++) {
+        const float *e0 = d + (size_t)dy * pwid, *o0 = e0 + tw + 1; /* rows 2py+dy, +1 */
+        const float *e1 = e0 + pwid, *o1 = e1 + tw + 1;
+        __m256 w0 = _mm256_broadcast_ss(wt + 3 * dy), w1 = _mm256_broadcast_ss(wt + 3 * dy + 1),
+               w2 = _mm256_broadcast_ss(wt + 3 * dy + 2);
+        __m256 a = _mm256_loadu_ps(e0), b = _mm256_loadu_ps(o0), c = _mm256_loadu_ps(e0 + 1),
+               e = _mm256_loadu_ps(o0 + 1);
+        *tl = _mm256_fmadd_ps(w2, c, _mm256_fmadd_ps(w1, b, _mm256_fmadd_ps(w0, a, *tl)));
+        *tr = _mm256_fmadd_ps(w2, e, _mm256_fmadd_ps(w1, c, _mm256_fmadd_ps(w0, b, *tr)));
+        a = _mm256_loadu_ps(e1), b = _mm256_loadu_ps(o1), c = _mm256_loadu_ps(e1 + 1),
+        e = _mm256_loadu_ps(o1 + 1);
+        *bl = _mm256_fmadd_ps(w2, c, _mm256_fmadd_ps(w1, b, _mm256_fmadd_ps(w0, a, *bl)));
+        *br = _mm256_fmadd_ps(w2, e, _mm256_fmadd_ps(w1, c, _mm256_fmadd_ps(w0, b, *br)));
+    }
+}
+
+/* Floats of the split padded planes of an image's c channels (cc_direct_image_avx2). */
+static size_t cc_direct_pad_floats(int c, int th, int tw) {
+    return (size_t)c * cc_wino_pad_size(th, tw);
+}
+
+/* The forward pass of image i where k->direct (ReLU, h and w even): each channel's plane
+ * split and padded once (cc_wino_pad_split_avx2, into pads), then for two filters at a
+ * time, row of windows by row, eight windows at a time, the conv outputs of each
+ * window's four elements summed in registers (cc_direct8: the loads serve both filters,
+ * and the eight sums in flight keep both FMA units busy), the bias added and pooled
+ * there (cc_pool8_relu): z is never stored. Where k->gemm_only, the sums alone (the
+ * block's products), into `sink`. */
+CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, float *sink) {
+    int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
+    size_t psz = cc_wino_pad_size(th, tw), plane = (size_t)ph * pw;
+    const float *img = k->x + (size_t)i * k->istride;
+    for (int ch = 0; ch < c; ch++)
+        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
+                               k->w, th, tw);
+    __m256 keep = _mm256_setzero_ps();
+    for (int co = 0; co < f; co += 2) {
+        int two = co + 1 < f;
+        const float *wa = k->W + (size_t)co * c * 9, *wb = two ? wa + (size_t)c * 9 : wa;
+        const __m256 ba = _mm256_set1_ps(k->bias[co]), bb = _mm256_set1_ps(k->bias[co + two]);
+        size_t oa = cc_plane_at(k, co, i), ob = cc_plane_at(k, co + two, i);
+        /* the first filter's last row must not spill into the second's, written already */
+        size_t room_a = two ? plane : cc_plane_room(k, co), room_b = cc_plane_room(k, co + two);
+        for (int py = 0; py < ph; py++) {
+            size_t q = (size_t)py * pw;
+            for (int px = 0; px < pw; px += 8) {
+                __m256 tl = _mm256_setzero_ps(), tr = tl, bl = tl, br = tl;
+                __m256 tl2 = tl, tr2 = tl, bl2 = tl, br2 = tl;
+                for (int ch = 0; ch < c; ch++) {
+                    const float *d = pads + (size_t)ch * psz + (size_t)2 * py * pwid + px;
+                    cc_direct8(d, pwid, tw, wa + (size_t)ch * 9, &tl, &tr, &bl, &br);
+                    cc_direct8(d, pwid, tw, wb + (size_t)ch * 9, &tl2, &tr2, &bl2, &br2);
+                }
+                if (k->gemm_only) {
+                    keep = _mm256_add_ps(keep, _mm256_add_ps(_mm256_add_ps(tl, tr), _mm256_add_ps(bl, br)));
+                    keep = _mm256_add_ps(keep, _mm256_add_ps(_mm256_add_ps(tl2, tr2), _mm256_add_ps(bl2, br2)));
+                    continue;
+                }
+                __m256 yv, zv;
+                __m256i av;
+                cc_pool8_relu(_mm256_add_ps(tl, ba), _mm256_add_ps(tr, ba), _mm256_add_ps(bl, ba),
+                              _mm256_add_ps(br, ba), &yv, &av, &zv);
+                cc_pool8_store(k->y + oa + q, k->choice_out + oa + q,
+                               k->zmax_out ? k->zmax_out + oa + q : NULL, px, pw, room_a - q,
+                               yv, av, zv);
+                if (!two) continue;
+                cc_pool8_relu(_mm256_add_ps(tl2, bb), _mm256_add_ps(tr2, bb),
+                              _mm256_add_ps(bl2, bb), _mm256_add_ps(br2, bb), &yv, &av, &zv);
+                cc_pool8_store(k->y + ob + q, k->choice_out + ob + q,
+                               k->zmax_out ? k->zmax_out + ob + q : NULL, px, pw, room_b - q,
+                               yv, av, zv);
+            }
+        }
+    }
+    _mm256_storeu_ps(sink, keep);
+}
+
+#define CC_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* cc_direct8 for sixteen windows and four filters at once (AVX-512): the input vectors
+ * loaded once serve all four, and the sixteen sums in flight keep both FMA units busy.
+ * acc[4 * j + e]: filter j's window element e (top left, top right, bottom left, bottom
+ * right). Each lane the same FMAs in the same order as cc_direct8's, so the same bits. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_direct16x4(const float *d, int pwid, int tw, const float *const wt[4], __m512 acc[16]) {
+    for (int dy = 0; dy < 3; dy++) {
+        const float *e0 = d + (size_t)dy * pwid, *o0 = e0 + tw + 1;
+        const float *e1 = e0 + pwid, *o1 = e1 + tw + 1;
+        __m512 a0 = _mm512_loadu_ps(e0), b0 = _mm512_loadu_ps(o0), c0 = _mm512_loadu_ps(e0 + 1),
+               f0 = _mm512_loadu_ps(o0 + 1);
+        __m512 a1 = _mm512_loadu_ps(e1), b1 = _mm512_loadu_ps(o1), c1 = _mm512_loadu_ps(e1 + 1),
+               f1 = _mm512_loadu_ps(o1 + 1);
+        for (int j = 0; j < 4; j++) {
+            __m512 w0 = _mm512_set1_ps(wt[j][3 * dy]), w1 = _mm512_set1_ps(wt[j][3 * dy + 1]),
+                   w2 = _mm512_set1_ps(wt[j][3 * dy + 2]);
+            __m512 *q = acc + 4 * j;
+            q[0] = _mm512_fmadd_ps(w2, c0, _mm512_fmadd_ps(w1, b0, _mm512_fmadd_ps(w0, a0, q[0])));
+            q[1] = _mm512_fmadd_ps(w2, f0, _mm512_fmadd_ps(w1, c0, _mm512_fmadd_ps(w0, b0, q[1])));
+            q[2] = _mm512_fmadd_ps(w2, c1, _mm512_fmadd_ps(w1, b1, _mm512_fmadd_ps(w0, a1, q[2])));
+            q[3] = _mm512_fmadd_ps(w2, f1, _mm512_fmadd_ps(w1, c1, _mm512_fmadd_ps(w0, b1, q[3])));
+        }
+    }
+}
+
+/* cc_pool8_relu and cc_pool8_store for sixteen windows (AVX-512), the same comparisons:
+ * y, choice and zmax (if not NULL) of the windows at px, of which `room` - px are
+ * writable and pw - px wanted. Where sixteen fit they are stored whole (those past pw
+ * land in rows written after); else through a buffer (AMD's masked stores, and its
+ * narrowing stores to memory, are slow). */
+CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v2, __m512 v3,
+                                                  float *y, uint8_t *choice, float *zmax,
+                                                  int px, int pw, size_t room) {
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 m = v0;
+    __m512i a = _mm512_set1_epi32(KN_POOL_TL);
+    __mmask16 c = _mm512_cmp_ps_mask(v1, m, _CMP_GT_OQ);
+    a = _mm512_mask_blend_epi32(c, a, _mm512_set1_epi32(KN_POOL_TR));
+    m = _mm512_mask_blend_ps(c, m, v1);
+    c = _mm512_cmp_ps_mask(v2, m, _CMP_GT_OQ);
+    a = _mm512_mask_blend_epi32(c, a, _mm512_set1_epi32(KN_POOL_BL));
+    m = _mm512_mask_blend_ps(c, m, v2);
+    c = _mm512_cmp_ps_mask(v3, m, _CMP_GT_OQ);
+    a = _mm512_mask_blend_epi32(c, a, _mm512_set1_epi32(KN_POOL_BR));
+    m = _mm512_mask_blend_ps(c, m, v3);
+    __mmask16 pos = _mm512_cmp_ps_mask(m, zero, _CMP_GT_OQ);
+    __m512 yv = _mm512_mask_blend_ps(pos, zero, m), zv = _mm512_mask_blend_ps(pos, v0, m);
+    __m128i cv = _mm512_cvtepi32_epi8(_mm512_mask_blend_epi32(pos, _mm512_set1_epi32(KN_POOL_ZERO), a));
+    if ((size_t)px + 16 <= room) {
+        _mm512_storeu_ps(y + px, yv);
+        _mm_storeu_si128((__m128i *)(choice + px), cv);
+        if (zmax) _mm512_storeu_ps(zmax + px, zv);
+        return;
+    }
+    size_t n = (size_t)(pw - px < 16 ? pw - px : 16);
+    float fb[16];
+    uint8_t cb[16];
+    _mm512_storeu_ps(fb, yv);
+    memcpy(y + px, fb, n * sizeof *fb);
+    _mm_storeu_si128((__m128i *)cb, cv);
+    memcpy(choice + px, cb, n);
+    if (zmax) {
+        _mm512_storeu_ps(fb, zv);
+        memcpy(zmax + px, fb, n * sizeof *fb);
+    }
+}
+
+/* cc_direct_image_avx2 with AVX-512: four filters at a time, sixteen windows at a time;
+ * a plane's stores run past a row only into its next (so not past its last: the four
+ * filters' planes are written row by row together). The same sums, bias and
+ * comparisons lane by lane, so the same bits. */
+CC_AVX512 static void cc_direct_image_avx512(const cc_block *k, int i, float *pads, float *sink) {
+    int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
+    size_t psz = cc_wino_pad_size(th, tw);
+    const float *img = k->x + (size_t)i * k->istride;
+    for (int ch = 0; ch < c; ch++)
+        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
+                               k->w, th, tw);
+    __m512 keep = _mm512_setzero_ps();
+    for (int co = 0; co < f; co += 4) {
+        int nf = f - co < 4 ? f - co : 4; /* filters of this four (the rest repeat the last) */
+        const float *wf[4];
+        for (int j = 0; j < 4; j++) wf[j] = k->W + (size_t)(co + (j < nf ? j : nf - 1)) * c * 9;
+        for (int py = 0; py < ph; py++)
+            for (int px = 0; px < pw; px += 16) {
+                __m512 acc[16];
+                for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
+                for (int ch = 0; ch < c; ch++) {
+                    const float *wt[4];
+                    for (int j = 0; j < 4; j++) wt[j] = wf[j] + (size_t)ch * 9;
+                    cc_direct16x4(pads + (size_t)ch * psz + (size_t)2 * py * pwid + px, pwid, tw,
+                                  wt, acc);
+                }
+                if (k->gemm_only) {
+                    for (int j = 0; j < 16; j++) keep = _mm512_add_ps(keep, acc[j]);
+                    continue;
+                }
+                size_t q = (size_t)py * pw, room = (size_t)ph * pw - q;
+                for (int j = 0; j < nf; j++) {
+                    const __m512 b = _mm512_set1_ps(k->bias[co + j]);
+                    size_t o = cc_plane_at(k, co + j, i) + q;
+                    cc_pool16_relu_store(_mm512_add_ps(acc[4 * j], b), _mm512_add_ps(acc[4 * j + 1], b),
+                                         _mm512_add_ps(acc[4 * j + 2], b),
+                                         _mm512_add_ps(acc[4 * j + 3], b), k->y + o,
+                                         k->choice_out + o, k->zmax_out ? k->zmax_out + o : NULL,
+                                         px, pw, room);
+                }
+            }
+    }
+    _mm512_storeu_ps(sink, keep);
+}
+
+/* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512F, unless
+ * TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
+static int cc_avx512(void) {
+    static _Atomic int have = -1;
+    int h = atomic_load(&have);
+    if (h < 0) {
+        const char *off = getenv("TN_CPU_NO_AVX512");
+        h = !(off && *off == '1') && __builtin_cpu_supports("avx512f");
+        atomic_store(&have, h);
+    }
+    return h && cc_avx2() && atomic_load(&cc_avx512_on);
+}
+
 /* The 2x2 outputs A^T m A of the eight tiles at m (m[p * ms + lane], p = 4i + j): y00,
  * y01 their first row, y10, y11 their second; the sums of cc_wino_tile_out, in its
  * order. */
@@ -1391,6 +1626,19 @@ static void cc_wino_backward_fused(const cc_block *k, float *area, float *pad, i
 static void cc_forward_group(void *ctx, int g) {
     const cc_block *k = ctx;
     int lo = cc_group_lo(k, g), hi = cc_group_lo(k, g + 1);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (k->direct) {
+        size_t n = cc_direct_pad_floats(k->c, k->ph, k->pw);
+        float *pads = cc_scratch(0, n + 16);
+        int wide = cc_avx512();
+        for (int i = lo; i < hi; i++)
+            if (wide)
+                cc_direct_image_avx512(k, i, pads, pads + n);
+            else
+                cc_direct_image_avx2(k, i, pads, pads + n);
+        return;
+    }
+#endif
     float *col = cc_chunk_scratch(k), *z = col + cc_area(k);
     float *pad = z + cc_z_floats(k) + CC_PAD;
     for (int i = lo; i < hi; i += k->nc) {
@@ -1439,6 +1687,7 @@ static void cc_backward_group(void *ctx, int g) {
 
 /* Fills in the plan of a call: groups, chunk size, the weight gradient's orientation. */
 static void cc_plan(cc_block *k) {
+    int own = k->wino; /* the table's own algorithms allowed (kc_conv_block_forward) */
     k->hw = k->h * k->w;
     k->ck = k->c * 9;
     k->ph = k->h / 2;
@@ -1455,6 +1704,13 @@ static void cc_plan(cc_block *k) {
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
     k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2() &&
                atomic_load(&cc_fuse);
+    /* The direct convolution where the table allows it and kn_cpu_direct says so: by
+     * default where c <= CC_DIRECT_MAX_C, whose im2col GEMMs are too thin (K = 9c) to
+     * pay for the passes over z around them (train-speed.md: the first layer, c = 1). */
+    int dmode = atomic_load(&cc_direct_mode);
+    k->direct = own && !k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) &&
+                cc_avx2() && atomic_load(&cc_fuse) &&
+                (dmode == KN_DIRECT_ALL || (dmode == KN_DIRECT_RULE && k->c <= CC_DIRECT_MAX_C));
     k->npart = k->wino ? (size_t)16 * k->f * k->c : (size_t)k->f * k->ck;
     size_t part = (k->npart + k->f) * sizeof(float);
     int g = k->b < CC_GROUPS ? k->b : CC_GROUPS;
@@ -1521,6 +1777,7 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
         k.U = U;
     }
+    if (k.direct) kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
     cc_run(&k, cc_forward_group);
 }
 

@@ -15,8 +15,9 @@ typedef void kc_gemm_fn(int ta, int tb, int m, int n, int k, float alpha, const 
                         int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
 /* conv_block_forward and conv_block_backward with the products made by gemm; wino: 1 where
- * the table may take Winograd F(2x2,3x3) (kn_cpu_winograd), 0 for im2col always
- * (kn_cpu_device, which does what the CUDA backend does). */
+ * the table may take Winograd F(2x2,3x3) (kn_cpu_winograd) or the direct convolution
+ * (kn_cpu_direct), whose products are its own, 0 for im2col and gemm always
+ * (kn_cpu_device, which does what the CUDA backend does, and rounds in its gemm). */
 void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice, float *zmax,
                            const float *x, int b, size_t istride, size_t cstride, int c, int h,
                            int w, const float *W, const float *bias, int f, int act);
@@ -24,5 +25,8 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
                             const float *dy, const uint8_t *choice, const float *y,
                             const float *zmax, const float *x, int b, size_t istride,
                             size_t cstride, int c, int h, int w, const float *W, int f, int act);
+
+/* Adds flops to kn_cpu_gemm_flops: the products a conv block makes without gemm. */
+void kc_count_flops(uint64_t flops);
 
 #endif

@@ -340,6 +340,15 @@ uint64_t kn_cpu_gemm_flops(void);
 enum { KN_WINO_OFF = 0, KN_WINO_RULE = 1, KN_WINO_ALL = 2 };
 void kn_cpu_winograd(int mode);
 
+/* Which conv blocks of kn_cpu that do not take Winograd make their forward pass by the
+ * direct convolution (kernels/cpu_conv.c, AVX2 only: ReLU, h and w even, the pooling
+ * fused): KN_DIRECT_RULE (the default) those with one input channel, where it measures
+ * faster (docs/benchmarks/train-speed.md); KN_DIRECT_OFF none (im2col and one GEMM);
+ * KN_DIRECT_ALL every one it can take (for tests). kn_cpu_fuse_pooling(0) turns it off
+ * too. The backward pass is im2col's either way. Call it between steps. */
+enum { KN_DIRECT_OFF = 0, KN_DIRECT_RULE = 1, KN_DIRECT_ALL = 2 };
+void kn_cpu_direct(int mode);
+
 /* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into
  * their transforms (kernels/cpu_conv.c, AVX2 only): 1 (the default) fuses, 0 keeps the
  * separate passes, which give the same bits (for tests). Call it between steps. */
@@ -349,6 +358,12 @@ void kn_cpu_fuse_pooling(int on);
  * default) or their plain loops (0), as TN_CPU_NO_SIMD=1 does for the whole run; for
  * tests comparing the two. Call it between steps. */
 void kn_cpu_conv_simd(int on);
+
+/* Whether the AVX2 forms of kn_cpu's conv blocks that have an AVX-512 form take it where
+ * the CPU has AVX-512F (1, the default; TN_CPU_NO_AVX512=1 turns them off for the whole
+ * run) or keep to AVX2 (0): the same bits, for tests comparing the two. Call it between
+ * steps. */
+void kn_cpu_conv_avx512(int on);
 
 #ifdef __cplusplus
 }

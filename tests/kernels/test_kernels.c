@@ -1096,6 +1096,8 @@ static const struct block_case {
     {6, 3, 11, 13, 4, KN_TANH, 0},
     {2, 2, 1, 3, 2, KN_RELU, 1},   /* one row: nothing to pool, every gradient 0 */
     {3, 1, 3, 1, 2, KN_GELU, 0},   /* one column */
+    {4, 3, 10, 36, 5, KN_RELU, 1}, /* rows of 18 windows (the AVX2 forms take 8 at a time),
+                                      an odd number of filters */
 };
 
 static double ref_act(int act, double v) {
@@ -1441,13 +1443,30 @@ static void test_conv_block_winograd_all(void) {
     kn_cpu_winograd(KN_WINO_RULE);
 }
 
-/* Runs each of the cases on Winograd (KN_WINO_ALL) with knob(0) and knob(1), on one
- * thread and two, with dx and (where no_dx_too) without, and checks that the two give
+/* The direct convolution forward (kn_cpu_direct) on every block it can take (ReLU, even
+ * h and w, AVX2: cases of one to three input channels, one image and many, one filter,
+ * an odd number of them, planes narrower than eight windows and wider), against the double reference
+ * and on ties; by default it takes the blocks of one channel, which test_conv_block
+ * runs too. */
+static void test_conv_block_direct_all(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu takes the direct convolution)\n");
+        return;
+    }
+    kn_cpu_direct(KN_DIRECT_ALL);
+    test_conv_block();
+    test_conv_block_ties();
+    kn_cpu_direct(KN_DIRECT_RULE);
+}
+
+/* Runs each of the cases with Winograd as wino_mode says (kn_cpu_winograd; restored to
+ * the rule after) and knob(0) and knob(1), on one thread and two, with dx and (where
+ * no_dx_too) without, and checks that the two give
  * the same bits: y, the choices and zmax forward; dW, dx and (where with_db) db
  * backward. what names the knob's 0 in the messages. */
 static void blocks_same_bits(const struct block_case *cases, size_t ncases, void (*knob)(int),
-                             const char *what, int no_dx_too, int with_db) {
-    kn_cpu_winograd(KN_WINO_ALL);
+                             const char *what, int no_dx_too, int with_db, int wino_mode) {
+    kn_cpu_winograd(wino_mode);
     for (size_t t = 0; t < ncases; t++) {
         const struct block_case *bc = &cases[t];
         block_in in = block_inputs(bc);
@@ -1500,7 +1519,7 @@ static void test_conv_block_fused_bits(void) {
         {19, 32, 22, 22, 64, KN_RELU, 0},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_fuse_pooling,
-                     "the separate passes", 1, 1);
+                     "the separate passes", 1, 1, KN_WINO_ALL);
 }
 
 /* The Winograd blocks' AVX2 forms (the transforms, the fused pooling, dx's adjoint
@@ -1538,7 +1557,41 @@ static void test_conv_block_simd_bits(void) {
         {1, 16, 3, 262, 2, KN_RELU, 0},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_simd, "the plain loops",
-                     0, 0);
+                     0, 0, KN_WINO_ALL);
+}
+
+/* The direct convolution's AVX-512 form against its AVX2 form (kn_cpu_conv_avx512): each
+ * lane the same FMAs in the same order and the same comparisons, so y, the choices and
+ * zmax must be the same bits (the backward pass is im2col's on both sides). Shapes: the
+ * model's first layer, rows of fewer than eight windows, of exactly sixteen, of more
+ * than sixteen, one window, filters not a multiple of four, several channels, planar x.
+ * Where there is no AVX-512 form to compare (TN_CPU_NO_AVX512=1, TN_CPU_NO_SIMD=1, a CPU
+ * without AVX-512F) it says so. */
+static void test_conv_block_direct_bits(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu takes the direct convolution)\n");
+        return;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *no512 = getenv("TN_CPU_NO_AVX512"), *nosimd = getenv("TN_CPU_NO_SIMD");
+    if ((no512 && *no512 == '1') || (nosimd && *nosimd == '1') ||
+        !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx2") ||
+        !__builtin_cpu_supports("fma")) {
+        printf("  (no AVX-512 forms here to compare with the AVX2 ones)\n");
+        return;
+    }
+    static const struct block_case cases[] = {
+        {9, 1, 28, 28, 32, KN_RELU, 0}, {3, 1, 10, 12, 5, KN_RELU, 1},
+        {2, 1, 6, 32, 7, KN_RELU, 0},   {2, 2, 8, 38, 6, KN_RELU, 1},
+        {3, 1, 2, 2, 3, KN_RELU, 0},    {2, 3, 4, 70, 9, KN_RELU, 0},
+    };
+    kn_cpu_direct(KN_DIRECT_ALL);
+    blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512,
+                     "the AVX2 forms", 0, 1, KN_WINO_OFF);
+    kn_cpu_direct(KN_DIRECT_RULE);
+#else
+    printf("  (no AVX-512 forms on this machine)\n");
+#endif
 }
 
 /* Winograd F(2x2,3x3) against a double reference and against the im2col path, on the
@@ -1695,9 +1748,15 @@ static void test_conv_block_winograd(void) {
 
 /* kn_cpu_gemm_only (the benchmark's GEMM floor): the blocks make their products and
  * nothing else: every output is left as it was. */
+static void conv_block_gemm_only_case(const struct block_case *bc);
+
 static void test_conv_block_gemm_only(void) {
     if (!K->conv_block_forward) return;
-    const struct block_case *bc = &block_cases[6];
+    for (int t = 5; t <= 6; t++) /* the model's layers: the direct convolution, Winograd */
+        conv_block_gemm_only_case(&block_cases[t]);
+}
+
+static void conv_block_gemm_only_case(const struct block_case *bc) {
     block_in in = block_inputs(bc);
     size_t nx = in.nx, nw = in.nw, np = in.np;
     float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
@@ -1716,7 +1775,9 @@ static void test_conv_block_gemm_only(void) {
 
 /* kn_cpu_gemm_flops counts 2mnk for each product, once however the product is split
  * between threads, and the conv blocks' own products: im2col's three (z, dW, dx) of
- * f x 9c x b*h*w each, or Winograd's 3 x 16 of f x c x (tiles), on one thread and two. */
+ * f x 9c x b*h*w each, Winograd's 3 x 16 of f x c x (tiles), or the direct
+ * convolution's z (the same multiply-adds as im2col's, made without gemm) with im2col's
+ * dW and dx, on one thread and two. */
 static void test_gemm_flops(void) {
     if (g_cuda) return;
     uint64_t f0 = kn_cpu_gemm_flops();
@@ -1731,27 +1792,30 @@ static void test_gemm_flops(void) {
               (unsigned long long)(kn_cpu_gemm_flops() - f0));
     K->set_threads(1);
     if (!K->conv_block_forward) return;
-    const struct block_case *bc = &block_cases[6]; /* even h and w: Winograd takes it */
-    block_in in = block_inputs(bc);
-    uint64_t hw = (uint64_t)bc->h * bc->w, tiles = (uint64_t)bc->b * (bc->h / 2) * (bc->w / 2);
-    for (int wino = 0; wino < 2; wino++) {
-        if (wino && K != kn_cpu()) break; /* only kn_cpu takes Winograd */
-        kn_cpu_winograd(wino ? KN_WINO_ALL : KN_WINO_OFF);
+    static const char *names[] = {"im2col", "Winograd", "direct forward"};
+    for (int algo = 0; algo < 3; algo++) {
+        if (algo && K != kn_cpu()) break; /* only kn_cpu takes the others */
+        /* even h and w: Winograd takes the one, the direct convolution the other */
+        const struct block_case *bc = &block_cases[algo == 2 ? 5 : 6];
+        block_in in = block_inputs(bc);
+        uint64_t hw = (uint64_t)bc->h * bc->w, tiles = (uint64_t)bc->b * (bc->h / 2) * (bc->w / 2);
+        kn_cpu_winograd(algo == 1 ? KN_WINO_ALL : KN_WINO_OFF);
+        kn_cpu_direct(algo == 2 ? KN_DIRECT_ALL : KN_DIRECT_OFF);
         for (int threads = 1; threads <= 2; threads++) {
             f0 = kn_cpu_gemm_flops();
             block_out o = block_run(bc, in.x, in.W, in.bias, in.dy, threads, 1);
             uint64_t got = kn_cpu_gemm_flops() - f0;
-            uint64_t want = wino ? 3 * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
-                                 : 3 * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
+            uint64_t want = algo == 1 ? 3 * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
+                                      : 3 * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
             CHECK_MSG(got == want, "conv block (%s, %d threads): %llu flops counted, %llu made",
-                      wino ? "Winograd" : "im2col", threads, (unsigned long long)got,
-                      (unsigned long long)want);
+                      names[algo], threads, (unsigned long long)got, (unsigned long long)want);
             block_out_free(&o);
         }
+        block_inputs_free(&in);
     }
     kn_cpu_winograd(KN_WINO_RULE);
+    kn_cpu_direct(KN_DIRECT_RULE);
     K->set_threads(1);
-    block_inputs_free(&in);
 }
 
 /* The CPU backend's own threads (kernels/cpu_workers.h, under the conv blocks): every
@@ -2475,9 +2539,11 @@ int main(int argc, char **argv) {
     RUN(test_conv_block);
     RUN(test_conv_block_ties);
     RUN(test_conv_block_winograd_all);
+    RUN(test_conv_block_direct_all);
     RUN(test_conv_block_winograd);
     RUN(test_conv_block_fused_bits);
     RUN(test_conv_block_simd_bits);
+    RUN(test_conv_block_direct_bits);
     RUN(test_conv_block_gemm_only);
     RUN(test_gemm_flops);
     RUN(test_workers);
