@@ -46,7 +46,10 @@
  * element of eight (sixteen) pooling windows; the four outputs of each window are summed
  * tap by tap in registers, for two (four) filters at a time, and pooled there. Their
  * im2col GEMM (K = 9c) is thin, and the passes over z around it cost more than it does.
- * Their backward pass is im2col's.
+ * Where there is no dx to make (a first layer) and the CPU has AVX-512, their weight
+ * gradient is direct too: each window's pooled gradient put at the element it chose and
+ * multiplied into the inputs under the taps, sixteen windows at a time, with no dz and
+ * no im2col (cc_direct_dw_image_avx512); else their backward pass is im2col's.
  *
  * The pooling and its backward pass for ReLU (the model's default) are also written in
  * AVX2, eight windows at a time, used where the CPU has AVX2 and FMA (TN_CPU_NO_SIMD=1
@@ -61,7 +64,9 @@
  * activation and maxpool2_forward compute (the same products, sums and comparisons);
  * the backward pass what maxpool2_backward, the activation's backward, gemm and col2im
  * compute, except that dW and db are summed per group first (db plane by plane, in
- * eight lanes by the AVX2 unpooling). Winograd's z, dx and dW are the same sums in
+ * eight lanes by the AVX2 unpooling; the direct dW and db in sixteen lanes over the
+ * group's images). The direct z is the same products in another order (tap by tap:
+ * test_conv_block_direct_all). Winograd's z, dx and dW are the same sums in
  * another order through the transforms, with float errors of the same order
  * (tests/kernels: test_conv_block_winograd); they too do not depend on the threads, and
  * the AVX2 forms give the plain loops' bits (test_conv_block_simd_bits).
@@ -181,6 +186,7 @@ typedef struct cc_block {
                        even (every tile a pooling window), AVX2 (cc_plan) */
     int direct;     /* forward by the direct convolution with the pooling fused
                        (cc_direct_image_avx2; cc_plan says when) */
+    int direct_dw;  /* backward too, where there is no dx and AVX-512 (cc_plan) */
     int th, tw, nt; /* Winograd: tiles down and across an h x w plane, nt = th*tw */
     int ldt;        /* Winograd: the row stride of V and M, nc*nt + CC_TILE_PAD */
     const float *U; /* Winograd: the filters transformed, (16, f, c) forward, transposed
@@ -564,6 +570,22 @@ static int cc_avx2(void) {
         atomic_store(&have, h);
     }
     return h && atomic_load(&cc_simd);
+}
+
+/* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512F, unless
+ * TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
+static int cc_avx512(void) {
+    static _Atomic int have = -1;
+    int h = atomic_load(&have);
+    if (h < 0) {
+        h = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        const char *off = getenv("TN_CPU_NO_AVX512");
+        h = !(off && *off == '1') && __builtin_cpu_supports("avx512f");
+#endif
+        atomic_store(&have, h);
+    }
+    return h && cc_avx2() && atomic_load(&cc_avx512_on);
 }
 
 /* y, choice, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
@@ -1044,6 +1066,10 @@ CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, 
     _mm256_storeu_ps(sink, keep);
 }
 
+#define CC_DY_AHEAD 1024 /* bytes: how far ahead the direct dW prefetches dy and the choices
+                            (written long before: without it the model's first layer's
+                            backward pass took 1.07 ms a step on an AMD EPYC, with it 0.77;
+                            512 and 2048 no better) */
 #define CC_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 /* cc_direct8 for sixteen windows and four filters at once (AVX-512): the input vectors
@@ -1158,18 +1184,101 @@ CC_AVX512 static void cc_direct_image_avx512(const cc_block *k, int i, float *pa
     _mm512_storeu_ps(sink, keep);
 }
 
-/* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512F, unless
- * TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
-static int cc_avx512(void) {
-    static _Atomic int have = -1;
-    int h = atomic_load(&have);
-    if (h < 0) {
-        const char *off = getenv("TN_CPU_NO_AVX512");
-        h = !(off && *off == '1') && __builtin_cpu_supports("avx512f");
-        atomic_store(&have, h);
+/* The weight gradient's sums of one filter and channel over sixteen windows (row py,
+ * windows px .. px+15): acc[3 dy + dx] += the gradient at each window's element e
+ * (g[e]: zero but at the element pooling chose) times the input under tap (dy, dx) of
+ * that element, from the split padded plane d (as cc_direct16x4 reads it), elements in
+ * order, taps in order. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_direct_dw16(const float *d, int pwid, int tw, const __m512 g[4], __m512 acc[9]) {
+    for (int dy = 0; dy < 3; dy++) {
+        const float *e0 = d + (size_t)dy * pwid, *o0 = e0 + tw + 1;
+        const float *e1 = e0 + pwid, *o1 = e1 + tw + 1;
+        __m512 a0 = _mm512_loadu_ps(e0), b0 = _mm512_loadu_ps(o0), c0 = _mm512_loadu_ps(e0 + 1),
+               f0 = _mm512_loadu_ps(o0 + 1);
+        __m512 a1 = _mm512_loadu_ps(e1), b1 = _mm512_loadu_ps(o1), c1 = _mm512_loadu_ps(e1 + 1),
+               f1 = _mm512_loadu_ps(o1 + 1);
+        __m512 *q = acc + 3 * dy;
+        q[0] = _mm512_fmadd_ps(g[3], b1, _mm512_fmadd_ps(g[2], a1, _mm512_fmadd_ps(g[1], b0, _mm512_fmadd_ps(g[0], a0, q[0]))));
+        q[1] = _mm512_fmadd_ps(g[3], c1, _mm512_fmadd_ps(g[2], b1, _mm512_fmadd_ps(g[1], c0, _mm512_fmadd_ps(g[0], b0, q[1]))));
+        q[2] = _mm512_fmadd_ps(g[3], f1, _mm512_fmadd_ps(g[2], c1, _mm512_fmadd_ps(g[1], f0, _mm512_fmadd_ps(g[0], c0, q[2]))));
     }
-    return h && cc_avx2() && atomic_load(&cc_avx512_on);
 }
+
+/* The backward pass of image i where k->direct_dw (no dx: a first layer): each channel's
+ * plane split and padded as forward, then for each filter, sixteen windows at a time,
+ * the pooled gradient dy put at the element its window chose (ReLU: nowhere where it
+ * chose none) and multiplied into the input under each tap (cc_direct_dw16): dz is
+ * never made, nor im2col. acc (f, 9c, 16) and dbacc (f, 16) gather the group's sums in
+ * sixteen lanes (cc_direct_dw_finish). Where k->gemm_only, the products alone: dy at
+ * every element. */
+CC_AVX512 static void cc_direct_dw_image_avx512(const cc_block *k, int i, float *pads, float *acc,
+                                                float *dbacc) {
+    int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
+    size_t psz = cc_wino_pad_size(th, tw), total = (size_t)f * k->b * ph * pw;
+    const float *img = k->x + (size_t)i * k->istride;
+    for (int ch = 0; ch < c; ch++)
+        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
+                               k->w, th, tw);
+    for (int co = 0; co < f; co++) {
+        size_t o = cc_plane_at(k, co, i);
+        __m512 db = _mm512_loadu_ps(dbacc + (size_t)co * 16);
+        for (int ch = 0; ch < c; ch++) {
+            float *ap = acc + ((size_t)co * c + ch) * 9 * 16;
+            __m512 a[9];
+            for (int t = 0; t < 9; t++) a[t] = _mm512_loadu_ps(ap + 16 * t);
+            for (int py = 0; py < ph; py++)
+                for (int px = 0; px < pw; px += 16) {
+                    size_t q = o + (size_t)py * pw + px;
+                    int n = pw - px < 16 ? pw - px : 16;
+                    __mmask16 keep = (__mmask16)((1u << n) - 1);
+                    __m512 gv, g[4]; /* no masked loads: AMD's take a slow path here */
+                    _mm_prefetch((const char *)(k->dy + q) + CC_DY_AHEAD, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(k->choice + q) + CC_DY_AHEAD / 4, _MM_HINT_T0);
+                    if (total - q >= 16) {
+                        gv = _mm512_maskz_mov_ps(keep, _mm512_loadu_ps(k->dy + q));
+                    } else {
+                        float gb[16] = {0};
+                        memcpy(gb, k->dy + q, (size_t)n * sizeof *gb);
+                        gv = _mm512_loadu_ps(gb);
+                    }
+                    if (k->gemm_only) {
+                        g[0] = g[1] = g[2] = g[3] = gv;
+                    } else {
+                        uint8_t cb[16] = {0};
+                        __m128i cv;
+                        if (total - q >= 16) {
+                            cv = _mm_loadu_si128((const __m128i *)(k->choice + q));
+                        } else {
+                            memcpy(cb, k->choice + q, (size_t)n);
+                            cv = _mm_loadu_si128((const __m128i *)cb);
+                        }
+                        __m512i cw = _mm512_cvtepu8_epi32(cv);
+                        __mmask16 any = 0;
+                        for (int e = 0; e < 4; e++) {
+                            __mmask16 at = _mm512_mask_cmpeq_epi32_mask(keep, cw, _mm512_set1_epi32(KN_POOL_TL + e));
+                            g[e] = _mm512_maskz_mov_ps(at, gv);
+                            any |= at;
+                        }
+                        if (ch == 0) db = _mm512_mask_add_ps(db, any, db, gv);
+                    }
+                    cc_direct_dw16(pads + (size_t)ch * psz + (size_t)2 * py * pwid + px, pwid, tw,
+                                   g, a);
+                }
+            for (int t = 0; t < 9; t++) _mm512_storeu_ps(ap + 16 * t, a[t]);
+        }
+        _mm512_storeu_ps(dbacc + (size_t)co * 16, db);
+    }
+}
+
+/* The group's dW (f, 9c) and db (f) from their sixteen lanes each, summed in a fixed
+ * order. */
+CC_AVX512 static void cc_direct_dw_finish(const float *acc, const float *dbacc, int f, int ck,
+                                          float *dW, float *db) {
+    for (size_t j = 0; j < (size_t)f * ck; j++) dW[j] = _mm512_reduce_add_ps(_mm512_loadu_ps(acc + 16 * j));
+    for (int co = 0; co < f; co++) db[co] = _mm512_reduce_add_ps(_mm512_loadu_ps(dbacc + 16 * (size_t)co));
+}
+
 
 /* The 2x2 outputs A^T m A of the eight tiles at m (m[p * ms + lane], p = 4i + j): y00,
  * y01 their first row, y10, y11 their second; the sums of cc_wino_tile_out, in its
@@ -1660,6 +1769,17 @@ static void cc_backward_group(void *ctx, int g) {
     float *col = cc_chunk_scratch(k), *dz = col + cc_area(k);
     float *pad = dz + cc_z_floats(k) + CC_PAD;
     memset(db, 0, (size_t)k->f * sizeof *db);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (k->direct_dw) {
+        size_t n = cc_direct_pad_floats(k->c, k->ph, k->pw) + 16, na = (size_t)k->f * k->ck * 16;
+        float *pads = cc_scratch(0, n + na + (size_t)k->f * 16), *acc = pads + n;
+        float *dbacc = acc + na;
+        memset(acc, 0, (na + (size_t)k->f * 16) * sizeof *acc);
+        for (int i = lo; i < hi; i++) cc_direct_dw_image_avx512(k, i, pads, acc, dbacc);
+        cc_direct_dw_finish(acc, dbacc, k->f, k->ck, dW, db);
+        return;
+    }
+#endif
     for (int i = lo; i < hi; i += k->nc) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
         float beta = i == lo ? 0.0f : 1.0f;
@@ -1730,7 +1850,8 @@ static void cc_plan(cc_block *k) {
     /* OpenBLAS (0.3.21, Haswell and SkylakeX kernels) makes the weight gradient faster as
      * col dz^T, (ck, f), where ck >= f (the second layer: 3% and 7%); the first layer's
      * (f = 32, ck = 9) is faster as dz col^T on AVX2. */
-    k->dwt = k->ck >= k->f;
+    k->direct_dw = k->direct && !k->dx && cc_avx512();
+    k->dwt = k->ck >= k->f && !k->direct_dw;
 }
 
 /* Runs the groups on the workers when there are enough to go round (a product made
@@ -1837,6 +1958,7 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
         k.U = U;
     }
+    if (k.direct_dw) kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
     size_t stride = k.npart + f;

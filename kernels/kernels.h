@@ -345,7 +345,8 @@ void kn_cpu_winograd(int mode);
  * fused): KN_DIRECT_RULE (the default) those with one input channel, where it measures
  * faster (docs/benchmarks/train-speed.md); KN_DIRECT_OFF none (im2col and one GEMM);
  * KN_DIRECT_ALL every one it can take (for tests). kn_cpu_fuse_pooling(0) turns it off
- * too. The backward pass is im2col's either way. Call it between steps. */
+ * too. Such a block's backward pass makes dW and db directly too where it has no dx to
+ * make and the CPU has AVX-512; else it is im2col's. Call it between steps. */
 enum { KN_DIRECT_OFF = 0, KN_DIRECT_RULE = 1, KN_DIRECT_ALL = 2 };
 void kn_cpu_direct(int mode);
 

@@ -1760,16 +1760,19 @@ static void conv_block_gemm_only_case(const struct block_case *bc) {
     block_in in = block_inputs(bc);
     size_t nx = in.nx, nw = in.nw, np = in.np;
     float *x = in.x, *W = in.W, *bias = in.bias, *dy = in.dy;
-    kn_cpu_gemm_only(1);
-    block_out o = block_run(bc, x, W, bias, dy, 2, 1);
-    kn_cpu_gemm_only(0);
-    size_t written = 0;
-    for (size_t i = 0; i < np; i++) written += !isnan(o.y[i]) + !isnan(o.zmax[i]);
-    for (size_t i = 0; i < nw; i++) written += !isnan(o.dW[i]);
-    for (size_t i = 0; i < (size_t)bc->f; i++) written += !isnan(o.db[i]);
-    for (size_t i = 0; i < nx; i++) written += !isnan(o.dx[i]) && o.dx[i] != SENTINEL;
-    CHECK_MSG(written == 0, "%zu outputs written in GEMM-only mode", written);
-    block_out_free(&o);
+    for (int want_dx = 0; want_dx <= 1; want_dx++) { /* without dx: the direct dW too */
+        kn_cpu_gemm_only(1);
+        block_out o = block_run_dx(bc, x, W, bias, dy, 2, 1, want_dx);
+        kn_cpu_gemm_only(0);
+        size_t written = 0;
+        for (size_t i = 0; i < np; i++) written += !isnan(o.y[i]) + !isnan(o.zmax[i]);
+        for (size_t i = 0; i < nw; i++) written += !isnan(o.dW[i]);
+        for (size_t i = 0; i < (size_t)bc->f; i++) written += !isnan(o.db[i]);
+        for (size_t i = 0; i < nx; i++) written += !isnan(o.dx[i]) && o.dx[i] != SENTINEL;
+        CHECK_MSG(written == 0, "b=%d c=%d %dx%d%s: %zu outputs written in GEMM-only mode", bc->b,
+                  bc->c, bc->h, bc->w, want_dx ? "" : ", no dx", written);
+        block_out_free(&o);
+    }
     block_inputs_free(&in);
 }
 
@@ -1777,7 +1780,8 @@ static void conv_block_gemm_only_case(const struct block_case *bc) {
  * between threads, and the conv blocks' own products: im2col's three (z, dW, dx) of
  * f x 9c x b*h*w each, Winograd's 3 x 16 of f x c x (tiles), or the direct
  * convolution's z (the same multiply-adds as im2col's, made without gemm) with im2col's
- * dW and dx, on one thread and two. */
+ * dW and dx, and without dx its own dW where the CPU has AVX-512 (the same count either
+ * way), on one thread and two. */
 static void test_gemm_flops(void) {
     if (g_cuda) return;
     uint64_t f0 = kn_cpu_gemm_flops();
@@ -1801,16 +1805,19 @@ static void test_gemm_flops(void) {
         uint64_t hw = (uint64_t)bc->h * bc->w, tiles = (uint64_t)bc->b * (bc->h / 2) * (bc->w / 2);
         kn_cpu_winograd(algo == 1 ? KN_WINO_ALL : KN_WINO_OFF);
         kn_cpu_direct(algo == 2 ? KN_DIRECT_ALL : KN_DIRECT_OFF);
-        for (int threads = 1; threads <= 2; threads++) {
-            f0 = kn_cpu_gemm_flops();
-            block_out o = block_run(bc, in.x, in.W, in.bias, in.dy, threads, 1);
-            uint64_t got = kn_cpu_gemm_flops() - f0;
-            uint64_t want = algo == 1 ? 3 * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
-                                      : 3 * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
-            CHECK_MSG(got == want, "conv block (%s, %d threads): %llu flops counted, %llu made",
-                      names[algo], threads, (unsigned long long)got, (unsigned long long)want);
-            block_out_free(&o);
-        }
+        for (int threads = 1; threads <= 2; threads++)
+            for (int want_dx = 0; want_dx <= 1; want_dx++) {
+                f0 = kn_cpu_gemm_flops();
+                block_out o = block_run_dx(bc, in.x, in.W, in.bias, in.dy, threads, 1, want_dx);
+                uint64_t got = kn_cpu_gemm_flops() - f0, products = 2 + (uint64_t)want_dx;
+                uint64_t want = algo == 1 ? products * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
+                                          : products * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
+                CHECK_MSG(got == want,
+                          "conv block (%s, %d threads%s): %llu flops counted, %llu made",
+                          names[algo], threads, want_dx ? "" : ", no dx",
+                          (unsigned long long)got, (unsigned long long)want);
+                block_out_free(&o);
+            }
         block_inputs_free(&in);
     }
     kn_cpu_winograd(KN_WINO_RULE);
