@@ -1827,7 +1827,12 @@ static void cc_plan(cc_block *k) {
     /* The direct convolution where the table allows it and kn_cpu_direct says so: by
      * default where c <= CC_DIRECT_MAX_C, whose im2col GEMMs are too thin (K = 9c) to
      * pay for the passes over z around them (train-speed.md: the first layer, c = 1). */
-    int dmode = atomic_load(&cc_direct_mode);
+    static _Atomic int env_off = -1; /* TN_CPU_NO_DIRECT=1 */
+    if (atomic_load(&env_off) < 0) {
+        const char *v = getenv("TN_CPU_NO_DIRECT");
+        atomic_store(&env_off, v && *v == '1');
+    }
+    int dmode = atomic_load(&env_off) ? KN_DIRECT_OFF : atomic_load(&cc_direct_mode);
     k->direct = own && !k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) &&
                 cc_avx2() && atomic_load(&cc_fuse) &&
                 (dmode == KN_DIRECT_ALL || (dmode == KN_DIRECT_RULE && k->c <= CC_DIRECT_MAX_C));

@@ -344,8 +344,9 @@ void kn_cpu_winograd(int mode);
  * direct convolution (kernels/cpu_conv.c, AVX2 only: ReLU, h and w even, the pooling
  * fused): KN_DIRECT_RULE (the default) those with one input channel, where it measures
  * faster (docs/benchmarks/train-speed.md); KN_DIRECT_OFF none (im2col and one GEMM);
- * KN_DIRECT_ALL every one it can take (for tests). kn_cpu_fuse_pooling(0) turns it off
- * too. Such a block's backward pass makes dW and db directly too where it has no dx to
+ * KN_DIRECT_ALL every one it can take (for tests). kn_cpu_fuse_pooling(0) and
+ * TN_CPU_NO_DIRECT=1 (for the whole run: im2col's bits, as kn_cpu_device and the CUDA
+ * backend make them) turn it off too. Such a block's backward pass makes dW and db directly too where it has no dx to
  * make and the CPU has AVX-512; else it is im2col's. Call it between steps. */
 enum { KN_DIRECT_OFF = 0, KN_DIRECT_RULE = 1, KN_DIRECT_ALL = 2 };
 void kn_cpu_direct(int mode);
