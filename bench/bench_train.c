@@ -24,7 +24,7 @@
  *
  *   bench_train [--model=mlp|cnn] [--threads=N] [--batch_size=N] [--steps=N]
  *               [--hidden_units=256,256] [--conv_filters=32,64] [--data_dir=DIR]
- *               [--profile] [--unfused] [--winograd=0|1|2]
+ *               [--profile] [--unfused] [--winograd=0|1|2] [--direct=0|1|2]
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -266,6 +266,7 @@ static const kn_backend *floor_wrap(const kn_backend *base) {
 int main(int argc, char **argv) {
     const char *model = "mlp", *hidden = NULL, *filters = "32,64", *data_dir = DS_DEFAULT_DIR;
     int threads = 1, batch = 128, steps = 300, profile = 0, unfused = 0, wino = KN_WINO_RULE;
+    int direct = KN_DIRECT_RULE;
     const tn_flag flags[] = {
         {"model", TN_FLAG_STRING, &model, "mlp|cnn", "model"},
         {"threads", TN_FLAG_INT, &threads, "N", "threads"},
@@ -277,6 +278,8 @@ int main(int argc, char **argv) {
         {"profile", TN_FLAG_BOOL, &profile, "", "time every kernel call, print a table to stderr"},
         {"unfused", TN_FLAG_BOOL, &unfused, "", "cnn: conv, activation, pooling as separate calls"},
         {"winograd", TN_FLAG_INT, &wino, "0|1|2", "conv blocks: 0 im2col, 1 the rule, 2 Winograd"},
+        {"direct", TN_FLAG_INT, &direct, "0|1|2",
+         "conv blocks' direct convolution: 0 none, 1 the rule, 2 every one it can take"},
     };
     int help;
     if (tn_flags_program("bench_train", NULL, flags, sizeof flags / sizeof flags[0], argc, argv,
@@ -307,7 +310,12 @@ int main(int argc, char **argv) {
         k = &plain;
     }
     k->set_threads(threads);
+    if (wino < KN_WINO_OFF || wino > KN_WINO_ALL || direct < KN_DIRECT_OFF || direct > KN_DIRECT_ALL) {
+        fprintf(stderr, "bench_train: error: --winograd and --direct take 0, 1 or 2\n");
+        return 2;
+    }
     kn_cpu_winograd(wino);
+    kn_cpu_direct(direct);
     const kn_backend *km = profile ? prof_wrap(k) : k; /* the model's and optimiser's */
     mdl_model *m = mdl_new(&cfg, km, batch);
     tn_rng rng;

@@ -11,9 +11,9 @@ OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP an
   - torch: bench/pytorch_train.py (Debian's python3-torch), same model, batch,
            optimiser (momentum 0.9, lr 0.05) and threads, data in memory; with two
            threads both OMP_WAIT_POLICY defaults and PASSIVE are run and the best kept;
-  - cnn, im2col: bench_train --winograd=0, the conv blocks without Winograd (im2col
-           and one GEMM for every product, as before issue 14's Winograd), so the run
-           also measures what Winograd changed;
+  - cnn, im2col: bench_train --winograd=0 --direct=0, the conv blocks without Winograd
+           or the direct convolution (im2col and one GEMM for every product, as before
+           issue 14's Winograd), so the run also measures what those changed;
   - cnn, separate calls: bench_train --unfused, the CNN with each conv block made of
            separate calls (im2col of the whole batch, one GEMM, bias, activation,
            pooling: the CPU's way before its conv blocks, and the CUDA backend's), so
@@ -49,7 +49,8 @@ HAND = ("<!-- Notes written by hand on this run go below this line: the next run
 
 NOTES = """
 *GEMM floor*: the same training steps with every kernel call but the matrix products
-skipped (the conv blocks make only their products: `kn_cpu_gemm_only`) and no
+skipped (the conv blocks make only their products, the direct convolution's
+multiply-adds included: `kn_cpu_gemm_only`) and no
 optimiser update, so the products are the step's own, with the same shapes, order,
 buffers and threads; a step cannot be faster than this with the same BLAS. *ours /
 floor* is the share of the step spent in those products: the rest is the batch
@@ -88,7 +89,11 @@ How to read it:
   space, 2.25x fewer multiplications than im2col's; dx runs the forward pass's steps
   backwards (the products take the gradient's tiles that dW takes, and one adjoint
   transform over the input channels adds each tile back into dx), so dz's own tiles are
-  never made. The batch is cut into 16 groups
+  never made. The first block (one input channel) makes its forward pass by the direct
+  convolution instead, each window's four outputs summed tap by tap in registers and
+  pooled there (no im2col, no conv output), and with AVX-512 its weight gradient too;
+  its multiply-adds are its products, in the floor as im2col's GEMM was. The batch is
+  cut into 16 groups
   that the backend's own threads take in turn, each running single-threaded GEMMs on
   its chunks, so im2col, col2im, the transforms and pooling run on both cores too and
   the threads never wait on each other inside a layer. *cnn, separate calls*
@@ -206,7 +211,8 @@ def main():
         for threads in (1, 2):
             for model in ("mlp", "cnn"):
                 env = {"OPENBLAS_CORETYPE": coretype}
-                variants = [[]] if model == "mlp" else [[], ["--winograd=0"], ["--unfused"]]
+                variants = ([[]] if model == "mlp" else
+                            [[], ["--winograd=0", "--direct=0"], ["--unfused"]])
                 ours = [None] * len(variants)
                 floor = [0.0] * len(variants)
                 torch, torch_best_env = None, ""
