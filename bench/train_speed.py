@@ -119,7 +119,10 @@ could get at all, and *ours / peak* the whole step's rate against it. *1.3x PyTo
 needs*: the share of the peak a step must reach to run 1.3x PyTorch's examples a
 second, for the MLP only, whose products PyTorch makes too (the same shapes; PyTorch's
 convolutions make other products than ours). Where that is near or above *products /
-peak*, no code outside the products can get the step there.
+peak*, no code outside the products can get the step there. (The CNN's first layer,
+7% of its work, is our own direct convolution, which takes AVX-512 where the CPU has it
+even with OpenBLAS pinned to Haswell: its pinned rows set a little AVX-512 work against
+the AVX2 peak.)
 """
 
 

@@ -124,6 +124,10 @@ void kn_cpu_direct(int mode) { atomic_store(&cc_direct_mode, mode); }
 
 void kn_cpu_conv_avx512(int on) { atomic_store(&cc_avx512_on, on); }
 
+static _Atomic uint64_t cc_direct_done[2]; /* kn_cpu_direct_images */
+
+uint64_t kn_cpu_direct_images(int backward) { return atomic_load(&cc_direct_done[backward != 0]); }
+
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
 typedef struct cc_buf {
@@ -681,6 +685,8 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
  * (written after: planes are done in order) or the padding. ---- */
 
 #define CC_TILE_PAD 8 /* floats after a row of V or M */
+#define CC_SPLIT_SLACK 16 /* floats after a split padded plane that its reads reach, zeroed
+                             (cc_wino_pad_split_avx2; within cc_wino_pad_size's 32) */
 
 /* U (16, f, c) of the filters W (f, c, 3, 3), or where transposed the same transforms
  * as U^T (16, c, f) (dx's: dV = U^T dM): u[p * us] (p = 4i + j, us = f*c) = (G g G^T)[i][j]
@@ -900,8 +906,11 @@ static void cc_wino_adj(float *restrict out, int h, int w, const float *restrict
  * the plane's odd columns) and then its odd ones 1, 3, .., 2tw + 1 (O: the plane's even
  * columns), each tw + 1 floats, zeros past the plane; rows of zeros around it as
  * cc_wino_pad. Each of the plane's rows is split once here, where the transform would
- * split it twice (two tile rows take it). Stores up to 7 floats past a row, into the next
- * (written after; past the last, into the scratch's slack). */
+ * split it twice (two tile rows take it). Stores up to 6 floats past a row, into the next
+ * (written after; past the last, into the rows of zeros after it, written after too);
+ * and zeros the CC_SPLIT_SLACK floats after the padded plane, which the sixteen-lane
+ * reads of its last rows reach (cc_direct_dw16 multiplies them by zeros: stale NaN
+ * there would make NaN). */
 CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *restrict in, int h,
                                            int w, int th, int tw) {
     int pw = 2 * tw + 2, prows = 2 * th + 2;
@@ -936,7 +945,8 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
         e[0] = 0.0f;
         o[tw] = 0.0f; /* x[2tw], past the plane (and the stores where w % 16 is 0 or 15) */
     }
-    memset(pad + (size_t)(h + 1) * pw, 0, (size_t)(prows - h - 1) * pw * sizeof *pad);
+    memset(pad + (size_t)(h + 1) * pw, 0,
+           ((size_t)(prows - h - 1) * pw + CC_SPLIT_SLACK) * sizeof *pad);
 }
 
 /* cc_wino_in, eight tiles of a row at a time, from the split padded plane of
@@ -1015,8 +1025,8 @@ static size_t cc_direct_pad_floats(int c, int th, int tw) {
  * time, row of windows by row, eight windows at a time, the conv outputs of each
  * window's four elements summed in registers (cc_direct8: the loads serve both filters,
  * and the eight sums in flight keep both FMA units busy), the bias added and pooled
- * there (cc_pool8_relu): z is never stored. Where k->gemm_only, the sums alone (the
- * block's products), into `sink`. */
+ * there (cc_pool8_relu): z is never stored. Where k->gemm_only, the padded copies and
+ * the sums alone (the block's products), into `sink`. */
 CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, float *sink) {
     int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
     size_t psz = cc_wino_pad_size(th, tw), plane = (size_t)ph * pw;
@@ -1210,8 +1220,8 @@ cc_direct_dw16(const float *d, int pwid, int tw, const __m512 g[4], __m512 acc[9
  * the pooled gradient dy put at the element its window chose (ReLU: nowhere where it
  * chose none) and multiplied into the input under each tap (cc_direct_dw16): dz is
  * never made, nor im2col. acc (f, 9c, 16) and dbacc (f, 16) gather the group's sums in
- * sixteen lanes (cc_direct_dw_finish). Where k->gemm_only, the products alone: dy at
- * every element. */
+ * sixteen lanes (cc_direct_dw_finish). Where k->gemm_only, the padded copies and the
+ * products alone: dy at every element. */
 CC_AVX512 static void cc_direct_dw_image_avx512(const cc_block *k, int i, float *pads, float *acc,
                                                 float *dbacc) {
     int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
@@ -1807,7 +1817,8 @@ static void cc_backward_group(void *ctx, int g) {
 
 /* Fills in the plan of a call: groups, chunk size, the weight gradient's orientation. */
 static void cc_plan(cc_block *k) {
-    int own = k->wino; /* the table's own algorithms allowed (kc_conv_block_forward) */
+    int own = k->wino; /* the table's own algorithms allowed (kc_conv_block_forward's and
+                          kc_conv_block_backward's wino) */
     k->hw = k->h * k->w;
     k->ck = k->c * 9;
     k->ph = k->h / 2;
@@ -1852,10 +1863,11 @@ static void cc_plan(cc_block *k) {
     k->nc = (most + chunks - 1) / chunks; /* as many chunks, as even as they go */
     k->ldt = k->nc * k->nt + CC_TILE_PAD;
     k->gemm_only = atomic_load(&cc_gemm_only);
+    /* The direct convolution's backward pass makes dW itself where there is no dx. */
+    k->direct_dw = k->direct && !k->dx && cc_avx512();
     /* OpenBLAS (0.3.21, Haswell and SkylakeX kernels) makes the weight gradient faster as
      * col dz^T, (ck, f), where ck >= f (the second layer: 3% and 7%); the first layer's
-     * (f = 32, ck = 9) is faster as dz col^T on AVX2. */
-    k->direct_dw = k->direct && !k->dx && cc_avx512();
+     * (f = 32, ck = 9) is faster as dz col^T on AVX2. The direct dW is (f, ck). */
     k->dwt = k->ck >= k->f && !k->direct_dw;
 }
 
@@ -1903,7 +1915,10 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
         k.U = U;
     }
-    if (k.direct) kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
+    if (k.direct) {
+        kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
+        atomic_fetch_add(&cc_direct_done[0], (uint64_t)b);
+    }
     cc_run(&k, cc_forward_group);
 }
 
@@ -1963,7 +1978,10 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
         k.U = U;
     }
-    if (k.direct_dw) kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
+    if (k.direct_dw) {
+        kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
+        atomic_fetch_add(&cc_direct_done[1], (uint64_t)b);
+    }
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
     size_t stride = k.npart + f;

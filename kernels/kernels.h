@@ -351,6 +351,11 @@ void kn_cpu_winograd(int mode);
 enum { KN_DIRECT_OFF = 0, KN_DIRECT_RULE = 1, KN_DIRECT_ALL = 2 };
 void kn_cpu_direct(int mode);
 
+/* The images whose conv blocks kn_cpu has made by the direct convolution since the
+ * process started: forward passes (backward 0), or weight gradients (backward 1). For
+ * tests and benchmarks that must know which way a block went. */
+uint64_t kn_cpu_direct_images(int backward);
+
 /* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into
  * their transforms (kernels/cpu_conv.c, AVX2 only): 1 (the default) fuses, 0 keeps the
  * separate passes, which give the same bits (for tests). Call it between steps. */

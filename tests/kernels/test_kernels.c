@@ -1443,6 +1443,21 @@ static void test_conv_block_winograd_all(void) {
     kn_cpu_winograd(KN_WINO_RULE);
 }
 
+/* Whether kn_cpu's AVX2 forms (avx512 0) or its AVX-512 forms (1) run here: the CPU has
+ * them and TN_CPU_NO_SIMD=1 (or TN_CPU_NO_AVX512=1) does not turn them off. */
+static int cpu_has_simd(int avx512) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *nosimd = getenv("TN_CPU_NO_SIMD"), *no512 = getenv("TN_CPU_NO_AVX512");
+    if ((nosimd && *nosimd == '1') || !__builtin_cpu_supports("avx2") ||
+        !__builtin_cpu_supports("fma"))
+        return 0;
+    return !avx512 || (!(no512 && *no512 == '1') && __builtin_cpu_supports("avx512f"));
+#else
+    (void)avx512;
+    return 0;
+#endif
+}
+
 /* The direct convolution forward (kn_cpu_direct) on every block it can take (ReLU, even
  * h and w, AVX2: cases of one to three input channels, one image and many, one filter,
  * an odd number of them, planes narrower than eight windows and wider), against the double reference
@@ -1453,10 +1468,45 @@ static void test_conv_block_direct_all(void) {
         printf("  (only kn_cpu takes the direct convolution)\n");
         return;
     }
+    if (!cpu_has_simd(0)) {
+        printf("  (no AVX2 forms here: the direct convolution is not taken)\n");
+        return;
+    }
+    uint64_t f0 = kn_cpu_direct_images(0), b0 = kn_cpu_direct_images(1);
     kn_cpu_direct(KN_DIRECT_ALL);
     test_conv_block();
     test_conv_block_ties();
     kn_cpu_direct(KN_DIRECT_RULE);
+    /* the blocks did go that way: forward, and without dx with AVX-512 the dW too */
+    CHECK_MSG(kn_cpu_direct_images(0) > f0, "no block took the direct convolution forward");
+    CHECK_MSG(!cpu_has_simd(1) || kn_cpu_direct_images(1) > b0,
+              "no block took the direct convolution's dW");
+}
+
+/* The direct weight gradient reads its split padded planes sixteen lanes at a time, past
+ * their last column, and multiplies what lies there by zeros: that must be zeros too, not
+ * what the thread's scratch held before (a Winograd block's tiles, NaN here: its x and
+ * W are), or dW would be NaN. One thread, so that both blocks share its scratch. */
+static void test_conv_block_direct_stale_scratch(void) {
+    if (K != kn_cpu() || !cpu_has_simd(1)) {
+        printf("  (no direct weight gradient here)\n");
+        return;
+    }
+    const struct block_case wino = {4, 16, 28, 28, 8, KN_RELU, 0};
+    const struct block_case first = {4, 1, 28, 28, 8, KN_RELU, 0};
+    block_in a = block_inputs(&wino), b = block_inputs(&first);
+    for (size_t i = 0; i < a.nx; i++) a.x[i] = NAN;
+    for (size_t i = 0; i < a.nw; i++) a.W[i] = NAN; /* its dx's tiles NaN too */
+    block_out oa = block_run_dx(&wino, a.x, a.W, a.bias, a.dy, 1, 1, 1);
+    block_out ob = block_run_dx(&first, b.x, b.W, b.bias, b.dy, 1, 1, 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < b.nw; i++) bad += !isfinite(ob.dW[i]);
+    for (int i = 0; i < first.f; i++) bad += !isfinite(ob.db[i]);
+    CHECK_MSG(bad == 0, "%zu of dW and db not finite after a block that left NaN in scratch", bad);
+    block_out_free(&oa);
+    block_out_free(&ob);
+    block_inputs_free(&a);
+    block_inputs_free(&b);
 }
 
 /* Runs each of the cases with Winograd as wino_mode says (kn_cpu_winograd; restored to
@@ -1530,8 +1580,9 @@ static void test_conv_block_fused_bits(void) {
  * rows of one, two and three groups of eight tiles and of exactly two, one row of tiles
  * in three groups, sixteen groups (the AVX2 adjoint's most), odd h and w (partial
  * tiles), one tile, planes narrower than a store (which runs over several later rows),
- * tanh (no fused pooling), and a row too long for the AVX2 adjoint (the plain one on
- * both sides), on one thread and two. Where the AVX2 forms cannot run (TN_CPU_NO_SIMD=1,
+ * a width of 31 (whose split padded copy's last column is past its stores), tanh (no
+ * fused pooling), and a row too long for the AVX2 adjoint (the plain one on both
+ * sides), on one thread and two. Where the AVX2 forms cannot run (TN_CPU_NO_SIMD=1,
  * a CPU without AVX2 and FMA) there is nothing to compare, and it says so. */
 static void test_conv_block_simd_bits(void) {
     if (K != kn_cpu()) {
@@ -1554,7 +1605,7 @@ static void test_conv_block_simd_bits(void) {
         {3, 17, 2, 2, 5, KN_RELU, 1},    {2, 16, 2, 40, 4, KN_RELU, 0},
         {2, 16, 7, 23, 6, KN_RELU, 0},   {3, 16, 5, 3, 3, KN_TANH, 0},
         {2, 16, 6, 6, 3, KN_RELU, 1},    {1, 16, 3, 250, 2, KN_RELU, 0},
-        {1, 16, 3, 262, 2, KN_RELU, 0},
+        {1, 16, 3, 262, 2, KN_RELU, 0},  {3, 16, 6, 31, 4, KN_RELU, 0},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_simd, "the plain loops",
                      0, 0, KN_WINO_ALL);
@@ -1573,13 +1624,11 @@ static void test_conv_block_direct_bits(void) {
         return;
     }
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char *no512 = getenv("TN_CPU_NO_AVX512"), *nosimd = getenv("TN_CPU_NO_SIMD");
-    if ((no512 && *no512 == '1') || (nosimd && *nosimd == '1') ||
-        !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx2") ||
-        !__builtin_cpu_supports("fma")) {
+    if (!cpu_has_simd(1)) {
         printf("  (no AVX-512 forms here to compare with the AVX2 ones)\n");
         return;
     }
+    uint64_t f0 = kn_cpu_direct_images(0);
     static const struct block_case cases[] = {
         {9, 1, 28, 28, 32, KN_RELU, 0}, {3, 1, 10, 12, 5, KN_RELU, 1},
         {2, 1, 6, 32, 7, KN_RELU, 0},   {2, 2, 8, 38, 6, KN_RELU, 1},
@@ -1589,6 +1638,7 @@ static void test_conv_block_direct_bits(void) {
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512,
                      "the AVX2 forms", 0, 1, KN_WINO_OFF);
     kn_cpu_direct(KN_DIRECT_RULE);
+    CHECK_MSG(kn_cpu_direct_images(0) > f0, "no block took the direct convolution");
 #else
     printf("  (no AVX-512 forms on this machine)\n");
 #endif
@@ -1808,8 +1858,15 @@ static void test_gemm_flops(void) {
         for (int threads = 1; threads <= 2; threads++)
             for (int want_dx = 0; want_dx <= 1; want_dx++) {
                 f0 = kn_cpu_gemm_flops();
+                uint64_t d0 = kn_cpu_direct_images(0), d1 = kn_cpu_direct_images(1);
                 block_out o = block_run_dx(bc, in.x, in.W, in.bias, in.dy, threads, 1, want_dx);
                 uint64_t got = kn_cpu_gemm_flops() - f0, products = 2 + (uint64_t)want_dx;
+                if (algo == 2) /* it went the direct way where it can */
+                    CHECK_MSG(kn_cpu_direct_images(0) - d0 == (cpu_has_simd(0) ? (uint64_t)bc->b : 0) &&
+                                  kn_cpu_direct_images(1) - d1 ==
+                                      (!want_dx && cpu_has_simd(1) ? (uint64_t)bc->b : 0),
+                              "conv block (direct, %d threads%s): the images taken directly",
+                              threads, want_dx ? "" : ", no dx");
                 uint64_t want = algo == 1 ? products * 16 * 2 * (uint64_t)bc->f * bc->c * tiles
                                           : products * 2 * (uint64_t)bc->f * 9 * bc->c * bc->b * hw;
                 CHECK_MSG(got == want,
@@ -2551,6 +2608,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_fused_bits);
     RUN(test_conv_block_simd_bits);
     RUN(test_conv_block_direct_bits);
+    RUN(test_conv_block_direct_stale_scratch);
     RUN(test_conv_block_gemm_only);
     RUN(test_gemm_flops);
     RUN(test_workers);
