@@ -126,12 +126,28 @@ static void gemm_part(void *ctx, int t) {
                    g->ldc);
 }
 
-static _Atomic uint64_t cpu_flops; /* kn_cpu_gemm_flops */
+/* kn_cpu_gemm_flops: a counter per thread, each on its own cache line, so that the
+ * threads' products do not pass one line between the cores on every call; threads past
+ * the first CPU_FLOP_SLOTS share the last. */
+#define CPU_FLOP_SLOTS 64
+static struct {
+    _Alignas(64) _Atomic uint64_t n;
+} cpu_flops[CPU_FLOP_SLOTS];
+static _Atomic int cpu_flop_slots;           /* slots handed out */
+static _Thread_local int cpu_flop_slot = -1; /* this thread's */
 
-uint64_t kn_cpu_gemm_flops(void) { return atomic_load(&cpu_flops); }
+uint64_t kn_cpu_gemm_flops(void) {
+    uint64_t sum = 0;
+    for (int i = 0; i < CPU_FLOP_SLOTS; i++) sum += atomic_load(&cpu_flops[i].n);
+    return sum;
+}
 
 void kc_count_flops(uint64_t flops) {
-    atomic_fetch_add_explicit(&cpu_flops, flops, memory_order_relaxed);
+    if (cpu_flop_slot < 0) {
+        int s = atomic_fetch_add(&cpu_flop_slots, 1);
+        cpu_flop_slot = s < CPU_FLOP_SLOTS ? s : CPU_FLOP_SLOTS - 1;
+    }
+    atomic_fetch_add_explicit(&cpu_flops[cpu_flop_slot].n, flops, memory_order_relaxed);
 }
 
 /* On several threads, a product big enough is split along the longer side of c. */

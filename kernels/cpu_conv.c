@@ -560,36 +560,37 @@ CC_AVX2 static float cc_unpool_plane_relu_avx2(float *d, int ph, int pw, int w, 
 }
 #endif
 
+/* Whether the CPU has AVX2 and FMA (avx512 0) or AVX-512F (1) and the environment
+ * variable off is not "1": read once, into *have. */
+static int cc_cpu_has(_Atomic int *have, int avx512, const char *off) {
+    int h = atomic_load(have);
+    if (h < 0) {
+        h = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        const char *v = getenv(off);
+        h = !(v && *v == '1') && (avx512 ? __builtin_cpu_supports("avx512f")
+                                          : __builtin_cpu_supports("avx2") &&
+                                                __builtin_cpu_supports("fma"));
+#else
+        (void)avx512, (void)off;
+#endif
+        atomic_store(have, h);
+    }
+    return h;
+}
+
 /* 1 where the AVX2 forms above run: x86-64 CPUs with AVX2 and FMA, unless
  * TN_CPU_NO_SIMD=1 or kn_cpu_conv_simd(0) (the tests run both forms). */
 static int cc_avx2(void) {
     static _Atomic int have = -1;
-    int h = atomic_load(&have);
-    if (h < 0) {
-        h = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-        const char *off = getenv("TN_CPU_NO_SIMD");
-        h = !(off && *off == '1') && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-        atomic_store(&have, h);
-    }
-    return h && atomic_load(&cc_simd);
+    return cc_cpu_has(&have, 0, "TN_CPU_NO_SIMD") && atomic_load(&cc_simd);
 }
 
 /* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512F, unless
  * TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
 static int cc_avx512(void) {
     static _Atomic int have = -1;
-    int h = atomic_load(&have);
-    if (h < 0) {
-        h = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-        const char *off = getenv("TN_CPU_NO_AVX512");
-        h = !(off && *off == '1') && __builtin_cpu_supports("avx512f");
-#endif
-        atomic_store(&have, h);
-    }
-    return h && cc_avx2() && atomic_load(&cc_avx512_on);
+    return cc_cpu_has(&have, 1, "TN_CPU_NO_AVX512") && cc_avx2() && atomic_load(&cc_avx512_on);
 }
 
 /* y, choice, zmax of images [i0, i0+n) from their conv output z (f, n*hw), row stride ld:
