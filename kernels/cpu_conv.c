@@ -1021,6 +1021,16 @@ static size_t cc_direct_pad_floats(int c, int th, int tw) {
     return (size_t)c * cc_wino_pad_size(th, tw);
 }
 
+/* Image i's c channel planes split and padded (cc_wino_pad_split_avx2) into pads, one
+ * cc_wino_pad_size apart: what the direct convolution's passes read. */
+CC_AVX2 static void cc_direct_pads(const cc_block *k, int i, float *pads) {
+    size_t psz = cc_wino_pad_size(k->ph, k->pw);
+    const float *img = k->x + (size_t)i * k->istride;
+    for (int ch = 0; ch < k->c; ch++)
+        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
+                               k->w, k->ph, k->pw);
+}
+
 /* The forward pass of image i where k->direct (ReLU, h and w even): each channel's plane
  * split and padded once (cc_wino_pad_split_avx2, into pads), then for two filters at a
  * time, row of windows by row, eight windows at a time, the conv outputs of each
@@ -1031,10 +1041,7 @@ static size_t cc_direct_pad_floats(int c, int th, int tw) {
 CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, float *sink) {
     int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
     size_t psz = cc_wino_pad_size(th, tw), plane = (size_t)ph * pw;
-    const float *img = k->x + (size_t)i * k->istride;
-    for (int ch = 0; ch < c; ch++)
-        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
-                               k->w, th, tw);
+    cc_direct_pads(k, i, pads);
     __m256 keep = _mm256_setzero_ps();
     for (int co = 0; co < f; co += 2) {
         int two = co + 1 < f;
@@ -1083,6 +1090,21 @@ CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, 
                             512 and 2048 no better) */
 #define CC_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
+/* What sixteen windows' elements read from two rows of a split padded plane (r at row,
+ * the next pwid floats on; E then O in a row, tw + 1 each): per row E[px], O[px],
+ * E[px+1], O[px+1] (the columns under taps 0, 1, 2 of even outputs are the first three,
+ * of odd outputs the last three), v[0..3] for the first row and v[4..7] the second. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_window_rows16(const float *r, int pwid, int tw, __m512 v[8]) {
+    for (int i = 0; i < 2; i++) {
+        const float *e = r + (size_t)i * pwid, *o = e + tw + 1;
+        v[4 * i] = _mm512_loadu_ps(e);
+        v[4 * i + 1] = _mm512_loadu_ps(o);
+        v[4 * i + 2] = _mm512_loadu_ps(e + 1);
+        v[4 * i + 3] = _mm512_loadu_ps(o + 1);
+    }
+}
+
 /* cc_direct8 for sixteen windows and four filters at once (AVX-512): the input vectors
  * loaded once serve all four, and the sixteen sums in flight keep both FMA units busy.
  * acc[4 * j + e]: filter j's window element e (top left, top right, bottom left, bottom
@@ -1090,12 +1112,10 @@ CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, 
 CC_AVX512 static inline __attribute__((always_inline)) void
 cc_direct16x4(const float *d, int pwid, int tw, const float *const wt[4], __m512 acc[16]) {
     for (int dy = 0; dy < 3; dy++) {
-        const float *e0 = d + (size_t)dy * pwid, *o0 = e0 + tw + 1;
-        const float *e1 = e0 + pwid, *o1 = e1 + tw + 1;
-        __m512 a0 = _mm512_loadu_ps(e0), b0 = _mm512_loadu_ps(o0), c0 = _mm512_loadu_ps(e0 + 1),
-               f0 = _mm512_loadu_ps(o0 + 1);
-        __m512 a1 = _mm512_loadu_ps(e1), b1 = _mm512_loadu_ps(o1), c1 = _mm512_loadu_ps(e1 + 1),
-               f1 = _mm512_loadu_ps(o1 + 1);
+        __m512 v[8];
+        cc_window_rows16(d + (size_t)dy * pwid, pwid, tw, v);
+        __m512 a0 = v[0], b0 = v[1], c0 = v[2], f0 = v[3], a1 = v[4], b1 = v[5], c1 = v[6],
+               f1 = v[7];
         for (int j = 0; j < 4; j++) {
             __m512 w0 = _mm512_set1_ps(wt[j][3 * dy]), w1 = _mm512_set1_ps(wt[j][3 * dy + 1]),
                    w2 = _mm512_set1_ps(wt[j][3 * dy + 2]);
@@ -1157,10 +1177,7 @@ CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v
 CC_AVX512 static void cc_direct_image_avx512(const cc_block *k, int i, float *pads, float *sink) {
     int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
     size_t psz = cc_wino_pad_size(th, tw);
-    const float *img = k->x + (size_t)i * k->istride;
-    for (int ch = 0; ch < c; ch++)
-        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
-                               k->w, th, tw);
+    cc_direct_pads(k, i, pads);
     __m512 keep = _mm512_setzero_ps();
     for (int co = 0; co < f; co += 4) {
         int nf = f - co < 4 ? f - co : 4; /* filters of this four (the rest repeat the last) */
@@ -1203,12 +1220,10 @@ CC_AVX512 static void cc_direct_image_avx512(const cc_block *k, int i, float *pa
 CC_AVX512 static inline __attribute__((always_inline)) void
 cc_direct_dw16(const float *d, int pwid, int tw, const __m512 g[4], __m512 acc[9]) {
     for (int dy = 0; dy < 3; dy++) {
-        const float *e0 = d + (size_t)dy * pwid, *o0 = e0 + tw + 1;
-        const float *e1 = e0 + pwid, *o1 = e1 + tw + 1;
-        __m512 a0 = _mm512_loadu_ps(e0), b0 = _mm512_loadu_ps(o0), c0 = _mm512_loadu_ps(e0 + 1),
-               f0 = _mm512_loadu_ps(o0 + 1);
-        __m512 a1 = _mm512_loadu_ps(e1), b1 = _mm512_loadu_ps(o1), c1 = _mm512_loadu_ps(e1 + 1),
-               f1 = _mm512_loadu_ps(o1 + 1);
+        __m512 v[8];
+        cc_window_rows16(d + (size_t)dy * pwid, pwid, tw, v);
+        __m512 a0 = v[0], b0 = v[1], c0 = v[2], f0 = v[3], a1 = v[4], b1 = v[5], c1 = v[6],
+               f1 = v[7];
         __m512 *q = acc + 3 * dy;
         q[0] = _mm512_fmadd_ps(g[3], b1, _mm512_fmadd_ps(g[2], a1, _mm512_fmadd_ps(g[1], b0, _mm512_fmadd_ps(g[0], a0, q[0]))));
         q[1] = _mm512_fmadd_ps(g[3], c1, _mm512_fmadd_ps(g[2], b1, _mm512_fmadd_ps(g[1], c0, _mm512_fmadd_ps(g[0], b0, q[1]))));
@@ -1227,10 +1242,7 @@ CC_AVX512 static void cc_direct_dw_image_avx512(const cc_block *k, int i, float 
                                                 float *dbacc) {
     int c = k->c, f = k->f, ph = k->ph, pw = k->pw, th = ph, tw = pw, pwid = 2 * tw + 2;
     size_t psz = cc_wino_pad_size(th, tw), total = (size_t)f * k->b * ph * pw;
-    const float *img = k->x + (size_t)i * k->istride;
-    for (int ch = 0; ch < c; ch++)
-        cc_wino_pad_split_avx2(pads + (size_t)ch * psz, img + (size_t)ch * k->cstride, k->h,
-                               k->w, th, tw);
+    cc_direct_pads(k, i, pads);
     for (int co = 0; co < f; co++) {
         size_t o = cc_plane_at(k, co, i);
         __m512 db = _mm512_loadu_ps(dbacc + (size_t)co * 16);
