@@ -692,14 +692,14 @@ static void cc_pool_backward(const cc_block *k, float *dz, int ld, int i0, int n
 /* U (16, f, c) of the filters W (f, c, 3, 3), or where transposed the same transforms
  * as U^T (16, c, f) (dx's: dV = U^T dM): u[p * us] (p = 4i + j, us = f*c) = (G g G^T)[i][j]
  * of each 3x3 kernel g. Rows [lo, hi) of U's (f, c) (transposed: (c, f)) matrices, a
- * row's kernels innermost: each of a kernel's 16 stores goes to the float after the
- * previous kernel's. */
+ * row's kernels innermost from e0: each of a kernel's 16 stores goes to the float after
+ * the previous kernel's. */
 static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int f, int c,
-                                 int transposed, int lo, int hi) {
+                                 int transposed, int lo, int hi, int e0) {
     size_t us = (size_t)f * c;
     int inner = transposed ? f : c;
     for (int r = lo; r < hi; r++)
-        for (int e = 0; e < inner; e++) {
+        for (int e = e0; e < inner; e++) {
             int co = transposed ? e : r, ci = transposed ? r : e;
             const float *g = W + ((size_t)co * c + ci) * 9;
             float *u = U + (size_t)r * inner + e;
@@ -719,6 +719,48 @@ static void cc_wino_filters_rows(float *restrict U, const float *restrict W, int
             }
         }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* cc_wino_filters_rows, eight kernels of a row at a time: their taps gathered (a
+ * row's next kernel is 9 floats on where not transposed, 9c where transposed), each of
+ * the 16 stores eight consecutive floats of U. The same sums in the same order, so the
+ * same bits; a row's last kernels past a multiple of eight by cc_wino_filters_rows. */
+CC_AVX2 static void cc_wino_filters_rows_avx2(float *restrict U, const float *restrict W, int f,
+                                              int c, int transposed, int lo, int hi) {
+    size_t us = (size_t)f * c;
+    int inner = transposed ? f : c, wide = inner / 8 * 8;
+    const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(transposed ? 9 * c : 9));
+    const __m256 half = _mm256_set1_ps(0.5f);
+    for (int r = lo; r < hi; r++) {
+        for (int e = 0; e < wide; e += 8) {
+            int co = transposed ? e : r, ci = transposed ? r : e;
+            const float *g = W + ((size_t)co * c + ci) * 9;
+            float *u = U + (size_t)r * inner + e;
+            __m256 t[4][3];
+            for (int j = 0; j < 3; j++) { /* t = G g */
+                __m256 g0 = _mm256_i32gather_ps(g + j, at, 4);
+                __m256 g1 = _mm256_i32gather_ps(g + 3 + j, at, 4);
+                __m256 g2 = _mm256_i32gather_ps(g + 6 + j, at, 4);
+                t[0][j] = g0;
+                t[1][j] = _mm256_mul_ps(half, _mm256_add_ps(_mm256_add_ps(g0, g1), g2));
+                t[2][j] = _mm256_mul_ps(half, _mm256_add_ps(_mm256_sub_ps(g0, g1), g2));
+                t[3][j] = g2;
+            }
+            for (int i = 0; i < 4; i++) { /* u = t G^T */
+                __m256 t0 = t[i][0], t1 = t[i][1], t2 = t[i][2];
+                _mm256_storeu_ps(u + (size_t)(4 * i + 0) * us, t0);
+                _mm256_storeu_ps(u + (size_t)(4 * i + 1) * us,
+                                 _mm256_mul_ps(half, _mm256_add_ps(_mm256_add_ps(t0, t1), t2)));
+                _mm256_storeu_ps(u + (size_t)(4 * i + 2) * us,
+                                 _mm256_mul_ps(half, _mm256_add_ps(_mm256_sub_ps(t0, t1), t2)));
+                _mm256_storeu_ps(u + (size_t)(4 * i + 3) * us, t2);
+            }
+        }
+        if (wide < inner) cc_wino_filters_rows(U, W, f, c, transposed, r, r + 1, wide);
+    }
+}
+#endif
 
 /* dW (f, c, 3, 3) of 3x3 kernels [lo, hi) (of the f*c) from the gradient of their
  * transforms dU (16, f, c): dg = G^T du G, du[p * us] for p = 4i + j (consecutive
@@ -1906,8 +1948,14 @@ typedef struct cc_filters {
 static void cc_filters_task(void *ctx, int t) {
     const cc_filters *q = ctx;
     int rows = q->transposed ? q->c : q->f;
-    cc_wino_filters_rows(q->U, q->W, q->f, q->c, q->transposed, (int)((long long)t * rows / q->tasks),
-                         (int)((long long)(t + 1) * rows / q->tasks));
+    int lo = (int)((long long)t * rows / q->tasks), hi = (int)((long long)(t + 1) * rows / q->tasks);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (cc_avx2()) {
+        cc_wino_filters_rows_avx2(q->U, q->W, q->f, q->c, q->transposed, lo, hi);
+        return;
+    }
+#endif
+    cc_wino_filters_rows(q->U, q->W, q->f, q->c, q->transposed, lo, hi, 0);
 }
 
 static void cc_wino_filters(float *U, const float *W, int f, int c, int transposed) {
