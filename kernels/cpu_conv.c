@@ -944,6 +944,13 @@ static void cc_wino_adj(float *restrict out, int h, int w, const float *restrict
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/* Zeros the n floats at p, eight at a time (a plane's few rows: no call). */
+CC_AVX2 static inline void cc_zero_avx2(float *p, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(p + i, _mm256_setzero_ps());
+    for (; i < n; i++) p[i] = 0.0f;
+}
+
 /* cc_wino_pad with each padded row's columns split, for cc_wino_in_avx2: row r of the
  * plane at pad + (r + 1) * (2tw + 2) as its even padded columns 0, 2, .., 2tw (E: 0, then
  * the plane's odd columns) and then its odd ones 1, 3, .., 2tw + 1 (O: the plane's even
@@ -960,11 +967,10 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
     int tail = (w - 1) / 16 * 16; /* the last group of 16 columns, cut by the lanes below */
     const __m256 keep_lo = _mm256_castsi256_ps(cc_lanes(w - tail)),
                  keep_hi = _mm256_castsi256_ps(cc_lanes(w - tail - 8));
-    memset(pad, 0, (size_t)pw * sizeof *pad); /* row -1 */
+    cc_zero_avx2(pad, (size_t)pw); /* row -1 */
     for (int r = 0; r < h; r++) {
         const float *x = in + (size_t)r * w;
         float *e = pad + (size_t)(r + 1) * pw, *o = e + tw + 1;
-        float last[16]; /* a last group that the plane ends inside */
         for (int c = tail; c >= 0; c -= 16) { /* the plane's columns c .. c + 15; the last
                                                  group's E store reaches into O, first */
             __m256 lo, hi, xe, xo;
@@ -973,13 +979,14 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
                 hi = _mm256_loadu_ps(x + c + 8);
             } else {
                 const float *p = x + c;
-                if ((size_t)r * w + c + 16 > (size_t)h * w) { /* past it: another's, or none */
-                    memset(last, 0, sizeof last);
-                    memcpy(last, p, (size_t)(w - c) * sizeof *last);
-                    p = last;
+                if ((size_t)r * w + c + 16 > (size_t)h * w) { /* past it: another's, or none
+                                                                 (masked: once a plane) */
+                    lo = _mm256_maskload_ps(p, cc_lanes(w - c));
+                    hi = _mm256_maskload_ps(p + 8, cc_lanes(w - c - 8));
+                } else {
+                    lo = _mm256_and_ps(_mm256_loadu_ps(p), keep_lo); /* 16 of the plane */
+                    hi = _mm256_and_ps(_mm256_loadu_ps(p + 8), keep_hi);
                 }
-                lo = _mm256_and_ps(_mm256_loadu_ps(p), keep_lo); /* 16 floats of the plane */
-                hi = _mm256_and_ps(_mm256_loadu_ps(p + 8), keep_hi);
             }
             cc_split2(lo, hi, &xe, &xo);
             _mm256_storeu_ps(e + 1 + c / 2, xo); /* E[m] = x[2m - 1] */
@@ -988,8 +995,7 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
         e[0] = 0.0f;
         o[tw] = 0.0f; /* x[2tw], past the plane (and the stores where w % 16 is 0 or 15) */
     }
-    memset(pad + (size_t)(h + 1) * pw, 0,
-           ((size_t)(prows - h - 1) * pw + CC_SPLIT_SLACK) * sizeof *pad);
+    cc_zero_avx2(pad + (size_t)(h + 1) * pw, (size_t)(prows - h - 1) * pw + CC_SPLIT_SLACK);
 }
 
 /* cc_wino_in, eight tiles of a row at a time, from the split padded plane of
