@@ -531,10 +531,8 @@ static void cpu_gather_rows(float *x, int32_t *y, const float *X, const int32_t 
                             const int32_t *idx, const int64_t *pos, int b) {
     const int32_t *rows = idx + *pos;
     for (int i = 0; i < b; i++) {
-        if (i + 2 < b) { /* a later row's lines asked for while this one copies (random rows) */
-            const char *next = (const char *)(X + (size_t)rows[i + 2] * d);
-            for (size_t at = 0; at < (size_t)d * sizeof *x; at += 64) __builtin_prefetch(next + at, 0, 0);
-        }
+        if (i + KN_GATHER_AHEAD < b)
+            kn_prefetch(X + (size_t)rows[i + KN_GATHER_AHEAD] * d, (size_t)d * sizeof *x);
         memcpy(x + (size_t)i * d, X + (size_t)rows[i] * d, (size_t)d * sizeof *x);
         y[i] = Y[rows[i]];
     }

@@ -980,7 +980,8 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
             } else {
                 const float *p = x + c;
                 if ((size_t)r * w + c + 16 > (size_t)h * w) { /* past it: another's, or none
-                                                                 (masked: once a plane) */
+                                                                 (masked: a plane's last
+                                                                 rows, where w < 16) */
                     lo = _mm256_maskload_ps(p, cc_lanes(w - c));
                     hi = _mm256_maskload_ps(p + 8, cc_lanes(w - c - 8));
                 } else {
@@ -1944,7 +1945,8 @@ static void cc_run(cc_block *k, kw_task_fn fn) {
 }
 
 /* The filters' transforms on the backend's threads (one task per thread, a range of U's
- * rows each: cc_wino_filters_rows; what a task writes does not depend on the thread). */
+ * rows each: cc_wino_filters_rows, or its AVX2 form where cc_avx2(); what a task writes
+ * does not depend on the thread). */
 typedef struct cc_filters {
     float *U;
     const float *W;

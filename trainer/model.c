@@ -380,10 +380,6 @@ void mdl_forward(mdl_model *m, const float *x, const int32_t *labels, int b, int
     forward(m, b, training, rng, loss_sum, correct);
 }
 
-/* Rows ahead whose lines the batch gather asks for while it copies a row: the rows are
- * random, so the first lines of each would otherwise wait on memory (about 1% of an MLP
- * step: docs/benchmarks/train-speed.md). */
-#define MDL_GATHER_AHEAD 2
 void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int32_t *idx,
                       int b, int training, tn_rng *rng, double *loss_sum, int64_t *correct) {
     assert(b >= 1 && b <= m->max_batch);
@@ -396,10 +392,8 @@ void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int3
     float *xs = direct ? m->input : m->stage_x;
     int32_t *ys = direct ? m->labels : m->stage_y;
     for (int i = 0; i < b; i++) {
-        if (i + MDL_GATHER_AHEAD < b) {
-            const char *next = (const char *)(x + (size_t)idx[i + MDL_GATHER_AHEAD] * d);
-            for (size_t at = 0; at < d * sizeof(float); at += 64) __builtin_prefetch(next + at, 0, 0);
-        }
+        if (i + KN_GATHER_AHEAD < b) /* kernels.h: the rows are random */
+            kn_prefetch(x + (size_t)idx[i + KN_GATHER_AHEAD] * d, d * sizeof(float));
         memcpy(xs + i * d, x + (size_t)idx[i] * d, d * sizeof(float));
         ys[i] = y[idx[i]];
     }

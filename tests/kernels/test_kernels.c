@@ -1606,6 +1606,9 @@ static void test_conv_block_simd_bits(void) {
         {2, 16, 7, 23, 6, KN_RELU, 0},   {3, 16, 5, 3, 3, KN_TANH, 0},
         {2, 16, 6, 6, 3, KN_RELU, 1},    {1, 16, 3, 250, 2, KN_RELU, 0},
         {1, 16, 3, 262, 2, KN_RELU, 0},  {3, 16, 6, 31, 4, KN_RELU, 0},
+        /* the filters' transforms, eight kernels of a row at a time, then a ragged tail:
+         * dx's transposed rows over f = 8 + 5 and 8 + 4, U's over c = 16 + 4 */
+        {2, 16, 6, 6, 13, KN_RELU, 0},   {2, 20, 4, 6, 12, KN_RELU, 1},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_simd, "the plain loops",
                      0, 0, KN_WINO_ALL);
