@@ -185,17 +185,27 @@ static const char *ports_taken(const ring_test *t, int upto) {
     return NULL;
 }
 
-/* setup, start and finish every rank, up to three times while ports_taken. */
-static void run_ring(ring_test *t, int n, int scenario, size_t count, double timeout) {
+/* setup, then adjust (where not NULL: what the test changes before the ranks start),
+ * then start and finish ranks [0, upto), up to three times while ports_taken: a port
+ * free_port found can be taken before its rank binds it, by another test's process or
+ * by an outgoing connection's own port, so every ring test runs through here. */
+static void run_ring_as(ring_test *t, int n, int upto, int scenario, size_t count,
+                        double timeout, void (*adjust)(ring_test *, void *), void *ctx) {
     for (int attempt = 1;; attempt++) {
         setup(t, n, scenario, count, timeout);
-        start(t, n);
-        finish(t, n);
-        const char *why = ports_taken(t, n);
+        if (adjust) adjust(t, ctx);
+        start(t, upto);
+        finish(t, upto);
+        const char *why = ports_taken(t, upto);
         if (attempt == 3 || !why) return;
         printf("note: another process took this ring's ports (%s): again\n", why);
         teardown(t);
     }
+}
+
+/* Every rank as setup made it. */
+static void run_ring(ring_test *t, int n, int scenario, size_t count, double timeout) {
+    run_ring_as(t, n, n, scenario, count, timeout, NULL, NULL);
 }
 
 static void test_allreduce_sums_and_agrees(void) {
@@ -283,12 +293,19 @@ static void test_many_small_collectives(void) {
     teardown(&t);
 }
 
+/* The last rank's port held (bound, not listening: *(int *)ctx, the one an earlier
+ * attempt held closed first), so that no process can listen there. */
+static void hold_last(ring_test *t, void *ctx) {
+    int *held = ctx;
+    if (*held >= 0) close(*held);
+    *held = hold_port(t->addr[t->n - 1]);
+}
+
 static void test_missing_peer_is_named(void) {
     ring_test t;
-    setup(&t, 3, SC_ALLREDUCE, 10, 1.0);
-    int held = hold_port(t.addr[2]);
-    start(&t, 2); /* worker 1 (rank 2) never starts */
-    finish(&t, 2);
+    int held = -1;
+    run_ring_as(&t, 3, 2, SC_ALLREDUCE, 10, 1.0, hold_last, &held); /* worker 1 (rank 2)
+                                                                      never starts */
     if (held >= 0) close(held);
     CHECK_INT_EQ(t.job[1].rc, TN_EPEER);
     CHECK_STR_CONTAINS(t.job[1].err, "waiting for worker 1");
@@ -334,17 +351,26 @@ static void test_silent_peer_given_up(void) {
     teardown(&t);
 }
 
+static void other_hash(ring_test *t, void *ctx) {
+    (void)ctx;
+    t->job[1].hash = 43;
+}
+
 static void test_config_mismatch(void) {
     ring_test t;
-    setup(&t, 2, SC_ALLREDUCE, 10, 2);
-    t.job[1].hash = 43;
-    start(&t, 2);
-    finish(&t, 2);
+    run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, other_hash, NULL);
     CHECK(t.job[0].rc != 0 && t.job[1].rc != 0);
     int named = strstr(t.job[0].err, "different configuration") ||
                 strstr(t.job[1].err, "different configuration");
     CHECK_MSG(named, "errors: '%s' / '%s'", t.job[0].err, t.job[1].err);
     teardown(&t);
+}
+
+/* The two ranks' configurations: ((const cl_config **)ctx)[rank]. */
+static void configs(ring_test *t, void *ctx) {
+    const cl_config *const *c = ctx;
+    t->job[0].config = c[0];
+    t->job[1].config = c[1];
 }
 
 /* A configuration in parts: the mismatch names the part that differs, with its hint
@@ -355,12 +381,9 @@ static void test_config_parts_named(void) {
                                    .hint = {NULL, NULL, "run them alike"}};
     cl_config other = mine;
     other.part[1] = 5;
+    const cl_config *two[2] = {&mine, &other};
     ring_test t;
-    setup(&t, 2, SC_ALLREDUCE, 10, 2);
-    t.job[0].config = &mine;
-    t.job[1].config = &other;
-    start(&t, 2);
-    finish(&t, 2);
+    run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, configs, two);
     CHECK(t.job[0].rc == TN_EMISMATCH && t.job[1].rc == TN_EMISMATCH);
     CHECK_STR_CONTAINS(t.job[0].err, "worker 0 (localhost:");
     CHECK_STR_CONTAINS(t.job[0].err, "runs with a different configuration: --precision "
@@ -368,18 +391,12 @@ static void test_config_parts_named(void) {
     teardown(&t);
     other = mine;
     other.part[2] = 9;
-    setup(&t, 2, SC_ALLREDUCE, 10, 2);
-    t.job[0].config = &mine;
-    t.job[1].config = &other;
-    start(&t, 2);
-    finish(&t, 2);
+    run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, configs, two);
     CHECK_STR_CONTAINS(t.job[1].err, "where the steps run differs from this replica's; hint: "
                                      "run them alike");
     teardown(&t);
-    setup(&t, 2, SC_ALLREDUCE, 10, 2);
-    t.job[0].config = t.job[1].config = &mine;
-    start(&t, 2);
-    finish(&t, 2);
+    two[1] = &mine;
+    run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, configs, two);
     CHECK_MSG(t.job[0].rc == 0 && t.job[1].rc == 0, "'%s' / '%s'", t.job[0].err, t.job[1].err);
     teardown(&t);
 }
