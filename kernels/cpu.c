@@ -527,15 +527,26 @@ static void *cpu_graph_end(void) { return NULL; }
 static void cpu_graph_launch(void *graph) { assert(graph == NULL); (void)graph; }
 static void cpu_graph_free(void *graph) { (void)graph; }
 
-static void cpu_gather_rows(float *x, int32_t *y, const float *X, const int32_t *Y, int d,
-                            const int32_t *idx, const int64_t *pos, int b) {
-    const int32_t *rows = idx + *pos;
+#define CPU_GATHER_AHEAD 2 /* rows: kn_cpu_gather */
+
+void kn_cpu_gather(float *x, int32_t *y, const float *X, const int32_t *Y, size_t d,
+                   const int32_t *rows, int b) {
+    size_t bytes = d * sizeof *x;
     for (int i = 0; i < b; i++) {
-        if (i + KN_GATHER_AHEAD < b)
-            kn_prefetch(X + (size_t)rows[i + KN_GATHER_AHEAD] * d, (size_t)d * sizeof *x);
-        memcpy(x + (size_t)i * d, X + (size_t)rows[i] * d, (size_t)d * sizeof *x);
+        if (i + CPU_GATHER_AHEAD < b && bytes) { /* every line of that row */
+            const char *p = (const char *)(X + (size_t)rows[i + CPU_GATHER_AHEAD] * d);
+            for (const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63); c < p + bytes;
+                 c += 64)
+                __builtin_prefetch(c, 0, 0);
+        }
+        memcpy(x + (size_t)i * d, X + (size_t)rows[i] * d, bytes);
         y[i] = Y[rows[i]];
     }
+}
+
+static void cpu_gather_rows(float *x, int32_t *y, const float *X, const int32_t *Y, int d,
+                            const int32_t *idx, const int64_t *pos, int b) {
+    kn_cpu_gather(x, y, X, Y, (size_t)d, idx + *pos, b);
 }
 
 /* u(seed, salt, i) of kernels.h: splitmix64's finaliser, top 24 bits. */

@@ -44,21 +44,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A batch gather on the host copies rows in a random order, so each row's first lines
- * would wait on memory: it asks for the lines of the row KN_GATHER_AHEAD ahead (every
- * line of [p, p + bytes): kn_prefetch) while it copies one (about 1% of an MLP step:
- * docs/benchmarks/train-speed.md). A hint: it cannot fault and changes no result. */
-#define KN_GATHER_AHEAD 2
-static inline void kn_prefetch(const void *p, size_t bytes) {
-    if (!bytes) return;
-    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + bytes;
-#if defined(__GNUC__)
-    for (; c < end; c += 64) __builtin_prefetch(c, 0, 0);
-#else
-    (void)c, (void)end;
-#endif
-}
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -326,6 +311,14 @@ const kn_backend *kn_cpu(void);
  * every product's inputs as the CUDA backend does (so fp32's results change), and see
  * kn_cpu_device_fail_graphs. One table for the process: its precision is shared. */
 const kn_backend *kn_cpu_device(void);
+
+/* The batch gather on host memory, kn_cpu's gather_rows and the trainer's step on a
+ * host-memory table alike: x (b, d) and y (b) get rows rows[i], i < b, of X (N, d) and Y
+ * (N). The rows come in a random order, so it asks for the lines of a row two ahead
+ * while it copies one (a hint: the same result; about 1% of an MLP step,
+ * docs/benchmarks/train-speed.md). */
+void kn_cpu_gather(float *x, int32_t *y, const float *X, const int32_t *Y, size_t d,
+                   const int32_t *rows, int b);
 
 /* For tests of the fallback from a failed graph recording: with on, kn_cpu_device's
  * graph_begin returns 1 and the calls that follow do nothing (as nothing runs on a

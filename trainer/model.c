@@ -391,12 +391,7 @@ void mdl_forward_rows(mdl_model *m, const float *x, const int32_t *y, const int3
     }
     float *xs = direct ? m->input : m->stage_x;
     int32_t *ys = direct ? m->labels : m->stage_y;
-    for (int i = 0; i < b; i++) {
-        if (i + KN_GATHER_AHEAD < b) /* kernels.h: the rows are random */
-            kn_prefetch(x + (size_t)idx[i + KN_GATHER_AHEAD] * d, d * sizeof(float));
-        memcpy(xs + i * d, x + (size_t)idx[i] * d, d * sizeof(float));
-        ys[i] = y[idx[i]];
-    }
+    kn_cpu_gather(xs, ys, x, y, d, idx, b);
     if (!direct) {
         m->k->upload(m->input, xs, (size_t)b * d * sizeof(float));
         m->k->upload(m->labels, ys, (size_t)b * sizeof(int32_t));
