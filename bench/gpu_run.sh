@@ -8,7 +8,10 @@
 #   bench/gpu_run.sh bench MODELS [PACKAGE_DIR]
 #                                          bench/gpu_speed.py --models MODELS (mlp,
 #                                          cnn, or mlp,cnn): the table of
-#                                          docs/benchmarks/gpu.md
+#                                          docs/benchmarks/gpu.md; GPU_SPEED_ARGS
+#                                          adds gpu_speed.py's options (say
+#                                          "--torch_modes none" to leave
+#                                          torch.compile out)
 #
 # from the repository's root (PACKAGE_DIR defaults to build-gpu-pkg; one model per call
 # keeps a call within the device tool's 10 minutes). Logs and results
@@ -51,19 +54,21 @@ data=$pkg/data
 rc=0
 case "$what" in
   tests)
-    LD_LIBRARY_PATH=$ourlibs "$pkg/bin/test_kernels" --backend=cuda \
+    # each test bounded, so that a hang cannot spend the lease
+    LD_LIBRARY_PATH=$ourlibs timeout 120 "$pkg/bin/test_kernels" --backend=cuda \
       >"$out/test_kernels_cuda.log" 2>&1 || rc=1
     tail -n 1 "$out/test_kernels_cuda.log"
-    LD_LIBRARY_PATH=$ourlibs "$pkg/bin/test_gpu_model" >"$out/test_gpu_model.log" 2>&1 || rc=1
+    LD_LIBRARY_PATH=$ourlibs timeout 120 "$pkg/bin/test_gpu_model" >"$out/test_gpu_model.log" 2>&1 || rc=1
     tail -n 1 "$out/test_gpu_model.log"
-    LD_LIBRARY_PATH=$ourlibs TRAINER_TEST_DATA=$data tests/trainer/trainer_gpu.sh \
+    LD_LIBRARY_PATH=$ourlibs TRAINER_TEST_DATA=$data timeout 300 tests/trainer/trainer_gpu.sh \
       "$pkg/bin/trainer" "$root/tgpu" >"$out/trainer_gpu.log" 2>&1 || rc=1
     grep -v '^ok ' "$out/trainer_gpu.log" | tail -n 20
     ;;
   bench)
+    name=gpu-speed-$(echo "$models" | tr ',' '-')  # no comma: the device tool's names
     python3 bench/gpu_speed.py --bin "$pkg/bin" --data_dir "$data" --models "$models" \
-      --lib_path "$libs" --out "$out/gpu-speed-$models.md" \
-      2>"$out/gpu-speed-$models.log" || rc=1
+      --lib_path "$libs" --out "$out/$name.md" ${GPU_SPEED_ARGS:-} \
+      2>"$out/$name.log" || rc=1
     ;;
   *) echo "gpu_run.sh: error: tests or bench, not '$what'" >&2; exit 2 ;;
 esac

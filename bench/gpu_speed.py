@@ -14,7 +14,7 @@ Prints a Markdown table with the GPU and CPU it ran on; --out writes it to a fil
 
     python3 bench/gpu_speed.py --bin build-cuda/bin [--models mlp,cnn] [--out results.md]
                                [--torch_modes none,default,reduce-overhead] [--quick]
-                               [--lib_path DIR:DIR]
+                               [--compile_cases 128:fp32,1024:fp32] [--lib_path DIR:DIR]
 
 --lib_path (bench/gpu_run.sh gives it: the package's libraries, cuBLAS's and NCCL's
 folders) goes in front of LD_LIBRARY_PATH for our programs only, trainer and
@@ -47,8 +47,23 @@ def ours_env(lib_path, **extra):
     return env
 
 
+# No one run may hold the GPU machine's short lease: a hung run is a failed one.
+TIMEOUT_S = 240
+
+
+def run(cmd, env=None):
+    """cmd's CompletedProcess, or None (and why, on stderr) when it ran past TIMEOUT_S."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write("failed: %s: still running after %d s\n" % (" ".join(cmd), TIMEOUT_S))
+        return None
+
+
 def run_json(cmd, env=None):
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    out = run(cmd, env)
+    if out is None:
+        return None
     if out.returncode != 0:
         sys.stderr.write("failed: %s\n%s\n" % (" ".join(cmd), out.stderr[-2000:]))
         return None
@@ -80,7 +95,9 @@ def ours(trainer, data_dir, model, batch, precision, epochs, work, lib_path):
            "--precision=" + precision, "--epochs=%d" % epochs, "--data_dir=" + data_dir,
            "--max_eval_examples=1000", "--learning_rate=0.05", "--momentum=0.9",
            "--optimizer=momentum", "--lr_schedule=constant"]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    out = run(cmd, env)
+    if out is None:
+        return None
     if out.returncode != 0:
         sys.stderr.write("failed: %s\n%s\n" % (" ".join(cmd), out.stderr[-2000:]))
         return None
@@ -117,6 +134,10 @@ def main():
     p.add_argument("--models", default="mlp,cnn", help="comma list of mlp, cnn")
     p.add_argument("--torch_modes", default="none,default,reduce-overhead",
                    help="PyTorch runs: none (eager), default and reduce-overhead (compile)")
+    p.add_argument("--compile_cases", default="all",
+                   help="the cases torch.compile runs for (it takes a minute or so each): "
+                        "all, or a comma list of BATCH:PRECISION (say 128:fp32,1024:fp32); "
+                        "eager runs for every case")
     p.add_argument("--lib_path", default="",
                    help="folders (a:b) put in front of LD_LIBRARY_PATH for trainer and "
                         "bench_gemm_gpu only")
@@ -149,6 +170,9 @@ def main():
                 if f:
                     gpu_name = f["gpu"]
                 for mode in torch_modes:
+                    if mode != "none" and args.compile_cases != "all" and \
+                            "%d:%s" % (batch, precision) not in args.compile_cases.split(","):
+                        continue
                     t = run_json([args.python, os.path.join(ROOT, "bench", "pytorch_gpu.py"),
                                   "--model", model, "--batch_size", str(batch), "--precision",
                                   precision, "--compile", mode, "--steps", str(steps),
