@@ -69,6 +69,8 @@ extern "C" {
 #define CHANNEL_SPLITS 64        /* sum_channels: partial sums per channel, at most */
 #define ROW_CHUNK 256            /* sum_rows: rows per block of the first pass, at least */
 #define ROW_SPLITS 64            /* sum_rows: chunks of rows, at most */
+#define KEPT_COLS 8              /* conv blocks whose forward im2col is kept for their
+                                    backward pass, at most */
 
 /* ---------------------------------------------------------------------------------
  * Errors
@@ -213,6 +215,18 @@ static void check_blas(cublasStatus_t s, const char *call, const char *file, int
  * One device's context
  * --------------------------------------------------------------------------------- */
 
+/* A conv block's im2col of its input x, kept from its forward pass for its backward
+ * pass (which then makes no im2col of its own): the key is x and its shape. */
+typedef struct kept_col {
+    const float *x;
+    int b, ch, h, w;
+    size_t istride, cstride;
+    int valid;                   /* col holds im2col of x from the last forward pass */
+    unsigned long used;          /* when it was last claimed (0: never) */
+    float *col;                  /* (cap floats) */
+    size_t cap;
+} kept_col;
+
 typedef struct cuda_ctx {
     kn_backend table;            /* what kn_cuda returns */
     int ready;                   /* created (under g_lock) */
@@ -236,6 +250,13 @@ typedef struct cuda_ctx {
     unsigned char *operands;     /* gemm in tf32 or bf16: the rounded operands
                                     (operands_cap bytes) */
     size_t operands_cap;
+    float *col;                  /* conv blocks: im2col of x where none was kept, then
+                                    dx's columns (col_cap floats) */
+    size_t col_cap;
+    kept_col kept[KEPT_COLS];    /* conv blocks: the forward passes' im2col */
+    unsigned long kept_clock;
+    float *z;                    /* conv blocks: the conv output, then its gradient */
+    size_t z_cap;
     kn_loss_acc *own_acc;        /* softmax_xent's sums on the device, and ... */
     int64_t *own_tag;            /* ... a tag of 1 for them */
 } cuda_ctx;
@@ -394,13 +415,14 @@ __global__ void k_channel_parts(float *part, const float *dy, int b, int c, size
     if (threadIdx.x == 0) part[(size_t)ch * splits + sp] = sum;
 }
 
-/* sum_channels, second pass: db[ch] += the chunks' sums, in chunk order. */
-__global__ void k_channel_total(float *db, const float *part, int c, int splits) {
+/* sum_channels, second pass: db[ch] += the chunks' sums, in chunk order (with add 0,
+ * db[ch] = their sum: the conv blocks'). */
+__global__ void k_channel_total(float *db, const float *part, int c, int splits, int add) {
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c) return;
     float t = 0.0f;
     for (int sp = 0; sp < splits; sp++) t += part[(size_t)ch * splits + sp];
-    db[ch] += t;
+    db[ch] = add ? db[ch] + t : t;
 }
 
 template <typename I>
@@ -525,40 +547,45 @@ __global__ void k_xent_sum(const double *row_loss, const int *row_right, int b,
     }
 }
 
-/* im2col of b images: grid y walks the rows of col (channel, tap), x the b*oh*ow
- * columns; taps that fall in the padding are 0. */
+/* im2col of b images: one thread per column (image, output pixel) and channel (grid
+ * y), which finds its pixel once (the divisions) and writes the channel's kh*kw rows
+ * of col; taps that fall in the padding are 0. */
 template <typename I>
 __global__ void k_im2col(float *col, size_t ldcol, const float *x, I ncols, size_t istride,
-                         size_t cstride, int rows, int h, int w, int kh, int kw, int pad,
-                         I oh, I ow) {
-    for (int row = blockIdx.y; row < rows; row += gridDim.y) {
-        int kj = row % kw, ki = (row / kw) % kh, ch = row / (kw * kh);
-        const float *plane = x + (size_t)ch * cstride;
-        float *out = col + (size_t)row * ldcol;
+                         size_t cstride, int c, int h, int w, int kh, int kw, int pad, I oh,
+                         I ow) {
+    for (int ch = blockIdx.y; ch < c; ch += gridDim.y) {
         FOR_EACH(I, e, ncols) {
             I ohw = oh * ow, i = e / ohw, p = e % ohw;
             int oy = (int)(p / ow), ox = (int)(p % ow);
-            int iy = oy + ki - pad, ix = ox + kj - pad;
-            float v = 0.0f;
-            if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                v = plane[(size_t)i * istride + (size_t)iy * w + ix];
-            out[e] = v;
+            const float *plane = x + (size_t)i * istride + (size_t)ch * cstride;
+            float *out = col + (size_t)ch * kh * kw * ldcol + e;
+            for (int ki = 0; ki < kh; ki++) {
+                int iy = oy + ki - pad;
+                bool row_in = iy >= 0 && iy < h;
+                for (int kj = 0; kj < kw; kj++) {
+                    int ix = ox + kj - pad;
+                    out[(size_t)(ki * kw + kj) * ldcol] =
+                        row_in && ix >= 0 && ix < w ? plane[(size_t)iy * w + ix] : 0.0f;
+                }
+            }
         }
     }
 }
 
 /* col2im of b images, as a gather: each input pixel adds its taps' columns (ki, then
- * kj, the order cpu.c adds them in) to its dx. Grid y: channels; x: b*h*w pixels. */
+ * kj, the order cpu.c adds them in) to its dx, or with add 0 writes their sum (the
+ * conv blocks' dx). Grid y: channels; x: b*h*w pixels. */
 template <typename I>
 __global__ void k_col2im(float *dx, I npix, size_t istride, size_t cstride, const float *col,
-                         size_t ldcol, int c, I h, I w, int kh, int kw, int pad, int oh,
-                         int ow) {
+                         size_t ldcol, int c, I h, I w, int kh, int kw, int pad, int oh, int ow,
+                         int add) {
     for (int ch = blockIdx.y; ch < c; ch += gridDim.y) {
         FOR_EACH(I, e, npix) {
             I hw = h * w, i = e / hw, p = e % hw;
             int iy = (int)(p / w), ix = (int)(p % w);
             float *d = dx + (size_t)i * istride + (size_t)ch * cstride + (size_t)iy * w + ix;
-            float acc = *d;
+            float acc = add ? *d : 0.0f;
             size_t base = (size_t)i * oh * ow;
             for (int ki = 0; ki < kh; ki++) {
                 int oy = iy - ki + pad;
@@ -617,6 +644,103 @@ __global__ void k_pool_backward(float *dx, const float *dy, const int32_t *argma
         }
         dx[e] = v;
     }
+}
+
+/* ---- conv blocks (kernels.h, conv_block_forward and _backward): z (f, b*h*w), the
+ * conv output without its bias, is im2col and one product; these kernels do the rest
+ * of a block in one pass each, as cpu_conv.c's scalar forms do it. ---- */
+
+/* The activation of a conv block (enum kn_activation), as cpu_conv.c's cc_act. */
+__device__ float block_act(int act, float v) {
+    if (act == KN_RELU) return v > 0.0f ? v : 0.0f;
+    if (act == KN_TANH) return tanhf(v);
+    return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+}
+
+/* Forward: each pooled output o of y (b, f, ph, pw), image-major, from the four
+ * elements of its window in z plus the bias: the activation, the first largest, its
+ * choice and (when zmax is not NULL) the pre-activation taken, with cc_pool_row's
+ * comparisons (ReLU pools first and activates the maximum). */
+template <typename I>
+__global__ void k_block_pool(float *y, uint8_t *choice, float *zmax, const float *z,
+                             const float *bias, I b, int f, I h, I w, I ph, I pw, int act, I n) {
+    FOR_EACH(I, o, n) {
+        I px = o % pw, t = o / pw, py = t % ph;
+        t /= ph;
+        int co = (int)(t % (I)f);
+        I i = t / (I)f;
+        const float *r0 = z + ((size_t)co * b + i) * h * w + (size_t)2 * py * w + 2 * px;
+        const float *r1 = r0 + w;
+        float bb = bias[co];
+        float v0 = r0[0] + bb, v1 = r0[1] + bb, v2 = r1[0] + bb, v3 = r1[1] + bb;
+        float m, zm;
+        uint8_t a;
+        if (act == KN_RELU) {
+            m = v0;
+            a = KN_POOL_TL;
+            a = v1 > m ? KN_POOL_TR : a;
+            m = v1 > m ? v1 : m;
+            a = v2 > m ? KN_POOL_BL : a;
+            m = v2 > m ? v2 : m;
+            a = v3 > m ? KN_POOL_BR : a;
+            m = v3 > m ? v3 : m;
+            zm = m > 0.0f ? m : v0;
+            a = m > 0.0f ? a : (uint8_t)KN_POOL_ZERO;
+            m = m > 0.0f ? m : 0.0f;
+        } else {
+            float u;
+            m = block_act(act, v0);
+            a = KN_POOL_TL;
+            zm = v0;
+            if ((u = block_act(act, v1)) > m) m = u, a = KN_POOL_TR, zm = v1;
+            if ((u = block_act(act, v2)) > m) m = u, a = KN_POOL_BL, zm = v2;
+            if ((u = block_act(act, v3)) > m) m = u, a = KN_POOL_BR, zm = v3;
+        }
+        y[o] = m;
+        choice[o] = a;
+        if (zmax) zmax[o] = zm;
+    }
+}
+
+/* Backward: dz (f, b*h*w) from dy (b, f, ph, pw): at each window's chosen element the
+ * activation's derivative there times dy (cc_unpool_row's), 0 at its other three (with
+ * odd h or w the dropped last row or column is zeroed before); and part[co * splits +
+ * sp], the sum of chunk sp of filter co's gradients (db's first pass, a fixed tree as
+ * k_channel_parts'). Grid: x = chunk, y = filter. */
+template <typename I>
+__global__ void k_block_unpool(float *dz, float *part, const float *dy, const uint8_t *choice,
+                               const float *y, const float *zmax, I b, int f, I h, I w, I ph,
+                               I pw, int act, int splits) {
+    __shared__ float sh[BLOCK];
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    int co = blockIdx.y, sp = blockIdx.x;
+    I per = b * ph * pw, chunk = (per + (I)splits - 1) / (I)splits;
+    I lo = (I)sp * chunk, hi = lo + chunk < per ? lo + chunk : per;
+    float acc = 0.0f;
+    for (I t = lo + threadIdx.x; t < hi; t += BLOCK) {
+        I px = t % pw, u = t / pw, py = u % ph, i = u / ph;
+        size_t o = ((size_t)i * f + co) * ph * pw + (size_t)py * pw + px;
+        uint8_t k = choice[o];
+        float g = dy[o], v;
+        if (act == KN_RELU) {
+            v = k != KN_POOL_ZERO ? g : 0.0f;
+        } else if (act == KN_TANH) {
+            v = g * (1.0f - y[o] * y[o]);
+        } else {
+            float x = zmax[o];
+            float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+            float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
+            v = g * (cdf + x * pdf);
+        }
+        float *d0 = dz + ((size_t)co * b + i) * h * w + (size_t)2 * py * w + 2 * px;
+        d0[0] = k == KN_POOL_TL ? v : 0.0f; /* KN_POOL_ZERO: v is 0 */
+        d0[1] = k == KN_POOL_TR ? v : 0.0f;
+        d0[w] = k == KN_POOL_BL ? v : 0.0f;
+        d0[w + 1] = k == KN_POOL_BR ? v : 0.0f;
+        acc += v;
+    }
+    float sum = block_sum(acc, sh);
+    if (threadIdx.x == 0) part[(size_t)co * splits + sp] = sum;
 }
 
 /* The optimisers, as cpu.c; lr_dev / hyper (when not NULL) hold the per-step scalars. */
@@ -713,6 +837,28 @@ __global__ void k_pack_bf16(uint16_t *dst, const float *src, I cols, size_t ld, 
 template <typename I>
 __global__ void k_pack_tf32(float *dst, const float *src, I cols, size_t ld, I n) {
     FOR_EACH(I, e, n) dst[e] = tf32_round(src[(size_t)(e / cols) * ld + e % cols]);
+}
+
+/* The same, for a contiguous operand (ld == cols), with no index arithmetic: four
+ * elements at a time where src is 16-byte and dst 8-byte (bf16) or 16-byte (tf32)
+ * aligned and n4 = n / 4; one at a time else. */
+__global__ void k_pack_bf16_x4(uint2 *dst, const float4 *src, size_t n4) {
+    FOR_EACH(size_t, i, n4) {
+        float4 v = src[i];
+        dst[i] = make_uint2((uint32_t)bf16_bits(v.x) | (uint32_t)bf16_bits(v.y) << 16,
+                            (uint32_t)bf16_bits(v.z) | (uint32_t)bf16_bits(v.w) << 16);
+    }
+}
+
+__global__ void k_pack_tf32_x4(float4 *dst, const float4 *src, size_t n4) {
+    FOR_EACH(size_t, i, n4) {
+        float4 v = src[i];
+        dst[i] = make_float4(tf32_round(v.x), tf32_round(v.y), tf32_round(v.z), tf32_round(v.w));
+    }
+}
+
+__global__ void k_round_tf32(float *dst, const float *src, size_t n) {
+    FOR_EACH(size_t, i, n) dst[i] = tf32_round(src[i]);
 }
 
 __global__ void k_from_bf16(float *dst, const uint16_t *src, size_t n) {
@@ -814,6 +960,21 @@ static void c_scale(cuda_ctx *c, float *x, float a, size_t n) {
 static void pack_operand(cuda_ctx *c, void *dst, const float *src, int rows, int cols, int ld) {
     size_t n = (size_t)rows * cols;
     if (!n) return;
+    int bf16 = c->precision == KN_BF16;
+    if (ld == cols || rows == 1) { /* contiguous: no row arithmetic */
+        size_t dalign = bf16 ? 8 : 16;
+        if (n % 4 == 0 && (uintptr_t)src % 16 == 0 && (uintptr_t)dst % dalign == 0) {
+            if (bf16)
+                LAUNCH(c, n / 4, k_pack_bf16_x4, (uint2 *)dst, (const float4 *)src, n / 4);
+            else
+                LAUNCH(c, n / 4, k_pack_tf32_x4, (float4 *)dst, (const float4 *)src, n / 4);
+        } else if (bf16) {
+            LAUNCH(c, n, k_to_bf16, (uint16_t *)dst, src, n);
+        } else {
+            LAUNCH(c, n, k_round_tf32, (float *)dst, src, n);
+        }
+        return;
+    }
     if (c->precision == KN_BF16)
         LAUNCH_I(c, n, k_pack_bf16, blocks_for(n), (uint16_t *)dst, src, cols, (size_t)ld, n);
     else
@@ -894,7 +1055,7 @@ static void c_sum_channels(cuda_ctx *c, float *db, const float *dy, int b, int c
         c->partials, dy, b, ch, (size_t)s, splits);
     CK_LAUNCH(c->device);
     k_channel_total<<<(unsigned)((ch + BLOCK - 1) / BLOCK), BLOCK, 0, c->stream>>>(
-        db, c->partials, ch, splits);
+        db, c->partials, ch, splits, 1);
     CK_LAUNCH(c->device);
 }
 
@@ -985,25 +1146,32 @@ static void c_softmax_xent(cuda_ctx *c, const float *logits, const int32_t *labe
 static void c_im2col_batch(cuda_ctx *c, float *col, const float *x, int b, size_t istride,
                            size_t cstride, int ch, int h, int w, int kh, int kw, int pad,
                            size_t ldcol) {
-    int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1, rows = ch * kh * kw;
-    if (b <= 0 || oh <= 0 || ow <= 0 || rows <= 0) return;
+    int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+    if (b <= 0 || oh <= 0 || ow <= 0 || ch <= 0 || kh <= 0 || kw <= 0) return;
     bind(c);
     size_t ncols = (size_t)b * oh * ow;
-    dim3 grid(blocks_for(ncols), (unsigned)(rows < 65535 ? rows : 65535));
-    LAUNCH_I(c, ncols, k_im2col, grid, col, ldcol, x, ncols, istride, cstride, rows, h, w, kh,
-             kw, pad, oh, ow);
+    dim3 grid(blocks_for(ncols), (unsigned)(ch < 65535 ? ch : 65535));
+    LAUNCH_I(c, ncols, k_im2col, grid, col, ldcol, x, ncols, istride, cstride, ch, h, w, kh, kw,
+             pad, oh, ow);
 }
 
-static void c_col2im_batch(cuda_ctx *c, float *dx, int b, size_t istride, size_t cstride,
-                           const float *col, size_t ldcol, int ch, int h, int w, int kh, int kw,
-                           int pad) {
+/* col2im of b images into dx: added to it (add 1), or written (add 0). */
+static void col2im_into(cuda_ctx *c, float *dx, int b, size_t istride, size_t cstride,
+                        const float *col, size_t ldcol, int ch, int h, int w, int kh, int kw,
+                        int pad, int add) {
     int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
     if (b <= 0 || ch <= 0 || h <= 0 || w <= 0) return;
     bind(c);
     size_t npix = (size_t)b * h * w;
     dim3 grid(blocks_for(npix), (unsigned)(ch < 65535 ? ch : 65535));
     LAUNCH_I(c, npix, k_col2im, grid, dx, npix, istride, cstride, col, ldcol, ch, h, w, kh, kw,
-             pad, oh, ow);
+             pad, oh, ow, add);
+}
+
+static void c_col2im_batch(cuda_ctx *c, float *dx, int b, size_t istride, size_t cstride,
+                           const float *col, size_t ldcol, int ch, int h, int w, int kh, int kw,
+                           int pad) {
+    col2im_into(c, dx, b, istride, cstride, col, ldcol, ch, h, w, kh, kw, pad, 1);
 }
 
 static void c_im2col(cuda_ctx *c, float *col, int ldcol, const float *x, size_t cstride, int ch,
@@ -1040,6 +1208,117 @@ static void c_maxpool2_backward(cuda_ctx *c, float *dx, const float *dy, const i
     bind(c);
     LAUNCH_I(c, total, k_pool_backward, blocks_for(total), dx, dy, argmax, h, w, h / 2, w / 2,
              total);
+}
+
+/* The kept im2col of x with this shape, or NULL. */
+static kept_col *kept_find(cuda_ctx *c, const float *x, int b, size_t istride, size_t cstride,
+                           int ch, int h, int w) {
+    for (int i = 0; i < KEPT_COLS; i++) {
+        kept_col *e = &c->kept[i];
+        if (e->used && e->x == x && e->b == b && e->ch == ch && e->h == h && e->w == w &&
+            e->istride == istride && e->cstride == cstride)
+            return e;
+    }
+    return NULL;
+}
+
+/* The entry a forward pass over x keeps its im2col in: x's own with this shape, else
+ * one that x had with another (an evaluation's batch reuses a training step's buffer),
+ * else the least recently used; its contents are not valid until im2col is made. */
+static kept_col *kept_claim(cuda_ctx *c, const float *x, int b, size_t istride, size_t cstride,
+                            int ch, int h, int w) {
+    kept_col *e = kept_find(c, x, b, istride, cstride, ch, h, w);
+    for (int i = 0; !e && i < KEPT_COLS; i++) /* x's, kept with another shape */
+        if (c->kept[i].used && c->kept[i].x == x) e = &c->kept[i];
+    if (!e) { /* the least recently used, an unused one (0) first */
+        e = &c->kept[0];
+        for (int i = 1; i < KEPT_COLS; i++)
+            if (c->kept[i].used < e->used) e = &c->kept[i];
+    }
+    e->x = x;
+    e->b = b;
+    e->ch = ch;
+    e->h = h;
+    e->w = w;
+    e->istride = istride;
+    e->cstride = cstride;
+    e->valid = 0;
+    e->used = ++c->kept_clock;
+    return e;
+}
+
+/* A conv block (kernels.h): im2col of x into its kept entry, z = W col, then
+ * k_block_pool. */
+static void c_conv_block_forward(cuda_ctx *c, float *y, uint8_t *choice, float *zmax,
+                                 const float *x, int b, size_t istride, size_t cstride, int ch,
+                                 int h, int w, const float *W, const float *bias, int f,
+                                 int act) {
+    if (b <= 0 || ch <= 0 || h <= 0 || w <= 0 || f <= 0) return;
+    bind(c);
+    int ck = ch * 9;
+    size_t ld = (size_t)b * h * w, n = (size_t)b * f * (h / 2) * (w / 2);
+    kept_col *e = kept_claim(c, x, b, istride, cstride, ch, h, w);
+    e->col = (float *)grow(c, e->col, &e->cap, (size_t)ck * ld, sizeof(float),
+                           "conv block im2col");
+    c->z = (float *)grow(c, c->z, &c->z_cap, (size_t)f * ld, sizeof(float), "conv block output");
+    c_im2col_batch(c, e->col, x, b, istride, cstride, ch, h, w, 3, 3, 1, ld);
+    e->valid = 1;
+    c_gemm(c, 0, 0, f, (int)ld, ck, 1.0f, W, ck, e->col, (int)ld, 0.0f, c->z, (int)ld);
+    if (!n) return;
+    LAUNCH_I(c, (size_t)f * ld, k_block_pool, blocks_for(n), y, choice, zmax, c->z, bias, b, f,
+             h, w, h / 2, w / 2, act, n);
+}
+
+/* Its gradients: dz (k_block_unpool, with db's partial sums), db, dW = dz col^T with
+ * the forward pass's col (made again where none was kept), and with dx its columns
+ * W^T dz, into the same buffer (the kept col is spent), gathered by col2im. */
+static void c_conv_block_backward(cuda_ctx *c, float *dW, float *db, float *dx, const float *dy,
+                                  const uint8_t *choice, const float *y, const float *zmax,
+                                  const float *x, int b, size_t istride, size_t cstride, int ch,
+                                  int h, int w, const float *W, int f, int act) {
+    if (ch <= 0 || f <= 0) return;
+    bind(c);
+    int ck = ch * 9, ph = h / 2, pw = w / 2;
+    if (b <= 0 || h <= 0 || w <= 0) { /* no examples: zero gradients */
+        CK(c->device, cudaMemsetAsync(dW, 0, (size_t)f * ck * sizeof *dW, c->stream));
+        CK(c->device, cudaMemsetAsync(db, 0, (size_t)f * sizeof *db, c->stream));
+        return;
+    }
+    size_t ld = (size_t)b * h * w, per = (size_t)b * ph * pw, grain = (size_t)BLOCK * 4;
+    int splits = (int)((per + grain - 1) / grain);
+    splits = splits < 1 ? 1 : splits > CHANNEL_SPLITS ? CHANNEL_SPLITS : splits;
+    kept_col *e = kept_find(c, x, b, istride, cstride, ch, h, w);
+    float *col;
+    if (e && e->valid) {
+        col = e->col;
+    } else {
+        e = NULL;
+        c->col = (float *)grow(c, c->col, &c->col_cap, (size_t)ck * ld, sizeof(float),
+                               "conv block im2col");
+        col = c->col;
+    }
+    c->z = (float *)grow(c, c->z, &c->z_cap, (size_t)f * ld, sizeof(float), "conv block output");
+    c->partials = (float *)grow(c, c->partials, &c->partials_cap, (size_t)f * splits,
+                                sizeof(float), "conv block bias gradient");
+    if ((h & 1) || (w & 1)) /* the dropped row or column, which no window writes */
+        CK(c->device, cudaMemsetAsync(c->z, 0, (size_t)f * ld * sizeof(float), c->stream));
+    dim3 grid((unsigned)splits, (unsigned)f);
+    if ((size_t)f * ld <= (size_t)INT32_MAX)
+        k_block_unpool<unsigned><<<grid, BLOCK, 0, c->stream>>>(
+            c->z, c->partials, dy, choice, y, zmax, b, f, h, w, ph, pw, act, splits);
+    else
+        k_block_unpool<size_t><<<grid, BLOCK, 0, c->stream>>>(
+            c->z, c->partials, dy, choice, y, zmax, b, f, h, w, ph, pw, act, splits);
+    CK_LAUNCH(c->device);
+    k_channel_total<<<(unsigned)((f + BLOCK - 1) / BLOCK), BLOCK, 0, c->stream>>>(
+        db, c->partials, f, splits, 0);
+    CK_LAUNCH(c->device);
+    if (!e) c_im2col_batch(c, col, x, b, istride, cstride, ch, h, w, 3, 3, 1, ld);
+    c_gemm(c, 0, 1, f, ck, (int)ld, 1.0f, c->z, (int)ld, col, (int)ld, 0.0f, dW, ck);
+    if (!dx) return;
+    if (e) e->valid = 0;
+    c_gemm(c, 1, 0, ck, (int)ld, f, 1.0f, W, ck, c->z, (int)ld, 0.0f, col, (int)ld);
+    col2im_into(c, dx, b, istride, cstride, col, ld, ch, h, w, 3, 3, 1, 0);
 }
 
 static void c_sgd(cuda_ctx *c, float *p, const float *g, float *v, size_t n, const float *lr_dev,
@@ -1294,6 +1573,19 @@ template <int S> struct slot {
                          int decoupled) {
         c_adam(c(), p, g, m, v, n, hyper, 0.0f, b1, b2, eps, wd, decoupled, 1.0f, 1.0f);
     }
+    static void conv_block_forward(float *y, uint8_t *choice, float *zmax, const float *x, int b,
+                                   size_t istride, size_t cstride, int ch, int h, int w,
+                                   const float *W, const float *bias, int f, int act) {
+        c_conv_block_forward(c(), y, choice, zmax, x, b, istride, cstride, ch, h, w, W, bias, f,
+                             act);
+    }
+    static void conv_block_backward(float *dW, float *db, float *dx, const float *dy,
+                                    const uint8_t *choice, const float *y, const float *zmax,
+                                    const float *x, int b, size_t istride, size_t cstride,
+                                    int ch, int h, int w, const float *W, int f, int act) {
+        c_conv_block_backward(c(), dW, db, dx, dy, choice, y, zmax, x, b, istride, cstride, ch, h,
+                              w, W, f, act);
+    }
     static void to_bf16(uint16_t *d, const float *s, size_t n) { c_to_bf16(c(), d, s, n); }
     static void from_bf16(float *d, const uint16_t *s, size_t n) { c_from_bf16(c(), d, s, n); }
 
@@ -1344,6 +1636,8 @@ template <int S> struct slot {
         t->adam_dev = adam_dev;
         t->to_bf16 = to_bf16;
         t->from_bf16 = from_bf16;
+        t->conv_block_forward = conv_block_forward;
+        t->conv_block_backward = conv_block_backward;
     }
 };
 

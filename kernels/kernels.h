@@ -22,11 +22,12 @@
  * are the same as if every call were synchronous, and the host only waits where it
  * reads something back.
  *
- * Optional entries. A backend may leave the last entries of the table NULL (the CUDA
- * backend does): conv_block_forward and conv_block_backward, a whole conv block (conv,
- * bias, activation, max-pool) in one call, which the CPU backend works a few images at
- * a time on all its threads (kernels/cpu_conv.c). The model makes the block of the
- * separate calls where they are NULL (trainer/model.h, mdl_model.fused).
+ * Optional entries. A backend may leave the last entries of the table NULL:
+ * conv_block_forward and conv_block_backward, a whole conv block (conv, bias,
+ * activation, max-pool) in one call, which the CPU backend works a few images at a time
+ * on all its threads (kernels/cpu_conv.c) and the CUDA backend makes of im2col, one
+ * product and one kernel for the rest each way (kernels/cuda.cu). The model makes the
+ * block of the separate calls where they are NULL (trainer/model.h, mdl_model.fused).
  *
  * Steps without the host. A training step on a GPU is a few dozen short launches; the
  * host should neither wait for the device every step nor pay for each launch. For that
@@ -250,8 +251,8 @@ typedef struct kn_backend {
     void (*to_bf16)(uint16_t *dst, const float *src, size_t n);
     void (*from_bf16)(float *dst, const uint16_t *src, size_t n);
 
-    /* ---- optional: NULL where a backend does not have them (CUDA); the model then
-     * makes a conv block of the calls above ----
+    /* ---- optional: NULL where a backend does not have them; the model then makes a
+     * conv block of the calls above ----
      *
      * A conv block in one call: conv 3x3 (zero padding 1, stride 1), + bias, activation
      * act (enum kn_activation), 2x2 max pooling (stride 2, an odd last row or column
@@ -277,7 +278,9 @@ typedef struct kn_backend {
      * writes dW (f, c*9), db (f) and, when dx is not NULL, dx, the gradient w.r.t. x,
      * in x's layout (istride, cstride): every element of the b images' planes. Sums may
      * be taken in another order than the unfused calls' (gemm, sum_channels), so results
-     * agree with theirs to rounding. */
+     * agree with theirs to rounding. It comes after the block's forward pass over the
+     * same x, which must not change in between: the CUDA backend makes its dW from the
+     * im2col of x that the forward pass kept (kernels/cuda.cu). */
     void (*conv_block_backward)(float *dW, float *db, float *dx, const float *dy,
                                 const uint8_t *choice, const float *y, const float *zmax,
                                 const float *x, int b, size_t istride, size_t cstride, int c,

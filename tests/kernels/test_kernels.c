@@ -1275,6 +1275,8 @@ static void block_out_free(block_out *o) {
  * needs), in both layouts with gaps that must keep their sentinels. */
 static void test_conv_block(void) {
     if (!K->conv_block_forward || !K->conv_block_backward) {
+        /* the CUDA backend has them (kernels/cuda.cu): their absence there is a fault */
+        CHECK_MSG(strcmp(K->name, "cuda") != 0, "the CUDA backend has no conv blocks");
         printf("  (the backend has no conv blocks: the model makes them of calls)\n");
         return;
     }
@@ -1799,12 +1801,110 @@ static void test_conv_block_winograd(void) {
     }
 }
 
-/* kn_cpu_gemm_only (the benchmark's GEMM floor): the blocks make their products and
- * nothing else: every output is left as it was. */
+/* One block's buffers on the backend for test_conv_block_order: its inputs, its
+ * forward outputs, and its gradients (dx NaN on the planes, SENTINEL in the gaps, as
+ * block_run_dx's). */
+typedef struct {
+    float *x, *W, *bias, *dy, *y, *zmax, *dW, *db, *dx;
+    uint8_t *choice;
+    size_t istride, cstride;
+} block_dev;
+
+static block_dev block_dev_new(const struct block_case *bc, const block_in *in) {
+    size_t hw = (size_t)bc->h * bc->w;
+    block_dev d = {.x = dev_dup(in->x, in->nx), .W = dev_dup(in->W, in->nw),
+                   .bias = dev_dup(in->bias, bc->f), .dy = dev_dup(in->dy, in->np),
+                   .y = K->alloc(in->np * sizeof(float)),
+                   .zmax = K->alloc(in->np * sizeof(float)),
+                   .dW = K->alloc(in->nw * sizeof(float)), .db = K->alloc(bc->f * sizeof(float)),
+                   .choice = K->alloc(in->np),
+                   .istride = bc->planar ? hw : (size_t)bc->c * hw + 3,
+                   .cstride = bc->planar ? (size_t)(bc->b + 1) * hw : hw};
+    float *gx = host_floats(in->nx);
+    for (size_t i = 0; i < in->nx; i++) gx[i] = SENTINEL;
+    for (int i = 0; i < bc->b; i++)
+        for (int ch = 0; ch < bc->c; ch++)
+            for (size_t p = 0; p < hw; p++) gx[block_at(bc, i, ch, 0, 0) + p] = NAN;
+    d.dx = dev_dup(gx, in->nx);
+    free(gx);
+    return d;
+}
+
+static void block_dev_forward(const struct block_case *bc, const block_dev *d) {
+    K->conv_block_forward(d->y, d->choice, d->zmax, d->x, bc->b, d->istride, d->cstride, bc->c,
+                          bc->h, bc->w, d->W, d->bias, bc->f, bc->act);
+}
+
+static void block_dev_backward(const struct block_case *bc, const block_dev *d) {
+    K->conv_block_backward(d->dW, d->db, d->dx, d->dy, d->choice, d->y, d->zmax, d->x, bc->b,
+                           d->istride, d->cstride, bc->c, bc->h, bc->w, d->W, bc->f, bc->act);
+}
+
+/* The gradients d holds against o's (block_run's), bit for bit. */
+static void block_dev_check(const struct block_case *bc, const block_in *in, const block_dev *d,
+                            const block_out *o, const char *label) {
+    float *dW = host_floats(in->nw), *db = host_floats(bc->f), *dx = host_floats(in->nx);
+    dev_get(dW, d->dW, in->nw);
+    dev_get(db, d->db, bc->f);
+    dev_get(dx, d->dx, in->nx);
+    CHECK_MSG(memcmp(dW, o->dW, in->nw * sizeof(float)) == 0 &&
+                  memcmp(db, o->db, bc->f * sizeof(float)) == 0 &&
+                  memcmp(dx, o->dx, in->nx * sizeof(float)) == 0,
+              "%s: other gradients than a forward pass right before", label);
+    free(dW);
+    free(db);
+    free(dx);
+}
+
+static void block_dev_free(block_dev *d) {
+    void *bufs[] = {d->x, d->W, d->bias, d->dy, d->y, d->zmax, d->dW, d->db, d->dx, d->choice};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) K->free(bufs[i]);
+}
+
+/* A block's backward pass need not come right after its forward pass: the model makes
+ * forward 1, forward 2, backward 2, backward 1, and two blocks of one shape may be
+ * in flight at once. And a backward pass may be made twice. Each gives the bits of a
+ * backward pass right after the forward pass (the CUDA backend keeps each forward
+ * pass's im2col for its backward pass, which spends it making dx; made again, the
+ * backward pass makes im2col itself). */
+static void test_conv_block_order(void) {
+    if (!K->conv_block_forward) return;
+    const int cases[] = {1, 6}; /* tanh, odd h and w, (c, b, h, w); relu, several chunks */
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const struct block_case *bc = &block_cases[cases[t]];
+        block_in a = block_inputs(bc), b = block_inputs(bc);
+        block_out oa = block_run(bc, a.x, a.W, a.bias, a.dy, 1, 1);
+        block_out ob = block_run(bc, b.x, b.W, b.bias, b.dy, 1, 1);
+        block_dev da = block_dev_new(bc, &a), db = block_dev_new(bc, &b);
+        block_dev_forward(bc, &da);
+        block_dev_forward(bc, &db);
+        block_dev_backward(bc, &db);
+        block_dev_backward(bc, &da);
+        char label[96];
+        snprintf(label, sizeof label, "case %d, the second block", cases[t]);
+        block_dev_check(bc, &b, &db, &ob, label);
+        snprintf(label, sizeof label, "case %d, the first block", cases[t]);
+        block_dev_check(bc, &a, &da, &oa, label);
+        block_dev_backward(bc, &da);
+        snprintf(label, sizeof label, "case %d, the first block's backward pass again",
+                 cases[t]);
+        block_dev_check(bc, &a, &da, &oa, label);
+        block_dev_free(&da);
+        block_dev_free(&db);
+        block_out_free(&oa);
+        block_out_free(&ob);
+        block_inputs_free(&a);
+        block_inputs_free(&b);
+    }
+}
+
+/* kn_cpu_gemm_only (the benchmark's GEMM floor): the blocks of kn_cpu and kn_cpu_device
+ * make their products and nothing else: every output is left as it was. (The CUDA
+ * backend's floor is bench_gemm_gpu's: it has no such mode.) */
 static void conv_block_gemm_only_case(const struct block_case *bc);
 
 static void test_conv_block_gemm_only(void) {
-    if (!K->conv_block_forward) return;
+    if (!K->conv_block_forward || strcmp(K->name, "cuda") == 0) return;
     for (int t = 5; t <= 6; t++) /* the model's layers: the direct convolution, Winograd */
         conv_block_gemm_only_case(&block_cases[t]);
 }
@@ -2612,6 +2712,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_simd_bits);
     RUN(test_conv_block_direct_bits);
     RUN(test_conv_block_direct_stale_scratch);
+    RUN(test_conv_block_order);
     RUN(test_conv_block_gemm_only);
     RUN(test_gemm_flops);
     RUN(test_workers);
