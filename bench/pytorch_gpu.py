@@ -102,8 +102,11 @@ pos = 0
 
 
 def batch():
+    """The next full batch of the epoch's order; a new order where fewer than B are left
+    (a short last batch is another shape: torch.compile would compile it again, CUDA
+    graphs record it again and cuDNN tune for it, inside the timed steps)."""
     global perm, pos
-    if pos >= n:
+    if pos + B > n:
         perm, pos = torch.randperm(n, device=dev), 0
     idx = perm[pos:pos + B]
     pos += B
