@@ -916,6 +916,9 @@ static void c_free(cuda_ctx *c, void *p) {
     not_while_recording(c, "free");
     bind(c);
     CK(c->device, cudaFree(p));
+    /* a conv block's input may have been in p, and a new one may get its address: no
+     * kept im2col outlives a free (frees are rare; the next forward passes keep anew) */
+    for (int i = 0; i < KEPT_COLS; i++) c->kept[i].valid = 0;
 }
 
 static void c_upload(cuda_ctx *c, void *dst, const void *src, size_t bytes) {

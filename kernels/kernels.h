@@ -258,7 +258,8 @@ typedef struct kn_backend {
      * act (enum kn_activation), 2x2 max pooling (stride 2, an odd last row or column
      * dropped). x holds b images of c channels of h x w: image i at x + i*istride, its
      * channel planes cstride apart (im2col_batch's layout, so (b, c, h, w) and
-     * (c, b, h, w) both work). W (f, c*9) as PyTorch's (f, c, 3, 3), bias (f).
+     * (c, b, h, w) both work). W (f, c*9) as PyTorch's (f, c, 3, 3), bias (f); f at most
+     * 65535 and b*h*w at most INT_MAX (the model's limits are lower: mdl_batch_check).
      * forward writes y (b, f, h/2, w/2), the pooled activations (image-major: the last
      * block's y is already the (b, f*h/2*w/2) rows a dense layer takes, and a next block
      * reads it as x with istride f*(h/2)*(w/2), cstride (h/2)*(w/2)); choice (b, f, h/2, w/2),

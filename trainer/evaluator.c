@@ -50,6 +50,8 @@ static int model_from_file(const ckpt_file *f, const char *path, const tr_config
                         "it was trained on",
                         path, cfg.in_c, cfg.in_h, cfg.in_w, eval->channels, eval->height,
                         eval->width);
+    rc = mdl_batch_check(&cfg, c->batch_size, err, errlen);
+    if (rc) return rc;
     mdl_model *m = mdl_new(&cfg, k, c->batch_size);
     m->k->set_threads(c->threads);
     float *params = tn_xmalloc(m->nparams * sizeof(float));

@@ -16,6 +16,7 @@
 #include "trainer/model.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,17 @@ int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen) {
     } else if (cfg->nconv != 0) {
         return tn_error(err, errlen, TN_EINVAL, "--conv_filters applies to --model=cnn only");
     }
+    return 0;
+}
+
+int mdl_batch_check(const mdl_config *cfg, int batch, char *err, size_t errlen) {
+    int64_t plane = (int64_t)cfg->in_h * cfg->in_w; /* the first conv layer's, the largest */
+    if (cfg->kind == MDL_CNN && (int64_t)batch * plane > INT_MAX)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "--batch_size %d is too large for %dx%d images: a conv layer's "
+                        "products have batch x height x width columns, at most %d; lower "
+                        "--batch_size to %lld or less",
+                        batch, cfg->in_h, cfg->in_w, INT_MAX, (long long)(INT_MAX / plane));
     return 0;
 }
 
@@ -156,7 +168,8 @@ static int keeps_out(const mdl_model *m, int l) {
 }
 
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch) {
-    assert(mdl_config_check(cfg, NULL, 0) == 0 && max_batch > 0);
+    assert(mdl_config_check(cfg, NULL, 0) == 0 && max_batch > 0 &&
+           mdl_batch_check(cfg, max_batch, NULL, 0) == 0);
     mdl_model *m = tn_xcalloc(1, sizeof *m);
     m->cfg = *cfg;
     m->k = k;

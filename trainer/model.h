@@ -121,6 +121,12 @@ typedef struct mdl_model {
  * Returns 0 or TN_EINVAL with a message naming the problem and the flag to change. */
 int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen);
 
+/* Checks a batch size against cfg (which passed mdl_config_check): a CNN's conv layers
+ * multiply matrices of batch x height x width columns, whose sizes are ints, so that
+ * product must be at most INT_MAX. Returns 0 or TN_EINVAL with a message naming
+ * --batch_size and the largest it can be. */
+int mdl_batch_check(const mdl_config *cfg, int batch, char *err, size_t errlen);
+
 /* Parses a flag's list of widths, "256,256" (--hidden_units, --conv_filters), into
  * out[0..max): the count (0 for ""), or TN_EINVAL with a message naming --flag when an
  * entry is not an integer in [1, 2^20] or there are more than max. */
@@ -128,7 +134,7 @@ int mdl_parse_widths(const char *flag, const char *s, int32_t *out, int max, cha
                      size_t errlen);
 
 /* Builds a model for batches of up to max_batch examples. cfg must pass
- * mdl_config_check. Parameters are zero until mdl_init_params or mdl_set_params.
+ * mdl_config_check, and max_batch mdl_batch_check. Parameters are zero until mdl_init_params or mdl_set_params.
  * The model is yours; free it with mdl_free. */
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch);
 void mdl_free(mdl_model *m);

@@ -238,7 +238,8 @@ static int shape_model(run *r, mdl_config *m, char *err, size_t errlen) {
         m->in_h = m->in_w = 1;
     }
     m->classes = t->classes > r->eval.classes ? t->classes : r->eval.classes;
-    return mdl_config_check(m, err, errlen);
+    int rc = mdl_config_check(m, err, errlen);
+    return rc ? rc : mdl_batch_check(m, r->c->batch_size, err, errlen);
 }
 
 void tr__shuffle(run *r) {

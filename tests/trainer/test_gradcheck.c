@@ -888,6 +888,20 @@ static void test_config_check(void) {
         CHECK_MSG(mdl_config_check(&ok[c], err, sizeof err) == 0, "valid config %zu rejected: %s",
                   c, err);
     }
+    /* The batch: a conv layer's products have batch x 200 x 200 columns, at most INT_MAX
+     * (53687 x 40000 is under it, 53688 x 40000 over); an MLP's batch has no such bound. */
+    const mdl_config big = {.kind = MDL_CNN, .activation = MDL_RELU, .in_c = 1, .in_h = 200,
+                            .in_w = 200, .classes = 2, .nconv = 1, .filters = {2}};
+    CHECK(mdl_config_check(&big, NULL, 0) == 0);
+    err[0] = '\0';
+    CHECK(mdl_batch_check(&big, 53687, err, sizeof err) == 0);
+    CHECK(mdl_batch_check(&big, 53688, err, sizeof err) == TN_EINVAL);
+    CHECK_MSG(strstr(err, "--batch_size 53688") && strstr(err, "200x200") &&
+                  strstr(err, "to 53687 or less"),
+              "batch error: \"%s\"", err);
+    CHECK(mdl_batch_check(&big, 53688, NULL, 0) == TN_EINVAL);
+    const mdl_config flat = MLP(MDL_RELU, 0.0f, 2, 1, 1);
+    CHECK(mdl_batch_check(&flat, 65536, NULL, 0) == 0);
 }
 
 /* The same checks with the conv blocks as separate calls (as on a GPU). */

@@ -454,6 +454,13 @@ err=$("$TRAINER" --train_file=train.csv 2>&1); rc=$?
 check csv_needs_eval grep -q "go together" <<<"$err"
 err=$("$TRAINER" --model=cnn --train_file=train.csv --eval_file=eval.csv --label_column=-1 2>&1)
 check csv_cnn_needs_images grep -q "needs images" <<<"$err"
+# 200x200 images: a batch of 60000 would be 2.4e9 columns in a conv layer's products
+awk 'BEGIN { for (r = 0; r < 2; r++) { line = ""; for (p = 0; p < 40000; p++) line = line (p % 7) ",";
+    print line (r % 2) } }' >big.csv
+err=$("$TRAINER" --model=cnn --train_file=big.csv --eval_file=big.csv --label_column=-1 \
+      --batch_size=60000 --epochs=1 2>&1); rc=$?
+check cnn_batch_too_large_exit2 test $rc -eq 2
+check cnn_batch_too_large_message grep -q "batch_size 60000 is too large for 200x200 images.*53687" <<<"$err"
 
 # The CNN, briefly ----------------------------------------------------------------
 CLOUD_ML_HP_METRIC_FILE=$WORK/cnn.metrics "$TRAINER" --model=cnn --conv_filters=4,8 \
