@@ -27,7 +27,8 @@
  * The cases run twice: on the CPU backend as the trainer uses it, where a conv block
  * (conv, activation, pooling) is one call (kernels.h, conv_block_*), and with those
  * calls taken out of the table, so that the model makes each block of separate calls
- * as on a GPU. test_fused_matches_unfused compares the two on larger batches.
+ * (as for a backend without conv blocks). test_fused_matches_unfused compares the two
+ * on larger batches.
  *
  * The CPU backend's device memory is host memory, so the test perturbs m->params
  * and reads m->grads and the layers' outputs directly. Contracts: trainer/model.h.
@@ -904,7 +905,7 @@ static void test_config_check(void) {
     CHECK(mdl_batch_check(&flat, 65536, NULL, 0) == 0);
 }
 
-/* The same checks with the conv blocks as separate calls (as on a GPU). */
+/* The same checks with the conv blocks as separate calls (a backend without them). */
 static kn_backend g_unfused;
 
 static void test_gradcheck_cases_unfused(void) {
