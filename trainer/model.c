@@ -11,7 +11,7 @@
  * made at the conv layer going forward and at the pool layer going back, and the
  * blocks keep their outputs image-major, (B, C, H/2, W/2), so the flatten after the
  * last one is no copy. The (C, B, H, W) stack and flatten's transpose are the
- * separate calls' (the CUDA backend's).
+ * separate calls' (a backend without conv blocks).
  */
 #include "trainer/model.h"
 

@@ -12,12 +12,13 @@
  *   cnn: [conv 3x3, pad 1 -> act -> maxpool 2x2] per filter count
  *        -> flatten -> [dense -> act -> (dropout)] per hidden layer -> dense (classes)
  *
- * Made of the backend's separate calls (CUDA), the conv stack keeps its activations as
- * (C, B, H, W), so that each conv layer is one GEMM over the whole batch, W (C_out,
- * C_in*9) x col (C_in*9, B*H*W), rather than B small ones; the flatten layer transposes
- * to (B, C*H*W) for the dense head. Where the backend has conv blocks (the CPU:
- * kernels.h, conv_block_forward), a conv, its activation and its pooling are one call
- * instead, which works a few images at a time on all cores and keeps only the pooled
+ * Made of the backend's separate calls (a backend without conv blocks), the conv stack
+ * keeps its activations as (C, B, H, W), so that each conv layer is one GEMM over the
+ * whole batch, W (C_out, C_in*9) x col (C_in*9, B*H*W), rather than B small ones; the
+ * flatten layer transposes to (B, C*H*W) for the dense head. Where the backend has
+ * conv blocks (the CPU's and CUDA's: kernels.h, conv_block_forward), a conv, its
+ * activation and its pooling are one call instead (on the CPU a few images at a time on
+ * all cores; on a GPU im2col, one product and one kernel), which keeps only the pooled
  * activations (mdl_model.fused), image-major (B, C, H/2, W/2): flatten is no copy.
  *
  * Notation: B batch, D input features, K classes, P parameters. Dense weights are
@@ -92,10 +93,10 @@ typedef struct mdl_model {
                             spare words the caller may use (the multi-worker strategy
                             all-reduces its control words with the gradients) */
     int fused;           /* cnn: each conv -> act -> pool runs as one call of the backend
-                            (kn_backend.conv_block_*; the CPU's), which stores only the pool
+                            (kn_backend.conv_block_*; the CPU's, CUDA's), which stores only the pool
                             layer's out, choice and zmax: the conv and act layers' out and
                             the conv layer's col are NULL, and flatten needs no copy. 0: the
-                            calls one by one (CUDA) */
+                            calls one by one (a backend without conv blocks) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
     float *input;        /* (B, D) the current batch, on the device */
