@@ -93,10 +93,10 @@ typedef struct mdl_model {
                             spare words the caller may use (the multi-worker strategy
                             all-reduces its control words with the gradients) */
     int fused;           /* cnn: each conv -> act -> pool runs as one call of the backend
-                            (kn_backend.conv_block_*; the CPU's, CUDA's), which stores only the pool
-                            layer's out, choice and zmax: the conv and act layers' out and
-                            the conv layer's col are NULL, and flatten needs no copy. 0: the
-                            calls one by one (a backend without conv blocks) */
+                            (kn_backend.conv_block_*; the CPU's, CUDA's), which stores only
+                            the pool layer's out, choice and zmax: the conv and act layers'
+                            out and the conv layer's col are NULL, and flatten needs no
+                            copy. 0: the calls one by one (a backend without conv blocks) */
     int max_batch;       /* the largest B forward/backward accept */
     int input_size;      /* D */
     float *input;        /* (B, D) the current batch, on the device */
