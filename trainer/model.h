@@ -135,8 +135,8 @@ int mdl_parse_widths(const char *flag, const char *s, int32_t *out, int max, cha
                      size_t errlen);
 
 /* Builds a model for batches of up to max_batch examples. cfg must pass
- * mdl_config_check, and max_batch mdl_batch_check. Parameters are zero until mdl_init_params or mdl_set_params.
- * The model is yours; free it with mdl_free. */
+ * mdl_config_check, and max_batch mdl_batch_check. Parameters are zero until
+ * mdl_init_params or mdl_set_params. The model is yours; free it with mdl_free. */
 mdl_model *mdl_new(const mdl_config *cfg, const kn_backend *k, int max_batch);
 void mdl_free(mdl_model *m);
 
