@@ -12,6 +12,12 @@
 #                                          adds gpu_speed.py's options (say
 #                                          "--torch_modes none" to leave
 #                                          torch.compile out)
+#   bench/gpu_run.sh profile MODEL BATCH PRECISION [PACKAGE_DIR]
+#                                          ncu's time of every kernel of a short
+#                                          trainer run (graphs off), to
+#                                          ncu-MODEL-BATCH-PRECISION.csv, and
+#                                          bench/ncu_step.py's table of its second
+#                                          step
 #
 # from the repository's root (PACKAGE_DIR defaults to build-gpu-pkg; one model per call
 # keeps a call within the device tool's 10 minutes). Logs and results
@@ -24,6 +30,13 @@ models=mlp,cnn
 if [ "$what" = bench ]; then
   models=${2:-mlp,cnn}
   shift
+elif [ "$what" = profile ]; then
+  if [ $# -lt 4 ]; then
+    echo "gpu_run.sh: error: profile MODEL BATCH PRECISION, say: profile cnn 1024 fp32" >&2
+    exit 2
+  fi
+  pmodel=$2 pbatch=$3 pprec=$4
+  shift 3
 fi
 pkgdir=${2:-build-gpu-pkg}
 out=${OUT:-$PWD/build-gpu-out}
@@ -70,7 +83,23 @@ case "$what" in
       --lib_path "$libs" --out "$out/$name.md" ${GPU_SPEED_ARGS:-} \
       2>"$out/$name.log" || rc=1
     ;;
-  *) echo "gpu_run.sh: error: tests or bench, not '$what'" >&2; exit 2 ;;
+  profile)
+    ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu \
+          2>/dev/null | head -n 1)
+    if [ -z "$ncu" ]; then
+      echo "gpu_run.sh: error: no ncu (Nsight Compute) on this machine" >&2
+      exit 1
+    fi
+    csv=$out/ncu-$pmodel-$pbatch-$pprec.csv
+    # four steps of the batch; graphs off, so that each kernel is its own launch
+    LD_LIBRARY_PATH=$ourlibs TRAINER_CUDA_GRAPHS=0 timeout 120 "$ncu" --clock-control none \
+      --metrics gpu__time_duration.sum --csv "$pkg/bin/trainer" --device=gpu \
+      --model="$pmodel" --batch_size="$pbatch" --precision="$pprec" --epochs=1 \
+      --max_train_examples=$((4 * pbatch)) --max_eval_examples=1000 \
+      --data_dir="$data" >"$csv" 2>&1 || rc=1
+    python3 bench/ncu_step.py "$csv" || rc=1
+    ;;
+  *) echo "gpu_run.sh: error: tests, bench or profile, not '$what'" >&2; exit 2 ;;
 esac
 rm -rf "$root"
 exit $rc
