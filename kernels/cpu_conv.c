@@ -80,6 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv_window.h"
 #include "kernels/cpu_workers.h"
 #include "kernels/kernels.h"
 
@@ -302,82 +303,31 @@ static void cc_col2im(const cc_block *k, float *col, int ld, int i0, int n) {
     }
 }
 
-static float cc_act(int act, float v) {
-    switch (act) {
-    case KN_RELU: return v > 0.0f ? v : 0.0f;
-    case KN_TANH: return tanhf(v);
-    default: return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
-    }
-}
-
-/* The offset from its window's first element of the element a choice names (enum
- * kn_pool_choice), in a plane of row length w; KN_POOL_ZERO: the first, where the
- * unpooling puts its zero. */
-static inline int cc_choice_offset(uint8_t choice, int w) {
-    return choice == KN_POOL_ZERO ? 0 : (choice & 1) + (choice >> 1) * w;
-}
-
 /* ---- pooling, one pair of rows at a time: r0, r1 the rows 2py and 2py+1 of a conv
  * output plane, pw windows; the outputs of row py of the pooled plane, and each one's
- * choice (kernels.h: enum kn_pool_choice), a byte. ---- */
+ * choice (kernels.h: enum kn_pool_choice), a byte. Each window as conv_window.h's
+ * kn_window_pool (the CUDA backend's too). ---- */
 
-/* ReLU pools first and activates the maximum, which takes the same element (the first
- * of the largest when it is positive; where it is not, every activation is 0, and the
- * choice is KN_POOL_ZERO with zmax the window's first) for a quarter of the work. */
 static void cc_pool_row(const float *r0, const float *r1, int pw, float bias, int act, float *y,
                         uint8_t *choice, float *zmax) {
     for (int px = 0; px < pw; px++) {
-        float v0 = r0[2 * px] + bias, v1 = r0[2 * px + 1] + bias;
-        float v2 = r1[2 * px] + bias, v3 = r1[2 * px + 1] + bias;
-        float m, zm;
-        uint8_t a;
-        if (act == KN_RELU) {
-            m = v0;
-            a = KN_POOL_TL;
-            a = v1 > m ? KN_POOL_TR : a;
-            m = v1 > m ? v1 : m;
-            a = v2 > m ? KN_POOL_BL : a;
-            m = v2 > m ? v2 : m;
-            a = v3 > m ? KN_POOL_BR : a;
-            m = v3 > m ? v3 : m;
-            zm = m > 0.0f ? m : v0;
-            a = m > 0.0f ? a : KN_POOL_ZERO;
-            m = m > 0.0f ? m : 0.0f;
-        } else {
-            float u;
-            m = cc_act(act, v0);
-            a = KN_POOL_TL;
-            zm = v0;
-            if ((u = cc_act(act, v1)) > m) m = u, a = KN_POOL_TR, zm = v1;
-            if ((u = cc_act(act, v2)) > m) m = u, a = KN_POOL_BL, zm = v2;
-            if ((u = cc_act(act, v3)) > m) m = u, a = KN_POOL_BR, zm = v3;
-        }
-        y[px] = m;
-        choice[px] = a;
+        float zm;
+        y[px] = kn_window_pool(act, r0[2 * px] + bias, r0[2 * px + 1] + bias, r1[2 * px] + bias,
+                               r1[2 * px + 1] + bias, &choice[px], &zm);
         if (zmax) zmax[px] = zm;
     }
 }
 
 /* The gradient of a pooled row: d0, d1 = d0 + w (rows 2py, 2py+1 of dz, zero already)
- * get at each window's chosen element the activation's derivative there times g (with
- * ReLU, g where the choice is not KN_POOL_ZERO); returns their sum. */
+ * get at each window's chosen element the activation's derivative there times g
+ * (kn_window_grad); returns their sum. */
 static float cc_unpool_row(float *d0, int pw, int w, int act, const float *g,
                            const uint8_t *choice, const float *y, const float *zmax) {
-    const float inv_sqrt_2pi = 0.3989422804014327f;
     float sum = 0.0f;
     for (int px = 0; px < pw; px++) {
-        float v;
-        if (act == KN_RELU) {
-            v = choice[px] != KN_POOL_ZERO ? g[px] : 0.0f;
-        } else if (act == KN_TANH) {
-            v = g[px] * (1.0f - y[px] * y[px]);
-        } else {
-            float x = zmax[px];
-            float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
-            float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
-            v = g[px] * (cdf + x * pdf);
-        }
-        d0[2 * px + cc_choice_offset(choice[px], w)] = v; /* past d0's end: into d1 */
+        float v = kn_window_grad(act, g[px], choice[px], y ? y + px : NULL,
+                                 zmax ? zmax + px : NULL);
+        d0[2 * px + kn_window_offset(choice[px], w)] = v; /* past d0's end: into d1 */
         sum += v;
     }
     return sum;

@@ -56,6 +56,7 @@
 #include <type_traits>
 #include <unistd.h>
 
+#include "kernels/conv_window.h"
 #include "kernels/cuda.h"
 #include "kernels/kernels.h"
 
@@ -650,17 +651,10 @@ __global__ void k_pool_backward(float *dx, const float *dy, const int32_t *argma
  * conv output without its bias, is im2col and one product; these kernels do the rest
  * of a block in one pass each, as cpu_conv.c's scalar forms do it. ---- */
 
-/* The activation of a conv block (enum kn_activation), as cpu_conv.c's cc_act. */
-__device__ float block_act(int act, float v) {
-    if (act == KN_RELU) return v > 0.0f ? v : 0.0f;
-    if (act == KN_TANH) return tanhf(v);
-    return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
-}
-
 /* Forward: each pooled output o of y (b, f, ph, pw), image-major, from the four
- * elements of its window in z plus the bias: the activation, the first largest, its
- * choice and (when zmax is not NULL) the pre-activation taken, with cc_pool_row's
- * comparisons (ReLU pools first and activates the maximum). */
+ * elements of its window in z plus the bias, as conv_window.h's kn_window_pool (the
+ * CPU's too): the activation, the first largest, its choice and (when zmax is not
+ * NULL) the pre-activation taken. */
 template <typename I>
 __global__ void k_block_pool(float *y, uint8_t *choice, float *zmax, const float *z,
                              const float *bias, I b, int f, I h, I w, I ph, I pw, int act, I n) {
@@ -671,39 +665,15 @@ __global__ void k_block_pool(float *y, uint8_t *choice, float *zmax, const float
         I i = t / (I)f;
         const float *r0 = z + ((size_t)co * b + i) * h * w + (size_t)2 * py * w + 2 * px;
         const float *r1 = r0 + w;
-        float bb = bias[co];
-        float v0 = r0[0] + bb, v1 = r0[1] + bb, v2 = r1[0] + bb, v3 = r1[1] + bb;
-        float m, zm;
-        uint8_t a;
-        if (act == KN_RELU) {
-            m = v0;
-            a = KN_POOL_TL;
-            a = v1 > m ? KN_POOL_TR : a;
-            m = v1 > m ? v1 : m;
-            a = v2 > m ? KN_POOL_BL : a;
-            m = v2 > m ? v2 : m;
-            a = v3 > m ? KN_POOL_BR : a;
-            m = v3 > m ? v3 : m;
-            zm = m > 0.0f ? m : v0;
-            a = m > 0.0f ? a : (uint8_t)KN_POOL_ZERO;
-            m = m > 0.0f ? m : 0.0f;
-        } else {
-            float u;
-            m = block_act(act, v0);
-            a = KN_POOL_TL;
-            zm = v0;
-            if ((u = block_act(act, v1)) > m) m = u, a = KN_POOL_TR, zm = v1;
-            if ((u = block_act(act, v2)) > m) m = u, a = KN_POOL_BL, zm = v2;
-            if ((u = block_act(act, v3)) > m) m = u, a = KN_POOL_BR, zm = v3;
-        }
-        y[o] = m;
-        choice[o] = a;
+        float bb = bias[co], zm;
+        y[o] = kn_window_pool(act, r0[0] + bb, r0[1] + bb, r1[0] + bb, r1[1] + bb, &choice[o],
+                              &zm);
         if (zmax) zmax[o] = zm;
     }
 }
 
 /* Backward: dz (f, b*h*w) from dy (b, f, ph, pw): at each window's chosen element the
- * activation's derivative there times dy (cc_unpool_row's), 0 at its other three (with
+ * activation's derivative there times dy (kn_window_grad), 0 at its other three (with
  * odd h or w the dropped last row or column is zeroed before); and part[co * splits +
  * sp], the sum of chunk sp of filter co's gradients (db's first pass, a fixed tree as
  * k_channel_parts'). Grid: x = chunk, y = filter. */
@@ -712,7 +682,6 @@ __global__ void k_block_unpool(float *dz, float *part, const float *dy, const ui
                                const float *y, const float *zmax, I b, int f, I h, I w, I ph,
                                I pw, int act, int splits) {
     __shared__ float sh[BLOCK];
-    const float inv_sqrt_2pi = 0.3989422804014327f;
     int co = blockIdx.y, sp = blockIdx.x;
     I per = b * ph * pw, chunk = (per + (I)splits - 1) / (I)splits;
     I lo = (I)sp * chunk, hi = lo + chunk < per ? lo + chunk : per;
@@ -721,17 +690,7 @@ __global__ void k_block_unpool(float *dz, float *part, const float *dy, const ui
         I px = t % pw, u = t / pw, py = u % ph, i = u / ph;
         size_t o = ((size_t)i * f + co) * ph * pw + (size_t)py * pw + px;
         uint8_t k = choice[o];
-        float g = dy[o], v;
-        if (act == KN_RELU) {
-            v = k != KN_POOL_ZERO ? g : 0.0f;
-        } else if (act == KN_TANH) {
-            v = g * (1.0f - y[o] * y[o]);
-        } else {
-            float x = zmax[o];
-            float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
-            float pdf = inv_sqrt_2pi * expf(-0.5f * x * x);
-            v = g * (cdf + x * pdf);
-        }
+        float v = kn_window_grad(act, dy[o], k, y ? y + o : NULL, zmax ? zmax + o : NULL);
         float *d0 = dz + ((size_t)co * b + i) * h * w + (size_t)2 * py * w + 2 * px;
         d0[0] = k == KN_POOL_TL ? v : 0.0f; /* KN_POOL_ZERO: v is 0 */
         d0[1] = k == KN_POOL_TR ? v : 0.0f;
