@@ -28,8 +28,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "common/status.h"
 
 extern char **environ;
@@ -201,17 +203,46 @@ int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, si
 
 /* ---- replicas ---- */
 
-/* Picks n distinct free TCP ports on 127.0.0.1 (all sockets held until all are
- * known, so they differ). */
+#define PORTS_LOWEST 10000 /* pick_ports: the lowest port it picks at random */
+
+/* The lowest port of the kernel's range of ephemeral ports (the ports of its own that an
+ * outgoing connection gets), or 32768 where /proc does not say. */
+static int ephemeral_low(void) {
+    int lo = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    if (f) {
+        if (fscanf(f, "%d", &lo) != 1) lo = 0;
+        fclose(f);
+    }
+    return lo > 0 ? lo : 32768;
+}
+
+/* Picks n distinct free TCP ports on 127.0.0.1 for a job's replicas: at random in
+ * [PORTS_LOWEST, the kernel's ephemeral range), where no outgoing connection (a replica
+ * connecting to a peer that has not bound its port yet, or any other process's) can take
+ * one as its own before its replica binds it, as one could a port the kernel chose. All
+ * sockets are held until all are known, so they differ. Where that range leaves no room
+ * (under 1000 ports), or 100 random ports in a row are taken, the kernel's choice. */
 static int pick_ports(int n, int *ports, char *err, size_t errlen) {
     int *fds = tn_xcalloc((size_t)n + 1, sizeof *fds);
-    int rc = 0, i;
+    int rc = 0, i, lo = ephemeral_low(), room = lo - PORTS_LOWEST;
+    tn_rng rng;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    tn_rng_seed(&rng, tn_mix64((uint64_t)getpid() << 32 ^ (uint64_t)now.tv_nsec ^
+                               (uint64_t)now.tv_sec << 20));
     for (i = 0; i < n; i++) {
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
         fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0 ||
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int bound = 0;
+        for (int tries = 0; fds[i] >= 0 && !bound && room >= 1000 && tries < 100; tries++) {
+            a.sin_port = htons((uint16_t)(PORTS_LOWEST + (int)tn_rng_below(&rng, (uint64_t)room)));
+            bound = bind(fds[i], (struct sockaddr *)&a, sizeof a) == 0;
+        }
+        if (!bound) a.sin_port = 0;
+        socklen_t len = sizeof a;
+        if (fds[i] < 0 || (!bound && bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) ||
             getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
             rc = tn_error(err, errlen, TN_EIO, "cannot pick a free port on 127.0.0.1: %s",
                           strerror(errno));

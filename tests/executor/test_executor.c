@@ -255,6 +255,39 @@ static void test_chief_done_workers_stopped(void) {
     CHECK_INT_EQ(terms, 3); /* both workers and the ps got SIGTERM */
 }
 
+/* The replicas' ports: distinct, and below the kernel's range of ephemeral ports (where
+ * there is room), so that no replica's outgoing connection can take a peer's port
+ * before the peer binds it. The chief writes the cluster it was given. */
+static void test_ports_below_ephemeral(void) {
+    job_case jc = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) "
+                             "echo \"$TF_CONFIG\" > ${1#--job-dir=}/tf; exit 0;; esac; sleep 60",
+                   .workers = 2, .ps = 1, .evaluators = 1, .grace = 0.3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("ports", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    char path[700], tf[4096] = "";
+    snprintf(path, sizeof path, "%s/ports/tf", g_root);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f && fgets(tf, sizeof tf, f), "no TF_CONFIG in %s", path);
+    if (f) fclose(f);
+    int lo = 32768, ports[8], n = 0;
+    FILE *r = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (r) {
+        if (fscanf(r, "%d", &lo) != 1) lo = 32768;
+        fclose(r);
+    }
+    for (const char *p = tf; (p = strstr(p, "127.0.0.1:")) && n < 8; p++)
+        ports[n++] = atoi(p + strlen("127.0.0.1:"));
+    CHECK_MSG(n == 4, "%d addresses in %s (chief, 2 workers, ps; the evaluator has none)", n,
+              tf);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < i; k++) CHECK_MSG(ports[i] != ports[k], "port %d twice", ports[i]);
+        if (lo - 10000 >= 1000)
+            CHECK_MSG(ports[i] >= 10000 && ports[i] < lo, "port %d not in [10000, %d)", ports[i],
+                      lo);
+    }
+}
+
 static void test_sigkill_after_grace(void) {
     job_case jc = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) exit 0;; esac;"
                              " trap '' TERM; sleep 60",
@@ -486,6 +519,7 @@ int main(void) {
     RUN(test_permanent_errors);
     RUN(test_program_not_found);
     RUN(test_chief_done_workers_stopped);
+    RUN(test_ports_below_ephemeral);
     RUN(test_sigkill_after_grace);
     RUN(test_timeout);
     RUN(test_timeout_after_retry);

@@ -22,13 +22,7 @@ last_accuracy() { sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' "$1" | tail -n 1; }
 
 # ports N: N free loopback ports, space separated.
 ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../free_ports.py" "$1"
 }
 
 # tfconfig CLUSTER_JSON TYPE INDEX

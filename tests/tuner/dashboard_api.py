@@ -35,6 +35,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from free_ports import free_ports  # noqa: E402 (tests/free_ports.py)
+
 BIN, WORK = sys.argv[1], sys.argv[2]
 TUNER = os.path.join(BIN, "tuner")
 PLANT = "<script>alert('xss')</script>"
@@ -55,11 +58,7 @@ def check(name, cond, why=""):
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1)[0]
 
 
 def request(port, method, path, headers=None, body=None, timeout=10):
