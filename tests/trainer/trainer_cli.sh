@@ -269,11 +269,14 @@ done
 # would have ended the evaluator early), and the previous one evaluated.
 rm -rf evbad && cp -r ref evbad && rm evbad/model.ckpt evbad/checkpoints/ckpt-000000000480.ckpt
 ckpt_patch evbad/checkpoints/ckpt-000000000476.ckpt 5 q 1 1000
-# (-k: should it not end on SIGTERM, SIGKILL 10 s later, so that the test fails, saying
-# so, rather than hang until ctest's timeout: seen once in CI under ASan, not since)
+# (--foreground: one SIGTERM to the evaluator alone. Without it timeout signals the
+# process group too, and under ASan that second SIGTERM, with its SIGCONT, can land
+# while the exiting evaluator's leak check has stopped its threads, which then never
+# resume: this case hung until ctest's timeout once in CI. -k: should it not end on
+# SIGTERM all the same, SIGKILL 10 s later, so that the test fails saying so.)
 TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}' \
-  CLOUD_ML_HP_METRIC_FILE=$WORK/evbad/eval.metrics timeout -k 10 3 "$TRAINER" "${RESUME[@]}" \
-  --job-dir="$WORK/evbad" >evbad.log 2>&1; rc=$?
+  CLOUD_ML_HP_METRIC_FILE=$WORK/evbad/eval.metrics timeout --foreground -k 10 3 "$TRAINER" \
+  "${RESUME[@]}" --job-dir="$WORK/evbad" >evbad.log 2>&1; rc=$?
 check evaluator_bad_not_final test $rc -eq 124
 [ $rc -eq 124 ] || { echo "evaluator: exit $rc (137: it did not end on SIGTERM); its log:"; tail -n 20 evbad.log; }
 check evaluator_bad_named grep -q "ckpt-000000000476.ckpt is unusable (state: epoch 1000 is outside \[0, 4\])" evbad.log

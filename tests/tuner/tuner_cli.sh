@@ -1185,7 +1185,8 @@ check logs_follow_finished grep -q "saved the model" <<<"$(timeout 20 "$TUNER" l
 # following a trial of a study no tuner runs says so (it would wait silently otherwise)
 spec idlefollow BASIC "" 2 1 '["/bin/true"]'
 "$TUNER" create idlefollow.json >/dev/null && "$TUNER" ask idlefollow >/dev/null
-err=$(timeout 2 "$TUNER" logs idlefollow 1 -f 2>&1); rc=$?
+# (--foreground -k: see the evaluator's SIGTERM case in tests/trainer/trainer_cli.sh)
+err=$(timeout --foreground -k 10 2 "$TUNER" logs idlefollow 1 -f 2>&1); rc=$?
 check logs_follow_idle_waits test $rc -eq 124
 check logs_follow_idle_says grep -q "tuner: note: study idlefollow is CREATED: no tuner is running it, so trial 1 stays PENDING until 'tuner resume idlefollow'" <<<"$err"
 err=$("$TUNER" logs real 1 --replica=ps:0 2>&1); rc=$?
