@@ -7,14 +7,22 @@
  */
 #include "common/tfconfig.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/jsonutil.h"
+#include "common/rng.h"
 #include "common/status.h"
 #include "common/text.h"
 
@@ -419,4 +427,51 @@ int tf_config_from_env(tf_config *out, char *err, size_t errlen) {
         return 0;
     }
     return tf_config_parse(text, out, err, errlen);
+}
+
+/* ---- ports for a cluster on one host ---- */
+
+int tf_ephemeral_port_low(void) {
+    int lo = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    if (f) {
+        if (fscanf(f, "%d", &lo) != 1) lo = 0;
+        fclose(f);
+    }
+    return lo > 0 && lo <= 65535 ? lo : 32768;
+}
+
+int tf_pick_local_ports(int n, int *ports, char *err, size_t errlen) {
+    int *fds = calloc((size_t)n + 1, sizeof *fds);
+    if (!fds) return tn_error(err, errlen, TN_EIO, "cannot pick ports: out of memory");
+    int rc = 0, i, room = tf_ephemeral_port_low() - TF_PORTS_LOWEST;
+    tn_rng rng;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    tn_rng_seed(&rng, tn_mix64((uint64_t)getpid() << 32 ^ (uint64_t)now.tv_nsec ^
+                               (uint64_t)now.tv_sec << 20));
+    for (i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int bound = 0;
+        for (int tries = 0; fds[i] >= 0 && !bound && room >= 1000 && tries < 100; tries++) {
+            uint64_t pick = TF_PORTS_LOWEST + tn_rng_below(&rng, (uint64_t)room);
+            a.sin_port = htons((uint16_t)pick);
+            bound = bind(fds[i], (struct sockaddr *)&a, sizeof a) == 0;
+        }
+        if (!bound) a.sin_port = 0;
+        socklen_t len = sizeof a;
+        if (fds[i] < 0 || (!bound && bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) ||
+            getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
+            rc = tn_error(err, errlen, TN_EIO, "cannot pick a free port on 127.0.0.1: %s",
+                          strerror(errno));
+            if (fds[i] >= 0) close(fds[i]);
+            break;
+        }
+        ports[i] = ntohs(a.sin_port);
+    }
+    while (i-- > 0) close(fds[i]);
+    free(fds);
+    return rc;
 }

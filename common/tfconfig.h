@@ -117,4 +117,19 @@ int tf_rank(const tf_config *c);
 int tf_split_address(const char *addr, char *host, size_t hostlen, int *port, char *err,
                      size_t errlen);
 
+/* The lowest port of the kernel's range of ephemeral ports (the ports of their own
+ * that outgoing connections get: /proc/sys/net/ipv4/ip_local_port_range), or 32768
+ * where it does not say. */
+int tf_ephemeral_port_low(void);
+
+/* Picks n distinct free TCP ports on 127.0.0.1 for a cluster's replicas to listen on:
+ * at random in [TF_PORTS_LOWEST, tf_ephemeral_port_low()), where no outgoing connection
+ * (a replica connecting to a peer that has not bound its port yet, or any other
+ * process's) can take one as its own before its replica binds it, as one could a port
+ * the kernel chose. Each is bound until all are known, so they differ, then released.
+ * Where that range leaves no room (under 1000 ports), or 100 random ports in a row are
+ * taken, the kernel's choice. 0, or TN_EIO with the reason. */
+#define TF_PORTS_LOWEST 10000
+int tf_pick_local_ports(int n, int *ports, char *err, size_t errlen);
+
 #endif

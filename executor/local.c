@@ -15,23 +15,18 @@
  */
 #include "executor/executor_internal.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <errno.h>
 #include <event2/event.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "common/rng.h"
 #include "common/status.h"
 
 extern char **environ;
@@ -203,59 +198,6 @@ int ex__local_check(const ex_options *o, const ex_job_config *cfg, char *err, si
 
 /* ---- replicas ---- */
 
-#define PORTS_LOWEST 10000 /* pick_ports: the lowest port it picks at random */
-
-/* The lowest port of the kernel's range of ephemeral ports (the ports of its own that an
- * outgoing connection gets), or 32768 where /proc does not say. */
-static int ephemeral_low(void) {
-    int lo = 0;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
-    if (f) {
-        if (fscanf(f, "%d", &lo) != 1) lo = 0;
-        fclose(f);
-    }
-    return lo > 0 ? lo : 32768;
-}
-
-/* Picks n distinct free TCP ports on 127.0.0.1 for a job's replicas: at random in
- * [PORTS_LOWEST, the kernel's ephemeral range), where no outgoing connection (a replica
- * connecting to a peer that has not bound its port yet, or any other process's) can take
- * one as its own before its replica binds it, as one could a port the kernel chose. All
- * sockets are held until all are known, so they differ. Where that range leaves no room
- * (under 1000 ports), or 100 random ports in a row are taken, the kernel's choice. */
-static int pick_ports(int n, int *ports, char *err, size_t errlen) {
-    int *fds = tn_xcalloc((size_t)n + 1, sizeof *fds);
-    int rc = 0, i, lo = ephemeral_low(), room = lo - PORTS_LOWEST;
-    tn_rng rng;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    tn_rng_seed(&rng, tn_mix64((uint64_t)getpid() << 32 ^ (uint64_t)now.tv_nsec ^
-                               (uint64_t)now.tv_sec << 20));
-    for (i = 0; i < n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        int bound = 0;
-        for (int tries = 0; fds[i] >= 0 && !bound && room >= 1000 && tries < 100; tries++) {
-            a.sin_port = htons((uint16_t)(PORTS_LOWEST + (int)tn_rng_below(&rng, (uint64_t)room)));
-            bound = bind(fds[i], (struct sockaddr *)&a, sizeof a) == 0;
-        }
-        if (!bound) a.sin_port = 0;
-        socklen_t len = sizeof a;
-        if (fds[i] < 0 || (!bound && bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) ||
-            getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
-            rc = tn_error(err, errlen, TN_EIO, "cannot pick a free port on 127.0.0.1: %s",
-                          strerror(errno));
-            if (fds[i] >= 0) close(fds[i]);
-            break;
-        }
-        ports[i] = ntohs(a.sin_port);
-    }
-    while (i-- > 0) close(fds[i]);
-    free(fds);
-    return rc;
-}
-
 /* The TF_CONFIG of replica r for the current addresses (yours to tf_config_clear). */
 static void replica_tf_config(const ex_job *j, const local_replica *lr, tf_config *c) {
     const local_job *lj = j->impl;
@@ -310,7 +252,7 @@ static void signal_all(ex_job *j, int sig) {
 static int start_attempt(ex_job *j, char *err, size_t errlen) {
     local_job *lj = j->impl;
     int *ports = tn_xcalloc((size_t)lj->ncluster + 1, sizeof *ports);
-    int rc = pick_ports(lj->ncluster, ports, err, errlen);
+    int rc = tf_pick_local_ports(lj->ncluster, ports, err, errlen);
     if (rc == 0) {
         for (int i = 0; i < lj->ncluster; i++) {
             free(lj->addrs[i]);

@@ -6,8 +6,8 @@ Each is random in [10000, the kernel's range of ephemeral ports), so that no out
 connection (another test's, or one of the test's own replicas connecting to a peer) can
 take it as its own before its server binds it, as one could a port the kernel chose; and
 nobody's right now (all are bound until all are known, then released). Where that range
-leaves no room, the kernel's choices. (tests/netutil.h's free_port is the same for the C
-tests.)
+leaves no room, the kernel's choices. The same as the local executor's
+tf_pick_local_ports (common/tfconfig.c), which the C tests call (tests/netutil.h).
 """
 import random
 import socket

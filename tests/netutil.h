@@ -12,8 +12,9 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "common/tfconfig.h"
 
 /* The loopback address at port. */
 static inline struct sockaddr_in loopback_addr(int port) {
@@ -22,53 +23,21 @@ static inline struct sockaddr_in loopback_addr(int port) {
     return a;
 }
 
-/* Whether port can be bound on loopback right now (it is bound and released). */
-static inline int port_bindable(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = loopback_addr(port);
-    int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    if (fd >= 0) close(fd);
-    return ok;
-}
-
-/* The lowest port of the kernel's range for outgoing connections' own ports. */
-static inline int ephemeral_low(void) {
-    int lo = 0;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d", &lo) != 1) lo = 0;
-        fclose(f);
-    }
-    return lo > 0 ? lo : 32768;
-}
-
-/* A port for a test's server to listen on: random in [10000, the kernel's range of
- * ephemeral ports), so that no outgoing connection (another test's, or one of this
- * test's replicas connecting to a peer) can take it as its own before the server binds
- * it, as one could a port the kernel chose; nobody's right now (bound and released);
- * never the same twice in a process. Where that range leaves no room, the kernel's
- * choice (bound to 0 and released). */
+/* A port for a test's server to listen on, as the local executor picks its replicas'
+ * (common/tfconfig.h, tf_pick_local_ports: random below the kernel's range of
+ * ephemeral ports, so that no outgoing connection can take it as its own before the
+ * server binds it), never the same twice in a process. */
 static inline int free_port(void) {
-    enum { LOWEST = 10000, KEEP = 512 };
+    enum { KEEP = 512 };
     static int given[KEEP], ngiven;
-    static unsigned state;
-    if (!state) state = (unsigned)getpid() * 2654435761u + (unsigned)time(NULL);
-    int lo = ephemeral_low();
-    for (int attempt = 0; lo - LOWEST >= 1000 && attempt < 1000; attempt++) {
-        state = state * 1103515245u + 12345u;
-        int port = LOWEST + (int)((state >> 8) % (unsigned)(lo - LOWEST)), seen = 0;
+    for (;;) {
+        int port = 0, seen = 0;
+        if (tf_pick_local_ports(1, &port, NULL, 0) != 0) return 0;
         for (int i = 0; i < ngiven && i < KEEP; i++) seen |= given[i] == port;
-        if (seen || !port_bindable(port)) continue;
+        if (seen) continue;
         given[ngiven++ % KEEP] = port;
         return port;
     }
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = loopback_addr(0);
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 /* Binds the port of addr ("host:port") on loopback without listening, so that no other

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/tfconfig.h"
 #include "executor/executor.h"
 #include "tests/check.h"
 #include "tests/executor/ex_test.h"
@@ -270,21 +271,16 @@ static void test_ports_below_ephemeral(void) {
     FILE *f = fopen(path, "r");
     CHECK_MSG(f && fgets(tf, sizeof tf, f), "no TF_CONFIG in %s", path);
     if (f) fclose(f);
-    int lo = 32768, ports[8], n = 0;
-    FILE *r = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (r) {
-        if (fscanf(r, "%d", &lo) != 1) lo = 32768;
-        fclose(r);
-    }
+    int lo = tf_ephemeral_port_low(), ports[8], n = 0;
     for (const char *p = tf; (p = strstr(p, "127.0.0.1:")) && n < 8; p++)
         ports[n++] = atoi(p + strlen("127.0.0.1:"));
     CHECK_MSG(n == 4, "%d addresses in %s (chief, 2 workers, ps; the evaluator has none)", n,
               tf);
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < i; k++) CHECK_MSG(ports[i] != ports[k], "port %d twice", ports[i]);
-        if (lo - 10000 >= 1000)
-            CHECK_MSG(ports[i] >= 10000 && ports[i] < lo, "port %d not in [10000, %d)", ports[i],
-                      lo);
+        if (lo - TF_PORTS_LOWEST >= 1000)
+            CHECK_MSG(ports[i] >= TF_PORTS_LOWEST && ports[i] < lo, "port %d not in [%d, %d)",
+                      ports[i], TF_PORTS_LOWEST, lo);
     }
 }
 
