@@ -442,8 +442,7 @@ int tf_ephemeral_port_low(void) {
 }
 
 int tf_pick_local_ports(int n, int *ports, char *err, size_t errlen) {
-    int *fds = calloc((size_t)n + 1, sizeof *fds);
-    if (!fds) return tn_error(err, errlen, TN_EIO, "cannot pick ports: out of memory");
+    int *fds = tn_xcalloc((size_t)n + 1, sizeof *fds);
     int rc = 0, i, room = tf_ephemeral_port_low() - TF_PORTS_LOWEST;
     tn_rng rng;
     struct timespec now;
@@ -464,7 +463,9 @@ int tf_pick_local_ports(int n, int *ports, char *err, size_t errlen) {
         socklen_t len = sizeof a;
         if (fds[i] < 0 || (!bound && bind(fds[i], (struct sockaddr *)&a, sizeof a) != 0) ||
             getsockname(fds[i], (struct sockaddr *)&a, &len) != 0) {
-            rc = tn_error(err, errlen, TN_EIO, "cannot pick a free port on 127.0.0.1: %s",
+            rc = tn_error(err, errlen, TN_EIO,
+                          "cannot pick a free port on 127.0.0.1: %s; hint: check the limit on "
+                          "open files (ulimit -n) and that loopback is up",
                           strerror(errno));
             if (fds[i] >= 0) close(fds[i]);
             break;

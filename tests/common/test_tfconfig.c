@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* ---------------------------------------------------------------------------------
  * Helpers
@@ -624,6 +625,30 @@ static void test_type_names(void) {
     CHECK_INT_EQ(tf_type_parse(""), -1);
 }
 
+/* tf_pick_local_ports: n distinct ports, below the kernel's ephemeral range where it
+ * leaves room; with no file descriptor left, an error that says what to check. */
+static void test_pick_local_ports(void) {
+    int ports[6], lo = tf_ephemeral_port_low();
+    char err[256] = "";
+    CHECK(lo > 0 && lo <= 65535);
+    CHECK_INT_EQ(tf_pick_local_ports(6, ports, err, sizeof err), 0);
+    for (int i = 0; i < 6; i++) {
+        for (int k = 0; k < i; k++) CHECK_MSG(ports[i] != ports[k], "port %d twice", ports[i]);
+        if (lo - TF_PORTS_LOWEST >= 1000)
+            CHECK_MSG(ports[i] >= TF_PORTS_LOWEST && ports[i] < lo, "port %d not in [%d, %d)",
+                      ports[i], TF_PORTS_LOWEST, lo);
+    }
+    struct rlimit keep, none = {0, 0};
+    CHECK(getrlimit(RLIMIT_NOFILE, &keep) == 0);
+    none.rlim_max = keep.rlim_max;
+    CHECK(setrlimit(RLIMIT_NOFILE, &none) == 0); /* no socket can be made */
+    int rc = tf_pick_local_ports(2, ports, err, sizeof err);
+    CHECK(setrlimit(RLIMIT_NOFILE, &keep) == 0);
+    CHECK_INT_EQ(rc, TN_EIO);
+    CHECK_STR_CONTAINS(err, "cannot pick a free port on 127.0.0.1");
+    CHECK_STR_CONTAINS(err, "ulimit -n");
+}
+
 int main(void) {
     RUN(test_type_names);
     RUN(test_emit_exact_text);
@@ -637,5 +662,6 @@ int main(void) {
     RUN(test_check_built_config);
     RUN(test_from_env);
     RUN(test_world_rank_chief_table);
+    RUN(test_pick_local_ports);
     return check_summary();
 }
