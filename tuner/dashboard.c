@@ -1135,8 +1135,11 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     evhttp_set_gencb(d->http, on_request, d);
     evhttp_set_bevcb(d->http, on_new_bev, d);
 
-    /* read-only when the store cannot be written: everything but cancel works */
-    if ((rc = st_open_read(c->db, &d->st, err, errlen))) goto fail;
+    /* `tuner serve`'s: read-only when the store cannot be written (everything but cancel
+     * works), and never made. A study's may come before its run has made the store, which
+     * it then makes: the run writes it anyway. */
+    rc = c->serve ? st_open_read(c->db, &d->st, err, errlen) : st_open(c->db, &d->st, err, errlen);
+    if (rc) goto fail;
     if (st_readonly(d->st) && c->log)
         fprintf(c->log, "dashboard: the store is read-only here: cancelling from the page "
                         "is off%s%s\n",

@@ -881,7 +881,10 @@ static int switch_to_wal(st_store *s, char **mode, char *err, size_t errlen) {
     }
 }
 
-int st_open(const char *path, st_store **out, char *err, size_t errlen) {
+/* st_open, and for a reader (st_open_read) the same without making anything: no file
+ * where there is none, and no schema (nor WAL mode) in an SQLite file that holds no
+ * tuner store; an older schema is still migrated (store.md). */
+static int open_rw(const char *path, int reader, st_store **out, char *err, size_t errlen) {
     assert(path && out);
     *out = NULL;
     if (path[0] == '\0') return tn_error(err, errlen, TN_EINVAL, "the store path is empty");
@@ -891,7 +894,8 @@ int st_open(const char *path, st_store **out, char *err, size_t errlen) {
     st_store *s = tn_xcalloc(1, sizeof *s);
     s->path = tn_xstrdup(path);
     int src = sqlite3_open_v2(path, &s->db,
-                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                              SQLITE_OPEN_READWRITE | (reader ? 0 : SQLITE_OPEN_CREATE) |
+                                  SQLITE_OPEN_NOMUTEX,
                               NULL);
     if (!s->db) tn_out_of_memory("the SQLite store"); /* SQLite returns no handle only when malloc failed */
     if (src != SQLITE_OK) {
@@ -911,6 +915,13 @@ int st_open(const char *path, st_store **out, char *err, size_t errlen) {
     int64_t version = 0;
     if ((rc = read_version(s, &version, err, errlen))) goto fail;
     if (version != 0 && (rc = check_version(s, version, err, errlen))) goto fail;
+    if (version == 0 && reader) {
+        rc = tn_error(err, errlen, TN_EFORMAT,
+                      "%s holds no tuner store (an SQLite file without its tables); `tuner "
+                      "run` or `tuner create` makes a store",
+                      path);
+        goto fail;
+    }
 
     /* WAL: readers never block the writer, and a commit is one append to the log.
      * synchronous=FULL fsyncs the log at each commit, so a commit survives power loss
@@ -955,6 +966,10 @@ fail:
         free(was);
     }
     return rc < 0 ? rc : TN_EIO;
+}
+
+int st_open(const char *path, st_store **out, char *err, size_t errlen) {
+    return open_rw(path, 0, out, err, errlen);
 }
 
 /* The URI that opens path immutable (SQLite then takes no locks and needs no -shm
@@ -1024,7 +1039,7 @@ int st_open_read(const char *path, st_store **out, char *err, size_t errlen) {
                         "%s is an empty file, not a tuner store; `tuner run` or `tuner "
                         "create` makes a store there",
                         path);
-    int rc = st_open(path, out, err, errlen);
+    int rc = open_rw(path, 1, out, err, errlen);
     char why[512];
     if (rc == 0 || !why_unwritable(path, why, sizeof why)[0]) return rc;
     rc = open_readonly(path, why, out, err, errlen);

@@ -124,8 +124,10 @@ typedef struct st_event {
 /* Opens (creating if needed) the store at path. On success *out is yours to close
  * with st_close. Errors name the file: not a database, newer schema, locked, ... */
 int st_open(const char *path, st_store **out, char *err, size_t errlen);
-/* Opens the store for a command that only reads it: as st_open when it can be written
- * (created if missing, an older schema upgraded), else read-only, when the file system is read-only or the
+/* Opens the store for a command that only reads it, never making one: a missing file,
+ * an empty one or an SQLite file without the tuner's tables is an error (TN_EFORMAT
+ * for the last two) and stays as it was. Otherwise as st_open when it can be written
+ * (an older schema upgraded), else read-only, when the file system is read-only or the
  * user cannot write the file or its folder, with SQLite's locks when its -wal and
  * -shm files allow, else immutable. Then st_readonly says 1, every write fails with a
  * message that says why the store is read-only, and st_note may hold a warning to

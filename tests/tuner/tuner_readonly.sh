@@ -57,6 +57,22 @@ for c in list "show done" "trials done" "best done" "logs done 1"; do
 done
 check empty_store_left_empty test ! -s empty.db
 
+# Nor is an SQLite file with no tables (what a `tuner create` that failed on a full disk
+# leaves, or another program's new database): the reading commands say so and write
+# nothing into it (no schema).
+python3 -c "import sqlite3; c = sqlite3.connect('other.db'); c.execute('PRAGMA user_version = 3'); c.commit()"
+other_sum=$(sha256sum other.db | cut -d' ' -f1)
+for c in list "show done" "trials done" "best done" "logs done 1"; do
+  # shellcheck disable=SC2086
+  out=$("$TUNER" $c --db=other.db 2>&1); rc=$?
+  if [ $rc -eq 1 ] && grep -q "other.db holds no tuner store" <<<"$out"; then
+    ok "foreign_sqlite_${c%% *}"
+  else
+    fail "foreign_sqlite_${c%% *}" "exit $rc: $out"
+  fi
+done
+check foreign_sqlite_unchanged test "$(sha256sum other.db | cut -d' ' -f1)" = "$other_sum"
+
 # read_only_checks LABEL DB [RUNAS...]: every command against DB as RUNAS.
 read_only_checks() {
   local label=$1 db=$2
