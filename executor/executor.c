@@ -333,11 +333,12 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg) {
     snprintf(msg, sizeof msg, "the trial timed out after %gs", j->cfg.timeout_seconds);
     if (j->phase == EX_PH_RUNNING) {
         ex__begin_stop(j, EX_FAILED, msg);
-    } else if (j->phase == EX_PH_STOPPING) { /* stopping to run again: it fails instead */
+    } else if (j->phase == EX_PH_STOPPING) {
+        /* The stop's own outcome stands (the chief's success, an early stop, a cancel:
+         * replicas that take their time to stop change none of them); only a stop to run
+         * the job again turns into the timeout's failure, when the backend sees the job
+         * stopped (timed_out). */
         j->timed_out = 1;
-        j->stop_outcome = EX_FAILED;
-        free(j->stop_error);
-        j->stop_error = tn_xstrdup(msg);
     }
 }
 

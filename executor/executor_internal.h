@@ -105,8 +105,9 @@ struct ex_job {
     int attempts, restarts;     /* attempts started; replica restarts in all */
     char *handle;               /* the backend's handle (ex__set_handle), or NULL */
     int phase;                  /* enum ex_phase */
-    int timed_out;              /* the trial timeout fired while the job was stopping
-                                   (for a retry): no retry then */
+    int timed_out;              /* the trial timeout fired while the job was stopping:
+                                   a stop to run it again fails instead, any other keeps
+                                   its outcome */
     int timer_armed;            /* the trial timeout is running */
     int stop_outcome;           /* what finishing reports ... */
     char *stop_error;           /* ... and why (NULL: success) */

@@ -310,7 +310,14 @@ static void stopped(ex_job *j) {
     if (strays > 0)
         ex__emit(j, NULL, EX_EV_STOPPING, "killed %d process%s the job left behind outside its "
                  "replicas' process groups", strays, strays == 1 ? "" : "es");
-    if (lj->retry && !j->timed_out) {
+    if (lj->retry && j->timed_out) { /* the trial's time ran out: no next attempt */
+        lj->retry = 0;
+        char *why = tn_xasprintf("the trial timed out after %gs while its job stopped to run "
+                                 "again (%s)",
+                                 j->cfg.timeout_seconds, j->stop_error ? j->stop_error : "");
+        free(j->stop_error);
+        j->stop_error = why; /* the outcome is EX_FAILED already (stop_for_retry) */
+    } else if (lj->retry) {
         lj->retry = 0;
         ex__poll_metrics(j, 1); /* the last attempt's last records */
         j->phase = EX_PH_RUNNING;

@@ -320,6 +320,37 @@ static void test_timeout_after_retry(void) {
     CHECK_INT_EQ(o.bad_times, 0);
 }
 
+/* The trial timeout firing while the job stops, its replicas slow to go (they ignore
+ * SIGTERM and wait for the grace period's SIGKILL): the stop's outcome stands, whether
+ * the chief succeeded or the job was asked to stop; only a stop to run the job again
+ * fails instead, and the job is not run again. */
+static void test_timeout_while_stopping(void) {
+    job_case ok = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"chief\"'*) sleep 0.2; exit 0;; esac;"
+                             " trap '' TERM; sleep 60",
+                   .workers = 1, .timeout = 0.6, .grace = 1.5};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("timeout_stop_ok", &ok, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_MSG(o.error[0] == '\0', "%s", o.error);
+    CHECK_STR_CONTAINS(o.events, "grace period of 1.5s over: SIGKILL");
+
+    job_case asked = {.script = "trap '' TERM; sleep 60", .timeout = 0.6, .grace = 1.5,
+                      .stop_after_ms = 200};
+    o = run_job("timeout_stop_asked", &asked, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_STOPPED);
+    CHECK_MSG(!strcmp(o.error, "asked to stop"), "%s", o.error);
+
+    /* the worker fails at once with no restarts left: the job stops to run again */
+    job_case retry = {.script = "case \"$TF_CONFIG\" in *'\"type\":\"worker\"'*) exit 1;; esac;"
+                                " trap '' TERM; sleep 60",
+                      .workers = 1, .restarts = 0, .retries = 2, .timeout = 0.6, .grace = 1.5};
+    o = run_job("timeout_stop_retry", &retry, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_INT_EQ(attempts, 1);
+    CHECK_STR_CONTAINS(o.error, "the trial timed out after 0.6s while its job stopped to run "
+                                "again (replica worker:0 failed 1 time");
+}
+
 /* Whether process pid runs (a zombie waiting for its reaper does not). */
 /* The first line (with its newline) of g_root/name into buf; "" when there is none. */
 static void first_line(const char *name, char *buf, size_t len) {
@@ -519,6 +550,7 @@ int main(void) {
     RUN(test_sigkill_after_grace);
     RUN(test_timeout);
     RUN(test_timeout_after_retry);
+    RUN(test_timeout_while_stopping);
     RUN(test_leftover_children_killed);
     RUN(test_stop);
     RUN(test_unwritable_job_dir);
