@@ -1250,7 +1250,8 @@ static int dev_ring(run *r, char *err, size_t errlen) {
     }
     if (rc) return rc;
     /* a stop asked of any replica stops all of them after this step */
-    if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
+    r->stop_vote = ctl[0] > 0;
+    if (r->stop_vote && !stop_requested) stop_requested = SIGTERM;
     if (a.bad_tag || ctl[1] > 0)
         return diverged_error(err, errlen, a.bad_tag != 0, a.bad_loss,
                         a.bad_tag ? (long long)a.bad_tag : (long long)r->st.global_step + 1);
@@ -1449,7 +1450,8 @@ static int train_loop(run *r, char *err, size_t errlen) {
             if (rc) return rc;
             /* a stop asked of any replica stops all of them after this step, so the
              * chief's checkpoint is the state every replica reached */
-            if (ctl[0] > 0 && !stop_requested) stop_requested = SIGTERM;
+            r->stop_vote = ctl[0] > 0;
+            if (r->stop_vote && !stop_requested) stop_requested = SIGTERM;
             diverged = !isfinite(loss);
             peer_diverged = ctl[1] > 0 && !diverged;
         } else {
@@ -1477,7 +1479,10 @@ static int train_loop(run *r, char *err, size_t errlen) {
         }
         int report = end_of_epoch ||
                      (c->report_every > 0 && r->st.global_step % c->report_every == 0);
-        int save = end_of_epoch || stop_requested ||
+        /* With a ring, the votes decide (the same on every replica), never this
+         * replica's flag alone, which a signal may have set after its vote went out. */
+        int stopping = r->ring ? r->stop_vote : stop_requested != 0;
+        int save = end_of_epoch || stopping ||
                    (c->checkpoint_every > 0 && r->st.global_step % c->checkpoint_every == 0);
         int rc = 0;
         if (r->dev_path && r->st.global_step % DEV_CHECK_EVERY == 0) rc = dev_read(r, err, errlen);
@@ -1492,7 +1497,7 @@ static int train_loop(run *r, char *err, size_t errlen) {
         if (!rc && report) rc = tr__report(r, err, errlen);
         if (!rc && save) rc = tr__save_checkpoint(r, err, errlen);
         if (rc) return rc;
-        if (stop_requested) {
+        if (stopping) {
             fprintf(r->out, "stopped by signal %d at step %lld%s\n", (int)stop_requested,
                     (long long)r->st.global_step, r->ckpt_dir ? " (checkpoint saved)" : "");
             return TR_INTERRUPTED;

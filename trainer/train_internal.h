@@ -114,6 +114,9 @@ typedef struct run {
     int chief;            /* saves checkpoints and the model into --job-dir, reports */
     int shard;            /* enum tr_shard, resolved */
     cl_ring *ring;        /* the multi-worker ring, or NULL with one replica */
+    int stop_vote;        /* with a ring: the last step's summed stop votes say stop (a
+                             signal that comes after this replica's vote went out waits
+                             for the next step's, so that all stop after the same step) */
     bk_reducer *reducer;  /* the ring's bucketed all-reduce overlapped with backward */
     ps_client *ps;        /* parameter server: the connections to the ps tasks */
     double stale_sum;     /* parameter server: staleness of the pushes since the last */

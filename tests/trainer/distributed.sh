@@ -122,6 +122,37 @@ check mirrored_sigterm_143 test $? -eq 143
 "$TRAINER" "${SMALL[@]}" --strategy=mirrored --devices=2 --epochs=40 --job-dir=mstop >mstop2.log 2>&1
 check mirrored_resumes grep -q "resumed from mstop/checkpoints" mstop2.log
 
+# --- SIGTERM to one replica of a multi-worker cluster stops all of them after the same
+# step: its stop vote goes out with a step's gradients, and a signal that comes after the
+# vote (in the all-reduce, the update, a report) waits for the next step's, so that no
+# replica stops alone and leaves the others to lose it. Both exit 143, the chief with
+# the checkpoint of that step. Each replica, over shared memory and over TCP.
+for round in "worker shm" "chief shm" "worker tcp" "chief tcp"; do
+  read -r target transport <<<"$round"
+  name=stop-$target-$transport
+  read -r -a p <<<"$(ports 2)"
+  cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+  TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --epochs=400 --batch_size=30 \
+    --allreduce_transport=$transport --job-dir=$name >$name-chief.log 2>&1 &
+  c=$!
+  TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --epochs=400 --batch_size=30 \
+    --allreduce_transport=$transport >$name-worker.log 2>&1 &
+  w=$!
+  for _ in $(seq 400); do [ -e $name/checkpoints ] && break; sleep 0.05; done
+  sleep 0.3
+  if [ "$target" = chief ]; then kill -TERM $c; else kill -TERM $w; fi
+  wait $c; crc=$?
+  wait $w; wrc=$?
+  cstep=$(sed -n 's/^stopped by signal 15 at step \([0-9]*\).*/\1/p' $name-chief.log)
+  wstep=$(sed -n 's/^stopped by signal 15 at step \([0-9]*\).*/\1/p' $name-worker.log)
+  if [ $crc -eq 143 ] && [ $wrc -eq 143 ] && [ -n "$cstep" ] && [ "$cstep" = "$wstep" ] &&
+     grep -q "at step $cstep (checkpoint saved)" $name-chief.log; then
+    ok "sigterm_${target}_${transport}_stops_both"
+  else
+    fail "sigterm_${target}_${transport}_stops_both" "chief exit $crc at step '$cstep', worker exit $wrc at step '$wstep': $(tail -n 2 $name-chief.log $name-worker.log | tr '\n' ' ')"
+  fi
+done
+
 # --- bf16 all-reduce, and the other shard policies: replicas stay identical -----------
 for variant in "bf16 --allreduce_precision=bf16" "file --shard_policy=file" "off --shard_policy=off" \
                "buckets --allreduce_bucket_mb=0.001" "onebucket --allreduce_bucket_mb=0" \
