@@ -484,14 +484,18 @@ static int local_release(ex_job *j) {
     if (!lj) return 0;
     if (live_replicas(j) > 0) {
         signal_all(j, SIGKILL);
+        pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
         for (size_t i = 0; i < j->nreps; i++) {
             local_replica *lr = &lj->reps[i];
+            groups[i] = lr->group;
             if (lr->pid <= 0) continue;
             ex__unwatch(j->x, lr->pid);
             while (waitpid(lr->pid, NULL, 0) < 0 && errno == EINTR) {
             }
             lr->pid = 0;
         }
+        kill_under(j->job_dir, groups, j->nreps); /* what left the groups (setsid) too */
+        free(groups);
     }
     local_host *h = host_of(j);
     h->cores_used -= lj->cores;
@@ -548,8 +552,8 @@ static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
     DIR *proc = opendir("/proc");
     struct dirent *e;
     pid_t self = getpid();
-    enum { ENV_MAX = 1 << 17 };
-    char *buf = tn_xmalloc(ENV_MAX);
+    size_t cap = 1 << 16;
+    char *buf = tn_xmalloc(cap);
     while (proc && (e = readdir(proc))) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
@@ -558,9 +562,18 @@ static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
         snprintf(path, sizeof path, "/proc/%ld/environ", pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue; /* gone, or not ours to read */
-        ssize_t got = read(fd, buf, ENV_MAX - 1);
+        /* the whole of it: the variable comes after the tuner's own environment and the
+         * spec's env, which can be large */
+        size_t got = 0;
+        for (;;) {
+            if (cap - got < 2) buf = tn_xrealloc(buf, cap *= 2);
+            ssize_t r = read(fd, buf + got, cap - got - 1);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
         close(fd);
-        if (got <= 0) continue;
+        if (got == 0) continue;
         buf[got] = '\0';
         for (char *v = buf; v < buf + got; v += strlen(v) + 1) {
             if (strncmp(v, want, wlen) != 0) continue;

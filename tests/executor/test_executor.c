@@ -398,6 +398,88 @@ static void test_leftover_children_killed(void) {
     CHECK_MSG(access(path, F_OK) != 0, "a leftover child wrote into the trial's folder");
 }
 
+/* A child that left its process group (setsid) is found by the variable every process
+ * of the trial inherits, wherever it lies in an environment larger than a page or a
+ * fixed buffer: here after 300 KB of the spec's env (12 variables: one string may not
+ * pass 128 KiB), in that order (env -i: a shell passes its variables on in an order of
+ * its own). */
+static void test_setsid_child_killed_large_env(void) {
+    enum { NVARS = 12, VAR_LEN = 25000 };
+    char *vars[NVARS];
+    const char *env[NVARS + 1] = {NULL};
+    for (int i = 0; i < NVARS; i++) {
+        vars[i] = malloc(VAR_LEN + 16);
+        CHECK(vars[i] != NULL);
+        if (!vars[i]) return;
+        int n = sprintf(vars[i], "BIG%d=", i);
+        memset(vars[i] + n, 'a', VAR_LEN);
+        vars[i][n + VAR_LEN] = '\0';
+        env[i] = vars[i];
+    }
+    char script[1024] = "d=${1#--job-dir=}; env -i";
+    for (int i = 0; i < NVARS; i++)
+        snprintf(script + strlen(script), sizeof script - strlen(script), " BIG%d=\"$BIG%d\"", i, i);
+    snprintf(script + strlen(script), sizeof script - strlen(script),
+             " CLOUD_ML_HP_METRIC_FILE=\"$CLOUD_ML_HP_METRIC_FILE\" setsid sleep 300 </dev/null "
+             ">/dev/null 2>&1 & echo $! > $d/child; sleep 0.3; exit 0");
+    job_case jc = {.script = script, .env = env};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("bigenv", &jc, &attempts, &restarts);
+    for (int i = 0; i < NVARS; i++) free(vars[i]);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_STR_CONTAINS(o.events, "killed 1 process the job left behind");
+    char buf[32];
+    first_line("bigenv/child", buf, sizeof buf);
+    long child = atol(buf);
+    CHECK(child > 0);
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the setsid child %ld still runs", child);
+}
+
+/* A job freed while it runs (the tuner's second Ctrl-C) leaves nothing running: its
+ * replicas' groups are killed, and so is what left them (setsid). */
+static void test_free_running_job_kills_all(void) {
+    outcome o;
+    memset(&o, 0, sizeof o);
+    o.base = event_base_new();
+    ex_executor *x = local_executor(o.base, 0);
+    char dir[600], child_path[700];
+    snprintf(dir, sizeof dir, "%s/freed", g_root);
+    snprintf(child_path, sizeof child_path, "%s/child", dir);
+    const char *script = "d=${1#--job-dir=}; setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+                         "echo $! > $d/child; sleep 300";
+    const char *argv[] = {"/bin/sh", "-c", script, "sh"};
+    ex_job_config cfg = {.study = "exec_test", .trial = "8", .argv = argv, .argc = 4,
+                         .job_dir = dir, .metric_tag = "accuracy", .use_chief_name = 1,
+                         .count = {1, 1, 0, 0}, .cores = {1, 1, 1, 1}, .grace_seconds = 5,
+                         .poll_seconds = 0.05};
+    ex_callbacks cb = {on_event, on_measurement, on_finished, on_handle};
+    char err[512];
+    ex_job *j = NULL;
+    CHECK_MSG(ex_job_start(x, &cfg, &cb, &o, &j, err, sizeof err) == 0 && j, "%s", err);
+    long child = 0;
+    for (int i = 0; i < 100 && child <= 0; i++) { /* until the chief has written its pid */
+        struct timeval tick = {0, 50000};
+        event_base_loopexit(o.base, &tick);
+        event_base_dispatch(o.base);
+        char buf[32] = "";
+        FILE *f = fopen(child_path, "r");
+        if (f) {
+            if (fgets(buf, sizeof buf, f)) child = atol(buf);
+            fclose(f);
+        }
+    }
+    CHECK(child > 0);
+    ex_job_free(j);
+    struct timespec ts = {0, 200000000}; /* SIGKILL is sent, not yet done */
+    nanosleep(&ts, NULL);
+    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the setsid child %ld still runs", child);
+    if (child > 0) kill((pid_t)child, SIGKILL);
+    ex_executor_free(x);
+    event_base_free(o.base);
+}
+
 static void test_stop(void) {
     job_case jc = {.script = "sleep 60", .workers = 1, .restarts = 5, .retries = 3,
                    .stop_after_ms = 300};
@@ -551,6 +633,8 @@ int main(void) {
     RUN(test_timeout);
     RUN(test_timeout_after_retry);
     RUN(test_timeout_while_stopping);
+    RUN(test_setsid_child_killed_large_env);
+    RUN(test_free_running_job_kills_all);
     RUN(test_leftover_children_killed);
     RUN(test_stop);
     RUN(test_unwritable_job_dir);
