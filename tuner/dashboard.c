@@ -162,7 +162,7 @@ struct dash_server {
     pthread_t thread;                /* dash_start's */
     int started;                     /* the thread runs */
     int stop_fd;                     /* an eventfd: written by dash_stop */
-    struct event *stop_ev, *poll_ev, *beat_ev, *adopt_ev, *sigint_ev, *sigterm_ev;
+    struct event *stop_ev, *poll_ev, *beat_ev, *adopt_ev, *signal_ev[3];
     struct bufferevent **pending;    /* new connections' bufferevents, to adopt */
     size_t npending, cappending;
     dash_conn *conns;                /* adopted connections */
@@ -1235,11 +1235,12 @@ void dash_stop(dash_server *d) {
 }
 
 int dash_run(dash_server *d) {
-    d->sigint_ev = evsignal_new(d->base, SIGINT, on_signal, d);
-    d->sigterm_ev = evsignal_new(d->base, SIGTERM, on_signal, d);
-    if (!d->sigint_ev || !d->sigterm_ev) tn_out_of_memory("the dashboard's signal events");
-    evsignal_add(d->sigint_ev, NULL);
-    evsignal_add(d->sigterm_ev, NULL);
+    static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP}; /* a closed terminal too */
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        d->signal_ev[i] = evsignal_new(d->base, stop_signals[i], on_signal, d);
+        if (!d->signal_ev[i]) tn_out_of_memory("the dashboard's signal events");
+        evsignal_add(d->signal_ev[i], NULL);
+    }
     event_base_dispatch(d->base);
     return 0;
 }
@@ -1255,8 +1256,8 @@ void dash_free(dash_server *d) {
         api_watch_clear(&w->w);
         free(w);
     }
-    struct event *evs[] = {d->stop_ev, d->poll_ev, d->beat_ev, d->adopt_ev, d->sigint_ev,
-                           d->sigterm_ev};
+    struct event *evs[] = {d->stop_ev,       d->poll_ev,      d->beat_ev,     d->adopt_ev,
+                           d->signal_ev[0], d->signal_ev[1], d->signal_ev[2]};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i]) event_free(evs[i]);
     if (d->base) event_base_free(d->base);

@@ -440,7 +440,7 @@ struct loop {
     int cancel_requested;    /* `tuner cancel` marked the study: stopping */
     ex_job_config shape;     /* what every trial's job asks for (counts, resources) */
     char *program;
-    struct event *sigint_ev, *sigterm_ev, *progress_ev;
+    struct event *signal_ev[3], *progress_ev; /* SIGINT, SIGTERM, SIGHUP (stop_signals) */
     double t0;
     int has_best;
     double best;
@@ -1510,10 +1510,14 @@ static int run_loop(loop *L, const ex_options *xo, const st_trial *trials, size_
     int rc = ex_executor_new(L->base, xo, &L->x, err, errlen);
     if (!rc) rc = resume_trials(L, trials, n, err, errlen);
     if (rc) return rc;
-    L->sigint_ev = evsignal_new(L->base, SIGINT, on_signal, L);
-    L->sigterm_ev = evsignal_new(L->base, SIGTERM, on_signal, L);
-    evsignal_add(L->sigint_ev, NULL);
-    evsignal_add(L->sigterm_ev, NULL);
+    /* SIGHUP too: a closed terminal or a dropped ssh session stops the study as Ctrl-C
+     * does, rather than killing the tuner with its replicas left running */
+    static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        L->signal_ev[i] = evsignal_new(L->base, stop_signals[i], on_signal, L);
+        if (!L->signal_ev[i]) tn_out_of_memory("the study's signal events");
+        evsignal_add(L->signal_ev[i], NULL);
+    }
     L->progress_ev = event_new(L->base, -1, EV_PERSIST, on_progress, L);
     struct timeval second = {1, 0};
     evtimer_add(L->progress_ev, &second);
@@ -1586,8 +1590,8 @@ static void loop_free(loop *L) {
         trial_run_free(t);
     }
     ex_executor_free(L->x);
-    if (L->sigint_ev) event_free(L->sigint_ev);
-    if (L->sigterm_ev) event_free(L->sigterm_ev);
+    for (size_t i = 0; i < sizeof L->signal_ev / sizeof L->signal_ev[0]; i++)
+        if (L->signal_ev[i]) event_free(L->signal_ev[i]);
     if (L->progress_ev) event_free(L->progress_ev);
     if (L->base) event_base_free(L->base);
     for (size_t i = 0; i < L->ncurves; i++) {

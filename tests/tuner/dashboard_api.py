@@ -862,8 +862,13 @@ if m:
                ptoken.encode() + b"\r\n\r\n")
     check("public_http11_without_host_400", status_of(resp) == 400 and b"Host" in resp,
           resp[:300])
-pub.send_signal(signal.SIGTERM)
-pub.wait(timeout=10)
+pub.send_signal(signal.SIGHUP)  # a closed terminal stops it as SIGTERM does
+try:
+    check("serve_sighup_exit0", pub.wait(timeout=10) == 0, "exit %s" % pub.returncode)
+except subprocess.TimeoutExpired:
+    pub.kill()
+    pub.wait()
+    check("serve_sighup_exit0", False, "still serving 10 s after SIGHUP")
 
 # the default port: taken, the next free one is used and said (serve and run alike)
 holder = socket.socket()

@@ -689,6 +689,16 @@ check sigint_exit130 test $rc -eq 130
 check sigint_study_stopped test "$(study_state intr)" = STOPPED
 check sigint_trials_pending test "$(count_state intr PENDING)" -eq 2
 check sigint_no_orphans test -z "$(procs_in intr '[s]leep 30')"
+# SIGHUP (the terminal closed, the ssh session dropped) stops the study the same way
+spec hup BASIC "" 4 2 '["/bin/sh", "-c", "sleep 30", "sh"]'
+"$TUNER" run hup.json --quiet --grace=1 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ "$(procs_in hup '^sleep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
+kill -HUP $pid; wait $pid; rc=$?
+check sighup_exit130 test $rc -eq 130
+check sighup_study_stopped test "$(study_state hup)" = STOPPED
+check sighup_trials_pending test "$(count_state hup PENDING)" -eq 2
+check sighup_no_orphans test -z "$(procs_in hup '[s]leep 30')"
 # A second Ctrl-C while replicas that ignore SIGTERM have their grace: killed at once,
 # and each trial's events say so (no replica's exit is stored).
 spec intr2 BASIC "" 4 2 '["/bin/sh", "-c", "trap \"\" TERM; sleep 30", "sh"]'
