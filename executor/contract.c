@@ -70,19 +70,65 @@ char *ex_metric_path(const char *dir, const char *type_name, int index) {
     return tn_xasprintf("%s/metrics/%s-%d.metrics", dir, type_name, index);
 }
 
-int ex_on_path(const char *prog) {
-    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+/* Whether path is a regular file this process may execute. */
+static int runnable_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Why the file at path cannot be run, into why; 0 when it can. */
+static int file_problem(const char *path, char *why, size_t len) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        snprintf(why, len, "%s", errno == ENOENT ? "not found" : strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(sb.st_mode)) return snprintf(why, len, "a directory, not a program"), -1;
+    if (!S_ISREG(sb.st_mode)) return snprintf(why, len, "not a regular file"), -1;
+    if (access(path, X_OK) != 0) return snprintf(why, len, "not executable (chmod +x)"), -1;
+    /* a script: its interpreter too, or exec says only ENOENT, as if the script were gone */
+    char head[256] = "";
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    ssize_t n = fd >= 0 ? read(fd, head, sizeof head - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n < 2 || head[0] != '#' || head[1] != '!') return 0;
+    head[n] = '\0';
+    char *interp = head + 2 + strspn(head + 2, " \t");
+    interp[strcspn(interp, " \t\r\n")] = '\0';
+    if (!*interp || runnable_file(interp)) return 0;
+    snprintf(why, len, "its interpreter %.150s (its #! line) is not found or not executable",
+             interp);
+    return -1;
+}
+
+int ex_program_problem(const char *prog, char *why, size_t len) {
+    if (strchr(prog, '/')) return file_problem(prog, why, len);
     const char *path = getenv("PATH");
     if (!path) path = "/usr/bin:/bin";
-    char buf[4096];
-    for (const char *p = path;;) {
+    char buf[4096], first[4096] = "";
+    for (const char *p = path;;) { /* the first runnable one, as execvp takes */
         const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? p : ".", prog);
-        if (access(buf, X_OK) == 0) return 1;
-        if (!end) return 0;
+        size_t plen = end ? (size_t)(end - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)plen, plen ? p : ".", prog);
+        if (runnable_file(buf)) return file_problem(buf, why, len);
+        struct stat sb;
+        if (!first[0] && stat(buf, &sb) == 0) snprintf(first, sizeof first, "%s", buf);
+        if (!end) break;
         p = end + 1;
     }
+    if (first[0]) { /* there, but not to run: say why of the first one */
+        char whyfirst[256];
+        file_problem(first, whyfirst, sizeof whyfirst);
+        snprintf(why, len, "%.200s on PATH is %s", first, whyfirst);
+        return -1;
+    }
+    snprintf(why, len, "not found on PATH");
+    return -1;
+}
+
+int ex_on_path(const char *prog) {
+    char why[512];
+    return ex_program_problem(prog, why, sizeof why) == 0;
 }
 
 /* The contract's variables, and what sets each (for the spec's messages). */
@@ -238,8 +284,15 @@ int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *p
     if (got == (ssize_t)sizeof child_errno) { /* exec failed: reap it here */
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
         }
-        tn_error(err, errlen, TN_EIO, "cannot run %s: %s%s", argv[0], strerror(child_errno),
-                 child_errno == ENOENT ? " (not found; check the spec's command)" : "");
+        char why[512];
+        if (child_errno == ENOENT || child_errno == EACCES) { /* what is missing, exactly */
+            if (ex_program_problem(argv[0], why, sizeof why) == 0)
+                snprintf(why, sizeof why, "%s", strerror(child_errno));
+            tn_error(err, errlen, TN_EIO, "cannot run %s: %s (check the spec's command)",
+                     argv[0], why);
+        } else {
+            tn_error(err, errlen, TN_EIO, "cannot run %s: %s", argv[0], strerror(child_errno));
+        }
         return EX_ENOEXEC;
     }
     *pid = child;

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 extern char **environ;
@@ -224,9 +225,20 @@ static int spawn(local_replica *lr, char *err, size_t errlen) {
                       .user_env = (char *const *)j->cfg.env[lr->r->type]};
     char **env = ex_contract_env(environ, &ct);
     tf_config_clear(&c);
+    /* The trial's logs and metrics folders, again: a program that clears its --job-dir
+     * as it starts has removed them by its restart. */
+    char *logs = ex_logs_dir(j->job_dir), *metrics = ex_metrics_dir(j->job_dir);
+    int rc = tn_make_dirs(logs, err, errlen);
+    if (!rc) rc = tn_make_dirs(metrics, err, errlen);
+    free(logs);
+    free(metrics);
+    if (rc) {
+        ex_strv_free(env);
+        return rc;
+    }
     ex_run_mark_take(lr->r->log_path, lr->r->metric_path, &lr->mark);
     pid_t pid;
-    int rc = ex_spawn(j->argv, env, lr->r->log_path, &pid, err, errlen);
+    rc = ex_spawn(j->argv, env, lr->r->log_path, &pid, err, errlen);
     ex_strv_free(env);
     if (rc) return rc;
     lr->pid = pid;

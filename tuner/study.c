@@ -1334,13 +1334,14 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
     char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                                   : tn_xstrdup("python3");
     int rc = 0;
-    if (!ex_on_path(program))
+    char why[512];
+    if (ex_program_problem(program, why, sizeof why) != 0)
         rc = tn_error(err, errlen, TN_EINVAL,
-                      "cannot run '%s': not found or not executable\nhint: fix "
+                      "cannot run '%s': %s\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "
                       "PATH); `tuner resume` runs the command the study was created with, so "
                       "for a stored study put the program back there",
-                      program);
+                      program, why);
     free(program);
     if (rc) return rc;
     ex_job_config shape;

@@ -208,14 +208,17 @@ static void test_permanent_errors(void) {
     CHECK_STR_CONTAINS(o.error, "chief-0.log");
 }
 
-static void test_program_not_found(void) {
+/* A program exec refuses: the trial fails at once (no restart can help), saying what is
+ * wrong with it: missing, a directory, a script whose #! interpreter is missing (exec
+ * says ENOENT for that too). */
+static void program_fails(const char *name, const char *program, const char *want) {
     outcome o;
     memset(&o, 0, sizeof o);
     o.base = event_base_new();
     ex_executor *x = local_executor(o.base, 0);
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/notfound", g_root);
-    const char *argv[] = {"/no/such/program"};
+    snprintf(dir, sizeof dir, "%s/%s", g_root, name);
+    const char *argv[] = {program};
     ex_job_config cfg = {.trial = "1", .argv = argv, .argc = 1, .job_dir = dir,
                          .use_chief_name = 1, .count = {1, 1, 0, 0}, .max_replica_restarts = 5,
                          .max_job_retries = 3, .grace_seconds = 0.2, .poll_seconds = 0.05};
@@ -226,13 +229,45 @@ static void test_program_not_found(void) {
     if (j) {
         if (!o.finished) event_base_dispatch(o.base);
         CHECK_INT_EQ(o.outcome, EX_FAILED);
-        CHECK_STR_CONTAINS(o.error, "cannot run /no/such/program");
-        CHECK_STR_CONTAINS(o.error, "No such file");
+        char head[700];
+        snprintf(head, sizeof head, "cannot run %s: %s", program, want);
+        CHECK_STR_CONTAINS(o.error, head);
         CHECK_INT_EQ(ex_job_restarts(j), 0);
         ex_job_free(j);
     }
     ex_executor_free(x);
     event_base_free(o.base);
+}
+
+static void test_program_not_found(void) {
+    program_fails("notfound", "/no/such/program", "not found");
+    char dir[600], script[600], why[512];
+    snprintf(dir, sizeof dir, "%s/adir", g_root);
+    CHECK(mkdir(dir, 0755) == 0);
+    program_fails("isdir", dir, "a directory, not a program");
+    snprintf(script, sizeof script, "%s/badinterp.sh", g_root);
+    FILE *f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("#!/no/such/interp -x\necho hi\n", f);
+        fclose(f);
+    }
+    CHECK(chmod(script, 0755) == 0);
+    program_fails("badinterp", script,
+                  "its interpreter /no/such/interp (its #! line) is not found or not executable");
+    /* ex_program_problem, as the tuner's preflight asks it */
+    CHECK(ex_program_problem("sh", why, sizeof why) == 0);
+    CHECK(ex_program_problem("/bin/sh", why, sizeof why) == 0);
+    CHECK(ex_program_problem("no-such-program-xyz", why, sizeof why) != 0);
+    CHECK_STR_CONTAINS(why, "not found on PATH");
+    CHECK(ex_program_problem(dir, why, sizeof why) != 0);
+    CHECK_STR_CONTAINS(why, "a directory");
+    snprintf(script, sizeof script, "%s/notexec.sh", g_root);
+    f = fopen(script, "w");
+    if (f) fclose(f);
+    CHECK(chmod(script, 0644) == 0);
+    CHECK(ex_program_problem(script, why, sizeof why) != 0);
+    CHECK_STR_CONTAINS(why, "not executable");
 }
 
 static void test_chief_done_workers_stopped(void) {
@@ -480,6 +515,24 @@ static void test_free_running_job_kills_all(void) {
     event_base_free(o.base);
 }
 
+/* A program that clears its --job-dir as it starts (logs and metrics folders
+ * included) and fails once is restarted all the same: the folders are made again
+ * before each start, and the restart's log and record are there. */
+static void test_restart_after_job_dir_removed(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; if [ ! -e $d.wiped ]; then touch $d.wiped; "
+                             "rm -rf \"$d\"; exit 1; fi; echo second run; "
+                             "printf '{\"accuracy\": \"0.5\"}\\n' > \"$CLOUD_ML_HP_METRIC_FILE\"",
+                   .restarts = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("wiped", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%d: %s", o.outcome, o.error);
+    CHECK_INT_EQ(restarts, 1);
+    CHECK_INT_EQ(o.measurements, 1);
+    char buf[64];
+    first_line("wiped/logs/chief-0.log", buf, sizeof buf);
+    CHECK_STR_CONTAINS(buf, "second run");
+}
+
 static void test_stop(void) {
     job_case jc = {.script = "sleep 60", .workers = 1, .restarts = 5, .retries = 3,
                    .stop_after_ms = 300};
@@ -635,6 +688,7 @@ int main(void) {
     RUN(test_timeout_while_stopping);
     RUN(test_setsid_child_killed_large_env);
     RUN(test_free_running_job_kills_all);
+    RUN(test_restart_after_job_dir_removed);
     RUN(test_leftover_children_killed);
     RUN(test_stop);
     RUN(test_unwritable_job_dir);

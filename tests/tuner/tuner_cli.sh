@@ -149,7 +149,20 @@ check timeout_failed grep -q "timed out after 0.5s" <<<"$("$TUNER" trials slow -
 spec missing BASIC "" 1 1 '["no-such-program-xyz"]'
 err=$("$TUNER" run missing.json 2>&1); rc=$?
 check missing_program_exit2 test $rc -eq 2
-check missing_program_message grep -q "cannot run 'no-such-program-xyz'" <<<"$err"
+check missing_program_message grep -q "cannot run 'no-such-program-xyz': not found on PATH" <<<"$err"
+# a folder, or a script whose #! interpreter is missing: refused before anything is
+# stored, saying which (a folder passed access(X_OK), and exec said only ENOENT)
+mkdir -p progdir
+printf '#!/no/such/interp\necho hi\n' >badinterp.sh; chmod 755 badinterp.sh
+for c in "progdir:a directory, not a program" \
+         "badinterp.sh:its interpreter /no/such/interp (its #! line) is not found"; do
+  prog=${c%%:*} name=bad_${prog%.sh}
+  spec "$name" BASIC "" 1 1 "[\"$PWD/$prog\"]"
+  err=$("$TUNER" run "$name.json" 2>&1); rc=$?
+  check "${name}_exit2" test $rc -eq 2
+  check "${name}_says" grep -qF "cannot run '$PWD/$prog': ${c#*:}" <<<"$err"
+  check "${name}_nothing_stored" test "$("$TUNER" show "$name" >/dev/null 2>&1; echo $?)" -eq 4
+done
 # a negative --seed is refused (it was taken as "not given", so a random seed was drawn)
 for c in run create; do
   err=$("$TUNER" $c good.json --seed=-5 2>&1); rc=$?
