@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/status.h"
 #include "common/text.h"
@@ -91,9 +92,12 @@ static int unknown_flag(const tn_flag *flags, size_t n, const char *name, size_t
     return rc;
 }
 
-/* Whether a is a negative number ("-0.7", "-5", "-1e-3", "-.5"): a value, not a flag. */
+/* Whether a is a negative number ("-0.7", "-5", "-1e-3", "-.5", and "-inf", "-nan",
+ * which a value's own check then refuses by name): a value, not a flag. */
 static int negative_number(const char *a) {
-    if (a[0] != '-' || !(isdigit((unsigned char)a[1]) || a[1] == '.')) return 0;
+    if (a[0] != '-' || !(isdigit((unsigned char)a[1]) || a[1] == '.' ||
+                         strncasecmp(a + 1, "inf", 3) == 0 || strncasecmp(a + 1, "nan", 3) == 0))
+        return 0;
     char *end;
     (void)strtod(a, &end);
     return end != a && *end == '\0';
@@ -138,9 +142,9 @@ int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *p
             value = eq + 1;
         } else if (f->type == TN_FLAG_BOOL) {
             value = "true";
-        } else if (i + 1 < argc) {
+        } else if (i + 1 < argc && !(argv[i + 1][0] == '-' && argv[i + 1][1] == '-')) {
             value = argv[++i];
-        } else {
+        } else { /* none, or the next word is a flag ("--db --quiet"): --name=--x says so */
             return tn_error(err, errlen, TN_EINVAL, "--%s needs a value (--%s=%s)", f->name,
                             f->name, f->arg ? f->arg : "VALUE");
         }

@@ -1040,8 +1040,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "--db=", 5)) {
             env.db = argv[i] + 5;
+            if (!*env.db) return cli_usage("", "--db needs a value (--db=PATH)");
         } else if (!strcmp(argv[i], "--db")) {
-            if (i + 1 >= argc) return cli_usage("", "--db needs a value (--db=PATH)");
+            /* not the next flag: "--db --quiet" would store into a file named --quiet */
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+                return cli_usage("", "--db needs a value (--db=PATH)");
             env.db = argv[++i];
         } else if (!strcmp(argv[i], "--")) {
             while (i < argc) argv[n++] = argv[i++];

@@ -236,6 +236,15 @@ static void test_missing_value_at_end(void) {
     }
     parsed p = PARSE("--batch_size");
     CHECK_STR_CONTAINS(p.err, "--batch_size=N"); /* shows the placeholder */
+    /* The next word a flag: not taken as the value ("--job_dir --verbose" made a folder
+     * named --verbose and lost the flag); a value that starts with -- goes after '='. */
+    p = PARSE("--job_dir", "--verbose");
+    CHECK_MSG(p.rc == TN_EINVAL, "rc %d", p.rc);
+    CHECK_STR_CONTAINS(p.err, "--job_dir needs a value");
+    p = PARSE("--job_dir=--odd", "--verbose");
+    CHECK_MSG(p.rc == 0 && v_dir && !strcmp(v_dir, "--odd") && v_verbose, "rc %d: %s", p.rc, p.err);
+    p = PARSE("--learning_rate", "-0.5"); /* one dash: a value */
+    CHECK_MSG(p.rc == 0 && v_lr == -0.5, "rc %d: %s", p.rc, p.err);
 }
 
 /* ---------------------------------------------------------------------------------
@@ -317,7 +326,7 @@ static void test_positional(void) {
 /* A negative number is a value wherever it stands (`tuner tell s 9 -0.7`); only --name
  * is a flag, and "-1x" or "-e5" stay errors. */
 static void test_negative_numbers_are_values(void) {
-    const char *nums[] = {"-0.7", "-5", "-1e-3", "-.5", "-12.25e+2"};
+    const char *nums[] = {"-0.7", "-5", "-1e-3", "-.5", "-12.25e+2", "-inf", "-nan", "-INF"};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         parsed p = PARSE("a", nums[i]);
         CHECK_MSG(p.rc == 0 && p.npos == 2 && p.pos[1] == 2, "%s: rc %d npos %d (%s)", nums[i],

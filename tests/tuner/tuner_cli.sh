@@ -33,6 +33,15 @@ spec() {
   write_spec "$1" "" "$2" "$3" "runs/$1" "$6" "$4" "$5" RANDOM_SEARCH "${7:-}" "$params"
 }
 
+# --- --db with no value: refused, never the next flag taken as the path ---------------
+for args in "list --db --format=json" "run good.json --db --quiet" "list --db=" "list --db"; do
+  # shellcheck disable=SC2086
+  err=$("$TUNER" $args 2>&1); rc=$?
+  check "db_no_value_exit2_${args// /_}" test $rc -eq 2
+  check "db_no_value_says_${args// /_}" grep -q -- "--db needs a value (--db=PATH)" <<<"$err"
+done
+check db_no_value_no_file test ! -e ./--format=json -a ! -e ./--quiet
+
 # --- validate ------------------------------------------------------------------
 spec good BASIC "" 3 1 '["/bin/true"]'
 out=$("$TUNER" validate good.json); rc=$?
@@ -1013,6 +1022,11 @@ for v in 0x10 nan inf 1e999 1e " 1" .; do
   check "tell_value_${v// /_}_refused" test $rc -eq 2
 done
 check tell_value_says grep -q "VALUE must be a finite decimal number (as 0.873, -2, 1.5e-3), not '.'" <<<"$err"
+for v in -inf -nan; do # values too, refused as such (not "unknown option")
+  err=$("$TUNER" tell asktell 10 "$v" 2>&1); rc=$?
+  check "tell_value_${v}_refused" test $rc -eq 2
+  check "tell_value_${v}_says" grep -q "VALUE must be a finite decimal number .*, not '$v'" <<<"$err"
+done
 check tell_value_refused_stores_nothing test "$(trial_field asktell state | sed -n 10p)" = PENDING
 "$TUNER" tell asktell 10 +1.5E-1 >/dev/null; rc=$?
 check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | sed -n 10p)" = 0.15
