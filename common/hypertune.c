@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -54,9 +55,30 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen) {
 }
 
 /* Loads the valid JSON-object lines of an existing file into the ring. */
-static void load_existing(ht_writer *w) {
-    FILE *f = fopen(w->path, "r");
-    if (!f) return;
+/* Takes the records already in the file (a restarted replica's earlier ones). The file
+ * must be a regular file, if there: a FIFO would block the open (or the read) for
+ * good, and the rename that writes it would replace a folder's or device's name. */
+static int load_existing(ht_writer *w, char *err, size_t errlen) {
+    int fd = open(w->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", w->path,
+                        strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tn_error(err, errlen, TN_EIO,
+                        "metric file %s is %s, not a regular file; remove it, or set "
+                        "CLOUD_ML_HP_METRIC_FILE to a file's path",
+                        w->path, S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a folder"
+                                                                              : "a special file");
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "fdopen: %s", strerror(errno));
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -68,6 +90,7 @@ static void load_existing(ht_writer *w) {
     }
     free(line);
     fclose(f);
+    return 0;
 }
 
 int ht_writer_open(const char *path, const char *trial, ht_writer **out, char *err,
@@ -82,7 +105,10 @@ int ht_writer_open(const char *path, const char *trial, ht_writer **out, char *e
     ht_writer *w = tn_xcalloc(1, sizeof *w);
     w->path = tn_xstrdup(path);
     w->trial = tn_xstrdup(trial);
-    load_existing(w);
+    if ((rc = load_existing(w, err, errlen))) {
+        ht_writer_free(w);
+        return rc;
+    }
     *out = w;
     return 0;
 }

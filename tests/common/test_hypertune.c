@@ -509,6 +509,21 @@ static void test_unwritable_location(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_INT_EQ(count_names(g_root, "is_a_dir.tmp"), 0);
 
+    /* The metric file is a FIFO: refused at open, never blocking on it (the open of a
+     * FIFO for reading waits for a writer), and left as it is. The test's own alarm
+     * fails it should the open block. */
+    fmt_path(path, "%s/metrics.fifo", g_root);
+    CHECK_INT_EQ(mkfifo(path, 0644), 0);
+    alarm(20);
+    w = NULL;
+    err[0] = '\0';
+    CHECK_INT_EQ(ht_writer_open(path, "1", &w, err, sizeof err), TN_EIO);
+    alarm(0);
+    CHECK(w == NULL);
+    CHECK_STR_CONTAINS(err, "is a FIFO, not a regular file");
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode));
+
     /* The regular file was not touched. */
     int n;
     char **lines = read_lines(file, &n);
