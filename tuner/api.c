@@ -37,6 +37,7 @@
 #define API_DEFAULT_LINES 200    /* log lines when not asked */
 #define API_MAX_LINES 5000       /* the most log lines */
 #define API_TAIL_MAX_BYTES (4 << 20) /* the most of a log read for one reply */
+#define API_LOG_REPLY_MAX (4 << 20)  /* the most its lines may take in the reply's JSON */
 
 /* ---------------------------------------------------------------------------------
  * Buffers and JSON text
@@ -959,6 +960,57 @@ int api_tail(const char *path, int64_t lines, char ***out, size_t *n, int *trunc
     return 0;
 }
 
+/* At most the bytes s takes as a JSON string's contents written with
+ * TN_JSON_HTML_SAFE: a control character, <, >, & or DEL six (\u00XX), '"' and '\\'
+ * two, a byte of another character two (U+2028 and U+2029 take six for three). */
+static size_t json_size_bound(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        n += c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f ? 6
+             : c == '"' || c == '\\' || c >= 0x80                    ? 2
+                                                                       : 1;
+    }
+    return n;
+}
+
+/* Keeps the newest of list's n lines that fit API_LOG_REPLY_MAX as JSON (a log of
+ * control characters grows sixfold): frees the older ones, moves the rest to the front,
+ * and returns how many are left. A newest line too large alone keeps its end, cut at a
+ * character's start. *truncated is set when anything went. */
+static size_t fit_reply(char **list, size_t n, int *truncated) {
+    size_t budget = API_LOG_REPLY_MAX, first = n;
+    while (first > 0) {
+        size_t len = strlen(list[first - 1]);
+        size_t need = json_size_bound(list[first - 1], len) + 3; /* quotes, comma */
+        if (need <= budget) {
+            budget -= need;
+            first--;
+            continue;
+        }
+        if (first == n) { /* the newest alone: its end, as much as fits */
+            char *line = list[n - 1];
+            size_t from = len, size = 3;
+            while (from > 0) {
+                size_t add = json_size_bound(line + from - 1, 1);
+                if (size + add > budget) break;
+                size += add;
+                from--;
+            }
+            while (from < len && ((unsigned char)line[from] & 0xc0) == 0x80) from++;
+            memmove(line, line + from, len - from + 1);
+            first = n - 1;
+            *truncated = 1;
+        }
+        break;
+    }
+    if (first == 0) return n;
+    *truncated = 1;
+    for (size_t i = 0; i < first; i++) free(list[i]);
+    memmove(list, list + first, (n - first) * sizeof *list);
+    return n - first;
+}
+
 typedef struct log_ctx {
     const char *id;
     int64_t number;
@@ -1008,6 +1060,7 @@ void api_log(st_store *st, const char *id, const char *number, const char *repli
         int truncated = 0;
         char terr[1200];
         rc = api_tail(path, lines, &list, &n, &truncated, terr, sizeof terr);
+        if (rc == 0) n = fit_reply(list, n, &truncated);
         if (rc == TN_ENOENT) {
             api_error(r, 404, "the trial's detail lists its logs under \"logs\"",
                       "trial %lld of %s has no log %s", (long long)c.number, c.s.row.name,

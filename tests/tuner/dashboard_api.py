@@ -465,6 +465,25 @@ check("log_whole", status == 200 and log["truncated"] is False and len(log["line
 check("log_planted_markup_escaped", b"<script>" not in body and b"\\u003cscript\\u003e" in body)
 check("log_invalid_utf8_replaced", log and log["lines"][2] == "bad utf-8: \ufffd\ufffd\ufffd end",
       repr(log and log["lines"][2]))
+# A log of control characters grows sixfold as JSON (\u0001): the reply stays within
+# 4 MiB of lines, the newest kept, and says it is truncated; a single line larger
+# than that keeps its end.
+big = os.path.join(WORK, "runs/dash/1/logs/worker-9.log")
+with open(big, "wb") as f:
+    for i in range(5000):
+        f.write(b"\x01" * 838 + b" %d\n" % i)  # 4 MiB read, 25 MB escaped
+status, _, log, body = get_json(sport, "/api/studies/dash/trials/1/logs/worker-9?lines=5000")
+check("log_reply_bounded", status == 200 and len(body) <= (4 << 20) + 4096 and
+      log["truncated"] is True and log["lines"][-1].endswith(" 4999") and
+      len(log["lines"]) < 5000, "%d bytes, %s lines" % (len(body), log and len(log["lines"])))
+with open(big, "wb") as f:
+    f.write(b"<" * (1 << 20) + b"\xc3\xa9 the end\n")  # one line: 6 MiB escaped
+status, _, log, body = get_json(sport, "/api/studies/dash/trials/1/logs/worker-9")
+check("log_one_huge_line_keeps_its_end", status == 200 and len(body) <= (4 << 20) + 4096 and
+      log["truncated"] is True and len(log["lines"]) == 1 and
+      log["lines"][0].endswith("\u00e9 the end") and log["lines"][0].startswith("<"),
+      "%d bytes" % len(body))
+os.remove(big)
 check("log_lines_max", get_json(sport, "/api/studies/dash/trials/1/logs/chief-0?lines=5001")[0] == 400)
 check("log_missing_404", get_json(sport, "/api/studies/dash/trials/1/logs/worker-3")[0] == 404)
 secret = b"root:x:0:0"
