@@ -58,6 +58,7 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +160,7 @@ struct dash_server {
     char token[33];                  /* 32 hex digits */
     char url[160];                   /* http://HOST:PORT/#token=TOKEN */
     char *token_path;                /* the token file written, or NULL */
+    int token_fd;                    /* it, open and flock'ed while we serve; or -1 */
     pthread_t thread;                /* dash_start's */
     int started;                     /* the thread runs */
     int stop_fd;                     /* an eventfd: written by dash_stop */
@@ -1061,6 +1063,7 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
 
     dash_server *d = tn_xcalloc(1, sizeof *d);
     d->stop_fd = -1;
+    d->token_fd = -1;
     d->public_access = c->public_access;
     d->request_tv = request_deadline(c->log);
     d->base = event_base_new();
@@ -1169,10 +1172,22 @@ fail:
     return rc;
 }
 
+/* Whether a running server holds the token file at path (its flock). */
+static int token_file_held(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
 int dash_write_token(dash_server *d, const char *path, char *err, size_t errlen) {
-    size_t len = strlen(path) + 32;
-    char *tmp = tn_xmalloc(len);
-    snprintf(tmp, len, "%s.%ld.tmp", path, (long)getpid());
+    /* Another server's (a second `tuner serve` of the store): its file stays, and
+     * this one's goes beside it, named by the port. A file no server holds (left by a
+     * killed one) is replaced. */
+    char *final = token_file_held(path) ? tn_xasprintf("%s.%d", path, d->port)
+                                        : tn_xstrdup(path);
+    char *tmp = tn_xasprintf("%s.%ld.tmp", final, (long)getpid());
     unlink(tmp);
     int rc = 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -1183,26 +1198,34 @@ int dash_write_token(dash_server *d, const char *path, char *err, size_t errlen)
     }
     char line[40];
     int n = snprintf(line, sizeof line, "%s\n", d->token);
-    if (fchmod(fd, 0600) != 0 || write(fd, line, (size_t)n) != n) {
+    /* held until dash_free, so that another server leaves the file alone */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fchmod(fd, 0600) != 0 ||
+        write(fd, line, (size_t)n) != n) {
         rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", tmp,
                       strerror(errno));
         close(fd);
         unlink(tmp);
         goto done;
     }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", path,
+    if (rename(tmp, final) != 0) {
+        rc = tn_error(err, errlen, TN_EIO, "cannot write the dashboard token to %s: %s", final,
                       strerror(errno));
+        close(fd);
         unlink(tmp);
         goto done;
     }
+    if (d->token_fd >= 0) close(d->token_fd);
+    d->token_fd = fd;
     free(d->token_path);
-    d->token_path = tn_xstrdup(path);
+    d->token_path = final;
+    final = NULL;
 done:
+    free(final);
     free(tmp);
     return rc;
 }
+
+const char *dash_token_path(const dash_server *d) { return d->token_path; }
 
 const char *dash_url(const dash_server *d) { return d->url; }
 int dash_port(const dash_server *d) { return d->port; }
@@ -1273,6 +1296,7 @@ void dash_free(dash_server *d) {
         if (!strncmp(buf, d->token, sizeof d->token - 1)) unlink(d->token_path);
         free(d->token_path);
     }
+    if (d->token_fd >= 0) close(d->token_fd); /* its lock with it */
     free(d->pending);
     free(d);
 }

@@ -58,9 +58,13 @@ int dash_check_address(const char *listen, int public_access, int serve, char *e
  * hint in err; DASH_NO_PORT; or another negative code (the store). */
 int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen);
 
-/* Writes the token to path (mode 0600, replacing what is there); dash_free removes it
- * if it still holds this token. 0, or TN_EIO with a message. */
+/* Writes the token to path (mode 0600, replacing what is there), or, when another
+ * running server holds the file at path (its flock), to PATH.PORT beside it; the file
+ * is locked while this server lives, and dash_free removes it if it still holds this
+ * token. 0, or TN_EIO with a message. */
 int dash_write_token(dash_server *d, const char *path, char *err, size_t errlen);
+/* The token file dash_write_token wrote, or NULL. */
+const char *dash_token_path(const dash_server *d);
 
 /* The page's address with the token: "http://127.0.0.1:8470/#token=HEX". */
 const char *dash_url(const dash_server *d);

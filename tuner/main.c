@@ -982,7 +982,7 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
         }
     }
     printf("dashboard: %s\n", dash_url(dash));
-    if (path[0]) printf("token: %s\n", path);
+    if (path[0]) printf("token: %s\n", dash_token_path(dash));
     printf("serving %s; Ctrl-C stops\n", env->db);
     fflush(stdout);
     dash_run(dash);

@@ -314,6 +314,24 @@ check("serve_token_file", os.path.exists(serve_token_file) and
       stat.S_IMODE(os.stat(serve_token_file).st_mode) == 0o600)
 AUTH = {"Authorization": "Bearer " + stoken}
 
+# A second server of the same store leaves the first one's token file alone (it took it
+# over, and at its exit removed it): its own goes beside it, named by its port, and goes
+# when it does.
+srv2 = subprocess.Popen([TUNER, "serve", "--listen=127.0.0.1:0"], env=env,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+line2 = srv2.stdout.readline() + srv2.stdout.readline()
+m2 = re.search(r":(\d+)/#token=([0-9a-f]{32})\ntoken: (\S+)", line2)
+second_file = m2.group(3) if m2 else ""
+check("second_serve_token_beside", m2 is not None and
+      second_file == "%s.%s" % (serve_token_file, m2.group(1)) and
+      open(second_file).read().strip() == m2.group(2), line2)
+check("second_serve_first_token_kept", open(serve_token_file).read().strip() == stoken)
+srv2.send_signal(signal.SIGTERM)
+srv2.communicate(timeout=10)
+check("second_serve_token_removed", second_file and not os.path.exists(second_file))
+check("second_serve_first_token_still_there", os.path.exists(serve_token_file) and
+      open(serve_token_file).read().strip() == stoken)
+
 status, hdrs, doc, body = get_json(sport, "/api/studies")
 entry = doc["studies"][0] if doc and doc.get("studies") else {}
 check("studies_200", status == 200)
