@@ -165,6 +165,18 @@ int tf_config_check(const tf_config *c, char *err, size_t errlen) {
                                 tf_type_name(c, t), i, l->addr[i], why);
         }
     }
+    /* one address a replica: two the same would have one replica meet itself */
+    for (int t = 0; t < TF_NCLUSTER; t++)
+        for (size_t i = 0; i < c->cluster[t].n; i++)
+            for (int u = 0; u <= t; u++)
+                for (size_t k = 0; k < (u == t ? i : c->cluster[u].n); k++)
+                    if (!strcmp(c->cluster[t].addr[i], c->cluster[u].addr[k]))
+                        return tn_error(err, errlen, TN_EINVAL,
+                                        "TF_CONFIG: cluster.%s[%zu] \"%s\" is also "
+                                        "cluster.%s[%zu]: every replica needs its own "
+                                        "host:port",
+                                        tf_type_name(c, t), i, c->cluster[t].addr[i],
+                                        tf_type_name(c, u), k);
     if (c->cluster[TF_CHIEF].n > 1)
         return tn_error(err, errlen, TN_EINVAL,
                         "TF_CONFIG: cluster.%s has %zu entries; a cluster has at most one %s",

@@ -331,6 +331,11 @@ static void test_malformed(void) {
          "\"index\":0}}", "cluster.chief has 2 entries", "at most one"},
         {"{\"cluster\":{\"master\":[\"c:1\",\"c:2\"]},\"task\":{\"type\":\"master\","
          "\"index\":0}}", "cluster.master has 2 entries", "at most one"},
+        /* one host:port for two replicas: one would meet itself */
+        {"{\"cluster\":{\"worker\":[\"w:2\",\"w:2\"]}," T "}", "cluster.worker[1] \"w:2\" is also "
+         "cluster.worker[0]", "its own host:port"},
+        {"{\"cluster\":{\"chief\":[\"c:1\"],\"worker\":[\"w:2\"],\"ps\":[\"c:1\"]}," T "}",
+         "cluster.ps[0] \"c:1\" is also cluster.chief[0]", "own host:port"},
         {"{\"cluster\":{\"evaluator\":[\"e:1\"]," "\"worker\":[\"w:2\"]}," T "}",
          "cluster.evaluator", "never listed"},
         {"{\"cluster\":{\"workers\":[\"w:2\"]}," T "}", "cluster.workers",
