@@ -165,7 +165,7 @@ int tn_flags_program(const char *program, const char *usage, const tn_flag *flag
     }
     if (*help) {
         if (usage) printf("%s\n", usage);
-        tn_flags_help(stdout, flags, n);
+        tn_flags_help(stdout, flags, n, '_');
     }
     return 0;
 }
@@ -176,7 +176,7 @@ int tn_flags_given(const tn_flag *flags, size_t n, const char *name) {
     return f ? given[f - flags] : 0;
 }
 
-void tn_flags_help(FILE *out, const tn_flag *flags, size_t n) {
+void tn_flags_help(FILE *out, const tn_flag *flags, size_t n, char joiner) {
     for (size_t i = 0; i < n; i++) {
         const tn_flag *f = &flags[i];
         char left[64], def[96];
@@ -184,6 +184,8 @@ void tn_flags_help(FILE *out, const tn_flag *flags, size_t n) {
             snprintf(left, sizeof left, "--%s", f->name);
         else
             snprintf(left, sizeof left, "--%s=%s", f->name, f->arg ? f->arg : "VALUE");
+        for (char *c = left + 2; *c && *c != '='; c++)
+            if (*c == '_') *c = joiner;
         def[0] = '\0';
         switch (f->type) {
         case TN_FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->value ? "true" : "false"); break;
@@ -199,7 +201,9 @@ void tn_flags_help(FILE *out, const tn_flag *flags, size_t n) {
             fprintf(out, "  %-26s %s", left, f->help);
         else
             fprintf(out, "  %s\n  %-26s %s", left, "", f->help);
-        if (def[0] && !(f->type == TN_FLAG_BOOL && !*(int *)f->value))
+        /* (a help that says its default itself, as "random, stored" for -1, keeps it) */
+        if (def[0] && !(f->type == TN_FLAG_BOOL && !*(int *)f->value) &&
+            !strstr(f->help, "(default"))
             fprintf(out, " (default: %s)", def);
         fputc('\n', out);
     }

@@ -45,8 +45,10 @@ int tn_flags_parse(const tn_flag *flags, size_t n, int argc, char **argv, int *p
 int tn_flags_program(const char *program, const char *usage, const tn_flag *flags, size_t n,
                      int argc, char **argv, int *help);
 
-/* Prints one line per flag: "  --name=ARG  help (default: VALUE)". */
-void tn_flags_help(FILE *out, const tn_flag *flags, size_t n);
+/* Prints one line per flag: "  --name=ARG  help (default: VALUE)", the words of a name
+ * joined by joiner ('_' as the table has them, or '-'), and no "(default: VALUE)" after
+ * a help that gives its own default. */
+void tn_flags_help(FILE *out, const tn_flag *flags, size_t n, char joiner);
 
 /* Whether the flag named name appeared on the command line at the most recent
  * tn_flags_parse call, which must have been given this table (0 otherwise, and for a

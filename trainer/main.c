@@ -242,7 +242,7 @@ static void usage(FILE *out, const tn_flag *flags, size_t n) {
             "restarted run resumes. Runs alone, or as a replica of a tuner trial.\n"
             "\n"
             "flags:\n");
-    tn_flags_help(out, flags, n);
+    tn_flags_help(out, flags, n, '_');
     fprintf(out,
             "\n"
             "exit codes: 0 done; 1 runtime error (data, disk, checkpoint); 2 permanent error\n"

@@ -35,7 +35,7 @@ static void print_help(const cli_command *c, const tn_flag *flags, size_t n) {
     size_t len = strlen(c->about);
     printf("usage: tuner %s\n\n%s%s\nflags:\n", c->synopsis, c->about,
            len && c->about[len - 1] == '\n' ? "" : "\n");
-    if (n) tn_flags_help(stdout, flags, n);
+    if (n) tn_flags_help(stdout, flags, n, '-'); /* as the docs spell them: --job-id */
     printf("  --db=PATH                  the store (default: $TUNER_DB or tuner.db)\n");
 }
 

@@ -385,8 +385,10 @@ static const char run_about[] =
     "study owns (its mark, or its trial folders) is refused (docs/tuner.md).\n"
     "Ctrl-C stops the running trials; `tuner resume` carries on.";
 
+#define SEED_FLAG(rf) {"seed", TN_FLAG_INT64, &(rf).seed, "N", "sampler seed (default: random, stored)"}
+
+/* run's and resume's (resume has no --seed: a study's is fixed when it is created) */
 #define RUN_FLAGS(rf)                                                                       \
-    {"seed", TN_FLAG_INT64, &(rf).seed, "N", "sampler seed (default: random, stored)"},     \
     {"cores", TN_FLAG_INT, &(rf).cores, "N", "cores to schedule on (0: all online)"},      \
     {"gpus", TN_FLAG_INT, &(rf).gpus, "N",                                                  \
      "GPUs to schedule on (default: those NVML finds, within $CUDA_VISIBLE_DEVICES)"},    \
@@ -421,7 +423,7 @@ static int apply_executor_flag(const run_flags *rf, tn_spec *spec, const char *c
 int cmd_run(int argc, char **argv, const cli_env *env) {
     run_flags rf = {.seed = -1, .gpus = -1, .poll = 0.5, .grace = 10};
     const char *job_id = NULL;
-    const tn_flag flags[] = {JOB_ID_FLAG(job_id), RUN_FLAGS(rf)};
+    const tn_flag flags[] = {JOB_ID_FLAG(job_id), SEED_FLAG(rf), RUN_FLAGS(rf)};
     int pos[CLI_MAX_POSITIONAL];
     static const cli_command def = {
         "run", "run SPEC.json|CONFIG.yaml [flags]", run_about, {"SPEC"}, 1, 0};
@@ -592,10 +594,11 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         "were running run again (their replicas resume from their checkpoints),\n"
         "finished trials are kept, and new trials are sampled up to maxTrials.",
         {"STUDY"}, 1, 0};
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) /* said so, not "unknown" */
+        if (!strcmp(argv[i], "--seed") || !strncmp(argv[i], "--seed=", 7))
+            return cli_usage("resume", "--seed is fixed when a study is created");
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
-    if (tn_flags_given(flags, CLI_NFLAGS(flags), "seed"))
-        return cli_usage("resume", "--seed is fixed when a study is created");
     if ((rc = check_run_flags(&rf, "resume")) >= 0) return rc;
     if ((rc = check_dashboard_flags(&rf)) >= 0) return rc;
     st_store *st = NULL;

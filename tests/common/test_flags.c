@@ -430,7 +430,7 @@ static char *help_text(const tn_flag *flags, size_t n) {
     FILE *f = tmpfile();
     CHECK(f != NULL);
     if (!f) return NULL;
-    tn_flags_help(f, flags, n);
+    tn_flags_help(f, flags, n, '_');
     char *text = file_text(f);
     fclose(f);
     return text;

@@ -42,6 +42,18 @@ for args in "list --db --format=json" "run good.json --db --quiet" "list --db=" 
 done
 check db_no_value_no_file test ! -e ./--format=json -a ! -e ./--quiet
 
+# --- --help says the flags as the docs spell them, each default once ------------------
+help=$("$TUNER" run --help)
+check help_dashes grep -q -- "--job-id=ID" <<<"$help"
+check help_dashes_bool grep -q -- "--dashboard-public " <<<"$help"
+check help_no_underscores test -z "$(grep -o -- '--[a-z]*_[a-z_]*' <<<"$help")"
+check help_one_default test -z "$(grep -- '(default: .*(default:' <<<"$help")"
+help=$("$TUNER" resume --help)
+check resume_help_no_seed test -z "$(grep -- '--seed' <<<"$help")"
+err=$("$TUNER" resume some --seed=3 2>&1); rc=$?
+check resume_seed_refused test $rc -eq 2
+check resume_seed_says grep -q -- "--seed is fixed when a study is created" <<<"$err"
+
 # --- validate ------------------------------------------------------------------
 spec good BASIC "" 3 1 '["/bin/true"]'
 out=$("$TUNER" validate good.json); rc=$?
