@@ -147,7 +147,8 @@ static int lock_study(const tn_spec *spec, const char *cmd) {
     char err[1024];
     int fd, rc = jd_lock(spec->job_dir, 1, cmd, &fd, err, sizeof err);
     if (rc == JD_BUSY)
-        fprintf(stderr, "tuner: error: study %s is being run by another tuner process (%s)\n"
+        fprintf(stderr, "tuner: error: study %s cannot run: its job folder is in use by another "
+                        "tuner process (%s)\n"
                         "hint: wait for that process to end or stop it (Ctrl-C there, or `tuner "
                         "cancel`); a study of its own needs a job folder of its own "
                         "(trainingInput.jobDir)\n",

@@ -851,7 +851,7 @@ sleep 0.5
 sed 's/"jobId": "holder"/"jobId": "second"/; s|runs/holder|runs/holder|' holder.json >second.json
 err=$("$TUNER" run second.json --quiet --db=other.db 2>&1); rc=$?
 check lock_refused test $rc -eq 1
-check lock_refused_says grep -q "study second is being run by another tuner process (.*/runs/holder/.tuner.lock is held by tuner run (pid $pid))" <<<"$err"
+check lock_refused_says grep -q "study second cannot run: its job folder is in use by another tuner process (.*/runs/holder/.tuner.lock is held by tuner run (pid $pid))" <<<"$err"
 check lock_refused_stores_nothing test -z "$("$TUNER" list --db=other.db --format=csv | tail -n +2)"
 wait $pid
 # ... and the folder is holder's now: second needs one of its own

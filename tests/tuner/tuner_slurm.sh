@@ -306,7 +306,7 @@ spec twice "" 2 1 '["/bin/sh", "-c", "sleep 3; echo \"{\\\"score\\\": \\\"1\\\"}
 pid=$!
 sleep 1
 err=$("$TUNER" resume twice 2>&1); rc=$?
-check second_tuner_refused grep -q "is being run by another tuner process" <<<"$err"
+check second_tuner_refused grep -q "cannot run: its job folder is in use by another tuner process" <<<"$err"
 wait $pid
 check second_tuner_first_ok test "$(count_state twice SUCCEEDED)" -eq 2
 
