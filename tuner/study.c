@@ -678,7 +678,9 @@ static void on_event(void *ctx, const ex_event *ev) {
         t->lost_record = 1; /* its history is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
     }
-    if (!strcmp(kind, EX_EV_RESTARTED) || !strcmp(kind, EX_EV_RETRYING)) {
+    if (!strcmp(kind, EX_EV_RUNNING)) { /* a later attempt started: counted before a kill */
+        store_counts(t);
+    } else if (!strcmp(kind, EX_EV_RESTARTED) || !strcmp(kind, EX_EV_RETRYING)) {
         log_line(L, "trial %lld: %s%s%s", (long long)t->number, replica ? replica : "",
               replica ? " " : "", detail);
         store_counts(t);
@@ -1036,7 +1038,10 @@ static int start_trial(loop *L, int64_t number, const double *values, const char
     int rc = ex_job_start(L->x, &cfg, &trial_callbacks, t, &t->job, err, sizeof err);
     ex_strv_free(argv);
     free(dir);
-    if (rc == 0) return 0;
+    if (rc == 0) {
+        store_counts(t); /* its first attempt (told before t->job was set) */
+        return 0;
+    }
     release(L, t);
     trial_run_free(t);
     if (rc == EX_BUSY) { /* no room after all: it waits for the next free slot */

@@ -827,6 +827,7 @@ spec orphan BASIC "" 1 1 "$orphan"
 "$TUNER" run orphan.json --quiet >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 50); do [ -n "$(procs_in orphan '[s]leep 313')" ] && break; sleep 0.1; done
+check orphan_attempt_stored_while_running test "$(trial_field orphan attempts)" = 1
 kill -9 $pid; wait $pid 2>/dev/null
 sleep 0.3
 check orphan_left_behind test -n "$(procs_in orphan '[s]leep 313')"
@@ -834,6 +835,8 @@ check orphan_left_behind test -n "$(procs_in orphan '[s]leep 313')"
 check orphan_killed_on_resume test -z "$(procs_in orphan '[s]leep 313')"
 check orphan_said grep -Eq "killed [0-9]+ process(es)? an earlier run of the study left behind" orphan.err
 check orphan_trial_ran_again test "$(count_state orphan SUCCEEDED)" -eq 1
+# the killed run counts: the trial was run twice (it said 1, its first start never stored)
+check orphan_attempts_counted test "$(trial_field orphan attempts)" = 2
 # What a chief leaves behind when it succeeds, in its process group or out of it
 # (setsid), is gone when the trial is over.
 spec strays BASIC "" 1 1 '["/bin/sh", "-c", "sleep 314 & setsid sleep 315 & sleep 0.5; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
