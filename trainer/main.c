@@ -183,6 +183,11 @@ static int resolve_strategy(tr_config *c, const tf_config *tf, int type, int str
                             "use a multiple of %d",
                             global_batch, replicas, replicas);
         int per = global_batch / replicas;
+        if (per > 65536)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "--global_batch_size=%d gives %d examples to each of %d "
+                            "replica%s, more than 65536",
+                            global_batch, per, replicas, replicas == 1 ? "" : "s");
         if (batch_given && per != c->batch_size)
             return tn_error(err, errlen, TN_EINVAL,
                             "--batch_size=%d and --global_batch_size=%d disagree: %d replicas "

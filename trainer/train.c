@@ -38,7 +38,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/hypertune.h"
 #include "common/status.h"
 #include "kernels/cuda.h"
@@ -1606,6 +1608,17 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     if (c->report_every < 0 || c->checkpoint_every < 0)
         return tn_error(err, errlen, TN_EINVAL,
                         "--report_every and --checkpoint_every must be >= 0");
+    if (c->job_dir) { /* known now, not at the first checkpoint an epoch later */
+        char *ck = tn_xasprintf("%s/checkpoints", c->job_dir);
+        int rc = tn_make_dirs(ck, err, errlen);
+        if (!rc && access(ck, W_OK) != 0)
+            rc = tn_error(err, errlen, TN_EIO,
+                          "cannot write checkpoints into %s: %s; hint: give --job-dir a "
+                          "folder this user can write",
+                          ck, strerror(errno));
+        free(ck);
+        if (rc) return rc;
+    }
     run r = {.c = c, .out = out, .world = 1, .chief = 1};
     int ps_mode = c->strategy == TR_PARAMETER_SERVER && c->cluster;
     if ((c->strategy == TR_MULTI_WORKER || ps_mode) && c->cluster) {

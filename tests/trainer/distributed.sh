@@ -115,7 +115,7 @@ check mirrored_central_agree test "$(fingerprint mirrored.log)" = "$(fingerprint
 # a run stopped by SIGTERM resumes from its checkpoint to the same end
 "$TRAINER" "${SMALL[@]}" --strategy=mirrored --devices=2 --epochs=40 --job-dir=mstop >mstop.log 2>&1 &
 m=$!
-for _ in $(seq 200); do [ -e mstop/checkpoints ] && break; sleep 0.05; done
+for _ in $(seq 200); do compgen -G "mstop/checkpoints/ckpt-*" >/dev/null && break; sleep 0.05; done
 kill -TERM $m
 wait $m
 check mirrored_sigterm_143 test $? -eq 143
@@ -138,7 +138,7 @@ for round in "worker shm" "chief shm" "worker tcp" "chief tcp"; do
   TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --epochs=400 --batch_size=30 \
     --allreduce_transport=$transport >$name-worker.log 2>&1 &
   w=$!
-  for _ in $(seq 400); do [ -e $name/checkpoints ] && break; sleep 0.05; done
+  for _ in $(seq 400); do compgen -G "$name/checkpoints/ckpt-*" >/dev/null && break; sleep 0.05; done
   sleep 0.3
   if [ "$target" = chief ]; then kill -TERM $c; else kill -TERM $w; fi
   wait $c; crc=$?
@@ -233,7 +233,7 @@ kill_worker() {
   TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${LONG[@]}" "$@" --job-dir=$name \
     >$name-worker.log 2>&1 &
   local w=$!
-  for _ in $(seq 200); do [ -e $name/checkpoints ] && break; sleep 0.05; done
+  for _ in $(seq 200); do compgen -G "$name/checkpoints/ckpt-*" >/dev/null && break; sleep 0.05; done
   kill -9 $w
   # the worker wrote nothing of its own (workers had a private /tmp/trainer-worker-*
   # folder, which outlived the SIGKILL)

@@ -39,6 +39,17 @@ check bad_int_message grep -q "epochs expects an integer" <<<"$err"
 err=$("$TRAINER" --optimizer=adagrad 2>&1); rc=$?
 check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
 check bad_enum_exit2 test $rc -eq 2
+# a --global_batch_size too large per replica names that flag, not --batch_size
+err=$("$TRAINER" "${SMALL[@]}" --global_batch_size=65537 2>&1); rc=$?
+check global_batch_too_large_exit2 test $rc -eq 2
+check global_batch_too_large_says grep -q -- "--global_batch_size=65537 gives 65537 examples to each of 1 replica, more than 65536" <<<"$err"
+# a --job-dir that cannot be written is found before training, not at the first
+# checkpoint an epoch later (a file where its folder should be: refused as root too)
+: >in_the_way
+err=$("$TRAINER" "${SMALL[@]}" --job-dir=in_the_way/job 2>&1); rc=$?
+check job_dir_unwritable_exit1 test $rc -eq 1
+check job_dir_unwritable_says grep -q "cannot create folder in_the_way: a file is in the way" <<<"$err"
+check job_dir_unwritable_before_training test -z "$(grep "^epoch" <<<"$err")"
 # the shard policies' names are tr_shard_name's, in --help, the flag's check and messages
 check help_shard_policy_choices grep -q -- "--shard_policy=auto|data|file|off" <<<"$out"
 err=$("$TRAINER" --shard_policy=bogus 2>&1); rc=$?
