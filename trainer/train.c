@@ -661,17 +661,22 @@ int tr__restore(run *r, char *err, size_t errlen) {
     uint64_t state[STATE_WORDS];
     if (!rc) rc = tr__take_section(f, TAG_STATE, state, sizeof state, path, err, errlen);
     run_state st = r->st;
+    /* the cluster first: another one has another batch per replica, and saying so
+     * names what the user changed */
+    if (!rc) rc = same_cluster(r, f, path, err, errlen);
     if (!rc) {
         state_decode(state, &st);
         if (!same_settings(r, &st))
             rc = tn_error(err, errlen, TN_EINVAL,
                           "the checkpoints in %s were written by a run with other settings "
-                          "(%lld examples, batch %lld, optimizer %lld, seed %llu); hint: use "
-                          "a fresh --job-dir or the flags of that run",
+                          "(%lld examples, batch %lld, optimizer %lld, seed %llu; this run: "
+                          "%lld, %lld, %lld, %llu); hint: use a fresh --job-dir or the flags "
+                          "of that run",
                           r->ckpt_dir, (long long)st.ntrain, (long long)st.batch_size,
-                          (long long)st.opt_kind, (unsigned long long)st.seed);
+                          (long long)st.opt_kind, (unsigned long long)st.seed,
+                          (long long)r->st.ntrain, (long long)r->st.batch_size,
+                          (long long)r->st.opt_kind, (unsigned long long)r->st.seed);
     }
-    if (!rc) rc = same_cluster(r, f, path, err, errlen);
     /* from here on check_resume has vouched for every section */
     size_t p = r->model->nparams;
     float *buf = tn_xmalloc(p * sizeof(float));

@@ -342,6 +342,11 @@ check cluster_mismatch_names_both grep -q "written by a run of 1 replica (one_de
 check cluster_mismatch_hint grep -q "hint: resume with that run's cluster" <<<"$err"
 check cluster_mismatch_no_warning sh -c "! grep -q unusable" <<<"$err"
 check cluster_mismatch_nothing_changed test "$(cd cl1 && md5sum model.ckpt checkpoints/*)" = "$before"
+# the same global batch over two replicas (10 each): still the cluster that is named,
+# not "other settings (batch 20)", which said only the old values
+err=$("$TRAINER" "${CL[@]/--batch_size=20/--batch_size=10}" --epochs=3 --devices=2 --job-dir="$WORK/cl1" 2>&1); rc=$?
+check cluster_same_global_batch_exit2 test $rc -eq 2
+check cluster_same_global_batch_names_cluster grep -q "written by a run of 1 replica (one_device), and this run has 2 replicas" <<<"$err"
 # the other way round: two replicas' checkpoints refused by one
 "$TRAINER" "${CL[@]}" --epochs=1 --devices=2 --job-dir="$WORK/cl2" >cl2.log 2>&1
 check cluster_two_replicas_exit0 test $? -eq 0
