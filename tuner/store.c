@@ -310,14 +310,28 @@ struct st_store {
 /* Why the store at path cannot be written, into buf ("" when nothing says so): a
  * read-only file system, or no write access to the file or to its folder (SQLite
  * creates its -wal and -shm files there). */
+#define ST_DISK_FULL "the disk that holds it is full"
+
+/* The error of a write that a full disk refused, before or while it opened. */
+static int full_disk_error(const char *path, char *err, size_t errlen) {
+    return tn_error(err, errlen, TN_EIO,
+                    "cannot write the store %s: %s; hint: free space there and run the "
+                    "command again (what was stored is kept; a study goes on with `tuner "
+                    "resume`); list, show, trials, best, logs and serve can still read it",
+                    path, ST_DISK_FULL);
+}
+
 static const char *why_unwritable(const char *path, char *buf, size_t len) {
     const char *slash = strrchr(path, '/');
     char *dir = slash ? tn_xasprintf("%.*s", (int)(slash == path ? 1 : slash - path), path)
                       : tn_xstrdup(".");
     struct statvfs fs;
     buf[0] = '\0';
-    if (statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY))
+    int have_fs = statvfs(dir, &fs) == 0;
+    if (have_fs && (fs.f_flag & ST_RDONLY))
         snprintf(buf, len, "it is on a read-only file system");
+    else if (have_fs && (uint64_t)fs.f_bavail * fs.f_frsize < 64 * 1024) /* not even a -shm */
+        snprintf(buf, len, "%s", ST_DISK_FULL);
     else if (access(path, W_OK) != 0 && errno != ENOENT)
         snprintf(buf, len, "you cannot write it: %s", strerror(errno));
     else if (access(dir, W_OK) != 0)
@@ -394,18 +408,30 @@ static int fail(st_store *s, int rc, const char *op, char *err, size_t errlen) {
                         "%d s; is a long command holding it?)",
                         s->path, op, msg, ST_BUSY_TIMEOUT_MS / 1000);
     case SQLITE_CORRUPT:
-        return tn_error(err, errlen, TN_ECORRUPT, "%s: %s: %s", s->path, op, msg);
+        return tn_error(err, errlen, TN_ECORRUPT,
+                        "%s: %s: %s; hint: the file is damaged: put back a copy, or save "
+                        "what it still holds with `sqlite3 %s .recover | sqlite3 NEW.db`",
+                        s->path, op, msg, s->path);
+    case SQLITE_FULL:
+    full:
+        return tn_error(err, errlen, TN_EIO,
+                        "%s: %s: %s; hint: free space on the disk that holds it (what was "
+                        "stored before is kept), then run the command again (a study goes "
+                        "on with `tuner resume`)",
+                        s->path, op, msg);
     case SQLITE_CONSTRAINT:
         return tn_error(err, errlen, TN_EINVAL, "%s: %s: %s", s->path, op, msg);
     case SQLITE_READONLY: {
         char why[512];
-        why_unwritable(s->path, why, sizeof why);
+        if (!strcmp(why_unwritable(s->path, why, sizeof why), ST_DISK_FULL))
+            return full_disk_error(s->path, err, errlen); /* opened read-only for that */
         return tn_error(err, errlen, TN_EIO,
                         "%s: %s needs to write the store, which is read-only here (%s); run "
                         "it where the store can be written",
                         s->path, op, why[0] ? why : msg);
     }
     default:
+        if (sqlite3_system_errno(s->db) == ENOSPC) goto full; /* an I/O error of a full disk */
         return tn_error(err, errlen, TN_EIO, "%s: %s: %s", s->path, op, msg);
     }
 }
@@ -956,7 +982,9 @@ fail:
                       "to a store where you can write",
                       path, why, was);
         free(was);
-    } else if (why_unwritable(path, why, sizeof why)[0]) { /* what to do, not only SQLite's word */
+    } else if (!strcmp(why_unwritable(path, why, sizeof why), ST_DISK_FULL)) {
+        rc = full_disk_error(path, err, errlen);
+    } else if (why[0]) { /* what to do, not only SQLite's word */
         char *was = tn_xstrdup(err);
         rc = tn_error(err, errlen, TN_EIO,
                       "cannot write the store %s: %s (%s); commands that change it (run, "
@@ -1010,7 +1038,8 @@ static int open_readonly(const char *path, const char *why, st_store **out, char
         int code = sqlite3_extended_errcode(s->db) & 0xff;
         (void)sqlite3_close(s->db);
         s->db = NULL;
-        if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY) break; /* not a wal/shm issue */
+        if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY && code != SQLITE_IOERR)
+            break; /* not a wal/shm issue (IOERR: no room for the -shm file) */
     }
     if (rc == 0 && version == 0)
         rc = tn_error(err, errlen, TN_EFORMAT, "%s holds no tuner store yet", path);

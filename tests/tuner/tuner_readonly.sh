@@ -176,6 +176,45 @@ else
   chmod u+w np np/t.db
   check noperm_store_unchanged test "$(sha256sum np/t.db | cut -d' ' -f1)" = "$sum_before"
 fi
-check store_unchanged test "$(sha256sum store/t.db | cut -d' ' -f1)" = "$sum_before"
+# A full disk (a small tmpfs, as root): the reads work (read-only, no room for SQLite's
+# -shm file); a write says the disk is full and what to do; nothing stored is lost, and
+# once there is room again the write goes through.
+if [ "$(id -u)" = 0 ] && mkdir -p full && mount -t tmpfs -o size=1m tmpfs full 2>/dev/null; then
+  MOUNT="$WORK/full"
+  cp store/t.db full/t.db
+  dd if=/dev/zero of=full/filler bs=4k 2>/dev/null
+  out=$("$TUNER" list --db=full/t.db 2>&1)
+  check full_disk_list grep -q "^done .*SUCCEEDED" <<<"$out"
+  check full_disk_trials test "$("$TUNER" trials done --db=full/t.db --format=csv | grep -c SUCCEEDED)" -eq 2
+  for c in "cancel waiting" "ask waiting"; do
+    # shellcheck disable=SC2086
+    out=$("$TUNER" $c --db=full/t.db 2>&1); rc=$?
+    check "full_disk_${c%% *}_refused" test $rc -eq 1
+    check "full_disk_${c%% *}_says" grep -q "cannot write the store full/t.db: the disk that holds it is full; hint: free space there" <<<"$out"
+  done
+  check full_disk_store_unchanged test "$(sha256sum full/t.db | cut -d' ' -f1)" = "$sum_before"
+  rm full/filler
+  out=$("$TUNER" cancel waiting --db=full/t.db 2>&1)
+  check full_disk_room_again_cancel grep -q "state: *CANCELLED" <<<"$("$TUNER" show waiting --db=full/t.db)"
+  # the disk fills while a study runs (its first trial fills it): the tuner stops
+  # saying so and what to do; with room again, resume finishes the study
+  cp store/t.db full/t2.db
+  cat >fill.json <<JSON
+{"jobId": "fill", "trainingInput": {"jobDir": "$WORK/runs/fill",
+  "command": ["/bin/sh", "-c", "[ -e $WORK/filled ] || { touch $WORK/filled; dd if=/dev/zero of=$WORK/full/filler bs=4k 2>/dev/null; }; echo '{\\"score\\": \\"0.5\\"}' > \$CLOUD_ML_HP_METRIC_FILE"],
+  "hyperparameters": {"goal": "MAXIMIZE", "hyperparameterMetricTag": "score", "maxTrials": 2,
+    "maxParallelTrials": 1, "params": [{"parameterName": "x", "type": "DOUBLE", "minValue": 0, "maxValue": 1}]}}}
+JSON
+  out=$(timeout 120 "$TUNER" run fill.json --db=full/t2.db --quiet --dashboard=off 2>&1); rc=$?
+  check full_disk_midrun_exit1 test $rc -eq 1
+  check full_disk_midrun_says grep -q "database or disk is full; hint: free space on the disk that holds it" <<<"$out"
+  rm -f full/filler
+  out=$(timeout 120 "$TUNER" resume fill --db=full/t2.db --quiet --dashboard=off 2>&1); rc=$?
+  check full_disk_midrun_resumes test $rc -eq 0
+  check full_disk_midrun_all_trials test "$("$TUNER" trials fill --db=full/t2.db --format=csv | grep -c SUCCEEDED)" -eq 2
+  umount full; MOUNT=""
+else
+  ok full_disk_skipped_not_root
+fi
 
 check_summary
