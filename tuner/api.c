@@ -1496,7 +1496,8 @@ static int frame_version(const char *v, size_t n) {
         size_t start = i;
         for (; i < n && v[i] >= '0' && v[i] <= '9'; i++)
             if (part[k] < 999) part[k] = 10 * part[k] + (v[i] - '0');
-        if (i == start || (k == 0 && (i == n || v[i++] != '.'))) return -1;
+        if (i == start || (i - start > 1 && v[start] == '0')) return -1; /* none, or 01 */
+        if (k == 0 && (i == n || v[i++] != '.')) return -1;
     }
     return i == n ? 1000 * part[0] + part[1] : -1;
 }
@@ -1541,8 +1542,11 @@ static void frame_request_line(api_frame *f) {
         api_frame_refuse(f, 400, "malformed HTTP version: send HTTP/1.1");
         return;
     }
-    if (version >= 2000) {
-        api_frame_refuse(f, 505, "HTTP/%d is not served here: send HTTP/1.1", version / 1000);
+    /* HTTP/1.0 and 1.1 only: evhttp would serve 0.9 or 1.2 and echo that version in
+     * its status line */
+    if (version != 1000 && version != 1001) {
+        api_frame_refuse(f, 505, "HTTP/%d.%d is not served here: send HTTP/1.1",
+                         version / 1000, version % 1000);
         return;
     }
     f->http11 = version >= 1001;
@@ -1596,7 +1600,17 @@ static void frame_header_line(api_frame *f, size_t n) {
         api_frame_refuse(f, 400, "malformed header line");
         return;
     }
-    if (!memchr(f->line, ':', stored)) return; /* a long name: not one that frames the body */
+    /* the name: a token, right before the colon ("Host : x" and ": x" are not) */
+    const char *colon = memchr(f->line, ':', stored);
+    size_t nlen = colon ? (size_t)(colon - f->line) : stored;
+    int token = nlen > 0;
+    for (size_t i = 0; i < nlen && token; i++)
+        token = isalnum((unsigned char)f->line[i]) || strchr("!#$%&'*+-.^_`|~", f->line[i]);
+    if (!token) {
+        api_frame_refuse(f, 400, "malformed header name: a token right before ':'");
+        return;
+    }
+    if (!colon) return; /* a long name: not one that frames the body */
     if (f->part == FR_TRAILERS) return;
     const char *v;
     size_t vlen;

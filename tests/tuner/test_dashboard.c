@@ -290,7 +290,16 @@ static void test_request_framing(void) {
         {"GET /a\rb HTTP/1.1\r\n\r\n", NO, 400, -1, 0},
         {"GET / HTTP/1.1\r\r\n\r\n", NO, 400, -1, 0},
         {"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", WHOLE, 0, -1, 0},     /* as evhttp */
-        {"GET / HTTP/0.9\r\n\r\n", WHOLE, 0, -1, 0},
+        {"GET / HTTP/0.9\r\n\r\n", NO, 505, -1, 0}, /* evhttp would echo these */
+        {"GET / HTTP/1.2\r\n\r\n", NO, 505, -1, 0},
+        {"GET / HTTP/1.10\r\n\r\n", NO, 505, -1, 0},
+        {"GET / HTTP/01.1\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.01\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.0\r\n\r\n", WHOLE, 0, -1, 0},
+        {"GET / HTTP/1.1\r\nHost : evil\r\n\r\n", NO, 400, -1, 0}, /* header names */
+        {"GET / HTTP/1.1\r\n: x\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\nX(y): x\r\n\r\n", NO, 400, -1, 0},
+        {"GET / HTTP/1.1\r\nX-Ok_1.a~: x\r\n\r\n", WHOLE, 0, -1, 0},
         {"POST /c HTTP/1.1\r\nExpect: foo\r\nContent-Length: 3\r\n\r\n", NO, 417, -1, 0},
         {"POST /c HTTP/1.1\r\nExpect: foo\r\nContent-Length: 17\r\n\r\n", NO, 417, -1, 0},
         {"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nExpect: foo\r\nContent-Length: 3\r\n"
