@@ -889,6 +889,26 @@ static void serve_asset(struct evhttp_request *req, const char *name) {
     send_error(req, 404, NULL, NULL, "the page is at /", "no such file");
 }
 
+/* The query string as evhttp_parse_query_str takes it: the empty parameters of a legal
+ * query ("?&limit=2", "a&&b") left out, and a bare name ("?x") given an empty value.
+ * Yours to free. */
+static char *tidy_query(const char *qs) {
+    size_t n = strlen(qs);
+    char *out = tn_xmalloc(2 * n + 1), *o = out;
+    for (const char *p = qs; *p;) {
+        size_t len = strcspn(p, "&");
+        if (len > 0) {
+            if (o > out) *o++ = '&';
+            memcpy(o, p, len);
+            o += len;
+            if (!memchr(p, '=', len)) *o++ = '=';
+        }
+        p += len + (p[len] == '&');
+    }
+    *o = '\0';
+    return out;
+}
+
 static void on_request(struct evhttp_request *req, void *arg) {
     dash_server *d = arg;
     struct evkeyvalq query;
@@ -933,7 +953,10 @@ static void on_request(struct evhttp_request *req, void *arg) {
                    "method not allowed");
         goto done;
     }
-    if (qs && evhttp_parse_query_str(qs, &query) != 0) {
+    char *tidy = qs ? tidy_query(qs) : NULL;
+    int bad_query = tidy && evhttp_parse_query_str(tidy, &query) != 0;
+    free(tidy);
+    if (bad_query) {
         send_error(req, 400, NULL, NULL, "write the query as name=value&name=value",
                    "malformed query string");
         goto done;
@@ -1257,13 +1280,18 @@ void dash_stop(dash_server *d) {
     d->started = 0;
 }
 
-int dash_run(dash_server *d) {
+void dash_catch_signals(dash_server *d) {
     static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP}; /* a closed terminal too */
     for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        if (d->signal_ev[i]) continue;
         d->signal_ev[i] = evsignal_new(d->base, stop_signals[i], on_signal, d);
         if (!d->signal_ev[i]) tn_out_of_memory("the dashboard's signal events");
         evsignal_add(d->signal_ev[i], NULL);
     }
+}
+
+int dash_run(dash_server *d) {
+    dash_catch_signals(d);
     event_base_dispatch(d->base);
     return 0;
 }

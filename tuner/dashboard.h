@@ -80,7 +80,11 @@ int dash_start(dash_server *d, char *err, size_t errlen);
  * event streams, then every connection is closed. Does nothing when not started. */
 void dash_stop(dash_server *d);
 
-/* Serves on the calling thread until SIGINT or SIGTERM. Returns 0. */
+/* Takes SIGINT, SIGTERM and SIGHUP for dash_run (a stop, its token file removed), from
+ * now on: before the address is printed, so that a signal sent as soon as it is read is
+ * not the default's (death, the file left behind). dash_run does it if not done. */
+void dash_catch_signals(dash_server *d);
+/* Serves on the calling thread until SIGINT, SIGTERM or SIGHUP. Returns 0. */
 int dash_run(dash_server *d);
 
 /* Stops it (if started), closes everything, removes the token file. Accepts NULL. */

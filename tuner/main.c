@@ -985,6 +985,7 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
             path[0] = '\0';
         }
     }
+    dash_catch_signals(dash);
     printf("dashboard: %s\n", dash_url(dash));
     if (path[0]) printf("token: %s\n", dash_token_path(dash));
     printf("serving %s; Ctrl-C stops\n", env->db);

@@ -412,6 +412,12 @@ for q, want in [("limit=1001", "1000"), ("limit=-1", "limit"), ("limit=abc", "li
     check("trials_400_" + q.split("=")[0] + "_" + q.split("=")[1], s_ == 400 and
           set(d_) == {"error", "hint"} and want in d_["error"] + d_["hint"], "%s %s" % (s_, d_))
 check("limit_1000_ok", get_json(sport, "/api/studies/dash/trials?limit=1000")[0] == 200)
+# legal query strings with empty parameters or a bare name are not malformed
+for q in ["&limit=2", "limit=2&&x=1", "x&limit=2", "limit=2&"]:
+    s_, _, p_, _ = get_json(sport, "/api/studies/dash/trials?" + q)
+    check("query_%s_ok" % q.replace("&", "amp").replace("=", "eq"),
+          s_ == 200 and p_ and len(p_.get("trials", [])) == 2, "%s: %s %s" % (q, s_, str(p_)[:200]))
+check("page_bare_query_ok", request(sport, "GET", "/?x")[0] == 200)
 
 status, _, curves, _ = get_json(sport, "/api/studies/dash/curves")
 c1 = curves["curves"][0] if curves and curves.get("curves") else {}
