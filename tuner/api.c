@@ -168,9 +168,15 @@ static int decode_segment(const char *s, size_t len, char *out) {
     return 0;
 }
 
+/* Whether s is a number written as the server writes it: no leading zero ("01", "00"),
+ * so that each id has one spelling and the replies echo what is served. */
+static int canonical_number(const char *s) { return s[0] != '0' || s[1] == '\0'; }
+
 int api_valid_replica(const char *name) {
     int type, index;
-    return ex_replica_parse(name, &type, &index) == 0 && name[strcspn(name, ":-")] == '-';
+    size_t dash = strcspn(name, ":-");
+    return ex_replica_parse(name, &type, &index) == 0 && name[dash] == '-' &&
+           canonical_number(name + dash + 1);
 }
 
 int api_valid_study_ref(const char *s) {
@@ -322,7 +328,7 @@ static int find_study(st_store *st, const char *id, study_ref *out, int *missing
     int rc = 0, found = 0;
     if (!all_digits(id))
         rc = st_study_get(st, id, &out->row, &found, err, errlen);
-    else if (api_parse_int(id, 1, INT64_MAX, &n) == 0)
+    else if (canonical_number(id) && api_parse_int(id, 1, INT64_MAX, &n) == 0)
         rc = st_study_get_id(st, n, &out->row, &found, err, errlen);
     if (rc == 0 && found) parse_spec(out);
     if (rc == 0 && !found) *missing = NO_STUDY;
@@ -343,7 +349,7 @@ static int find_trial(st_store *st, const char *id, int64_t number, study_ref *s
 
 /* Parses the {n} of a trial's URL into *out: 0, or -1 with r the 404. */
 static int parse_trial_number(const char *number, int64_t *out, api_reply *r) {
-    if (api_parse_int(number, 1, INT64_MAX, out) == 0) return 0;
+    if (canonical_number(number) && api_parse_int(number, 1, INT64_MAX, out) == 0) return 0;
     api_error(r, 404, "trials are numbered 1, 2, ...", "no trial '%.40s'", number);
     return -1;
 }

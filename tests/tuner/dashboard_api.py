@@ -473,6 +473,11 @@ check("trial_measurements_attempts", got == [(5, 1, 0.2, 2000), (5, 2, 0.7, 1000
                                              (6, 1, 0.3, 2001), (6, 2, 0.8, 1001)], str(got))
 check("trial_404", get_json(sport, "/api/studies/dash/trials/99")[0] == 404)
 check("trial_404_not_a_number", get_json(sport, "/api/studies/dash/trials/abc")[0] == 404)
+# one spelling of each number: "01" is no trial, study or replica index (it was served,
+# and /logs/chief-00 answered "chief-00" with chief-0's log)
+check("trial_404_leading_zero", get_json(sport, "/api/studies/dash/trials/01")[0] == 404)
+check("study_404_leading_zero", get_json(sport, "/api/studies/01")[0] == 404)
+check("log_400_leading_zero", get_json(sport, "/api/studies/dash/trials/1/logs/chief-00")[0] == 400)
 check("study_404", get_json(sport, "/api/studies/nosuch")[0] == 404)
 check("study_404_trials", get_json(sport, "/api/studies/nosuch/trials")[0] == 404)
 check("route_404", get_json(sport, "/api/nothing")[0] == 404)

@@ -201,7 +201,8 @@ static void test_replica_names(void) {
     } cases[] = {{"chief-0", 1},  {"master-0", 1},    {"worker-12", 1}, {"ps-3", 1},
                  {"evaluator-0", 1}, {"chief", 0},   {"chief-", 0},    {"chief-x", 0},
                  {"chief-0x", 0}, {"chief:0", 0},     {"Chief-0", 0},   {"../chief-0", 0},
-                 {"chief-0/..", 0}, {"workers-1", 0}, {"", 0},          {"chief-1234567890", 0}};
+                 {"chief-0/..", 0}, {"workers-1", 0}, {"", 0},          {"chief-1234567890", 0},
+                 {"chief-00", 0}, {"worker-01", 0},   {"worker-10", 1}}; /* one spelling */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_MSG(api_valid_replica(cases[i].name) == cases[i].ok, "'%s'", cases[i].name);
 }
