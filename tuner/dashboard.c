@@ -711,6 +711,11 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
                    "no such study");
         return;
     }
+    if (d->nclients >= DASH_MAX_CLIENTS) { /* HEAD too: it answers what GET would */
+        send_error(req, 503, "Retry-After", "5", "close other dashboard tabs and retry",
+                   "too many event streams");
+        return;
+    }
     api_reply r = {0};
     if (head_only) { /* HEAD: the headers a stream would get, and no stream */
         api_watch probe;
@@ -729,7 +734,7 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
     }
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     dash_conn *conn = evcon ? find_conn(d, evcon) : NULL;
-    if (d->nclients >= DASH_MAX_CLIENTS || !conn || conn->client) {
+    if (!conn || conn->client) {
         send_error(req, 503, "Retry-After", "5", "close other dashboard tabs and retry",
                    "too many event streams");
         return;

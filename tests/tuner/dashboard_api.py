@@ -812,6 +812,38 @@ for c in held + again:
     if c:
         c.close()
 
+# the event streams' cap: at most 32 streams; then a GET is 503 with Retry-After, and a HEAD,
+# which answers what a GET would, is 503 too (it was 200); one closed, one more served
+time.sleep(0.5)  # the closed connections above leave the server's count
+streams = []
+for _ in range(40):  # until the cap (earlier tests may hold some of its 32)
+    if streams and streams[-1][1] != 200:
+        break
+    c = socket.create_connection(("127.0.0.1", sport), timeout=5)
+    c.sendall(b"GET /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    streams.append((c, status_of(head)))
+refused = streams.pop()
+refused[0].close()
+check("stream_cap_reached", refused[1] == 503 and 0 < len(streams) <= 32 and
+      all(st == 200 for _, st in streams), "%d served, then %s" % (len(streams), refused[1]))
+for method in ("GET", "HEAD"):
+    resp = raw(sport, method.encode() + b" /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               b"Connection: close\r\n\r\n")
+    check("stream_cap_%s_503" % method.lower(), status_of(resp) == 503 and
+          header_map(resp).get("retry-after") == "5", resp[:300])
+streams.pop()[0].close()
+time.sleep(0.3)
+resp = raw(sport, b"HEAD /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+check("stream_cap_room_again_head_200", status_of(resp) == 200, resp[:200])
+for c, _ in streams:
+    c.close()
+
 srv.send_signal(signal.SIGINT)
 try:
     _, serve_err = srv.communicate(timeout=10)
