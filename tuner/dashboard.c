@@ -947,7 +947,18 @@ static void on_request(struct evhttp_request *req, void *arg) {
                    host ? "more than one Host header" : "an HTTP/1.1 request needs a Host header");
         goto done;
     }
-    if (!d->public_access && !host_ok(d, host)) {
+    /* An absolute-form target ("GET http://h/api/..."): its authority is the request's
+     * host, whatever Host says (RFC 9112 3.2.2). */
+    const char *target_host = uri && evhttp_uri_get_scheme(uri) ? evhttp_uri_get_host(uri)
+                                                                : NULL; /* not "//x/..." */
+    char authority[120];
+    const char *named = host;
+    if (target_host && *target_host) {
+        snprintf(authority, sizeof authority,
+                 strchr(target_host, ':') && target_host[0] != '[' ? "[%s]" : "%s", target_host);
+        named = authority;
+    }
+    if (!d->public_access && !host_ok(d, named)) {
         send_error(req, 403, NULL, NULL,
                    "open the dashboard at http://127.0.0.1:PORT/ (the address the tuner printed)",
                    "this dashboard answers only to a loopback Host name");

@@ -676,6 +676,14 @@ check("server_alive_after_bad_requests", get_json(sport, "/api/studies")[0] == 2
 resp = raw(sport, ("GET http://127.0.0.1:%d/api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                    "Connection: close\r\n\r\n" % sport).encode())
 check("absolute_form_200", status_of(resp) == 200 and b'"studies"' in resp, resp[:200])
+# the authority of an absolute-form target is the request's host, not Host (RFC 9112
+# 3.2.2): another site's name there is refused as in Host
+resp = raw(sport, b"GET http://evil.example/api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           b"Connection: close\r\n\r\n")
+check("absolute_form_foreign_host_403", status_of(resp) == 403, resp[:200])
+resp = raw(sport, ("GET http://[::1]:%d/api/studies HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Connection: close\r\n\r\n" % sport).encode())
+check("absolute_form_ipv6_loopback_200", status_of(resp) == 200, resp[:200])
 s_, _, d_ = request(sport, "GET", "/api/studies", headers={"Host": "evil.example:%d" % sport})
 check("foreign_host_refused", s_ == 403, s_)
 # Host (RFC 7230 5.4): HTTP/1.1 needs exactly one; HTTP/1.0 may omit it (no browser does)
