@@ -199,7 +199,21 @@ static int parse_address(const char *text, dash_addr *a, int serve, char *err, s
         serve ? "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470"
               : "\nhint: write ADDR:PORT: 127.0.0.1:8470, localhost:8470, [::1]:8470, or off";
     memset(a, 0, sizeof *a);
-    const char *colon = strrchr(text, ':');
+    /* an IPv6 address is bracketed, its port after the ']' ([::1]:8470) */
+    const char *close = text[0] == '[' ? strchr(text, ']') : NULL;
+    if (text[0] == '[' && !close)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "'%s' is not an address: the IPv6 address needs its closing ']'%s",
+                        text, hint);
+    if (close && close[1] != ':')
+        return tn_error(err, errlen, TN_EINVAL, "'%s' is not an address: the port is missing "
+                        "after ']'%s", text, hint);
+    if (!close && strchr(text, ':') != strrchr(text, ':'))
+        return tn_error(err, errlen, TN_EINVAL,
+                        "'%s' is not an address: an IPv6 address goes in brackets, as in "
+                        "[::1]:8470%s",
+                        text, hint);
+    const char *colon = close ? close + 1 : strrchr(text, ':');
     if (!colon)
         return tn_error(err, errlen, TN_EINVAL, "'%s' is not an address: the port is missing%s",
                         text, hint);

@@ -925,6 +925,15 @@ r = run_tuner(["serve", "--listen=nonsense"])
 check("bad_address_exit2", r.returncode == 2 and "hint:" in r.stderr, r.stderr)
 check("bad_address_serve_no_off", "[::1]:8470\n" in r.stderr and "or off" not in r.stderr,
       r.stderr)
+# each malformed address is named for what is wrong with it
+for addr, says in [("[::1", "needs its closing ']'"), ("[::1]", "the port is missing after ']'"),
+                   ("::1:8470", "an IPv6 address goes in brackets, as in [::1]:8470"),
+                   ("127.0.0.1", "the port is missing"),
+                   ("[::1]:99999", "the port must be a number from 0 to 65535"),
+                   ("[zz]:80", "'zz' is not an IPv6 address")]:
+    r = run_tuner(["serve", "--listen=" + addr])
+    check("bad_address_%s" % re.sub(r"\W", "_", addr), r.returncode == 2 and says in r.stderr,
+          r.stderr)
 r = run_tuner(["run", "other.json", "--dashboard=nonsense"])
 check("bad_address_run_offers_off", r.returncode == 2 and "[::1]:8470, or off" in r.stderr,
       r.stderr)
