@@ -62,8 +62,10 @@ static int parse_value(const tn_flag *f, const char *v, char *err, size_t errlen
         return 0;
     }
     case TN_FLAG_DOUBLE: {
+        const char *digits = v + (*v == '+' || *v == '-'); /* decimal: not strtod's 0x10 */
+        int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
         double x = strtod(v, &end);
-        if (end == v || *end || !isfinite(x))
+        if (hex || end == v || *end || !isfinite(x))
             return tn_error(err, errlen, TN_EINVAL, "--%s expects a number, got '%s'", f->name, v);
         *(double *)f->value = x;
         return 0;

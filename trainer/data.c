@@ -388,6 +388,9 @@ static int parse_number(const char *s, double *v) {
     char *end;
     while (is_blank(*s)) s++;
     if (!*s) return TN_EINVAL;
+    /* decimal only: strtod's hexadecimal ("0x10" is 16) is not what a CSV file means */
+    const char *digits = s + (*s == '+' || *s == '-');
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) return TN_EINVAL;
     double x = strtod(s, &end);
     if (end == s) return TN_EINVAL;
     while (is_blank(*end)) end++;
@@ -553,6 +556,11 @@ int ds_load_csv(const char *path, int label_column, float scale, int64_t limit,
             break;
         }
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        /* a UTF-8 byte order mark (files saved by spreadsheets) is not part of the first
+         * field: with it, a first line of numbers was taken for a header and lost */
+        if (lineno == 1 && (unsigned char)line[0] == 0xef && (unsigned char)line[1] == 0xbb &&
+            (unsigned char)line[2] == 0xbf)
+            memmove(line, line + 3, (size_t)(len -= 3) + 1);
         const char *q = line;
         while (is_blank(*q)) q++;
         if (!*q) continue; /* empty line */

@@ -341,6 +341,18 @@ static void test_negative_numbers_are_values(void) {
     }
 }
 
+/* A number flag is decimal: strtod's hexadecimal ("0x10" is 16) is refused. */
+static void test_hex_refused(void) {
+    const char *bad[] = {"--learning_rate=0x10", "--learning_rate=-0X1p3", "--learning_rate=+0x1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        parsed p = PARSE(bad[i]);
+        CHECK_MSG(p.rc == TN_EINVAL, "%s: rc %d", bad[i], p.rc);
+        CHECK_STR_CONTAINS(p.err, "expects a number");
+    }
+    parsed p = PARSE("--learning_rate=0.5e-1");
+    CHECK_MSG(p.rc == 0 && v_lr == 0.05, "rc %d: %s", p.rc, p.err);
+}
+
 static void test_double_dash_ends_flags(void) {
     parsed p = PARSE("--batch_size=5", "--", "--batch_size=6", "-x");
     CHECK_MSG(p.rc == 0, "rc %d: %s", p.rc, p.err);
@@ -508,6 +520,7 @@ int main(void) {
     RUN(test_single_dash_rejected);
     RUN(test_positional);
     RUN(test_negative_numbers_are_values);
+    RUN(test_hex_refused);
     RUN(test_double_dash_ends_flags);
     RUN(test_help);
     RUN(test_given);

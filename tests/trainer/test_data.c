@@ -560,6 +560,9 @@ static void test_csv_ok(void) {
         {"limit", "1,1\n2,2\n3,3\n", 0, 1, 2, 2, 1, 1, 3, {1, 2}, {1, 2}},
         {"limit stops before a bad line", "1,1\nbad,line\n", 0, 1, 1, 1, 1, 1, 2, {1}, {1}},
         {"large label", "65535,1\n", 0, 1, 0, 1, 1, 1, 65536, {65535}, {1}},
+        /* a spreadsheet's UTF-8 byte order mark: the first line is still an example */
+        {"byte order mark", "\xef\xbb\xbf" "1,2\n0,3\n", 0, 1, 0, 2, 1, 1, 2, {1, 0}, {2, 3}},
+        {"byte order mark, header", "\xef\xbb\xbf" "y,a\n1,2\n", 0, 1, 0, 1, 1, 1, 2, {1}, {2}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const char *path = tmp_path("ok.csv");
@@ -636,6 +639,7 @@ static void test_csv_errors(void) {
          "'x'"},
         {"empty field", "1,2,3\n1,,3\n", 0, 0, TN_EFORMAT, "line 2, column 2", "not a number"},
         {"trailing junk", "1,2\n1,3x\n", 0, 0, TN_EFORMAT, "line 2, column 2", "'3x'"},
+        {"hexadecimal", "1,2\n1,0x10\n", 0, 0, TN_EFORMAT, "line 2, column 2", "'0x10'"},
         {"fewer columns", "1,2,3\n\n0,1\n", 0, 0, TN_EFORMAT, "line 3 has 2 columns",
          "expected 3"},
         {"more columns", "1,2\n0,1,5\n", 0, 0, TN_EFORMAT, "line 2 has 3 columns", "expected 2"},
