@@ -198,7 +198,8 @@ static int all_digits(const char *s) {
 int api_route_parse(const char *path, api_route *r) {
     memset(r, 0, sizeof *r);
     r->id = API_NOT_FOUND;
-    if (!path || path[0] != '/') {
+    if (!path || path[0] != '/') { /* "*", " /" (two spaces): a malformed target, 400 */
+        r->id = API_BAD_PATH;
         snprintf(r->why, sizeof r->why, "the path must start with /");
         return r->id;
     }

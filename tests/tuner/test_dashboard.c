@@ -79,8 +79,10 @@ static void test_route_table(void) {
         {"//app.js", API_NOT_FOUND, "", "", "", ""},
         {"/app.js/", API_NOT_FOUND, "", "", "", ""},
         {"/%2e%2e/etc/passwd", API_NOT_FOUND, "", "", "", ""},
-        {"", API_NOT_FOUND, "", "", "", ""},
         /* malformed or traversal: 400 */
+        {"", API_BAD_PATH, "", "", "", ""},
+        {"*", API_BAD_PATH, "", "", "", ""},           /* not a path: GET * HTTP/1.1 */
+        {" /", API_BAD_PATH, "", "", "", ""},          /* GET  / HTTP/1.1 (two spaces) */
         {"/api/studies/..", API_BAD_PATH, "", "", "", ""},
         {"/api/studies/%2e%2e/trials", API_BAD_PATH, "", "", "", ""},
         {"/api/studies/.", API_BAD_PATH, "", "", "", ""},
