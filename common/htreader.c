@@ -308,6 +308,7 @@ static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *
     off_t size = st.st_size;
     off_t start = size > HTR_MAX_READ ? size - HTR_MAX_READ - 1 : 0;
     r->stats.truncated = start > 0;
+    r->stats.line_too_long = 0;
     size_t want = (size_t)(size - start);
     char *b = tn_xmalloc(want + 1);
     size_t got = 0;
@@ -332,6 +333,8 @@ static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *
         /* Drop the partial first line (or just the byte before a line start). */
         char *nl = memchr(b, '\n', got);
         skip = nl ? (size_t)(nl - b) + 1 : got;
+        /* a newline only at the very end: the cut line is the file's last one */
+        r->stats.line_too_long = !nl || (size_t)(nl - b) + 1 == got;
     }
     memmove(b, b + skip, got - skip);
     b[got - skip] = '\0';

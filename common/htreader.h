@@ -58,6 +58,8 @@ typedef struct htr_stats {
     size_t ignored;         /* non-numeric values of non-reserved keys */
     int truncated;          /* the latest read found the file larger than
                                HTR_MAX_READ and read only its end */
+    int line_too_long;      /* ... and that end held no whole line: a line (a record
+                               being written, or one) longer than HTR_MAX_READ */
 } htr_stats;
 
 typedef struct htr_reader htr_reader;

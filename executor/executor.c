@@ -172,6 +172,14 @@ void ex__poll_metrics(ex_job *j, int final) {
                      j->cfg.metric_tag[0] ? j->cfg.metric_tag : "accuracy");
             r->bad_told = st.bad_lines;
         }
+        if (st.line_too_long && !r->long_told) {
+            ex__emit(j, r->name, EX_EV_METRICS,
+                     "%s ends in a line longer than %d MiB, which is not read (write one "
+                     "short JSON object a line, e.g. {\"%s\": 0.5, \"global_step\": 10})",
+                     r->metric_path, HTR_MAX_READ >> 20,
+                     j->cfg.metric_tag[0] ? j->cfg.metric_tag : "accuracy");
+            r->long_told = 1;
+        }
     }
 }
 

@@ -28,6 +28,7 @@ typedef struct ex_replica {
     htr_reader *reader;
     char *read_error;     /* the last error reading the metric file, told once */
     size_t bad_told;      /* the metric file's lines that are not JSON, as last told */
+    int long_told;        /* a line longer than htreader reads was told */
     int runs;             /* its `started` events told so far: the run now going on */
     htr_record *held;     /* (nheld) records read when a run of it ended, handed over */
     int *held_run;        /*   at the next poll, and the run each came from */

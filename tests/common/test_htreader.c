@@ -673,6 +673,7 @@ static void test_huge_file_reads_tail(void) {
     htr_stats st;
     htr_get_stats(r, &st);
     CHECK_INT_EQ(st.truncated, 1);
+    CHECK_INT_EQ(st.line_too_long, 0); /* short lines: whole ones within the end */
     CHECK_INT_EQ(st.bad_lines, 0); /* the cut-off first line is not taken for garbage */
     CHECK_MSG(n == (size_t)(HTR_MAX_READ / L), "%zu records, want %ld", n, HTR_MAX_READ / L);
     if (n > 0) {
@@ -695,6 +696,21 @@ static void test_huge_file_reads_tail(void) {
     htr_records_free(recs, n);
     htr_get_stats(r, &st);
     CHECK_INT_EQ(st.truncated, 0);
+    /* One record longer than the end read: no record, and the stats say why. */
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"global_step\": \"1\", \"pad\": \"", f);
+        for (long k = 0; k < 3L * HTR_MAX_READ / 2; k++) fputc('x', f);
+        fputs("\", \"loss\": \"0.5\"}\n", f);
+        fclose(f);
+    }
+    recs = poll_ok(r, &n);
+    CHECK_INT_EQ(n, 0);
+    htr_records_free(recs, n);
+    htr_get_stats(r, &st);
+    CHECK_INT_EQ(st.truncated, 1);
+    CHECK_INT_EQ(st.line_too_long, 1);
     htr_free(r);
 }
 

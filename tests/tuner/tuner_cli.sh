@@ -162,6 +162,10 @@ check permanent_one_attempt grep -q '"attempts": 1' <<<"$("$TUNER" trials usage 
 spec nometric BASIC "" 1 1 '["/bin/true"]'
 "$TUNER" run nometric.json --quiet >/dev/null 2>&1
 check nometric_failed grep -q "no replica reported the metric 'score'" <<<"$("$TUNER" trials nometric --format=csv)"
+# a record longer than the 1 MiB the reader takes from a file's end: the error says so
+spec longline BASIC "" 1 1 '["python3", "-c", "import os; open(os.environ[\"CLOUD_ML_HP_METRIC_FILE\"], \"w\").write(\"{\\\"score\\\": \\\"1\\\", \\\"pad\\\": \\\"\" + \"x\" * 1500000 + \"\\\"}\\n\")"]'
+"$TUNER" run longline.json --quiet >/dev/null 2>&1
+check long_metric_line_said grep -q "ends in a line longer than 1 MiB, which is not read" <<<"$(trial_field longline error)"
 
 spec slow BASIC '"trialTimeout": "0.5s",' 1 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
 "$TUNER" run slow.json --quiet --grace=1 >/dev/null 2>&1
