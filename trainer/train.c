@@ -1665,7 +1665,10 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     const kn_backend *k = ks[0];
     /* devices in one process share the cores */
     k->set_threads(r.ndev > 1 ? (c->threads / r.ndev > 0 ? c->threads / r.ndev : 1) : c->threads);
-    r.model = mdl_new(&mc, k, c->batch_size);
+    /* the model's buffers for the rows a step or an evaluation chunk can have: a batch
+     * larger than the training set (--batch_size=8192 over 10 examples) never fills */
+    int rows = r.train.n < c->batch_size ? (int)r.train.n : c->batch_size;
+    r.model = mdl_new(&mc, k, rows);
     /* central_storage: the optimiser updates the variables on the host */
     int central = r.ndev > 1 && c->strategy == TR_CENTRAL_STORAGE;
     r.opt = opt_new(&oc, central ? kn_cpu() : k, r.model->nparams);
@@ -1674,7 +1677,7 @@ int tr_run(const tr_config *c, FILE *out, char *err, size_t errlen) {
     r.dopt[0] = r.opt;
     for (int d = 0; d < r.ndev; d++) {
         r.group.k[d] = ks[d];
-        if (d > 0) r.dev[d] = mdl_new(&mc, ks[d], c->batch_size);
+        if (d > 0) r.dev[d] = mdl_new(&mc, ks[d], rows);
         if (d > 0 && c->strategy == TR_MIRRORED)
             r.dopt[d] = opt_new(&oc, ks[d], r.model->nparams);
         r.didx[d] = tn_xmalloc((size_t)c->batch_size * sizeof(int32_t));

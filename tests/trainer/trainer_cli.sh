@@ -39,6 +39,17 @@ check bad_int_message grep -q "epochs expects an integer" <<<"$err"
 err=$("$TRAINER" --optimizer=adagrad 2>&1); rc=$?
 check bad_enum grep -q "sgd|momentum|nesterov|adam|adamw" <<<"$err"
 check bad_enum_exit2 test $rc -eq 2
+# a batch larger than the data: the model's buffers are sized by the examples a step can
+# have, not by --batch_size (8192 over 10 CNN examples took 2 GB)
+peak=$(python3 - "$TRAINER" <<'PY'
+import resource, subprocess, sys
+r = subprocess.run([sys.argv[1], "--model=cnn", "--max_train_examples=10", "--max_eval_examples=10",
+                    "--batch_size=8192", "--epochs=1", "--threads=1"], capture_output=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if r.returncode == 0 else -1)
+PY
+)
+check big_batch_small_data_runs test "$peak" -ge 0
+check big_batch_small_data_memory test "$peak" -lt 600
 # a --global_batch_size too large per replica names that flag, not --batch_size
 err=$("$TRAINER" "${SMALL[@]}" --global_batch_size=65537 2>&1); rc=$?
 check global_batch_too_large_exit2 test $rc -eq 2
