@@ -161,6 +161,7 @@ struct dash_server {
     char url[160];                   /* http://HOST:PORT/#token=TOKEN */
     char *token_path;                /* the token file written, or NULL */
     int token_fd;                    /* it, open and flock'ed while we serve; or -1 */
+    int stop_on_hangup;              /* dash_run stops on SIGHUP too (not under nohup) */
     pthread_t thread;                /* dash_start's */
     int started;                     /* the thread runs */
     int stop_fd;                     /* an eventfd: written by dash_stop */
@@ -1118,6 +1119,7 @@ int dash_new(const dash_config *c, dash_server **out, char *err, size_t errlen) 
     d->stop_fd = -1;
     d->token_fd = -1;
     d->public_access = c->public_access;
+    d->stop_on_hangup = c->stop_on_hangup;
     d->request_tv = request_deadline(c->log);
     d->base = event_base_new();
     d->http = d->base ? evhttp_new(d->base) : NULL;
@@ -1314,6 +1316,7 @@ void dash_catch_signals(dash_server *d) {
     static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP}; /* a closed terminal too */
     for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
         if (d->signal_ev[i]) continue;
+        if (stop_signals[i] == SIGHUP && !d->stop_on_hangup) continue; /* nohup */
         d->signal_ev[i] = evsignal_new(d->base, stop_signals[i], on_signal, d);
         if (!d->signal_ev[i]) tn_out_of_memory("the dashboard's signal events");
         evsignal_add(d->signal_ev[i], NULL);

@@ -40,6 +40,7 @@ typedef struct dash_config {
                             then needs the token) */
     const char *db;      /* the store's path: the server opens its own connection */
     FILE *log;           /* where "port N is in use; using M" is said; NULL: nowhere */
+    int stop_on_hangup;  /* dash_run: SIGHUP stops it as SIGTERM does (0: nohup) */
     int serve;           /* 1: `tuner serve`'s (--listen, --public; the server is the
                             command's point, so hints offer no "off"); 0: a study's
                             (--dashboard, --dashboard-public, or --dashboard=off) */

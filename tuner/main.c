@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,13 +328,21 @@ static int prepare_packages(tn_spec *spec, int quiet) {
     return -1;
 }
 
+/* Whether SIGHUP should stop the command: not when the user ran it under nohup, which
+ * leaves SIGHUP ignored for exactly that. */
+static int hangup_stops(void) {
+    struct sigaction old;
+    return !(sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN);
+}
+
 /* Runs a study under its run lock (`lock`, from lock_study; closed here). */
 static int run_study(st_store *st, const tn_spec *spec, const st_study *study,
                      const run_flags *rf, const cli_env *env, dash_server *dash, int lock) {
     study_opts o = {.cores = rf->cores, .gpus = machine_gpus(rf, spec),
                     .oversubscribe = rf->oversubscribe,
                     .poll_seconds = rf->poll, .grace_seconds = rf->grace, .progress = !rf->quiet,
-                    .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr};
+                    .self_dir = env->self_dir, .log = rf->quiet ? NULL : stderr,
+                    .stop_on_hangup = hangup_stops()};
     char err[5120];
     if (dash) start_dashboard(dash, spec, rf->quiet);
     int outcome;
@@ -965,7 +974,7 @@ static int cmd_serve(int argc, char **argv, const cli_env *env) {
         return TUNER_EXIT_NOT_FOUND;
     }
     dash_config c = {.listen = listen, .public_access = public_access, .db = env->db,
-                     .log = stderr, .serve = 1};
+                     .log = stderr, .serve = 1, .stop_on_hangup = hangup_stops()};
     dash_server *dash = NULL;
     rc = dash_new(&c, &dash, err, sizeof err);
     if (rc) {

@@ -1190,6 +1190,9 @@ static void schedule(loop *L) {
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
     loop *L = arg;
+    /* a hangup often comes twice (the terminal, then the shell): only a second Ctrl-C
+     * or SIGTERM takes away the replicas' grace */
+    if (L->interrupted && sig == SIGHUP) return;
     if (L->interrupted) { /* second signal: no more grace */
         log_line(L, "second signal: killing every replica now");
         for (size_t i = 0; i < L->nrunning; i++) ex_job_stop(L->running[i]->job, EX_STOPPED, NULL);
@@ -1520,6 +1523,7 @@ static int run_loop(loop *L, const ex_options *xo, const st_trial *trials, size_
      * does, rather than killing the tuner with its replicas left running */
     static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        if (stop_signals[i] == SIGHUP && !L->o->stop_on_hangup) continue; /* nohup */
         L->signal_ev[i] = evsignal_new(L->base, stop_signals[i], on_signal, L);
         if (!L->signal_ev[i]) tn_out_of_memory("the study's signal events");
         evsignal_add(L->signal_ev[i], NULL);

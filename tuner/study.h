@@ -29,6 +29,8 @@ typedef struct study_opts {
     const char *self_dir;  /* folder of the tuner binary: bare command names are looked
                               up there first, then on PATH */
     FILE *log;             /* one line per trial event worth telling; NULL: quiet */
+    int stop_on_hangup;    /* SIGHUP stops the study as SIGTERM does (0: under nohup,
+                              which ignores it, it goes on) */
 } study_opts;
 
 /* Outcomes of study_run (its *outcome). */

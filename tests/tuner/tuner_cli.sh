@@ -737,6 +737,22 @@ check sighup_exit130 test $rc -eq 130
 check sighup_study_stopped test "$(study_state hup)" = STOPPED
 check sighup_trials_pending test "$(count_state hup PENDING)" -eq 2
 check sighup_no_orphans test -z "$(procs_in hup '[s]leep 30')"
+# a hangup that comes twice (the terminal, then the shell) is not a second Ctrl-C: the
+# replicas keep their grace (they take a moment to stop), none is killed at once
+spec hup2 BASIC "" 4 2 '["/bin/sh", "-c", "trap \"sleep 0.5; exit 0\" TERM; sleep 30 & wait", "sh"]'
+"$TUNER" run hup2.json --quiet --grace=20 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ "$(procs_in hup2 '^sleep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
+kill -HUP $pid; sleep 0.1; kill -HUP $pid; wait $pid; rc=$?
+check sighup_twice_exit130 test $rc -eq 130
+check sighup_twice_graceful test -z "$(event_details hup2 killed)"
+# under nohup (SIGHUP ignored) a hangup changes nothing: the study runs to its end
+spec nohup BASIC "" 1 1 '["/bin/sh", "-c", "sleep 1; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+nohup "$TUNER" run nohup.json --quiet >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ "$(count_state nohup RUNNING 2>/dev/null)" = 1 ] && break; sleep 0.05; done
+kill -HUP $pid; wait $pid; rc=$?
+check nohup_sighup_ignored test $rc -eq 0 -a "$(study_state nohup)" = SUCCEEDED
 # A second Ctrl-C while replicas that ignore SIGTERM have their grace: killed at once,
 # and each trial's events say so (no replica's exit is stored).
 spec intr2 BASIC "" 4 2 '["/bin/sh", "-c", "trap \"\" TERM; sleep 30", "sh"]'
