@@ -62,7 +62,9 @@ static int parse_value(const tn_flag *f, const char *v, char *err, size_t errlen
         return 0;
     }
     case TN_FLAG_DOUBLE: {
-        const char *digits = v + (*v == '+' || *v == '-'); /* decimal: not strtod's 0x10 */
+        const char *digits = v;
+        while (isspace((unsigned char)*digits)) digits++; /* as strtod skips them */
+        digits += *digits == '+' || *digits == '-';       /* decimal: not strtod's 0x10 */
         int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
         double x = strtod(v, &end);
         if (hex || end == v || *end || !isfinite(x))

@@ -66,7 +66,13 @@ static int load_existing(ht_writer *w, char *err, size_t errlen) {
                         strerror(errno));
     }
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", w->path,
+                        strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
         close(fd);
         return tn_error(err, errlen, TN_EIO,
                         "metric file %s is %s, not a regular file; remove it, or set "

@@ -94,7 +94,13 @@ static int file_problem(const char *path, char *why, size_t len) {
     if (n < 2 || head[0] != '#' || head[1] != '!') return 0;
     head[n] = '\0';
     char *interp = head + 2 + strspn(head + 2, " \t");
-    interp[strcspn(interp, " \t\r\n")] = '\0';
+    interp[strcspn(interp, " \t\n")] = '\0';
+    size_t ilen = strlen(interp);
+    if (ilen > 0 && interp[ilen - 1] == '\r') { /* the kernel looks for "/bin/sh\r" */
+        snprintf(why, len, "its #! line ends in a carriage return (Windows line endings: "
+                 "convert it, e.g. with dos2unix)");
+        return -1;
+    }
     if (!*interp || runnable_file(interp)) return 0;
     snprintf(why, len, "its interpreter %.150s (its #! line) is not found or not executable",
              interp);

@@ -389,7 +389,7 @@ static int parse_number(const char *s, double *v) {
     while (is_blank(*s)) s++;
     if (!*s) return TN_EINVAL;
     /* decimal only: strtod's hexadecimal ("0x10" is 16) is not what a CSV file means */
-    const char *digits = s + (*s == '+' || *s == '-');
+    const char *digits = s + (*s == '+' || *s == '-'); /* (blanks skipped above) */
     if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) return TN_EINVAL;
     double x = strtod(s, &end);
     if (end == s) return TN_EINVAL;

@@ -3,6 +3,7 @@
  */
 #include "tuner/cli.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +52,12 @@ int cli_parse(const cli_command *c, const tn_flag *flags, size_t n, int argc, ch
         print_help(c, flags, n);
         return TUNER_EXIT_OK;
     }
-    if (rc) return cli_usage(c->name, "%s", err);
+    if (rc) { /* flags as --help and the docs spell them: --job-id, not --job_id */
+        for (char *f = strstr(err, "--"); f; f = strstr(f + 2, "--"))
+            for (char *q = f + 2; *q && (isalnum((unsigned char)*q) || *q == '_'); q++)
+                if (*q == '_') *q = '-';
+        return cli_usage(c->name, "%s", err);
+    }
     if (given < c->npos)
         return cli_usage(c->name, "missing argument %s (usage: tuner %s)", c->pos[given],
                          c->synopsis);

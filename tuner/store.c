@@ -1035,11 +1035,13 @@ static int open_readonly(const char *path, const char *why, st_store **out, char
         rc = src == SQLITE_OK ? read_version(s, &version, err, errlen)
                               : fail(s, src, "opening read-only", err, errlen);
         if (rc == 0) break;
-        int code = sqlite3_extended_errcode(s->db) & 0xff;
+        int ext = sqlite3_extended_errcode(s->db), code = ext & 0xff;
+        int no_shm = ext == SQLITE_IOERR_SHMOPEN || ext == SQLITE_IOERR_SHMSIZE ||
+                     ext == SQLITE_IOERR_SHMMAP || sqlite3_system_errno(s->db) == ENOSPC;
         (void)sqlite3_close(s->db);
         s->db = NULL;
-        if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY && code != SQLITE_IOERR)
-            break; /* not a wal/shm issue (IOERR: no room for the -shm file) */
+        if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY && !no_shm)
+            break; /* not a wal/shm issue (no_shm: no room for the -shm file) */
     }
     if (rc == 0 && version == 0)
         rc = tn_error(err, errlen, TN_EFORMAT, "%s holds no tuner store yet", path);

@@ -347,7 +347,9 @@ char *study_resolve_program(const char *name, const char *self_dir) {
     size_t len = strlen(self_dir) + strlen(name) + 2;
     char *beside = tn_xmalloc(len);
     snprintf(beside, len, "%s/%s", self_dir, name);
-    if (access(beside, X_OK) == 0) return beside;
+    struct stat sb; /* a program: a folder of that name beside tuner is not one */
+    if (stat(beside, &sb) == 0 && S_ISREG(sb.st_mode) && access(beside, X_OK) == 0)
+        return beside;
     free(beside);
     return tn_xstrdup(name);
 }

@@ -343,7 +343,8 @@ static void test_negative_numbers_are_values(void) {
 
 /* A number flag is decimal: strtod's hexadecimal ("0x10" is 16) is refused. */
 static void test_hex_refused(void) {
-    const char *bad[] = {"--learning_rate=0x10", "--learning_rate=-0X1p3", "--learning_rate=+0x1"};
+    const char *bad[] = {"--learning_rate=0x10", "--learning_rate=-0X1p3", "--learning_rate=+0x1",
+                         "--learning_rate= 0x10", "--learning_rate=\t-0x10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         parsed p = PARSE(bad[i]);
         CHECK_MSG(p.rc == TN_EINVAL, "%s: rc %d", bad[i], p.rc);

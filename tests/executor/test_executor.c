@@ -268,6 +268,16 @@ static void test_program_not_found(void) {
     CHECK(chmod(script, 0644) == 0);
     CHECK(ex_program_problem(script, why, sizeof why) != 0);
     CHECK_STR_CONTAINS(why, "not executable");
+    /* Windows line endings: the kernel looks for "/bin/sh\r" */
+    snprintf(script, sizeof script, "%s/crlf.sh", g_root);
+    f = fopen(script, "w");
+    if (f) {
+        fputs("#!/bin/sh\r\necho hi\r\n", f);
+        fclose(f);
+    }
+    CHECK(chmod(script, 0755) == 0);
+    CHECK(ex_program_problem(script, why, sizeof why) != 0);
+    CHECK_STR_CONTAINS(why, "its #! line ends in a carriage return");
 }
 
 static void test_chief_done_workers_stopped(void) {

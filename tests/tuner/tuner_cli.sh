@@ -53,6 +53,11 @@ check resume_help_no_seed test -z "$(grep -- '--seed' <<<"$help")"
 err=$("$TUNER" resume some --seed=3 2>&1); rc=$?
 check resume_seed_refused test $rc -eq 2
 check resume_seed_says grep -q -- "--seed is fixed when a study is created" <<<"$err"
+# the errors spell flags as --help does
+err=$("$TUNER" run good.json --job-id 2>&1)
+check flag_error_dashes grep -q -- "--job-id needs a value (--job-id=ID)" <<<"$err"
+err=$("$TUNER" run good.json --dashbord-public 2>&1)
+check flag_error_did_you_mean_dashes grep -q -- "did you mean --dashboard-public?" <<<"$err"
 
 # --- validate ------------------------------------------------------------------
 spec good BASIC "" 3 1 '["/bin/true"]'
