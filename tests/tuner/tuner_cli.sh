@@ -723,25 +723,25 @@ check ckpt_resumed_from_checkpoint grep -q "resumed from" runs/ckpt/1/logs/chief
 check ckpt_succeeded test "$(count_state ckpt SUCCEEDED)" -eq 1
 
 # --- Ctrl-C: replicas stopped, study STOPPED, resumable ----------------------------
-spec intr BASIC "" 4 2 '["/bin/sh", "-c", "sleep 30", "sh"]'
-"$TUNER" run intr.json --quiet --grace=1 >/dev/null 2>&1 &
-pid=$!
-sleep 0.5
-kill -INT $pid; wait $pid; rc=$?
-check sigint_exit130 test $rc -eq 130
-check sigint_study_stopped test "$(study_state intr)" = STOPPED
-check sigint_trials_pending test "$(count_state intr PENDING)" -eq 2
-check sigint_no_orphans test -z "$(procs_in intr '[s]leep 30')"
+# stopped_by SIG NAME: a study of two parallel trials, SIG once its replicas run: exit
+# 130, the study STOPPED, its trials PENDING, no replica left.
+stopped_by() {
+  local sig=$1 name=$2 pid rc
+  spec "$name" BASIC "" 4 2 '["/bin/sh", "-c", "sleep 30", "sh"]'
+  "$TUNER" run "$name.json" --quiet --grace=1 >/dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 1 200); do [ "$(procs_in "$name" '^sleep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
+  kill -"$sig" $pid; wait $pid; rc=$?
+  local l
+  l=sig$(tr 'A-Z' 'a-z' <<<"$sig")
+  check ${l}_exit130 test $rc -eq 130
+  check ${l}_study_stopped test "$(study_state "$name")" = STOPPED
+  check ${l}_trials_pending test "$(count_state "$name" PENDING)" -eq 2
+  check ${l}_no_orphans test -z "$(procs_in "$name" '[s]leep 30')"
+}
+stopped_by INT intr
 # SIGHUP (the terminal closed, the ssh session dropped) stops the study the same way
-spec hup BASIC "" 4 2 '["/bin/sh", "-c", "sleep 30", "sh"]'
-"$TUNER" run hup.json --quiet --grace=1 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1 200); do [ "$(procs_in hup '^sleep 30' | wc -l)" -eq 2 ] && break; sleep 0.05; done
-kill -HUP $pid; wait $pid; rc=$?
-check sighup_exit130 test $rc -eq 130
-check sighup_study_stopped test "$(study_state hup)" = STOPPED
-check sighup_trials_pending test "$(count_state hup PENDING)" -eq 2
-check sighup_no_orphans test -z "$(procs_in hup '[s]leep 30')"
+stopped_by HUP hup
 # a hangup that comes twice (the terminal, then the shell) is not a second Ctrl-C: the
 # replicas keep their grace (they take a moment to stop), none is killed at once
 spec hup2 BASIC "" 4 2 '["/bin/sh", "-c", "trap \"sleep 0.5; exit 0\" TERM; sleep 30 & wait", "sh"]'

@@ -43,35 +43,31 @@ spec waiting 2
 "$TUNER" create waiting.json --db=store/t.db >/dev/null
 sum_before=$(sha256sum store/t.db | cut -d' ' -f1)
 
+# not_a_store LABEL DB SAYS: every reading command on DB exits 1 saying SAYS, and DB is
+# left as it was.
+not_a_store() {
+  local label=$1 db=$2 says=$3 sum out rc
+  sum=$(sha256sum "$db" | cut -d' ' -f1)
+  for c in list "show done" "trials done" "best done" "logs done 1"; do
+    # shellcheck disable=SC2086
+    out=$("$TUNER" $c --db="$db" 2>&1); rc=$?
+    if [ $rc -eq 1 ] && grep -q "$says" <<<"$out"; then
+      ok "${label}_${c%% *}"
+    else
+      fail "${label}_${c%% *}" "exit $rc: $out"
+    fi
+  done
+  check "${label}_unchanged" test "$(sha256sum "$db" | cut -d' ' -f1)" = "$sum"
+}
 # An empty file is not a store: the reading commands say so and leave it empty (st_open
 # would have written a new schema into it).
 : >empty.db
-for c in list "show done" "trials done" "best done" "logs done 1"; do
-  # shellcheck disable=SC2086
-  out=$("$TUNER" $c --db=empty.db 2>&1); rc=$?
-  if [ $rc -eq 1 ] && grep -q "empty.db is an empty file, not a tuner store" <<<"$out"; then
-    ok "empty_store_${c%% *}"
-  else
-    fail "empty_store_${c%% *}" "exit $rc: $out"
-  fi
-done
+not_a_store empty_store empty.db "empty.db is an empty file, not a tuner store"
 check empty_store_left_empty test ! -s empty.db
-
 # Nor is an SQLite file with no tables (what a `tuner create` that failed on a full disk
-# leaves, or another program's new database): the reading commands say so and write
-# nothing into it (no schema).
+# leaves, or another program's new database): nothing is written into it (no schema).
 python3 -c "import sqlite3; c = sqlite3.connect('other.db'); c.execute('PRAGMA user_version = 3'); c.commit()"
-other_sum=$(sha256sum other.db | cut -d' ' -f1)
-for c in list "show done" "trials done" "best done" "logs done 1"; do
-  # shellcheck disable=SC2086
-  out=$("$TUNER" $c --db=other.db 2>&1); rc=$?
-  if [ $rc -eq 1 ] && grep -q "other.db holds no tuner store" <<<"$out"; then
-    ok "foreign_sqlite_${c%% *}"
-  else
-    fail "foreign_sqlite_${c%% *}" "exit $rc: $out"
-  fi
-done
-check foreign_sqlite_unchanged test "$(sha256sum other.db | cut -d' ' -f1)" = "$other_sum"
+not_a_store foreign_sqlite other.db "other.db holds no tuner store"
 
 # read_only_checks LABEL DB [RUNAS...]: every command against DB as RUNAS.
 read_only_checks() {
