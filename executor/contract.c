@@ -107,20 +107,29 @@ static int file_problem(const char *path, char *why, size_t len) {
     return -1;
 }
 
-int ex_program_problem(const char *prog, char *why, size_t len) {
+int ex_program_problem(const char *prog, const char *path, char *why, size_t len) {
     if (strchr(prog, '/')) return file_problem(prog, why, len);
-    const char *path = getenv("PATH");
+    if (!path) path = getenv("PATH");
     if (!path) path = "/usr/bin:/bin";
-    char buf[4096], first[4096] = "";
-    for (const char *p = path;;) { /* the first runnable one, as execvp takes */
+    char buf[4096], first[4096] = "", problem[512] = "";
+    for (const char *p = path;;) { /* the first that runs, as execvp goes on looking */
         const char *end = strchr(p, ':');
         size_t plen = end ? (size_t)(end - p) : strlen(p);
         snprintf(buf, sizeof buf, "%.*s/%s", (int)plen, plen ? p : ".", prog);
-        if (runnable_file(buf)) return file_problem(buf, why, len);
         struct stat sb;
-        if (!first[0] && stat(buf, &sb) == 0) snprintf(first, sizeof first, "%s", buf);
+        if (runnable_file(buf)) {
+            char whyhere[400];
+            if (file_problem(buf, whyhere, sizeof whyhere) == 0) return 0;
+            if (!problem[0]) snprintf(problem, sizeof problem, "%.200s: %.300s", buf, whyhere);
+        } else if (!first[0] && stat(buf, &sb) == 0) {
+            snprintf(first, sizeof first, "%s", buf);
+        }
         if (!end) break;
         p = end + 1;
+    }
+    if (problem[0]) { /* found, but its interpreter is missing */
+        snprintf(why, len, "%s", problem);
+        return -1;
     }
     if (first[0]) { /* there, but not to run: say why of the first one */
         char whyfirst[256];
@@ -134,7 +143,7 @@ int ex_program_problem(const char *prog, char *why, size_t len) {
 
 int ex_on_path(const char *prog) {
     char why[512];
-    return ex_program_problem(prog, why, sizeof why) == 0;
+    return ex_program_problem(prog, NULL, why, sizeof why) == 0;
 }
 
 /* The contract's variables, and what sets each (for the spec's messages). */
@@ -292,7 +301,10 @@ int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *p
         }
         char why[512];
         if (child_errno == ENOENT || child_errno == EACCES) { /* what is missing, exactly */
-            if (ex_program_problem(argv[0], why, sizeof why) == 0)
+            const char *path = NULL; /* the child's, which the spec's env may set */
+            for (char *const *e = env; e && *e && !path; e++)
+                if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+            if (ex_program_problem(argv[0], path ? path : "/usr/bin:/bin", why, sizeof why) == 0)
                 snprintf(why, sizeof why, "%s", strerror(child_errno));
             tn_error(err, errlen, TN_EIO, "cannot run %s: %s (check the spec's command)",
                      argv[0], why);

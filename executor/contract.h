@@ -47,10 +47,11 @@ char *ex_metric_path(const char *dir, const char *type_name, int index);
  * name found so on $PATH (/usr/bin:/bin when unset), as execvp would look it up; a
  * script's #! interpreter must be there too. */
 int ex_on_path(const char *prog);
-/* 0 when prog can be executed (ex_on_path); else -1 and why not, a phrase for "cannot
- * run PROG: WHY": "not found", "a directory, not a program", "not executable (chmod
- * +x)", "its interpreter /x (its #! line) is not found or not executable", ... */
-int ex_program_problem(const char *prog, char *why, size_t len);
+/* 0 when prog can be executed (ex_on_path) with path as $PATH (NULL: this process's);
+ * else -1 and why not, a phrase for "cannot run PROG: WHY": "not found", "a directory,
+ * not a program", "not executable (chmod +x)", "its interpreter /x (its #! line) is not
+ * found or not executable", ... */
+int ex_program_problem(const char *prog, const char *path, char *why, size_t len);
 
 /* What the contract tells one replica besides its argv. */
 typedef struct ex_contract {

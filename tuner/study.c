@@ -1345,7 +1345,10 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
                                   : tn_xstrdup("python3");
     int rc = 0;
     char why[512];
-    if (ex_program_problem(program, why, sizeof why) != 0)
+    const char *path = NULL; /* the replicas' PATH: the spec's env may set it */
+    for (char **e = spec->env[TF_CHIEF]; e && *e && !path; e++)
+        if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+    if (ex_program_problem(program, path, why, sizeof why) != 0)
         rc = tn_error(err, errlen, TN_EINVAL,
                       "cannot run '%s': %s\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "

@@ -256,17 +256,17 @@ static void test_program_not_found(void) {
     program_fails("badinterp", script,
                   "its interpreter /no/such/interp (its #! line) is not found or not executable");
     /* ex_program_problem, as the tuner's preflight asks it */
-    CHECK(ex_program_problem("sh", why, sizeof why) == 0);
-    CHECK(ex_program_problem("/bin/sh", why, sizeof why) == 0);
-    CHECK(ex_program_problem("no-such-program-xyz", why, sizeof why) != 0);
+    CHECK(ex_program_problem("sh", NULL, why, sizeof why) == 0);
+    CHECK(ex_program_problem("/bin/sh", NULL, why, sizeof why) == 0);
+    CHECK(ex_program_problem("no-such-program-xyz", NULL, why, sizeof why) != 0);
     CHECK_STR_CONTAINS(why, "not found on PATH");
-    CHECK(ex_program_problem(dir, why, sizeof why) != 0);
+    CHECK(ex_program_problem(dir, NULL, why, sizeof why) != 0);
     CHECK_STR_CONTAINS(why, "a directory");
     snprintf(script, sizeof script, "%s/notexec.sh", g_root);
     f = fopen(script, "w");
     if (f) fclose(f);
     CHECK(chmod(script, 0644) == 0);
-    CHECK(ex_program_problem(script, why, sizeof why) != 0);
+    CHECK(ex_program_problem(script, NULL, why, sizeof why) != 0);
     CHECK_STR_CONTAINS(why, "not executable");
     /* Windows line endings: the kernel looks for "/bin/sh\r" */
     snprintf(script, sizeof script, "%s/crlf.sh", g_root);
@@ -276,8 +276,31 @@ static void test_program_not_found(void) {
         fclose(f);
     }
     CHECK(chmod(script, 0755) == 0);
-    CHECK(ex_program_problem(script, why, sizeof why) != 0);
+    CHECK(ex_program_problem(script, NULL, why, sizeof why) != 0);
     CHECK_STR_CONTAINS(why, "its #! line ends in a carriage return");
+    /* the PATH given (the replicas', which the spec's env may set), searched on past a
+     * hit whose interpreter is missing, as execvp does */
+    char d1[600], d2[600], twin[700], paths[1300];
+    snprintf(d1, sizeof d1, "%s/path1", g_root);
+    snprintf(d2, sizeof d2, "%s/path2", g_root);
+    CHECK(mkdir(d1, 0755) == 0 && mkdir(d2, 0755) == 0);
+    const char *heads[] = {"#!/no/such/interp\n", "#!/bin/sh\nexit 0\n"};
+    const char *dirs[] = {d1, d2};
+    for (int i = 0; i < 2; i++) {
+        snprintf(twin, sizeof twin, "%s/twin-xyz", dirs[i]);
+        f = fopen(twin, "w");
+        if (f) {
+            fputs(heads[i], f);
+            fclose(f);
+        }
+        CHECK(chmod(twin, 0755) == 0);
+    }
+    snprintf(paths, sizeof paths, "%s:%s", d1, d2);
+    CHECK(ex_program_problem("twin-xyz", paths, why, sizeof why) == 0);
+    CHECK(ex_program_problem("twin-xyz", d2, why, sizeof why) == 0);
+    CHECK(ex_program_problem("twin-xyz", NULL, why, sizeof why) != 0); /* not on ours */
+    CHECK(ex_program_problem("twin-xyz", d1, why, sizeof why) != 0);
+    CHECK_STR_CONTAINS(why, "its interpreter /no/such/interp");
 }
 
 static void test_chief_done_workers_stopped(void) {

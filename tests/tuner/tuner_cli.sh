@@ -180,6 +180,13 @@ spec missing BASIC "" 1 1 '["no-such-program-xyz"]'
 err=$("$TUNER" run missing.json 2>&1); rc=$?
 check missing_program_exit2 test $rc -eq 2
 check missing_program_message grep -q "cannot run 'no-such-program-xyz': not found on PATH" <<<"$err"
+# a program on the PATH the spec's env gives the replicas (not on the tuner's) runs
+mkdir -p specbin
+printf '#!/bin/sh\necho "{\\"score\\": \\"1\\"}" > "$CLOUD_ML_HP_METRIC_FILE"\n' >specbin/only-here-xyz
+chmod 755 specbin/only-here-xyz
+spec specpath BASIC "\"env\": {\"PATH\": \"$PWD/specbin:/usr/bin:/bin\"}," 1 1 '["only-here-xyz"]'
+"$TUNER" run specpath.json --quiet >/dev/null 2>&1; rc=$?
+check spec_path_program_runs test $rc -eq 0 -a "$(count_state specpath SUCCEEDED)" -eq 1
 # a folder, or a script whose #! interpreter is missing: refused before anything is
 # stored, saying which (a folder passed access(X_OK), and exec said only ENOENT)
 mkdir -p progdir
