@@ -1396,7 +1396,9 @@ static int resume_trials(loop *L, const st_trial *trials, size_t n, char *err, s
     double *v = tn_xcalloc(L->spec->space.n + 1, sizeof *v);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const st_trial *t = &trials[i];
-        if (st_trial_state_final(t->state)) continue;
+        /* a trial a cancel cut short runs again, as one a Ctrl-C stopped: resuming the
+         * study is taking the cancel back */
+        if (st_trial_state_final(t->state) && t->state != ST_TRIAL_CANCELLED) continue;
         /* the stored job (the attempts stored count it), unless a live job of the trial
          * is a later submission: one whose id was never stored, as when the tuner died
          * while a re-run's sbatch had not yet answered. The stored job has ended then

@@ -1021,15 +1021,21 @@ check claim_fails_resumed test $rc -eq 0 -a "$(TUNER_DB=own.db count_state nocla
 check claim_fails_resume_marks grep -q '"study": "noclaim"' runs/noclaim/.tuner-study
 
 # --- cancel a running study -----------------------------------------------------------
-spec canc BASIC "" 4 1 '["/bin/sh", "-c", "sleep 30", "sh"]'
+spec canc BASIC "" 4 1 "[\"/bin/sh\", \"-c\", \"[ -e $PWD/canc.resumed ] || exec sleep 30; echo '{\\\"score\\\": \\\"1\\\"}' > \$CLOUD_ML_HP_METRIC_FILE\", \"sh\"]"
 "$TUNER" run canc.json --quiet --grace=1 >/dev/null 2>&1 &
 pid=$!
-sleep 0.5
+for _ in $(seq 1 100); do [ "$(count_state canc RUNNING 2>/dev/null)" = 1 ] && break; sleep 0.05; done
 "$TUNER" cancel canc >/dev/null
 wait $pid; rc=$?
 check cancel_run_exit130 test $rc -eq 130
 check cancel_state test "$(study_state canc)" = CANCELLED
 check cancel_trial_cancelled test "$(count_state canc CANCELLED)" -eq 1
+# resume takes the cancel back: the trial it cut short runs again (it counted toward
+# maxTrials and never ran again), then the rest
+touch canc.resumed
+"$TUNER" resume canc --quiet >/dev/null 2>&1; rc=$?
+check cancel_resume_exit0 test $rc -eq 0 -a "$(study_state canc)" = SUCCEEDED
+check cancel_resume_trial_ran_again test "$(count_state canc SUCCEEDED)" -eq 4 -a "$(count_state canc CANCELLED)" -eq 0
 
 # --- ask and tell ----------------------------------------------------------------
 cat >at.json <<'JSON'
