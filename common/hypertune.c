@@ -109,7 +109,11 @@ int ht_writer_open(const char *path, const char *trial, ht_writer **out, char *e
     int rc = make_parent_dirs(path, err, errlen);
     if (rc) return rc;
     ht_writer *w = tn_xcalloc(1, sizeof *w);
-    w->path = tn_xstrdup(path);
+    /* A symbolic link: its target is the file (the rename of each rewrite would
+     * otherwise replace the link with a file of its own, and the target never change). */
+    struct stat lsb;
+    char *target = lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) ? realpath(path, NULL) : NULL;
+    w->path = target ? target : tn_xstrdup(path);
     w->trial = tn_xstrdup(trial);
     if ((rc = load_existing(w, err, errlen))) {
         ht_writer_free(w);

@@ -509,6 +509,23 @@ static void test_unwritable_location(void) {
     CHECK_STR_CONTAINS(err, path);
     CHECK_INT_EQ(count_names(g_root, "is_a_dir.tmp"), 0);
 
+    /* The metric file is a symbolic link: the records go to its target, and the link
+     * stays a link (the rewrite's rename would have replaced it with a file). */
+    char target[PATH_LEN], link[PATH_LEN];
+    fmt_path(target, "%s/real.metrics", g_root);
+    fmt_path(link, "%s/link.metrics", g_root);
+    write_text(target, "");
+    CHECK_INT_EQ(symlink(target, link), 0);
+    open_and_report(link, &rc, err, sizeof err);
+    CHECK_MSG(rc == 0, "rc %d: %s", rc, err);
+    struct stat lsb;
+    CHECK(lstat(link, &lsb) == 0 && S_ISLNK(lsb.st_mode));
+    int nt;
+    char **tl = read_lines(target, &nt);
+    CHECK_INT_EQ(nt, 1);
+    if (nt == 1) CHECK_STR_CONTAINS(tl[0], "\"loss\"");
+    free_lines(tl, nt);
+
     /* The metric file is a FIFO: refused at open, never blocking on it (the open of a
      * FIFO for reading waits for a writer), and left as it is. The test's own alarm
      * fails it should the open block. */
