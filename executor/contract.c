@@ -268,6 +268,9 @@ int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *p
     if (child == 0) { /* only async-signal-safe calls until exec */
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* what its descendants leave (a daemon that calls setsid and clears its
+         * environment) stays its child, not init's, until it exits; kept across exec */
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
         if (getppid() != parent) _exit(127);
         dup2(logfd, STDOUT_FILENO);
         dup2(logfd, STDERR_FILENO);

@@ -83,9 +83,11 @@ void ex_strv_free(char **v);
 
 /* Starts argv[0] (a path, or a name looked up on PATH) with argv and env in a process
  * group of its own, stdin from /dev/null, stdout and stderr appended to log_path,
- * default signal dispositions, and PR_SET_PDEATHSIG(SIGKILL) so that it dies with
- * its parent. On success returns 0 with the child's pid in *pid (yours to reap).
- * Returns TN_EIO with a message when the log cannot be opened or the fork fails, and
+ * default signal dispositions, PR_SET_PDEATHSIG(SIGKILL) so that it dies with its
+ * parent, and PR_SET_CHILD_SUBREAPER, so that an orphan among its descendants (one
+ * whose parent died: a daemon, say) becomes its child, and when it exits, its parent's
+ * where that is a subreaper too (the local backend: kill_orphans). On success returns
+ * 0 with the child's pid in *pid (yours to reap). Returns TN_EIO with a message when the log cannot be opened or the fork fails, and
  * EX_ENOEXEC when the program could not be executed (the child reports execvp's
  * errno through a close-on-exec pipe, and is reaped here): a permanent error. */
 #define EX_ENOEXEC (-100)

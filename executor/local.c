@@ -12,6 +12,14 @@
  * SIGKILL after the grace period, and when the last replica is reaped the job either
  * starts its next attempt or is over. Replicas get PR_SET_PDEATHSIG(SIGKILL): if the
  * tuner dies, its replicas die with it instead of running on beside a resumed study's.
+ *
+ * Nothing a replica starts outlives it: its process group is killed when it exits, and
+ * what left the group is found two ways. Each replica is a child subreaper (ex_spawn)
+ * and so is this process (host_new): a descendant whose parent dies becomes the
+ * replica's child, and this process's when the replica exits, where kill_orphans finds
+ * it whatever it did to its session or environment. kill_under finds the rest by the
+ * CLOUD_ML_HP_METRIC_FILE each process of a trial inherits: what an earlier tuner's
+ * replicas left running, for a resumed study.
  */
 #include "executor/executor_internal.h"
 
@@ -24,7 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -60,6 +70,7 @@ typedef struct local_job {
     int *gpus_taken;        /* indexes into local_host.gpu_ids */
     int ngpus_taken;
     int retry;              /* the stop in progress starts another attempt */
+    int orphans;            /* processes kill_orphans killed for this job's replicas */
     struct event *grace_ev;
     struct event *retry_ev; /* pending while the next attempt waits out its backoff */
 } local_job;
@@ -148,6 +159,8 @@ int ex_host_gpus(char *why, size_t whylen) {
 
 static local_host *host_new(const ex_options *o) {
     local_host *h = tn_xcalloc(1, sizeof *h);
+    /* the replicas' orphans become ours when a replica exits (kill_orphans) */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     h->cores_total = o->cores > 0 ? o->cores : online_cores();
     h->ngpus = o->gpus > 0 ? o->gpus : 0;
     size_t nvis;
@@ -285,6 +298,15 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
 }
 
 static int kill_under(const char *dir, const pid_t *groups, size_t ngroups);
+static int kill_orphans(const ex_executor *x, const pid_t *groups, size_t ngroups);
+
+/* The process groups of j's replicas, their last runs' included (yours to free). */
+static pid_t *job_groups(const ex_job *j) {
+    const local_job *lj = j->impl;
+    pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
+    for (size_t i = 0; i < j->nreps; i++) groups[i] = lj->reps[i].group;
+    return groups;
+}
 
 /* Starts the next attempt; when it cannot start, the job fails with why. */
 static void next_attempt(ex_job *j) {
@@ -315,9 +337,9 @@ static void stopped(ex_job *j) {
     evtimer_del(lj->grace_ev);
     evtimer_del(lj->retry_ev);
     for (size_t i = 0; i < j->nreps; i++) evtimer_del(lj->reps[i].restart_ev);
-    pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
-    for (size_t i = 0; i < j->nreps; i++) groups[i] = lj->reps[i].group;
-    int strays = kill_under(j->job_dir, groups, j->nreps);
+    pid_t *groups = job_groups(j);
+    int strays = lj->orphans + kill_under(j->job_dir, groups, j->nreps);
+    lj->orphans = 0;
     free(groups);
     if (strays > 0)
         ex__emit(j, NULL, EX_EV_STOPPING, "killed %d process%s the job left behind outside its "
@@ -387,6 +409,10 @@ static void on_replica_exit(void *ctx, int status) {
     ex_describe_status(status, how, sizeof how);
     kill(-lr->pid, SIGKILL); /* what the replica left in its process group goes with it */
     lr->pid = 0;
+    pid_t *groups = job_groups(j); /* and what left the group, now our children */
+    local_job *lj = j->impl;
+    lj->orphans += kill_orphans(j->x, groups, j->nreps);
+    free(groups);
     ex__emit_at(j, ex__now(), r->name, EX_EV_EXITED, ex_exit_of_status(status), "%s", how);
     if (j->phase == EX_PH_STOPPING) {
         if (live_replicas(j) == 0) stopped(j);
@@ -496,17 +522,17 @@ static int local_release(ex_job *j) {
     if (!lj) return 0;
     if (live_replicas(j) > 0) {
         signal_all(j, SIGKILL);
-        pid_t *groups = tn_xcalloc(j->nreps + 1, sizeof *groups);
+        pid_t *groups = job_groups(j);
         for (size_t i = 0; i < j->nreps; i++) {
             local_replica *lr = &lj->reps[i];
-            groups[i] = lr->group;
             if (lr->pid <= 0) continue;
             ex__unwatch(j->x, lr->pid);
             while (waitpid(lr->pid, NULL, 0) < 0 && errno == EINTR) {
             }
             lr->pid = 0;
         }
-        kill_under(j->job_dir, groups, j->nreps); /* what left the groups (setsid) too */
+        kill_orphans(j->x, groups, j->nreps); /* what left the groups (setsid) too */
+        kill_under(j->job_dir, groups, j->nreps);
         free(groups);
     }
     local_host *h = host_of(j);
@@ -550,6 +576,80 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
         lj->reps[i].restart_ev = evtimer_new(x->base, on_restart_due, &lj->reps[i]);
     if (!lj->grace_ev || !lj->retry_ev) tn_out_of_memory("a job's timers");
     return start_attempt(j, err, errlen);
+}
+
+/* The parent and process group of process pid, from /proc/PID/stat ("pid (comm) state
+ * ppid pgrp ...", comm may hold anything), and whether it is a zombie. 0, or -1 when it
+ * is gone. */
+static int proc_parent(long pid, pid_t *ppid, pid_t *pgrp, int *zombie) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n;
+    do {
+        n = read(fd, buf, sizeof buf - 1);
+    } while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'), state;
+    long pp, pg;
+    if (!p || sscanf(p + 1, " %c %ld %ld", &state, &pp, &pg) != 3) return -1;
+    *ppid = (pid_t)pp;
+    *pgrp = (pid_t)pg;
+    *zombie = state == 'Z' || state == 'X';
+    return 0;
+}
+
+/* Kills every child of this process that x waits for no watch of: orphans of the
+ * replicas (host_new, ex_spawn), a daemon that left its replica's process group and
+ * environment (env -i setsid ...) among them. Waits a moment for each, so that what it
+ * left in turn (now ours as well) is found by the next round. Returns how many it
+ * killed that were running outside the ngroups process groups in groups (those are
+ * killed already, and not counted). */
+static int kill_orphans(const ex_executor *x, const pid_t *groups, size_t ngroups) {
+    enum { MAX_ROUNDS = 32, MAX_FOUND = 256 };
+    pid_t self = getpid();
+    int killed = 0;
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        pid_t found[MAX_FOUND];
+        size_t nfound = 0;
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        while (proc && nfound < MAX_FOUND && (e = readdir(proc))) {
+            char *end;
+            long pid = strtol(e->d_name, &end, 10);
+            pid_t ppid, pgrp;
+            int zombie;
+            if (*end || pid <= 1 || proc_parent(pid, &ppid, &pgrp, &zombie) || ppid != self)
+                continue;
+            int watched = 0, in_group = 0;
+            for (size_t i = 0; i < x->nwatches && !watched; i++)
+                watched = x->watches[i].pid == pid;
+            if (watched) continue; /* a replica or command whose exit is awaited */
+            for (size_t g = 0; g < ngroups && !in_group; g++) in_group = groups[g] == pgrp;
+            if (!zombie && kill((pid_t)pid, SIGKILL) == 0 && !in_group) killed++;
+            found[nfound++] = (pid_t)pid;
+        }
+        if (proc) closedir(proc);
+        if (nfound == 0) break;
+        /* reaped here, not by the SIGCHLD watcher: once one is, its own orphans are ours */
+        struct timespec tick = {0, 2000000};
+        for (int waits = 0; waits < 500; waits++) { /* a second at most (a process in an
+                                                       uninterruptible sleep waits on) */
+            size_t left = 0;
+            for (size_t i = 0; i < nfound; i++) {
+                pid_t r = waitpid(found[i], NULL, WNOHANG);
+                if (r == 0 || (r < 0 && errno == EINTR)) found[left++] = found[i];
+            }
+            nfound = left;
+            if (nfound == 0) break;
+            nanosleep(&tick, NULL);
+        }
+        if (nfound > 0) break; /* the watcher reaps them when they go */
+    }
+    return killed;
 }
 
 /* Kills every process (but this one) whose CLOUD_ML_HP_METRIC_FILE, which each process

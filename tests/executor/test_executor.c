@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/status.h"
@@ -419,7 +420,6 @@ static void test_timeout_while_stopping(void) {
                                 "again (replica worker:0 failed 1 time");
 }
 
-/* Whether process pid runs (a zombie waiting for its reaper does not). */
 /* The first line (with its newline) of g_root/name into buf; "" when there is none. */
 static void first_line(const char *name, char *buf, size_t len) {
     char path[700];
@@ -432,6 +432,7 @@ static void first_line(const char *name, char *buf, size_t len) {
     }
 }
 
+/* Whether process pid runs (a zombie waiting for its reaper does not). */
 static int alive(pid_t pid) {
     char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -466,47 +467,141 @@ static void test_leftover_children_killed(void) {
     CHECK_MSG(access(path, F_OK) != 0, "a leftover child wrote into the trial's folder");
 }
 
-/* A child that left its process group (setsid) is found by the variable every process
- * of the trial inherits, wherever it lies in an environment larger than a page or a
- * fixed buffer: here after 300 KB of the spec's env (12 variables: one string may not
- * pass 128 KiB), in that order (env -i: a shell passes its variables on in an order of
- * its own). */
-static void test_setsid_child_killed_large_env(void) {
-    enum { NVARS = 12, VAR_LEN = 25000 };
-    char *vars[NVARS];
-    const char *env[NVARS + 1] = {NULL};
-    for (int i = 0; i < NVARS; i++) {
-        vars[i] = malloc(VAR_LEN + 16);
-        CHECK(vars[i] != NULL);
-        if (!vars[i]) return;
-        int n = sprintf(vars[i], "BIG%d=", i);
-        memset(vars[i] + n, 'a', VAR_LEN);
-        vars[i][n + VAR_LEN] = '\0';
-        env[i] = vars[i];
-    }
-    char script[1024] = "d=${1#--job-dir=}; env -i";
-    for (int i = 0; i < NVARS; i++)
-        snprintf(script + strlen(script), sizeof script - strlen(script), " BIG%d=\"$BIG%d\"", i, i);
-    snprintf(script + strlen(script), sizeof script - strlen(script),
-             " CLOUD_ML_HP_METRIC_FILE=\"$CLOUD_ML_HP_METRIC_FILE\" setsid sleep 300 </dev/null "
-             ">/dev/null 2>&1 & echo $! > $d/child; sleep 0.3; exit 0");
-    job_case jc = {.script = script, .env = env};
+/* A child that left its process group and its environment (env -i setsid: nothing of
+ * the trial's variables is left) is gone when its replica exits: it was the replica's
+ * child (a subreaper), then the executor's. So is what it started in turn. */
+static void test_env_i_setsid_child_killed(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; env -i setsid sleep 300 </dev/null >/dev/null "
+                             "2>&1 & echo $! > $d/child; sleep 0.3; exit 0"};
     int attempts = 0, restarts = 0;
-    outcome o = run_job("bigenv", &jc, &attempts, &restarts);
-    for (int i = 0; i < NVARS; i++) free(vars[i]);
+    outcome o = run_job("envi", &jc, &attempts, &restarts);
     CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
     CHECK_STR_CONTAINS(o.events, "killed 1 process the job left behind");
     char buf[32];
-    first_line("bigenv/child", buf, sizeof buf);
+    first_line("envi/child", buf, sizeof buf);
     long child = atol(buf);
     CHECK(child > 0);
-    struct timespec ts = {0, 200000000};
+    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the env -i setsid child %ld still runs",
+              child);
+
+    /* a shell in a session of its own that waits on its child, and the child: the shell
+     * is killed first, then its child, an orphan of ours by then */
+    job_case deep = {.script = "d=${1#--job-dir=}; env -i D=$d setsid /bin/sh -c 'sleep 301 & "
+                               "echo $! > $D/grandchild; wait' </dev/null >/dev/null 2>&1 & "
+                               "echo $! > $d/child; sleep 0.3; exit 0"};
+    o = run_job("envi_deep", &deep, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_STR_CONTAINS(o.events, "killed 2 processes the job left behind");
+    long pids[2];
+    const char *files[2] = {"envi_deep/child", "envi_deep/grandchild"};
+    for (int i = 0; i < 2; i++) {
+        first_line(files[i], buf, sizeof buf);
+        pids[i] = atol(buf);
+        CHECK_MSG(pids[i] > 0, "%s: no pid", files[i]);
+        CHECK_MSG(pids[i] <= 0 || !alive((pid_t)pids[i]), "%s %ld still runs", files[i],
+                  pids[i]);
+    }
+}
+
+/* A job whose replica starts a daemon that is not an orphan (its parent, a child of the
+ * replica, still runs) leaves it running only until the replica exits; the chief's
+ * other replicas keep theirs meanwhile: a worker's daemon lives while the worker does. */
+static void test_orphans_wait_for_their_replica(void) {
+    job_case jc = {.script = "d=${1#--job-dir=}; case \"$TF_CONFIG\" in *'\"type\":\"worker\"'*) "
+                             "env -i setsid sleep 302 </dev/null >/dev/null 2>&1 & "
+                             "echo $! > $d/worker_child; sleep 300;; "
+                             "*) sleep 0.6; p=$(cat $d/worker_child); "
+                             "kill -0 $p && echo alive > $d/seen; exit 0;; esac",
+                   .workers = 1, .grace = 1};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("envi_worker", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    char buf[32];
+    first_line("envi_worker/seen", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "alive\n"), "the worker's daemon was gone while the worker ran");
+    first_line("envi_worker/worker_child", buf, sizeof buf);
+    long child = atol(buf);
+    CHECK(child > 0);
+    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the worker's daemon %ld still runs", child);
+    CHECK_STR_CONTAINS(o.events, "killed 1 process the job left behind");
+}
+
+/* What an earlier tuner's replicas left running in the study's job folder (a process
+ * that left its group; the tuner died, so it was nobody's orphan of ours) is found by
+ * ex_recover by the variable every process of a trial inherits, wherever it lies in an
+ * environment larger than a page or a fixed buffer: here after 300 KB of variables (12:
+ * one string may not pass 128 KiB). */
+static void test_recover_kills_large_env(void) {
+    enum { NVARS = 12, VAR_LEN = 25000 };
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/bigenv", g_root);
+    mkdir(dir, 0755);
+    char *env[NVARS + 2] = {NULL};
+    for (int i = 0; i < NVARS; i++) {
+        env[i] = malloc(VAR_LEN + 16);
+        CHECK(env[i] != NULL);
+        if (!env[i]) return;
+        int n = sprintf(env[i], "BIG%d=", i);
+        memset(env[i] + n, 'a', VAR_LEN);
+        env[i][n + VAR_LEN] = '\0';
+    }
+    char metric[700], other[700];
+    snprintf(metric, sizeof metric, "CLOUD_ML_HP_METRIC_FILE=%s/7/metrics/chief-0.json", dir);
+    env[NVARS] = metric;
+    pid_t child = fork();
+    if (child == 0) {
+        setsid();
+        char *argv[] = {"sleep", "300", NULL};
+        execve("/bin/sleep", argv, env);
+        _exit(127);
+    }
+    /* and one of another folder, which stays */
+    snprintf(other, sizeof other, "CLOUD_ML_HP_METRIC_FILE=%s-other/7/metrics/chief-0.json",
+             dir);
+    char *env2[] = {other, NULL};
+    pid_t bystander = fork();
+    if (bystander == 0) {
+        setsid();
+        char *argv[] = {"sleep", "300", NULL};
+        execve("/bin/sleep", argv, env2);
+        _exit(127);
+    }
+    for (int i = 0; i < NVARS; i++) free(env[i]);
+    CHECK(child > 0 && bystander > 0);
+    struct timespec ts = {0, 100000000}; /* until both have exec'd */
     nanosleep(&ts, NULL);
-    CHECK_MSG(child <= 0 || !alive((pid_t)child), "the setsid child %ld still runs", child);
+    struct event_base *base = event_base_new();
+    ex_options opt = {.backend = EX_LOCAL, .oversubscribe = 1, .job_dir = dir};
+    ex_executor *x = NULL;
+    char err[256];
+    CHECK_MSG(ex_executor_new(base, &opt, &x, err, sizeof err) == 0, "%s", err);
+    char **handles = NULL;
+    long *trials = NULL;
+    size_t n = 0;
+    int killed = -1;
+    CHECK_MSG(x && ex_recover(x, &handles, &trials, &n, &killed, err, sizeof err) == 0, "%s",
+              err);
+    CHECK_INT_EQ(killed, 1);
+    CHECK_INT_EQ((long)n, 0);
+    free(handles);
+    free(trials);
+    int status = 0;
+    if (child > 0) {
+        CHECK_INT_EQ((long)waitpid(child, &status, 0), (long)child);
+        CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+    }
+    CHECK_MSG(bystander <= 0 || alive(bystander), "a process of another folder was killed");
+    if (bystander > 0) {
+        kill(bystander, SIGKILL);
+        waitpid(bystander, NULL, 0);
+    }
+    if (x) ex_executor_free(x);
+    event_base_free(base);
 }
 
 /* A job freed while it runs (the tuner's second Ctrl-C) leaves nothing running: its
- * replicas' groups are killed, and so is what left them (setsid). */
+ * replicas' groups are killed, and so is what left them (setsid, with an environment of
+ * its own: the orphan the replica's death leaves us). */
 static void test_free_running_job_kills_all(void) {
     outcome o;
     memset(&o, 0, sizeof o);
@@ -515,7 +610,7 @@ static void test_free_running_job_kills_all(void) {
     char dir[600], child_path[700];
     snprintf(dir, sizeof dir, "%s/freed", g_root);
     snprintf(child_path, sizeof child_path, "%s/child", dir);
-    const char *script = "d=${1#--job-dir=}; setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+    const char *script = "d=${1#--job-dir=}; env -i setsid sleep 300 </dev/null >/dev/null 2>&1 & "
                          "echo $! > $d/child; sleep 300";
     const char *argv[] = {"/bin/sh", "-c", script, "sh"};
     ex_job_config cfg = {.study = "exec_test", .trial = "8", .argv = argv, .argc = 4,
@@ -719,7 +814,9 @@ int main(void) {
     RUN(test_timeout);
     RUN(test_timeout_after_retry);
     RUN(test_timeout_while_stopping);
-    RUN(test_setsid_child_killed_large_env);
+    RUN(test_env_i_setsid_child_killed);
+    RUN(test_orphans_wait_for_their_replica);
+    RUN(test_recover_kills_large_env);
     RUN(test_free_running_job_kills_all);
     RUN(test_restart_after_job_dir_removed);
     RUN(test_leftover_children_killed);
