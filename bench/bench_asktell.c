@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
         char *params = NULL;
         if (study_ask(st, &spec, &study, &number, &params, &exhausted, err, sizeof err) != 0 ||
             exhausted ||
-            study_tell(st, &study, number, 0, (double)i, err, sizeof err) != 0) {
+            study_tell(st, &spec, &study, number, 0, (double)i, err, sizeof err) != 0) {
             fprintf(stderr, "bench_asktell: error at trial %d: %s\n", i + 1, err);
             return 1;
         }

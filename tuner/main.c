@@ -821,7 +821,9 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         "Record its outcome with `tuner tell STUDY N VALUE` (or --failed).\n"
         "Concurrent asks never hand out the same trial. Exit 5 when the study has\n"
         "no trials left (maxTrials reached, or the grid exhausted, or the study\n"
-        "finished); exit 2 while another tuner runs the study (its lock is held).",
+        "finished); exit 2 while another tuner runs the study (its lock is held).\n"
+        "The ask that finds the grid exhausted with no trial out ends the study\n"
+        "(SUCCEEDED).",
         {"STUDY"}, 1, 0};
     int rc = cli_parse(&def, NULL, 0, argc, argv, pos, NULL);
     if (rc != CLI_CONTINUE) return rc;
@@ -844,6 +846,9 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         if (rc == 0 && !exhausted) {
             printf("{\"trial\": %lld, \"parameters\": %s}\n", (long long)number, params);
             exit_code = TUNER_EXIT_OK;
+        } else if (rc == 0 && err[0]) { /* over since load_study read it */
+            fprintf(stderr, "tuner: error: %s\n", err);
+            exit_code = TUNER_EXIT_EXHAUSTED;
         } else if (rc == 0) {
             fprintf(stderr, "tuner: error: study %s has no trials left to give (maxTrials %d%s)\n",
                     study.name, spec.max_trials,
@@ -890,7 +895,10 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
         "Records the outcome of a trial handed out by `tuner ask`: its objective\n"
         "value, a finite decimal number (a study of several metrics: one VALUE per\n"
         "metric, in the spec's order), or that it failed. Refused (exit 2) for a\n"
-        "finished study, and while another tuner runs the study (its lock is held).",
+        "finished study, and while another tuner runs the study (its lock is held).\n"
+        "The tell of the last trial ends the study (SUCCEEDED), and so does the\n"
+        "failure that reaches maxFailedTrials (FAILED; the trials still out are\n"
+        "CANCELLED).",
         {"STUDY", "TRIAL", "VALUE"}, 2, SPEC_MAX_METRICS};
     int rc = cli_parse(&def, flags, CLI_NFLAGS(flags), argc, argv, pos, &npos);
     if (rc != CLI_CONTINUE) return rc;
@@ -926,7 +934,8 @@ int cmd_tell(int argc, char **argv, const cli_env *env) {
     }
     if (exit_code < 0) {
         char err[1024];
-        rc = study_tell_values(st, &study, number, failed, values, nvalues, err, sizeof err);
+        rc = study_tell_values(st, &spec, &study, number, failed, values, nvalues, err,
+                               sizeof err);
         if (rc) {
             fprintf(stderr, "tuner: error: %s\n", err);
             exit_code = rc != TN_EINVAL            ? TUNER_EXIT_ERROR /* the store */

@@ -19,7 +19,7 @@ typedef struct st_store st_store;
 
 /* Study states, as stored (the names) and as the code knows them (the enum). */
 typedef enum st_study_state {
-    ST_STUDY_CREATED,   /* stored, never run (create, or ask/tell) */
+    ST_STUDY_CREATED,   /* stored, never run (create; ask/tell until it ends) */
     ST_STUDY_RUNNING,   /* a tuner is running it (or was, and crashed) */
     ST_STUDY_STOPPED,   /* interrupted (Ctrl-C, cancel); resumable */
     ST_STUDY_SUCCEEDED, /* all trials done */

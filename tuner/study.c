@@ -47,6 +47,8 @@ typedef struct ask_ctx {
     int64_t number;         /* the new trial's number */
     char *params;           /* its parameters as JSON */
     int exhausted;          /* no trial left to give (nothing created) */
+    int ask_tell;           /* study_ask: a study over is refused, and one with no trial
+                               left to give and none out ends (asktell_end) */
     char note[512];         /* the sampler's note, or "" */
     char err[1024];
 } ask_ctx;
@@ -142,12 +144,22 @@ static size_t warm_start(const tn_spec *spec, warm *w, sp_trial *hist, double *v
     return added;
 }
 
+static int asktell_end(st_store *st, const tn_spec *spec, const st_study *study,
+                       int exhausted, int64_t last, char *err, size_t errlen);
+static int asktell_open(st_store *st, const st_study *study, const char *what, char *err,
+                        size_t errlen);
+
 static int ask_in_txn(st_store *st, void *arg) {
     ask_ctx *a = arg;
     const sp_space *space = &a->spec->space;
     st_trial *trials = NULL;
     size_t n = 0;
     int rc;
+    if (a->ask_tell) { /* a study over has none to give, and says why in a->err */
+        rc = asktell_open(st, a->study, "hands out no more trials", a->err, sizeof a->err);
+        if (rc == TN_EINVAL) a->exhausted = 1;
+        if (rc) return rc == TN_EINVAL ? 0 : rc;
+    }
     if (sp_uses_history(a->spec->algorithm)) {
         rc = st_trial_list(st, a->study->id, &trials, &n, a->err, sizeof a->err);
     } else { /* the sampler needs only the count: no O(n) parse of every trial */
@@ -159,7 +171,8 @@ static int ask_in_txn(st_store *st, void *arg) {
     if ((int64_t)n >= a->spec->max_trials) {
         st_trials_free(trials, trials ? n : 0);
         a->exhausted = 1;
-        return 0;
+        return a->ask_tell ? asktell_end(st, a->spec, a->study, 1, 0, a->err, sizeof a->err)
+                           : 0;
     }
     size_t listed = trials ? n : 0;
     warm w;
@@ -207,6 +220,8 @@ static int ask_in_txn(st_store *st, void *arg) {
         a->params = tp_to_json(space, a->values);
         rc = st_trial_create(st, a->study->id, a->params, a->state, &a->number, a->err,
                              sizeof a->err);
+    } else if (rc == 0 && a->ask_tell) { /* the grid is exhausted */
+        rc = asktell_end(st, a->spec, a->study, 1, 0, a->err, sizeof a->err);
     }
     free(vals);
     free(hist);
@@ -225,6 +240,7 @@ static int ask_next(st_store *st, const tn_spec *spec, const st_study *study,
     a->spec = spec;
     a->study = study;
     a->state = state;
+    a->ask_tell = state == ST_TRIAL_PENDING; /* study_ask's; the run loop's are RUNNING */
     a->values = tn_xcalloc(spec->space.n + 1, sizeof *a->values);
     char terr[512] = "";
     int rc = st_transaction(st, ask_in_txn, a, terr, sizeof terr);
@@ -237,6 +253,7 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
     ask_ctx a;
     int rc = ask_next(st, spec, study, ST_TRIAL_PENDING, &a, err, errlen);
     *exhausted = rc == 0 && a.exhausted;
+    if (rc == 0 && errlen > 0) snprintf(err, errlen, "%s", a.err); /* why, if it is over */
     if (rc == 0 && !a.exhausted) {
         *number = a.number;
         *params = a.params;
@@ -247,13 +264,72 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
     return rc;
 }
 
-int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
-               double objective, char *err, size_t errlen) {
-    return study_tell_values(st, study, number, failed, &objective, 1, err, errlen);
+int study_tell(st_store *st, const tn_spec *spec, const st_study *study, int64_t number,
+               int failed, double objective, char *err, size_t errlen) {
+    return study_tell_values(st, spec, study, number, failed, &objective, 1, err, errlen);
+}
+
+/* In an ask's or a tell's transaction: TN_EINVAL with a message when the study is over
+ * (another ask or tell may have ended it since the caller read it), naming what it
+ * refuses ("takes no more results"). */
+static int asktell_open(st_store *st, const st_study *study, const char *what, char *err,
+                        size_t errlen) {
+    st_study now;
+    int found = 0;
+    int rc = st_study_get_id(st, study->id, &now, &found, err, errlen);
+    if (rc) return rc;
+    if (!found) return tn_error(err, errlen, TN_ENOENT, "there is no study %s", study->name);
+    if (st_study_state_final(now.state))
+        rc = tn_error(err, errlen, TN_EINVAL, "study %s is %s: it %s", study->name,
+                      st_study_state_name(now.state), what);
+    st_study_clear(&now);
+    return rc;
+}
+
+/* In an ask's or a tell's transaction: ends a study driven by ask and tell as `tuner
+ * run` would end it, once it has nothing left to run. FAILED when maxFailedTrials of its
+ * trials have failed (the last told failed is trial `last`), the trials still out
+ * CANCELLED (their tells are refused then); else SUCCEEDED when none is out and no more
+ * can be asked (maxTrials of them, or `exhausted`: the grid). */
+static int asktell_end(st_store *st, const tn_spec *spec, const st_study *study,
+                       int exhausted, int64_t last, char *err, size_t errlen) {
+    int64_t counts[ST_TRIAL_NSTATES], total = 0;
+    int rc = st_trial_counts(st, study->id, counts, err, errlen);
+    if (rc) return rc;
+    for (int i = 0; i < ST_TRIAL_NSTATES; i++) total += counts[i];
+    int64_t out = counts[ST_TRIAL_PENDING] + counts[ST_TRIAL_RUNNING];
+    int64_t failed = counts[ST_TRIAL_FAILED];
+    if (last > 0 && spec->max_failed_trials > 0 && failed >= spec->max_failed_trials) {
+        st_trial *trials = NULL;
+        size_t n = 0;
+        rc = out ? st_trial_list(st, study->id, &trials, &n, err, errlen) : 0;
+        for (size_t i = 0; i < n && !rc; i++) {
+            st_trial *t = &trials[i];
+            if (st_trial_state_final(t->state)) continue;
+            t->state = ST_TRIAL_CANCELLED;
+            t->finished = wall_clock();
+            free(t->error);
+            t->error = tn_xstrdup("the study failed");
+            rc = st_trial_update(st, t, err, errlen);
+        }
+        st_trials_free(trials, n);
+        if (rc) return rc;
+        char why[256];
+        snprintf(why, sizeof why,
+                 "%lld trial%s failed (maxFailedTrials is %d); the last, trial %lld, by "
+                 "tuner tell --failed",
+                 (long long)failed, failed == 1 ? "" : "s", spec->max_failed_trials,
+                 (long long)last);
+        return st_study_set_state(st, study->id, ST_STUDY_FAILED, why, err, errlen);
+    }
+    if (out == 0 && (exhausted || total >= spec->max_trials))
+        return st_study_set_state(st, study->id, ST_STUDY_SUCCEEDED, NULL, err, errlen);
+    return 0;
 }
 
 /* study_tell_values's check and write, as one transaction. */
 typedef struct tell_ctx {
+    const tn_spec *spec;
     const st_study *study;
     int64_t number;
     int failed;
@@ -267,7 +343,9 @@ static int tell_in_transaction(st_store *st, void *arg) {
     const tell_ctx *c = arg;
     st_trial t;
     int found;
-    int rc = st_trial_get(st, c->study->id, c->number, &t, &found, c->err, c->errlen);
+    int rc = asktell_open(st, c->study, "takes no more results", c->err, c->errlen);
+    if (rc) return rc;
+    rc = st_trial_get(st, c->study->id, c->number, &t, &found, c->err, c->errlen);
     if (rc) return rc;
     if (!found)
         return tn_error(c->err, c->errlen, TN_EINVAL, "study %s has no trial %lld",
@@ -288,11 +366,13 @@ static int tell_in_transaction(st_store *st, void *arg) {
     t.attempts = t.attempts ? t.attempts : 1;
     rc = st_trial_update(st, &t, c->err, c->errlen);
     st_trial_clear(&t);
-    return rc;
+    if (rc) return rc;
+    return asktell_end(st, c->spec, c->study, 0, c->failed ? c->number : 0, c->err, c->errlen);
 }
 
-int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
-                      const double *values, size_t nvalues, char *err, size_t errlen) {
+int study_tell_values(st_store *st, const tn_spec *spec, const st_study *study, int64_t number,
+                      int failed, const double *values, size_t nvalues, char *err,
+                      size_t errlen) {
     if (!failed && (nvalues < 1 || nvalues > ST_MAX_VALUES))
         return tn_error(err, errlen, TN_EINVAL, "a trial has 1 to %d values, not %zu",
                         ST_MAX_VALUES, nvalues);
@@ -302,7 +382,7 @@ int study_tell_values(st_store *st, const st_study *study, int64_t number, int f
                             k ? "every value" : "the objective");
     /* The trial's state is read and written in one write transaction, so of two tells
      * of one trial at the same moment the second finds it finished. */
-    tell_ctx c = {study, number, failed, values, nvalues, err, errlen};
+    tell_ctx c = {spec, study, number, failed, values, nvalues, err, errlen};
     return st_transaction(st, tell_in_transaction, &c, err, errlen);
 }
 

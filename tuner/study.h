@@ -57,18 +57,25 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
 /* Creates the next trial of a study in state PENDING with the sampler's point and
  * writes its number to *number and its parameters (JSON, yours to free) to *params.
  * Returns 0 with *exhausted: 1 (and nothing created) when the study has no trials left
- * to give (maxTrials reached or the grid exhausted); or a negative code. */
+ * to give: maxTrials reached or the grid exhausted (err ""; the study is stored
+ * SUCCEEDED then, where no trial is out, PENDING or RUNNING), or the study is over
+ * (SUCCEEDED, FAILED or CANCELLED: err says so). Or a negative code. */
 int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t *number,
               char **params, int *exhausted, char *err, size_t errlen);
 
-/* Records the outcome of a trial handed out by study_ask: its objective, or failed. */
-int study_tell(st_store *st, const st_study *study, int64_t number, int failed,
-               double objective, char *err, size_t errlen);
+/* Records the outcome of a trial handed out by study_ask: its objective, or failed.
+ * In the same transaction the study ends as `tuner run` would end it: FAILED once
+ * maxFailedTrials of its trials have failed (the trials still out are CANCELLED),
+ * SUCCEEDED once maxTrials trials are over. TN_EINVAL with a message when the study
+ * is over, the trial is, or there is no such trial. */
+int study_tell(st_store *st, const tn_spec *spec, const st_study *study, int64_t number,
+               int failed, double objective, char *err, size_t errlen);
 
 /* study_tell with the trial's value of each of the study's metrics (values[0] the
  * objective; nvalues 1 ..= ST_MAX_VALUES, every one finite; ignored when failed). */
-int study_tell_values(st_store *st, const st_study *study, int64_t number, int failed,
-                      const double *values, size_t nvalues, char *err, size_t errlen);
+int study_tell_values(st_store *st, const tn_spec *spec, const st_study *study, int64_t number,
+                      int failed, const double *values, size_t nvalues, char *err,
+                      size_t errlen);
 
 /* Index of the best SUCCEEDED trial with an objective by the spec's goal (ties: the
  * earlier in the array, i.e. the lower number for a st_trial_list result); -1 when

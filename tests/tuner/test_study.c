@@ -457,14 +457,14 @@ static void test_tell_values(void) {
     CHECK(study_ask(st, &spec, &study, &a, &pa, &exhausted, err, sizeof err) == 0 && !exhausted);
     free(pa);
     const double bad[] = {1, NAN};
-    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, bad, 2, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(study_tell_values(st, &spec, &study, a, 0, bad, 2, err, sizeof err), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "every value must be a finite number");
     double many[ST_MAX_VALUES + 1] = {0};
-    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, ST_MAX_VALUES + 1, err, sizeof err),
+    CHECK_INT_EQ(study_tell_values(st, &spec, &study, a, 0, many, ST_MAX_VALUES + 1, err, sizeof err),
                  TN_EINVAL);
-    CHECK_INT_EQ(study_tell_values(st, &study, a, 0, many, 0, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(study_tell_values(st, &spec, &study, a, 0, many, 0, err, sizeof err), TN_EINVAL);
     const double two[] = {0.75, -2};
-    CHECK_MSG(study_tell_values(st, &study, a, 0, two, 2, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(study_tell_values(st, &spec, &study, a, 0, two, 2, err, sizeof err) == 0, "%s", err);
     st_trial t;
     CHECK(st_trial_get(st, study.id, a, &t, &found, err, sizeof err) == 0 && found);
     CHECK(t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.nvalues == 2 &&
@@ -547,9 +547,9 @@ static void test_warm_start_metrics(void) {
             int64_t n = 0;
             double x = ask_x(st, &sp[0], &s[0], &n), v[2] = {1 - (x - 0.8) * (x - 0.8),
                                                             (x - 0.7) * (x - 0.7)};
-            CHECK_MSG(study_tell_values(st, &s[0], n, 0, v, 2, err, sizeof err) == 0, "%s", err);
+            CHECK_MSG(study_tell_values(st, &sp[0], &s[0], n, 0, v, 2, err, sizeof err) == 0, "%s", err);
             x = ask_x(st, &sp[1], &s[1], &n);
-            CHECK_MSG(study_tell(st, &s[1], n, 0, v[0], err, sizeof err) == 0, "%s", err);
+            CHECK_MSG(study_tell(st, &sp[1], &s[1], n, 0, v[0], err, sizeof err) == 0, "%s", err);
         }
         int64_t n;
         double cold = ask_x(st, &sp[2], &s[2], &n), warm = ask_x(st, &sp[3], &s[3], &n),
@@ -585,14 +585,14 @@ static void test_ask_and_tell(void) {
     CHECK_INT_EQ(study_ask(st, &spec, &study, &c, &pc, &exhausted, err, sizeof err), 0);
     CHECK(exhausted);
     CHECK(pc == NULL);
-    CHECK_INT_EQ(study_tell(st, &study, a, 0, NAN, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, a, 0, NAN, err, sizeof err), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "finite");
-    CHECK_INT_EQ(study_tell(st, &study, a, 0, 0.75, err, sizeof err), 0);
-    CHECK_INT_EQ(study_tell(st, &study, a, 0, 0.5, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, a, 0, 0.75, err, sizeof err), 0);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, a, 0, 0.5, err, sizeof err), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "trial 1 of asktell is already SUCCEEDED");
-    CHECK_INT_EQ(study_tell(st, &study, 99, 0, 0.5, err, sizeof err), TN_EINVAL);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, 99, 0, 0.5, err, sizeof err), TN_EINVAL);
     CHECK_STR_CONTAINS(err, "has no trial 99");
-    CHECK_INT_EQ(study_tell(st, &study, b, 1, NAN, err, sizeof err), 0); /* failed */
+    CHECK_INT_EQ(study_tell(st, &spec, &study, b, 1, NAN, err, sizeof err), 0); /* failed */
     st_trial t;
     CHECK(st_trial_get(st, study.id, a, &t, &found, err, sizeof err) == 0 && found &&
           t.state == ST_TRIAL_SUCCEEDED && t.objective == 0.75 && t.attempts == 1);
@@ -602,6 +602,97 @@ static void test_ask_and_tell(void) {
     st_trial_clear(&t);
     free(pa);
     free(pb);
+    close_study(st, &study, &spec);
+}
+
+/* The stored state of study `study` (-1 when it cannot be read). */
+static int study_state_now(st_store *st, const st_study *study) {
+    st_study now;
+    int found = 0;
+    char err[512];
+    if (st_study_get_id(st, study->id, &now, &found, err, sizeof err) != 0 || !found) return -1;
+    int state = (int)now.state;
+    st_study_clear(&now);
+    return state;
+}
+
+/* An ask/tell study ends as a run would: SUCCEEDED at the tell of its last trial or at
+ * the ask that finds the grid exhausted with none out; FAILED at the tell that reaches
+ * maxFailedTrials, the trials still out CANCELLED. A study over refuses asks (no trial
+ * to give, saying why) and tells. */
+static void test_ask_tell_study_ends(void) {
+    tn_spec spec;
+    st_study study;
+    char err[1024] = "";
+    int64_t n[3] = {0};
+    int exhausted = 0;
+    char *params = NULL;
+    static const double xs[] = {0.1, 0.2, 0.3};
+    /* maxTrials 2 of a grid of 3: the second tell ends it */
+    st_store *st = open_study("atend", "GRID_SEARCH", xs, 3, 2, 1, 2, 1, &spec, &study);
+    if (!st) return;
+    for (int i = 0; i < 2; i++) {
+        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
+              !exhausted);
+        free(params);
+        params = NULL;
+    }
+    CHECK_INT_EQ(study_tell(st, &spec, &study, n[0], 0, 0.5, err, sizeof err), 0);
+    CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_CREATED); /* trial 2 is out */
+    CHECK_INT_EQ(study_tell(st, &spec, &study, n[1], 1, 0, err, sizeof err), 0);
+    CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_SUCCEEDED);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &n[2], &params, &exhausted, err, sizeof err), 0);
+    CHECK(exhausted);
+    CHECK_STR_CONTAINS(err, "study atend is SUCCEEDED: it hands out no more trials");
+    close_study(st, &study, &spec);
+
+    /* the grid (2 points) exhausted before maxTrials (5): the ask that finds it so, with
+     * none out, ends it */
+    st = open_study("atgrid", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
+    if (!st) return;
+    for (int i = 0; i < 2; i++) {
+        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
+              !exhausted);
+        free(params);
+        params = NULL;
+        CHECK_INT_EQ(study_tell(st, &spec, &study, n[i], 0, 0.5, err, sizeof err), 0);
+    }
+    CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_CREATED);
+    CHECK_INT_EQ(study_ask(st, &spec, &study, &n[2], &params, &exhausted, err, sizeof err), 0);
+    CHECK(exhausted && err[0] == '\0');
+    CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_SUCCEEDED);
+    close_study(st, &study, &spec);
+
+    /* maxFailedTrials 1 of 3: the failed tell fails the study, the others' trials are
+     * CANCELLED and their tells refused */
+    st = open_study("atfail", "GRID_SEARCH", xs, 3, 3, 1, 1, 1, &spec, &study);
+    if (!st) return;
+    for (int i = 0; i < 3; i++) {
+        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
+              !exhausted);
+        free(params);
+        params = NULL;
+    }
+    CHECK_INT_EQ(study_tell(st, &spec, &study, n[0], 0, 0.5, err, sizeof err), 0);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, n[1], 1, 0, err, sizeof err), 0);
+    st_study now;
+    int found = 0;
+    CHECK(st_study_get_id(st, study.id, &now, &found, err, sizeof err) == 0 && found);
+    CHECK_INT_EQ(now.state, ST_STUDY_FAILED);
+    CHECK_MSG(now.error && strstr(now.error, "1 trial failed (maxFailedTrials is 1); the last, "
+                                             "trial 2, by tuner tell --failed"),
+              "%s", now.error ? now.error : "(no error)");
+    st_study_clear(&now);
+    st_trial t;
+    CHECK(st_trial_get(st, study.id, n[2], &t, &found, err, sizeof err) == 0 && found);
+    CHECK_INT_EQ(t.state, ST_TRIAL_CANCELLED);
+    CHECK(t.finished > 0 && t.error && !strcmp(t.error, "the study failed"));
+    st_trial_clear(&t);
+    CHECK(st_trial_get(st, study.id, n[0], &t, &found, err, sizeof err) == 0 && found);
+    CHECK_INT_EQ(t.state, ST_TRIAL_SUCCEEDED); /* told before: kept */
+    st_trial_clear(&t);
+    CHECK_INT_EQ(study_tell(st, &spec, &study, n[2], 0, 0.9, err, sizeof err), TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "study atfail is FAILED: it takes no more results");
     close_study(st, &study, &spec);
 }
 
@@ -658,6 +749,7 @@ int main(void) {
     RUN(test_resume_runs_what_was_left);
     RUN(test_rerun_with_bad_params_fails);
     RUN(test_ask_and_tell);
+    RUN(test_ask_tell_study_ends);
     RUN(test_warm_start_metrics);
     RUN(test_tell_values);
     RUN(test_best_index);

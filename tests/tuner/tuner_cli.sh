@@ -1083,6 +1083,12 @@ done
 check tell_value_refused_stores_nothing test "$(trial_field asktell state | sed -n 10p)" = PENDING
 "$TUNER" tell asktell 10 +1.5E-1 >/dev/null; rc=$?
 check tell_value_exponent test $rc -eq 0 -a "$(trial_field asktell objective | sed -n 10p)" = 0.15
+# the tell of its last trial ended the study, as a run ends it: later asks and tells
+# find it over
+check ask_tell_last_tell_ends_study test "$(study_state asktell)" = SUCCEEDED
+err=$("$TUNER" ask asktell 2>&1); rc=$?
+check ask_tell_ended_ask_exit5 test $rc -eq 5
+check ask_tell_ended_ask_says grep -q "study asktell is SUCCEEDED: it hands out no more trials" <<<"$err"
 # tells of one trial at the same moment: one is stored, the others find it finished
 sed 's/"asktell"/"tellrace"/' at.json >tellrace.json
 "$TUNER" create tellrace.json >/dev/null && "$TUNER" ask tellrace >/dev/null
