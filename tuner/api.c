@@ -1715,7 +1715,9 @@ size_t api_frame_scan(api_frame *f, const char *p, size_t len) {
         size_t n = f->linelen - (f->linelen && f->last == '\r');
         if (n < sizeof f->line) f->line[n] = '\0';
         else f->line[sizeof f->line - 1] = '\0';
-        if (f->part == FR_REQUEST_LINE) {
+        if (f->part == FR_REQUEST_LINE && n == 0) {
+            f->leading += f->linelen + 1; /* an empty line before it: ignored */
+        } else if (f->part == FR_REQUEST_LINE) {
             frame_request_line(f);
         } else if (f->part == FR_CHUNK_SIZE) {
             frame_chunk_size(f, n);

@@ -166,6 +166,9 @@ typedef struct api_frame {
     int head;              /* the method is HEAD (a reply has no body) */
     int expect_continue;   /* the headers are in, a body is to come, and the client
                               waits for "100 Continue" before it sends it */
+    size_t leading;        /* bytes of empty lines before the request line (RFC 9112
+                              2.2: ignored), not yet dropped: the reader drops them
+                              from its buffer before evhttp reads it, and zeroes this */
     /* the scan's own */
     size_t max_head;       /* bytes of request line, headers and trailers (431 above) */
     size_t max_body;       /* bytes of body, and of chunk-size lines (413 above) */
@@ -198,11 +201,13 @@ typedef struct api_frame {
 void api_frame_init(api_frame *f, size_t max_head, size_t max_body);
 /* Scans the next len bytes of the connection. Returns how many belong to the request:
  * all while it goes on (state API_FRAME_MORE), fewer once it ended (API_FRAME_WHOLE:
- * the request is every byte taken since api_frame_init) or was refused
- * (API_FRAME_REFUSED); none once it is not API_FRAME_MORE. */
+ * the request is every byte taken since api_frame_init but the empty lines before its
+ * request line, which f->leading counts) or was refused (API_FRAME_REFUSED); none once
+ * it is not API_FRAME_MORE. Empty lines before the request line count toward
+ * max_head. */
 size_t api_frame_scan(api_frame *f, const char *p, size_t len);
 /* Once the request line is read: the request target's offset and length in the
- * request (between the method's space and the version's), and whether the method is
+ * request line (between the method's space and the version's), and whether the method is
  * CONNECT (evhttp parses its target as an authority). Returns 0 before that. */
 int api_frame_target(const api_frame *f, size_t *off, size_t *len, int *connect);
 /* Ends the scan with a refusal: state API_FRAME_REFUSED, the status and why (the gate's

@@ -476,6 +476,14 @@ static void gate_scan(dash_conn *conn) {
     struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
     if (conn->frame.state == API_FRAME_MORE) {
         gate_read(conn, in);
+        if (conn->frame.leading > 0) { /* empty lines before the request line: evhttp
+                                          would refuse them (RFC 9112 2.2 ignores them) */
+            evbuffer_unfreeze(in, 1);
+            evbuffer_drain(in, conn->frame.leading);
+            evbuffer_freeze(in, 1);
+            conn->scanned -= conn->frame.leading;
+            conn->frame.leading = 0;
+        }
         if (conn->frame.state != API_FRAME_REFUSED) gate_check_target(conn, in);
         if (conn->frame.state == API_FRAME_WHOLE) {
             evbuffer_unfreeze(in, 1); /* evhttp reads it now, or at its next read */

@@ -645,6 +645,13 @@ resp = raw(sport, CANCEL + CHUNKED + b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n" + 
            b"Connection: close\r\n\r\n")
 check("bodies_then_next_request", [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", resp)] ==
       [401, 401, 204], resp[:200])
+# empty lines before a request line are ignored (RFC 9112 2.2): at the start of a
+# connection, and after a body (the CRLF some clients send after a POST's)
+resp = raw(sport, b"\r\n\nGET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + CANCEL +
+           b"Content-Length: 2\r\n\r\n{}\r\nGET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           b"Connection: close\r\n\r\n")
+check("empty_lines_before_request", [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3}) ", resp)] ==
+      [204, 401, 204], resp[:300])
 # a refusal pipelined after a good request: the good reply whole (a small one, and one of
 # several segments), then the refusal, then the close
 charts = open(os.path.join(web, "charts.js"), "rb").read()

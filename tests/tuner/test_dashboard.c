@@ -272,7 +272,15 @@ static void test_request_framing(void) {
         {"GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", NO, 400, -1, 0},
         {"GET / HTTP/1.1\r\nno colon\r\n\r\n", NO, 400, -1, 0},
         {"GET /\r\n\r\n", NO, 400, -1, 0},
-        {"\r\nGET / HTTP/1.1\r\n\r\n", NO, 400, -1, 0},
+        {"\r\nGET / HTTP/1.1\r\n\r\nGET", WHOLE, 0, 20, 0}, /* empty lines before it */
+        {"\r\n\n\r\nGET / HTTP/1.1\r\n\r\n", WHOLE, 0, -1, 0},
+        {"\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+         "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+         "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+         "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"
+         "\r\nGET / HTTP/1.1\r\n\r\n", NO, 431, -1, 0},    /* they count toward the head */
+        {"\r\rGET / HTTP/1.1\r\n\r\n", NO, 400, -1, 0},
+        {" \r\nGET / HTTP/1.1\r\n\r\n", NO, 400, -1, 0},  /* not empty: a space */
         {"GET / HTTP/1.1\r\nX-Long: 01234567890123456789012345678901234567890123456789"
          "01234567890123456789012345678901234567890123456789"
          "01234567890123456789012345678901234567890123456789", NO, 431, -1, 0},
@@ -345,6 +353,13 @@ static void test_request_framing(void) {
     api_frame f;
     api_frame_init(&f, 128, 16);
     CHECK(api_frame_scan(&f, "HEAD / HTTP/1.1\r\n\r\n", 19) == 19 && f.head);
+    CHECK_INT_EQ((long)f.leading, 0);
+    api_frame_init(&f, 128, 16); /* the empty lines before the request line, to drop */
+    CHECK(api_frame_scan(&f, "\r\n\nHEAD / HTTP/1.1\r\n\r\n", 22) == 22 && f.head);
+    CHECK_INT_EQ((long)f.leading, 3);
+    size_t toff = 0, tlen = 0;
+    int tconnect = 1; /* the target's offset: in the request line */
+    CHECK(api_frame_target(&f, &toff, &tlen, &tconnect) && toff == 5 && tlen == 1 && !tconnect);
     /* Lines longer than the scan keeps (f.line, 128 bytes): a request line's version is
      * still read (HTTP/1.1 waits for 100 Continue, HTTP/1.0 does not), and a header line
      * without a colon is refused wherever it would have had one. */
