@@ -988,6 +988,73 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
     }
 }
 
+/* Padded row pr of the h x w plane at in (w <= 16), as cc_wino_pad_split_avx2 splits
+ * it, in registers: q[0] = E[0..7], q[1] = O[0..7], q[2] = E[1..8], q[3] = O[1..8]
+ * (E[m] = x[2m - 1], O[m] = x[2m], zero outside the plane). */
+CC_AVX2 static inline __attribute__((always_inline)) void
+cc_split_row16(const float *restrict in, int h, int w, int pr, __m256 keep_lo, __m256 keep_hi,
+               __m256 q[4]) {
+    int r = pr - 1;
+    if (r < 0 || r >= h) {
+        q[0] = q[1] = q[2] = q[3] = _mm256_setzero_ps();
+        return;
+    }
+    const float *p = in + (size_t)r * w;
+    __m256 lo, hi, xe, xo;
+    if ((size_t)r * w + 16 <= (size_t)h * w) { /* 16 of the plane: the rest masked off */
+        lo = _mm256_and_ps(_mm256_loadu_ps(p), keep_lo);
+        hi = _mm256_and_ps(_mm256_loadu_ps(p + 8), keep_hi);
+    } else { /* a last row: nothing past the plane is read */
+        lo = _mm256_maskload_ps(p, cc_lanes(w));
+        hi = _mm256_maskload_ps(p + 8, cc_lanes(w - 8));
+    }
+    cc_split2(lo, hi, &xe, &xo); /* x[0, 2, .., 14], x[1, 3, .., 15] */
+    const __m256i right = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6),
+                  left = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    q[0] = _mm256_blend_ps(_mm256_permutevar8x32_ps(xo, right), _mm256_setzero_ps(), 0x01);
+    q[1] = xe;
+    q[2] = xo;
+    q[3] = _mm256_blend_ps(_mm256_permutevar8x32_ps(xe, left), _mm256_setzero_ps(), 0x80);
+}
+
+/* cc_wino_in_avx2 straight from a plane of at most 16 columns (a tile row is one vector
+ * of eight tiles), with no padded plane: each padded row split in registers
+ * (cc_split_row16), once for the two tile rows that share it. Stored and loaded again
+ * (cc_wino_pad_split_avx2), the rows cost more than the transform: a load that spans
+ * two of the stores waits for both to reach the cache. The same sums in the same order
+ * as cc_wino_in_avx2, so the same bits; as it, a row's last eight store up to 7 lanes
+ * past it. */
+CC_AVX2 static void cc_wino_in16_avx2(float *restrict v, size_t vs, const float *restrict in,
+                                      int h, int w, int th, int tw) {
+    const __m256 keep_lo = _mm256_castsi256_ps(cc_lanes(w)),
+                 keep_hi = _mm256_castsi256_ps(cc_lanes(w - 8));
+    __m256 e[4][4]; /* [row][column] of the tile row's padded rows, as cc_wino_in_avx2's */
+    cc_split_row16(in, h, w, 0, keep_lo, keep_hi, e[0]);
+    cc_split_row16(in, h, w, 1, keep_lo, keep_hi, e[1]);
+    for (int ty = 0; ty < th; ty++) {
+        __m256 q[4][4];
+        for (int j = 0; j < 4; j++) q[0][j] = e[0][j], q[1][j] = e[1][j];
+        cc_split_row16(in, h, w, 2 * ty + 2, keep_lo, keep_hi, q[2]);
+        cc_split_row16(in, h, w, 2 * ty + 3, keep_lo, keep_hi, q[3]);
+        for (int j = 0; j < 4; j++) e[0][j] = q[2][j], e[1][j] = q[3][j]; /* the next's */
+        for (int j = 0; j < 4; j++) { /* B^T d */
+            __m256 d0 = q[0][j], d1 = q[1][j], d2 = q[2][j], d3 = q[3][j];
+            q[0][j] = _mm256_sub_ps(d0, d2);
+            q[1][j] = _mm256_add_ps(d1, d2);
+            q[2][j] = _mm256_sub_ps(d2, d1);
+            q[3][j] = _mm256_sub_ps(d1, d3);
+        }
+        float *o = v + (size_t)ty * tw;
+        for (int i = 0; i < 4; i++) { /* (B^T d) B */
+            float *t = o + (size_t)4 * i * vs;
+            _mm256_storeu_ps(t, _mm256_sub_ps(q[i][0], q[i][2]));
+            _mm256_storeu_ps(t + vs, _mm256_add_ps(q[i][1], q[i][2]));
+            _mm256_storeu_ps(t + 2 * vs, _mm256_sub_ps(q[i][2], q[i][1]));
+            _mm256_storeu_ps(t + 3 * vs, _mm256_sub_ps(q[i][1], q[i][3]));
+        }
+    }
+}
+
 /* The direct convolution's sums of one filter over eight pooling windows (row py,
  * windows px .. px+7), channel by channel: *tl, *tr, *bl, *br += the conv outputs at each
  * window's top left, top right, bottom left and bottom right, from the channel's split
@@ -1569,6 +1636,10 @@ CC_AVX2 static void cc_wino_adj_avx2(float *restrict out, int h, int w, const fl
 static void cc_wino_in_plane(float *v, size_t vs, const float *in, int h, int w, int th, int tw,
                              float *pad) {
 #if defined(__x86_64__) && defined(__GNUC__)
+    if (w <= 16 && cc_avx2()) {
+        cc_wino_in16_avx2(v, vs, in, h, w, th, tw);
+        return;
+    }
     if (cc_avx2()) {
         cc_wino_pad_split_avx2(pad, in, h, w, th, tw);
         cc_wino_in_avx2(v, vs, pad, th, tw);

@@ -1582,7 +1582,8 @@ static void test_conv_block_fused_bits(void) {
  * rows of one, two and three groups of eight tiles and of exactly two, one row of tiles
  * in three groups, sixteen groups (the AVX2 adjoint's most), odd h and w (partial
  * tiles), one tile, planes narrower than a store (which runs over several later rows),
- * a width of 31 (whose split padded copy's last column is past its stores), tanh (no
+ * a width of 31 (whose split padded copy's last column is past its stores), widths of
+ * 16 and 15 (the widest planes the input transform splits in registers), tanh (no
  * fused pooling), and a row too long for the AVX2 adjoint (the plain one on both
  * sides), on one thread and two. Where the AVX2 forms cannot run (TN_CPU_NO_SIMD=1,
  * a CPU without AVX2 and FMA) there is nothing to compare, and it says so. */
@@ -1608,6 +1609,10 @@ static void test_conv_block_simd_bits(void) {
         {2, 16, 7, 23, 6, KN_RELU, 0},   {3, 16, 5, 3, 3, KN_TANH, 0},
         {2, 16, 6, 6, 3, KN_RELU, 1},    {1, 16, 3, 250, 2, KN_RELU, 0},
         {1, 16, 3, 262, 2, KN_RELU, 0},  {3, 16, 6, 31, 4, KN_RELU, 0},
+        /* the input transform straight from planes of at most 16 columns: 16 (eight tiles,
+         * the zero column past them in the last lane), 15, a planar x */
+        {3, 16, 5, 16, 4, KN_RELU, 1},   {2, 16, 7, 15, 3, KN_TANH, 0},
+        {2, 16, 8, 16, 4, KN_RELU, 0},
         /* the filters' transforms, eight kernels of a row at a time, then a ragged tail:
          * dx's transposed rows over f = 8 + 5 and 8 + 4, U's over c = 16 + 4 */
         {2, 16, 6, 6, 13, KN_RELU, 0},   {2, 20, 4, 6, 12, KN_RELU, 1},
