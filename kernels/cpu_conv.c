@@ -425,6 +425,15 @@ CC_AVX2 static void cc_merge(float *p, __m256 e, __m256 o) {
     _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+/* cc_merge's first n (0 < n <= 16) floats only, by masked stores: nothing past them is
+ * touched. (Through a buffer and memcpy, the copy's loads waited for the buffer's two
+ * stores to reach the cache.) */
+CC_AVX2 static void cc_merge_n(float *p, __m256 e, __m256 o, int n) {
+    __m256 lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+    _mm256_maskstore_ps(p, cc_lanes(n), _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_maskstore_ps(p + 8, cc_lanes(n - 8), _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
 /* The ReLU unpooling of eight windows: g and choice the windows' gradients and choices
  * (of which `avail` are readable: a masked load and a copy where fewer than eight are),
  * `keep` the lanes that are windows. Returns v, the gradient each window passes (g
@@ -1547,13 +1556,10 @@ typedef struct cc_adj_lag {
 CC_AVX2 static inline void cc_adj_store(float *o, int w, int g, int tight, __m256 even,
                                         __m256 odd) {
     int x = 16 * g;
-    if (!tight || x + 16 <= w) {
+    if (!tight || x + 16 <= w)
         cc_merge(o + x, even, odd);
-    } else {
-        float buf[16];
-        cc_merge(buf, even, odd);
-        memcpy(o + x, buf, (size_t)(w - x) * sizeof *buf);
-    }
+    else
+        cc_merge_n(o + x, even, odd, w - x);
 }
 
 /* One padded row of group g (cc_wino_adj_row's sums): its even out columns now, and the
