@@ -2019,15 +2019,31 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
 }
 
 /* out (rows, cols) = the sum of the groups' (rows, cols) at partial, stride apart, in
- * group order; transposed: out (cols, rows) instead. */
+ * group order; transposed: out (cols, rows) instead. Untransposed, a block of out at a
+ * time (in L1) takes each group's block in turn: one stream at a time, not one an
+ * element of each group; each element's sums are the same, in the same order. */
 VECTORISE static void cc_sum_groups(float *restrict out, const float *restrict partial, int rows,
                                     int cols, size_t stride, int groups, int transposed) {
+    if (!transposed) {
+        enum { BLOCK = 1024 };
+        size_t n = (size_t)rows * cols;
+        for (size_t lo = 0; lo < n; lo += BLOCK) {
+            size_t m = n - lo < BLOCK ? n - lo : BLOCK;
+            float *restrict o = out + lo;
+            for (size_t i = 0; i < m; i++) o[i] = partial[lo + i];
+            for (int g = 1; g < groups; g++) {
+                const float *restrict q = partial + (size_t)g * stride + lo;
+                for (size_t i = 0; i < m; i++) o[i] += q[i];
+            }
+        }
+        return;
+    }
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             size_t i = (size_t)r * cols + c;
             float sum = partial[i];
             for (int g = 1; g < groups; g++) sum += partial[(size_t)g * stride + i];
-            out[transposed ? (size_t)c * rows + r : i] = sum;
+            out[(size_t)c * rows + r] = sum;
         }
 }
 
