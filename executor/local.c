@@ -15,11 +15,12 @@
  *
  * Nothing a replica starts outlives it: its process group is killed when it exits, and
  * what left the group is found two ways. Each replica is a child subreaper (ex_spawn)
- * and so is this process (host_new): a descendant whose parent dies becomes the
- * replica's child, and this process's when the replica exits, where kill_orphans finds
- * it whatever it did to its session or environment. kill_under finds the rest by the
- * CLOUD_ML_HP_METRIC_FILE each process of a trial inherits: what an earlier tuner's
- * replicas left running, for a resumed study.
+ * and so is this process (host_new; not as PID 1, which adopts every orphan anyway): a
+ * descendant whose parent dies becomes the replica's child, and this process's when the
+ * replica exits, where kill_orphans finds it whatever it did to its session or
+ * environment (sparing the children this process had before: note_inherited).
+ * kill_under finds the rest by the CLOUD_ML_HP_METRIC_FILE each process of a trial
+ * inherits: what an earlier tuner's replicas left running, for a resumed study.
  */
 #include "executor/executor_internal.h"
 
@@ -48,6 +49,14 @@ typedef struct local_host {
     int ngpus;
     char **gpu_ids;         /* (ngpus) device ids as CUDA_VISIBLE_DEVICES names them */
     unsigned char *gpu_used;
+    int adopts;             /* this process is a child subreaper: kill_orphans kills
+                               what it adopts */
+    struct inherited {      /* its children from before (started before it exec'd, as in
+                               `monitor & exec tuner run ...`): not the replicas' */
+        pid_t pid;
+        unsigned long long start; /* /proc/PID/stat's starttime */
+    } *inherited;
+    size_t ninherited;
 } local_host;
 
 typedef struct local_replica {
@@ -157,10 +166,16 @@ int ex_host_gpus(char *why, size_t whylen) {
 
 /* ---- the host's share of the executor ---- */
 
+static void note_inherited(local_host *h);
+
 static local_host *host_new(const ex_options *o) {
     local_host *h = tn_xcalloc(1, sizeof *h);
-    /* the replicas' orphans become ours when a replica exits (kill_orphans) */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* the replicas' orphans become ours when a replica exits (kill_orphans); not where
+     * this process is a container's init, which adopts every orphan of the container */
+    if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
+        h->adopts = 1;
+        note_inherited(h);
+    }
     h->cores_total = o->cores > 0 ? o->cores : online_cores();
     h->ngpus = o->gpus > 0 ? o->gpus : 0;
     size_t nvis;
@@ -177,6 +192,8 @@ static local_host *host_new(const ex_options *o) {
 static void local_free(ex_executor *x) {
     local_host *h = x->impl;
     if (!h) return;
+    if (h->adopts) prctl(PR_SET_CHILD_SUBREAPER, 0); /* nothing watches for them now */
+    free(h->inherited);
     ex_strv_free(h->gpu_ids);
     free(h->gpu_used);
     free(h);
@@ -298,7 +315,7 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
 }
 
 static int kill_under(const char *dir, const pid_t *groups, size_t ngroups);
-static int kill_orphans(const ex_executor *x, const pid_t *groups, size_t ngroups);
+static int kill_orphans(ex_executor *x, const pid_t *groups, size_t ngroups);
 
 /* The process groups of j's replicas, their last runs' included (yours to free). */
 static pid_t *job_groups(const ex_job *j) {
@@ -578,11 +595,14 @@ static int local_start(ex_job *j, char *err, size_t errlen) {
     return start_attempt(j, err, errlen);
 }
 
-/* The parent and process group of process pid, from /proc/PID/stat ("pid (comm) state
- * ppid pgrp ...", comm may hold anything), and whether it is a zombie. 0, or -1 when it
- * is gone. */
-static int proc_parent(long pid, pid_t *ppid, pid_t *pgrp, int *zombie) {
-    char path[64], buf[512];
+/* Of process pid, from /proc/PID/stat ("pid (comm) state ppid pgrp session tty tpgid
+ * flags minflt cminflt majflt cmajflt utime stime cutime cstime priority nice threads
+ * itrealvalue starttime ...", comm may hold anything): its parent, process group and
+ * start time (clock ticks after boot), and whether it is a zombie. 0, or -1 when it is
+ * gone. */
+static int proc_stat(long pid, pid_t *ppid, pid_t *pgrp, unsigned long long *start,
+                     int *zombie) {
+    char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
@@ -593,63 +613,128 @@ static int proc_parent(long pid, pid_t *ppid, pid_t *pgrp, int *zombie) {
     close(fd);
     if (n <= 0) return -1;
     buf[n] = '\0';
-    char *p = strrchr(buf, ')'), state;
-    long pp, pg;
-    if (!p || sscanf(p + 1, " %c %ld %ld", &state, &pp, &pg) != 3) return -1;
+    char *p = strrchr(buf, ')'), *save = NULL, state = 0;
+    long pp = 0, pg = 0;
+    int field = 3, have = 0;
+    for (char *t = p ? strtok_r(p + 1, " ", &save) : NULL; t && field <= 22;
+         t = strtok_r(NULL, " ", &save), field++) {
+        if (field == 3) state = t[0];
+        else if (field == 4) pp = strtol(t, NULL, 10);
+        else if (field == 5) pg = strtol(t, NULL, 10);
+        else if (field == 22) *start = strtoull(t, NULL, 10), have = 1;
+    }
+    if (!have) return -1;
     *ppid = (pid_t)pp;
     *pgrp = (pid_t)pg;
     *zombie = state == 'Z' || state == 'X';
     return 0;
 }
 
-/* Kills every child of this process that x waits for no watch of: orphans of the
- * replicas (host_new, ex_spawn), a daemon that left its replica's process group and
- * environment (env -i setsid ...) among them. Waits a moment for each, so that what it
- * left in turn (now ours as well) is found by the next round. Returns how many it
- * killed that were running outside the ngroups process groups in groups (those are
- * killed already, and not counted). */
-static int kill_orphans(const ex_executor *x, const pid_t *groups, size_t ngroups) {
-    enum { MAX_ROUNDS = 32, MAX_FOUND = 256 };
+/* Calls fn(ctx, pid, pgrp, start, zombie) for each child of this process. */
+static void each_child(void (*fn)(void *ctx, pid_t pid, pid_t pgrp, unsigned long long start,
+                                  int zombie),
+                       void *ctx) {
     pid_t self = getpid();
+    DIR *proc = opendir("/proc");
+    struct dirent *e;
+    while (proc && (e = readdir(proc))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        pid_t ppid, pgrp;
+        unsigned long long start;
+        int zombie;
+        if (*end || pid <= 1 || proc_stat(pid, &ppid, &pgrp, &start, &zombie) || ppid != self)
+            continue;
+        fn(ctx, (pid_t)pid, pgrp, start, zombie);
+    }
+    if (proc) closedir(proc);
+}
+
+static void add_inherited(void *ctx, pid_t pid, pid_t pgrp, unsigned long long start,
+                          int zombie) {
+    local_host *h = ctx;
+    h->inherited = tn_xrealloc(h->inherited, (h->ninherited + 1) * sizeof *h->inherited);
+    h->inherited[h->ninherited++] = (struct inherited){pid, start};
+    (void)pgrp, (void)zombie;
+}
+
+/* This process's children now, before any replica: kill_orphans leaves them alone. */
+static void note_inherited(local_host *h) { each_child(add_inherited, h); }
+
+/* A round of kill_orphans. */
+typedef struct orphan_round {
+    ex_executor *x;
+    const pid_t *groups;
+    size_t ngroups;
+    pid_t found[256];
+    size_t nfound;
+    int killed;
+} orphan_round;
+
+static void orphan_seen(void *ctx, pid_t pid, pid_t pgrp, unsigned long long start,
+                        int zombie) {
+    orphan_round *r = ctx;
+    const local_host *h = r->x->impl;
+    if (r->nfound == sizeof r->found / sizeof r->found[0]) return; /* the next round's */
+    for (size_t i = 0; i < r->x->nwatches; i++)
+        if (r->x->watches[i].pid == pid) return; /* a replica, a command, or an orphan
+                                                     killed already, whose exit is awaited */
+    for (size_t i = 0; i < h->ninherited; i++)
+        if (h->inherited[i].pid == pid && h->inherited[i].start == start) return;
+    int in_group = 0;
+    for (size_t g = 0; g < r->ngroups && !in_group; g++) in_group = r->groups[g] == pgrp;
+    if (!zombie && kill(pid, SIGKILL) == 0 && !in_group) r->killed++;
+    r->found[r->nfound++] = pid;
+}
+
+static void on_orphan_exit(void *ctx, int status);
+
+/* Kills every child of this process that is neither a watched one nor one it had
+ * before (note_inherited): orphans of the replicas (host_new, ex_spawn), a daemon that
+ * left its replica's process group and environment (env -i setsid ...) among them. Waits
+ * up to 200 ms for them to go, so that what they left in turn, ours as well then, is
+ * found by the next round; those still there are watched, and their exits start
+ * another round (on_orphan_exit) instead of holding up the loop. Returns how many it
+ * killed that were running outside the ngroups process groups in groups (those are
+ * killed already, and not counted); each is counted once. */
+static int kill_orphans(ex_executor *x, const pid_t *groups, size_t ngroups) {
+    const local_host *h = x->impl;
+    if (!h || !h->adopts) return 0;
     int killed = 0;
-    for (int round = 0; round < MAX_ROUNDS; round++) {
-        pid_t found[MAX_FOUND];
-        size_t nfound = 0;
-        DIR *proc = opendir("/proc");
-        struct dirent *e;
-        while (proc && nfound < MAX_FOUND && (e = readdir(proc))) {
-            char *end;
-            long pid = strtol(e->d_name, &end, 10);
-            pid_t ppid, pgrp;
-            int zombie;
-            if (*end || pid <= 1 || proc_parent(pid, &ppid, &pgrp, &zombie) || ppid != self)
-                continue;
-            int watched = 0, in_group = 0;
-            for (size_t i = 0; i < x->nwatches && !watched; i++)
-                watched = x->watches[i].pid == pid;
-            if (watched) continue; /* a replica or command whose exit is awaited */
-            for (size_t g = 0; g < ngroups && !in_group; g++) in_group = groups[g] == pgrp;
-            if (!zombie && kill((pid_t)pid, SIGKILL) == 0 && !in_group) killed++;
-            found[nfound++] = (pid_t)pid;
-        }
-        if (proc) closedir(proc);
-        if (nfound == 0) break;
-        /* reaped here, not by the SIGCHLD watcher: once one is, its own orphans are ours */
-        struct timespec tick = {0, 2000000};
-        for (int waits = 0; waits < 500; waits++) { /* a second at most (a process in an
-                                                       uninterruptible sleep waits on) */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int round = 0; round < 32; round++) {
+        orphan_round r = {.x = x, .groups = groups, .ngroups = ngroups};
+        each_child(orphan_seen, &r);
+        killed += r.killed;
+        if (r.nfound == 0) break;
+        /* reaped here, not by the SIGCHLD watcher: once one is, its orphans are ours */
+        struct timespec tick = {0, 1000000}, now;
+        for (;;) {
             size_t left = 0;
-            for (size_t i = 0; i < nfound; i++) {
-                pid_t r = waitpid(found[i], NULL, WNOHANG);
-                if (r == 0 || (r < 0 && errno == EINTR)) found[left++] = found[i];
+            for (size_t i = 0; i < r.nfound; i++) {
+                pid_t w = waitpid(r.found[i], NULL, WNOHANG);
+                if (w == 0 || (w < 0 && errno == EINTR)) r.found[left++] = r.found[i];
             }
-            nfound = left;
-            if (nfound == 0) break;
+            r.nfound = left;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double spent = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec -
+                                                                              t0.tv_nsec);
+            if (r.nfound == 0 || spent > 0.2) break;
             nanosleep(&tick, NULL);
         }
-        if (nfound > 0) break; /* the watcher reaps them when they go */
+        if (r.nfound > 0) { /* slow to go (a process in an uninterruptible sleep): later */
+            for (size_t i = 0; i < r.nfound; i++) ex__watch(x, r.found[i], on_orphan_exit, x);
+            break;
+        }
     }
     return killed;
+}
+
+/* An orphan kill_orphans watched is gone: what it left is ours now. */
+static void on_orphan_exit(void *ctx, int status) {
+    kill_orphans(ctx, NULL, 0);
+    (void)status;
 }
 
 /* Kills every process (but this one) whose CLOUD_ML_HP_METRIC_FILE, which each process
