@@ -1232,14 +1232,17 @@ CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v
         if (zmax) _mm512_storeu_ps(zmax + px, zv);
         return;
     }
-    /* the windows left in the row, by masked stores (through a buffer and memcpy, the
-     * copies' loads waited for the buffer's stores to reach the cache) */
-    int n = pw - px < 16 ? pw - px : 16;
-    __mmask16 keep = (__mmask16)((1u << n) - 1);
-    _mm512_mask_storeu_ps(y + px, keep, yv);
-    _mm512_mask_cvtepi32_storeu_epi8(choice + px, keep,
-                                     _mm512_mask_blend_epi32(pos, _mm512_set1_epi32(KN_POOL_ZERO), a));
-    if (zmax) _mm512_mask_storeu_ps(zmax + px, keep, zv);
+    size_t n = (size_t)(pw - px < 16 ? pw - px : 16);
+    float fb[16];
+    uint8_t cb[16];
+    _mm512_storeu_ps(fb, yv);
+    memcpy(y + px, fb, n * sizeof *fb);
+    _mm_storeu_si128((__m128i *)cb, cv);
+    memcpy(choice + px, cb, n);
+    if (zmax) {
+        _mm512_storeu_ps(fb, zv);
+        memcpy(zmax + px, fb, n * sizeof *fb);
+    }
 }
 
 /* cc_direct_image_avx2 with AVX-512: four filters at a time, sixteen windows at a time;
