@@ -870,13 +870,16 @@ check orphan_trial_ran_again test "$(count_state orphan SUCCEEDED)" -eq 1
 # the killed run counts: the trial was run twice (it said 1, its first start never stored)
 check orphan_attempts_counted test "$(trial_field orphan attempts)" = 2
 # What a chief leaves behind when it succeeds, in its process group or out of it
-# (setsid), is gone when the trial is over.
-spec strays BASIC "" 1 1 '["/bin/sh", "-c", "sleep 314 & setsid sleep 315 & sleep 0.5; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+# (setsid, and setsid with an environment of its own, which no search by the trial's
+# variables finds), is gone when the trial is over.
+spec strays BASIC "" 1 1 '["/bin/sh", "-c", "sleep 314 & setsid sleep 315 & env -i setsid sleep 316 </dev/null >/dev/null 2>&1 & echo $! > $(dirname $CLOUD_ML_HP_METRIC_FILE)/envi.pid; sleep 0.5; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 "$TUNER" run strays.json --quiet >/dev/null 2>&1
 check strays_trial_succeeded test "$(count_state strays SUCCEEDED)" -eq 1
 check strays_group_killed test -z "$(procs_in strays '[s]leep 314')"
 check strays_setsid_killed test -z "$(procs_in strays '[s]leep 315')"
-check strays_told grep -q "killed 1 process the job left behind outside" <<<"$(event_details strays stopping)"
+envi_pid=$(cat runs/strays/1/metrics/envi.pid 2>/dev/null)
+check strays_env_i_setsid_killed test -n "$envi_pid" -a "$(ps -o comm= -p "${envi_pid:-0}" 2>/dev/null)" != sleep
+check strays_told grep -q "killed 2 processes the job left behind outside" <<<"$(event_details strays stopping)"
 
 # A run that another tuner's lock refuses stores nothing: it can be run later.
 spec holder BASIC "" 1 1 '["/bin/sh", "-c", "sleep 2; echo \"{\\\"score\\\": \\\"1\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
