@@ -958,6 +958,26 @@ CC_AVX2 static void cc_wino_pad_split_avx2(float *restrict pad, const float *res
     cc_zero_avx2(pad + (size_t)(h + 1) * pw, (size_t)(prows - h - 1) * pw + CC_SPLIT_SLACK);
 }
 
+/* B^T d B of eight tiles, d their 4x4 elements e[row][column] (taken), into the 16 rows
+ * of V at o, vs apart: B^T across the rows, then B across the columns, as cc_wino_in. */
+CC_AVX2 static inline __attribute__((always_inline)) void cc_wino_in8(__m256 e[4][4], float *o,
+                                                                      size_t vs) {
+    for (int j = 0; j < 4; j++) { /* B^T d */
+        __m256 d0 = e[0][j], d1 = e[1][j], d2 = e[2][j], d3 = e[3][j];
+        e[0][j] = _mm256_sub_ps(d0, d2);
+        e[1][j] = _mm256_add_ps(d1, d2);
+        e[2][j] = _mm256_sub_ps(d2, d1);
+        e[3][j] = _mm256_sub_ps(d1, d3);
+    }
+    for (int i = 0; i < 4; i++) { /* (B^T d) B */
+        float *q = o + (size_t)4 * i * vs;
+        _mm256_storeu_ps(q, _mm256_sub_ps(e[i][0], e[i][2]));
+        _mm256_storeu_ps(q + vs, _mm256_add_ps(e[i][1], e[i][2]));
+        _mm256_storeu_ps(q + 2 * vs, _mm256_sub_ps(e[i][2], e[i][1]));
+        _mm256_storeu_ps(q + 3 * vs, _mm256_sub_ps(e[i][1], e[i][3]));
+    }
+}
+
 /* cc_wino_in, eight tiles of a row at a time, from the split padded plane of
  * cc_wino_pad_split_avx2: a tile row's columns 2tx, 2tx+1, 2tx+2, 2tx+3 of each of its
  * four rows are E and O at tx and at tx + 1, four loads with no shuffles; B^T across
@@ -979,20 +999,7 @@ CC_AVX2 static void cc_wino_in_avx2(float *restrict v, size_t vs, const float *r
                 e[i][2] = _mm256_loadu_ps(re + 1);
                 e[i][3] = _mm256_loadu_ps(ro + 1);
             }
-            for (int j = 0; j < 4; j++) { /* B^T d */
-                __m256 d0 = e[0][j], d1 = e[1][j], d2 = e[2][j], d3 = e[3][j];
-                e[0][j] = _mm256_sub_ps(d0, d2);
-                e[1][j] = _mm256_add_ps(d1, d2);
-                e[2][j] = _mm256_sub_ps(d2, d1);
-                e[3][j] = _mm256_sub_ps(d1, d3);
-            }
-            for (int i = 0; i < 4; i++) { /* (B^T d) B */
-                float *q = o + tx + (size_t)4 * i * vs;
-                _mm256_storeu_ps(q, _mm256_sub_ps(e[i][0], e[i][2]));
-                _mm256_storeu_ps(q + vs, _mm256_add_ps(e[i][1], e[i][2]));
-                _mm256_storeu_ps(q + 2 * vs, _mm256_sub_ps(e[i][2], e[i][1]));
-                _mm256_storeu_ps(q + 3 * vs, _mm256_sub_ps(e[i][1], e[i][3]));
-            }
+            cc_wino_in8(e, o + tx, vs);
         }
     }
 }
@@ -1030,9 +1037,8 @@ cc_split_row16(const float *restrict in, int h, int w, int pr, __m256 keep_lo, _
  * of eight tiles), with no padded plane: each padded row split in registers
  * (cc_split_row16), once for the two tile rows that share it. Stored and loaded again
  * (cc_wino_pad_split_avx2), the rows cost more than the transform: a load that spans
- * two of the stores waits for both to reach the cache. The same sums in the same order
- * as cc_wino_in_avx2, so the same bits; as it, a row's last eight store up to 7 lanes
- * past it. */
+ * two of the stores waits for both to reach the cache. The same sums (cc_wino_in8), so
+ * the same bits; as there, a row's last eight store up to 7 lanes past it. */
 CC_AVX2 static void cc_wino_in16_avx2(float *restrict v, size_t vs, const float *restrict in,
                                       int h, int w, int th, int tw) {
     const __m256 keep_lo = _mm256_castsi256_ps(cc_lanes(w)),
@@ -1046,21 +1052,7 @@ CC_AVX2 static void cc_wino_in16_avx2(float *restrict v, size_t vs, const float 
         cc_split_row16(in, h, w, 2 * ty + 2, keep_lo, keep_hi, q[2]);
         cc_split_row16(in, h, w, 2 * ty + 3, keep_lo, keep_hi, q[3]);
         for (int j = 0; j < 4; j++) e[0][j] = q[2][j], e[1][j] = q[3][j]; /* the next's */
-        for (int j = 0; j < 4; j++) { /* B^T d */
-            __m256 d0 = q[0][j], d1 = q[1][j], d2 = q[2][j], d3 = q[3][j];
-            q[0][j] = _mm256_sub_ps(d0, d2);
-            q[1][j] = _mm256_add_ps(d1, d2);
-            q[2][j] = _mm256_sub_ps(d2, d1);
-            q[3][j] = _mm256_sub_ps(d1, d3);
-        }
-        float *o = v + (size_t)ty * tw;
-        for (int i = 0; i < 4; i++) { /* (B^T d) B */
-            float *t = o + (size_t)4 * i * vs;
-            _mm256_storeu_ps(t, _mm256_sub_ps(q[i][0], q[i][2]));
-            _mm256_storeu_ps(t + vs, _mm256_add_ps(q[i][1], q[i][2]));
-            _mm256_storeu_ps(t + 2 * vs, _mm256_sub_ps(q[i][2], q[i][1]));
-            _mm256_storeu_ps(t + 3 * vs, _mm256_sub_ps(q[i][1], q[i][3]));
-        }
+        cc_wino_in8(q, v + (size_t)ty * tw, vs);
     }
 }
 

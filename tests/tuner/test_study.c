@@ -631,12 +631,7 @@ static void test_ask_tell_study_ends(void) {
     /* maxTrials 2 of a grid of 3: the second tell ends it */
     st_store *st = open_study("atend", "GRID_SEARCH", xs, 3, 2, 1, 2, 1, &spec, &study);
     if (!st) return;
-    for (int i = 0; i < 2; i++) {
-        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
-              !exhausted);
-        free(params);
-        params = NULL;
-    }
+    for (int i = 0; i < 2; i++) ask_x(st, &spec, &study, &n[i]);
     CHECK_INT_EQ(study_tell(st, &spec, &study, n[0], 0, 0.5, err, sizeof err), 0);
     CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_CREATED); /* trial 2 is out */
     CHECK_INT_EQ(study_tell(st, &spec, &study, n[1], 1, 0, err, sizeof err), 0);
@@ -651,10 +646,7 @@ static void test_ask_tell_study_ends(void) {
     st = open_study("atgrid", "GRID_SEARCH", xs, 2, 5, 1, 5, 1, &spec, &study);
     if (!st) return;
     for (int i = 0; i < 2; i++) {
-        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
-              !exhausted);
-        free(params);
-        params = NULL;
+        ask_x(st, &spec, &study, &n[i]);
         CHECK_INT_EQ(study_tell(st, &spec, &study, n[i], 0, 0.5, err, sizeof err), 0);
     }
     CHECK_INT_EQ(study_state_now(st, &study), ST_STUDY_CREATED);
@@ -667,12 +659,7 @@ static void test_ask_tell_study_ends(void) {
      * CANCELLED and their tells refused */
     st = open_study("atfail", "GRID_SEARCH", xs, 3, 3, 1, 1, 1, &spec, &study);
     if (!st) return;
-    for (int i = 0; i < 3; i++) {
-        CHECK(study_ask(st, &spec, &study, &n[i], &params, &exhausted, err, sizeof err) == 0 &&
-              !exhausted);
-        free(params);
-        params = NULL;
-    }
+    for (int i = 0; i < 3; i++) ask_x(st, &spec, &study, &n[i]);
     CHECK_INT_EQ(study_tell(st, &spec, &study, n[0], 0, 0.5, err, sizeof err), 0);
     CHECK_INT_EQ(study_tell(st, &spec, &study, n[1], 1, 0, err, sizeof err), 0);
     st_study now;
