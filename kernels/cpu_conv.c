@@ -126,8 +126,13 @@ void kn_cpu_direct(int mode) { atomic_store(&cc_direct_mode, mode); }
 void kn_cpu_conv_avx512(int on) { atomic_store(&cc_avx512_on, on); }
 
 static _Atomic uint64_t cc_direct_done[2]; /* kn_cpu_direct_images */
+static _Atomic uint64_t cc_wide_done[2];   /* kn_cpu_wino_avx512_images */
 
 uint64_t kn_cpu_direct_images(int backward) { return atomic_load(&cc_direct_done[backward != 0]); }
+
+uint64_t kn_cpu_wino_avx512_images(int backward) {
+    return atomic_load(&cc_wide_done[backward != 0]);
+}
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
 
@@ -189,6 +194,8 @@ typedef struct cc_block {
     int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
     int fused;      /* Winograd with the pooling fused into the transforms: ReLU, h and w
                        even (every tile a pooling window), AVX2 (cc_plan) */
+    int wide;       /* fused, and the fused transforms in AVX-512, a filter's tiles of a
+                       chunk's images at once (cc_wino_pool_relu_avx512) */
     int direct;     /* forward by the direct convolution with the pooling fused
                        (cc_direct_image_avx2; cc_plan says when) */
     int direct_dw;  /* backward too, where there is no dx and AVX-512 (cc_plan) */
@@ -467,11 +474,12 @@ CC_AVX2 static inline __m256 cc_unpool8_relu(const float *g, const uint8_t *choi
     return v;
 }
 
-/* The sum of the eight lanes of v, pairwise. */
+/* The sum of the eight lanes of v, pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) +
+ * (l6 + l7)), in registers. */
 CC_AVX2 static inline float cc_sum8(__m256 v) {
-    float l[8];
-    _mm256_storeu_ps(l, v);
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    __m256 s1 = _mm256_add_ps(v, _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m256 s2 = _mm256_add_ps(s1, _mm256_permute_ps(s1, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(s2), _mm256_extractf128_ps(s2, 1)));
 }
 
 /* cc_unpool_row for ReLU: writes all of the first 2*pw columns of rows d0 and
@@ -519,7 +527,7 @@ CC_AVX2 static float cc_unpool_plane_relu_avx2(float *d, int ph, int pw, int w, 
 }
 #endif
 
-/* Whether the CPU has AVX2 and FMA (avx512 0) or AVX-512F (1) and the environment
+/* Whether the CPU has AVX2 and FMA (avx512 0) or AVX-512 F, BW and VL (1) and the environment
  * variable off is not "1": read once, into *have. */
 static int cc_cpu_has(_Atomic int *have, int avx512, const char *off) {
     int h = atomic_load(have);
@@ -527,7 +535,9 @@ static int cc_cpu_has(_Atomic int *have, int avx512, const char *off) {
         h = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
         const char *v = getenv(off);
-        h = !(v && *v == '1') && (avx512 ? __builtin_cpu_supports("avx512f")
+        h = !(v && *v == '1') && (avx512 ? __builtin_cpu_supports("avx512f") &&
+                                                   __builtin_cpu_supports("avx512bw") &&
+                                                   __builtin_cpu_supports("avx512vl")
                                           : __builtin_cpu_supports("avx2") &&
                                                 __builtin_cpu_supports("fma"));
 #else
@@ -545,8 +555,8 @@ static int cc_avx2(void) {
     return cc_cpu_has(&have, 0, "TN_CPU_NO_SIMD") && atomic_load(&cc_simd);
 }
 
-/* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512F, unless
- * TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
+/* 1 where the AVX-512 forms run: cc_avx2() and a CPU with AVX-512 F, BW and VL (every
+ * AVX-512 CPU but the Xeon Phi), unless TN_CPU_NO_AVX512=1 or kn_cpu_conv_avx512(0). */
 static int cc_avx512(void) {
     static _Atomic int have = -1;
     return cc_cpu_has(&have, 1, "TN_CPU_NO_AVX512") && cc_avx2() && atomic_load(&cc_avx512_on);
@@ -1155,7 +1165,7 @@ CC_AVX2 static void cc_direct_image_avx2(const cc_block *k, int i, float *pads, 
                             (written long before: without it the model's first layer's
                             backward pass took 1.07 ms a step on an AMD EPYC, with it 0.77;
                             512 and 2048 no better) */
-#define CC_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define CC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 
 /* What sixteen windows' elements read from two rows of a split padded plane (r at row,
  * the next pwid floats on; E then O in a row, tw + 1 each): per row E[px], O[px],
@@ -1195,14 +1205,10 @@ cc_direct16x4(const float *d, int pwid, int tw, const float *const wt[4], __m512
     }
 }
 
-/* cc_pool8_relu and cc_pool8_store for sixteen windows (AVX-512), the same comparisons:
- * y, choice and zmax (if not NULL) of the windows at px, of which `room` - px are
- * writable and pw - px wanted. Where sixteen fit they are stored whole (those past pw
- * land in rows written after); else through a buffer (AMD's masked stores, and its
- * narrowing stores to memory, are slow). */
-CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v2, __m512 v3,
-                                                  float *y, uint8_t *choice, float *zmax,
-                                                  int px, int pw, size_t room) {
+/* cc_pool8_relu for sixteen windows (AVX-512), the same comparisons lane by lane: y, the
+ * choices (a byte each in cv) and zmax. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_pool16_relu(__m512 v0, __m512 v1, __m512 v2, __m512 v3, __m512 *yv, __m128i *cv, __m512 *zv) {
     const __m512 zero = _mm512_setzero_ps();
     __m512 m = v0;
     __m512i a = _mm512_set1_epi32(KN_POOL_TL);
@@ -1216,8 +1222,22 @@ CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v
     a = _mm512_mask_blend_epi32(c, a, _mm512_set1_epi32(KN_POOL_BR));
     m = _mm512_mask_blend_ps(c, m, v3);
     __mmask16 pos = _mm512_cmp_ps_mask(m, zero, _CMP_GT_OQ);
-    __m512 yv = _mm512_mask_blend_ps(pos, zero, m), zv = _mm512_mask_blend_ps(pos, v0, m);
-    __m128i cv = _mm512_cvtepi32_epi8(_mm512_mask_blend_epi32(pos, _mm512_set1_epi32(KN_POOL_ZERO), a));
+    *yv = _mm512_mask_blend_ps(pos, zero, m);
+    *zv = _mm512_mask_blend_ps(pos, v0, m);
+    *cv = _mm512_cvtepi32_epi8(_mm512_mask_blend_epi32(pos, _mm512_set1_epi32(KN_POOL_ZERO), a));
+}
+
+/* cc_pool8_relu and cc_pool8_store for sixteen windows (AVX-512), the same comparisons:
+ * y, choice and zmax (if not NULL) of the windows at px, of which `room` - px are
+ * writable and pw - px wanted. Where sixteen fit they are stored whole (those past pw
+ * land in rows written after); else through a buffer (AMD's masked stores, and its
+ * narrowing stores to memory, are slow). */
+CC_AVX512 static inline void cc_pool16_relu_store(__m512 v0, __m512 v1, __m512 v2, __m512 v3,
+                                                  float *y, uint8_t *choice, float *zmax,
+                                                  int px, int pw, size_t room) {
+    __m512 yv, zv;
+    __m128i cv;
+    cc_pool16_relu(v0, v1, v2, v3, &yv, &cv, &zv);
     if ((size_t)px + 16 <= room) {
         _mm512_storeu_ps(y + px, yv);
         _mm_storeu_si128((__m128i *)(choice + px), cv);
@@ -1518,6 +1538,192 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, int 
     return sum;
 }
 
+/* The fused Winograd transforms with AVX-512, sixteen tiles at a time. A chunk's tiles
+ * of one filter lie in a row of M image after image (cc_wino_forward_chunk), and where
+ * the pooling is fused each tile is a pooling window, whose output sits at the tile's
+ * index in its image's pooled plane: so the row is worked straight through, sixteen
+ * tiles at a time, and a vector that holds the end of one image's tiles and the start of
+ * the next's (or of several next ones', where a plane has fewer than sixteen tiles)
+ * takes its pooled values from, or puts them into, each plane by masked loads and
+ * stores of its lanes moved down to lane 0. The 196 tiles of the model's second layer
+ * (four images of 7x7) take 13 vectors, where the AVX2 forms take a vector of eight for
+ * each of the 28 rows of seven. Lane by lane the sums and comparisons of the AVX2
+ * forms, so the same bits. */
+
+/* Lanes [0, n) of a mask, 0 <= n <= 16. */
+CC_AVX512 static inline __mmask16 cc_mask16(int n) {
+    return (__mmask16)((1u << n) - 1u);
+}
+
+/* A piece of a vector of the flat walk: `lanes` lanes from lane `l0`, all tiles of image
+ * j (of the chunk) from tile q. cc_flat_first gives a vector's first piece, from its
+ * first tile t; cc_flat_next the next, 0 past the vector's last (`end` lanes). */
+typedef struct cc_flat {
+    int j, q, l0, lanes, end;
+} cc_flat;
+
+static inline void cc_flat_first(cc_flat *w, int nt, int total, int t) {
+    w->j = t / nt;
+    w->q = t - w->j * nt;
+    w->l0 = 0;
+    w->end = total - t < 16 ? total - t : 16;
+    w->lanes = nt - w->q < w->end ? nt - w->q : w->end;
+}
+
+static inline int cc_flat_next(cc_flat *w, int nt) {
+    w->l0 += w->lanes;
+    w->j++;
+    w->q = 0;
+    w->lanes = nt < w->end - w->l0 ? nt : w->end - w->l0;
+    return w->l0 < w->end;
+}
+
+/* The lane indices i + d. */
+CC_AVX512 static inline __m512i cc_iota16(int d) {
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(d));
+}
+
+/* The byte indices i + d (bytes whose index is negative are zeroed by _mm_shuffle_epi8). */
+CC_AVX2 static inline __m128i cc_iota8(int d) {
+    return _mm_add_epi8(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        _mm_set1_epi8((char)d));
+}
+
+/* cc_wino_tile8_out for sixteen tiles, of which the first `lanes` are read. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_wino_tile16_out(const float *m, size_t ms, __mmask16 lanes, __m512 *y00, __m512 *y01,
+                   __m512 *y10, __m512 *y11) {
+    __m512 s0[4], s1[4]; /* A^T m */
+    for (int j = 0; j < 4; j++) {
+        __m512 m0 = _mm512_maskz_loadu_ps(lanes, m + (size_t)j * ms);
+        __m512 m1 = _mm512_maskz_loadu_ps(lanes, m + (size_t)(4 + j) * ms);
+        __m512 m2 = _mm512_maskz_loadu_ps(lanes, m + (size_t)(8 + j) * ms);
+        __m512 m3 = _mm512_maskz_loadu_ps(lanes, m + (size_t)(12 + j) * ms);
+        s0[j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
+        s1[j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+    }
+    *y00 = _mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), s0[2]);
+    *y01 = _mm512_sub_ps(_mm512_sub_ps(s0[1], s0[2]), s0[3]);
+    *y10 = _mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), s1[2]);
+    *y11 = _mm512_sub_ps(_mm512_sub_ps(s1[1], s1[2]), s1[3]);
+}
+
+/* cc_wino_pool_relu_avx2 for filter co of the chunk's n images [i0, i0+n) at once: m its
+ * row of M (the images' tiles one after another), ms the stride between the 16 rows of
+ * a tile's values. */
+CC_AVX512 static void cc_wino_pool_relu_avx512(const cc_block *k, const float *m, size_t ms,
+                                               int co, int i0, int n) {
+    const __m512 vb = _mm512_set1_ps(k->bias[co]);
+    int nt = k->nt, total = n * nt;
+    float *zmax = k->zmax_out;
+    for (int t = 0; t < total; t += 16) {
+        cc_flat w;
+        cc_flat_first(&w, nt, total, t);
+        __m512 y00, y01, y10, y11, yv, zv;
+        __m128i cv;
+        cc_wino_tile16_out(m + t, ms, cc_mask16(w.end), &y00, &y01, &y10, &y11);
+        cc_pool16_relu(_mm512_add_ps(y00, vb), _mm512_add_ps(y01, vb), _mm512_add_ps(y10, vb),
+                       _mm512_add_ps(y11, vb), &yv, &cv, &zv);
+        do {
+            size_t o = cc_plane_at(k, co, i0 + w.j) + (size_t)w.q;
+            if (w.lanes == 16) {
+                _mm512_storeu_ps(k->y + o, yv);
+                _mm_storeu_si128((__m128i *)(k->choice_out + o), cv);
+                if (zmax) _mm512_storeu_ps(zmax + o, zv);
+                break;
+            }
+            __m512 ys = yv, zs = zv;
+            __m128i cs = cv;
+            if (w.l0) { /* this piece's lanes down to lane 0 */
+                __m512i down = cc_iota16(w.l0);
+                ys = _mm512_permutexvar_ps(down, yv);
+                zs = _mm512_permutexvar_ps(down, zv);
+                cs = _mm_shuffle_epi8(cv, cc_iota8(w.l0));
+            }
+            __mmask16 mk = cc_mask16(w.lanes);
+            _mm512_mask_storeu_ps(k->y + o, mk, ys);
+            _mm_mask_storeu_epi8(k->choice_out + o, mk, cs);
+            if (zmax) _mm512_mask_storeu_ps(zmax + o, mk, zs);
+        } while (cc_flat_next(&w, nt));
+    }
+}
+
+/* cc_wino_grad8 for sixteen tiles: the first `lanes` of each of m's 16 rows are
+ * written. */
+CC_AVX512 static inline __attribute__((always_inline)) void
+cc_wino_grad16(float *m, size_t ms, __mmask16 lanes, __m512 y00, __m512 y01, __m512 y10,
+               __m512 y11) {
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 a[4][2] = {{y00, y01},
+                      {_mm512_add_ps(y00, y10), _mm512_add_ps(y01, y11)},
+                      {_mm512_sub_ps(y00, y10), _mm512_sub_ps(y01, y11)},
+                      {_mm512_sub_ps(zero, y10), _mm512_sub_ps(zero, y11)}}; /* A dY */
+    for (int i = 0; i < 4; i++) { /* (A dY) A^T */
+        float *q = m + (size_t)4 * i * ms;
+        _mm512_mask_storeu_ps(q, lanes, a[i][0]);
+        _mm512_mask_storeu_ps(q + ms, lanes, _mm512_add_ps(a[i][0], a[i][1]));
+        _mm512_mask_storeu_ps(q + 2 * ms, lanes, _mm512_sub_ps(a[i][0], a[i][1]));
+        _mm512_mask_storeu_ps(q + 3 * ms, lanes, _mm512_sub_ps(zero, a[i][1]));
+    }
+}
+
+/* The sum of a plane's th x tw values at v (row after row), in the order of
+ * cc_wino_unpool_relu_avx2's: eight lanes a row, the groups of eight from the last. */
+CC_AVX512 static float cc_plane_sum8(const float *v, int th, int tw) {
+    float sum = 0.0f;
+    for (int ty = 0; ty < th; ty++) {
+        const float *r = v + (size_t)ty * tw;
+        __m256 rsum = _mm256_setzero_ps();
+        for (int tx = (tw - 1) / 8 * 8; tx >= 0; tx -= 8)
+            rsum = _mm256_add_ps(rsum, _mm256_maskz_loadu_ps(
+                                           (__mmask8)(tw - tx >= 8 ? 0xff : (1u << (tw - tx)) - 1u),
+                                           r + tx));
+        sum += cc_sum8(rsum);
+    }
+    return sum;
+}
+
+/* cc_wino_unpool_relu_avx2 for filter co of the chunk's n images [i0, i0+n) at once,
+ * into m, its row of M (ms as cc_wino_pool_relu_avx512's): dz's tiles from dy and the
+ * choices, transformed. The gradients passed are kept in vbuf (n*nt + 16 floats) and
+ * each image's sum added to *db in cc_wino_unpool_relu_avx2's order, so db too is the
+ * AVX2 form's bits. */
+CC_AVX512 static void cc_wino_unpool_relu_avx512(const cc_block *k, float *m, size_t ms, int co,
+                                                 int i0, int n, float *vbuf, float *db) {
+    const __m512i zero_choice = _mm512_set1_epi32(KN_POOL_ZERO);
+    int nt = k->nt, total = n * nt;
+    for (int t = 0; t < total; t += 16) {
+        cc_flat w;
+        cc_flat_first(&w, nt, total, t);
+        __m512 gv = _mm512_setzero_ps();
+        __m128i c8 = _mm_setzero_si128();
+        do {
+            size_t o = cc_plane_at(k, co, i0 + w.j) + (size_t)w.q;
+            if (w.lanes == 16) {
+                gv = _mm512_loadu_ps(k->dy + o);
+                c8 = _mm_loadu_si128((const __m128i *)(k->choice + o));
+                break;
+            }
+            __mmask16 mk = cc_mask16(w.lanes);
+            __m512 g = _mm512_maskz_loadu_ps(mk, k->dy + o);
+            __m128i c = _mm_maskz_loadu_epi8(mk, k->choice + o);
+            /* lanes [0, lanes) up to lane l0; the bytes of c below l0 shuffle in as 0 */
+            gv = _mm512_mask_permutexvar_ps(gv, (__mmask16)(mk << w.l0), cc_iota16(-w.l0), g);
+            c8 = _mm_or_si128(c8, _mm_shuffle_epi8(c, cc_iota8(-w.l0)));
+        } while (cc_flat_next(&w, nt));
+        __m512i av = _mm512_cvtepu8_epi32(c8);
+        /* the lanes past the chunk read 0 for the gradient: v is 0 there */
+        __m512 v = _mm512_maskz_mov_ps(_mm512_cmplt_epi32_mask(av, zero_choice), gv);
+        _mm512_storeu_ps(vbuf + t, v);
+#define CC_AT(c) _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(av, _mm512_set1_epi32(c)), v)
+        cc_wino_grad16(m + t, ms, cc_mask16(w.end), CC_AT(KN_POOL_TL), CC_AT(KN_POOL_TR),
+                       CC_AT(KN_POOL_BL), CC_AT(KN_POOL_BR));
+#undef CC_AT
+    }
+    for (int j = 0; j < n; j++) *db += cc_plane_sum8(vbuf + (size_t)j * nt, k->th, k->tw);
+}
+
 #define CC_ADJ_GROUPS 16 /* cc_wino_adj_avx2: rows of up to 16 groups of eight tiles */
 
 /* v's lanes one up (lane u gets lane u-1), lane 0 getting prev's lane 7. */
@@ -1688,10 +1894,11 @@ static size_t cc_area(const cc_block *k) {
     return k->wino ? (size_t)16 * (k->c + k->f) * k->ldt : (size_t)k->ck * k->hw * k->nc;
 }
 
-/* Floats of a chunk's z or dz: (f, nc*hw); none where k->fused, whose passes store
- * neither. */
+/* Floats of a chunk's z or dz: (f, nc*hw); where k->fused, whose passes store neither,
+ * room for the gradients a filter passes back through the chunk's pooling windows
+ * (cc_wino_unpool_relu_avx512). */
 static size_t cc_z_floats(const cc_block *k) {
-    return k->fused ? 0 : (size_t)k->f * k->nc * k->hw;
+    return k->fused ? (size_t)k->nc * k->nt + 16 : (size_t)k->f * k->nc * k->hw;
 }
 
 /* This thread's chunk scratch: the first area (col, or Winograd's V then M), then z or dz
@@ -1727,6 +1934,11 @@ static void cc_wino_forward_chunk(const cc_block *k, float *area, float *z, floa
                 ldt, 0.0f, M + (size_t)p * f * ldt, ldt);
     if (k->gemm_only) return;
 #if defined(__x86_64__) && defined(__GNUC__)
+    if (k->wide) { /* a filter's tiles of all n images at once */
+        for (int co = 0; co < f; co++)
+            cc_wino_pool_relu_avx512(k, M + (size_t)co * ldt, (size_t)f * ldt, co, i0, n);
+        return;
+    }
     if (k->fused) {
         for (int co = 0; co < f; co++)
             for (int j = 0; j < n; j++) {
@@ -1779,8 +1991,10 @@ static void cc_wino_dw_chunk(const cc_block *k, float *area, const float *dz, fl
 /* dx of images [i0, i0+n) by Winograd's steps backwards, M (16, f, ldt) holding dz's
  * tiles A dz A^T (those dW took) and k->U the filters transposed: the 16 products
  * dV[p] (c, tiles) = U[p]^T M[p] into V's place (16, c, ldt; dW is done with V), then
- * each of dx's planes the adjoint transform of its tiles (cc_wino_adj). scr: the
- * chunk's plane scratch. */
+ * each of dx's planes the adjoint transform of its tiles (cc_wino_adj), channel by
+ * channel and the chunk's images in turn, so that each of dV's 16 rows is read
+ * straight through (image by image, the step was 2.5% slower on an AMD EPYC:
+ * each plane's reads jumped a row of dV). scr: the chunk's plane scratch. */
 static void cc_wino_dx_chunk(const cc_block *k, float *area, float *scr, int i0, int n) {
     int c = k->c, f = k->f, tiles = n * k->nt, ldt = k->ldt;
     float *dV = area, *M = area + (size_t)16 * c * ldt;
@@ -1788,36 +2002,42 @@ static void cc_wino_dx_chunk(const cc_block *k, float *area, float *scr, int i0,
         k->gemm(0, 0, c, tiles, f, 1.0f, k->U + (size_t)p * c * f, f, M + (size_t)p * f * ldt,
                 ldt, 0.0f, dV + (size_t)p * c * ldt, ldt);
     if (k->gemm_only) return;
-    for (int j = 0; j < n; j++) {
-        float *img = k->dx + (size_t)(i0 + j) * k->istride;
-        for (int ch = 0; ch < c; ch++)
-            cc_wino_adj_plane(img + (size_t)ch * k->cstride, k->h, k->w,
-                              dV + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)c * ldt, k->th,
-                              k->tw, scr);
-    }
+    for (int ch = 0; ch < c; ch++)
+        for (int j = 0; j < n; j++)
+            cc_wino_adj_plane(k->dx + (size_t)(i0 + j) * k->istride + (size_t)ch * k->cstride,
+                              k->h, k->w, dV + (size_t)ch * ldt + (size_t)j * k->nt,
+                              (size_t)c * ldt, k->th, k->tw, scr);
 }
 
 /* The backward pass of images [i0, i0+n) where k->fused: V (16, c, ldt) of x; dz made
- * from dy and transformed at once (cc_wino_unpool_relu_avx2) into M (16, f, ldt); db +=
- * dz's sums, dU += the products; then dx from M (cc_wino_dx_chunk). */
-static void cc_wino_backward_fused(const cc_block *k, float *area, float *pad, int i0, int n,
-                                   float *dU, float beta, float *db) {
+ * from dy and transformed at once (cc_wino_unpool_relu_avx2, or with AVX-512
+ * cc_wino_unpool_relu_avx512, which keeps the gradients passed in vbuf: the chunk's
+ * z area) into M (16, f, ldt); db += dz's sums, dU += the products; then dx from M
+ * (cc_wino_dx_chunk). */
+static void cc_wino_backward_fused(const cc_block *k, float *area, float *vbuf, float *pad,
+                                   int i0, int n, float *dU, float beta, float *db) {
     int c = k->c, f = k->f, ldt = k->ldt;
     float *V = area, *M = area + (size_t)16 * c * ldt;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (!k->gemm_only) {
         size_t pp = (size_t)k->ph * k->pw, total = (size_t)f * k->b * pp;
         cc_wino_x_tiles(k, V, pad, i0, n);
-        for (int co = 0; co < f; co++)
+        for (int co = 0; co < f; co++) {
+            if (k->wide) {
+                cc_wino_unpool_relu_avx512(k, M + (size_t)co * ldt, (size_t)f * ldt, co, i0, n,
+                                           vbuf, db + co);
+                continue;
+            }
             for (int j = 0; j < n; j++) {
                 size_t o = cc_plane_at(k, co, i0 + j);
                 db[co] += cc_wino_unpool_relu_avx2(M + (size_t)co * ldt + (size_t)j * k->nt,
                                                    (size_t)f * ldt, k->th, k->tw, k->dy + o,
                                                    k->choice + o, total - o);
             }
+        }
     }
 #else
-    (void)f, (void)db;
+    (void)f, (void)db, (void)vbuf;
 #endif
     cc_wino_dw_products(k, V, M, n * k->nt, dU, beta);
     if (k->dx) cc_wino_dx_chunk(k, area, pad, i0, n);
@@ -1875,7 +2095,7 @@ static void cc_backward_group(void *ctx, int g) {
         int n = hi - i < k->nc ? hi - i : k->nc, ld = n * k->hw;
         float beta = i == lo ? 0.0f : 1.0f;
         if (k->fused) {
-            cc_wino_backward_fused(k, col, pad, i, n, dW, beta, db);
+            cc_wino_backward_fused(k, col, dz, pad, i, n, dW, beta, db);
             continue;
         }
         if (!k->gemm_only) cc_pool_backward(k, dz, ld, i, n, db);
@@ -1916,6 +2136,7 @@ static void cc_plan(cc_block *k) {
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
     k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2() &&
                atomic_load(&cc_fuse);
+    k->wide = k->fused && cc_avx512();
     /* The direct convolution where the table allows it and kn_cpu_direct says so: by
      * default where c <= CC_DIRECT_MAX_C, whose im2col GEMMs are too thin (K = 9c) to
      * pay for the passes over z around them (train-speed.md: the first layer, c = 1). */
@@ -2007,6 +2228,7 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
         kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
         atomic_fetch_add(&cc_direct_done[0], (uint64_t)b);
     }
+    if (k.wide && !k.gemm_only) atomic_fetch_add(&cc_wide_done[0], (uint64_t)b);
     cc_run(&k, cc_forward_group);
 }
 
@@ -2086,6 +2308,7 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
         kc_count_flops(2 * (uint64_t)f * 9 * c * (uint64_t)h * w * b);
         atomic_fetch_add(&cc_direct_done[1], (uint64_t)b);
     }
+    if (k.wide && !k.gemm_only) atomic_fetch_add(&cc_wide_done[1], (uint64_t)b);
     cc_run(&k, cc_backward_group);
     if (k.gemm_only) return;
     size_t stride = k.npart + f;

@@ -368,6 +368,11 @@ void kn_cpu_direct(int mode);
  * tests and benchmarks that must know which way a block went. */
 uint64_t kn_cpu_direct_images(int backward);
 
+/* The images whose Winograd conv blocks kn_cpu has pooled (forward, backward 0) or
+ * unpooled (backward 1) by the fused transforms' AVX-512 forms since the process
+ * started (kn_cpu_conv_avx512): for tests that must know that those forms ran. */
+uint64_t kn_cpu_wino_avx512_images(int backward);
+
 /* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into
  * their transforms (kernels/cpu_conv.c, AVX2 only): 1 (the default) fuses, 0 keeps the
  * separate passes, which give the same bits (for tests). Call it between steps. */
@@ -378,8 +383,9 @@ void kn_cpu_fuse_pooling(int on);
  * tests comparing the two. Call it between steps. */
 void kn_cpu_conv_simd(int on);
 
-/* Whether the AVX2 forms of kn_cpu's conv blocks that have an AVX-512 form take it where
- * the CPU has AVX-512F (1, the default; TN_CPU_NO_AVX512=1 turns them off for the whole
+/* Whether the AVX2 forms of kn_cpu's conv blocks that have an AVX-512 form (the direct
+ * convolution, the fused Winograd pooling and unpooling) take it where the CPU has
+ * AVX-512 F, BW and VL (1, the default; TN_CPU_NO_AVX512=1 turns them off for the whole
  * run) or keep to AVX2 (0): the same bits, for tests comparing the two. Call it between
  * steps. */
 void kn_cpu_conv_avx512(int on);

@@ -1453,7 +1453,8 @@ static int cpu_has_simd(int avx512) {
     if ((nosimd && *nosimd == '1') || !__builtin_cpu_supports("avx2") ||
         !__builtin_cpu_supports("fma"))
         return 0;
-    return !avx512 || (!(no512 && *no512 == '1') && __builtin_cpu_supports("avx512f"));
+    return !avx512 || (!(no512 && *no512 == '1') && __builtin_cpu_supports("avx512f") &&
+                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"));
 #else
     (void)avx512;
     return 0;
@@ -1627,7 +1628,7 @@ static void test_conv_block_simd_bits(void) {
  * model's first layer, rows of fewer than eight windows, of exactly sixteen, of more
  * than sixteen, one window, filters not a multiple of four, several channels, planar x.
  * Where there is no AVX-512 form to compare (TN_CPU_NO_AVX512=1, TN_CPU_NO_SIMD=1, a CPU
- * without AVX-512F) it says so. */
+ * without AVX-512 F, BW and VL) it says so. */
 static void test_conv_block_direct_bits(void) {
     if (K != kn_cpu()) {
         printf("  (only kn_cpu takes the direct convolution)\n");
@@ -1649,6 +1650,41 @@ static void test_conv_block_direct_bits(void) {
                      "the AVX2 forms", 0, 1, KN_WINO_OFF);
     kn_cpu_direct(KN_DIRECT_RULE);
     CHECK_MSG(kn_cpu_direct_images(0) > f0, "no block took the direct convolution");
+#else
+    printf("  (no AVX-512 forms on this machine)\n");
+#endif
+}
+
+/* The fused Winograd pooling and unpooling's AVX-512 forms (kn_cpu_conv_avx512), which
+ * walk a filter's tiles of a chunk's images straight through sixteen at a time, against
+ * their AVX2 forms, a row of a plane at a time: lane by lane the same sums and
+ * comparisons, and db summed in the AVX2 order, so y, the choices, zmax, dW, db and dx
+ * must be the same bits. Shapes: the model's second layer (planes of 49 tiles: vectors
+ * across two images), planes of exactly 16 tiles (none across), 15 and 17 tiles, one
+ * and two tiles (a vector across 16 or 8 images), more images than fit a chunk, one
+ * image, on one thread and two, with dx and without. Where there is no AVX-512 form it
+ * says so; where there is, the forms must have run (kn_cpu_wino_avx512_images). */
+static void test_conv_block_wino_avx512_bits(void) {
+    if (K != kn_cpu()) {
+        printf("  (only kn_cpu fuses)\n");
+        return;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!cpu_has_simd(1)) {
+        printf("  (no AVX-512 forms here to compare with the AVX2 ones)\n");
+        return;
+    }
+    uint64_t f0 = kn_cpu_wino_avx512_images(0), b0 = kn_cpu_wino_avx512_images(1);
+    static const struct block_case cases[] = {
+        {6, 32, 14, 14, 64, KN_RELU, 0}, {5, 16, 8, 8, 4, KN_RELU, 1},
+        {4, 16, 6, 10, 3, KN_RELU, 0},   {3, 16, 2, 34, 5, KN_RELU, 1},
+        {21, 16, 2, 2, 3, KN_RELU, 0},   {11, 16, 2, 4, 5, KN_RELU, 1},
+        {19, 32, 22, 22, 64, KN_RELU, 0}, {1, 16, 4, 6, 2, KN_RELU, 0},
+    };
+    blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512, "the AVX2 forms",
+                     1, 1, KN_WINO_ALL);
+    CHECK_MSG(kn_cpu_wino_avx512_images(0) > f0 && kn_cpu_wino_avx512_images(1) > b0,
+              "the AVX-512 forms did not run");
 #else
     printf("  (no AVX-512 forms on this machine)\n");
 #endif
@@ -2716,6 +2752,7 @@ int main(int argc, char **argv) {
     RUN(test_conv_block_fused_bits);
     RUN(test_conv_block_simd_bits);
     RUN(test_conv_block_direct_bits);
+    RUN(test_conv_block_wino_avx512_bits);
     RUN(test_conv_block_direct_stale_scratch);
     RUN(test_conv_block_order);
     RUN(test_conv_block_gemm_only);
