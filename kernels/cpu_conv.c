@@ -126,12 +126,12 @@ void kn_cpu_direct(int mode) { atomic_store(&cc_direct_mode, mode); }
 void kn_cpu_conv_avx512(int on) { atomic_store(&cc_avx512_on, on); }
 
 static _Atomic uint64_t cc_direct_done[2]; /* kn_cpu_direct_images */
-static _Atomic uint64_t cc_wide_done[2];   /* kn_cpu_wino_avx512_images */
+static _Atomic uint64_t cc_wide_done[3];   /* kn_cpu_wino_avx512_images */
 
 uint64_t kn_cpu_direct_images(int backward) { return atomic_load(&cc_direct_done[backward != 0]); }
 
-uint64_t kn_cpu_wino_avx512_images(int backward) {
-    return atomic_load(&cc_wide_done[backward != 0]);
+uint64_t kn_cpu_wino_avx512_images(int which) {
+    return which >= 0 && which < 3 ? atomic_load(&cc_wide_done[which]) : 0;
 }
 
 /* ---- per-thread scratch, grown on demand and freed when its thread ends ---- */
@@ -194,7 +194,9 @@ typedef struct cc_block {
     int wino;       /* z, dx and dW by Winograd F(2x2,3x3) (cc_plan says when) */
     int fused;      /* Winograd with the pooling fused into the transforms: ReLU, h and w
                        even (every tile a pooling window), AVX2 (cc_plan) */
-    int wide;       /* fused, and the fused transforms in AVX-512, a filter's tiles of a
+    int avx512;     /* Winograd, and the transforms' AVX-512 forms where they have one:
+                       x's tiles (cc_wino_in14_avx512), the fused pooling and unpooling */
+    int wide;       /* fused and avx512: the fused transforms take a filter's tiles of a
                        chunk's images at once (cc_wino_pool_relu_avx512) */
     int direct;     /* forward by the direct convolution with the pooling fused
                        (cc_direct_image_avx2; cc_plan says when) */
@@ -1538,6 +1540,87 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, int 
     return sum;
 }
 
+/* Lanes [0, n) of a mask, 0 <= n <= 16. */
+CC_AVX512 static inline __mmask16 cc_mask16(int n) {
+    return (__mmask16)((1u << n) - 1u);
+}
+
+/* The lane indices i + d. */
+CC_AVX512 static inline __m512i cc_iota16(int d) {
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(d));
+}
+
+/* Row r - 1 of the h x w plane at in, as a vector (lanes [0, w): `row`), or zeros where
+ * that is not a row of the plane. The rows before `whole` are loaded with the 16 - w
+ * floats after them and those lanes cleared by `cols` (lanes [0, w) all ones), faster
+ * than a masked load on AMD; the rest by a masked load, which reads nothing past the
+ * plane. */
+CC_AVX512 static inline __attribute__((always_inline)) __m512
+cc_row16(const float *in, int r, int h, int w, int whole, __mmask16 row, __m512i cols) {
+    if (r < 1 || r > h) return _mm512_setzero_ps();
+    const float *p = in + (size_t)(r - 1) * w;
+    return r - 1 < whole ? _mm512_castsi512_ps(_mm512_and_si512(
+                               _mm512_castps_si512(_mm512_loadu_ps(p)), cols))
+                         : _mm512_maskz_loadu_ps(row, p);
+}
+
+/* cc_wino_in16_avx2 with AVX-512, for planes of at most 14 columns, whose padded rows
+ * (2tw + 2 <= 16 floats) are a vector each: two tile rows a vector, ty in lanes [0, tw)
+ * and ty + 1 in [tw, 2tw), so that they are stored as one (V's tiles of a plane are
+ * row after row). Each of a tile's sixteen values is picked by one permutation from
+ * two of x's rows as loaded (padded row 2ty + i and 2ty + 2 + i for tile rows ty and
+ * ty + 1; column 2tx + c - 1 of x, the padding's zeros where that is -1, the load's
+ * zeros past w), where the AVX2 form splits every row into its even and odd columns.
+ * The same sums as cc_wino_in8, so the same bits. Stores keep to the plane's tiles. */
+CC_AVX512 static void cc_wino_in14_avx512(float *restrict v, size_t vs, const float *restrict in,
+                                          int h, int w, int th, int tw) {
+    /* lane l < tw (tile l of row ty) takes column 2l + c - 1 of the first row; lane
+     * l >= tw (tile l - tw of row ty + 1) column 2(l - tw) + c - 1 of the second, whose
+     * elements are indices 16 on */
+    const __m512i iota = cc_iota16(0);
+    const __mmask16 second = _mm512_cmpge_epi32_mask(iota, _mm512_set1_epi32(tw));
+    __m512i idx[4];
+    for (int c = 0; c < 4; c++) {
+        __m512i at = _mm512_add_epi32(_mm512_add_epi32(iota, iota), _mm512_set1_epi32(c - 1));
+        idx[c] = _mm512_mask_add_epi32(at, second, at, _mm512_set1_epi32(16 - 2 * tw));
+    }
+    /* column -1 (tile 0 of each row, c = 0) is the padding's zero */
+    const __mmask16 pick[4] = {(__mmask16)(0xffffu & ~(1u | 1u << tw)), 0xffff, 0xffff, 0xffff};
+    const __mmask16 row = cc_mask16(w);
+    const int whole = h - (16 + w - 1) / w; /* rows [0, whole) have 16 floats of the plane */
+    const __m512i cols = _mm512_maskz_set1_epi32(row, -1);
+#define CC_ROW(pr) cc_row16(in, pr, h, w, whole, row, cols)
+    __m512 r0 = CC_ROW(0), r1 = CC_ROW(1);
+    for (int ty = 0; ty < th; ty += 2) {
+        __m512 r[6] = {r0, r1, CC_ROW(2 * ty + 2), CC_ROW(2 * ty + 3), CC_ROW(2 * ty + 4),
+                       CC_ROW(2 * ty + 5)};
+        __m512 e[4][4]; /* [row][column] of the two tile rows' tiles */
+        for (int i = 0; i < 4; i++)
+            for (int c = 0; c < 4; c++)
+                e[i][c] = _mm512_maskz_permutex2var_ps(pick[c], r[i], idx[c], r[i + 2]);
+        for (int c = 0; c < 4; c++) { /* B^T d */
+            __m512 d0 = e[0][c], d1 = e[1][c], d2 = e[2][c], d3 = e[3][c];
+            e[0][c] = _mm512_sub_ps(d0, d2);
+            e[1][c] = _mm512_add_ps(d1, d2);
+            e[2][c] = _mm512_sub_ps(d2, d1);
+            e[3][c] = _mm512_sub_ps(d1, d3);
+        }
+        __mmask16 keep = cc_mask16((th - ty < 2 ? th - ty : 2) * tw);
+        float *o = v + (size_t)ty * tw;
+        for (int i = 0; i < 4; i++) { /* (B^T d) B */
+            float *q = o + (size_t)4 * i * vs;
+            _mm512_mask_storeu_ps(q, keep, _mm512_sub_ps(e[i][0], e[i][2]));
+            _mm512_mask_storeu_ps(q + vs, keep, _mm512_add_ps(e[i][1], e[i][2]));
+            _mm512_mask_storeu_ps(q + 2 * vs, keep, _mm512_sub_ps(e[i][2], e[i][1]));
+            _mm512_mask_storeu_ps(q + 3 * vs, keep, _mm512_sub_ps(e[i][1], e[i][3]));
+        }
+        r0 = r[4];
+        r1 = r[5];
+    }
+#undef CC_ROW
+}
+
 /* The fused Winograd transforms with AVX-512, sixteen tiles at a time. A chunk's tiles
  * of one filter lie in a row of M image after image (cc_wino_forward_chunk), and where
  * the pooling is fused each tile is a pooling window, whose output sits at the tile's
@@ -1549,11 +1632,6 @@ CC_AVX2 static float cc_wino_unpool_relu_avx2(float *restrict m, size_t ms, int 
  * (four images of 7x7) take 13 vectors, where the AVX2 forms take a vector of eight for
  * each of the 28 rows of seven. Lane by lane the sums and comparisons of the AVX2
  * forms, so the same bits. */
-
-/* Lanes [0, n) of a mask, 0 <= n <= 16. */
-CC_AVX512 static inline __mmask16 cc_mask16(int n) {
-    return (__mmask16)((1u << n) - 1u);
-}
 
 /* A piece of a vector of the flat walk: `lanes` lanes from lane `l0`, all tiles of image
  * j (of the chunk) from tile q. cc_flat_first gives a vector's first piece, from its
@@ -1576,12 +1654,6 @@ static inline int cc_flat_next(cc_flat *w, int nt) {
     w->q = 0;
     w->lanes = nt < w->end - w->l0 ? nt : w->end - w->l0;
     return w->l0 < w->end;
-}
-
-/* The lane indices i + d. */
-CC_AVX512 static inline __m512i cc_iota16(int d) {
-    return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                            _mm512_set1_epi32(d));
 }
 
 /* The byte indices i + d (bytes whose index is negative are zeroed by _mm_shuffle_epi8). */
@@ -1838,8 +1910,12 @@ CC_AVX2 static void cc_wino_adj_avx2(float *restrict out, int h, int w, const fl
 
 /* The transforms, in AVX2 where cc_avx2() says so. */
 static void cc_wino_in_plane(float *v, size_t vs, const float *in, int h, int w, int th, int tw,
-                             float *pad) {
+                             float *pad, int avx512) {
 #if defined(__x86_64__) && defined(__GNUC__)
+    if (avx512 && w <= 14) {
+        cc_wino_in14_avx512(v, vs, in, h, w, th, tw);
+        return;
+    }
     if (w <= 16 && cc_avx2()) {
         cc_wino_in16_avx2(v, vs, in, h, w, th, tw);
         return;
@@ -1849,6 +1925,8 @@ static void cc_wino_in_plane(float *v, size_t vs, const float *in, int h, int w,
         cc_wino_in_avx2(v, vs, pad, th, tw);
         return;
     }
+#else
+    (void)avx512;
 #endif
     cc_wino_pad(pad, in, h, w, th, tw);
     cc_wino_in(v, vs, pad, th, tw);
@@ -1909,15 +1987,27 @@ static float *cc_chunk_scratch(const cc_block *k) {
     return cc_scratch(0, cc_area(k) + cc_z_floats(k) + CC_PAD + pad);
 }
 
-/* V (16, c, ldt): the transformed tiles of x's images [i0, i0+n). */
+/* V (16, c, ldt): the transformed tiles of x's images [i0, i0+n). The AVX-512 form's
+ * loads of x wait on the cache (x is the layer before's output for the whole batch):
+ * there each plane's lines are prefetched while the one before is transformed (on an
+ * AMD EPYC, 30% off the transform's time; the AVX2 form got no faster). */
 static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int n) {
-    size_t ldt = k->ldt;
+    size_t ldt = k->ldt, plane = (size_t)k->h * k->w * sizeof(float);
+    int wide = k->avx512 && k->w <= 14; /* cc_wino_in14_avx512 */
     for (int ch = 0; ch < k->c; ch++) /* V's row of a channel in order; x's planes of the
                                           chunk (in L2) c*h*w apart where image-major */
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n; j++) {
+            int nj = j + 1 < n ? j + 1 : 0, nch = j + 1 < n ? ch : ch + 1;
+            if (wide && nch < k->c) {
+                const char *next = (const char *)(k->x + (size_t)(i0 + nj) * k->istride +
+                                                  (size_t)nch * k->cstride);
+                for (size_t b = 0; b < plane; b += 64) __builtin_prefetch(next + b, 0, 3);
+            }
             cc_wino_in_plane(V + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)k->c * ldt,
                              k->x + (size_t)(i0 + j) * k->istride + (size_t)ch * k->cstride,
-                             k->h, k->w, k->th, k->tw, pad);
+                             k->h, k->w, k->th, k->tw, pad, k->avx512);
+        }
+    if (wide) atomic_fetch_add(&cc_wide_done[2], (uint64_t)n);
 }
 
 /* Images [i0, i0+n) by Winograd: V (16, c, ldt) of x, the 16 products into M (16, f,
@@ -2136,7 +2226,8 @@ static void cc_plan(cc_block *k) {
     k->wino = k->wino && (mode == KN_WINO_ALL || (mode == KN_WINO_RULE && k->c >= CC_WINO_MIN_C));
     k->fused = k->wino && k->act == KN_RELU && !(k->h & 1) && !(k->w & 1) && cc_avx2() &&
                atomic_load(&cc_fuse);
-    k->wide = k->fused && cc_avx512();
+    k->avx512 = k->wino && cc_avx512();
+    k->wide = k->fused && k->avx512;
     /* The direct convolution where the table allows it and kn_cpu_direct says so: by
      * default where c <= CC_DIRECT_MAX_C, whose im2col GEMMs are too thin (K = 9c) to
      * pay for the passes over z around them (train-speed.md: the first layer, c = 1). */

@@ -368,10 +368,11 @@ void kn_cpu_direct(int mode);
  * tests and benchmarks that must know which way a block went. */
 uint64_t kn_cpu_direct_images(int backward);
 
-/* The images whose Winograd conv blocks kn_cpu has pooled (forward, backward 0) or
- * unpooled (backward 1) by the fused transforms' AVX-512 forms since the process
- * started (kn_cpu_conv_avx512): for tests that must know that those forms ran. */
-uint64_t kn_cpu_wino_avx512_images(int backward);
+/* The images whose Winograd conv blocks kn_cpu has pooled (which 0) or unpooled (1) by
+ * the fused transforms' AVX-512 forms, or whose tiles it has transformed by the input
+ * transform's (2), since the process started (kn_cpu_conv_avx512; 2 counts forward and
+ * backward passes): for tests that must know that those forms ran. */
+uint64_t kn_cpu_wino_avx512_images(int which);
 
 /* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into
  * their transforms (kernels/cpu_conv.c, AVX2 only): 1 (the default) fuses, 0 keeps the

@@ -1655,15 +1655,18 @@ static void test_conv_block_direct_bits(void) {
 #endif
 }
 
-/* The fused Winograd pooling and unpooling's AVX-512 forms (kn_cpu_conv_avx512), which
- * walk a filter's tiles of a chunk's images straight through sixteen at a time, against
- * their AVX2 forms, a row of a plane at a time: lane by lane the same sums and
- * comparisons, and db summed in the AVX2 order, so y, the choices, zmax, dW, db and dx
- * must be the same bits. Shapes: the model's second layer (planes of 49 tiles: vectors
- * across two images), planes of exactly 16 tiles (none across), 15 and 17 tiles, one
- * and two tiles (a vector across 16 or 8 images), more images than fit a chunk, one
- * image, on one thread and two, with dx and without. Where there is no AVX-512 form it
- * says so; where there is, the forms must have run (kn_cpu_wino_avx512_images). */
+/* The Winograd transforms' AVX-512 forms (kn_cpu_conv_avx512) against their AVX2 forms:
+ * the fused pooling and unpooling, which walk a filter's tiles of a chunk's images
+ * straight through sixteen at a time (the AVX2 forms a row of a plane at a time), and
+ * x's transform on planes of at most 14 columns, two tile rows a vector. Lane by lane
+ * the same sums and comparisons, and db summed in the AVX2 order, so y, the choices,
+ * zmax, dW, db and dx must be the same bits. Shapes: the model's second layer (planes
+ * of 49 tiles: vectors across two images), planes of exactly 16 tiles (none across), 15
+ * and 17 tiles, one and two tiles (a vector across 16 or 8 images), more images than
+ * fit a chunk, one image; for x's transform also odd h and w (partial tiles, not fused),
+ * 14 columns (the widest) and 13, one row of tiles, a 1x1 plane, tanh; on one thread and
+ * two, with dx and without. Where there is no AVX-512 form it says so; where there is,
+ * each form must have run (kn_cpu_wino_avx512_images). */
 static void test_conv_block_wino_avx512_bits(void) {
     if (K != kn_cpu()) {
         printf("  (only kn_cpu fuses)\n");
@@ -1674,16 +1677,22 @@ static void test_conv_block_wino_avx512_bits(void) {
         printf("  (no AVX-512 forms here to compare with the AVX2 ones)\n");
         return;
     }
-    uint64_t f0 = kn_cpu_wino_avx512_images(0), b0 = kn_cpu_wino_avx512_images(1);
+    uint64_t f0 = kn_cpu_wino_avx512_images(0), b0 = kn_cpu_wino_avx512_images(1),
+             x0 = kn_cpu_wino_avx512_images(2);
     static const struct block_case cases[] = {
         {6, 32, 14, 14, 64, KN_RELU, 0}, {5, 16, 8, 8, 4, KN_RELU, 1},
         {4, 16, 6, 10, 3, KN_RELU, 0},   {3, 16, 2, 34, 5, KN_RELU, 1},
         {21, 16, 2, 2, 3, KN_RELU, 0},   {11, 16, 2, 4, 5, KN_RELU, 1},
         {19, 32, 22, 22, 64, KN_RELU, 0}, {1, 16, 4, 6, 2, KN_RELU, 0},
+        /* x's transform alone */
+        {3, 16, 7, 9, 4, KN_TANH, 0},    {2, 16, 5, 13, 3, KN_RELU, 1},
+        {2, 16, 9, 14, 3, KN_TANH, 0},   {3, 16, 1, 1, 2, KN_TANH, 0},
+        {2, 17, 2, 12, 5, KN_RELU, 0},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512, "the AVX2 forms",
                      1, 1, KN_WINO_ALL);
-    CHECK_MSG(kn_cpu_wino_avx512_images(0) > f0 && kn_cpu_wino_avx512_images(1) > b0,
+    CHECK_MSG(kn_cpu_wino_avx512_images(0) > f0 && kn_cpu_wino_avx512_images(1) > b0 &&
+                  kn_cpu_wino_avx512_images(2) > x0,
               "the AVX-512 forms did not run");
 #else
     printf("  (no AVX-512 forms on this machine)\n");
