@@ -369,9 +369,10 @@ void kn_cpu_direct(int mode);
 uint64_t kn_cpu_direct_images(int backward);
 
 /* The images whose Winograd conv blocks kn_cpu has pooled (which 0) or unpooled (1) by
- * the fused transforms' AVX-512 forms, or whose tiles it has transformed by the input
- * transform's (2), since the process started (kn_cpu_conv_avx512; 2 counts forward and
- * backward passes): for tests that must know that those forms ran. */
+ * the fused transforms' AVX-512 forms, whose tiles it has transformed by the input
+ * transform's (2: forward and backward passes), or whose dx it has made by the adjoint
+ * transform's (3), since the process started (kn_cpu_conv_avx512): for tests that must
+ * know that those forms ran. */
 uint64_t kn_cpu_wino_avx512_images(int which);
 
 /* Whether kn_cpu's Winograd blocks with ReLU and even h and w fuse the pooling into

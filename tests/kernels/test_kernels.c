@@ -1657,10 +1657,11 @@ static void test_conv_block_direct_bits(void) {
 
 /* The Winograd transforms' AVX-512 forms (kn_cpu_conv_avx512) against their AVX2 forms:
  * the fused pooling and unpooling, which walk a filter's tiles of a chunk's images
- * straight through sixteen at a time (the AVX2 forms a row of a plane at a time), and
- * x's transform on planes of at most 14 columns, two tile rows a vector. Lane by lane
- * the same sums and comparisons, and db summed in the AVX2 order, so y, the choices,
- * zmax, dW, db and dx must be the same bits. Shapes: the model's second layer (planes
+ * straight through sixteen at a time (the AVX2 forms a row of a plane at a time), x's
+ * transform on planes of at most 14 columns, two tile rows a vector, and dx's adjoint
+ * transform, two images' planes a vector (an odd image left to the AVX2 form). Lane by
+ * lane the same sums and comparisons, and db summed in the AVX2 order, so y, the
+ * choices, zmax, dW, db and dx must be the same bits. Shapes: the model's second layer (planes
  * of 49 tiles: vectors across two images), planes of exactly 16 tiles (none across), 15
  * and 17 tiles, one and two tiles (a vector across 16 or 8 images), more images than
  * fit a chunk, one image; for x's transform also odd h and w (partial tiles, not fused),
@@ -1678,7 +1679,7 @@ static void test_conv_block_wino_avx512_bits(void) {
         return;
     }
     uint64_t f0 = kn_cpu_wino_avx512_images(0), b0 = kn_cpu_wino_avx512_images(1),
-             x0 = kn_cpu_wino_avx512_images(2);
+             x0 = kn_cpu_wino_avx512_images(2), a0 = kn_cpu_wino_avx512_images(3);
     static const struct block_case cases[] = {
         {6, 32, 14, 14, 64, KN_RELU, 0}, {5, 16, 8, 8, 4, KN_RELU, 1},
         {4, 16, 6, 10, 3, KN_RELU, 0},   {3, 16, 2, 34, 5, KN_RELU, 1},
@@ -1692,7 +1693,7 @@ static void test_conv_block_wino_avx512_bits(void) {
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512, "the AVX2 forms",
                      1, 1, KN_WINO_ALL);
     CHECK_MSG(kn_cpu_wino_avx512_images(0) > f0 && kn_cpu_wino_avx512_images(1) > b0 &&
-                  kn_cpu_wino_avx512_images(2) > x0,
+                  kn_cpu_wino_avx512_images(2) > x0 && kn_cpu_wino_avx512_images(3) > a0,
               "the AVX-512 forms did not run");
 #else
     printf("  (no AVX-512 forms on this machine)\n");
