@@ -1633,16 +1633,19 @@ CC_AVX512 static void cc_wino_in14_avx512(float *restrict v, size_t vs, const fl
  * each of the 28 rows of seven. Lane by lane the sums and comparisons of the AVX2
  * forms, so the same bits. */
 
-/* A piece of a vector of the flat walk: `lanes` lanes from lane `l0`, all tiles of image
- * j (of the chunk) from tile q. cc_flat_first gives a vector's first piece, from its
- * first tile t; cc_flat_next the next, 0 past the vector's last (`end` lanes). */
+/* The flat walk over a chunk's tiles: the vector from tile t starts at tile vq of image
+ * vj (of the chunk), and holds `end` tiles. It is taken in pieces, each within one
+ * image's plane: `lanes` lanes from lane l0, the tiles of image j from tile q.
+ * cc_flat_first gives a vector's first piece, cc_flat_next the next (0 past its last),
+ * cc_flat_advance moves on to the next vector. */
 typedef struct cc_flat {
-    int j, q, l0, lanes, end;
+    int vj, vq;                /* the vector */
+    int j, q, l0, lanes, end; /* the piece */
 } cc_flat;
 
 static inline void cc_flat_first(cc_flat *w, int nt, int total, int t) {
-    w->j = t / nt;
-    w->q = t - w->j * nt;
+    w->j = w->vj;
+    w->q = w->vq;
     w->l0 = 0;
     w->end = total - t < 16 ? total - t : 16;
     w->lanes = nt - w->q < w->end ? nt - w->q : w->end;
@@ -1654,6 +1657,11 @@ static inline int cc_flat_next(cc_flat *w, int nt) {
     w->q = 0;
     w->lanes = nt < w->end - w->l0 ? nt : w->end - w->l0;
     return w->l0 < w->end;
+}
+
+static inline void cc_flat_advance(cc_flat *w, int nt) {
+    w->vq += 16;
+    while (w->vq >= nt) w->vq -= nt, w->vj++;
 }
 
 /* The byte indices i + d (bytes whose index is negative are zeroed by _mm_shuffle_epi8). */
@@ -1688,9 +1696,13 @@ CC_AVX512 static void cc_wino_pool_relu_avx512(const cc_block *k, const float *m
                                                int co, int i0, int n) {
     const __m512 vb = _mm512_set1_ps(k->bias[co]);
     int nt = k->nt, total = n * nt;
-    float *zmax = k->zmax_out;
-    for (int t = 0; t < total; t += 16) {
-        cc_flat w;
+    /* the block's outputs at image i0's plane of filter co, `image` floats an image on
+     * (the intrinsics' stores may alias anything: locals, so k is not read again) */
+    size_t at = cc_plane_at(k, co, i0), image = (size_t)k->f * k->ph * k->pw;
+    float *y = k->y + at, *zmax = k->zmax_out ? k->zmax_out + at : NULL;
+    uint8_t *choice = k->choice_out + at;
+    cc_flat w = {0, 0, 0, 0, 0, 0, 0};
+    for (int t = 0; t < total; t += 16, cc_flat_advance(&w, nt)) {
         cc_flat_first(&w, nt, total, t);
         __m512 y00, y01, y10, y11, yv, zv;
         __m128i cv;
@@ -1698,10 +1710,10 @@ CC_AVX512 static void cc_wino_pool_relu_avx512(const cc_block *k, const float *m
         cc_pool16_relu(_mm512_add_ps(y00, vb), _mm512_add_ps(y01, vb), _mm512_add_ps(y10, vb),
                        _mm512_add_ps(y11, vb), &yv, &cv, &zv);
         do {
-            size_t o = cc_plane_at(k, co, i0 + w.j) + (size_t)w.q;
+            size_t o = (size_t)w.j * image + (size_t)w.q;
             if (w.lanes == 16) {
-                _mm512_storeu_ps(k->y + o, yv);
-                _mm_storeu_si128((__m128i *)(k->choice_out + o), cv);
+                _mm512_storeu_ps(y + o, yv);
+                _mm_storeu_si128((__m128i *)(choice + o), cv);
                 if (zmax) _mm512_storeu_ps(zmax + o, zv);
                 break;
             }
@@ -1714,8 +1726,8 @@ CC_AVX512 static void cc_wino_pool_relu_avx512(const cc_block *k, const float *m
                 cs = _mm_shuffle_epi8(cv, cc_iota8(w.l0));
             }
             __mmask16 mk = cc_mask16(w.lanes);
-            _mm512_mask_storeu_ps(k->y + o, mk, ys);
-            _mm_mask_storeu_epi8(k->choice_out + o, mk, cs);
+            _mm512_mask_storeu_ps(y + o, mk, ys);
+            _mm_mask_storeu_epi8(choice + o, mk, cs);
             if (zmax) _mm512_mask_storeu_ps(zmax + o, mk, zs);
         } while (cc_flat_next(&w, nt));
     }
@@ -1764,22 +1776,25 @@ CC_AVX512 static float cc_plane_sum8(const float *v, int th, int tw) {
 CC_AVX512 static void cc_wino_unpool_relu_avx512(const cc_block *k, float *m, size_t ms, int co,
                                                  int i0, int n, float *vbuf, float *db) {
     const __m512i zero_choice = _mm512_set1_epi32(KN_POOL_ZERO);
-    int nt = k->nt, total = n * nt;
-    for (int t = 0; t < total; t += 16) {
-        cc_flat w;
+    int nt = k->nt, total = n * nt, th = k->th, tw = k->tw;
+    size_t at = cc_plane_at(k, co, i0), image = (size_t)k->f * k->ph * k->pw;
+    const float *dy = k->dy + at; /* as in cc_wino_pool_relu_avx512 */
+    const uint8_t *choice = k->choice + at;
+    cc_flat w = {0, 0, 0, 0, 0, 0, 0};
+    for (int t = 0; t < total; t += 16, cc_flat_advance(&w, nt)) {
         cc_flat_first(&w, nt, total, t);
         __m512 gv = _mm512_setzero_ps();
         __m128i c8 = _mm_setzero_si128();
         do {
-            size_t o = cc_plane_at(k, co, i0 + w.j) + (size_t)w.q;
+            size_t o = (size_t)w.j * image + (size_t)w.q;
             if (w.lanes == 16) {
-                gv = _mm512_loadu_ps(k->dy + o);
-                c8 = _mm_loadu_si128((const __m128i *)(k->choice + o));
+                gv = _mm512_loadu_ps(dy + o);
+                c8 = _mm_loadu_si128((const __m128i *)(choice + o));
                 break;
             }
             __mmask16 mk = cc_mask16(w.lanes);
-            __m512 g = _mm512_maskz_loadu_ps(mk, k->dy + o);
-            __m128i c = _mm_maskz_loadu_epi8(mk, k->choice + o);
+            __m512 g = _mm512_maskz_loadu_ps(mk, dy + o);
+            __m128i c = _mm_maskz_loadu_epi8(mk, choice + o);
             /* lanes [0, lanes) up to lane l0; the bytes of c below l0 shuffle in as 0 */
             gv = _mm512_mask_permutexvar_ps(gv, (__mmask16)(mk << w.l0), cc_iota16(-w.l0), g);
             c8 = _mm_or_si128(c8, _mm_shuffle_epi8(c, cc_iota8(-w.l0)));
@@ -1793,7 +1808,7 @@ CC_AVX512 static void cc_wino_unpool_relu_avx512(const cc_block *k, float *m, si
                        CC_AT(KN_POOL_BL), CC_AT(KN_POOL_BR));
 #undef CC_AT
     }
-    for (int j = 0; j < n; j++) *db += cc_plane_sum8(vbuf + (size_t)j * nt, k->th, k->tw);
+    for (int j = 0; j < n; j++) *db += cc_plane_sum8(vbuf + (size_t)j * nt, th, tw);
 }
 
 #define CC_ADJ_GROUPS 16 /* cc_wino_adj_avx2: rows of up to 16 groups of eight tiles */
