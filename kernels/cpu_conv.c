@@ -1753,9 +1753,30 @@ cc_wino_grad16(float *m, size_t ms, __mmask16 lanes, __m512 y00, __m512 y01, __m
 }
 
 /* The sum of a plane's th x tw values at v (row after row), in the order of
- * cc_wino_unpool_relu_avx2's: eight lanes a row, the groups of eight from the last. */
+ * cc_wino_unpool_relu_avx2's: eight lanes a row, the groups of eight from the last (for
+ * rows of up to eight, ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), the lanes past
+ * tw 0), and the rows' sums one after another. v has 16 floats readable past the plane.
+ * Rows of up to eight are summed two at a time, one in each half of a vector. */
 CC_AVX512 static float cc_plane_sum8(const float *v, int th, int tw) {
     float sum = 0.0f;
+    if (tw <= 8) {
+        /* lane l of each half takes element l of its row, where l < tw */
+        const __m512i iota = cc_iota16(0);
+        const __mmask16 hi = (__mmask16)0xff00u;
+        __m512i idx = _mm512_mask_sub_epi32(iota, hi, iota, _mm512_set1_epi32(8 - tw));
+        __mmask16 in = _mm512_cmplt_epi32_mask(_mm512_and_si512(iota, _mm512_set1_epi32(7)),
+                                               _mm512_set1_epi32(tw));
+        for (int ty = 0; ty < th; ty += 2) {
+            __mmask16 rows = ty + 1 < th ? in : (__mmask16)(in & 0xffu);
+            __m512 r = _mm512_maskz_permutexvar_ps(rows, idx, _mm512_loadu_ps(v + (size_t)ty * tw));
+            __m512 s1 = _mm512_add_ps(r, _mm512_permute_ps(r, _MM_SHUFFLE(2, 3, 0, 1)));
+            __m512 s2 = _mm512_add_ps(s1, _mm512_permute_ps(s1, _MM_SHUFFLE(1, 0, 3, 2)));
+            __m512 s3 = _mm512_add_ps(s2, _mm512_shuffle_f32x4(s2, s2, _MM_SHUFFLE(2, 3, 0, 1)));
+            sum += _mm512_cvtss_f32(s3);
+            if (ty + 1 < th) sum += _mm_cvtss_f32(_mm512_extractf32x4_ps(s3, 2));
+        }
+        return sum;
+    }
     for (int ty = 0; ty < th; ty++) {
         const float *r = v + (size_t)ty * tw;
         __m256 rsum = _mm256_setzero_ps();
