@@ -92,7 +92,10 @@ How to read it:
   never made. The first block (one input channel) makes its forward pass by the direct
   convolution instead, each window's four outputs summed tap by tap in registers and
   pooled there (no im2col, no conv output), and with AVX-512 its weight gradient too;
-  its multiply-adds are its products, in the floor as im2col's GEMM was. The batch is
+  its multiply-adds are its products, in the floor as im2col's GEMM was. Where the CPU
+  has AVX-512, Winograd's input and adjoint transforms and the fused pooling and
+  unpooling take it too, whatever OpenBLAS is set to (the same bits as their AVX2
+  forms; they are outside the floor). The batch is
   cut into 16 groups
   that the backend's own threads take in turn, each running single-threaded GEMMs on
   its chunks, so im2col, col2im, the transforms and pooling run on both cores too and
@@ -122,7 +125,8 @@ convolutions make other products than ours). Where that is near or above *produc
 peak*, no code outside the products can get the step there. (The CNN's first layer,
 7% of its work, is our own direct convolution, which takes AVX-512 where the CPU has it
 even with OpenBLAS pinned to Haswell: its pinned rows set a little AVX-512 work against
-the AVX2 peak.)
+the AVX2 peak. The Winograd transforms' AVX-512 forms make no products, so they change
+the step's rate, not the floor's.)
 """
 
 
