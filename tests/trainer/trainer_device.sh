@@ -165,8 +165,11 @@ pwrc=$?
 wait $ps
 check ps_mixed_devices_exit0 test $prc -eq 0 -a $pwrc -eq 0
 check ps_mixed_devices_worker_on_device grep -q "presented as a device.*bf16" ps.worker.log
+# The job is asynchronous: what it reaches in 2 epochs depends on how the replicas' steps
+# interleave (0.39 to 0.71 in runs under ASan on 2 cores, 0.65 to 0.68 without); chance
+# is 0.1, and a job whose updates went nowhere stays near it.
 acc=$(sed -nE 's/.* accuracy ([0-9.]+) .*/\1/p' ps.chief.log | tail -n 1)
-check ps_mixed_devices_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.4) }'
+check ps_mixed_devices_learns awk -v a="$acc" 'BEGIN { exit !(a > 0.25) }'
 M="{\"chief\": [\"localhost:$q3\"], \"worker\": [\"localhost:$q4\"]}"
 tfm() { echo "{\"cluster\": $M, \"task\": {\"type\": \"$1\", \"index\": 0}}"; }
 mixed_ring() { # NAME CHIEF-RUNNER WORKER-RUNNER WORKER-FLAGS... : both refuse
