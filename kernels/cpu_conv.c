@@ -195,7 +195,8 @@ typedef struct cc_block {
     int fused;      /* Winograd with the pooling fused into the transforms: ReLU, h and w
                        even (every tile a pooling window), AVX2 (cc_plan) */
     int avx512;     /* Winograd, and the transforms' AVX-512 forms where they have one:
-                       x's tiles (cc_wino_in14_avx512), the fused pooling and unpooling */
+                       x's tiles (cc_wino_in14_avx512), dx's adjoint (cc_wino_adj2_avx512),
+                       the fused pooling and unpooling */
     int wide;       /* fused and avx512: the fused transforms take a filter's tiles of a
                        chunk's images at once (cc_wino_pool_relu_avx512) */
     int direct;     /* forward by the direct convolution with the pooling fused

@@ -386,10 +386,10 @@ void kn_cpu_fuse_pooling(int on);
 void kn_cpu_conv_simd(int on);
 
 /* Whether the AVX2 forms of kn_cpu's conv blocks that have an AVX-512 form (the direct
- * convolution, the fused Winograd pooling and unpooling) take it where the CPU has
- * AVX-512 F, BW and VL (1, the default; TN_CPU_NO_AVX512=1 turns them off for the whole
- * run) or keep to AVX2 (0): the same bits, for tests comparing the two. Call it between
- * steps. */
+ * convolution; Winograd's input and adjoint transforms and its fused pooling and
+ * unpooling) take it where the CPU has AVX-512 F, BW and VL (1, the default;
+ * TN_CPU_NO_AVX512=1 turns them off for the whole run) or keep to AVX2 (0): the same
+ * bits, for tests comparing the two. Call it between steps. */
 void kn_cpu_conv_avx512(int on);
 
 #ifdef __cplusplus

@@ -1661,13 +1661,16 @@ static void test_conv_block_direct_bits(void) {
  * transform on planes of at most 14 columns, two tile rows a vector, and dx's adjoint
  * transform, two images' planes a vector (an odd image left to the AVX2 form). Lane by
  * lane the same sums and comparisons, and db summed in the AVX2 order, so y, the
- * choices, zmax, dW, db and dx must be the same bits. Shapes: the model's second layer (planes
- * of 49 tiles: vectors across two images), planes of exactly 16 tiles (none across), 15
- * and 17 tiles, one and two tiles (a vector across 16 or 8 images), more images than
- * fit a chunk, one image; for x's transform also odd h and w (partial tiles, not fused),
- * 14 columns (the widest) and 13, one row of tiles, a 1x1 plane, tanh; on one thread and
- * two, with dx and without. Where there is no AVX-512 form it says so; where there is,
- * each form must have run (kn_cpu_wino_avx512_images). */
+ * choices, zmax, dW, db and dx must be the same bits. A batch is cut into up to 16
+ * groups, so a chunk holds several images only where the batch is several times 16:
+ * those cases give chunks of 2 to 16 images (vectors across two images' planes of the
+ * model's 49 tiles, across 4 and 16 planes of one tile; odd chunks, whose last image the
+ * adjoint makes in AVX2; rows of three groups of eight tiles) and groups of two chunks
+ * (the weight gradient summed over them). The others, chunks of one image: planes of
+ * exactly 16 tiles, 15 and 17, one and two tiles; for x's transform odd h and w
+ * (partial tiles, not fused), 14 columns (the widest) and 13, one row of tiles, a 1x1
+ * plane, tanh. On one thread and two, with dx and without. Where there is no AVX-512
+ * form it says so; where there is, each form must have run (kn_cpu_wino_avx512_images). */
 static void test_conv_block_wino_avx512_bits(void) {
     if (K != kn_cpu()) {
         printf("  (only kn_cpu fuses)\n");
@@ -1689,6 +1692,11 @@ static void test_conv_block_wino_avx512_bits(void) {
         {3, 16, 7, 9, 4, KN_TANH, 0},    {2, 16, 5, 13, 3, KN_RELU, 1},
         {2, 16, 9, 14, 3, KN_TANH, 0},   {3, 16, 1, 1, 2, KN_TANH, 0},
         {2, 17, 2, 12, 5, KN_RELU, 0},
+        /* chunks of several images */
+        {80, 16, 14, 14, 8, KN_RELU, 0}, {64, 16, 2, 2, 3, KN_RELU, 1},
+        {256, 16, 2, 2, 3, KN_RELU, 0},  {48, 16, 6, 10, 3, KN_RELU, 0},
+        {50, 16, 2, 34, 3, KN_RELU, 1},  {256, 16, 22, 22, 4, KN_RELU, 0},
+        {48, 16, 7, 9, 3, KN_TANH, 0},
     };
     blocks_same_bits(cases, sizeof cases / sizeof cases[0], kn_cpu_conv_avx512, "the AVX2 forms",
                      1, 1, KN_WINO_ALL);
