@@ -2153,7 +2153,7 @@ static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int
     size_t ldt = k->ldt, plane = (size_t)k->h * k->w * sizeof(float);
     int wide = k->avx512 && k->w <= 14; /* cc_wino_in14_avx512 */
     for (int ch = 0; ch < k->c; ch++) /* V's row of a channel in order; x's planes of the
-                                          chunk (in L2) c*h*w apart where image-major */
+                                          chunk c*h*w apart where image-major */
         for (int j = 0; j < n; j++) {
             int nj = j + 1 < n ? j + 1 : 0, nch = j + 1 < n ? ch : ch + 1;
             if (wide && nch < k->c) {
