@@ -2150,17 +2150,15 @@ static inline void cc_prefetch_plane(const float *p, size_t n, int write) {
  * there each plane's lines are prefetched while the one before is transformed (on an
  * AMD EPYC, 30% off the transform's time; the AVX2 form got no faster). */
 static void cc_wino_x_tiles(const cc_block *k, float *V, float *pad, int i0, int n) {
-    size_t ldt = k->ldt, plane = (size_t)k->h * k->w * sizeof(float);
+    size_t ldt = k->ldt, plane = (size_t)k->h * k->w;
     int wide = k->avx512 && k->w <= 14; /* cc_wino_in14_avx512 */
     for (int ch = 0; ch < k->c; ch++) /* V's row of a channel in order; x's planes of the
                                           chunk c*h*w apart where image-major */
         for (int j = 0; j < n; j++) {
             int nj = j + 1 < n ? j + 1 : 0, nch = j + 1 < n ? ch : ch + 1;
-            if (wide && nch < k->c) {
-                const char *next = (const char *)(k->x + (size_t)(i0 + nj) * k->istride +
-                                                  (size_t)nch * k->cstride);
-                for (size_t b = 0; b < plane; b += 64) __builtin_prefetch(next + b, 0, 3);
-            }
+            if (wide && nch < k->c)
+                cc_prefetch_plane(k->x + (size_t)(i0 + nj) * k->istride + (size_t)nch * k->cstride,
+                                  plane, 0);
             cc_wino_in_plane(V + (size_t)ch * ldt + (size_t)j * k->nt, (size_t)k->c * ldt,
                              k->x + (size_t)(i0 + j) * k->istride + (size_t)ch * k->cstride,
                              k->h, k->w, k->th, k->tw, pad, k->avx512);
