@@ -1293,10 +1293,13 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
         long long lo;
     } ints[] = {{"minTrials", 1}, {"minStep", 0}, {"gracePeriod", 0}, {"reductionFactor", 2},
                 {"maxStep", 0}};
+    int known[NELEM(ints)]; /* valid, or absent and not misspelled: the rules may use it */
     for (size_t i = 0; i < NELEM(ints); i++) {
+        known[i] = !misspelled(es, ints[i].field, ES_FIELDS, NELEM(ES_FIELDS));
         if (!(v = enter(c, es, ints[i].field))) continue;
         int x;
-        if (read_int(c, v, 0, ints[i].lo, INT_MAX, &x) == 0) {
+        known[i] = read_int(c, v, 0, ints[i].lo, INT_MAX, &x) == 0;
+        if (known[i]) {
             switch (i) {
             case 0: e->min_trials = x; break;
             case 1: e->min_step = x; break;
@@ -1311,11 +1314,12 @@ static void read_early_stopping(ctx *c, json_t *es, tn_spec *out) {
         read_bool(c, v, &e->running_average);
         pop(c);
     }
-    if (e->policy == ES_HYPERBAND && e->max_step <= 0)
+    if (e->policy != ES_HYPERBAND || !known[4]) return; /* a bad maxStep said so already */
+    if (e->max_step <= 0)
         fail_at(c, "maxStep",
                 "hyperband needs maxStep, the step at which trials end (its brackets are "
                 "built from it)");
-    else if (e->policy == ES_HYPERBAND && e->max_step <= e->grace_period)
+    else if (known[2] && e->max_step <= e->grace_period)
         fail_at(c, "maxStep",
                 "hyperband needs maxStep, the step at which trials end, above gracePeriod "
                 "(%lld); got %lld",
@@ -1825,12 +1829,15 @@ static void read_restart_policy(ctx *c, json_t *rp, tn_spec *out) {
         read_int(c, v, 0, 0, INT_MAX, &out->max_job_retries);
         pop(c);
     }
-    int max_given = 0;
+    int max_given = 0; /* and valid */
+    /* backoffSeconds valid, or absent and not misspelled (its default then holds) */
+    int backoff_known = !misspelled(rp, "backoffSeconds", RESTART_FIELDS, NELEM(RESTART_FIELDS));
     if ((v = enter(c, rp, "backoffSeconds"))) {
         double d;
+        backoff_known = 0;
         if (read_number(c, v, &d) == 0) {
             if (!(d >= 0 && d <= 3600)) fail(c, "must be from 0 to 3600 seconds");
-            else out->restart_backoff = d;
+            else out->restart_backoff = d, backoff_known = 1;
         }
         pop(c);
     }
@@ -1842,7 +1849,9 @@ static void read_restart_policy(ctx *c, json_t *rp, tn_spec *out) {
         }
         pop(c);
     }
-    if (max_given && out->restart_backoff_max < out->restart_backoff) {
+    if (max_given && !backoff_known) {
+        /* the mistake in backoffSeconds was reported; no second message for it */
+    } else if (max_given && out->restart_backoff_max < out->restart_backoff) {
         char a[32], b[32];
         fail_at(c, "maxBackoffSeconds", "%s is less than backoffSeconds (%s)",
                 fmt_num(out->restart_backoff_max, a, sizeof a),

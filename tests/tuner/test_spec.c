@@ -313,6 +313,14 @@ static const bad_case BAD[] = {
     {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"gracePeriod\": 9, "
         "\"maxStep\": 9}}"), NULL, "trainingInput.hyperparameters.earlyStopping.maxStep",
      "above gracePeriod (9); got 9", 0, 0},
+    /* one message for a bad maxStep, not also hyperband's need of it */
+    {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"maxStpe\": 10}}"), NULL,
+     "trainingInput.hyperparameters.earlyStopping.maxStpe", "did you mean \"maxStep\"?", 0, 0},
+    {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"maxStep\": -3}}"), NULL,
+     "trainingInput.hyperparameters.earlyStopping.maxStep", "must be >= 0, got -3", 0, 0},
+    {HP("{\"earlyStopping\": {\"policy\": \"hyperband\", \"gracePeriod\": -1, "
+        "\"maxStep\": 9}}"), NULL, "trainingInput.hyperparameters.earlyStopping.gracePeriod",
+     "must be >= 0, got -1", 0, 0},
     {HP("{\"maxTrials\": null, \"maxTrail\": 20}"), NULL,
      "trainingInput.hyperparameters.maxTrail", "did you mean \"maxTrials\"?", 0, 0},
     {HP("{\"goal\": \"MAX\"}"), NULL, "trainingInput.hyperparameters.goal",
@@ -684,6 +692,11 @@ static const bad_case BAD[] = {
     {TI("{\"restartPolicy\": {\"backoffSeconds\": 10, \"maxBackoffSeconds\": 5}}"), NULL,
      "trainingInput.restartPolicy.maxBackoffSeconds", "5 is less than backoffSeconds (10)", 0,
      0},
+    /* one message for a bad backoffSeconds, not also maxBackoffSeconds against its default */
+    {TI("{\"restartPolicy\": {\"backoffSeconds\": \"x\", \"maxBackoffSeconds\": 0.5}}"), NULL,
+     "trainingInput.restartPolicy.backoffSeconds", "expected a number", 0, 0},
+    {TI("{\"restartPolicy\": {\"backofSeconds\": 0.2, \"maxBackoffSeconds\": 0.5}}"), NULL,
+     "trainingInput.restartPolicy.backofSeconds", "did you mean \"backoffSeconds\"?", 0, 0},
     {TI("{\"restartPolicy\": {\"failOnRepeatedError\": \"yes\"}}"), NULL,
      "trainingInput.restartPolicy.failOnRepeatedError", "expected a boolean", 0, 0},
 };
