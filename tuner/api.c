@@ -945,13 +945,17 @@ int api_tail(const char *path, int64_t lines, char ***out, size_t *n, int *trunc
     const char *data = buf + cap - len;
     size_t total = len && data[len - 1] == '\n' ? len - 1 : len; /* without the final break */
     int64_t segments = len ? breaks + 1 : 0;
-    int64_t partial = start > 0 && segments > 0; /* the first segment is cut */
+    /* the first segment is cut, and left out, unless it is the only one: a newest line
+     * longer than the window keeps its end (a progress bar's \r updates, say) */
+    int64_t partial = start > 0 && segments > 1;
     int64_t whole = segments - partial;
     int64_t skip = partial + (whole > lines ? whole - lines : 0);
     *truncated = start > 0 || whole > lines;
     char **list = tn_xcalloc((size_t)(segments - skip) + 1, sizeof *list);
     size_t k = 0, from = 0;
     int64_t idx = 0;
+    if (start > 0 && segments == 1) /* cut: from its first whole character */
+        while (from < total && from < 3 && ((unsigned char)data[from] & 0xc0) == 0x80) from++;
     for (size_t i = 0; len > 0 && i <= total; i++) {
         if (i < total && data[i] != '\n') continue;
         if (idx++ >= skip) {

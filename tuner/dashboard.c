@@ -51,6 +51,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,11 @@
                                        evhttp's limit on a request's headers: they cannot
                                        reach it (the gate answers 431 above 8 KiB); a body
                                        with its chunk-size lines is at most 8 KiB */
+#define DASH_MAX_AHEAD (4 * DASH_MAX_HELD)
+                                    /* the most a client may send while its request is
+                                       answered (pipelined requests, up to 80 KiB): evhttp
+                                       reads on during a reply, to see a close, and keeps
+                                       what comes; more closes the connection */
 #define DASH_MAX_CONNS 64           /* open connections */
 #define DASH_MAX_CLIENTS 32         /* event streams */
 #define DASH_TIMEOUT_S 30           /* evhttp's idle timeouts: a connection that neither
@@ -472,8 +478,13 @@ static void gate_check_target(dash_conn *conn, struct evbuffer *in) {
  * scan's state is the gate's: a request ends (WHOLE or REFUSED) in exactly one look,
  * which acts on it once. */
 static void gate_scan(dash_conn *conn) {
-    if (conn->frame.state == API_FRAME_WHOLE) return; /* evhttp's, until its reply */
     struct evbuffer *in = bufferevent_get_input(evhttp_connection_get_bufferevent(conn->evcon));
+    if (conn->frame.state == API_FRAME_WHOLE) { /* evhttp's, until its reply */
+        /* a client that sends on and on while its reply (an event stream, say) is
+         * written: closed, from the loop (not inside the bufferevent's read) */
+        if (evbuffer_get_length(in) > DASH_MAX_AHEAD) event_active(conn->deadline, EV_TIMEOUT, 1);
+        return;
+    }
     if (conn->frame.state == API_FRAME_MORE) {
         gate_read(conn, in);
         if (conn->frame.leading > 0) { /* empty lines before the request line: evhttp
@@ -524,7 +535,8 @@ static void conn_await_request(dash_conn *conn) {
     gate_scan(conn); /* what the client sent after its previous request */
 }
 
-/* A request was not whole in time (or no request came): close the connection. Nothing
+/* A request was not whole in time (or no request came), or the client sent more than
+ * DASH_MAX_AHEAD while its reply was written (gate_scan): close the connection. Nothing
  * is sent: the peer may be an idle keep-alive connection, to which a 408 would be an
  * unsolicited reply. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {
@@ -643,14 +655,18 @@ static void on_stream_complete(struct evhttp_request *req, void *arg) {
 }
 
 /* Ends a stream politely (the final chunk) and frees the client; once the chunk is
- * sent, the connection awaits a request again, with a deadline. */
+ * sent, the connection awaits a request again, with a deadline. The client goes first:
+ * with nothing left to write, evhttp_send_reply_end finishes the request at once, and
+ * on an HTTP/1.0 connection (no keep-alive) frees the connection too, whose close
+ * callback must then find no client on it. */
 static void client_end(dash_client *c) {
-    if (c->req) {
-        evhttp_request_set_on_complete_cb(c->req, on_reply_done, c->d);
-        evhttp_send_reply_end(c->req);
-        c->req = NULL;
-    }
+    dash_server *d = c->d;
+    struct evhttp_request *req = c->req;
     client_free(c);
+    if (req) {
+        evhttp_request_set_on_complete_cb(req, on_reply_done, d);
+        evhttp_send_reply_end(req);
+    }
 }
 
 /* Sends text to a client; drops it when it is too far behind. Returns 0, or -1 when
@@ -762,14 +778,15 @@ static void start_stream(dash_server *d, struct evhttp_request *req, const char 
                    "too many event streams");
         return;
     }
-    /* the study, followed by one watch however many clients follow it */
+    /* the study, followed by one watch however many clients follow it; an id in its one
+     * spelling, as api_watch_open takes it ("01" is no study) */
     dash_watch *w = NULL;
-    for (dash_watch *x = d->watches; x; x = x->next) {
-        int64_t id;
-        if ((api_parse_int(study, 1, INT64_MAX, &id) == 0 && id == x->w.id) ||
-            !strcmp(x->w.name, study))
-            w = x;
-    }
+    int64_t id = 0;
+    char canon[24] = "";
+    if (api_parse_int(study, 1, INT64_MAX, &id) == 0)
+        snprintf(canon, sizeof canon, "%" PRId64, id);
+    for (dash_watch *x = d->watches; x; x = x->next)
+        if ((!strcmp(canon, study) && id == x->w.id) || !strcmp(x->w.name, study)) w = x;
     if (!w) {
         dash_watch fresh = {0};
         if (api_watch_open(d->st, study, &fresh.w, &r) != 0) {
@@ -948,7 +965,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     if (!path || !*path) path = "/";
     api_route route;
     api_route_parse(path, &route);
-    int is_api = route.id != API_STATIC;
+    int is_api = !strncmp(path, "/api/", 5) || !strcmp(path, "/api"); /* a page's 404 too */
     const char *allow = route.id == API_NOT_FOUND || route.id == API_BAD_PATH
                             ? "GET, HEAD, POST" /* no route: what the server answers at all */
                             : api_route_allow(route.id);

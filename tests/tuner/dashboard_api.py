@@ -859,6 +859,54 @@ check("stream_cap_room_again_head_200", status_of(resp) == 200, resp[:200])
 for c, _ in streams:
     c.close()
 
+
+def open_stream(port, target, version=b"1.1"):
+    """A raw event-stream connection: (socket, status, what came after the headers)."""
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    c.sendall(b"GET " + target + b" HTTP/" + version + b"\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    return c, status_of(got), got.partition(b"\r\n\r\n")[2]
+
+
+# a study's id has one spelling, whether or not a stream already follows the study
+held, st1, _ = open_stream(sport, b"/api/events?study=1")
+check("stream_by_id_200", st1 == 200, st1)
+for target in (b"/api/events?study=01", b"/api/events?study=001"):
+    resp = raw(sport, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    check("stream_leading_zero_404_" + target.decode()[-3:], status_of(resp) == 404, resp[:200])
+held.close()
+
+# a client that sends on and on while its stream is written is closed (what it sent was
+# kept, with no bound, while evhttp wrote the reply); the server serves on
+flood, stf, _ = open_stream(sport, b"/api/events?study=dash")
+closed = False
+try:
+    for _ in range(64):  # 1 MiB, well past the 80 KiB a client may send ahead
+        flood.sendall(b"x" * 16384)
+    flood.settimeout(5)
+    t0 = time.time()
+    while time.time() - t0 < 5:
+        if not flood.recv(65536):
+            closed = True
+            break
+except (ConnectionResetError, BrokenPipeError):
+    closed = True
+except socket.timeout:
+    pass
+flood.close()
+check("stream_flood_closed", stf == 200 and closed, "status %s, closed %s" % (stf, closed))
+check("served_after_flood", get_json(sport, "/api/studies")[0] == 200)
+
+# an HTTP/1.0 stream (no chunks, no keep-alive) ended by the server's stop: its end freed
+# the connection at once, and with it the stream's client, then freed that again
+old10, st10, _ = open_stream(sport, b"/api/events?study=dash", b"1.0")
+check("stream_http10_200", st10 == 200, st10)
+
 srv.send_signal(signal.SIGINT)
 try:
     _, serve_err = srv.communicate(timeout=10)
@@ -872,6 +920,7 @@ check("serve_no_sanitizer_reports", not SANITIZER.search(serve_err), serve_err[-
 check("serve_token_file_removed", not os.path.exists(serve_token_file))
 for st in (stream, resume, fresh):
     st.join(1)
+old10.close()
 
 # --- C. a running study: second bind, cancel with the token --------------------------
 port2 = free_port()
@@ -962,6 +1011,7 @@ if m:
     check("public_stream_needs_token", request(pport, "GET", "/api/events?study=dash")[0] == 401)
     check("public_unknown_route_needs_token", request(pport, "GET", "/api/nothing")[0] == 401)
     check("public_page_loads_without_token", request(pport, "GET", "/")[0] == 200)
+    check("public_no_such_page_404_without_token", request(pport, "GET", "/a%20b")[0] == 404)
     resp = raw(pport, b"GET /api/studies HTTP/1.1\r\nAuthorization: Bearer " +
                ptoken.encode() + b"\r\n\r\n")
     check("public_http11_without_host_400", status_of(resp) == 400 and b"Host" in resp,

@@ -609,14 +609,33 @@ static void test_tail(void) {
     for (size_t i = 0; i < k; i++) free(list[i]);
     free(list);
     free(big);
-    /* one line longer than the read limit (4 MiB): nothing whole, truncated */
+    /* a newest line longer than the read limit (4 MiB), after a short one: its end,
+     * truncated (a progress bar's \r updates make such lines) */
     size_t huge = (4u << 20) + 100;
     big = tn_xmalloc(huge + 1);
-    memset(big, 'z', huge);
+    memcpy(big, "old\n", 4);
+    memset(big + 4, 'z', huge - 4);
     big[huge - 1] = '\n';
     write_file(path, big, huge);
-    CHECK(tail_joined(path, 2, got, sizeof got, &trunc) == 0);
-    CHECK_MSG(got[0] == '\0' && trunc == 1, "%.40s", got);
+    CHECK(api_tail(path, 2, &list, &k, &trunc, err, sizeof err) == 0);
+    CHECK_MSG(k == 1 && list && strlen(list[0]) == (4u << 20) - 1 && list[0][0] == 'z' &&
+                  trunc == 1,
+              "%zu lines, the first %zu bytes", k, k ? strlen(list[0]) : 0);
+    for (size_t i = 0; i < k; i++) free(list[i]);
+    free(list);
+    /* cut inside a character: from the first whole one, with no U+FFFD for the cut */
+    size_t euros = huge / 3; /* 4 MiB is 1 more than a multiple of 3: the window starts
+                                on the last byte of a euro sign */
+    for (size_t i = 0; i < euros; i++) memcpy(big + 3 * i, "\xe2\x82\xac", 3);
+    write_file(path, big, 3 * euros);
+    CHECK(api_tail(path, 1, &list, &k, &trunc, err, sizeof err) == 0);
+    CHECK_MSG(k == 1 && list && strlen(list[0]) == (4u << 20) - 1 &&
+                  !strncmp(list[0], "\xe2\x82\xac", 3) && !strstr(list[0], "\xef\xbf\xbd") &&
+                  trunc == 1,
+              "%zu lines, %zu bytes, starting %02x", k, k ? strlen(list[0]) : 0,
+              k ? (unsigned char)list[0][0] : 0);
+    for (size_t i = 0; i < k; i++) free(list[i]);
+    free(list);
     free(big);
     /* symbolic links and missing files are refused */
     char link[PATH_LEN];
