@@ -147,7 +147,10 @@ static int rewrite_file(ht_writer *w, char *err, size_t errlen) {
     }
     int failed = fflush(f) != 0 || fsync(fileno(f)) != 0;
     int saved = errno;
-    failed |= fclose(f) != 0;
+    if (fclose(f) != 0 && !failed) {
+        failed = 1;
+        saved = errno; /* the close's own error, not a stale one */
+    }
     if (!failed && rename(tmp, w->path) != 0) {
         failed = 1;
         saved = errno;
@@ -156,7 +159,10 @@ static int rewrite_file(ht_writer *w, char *err, size_t errlen) {
         unlink(tmp);
         free(tmp);
         return tn_error(err, errlen, TN_EIO, "cannot write metric file %s: %s%s", w->path,
-                        strerror(saved), saved == ENOSPC ? " (the disk is full)" : "");
+                        strerror(saved),
+                        saved == ENOSPC  ? " (the disk is full)"
+                        : saved == EFBIG ? " (the file-size limit, ulimit -f, is reached)"
+                                         : "");
     }
     free(tmp);
     return 0;

@@ -659,6 +659,8 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN; /* a file-size limit: EFBIG from the write, not death */
+    sigaction(SIGXFSZ, &sa, NULL);
     job_desc d;
     if (argc == 3 && !strcmp(argv[1], "job")) {
         load_job(argv[2], &d);

@@ -42,6 +42,9 @@
 #define CKPT_IO_CHUNK (1u << 30)    /* largest single write() and crc32() call */
 #define CKPT_WHY_LEN 256            /* a reason, without the path */
 #define CKPT_DISK_HINT "; hint: the disk is full; free space or use another --job-dir"
+#define CKPT_FSIZE_HINT                                                                    \
+    "; hint: the checkpoint is larger than the file-size limit (ulimit -f, which Slurm "   \
+    "passes on to jobs); raise it (ulimit -f unlimited) and run again"
 #define CKPT_IN_THE_WAY_HINT "; hint: remove or rename it"
 
 typedef struct ckpt_entry {
@@ -99,12 +102,13 @@ static uint64_t align_up(uint64_t x) {
     return (x + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN;
 }
 
-/* The hint for a failed call's errno e: the disk-full one, or "". */
+/* The hint for a failed call's errno e: the disk-full one, the file-size limit's, or "". */
 static const char *disk_hint(int e) {
     int full = e == ENOSPC;
 #ifdef EDQUOT
     full = full || e == EDQUOT;
 #endif
+    if (e == EFBIG) return CKPT_FSIZE_HINT;
     return full ? CKPT_DISK_HINT : "";
 }
 

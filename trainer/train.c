@@ -72,6 +72,11 @@ void tr_install_signal_handlers(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* A file-size limit (ulimit -f; Slurm passes the user's on) would kill the process
+     * at the write that crosses it: ignored, the write fails with EFBIG and is reported
+     * with a hint, as a full disk is (the checkpoint before stays) */
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGXFSZ, &sa, NULL);
 }
 
 

@@ -1056,6 +1056,14 @@ static char *self_dir(void) {
 }
 
 int main(int argc, char **argv) {
+    /* A file-size limit (ulimit -f) would kill the tuner at the store's write that
+     * crosses it, the study left RUNNING: ignored, the write fails with EFBIG and the
+     * store stops the study with its error (the executor restores the default in the
+     * trials it starts). */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGXFSZ, &ign, NULL);
     cli_env env = {.db = getenv("TUNER_DB")};
     if (!env.db || !*env.db) env.db = "tuner.db";
     /* Take --db out of the line, wherever it is. */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -321,6 +322,24 @@ static int full_disk_error(const char *path, char *err, size_t errlen) {
                     path, ST_DISK_FULL);
 }
 
+/* Whether the store at path, or its -wal or -journal file, has reached the file-size
+ * limit (ulimit -f, RLIMIT_FSIZE): a write past it fails with EFBIG, which SQLite
+ * reports as a plain I/O error (the errno it keeps is that of a later call). Within a
+ * page or two of the limit counts: the write that crossed it stopped there. */
+static int at_file_size_limit(const char *path) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+    static const char *const suffix[] = {"", "-wal", "-journal"};
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char *p = tn_xasprintf("%s%s", path, suffix[i]);
+        struct stat sb;
+        int near = stat(p, &sb) == 0 && (rlim_t)sb.st_size + 2 * 65536 >= rl.rlim_cur;
+        free(p);
+        if (near) return 1;
+    }
+    return 0;
+}
+
 static const char *why_unwritable(const char *path, char *buf, size_t len) {
     const char *slash = strrchr(path, '/');
     char *dir = slash ? tn_xasprintf("%.*s", (int)(slash == path ? 1 : slash - path), path)
@@ -432,6 +451,14 @@ static int fail(st_store *s, int rc, const char *op, char *err, size_t errlen) {
     }
     default:
         if (sqlite3_system_errno(s->db) == ENOSPC) goto full; /* an I/O error of a full disk */
+        if ((rc & 0xff) == SQLITE_IOERR &&
+            (sqlite3_system_errno(s->db) == EFBIG || at_file_size_limit(s->path)))
+            return tn_error(err, errlen, TN_EIO,
+                            "%s: %s: %s (the store reached the file-size limit, ulimit -f); "
+                            "hint: raise the limit (ulimit -f unlimited), then run the command "
+                            "again (what was stored before is kept; a study goes on with "
+                            "`tuner resume`)",
+                            s->path, op, msg);
         return tn_error(err, errlen, TN_EIO, "%s: %s: %s", s->path, op, msg);
     }
 }

@@ -101,6 +101,14 @@ else
   check out_of_memory_hint grep -q "hint: .*lower --batch_size (this run: 100 per replica)" <<<"$err"
 fi
 
+# A file-size limit (ulimit -f; Slurm passes the user's on to jobs) smaller than a
+# checkpoint: the write fails and says so, where SIGXFSZ used to kill the trainer and
+# leave its temporary file behind.
+err=$( (ulimit -f 100; "$TRAINER" "${SMALL[@]}" --epochs=1 --job-dir="$WORK/fsize") 2>&1); rc=$?
+check file_size_limit_exit1 test $rc -eq 1
+check file_size_limit_says grep -q "File too large; hint: the checkpoint is larger than the file-size limit (ulimit -f" <<<"$err"
+check file_size_limit_no_temporary test -z "$(find "$WORK/fsize" -name '*.tmp*')"
+
 # Training on a subset; both flag forms; determinism ------------------------------
 CLOUD_ML_TRIAL_ID=7 CLOUD_ML_HP_METRIC_FILE=$WORK/a/metrics \
   "$TRAINER" "${SMALL[@]}" --epochs=3 --learning_rate=0.1 --job-dir="$WORK/a" >a.log 2>&1
