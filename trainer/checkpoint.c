@@ -41,6 +41,7 @@
 #define CKPT_NAME_LEN 22            /* strlen("ckpt-") + 12 + strlen(".ckpt") */
 #define CKPT_IO_CHUNK (1u << 30)    /* largest single write() and crc32() call */
 #define CKPT_WHY_LEN 256            /* a reason, without the path */
+#define CKPT_RELISTS 8 /* listings again when what was listed went before it was read */
 #define CKPT_DISK_HINT "; hint: the disk is full; free space or use another --job-dir"
 #define CKPT_FSIZE_HINT                                                                    \
     "; hint: the checkpoint is larger than the file-size limit (ulimit -f, which Slurm "   \
@@ -687,34 +688,51 @@ int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
     *out = NULL;
     if (path_out && path_len > 0) path_out[0] = '\0';
     if (!dir || !*dir) return tn_error(err, errlen, TN_EINVAL, "ckpt_load_newest: no folder");
-    char **names;
-    size_t n;
-    int rc = list_dir(dir, is_ckpt_name, log, &names, &n, err, errlen);
-    if (rc) return rc;
-    if (n == 0) { /* a fresh start: *out stays NULL */
-        free_names(names, n);
-        return 0;
-    }
-    char why[CKPT_WHY_LEN], newest_why[CKPT_WHY_LEN];
-    int newest_rc = 0; /* why the newest one failed */
-    for (size_t i = n; i-- > 0 && rc == 0 && !*out;) {
-        char *p = path_join(dir, names[i]);
-        rc = copy_out(path_out, path_len, p, err, errlen);
-        int bad = rc == 0 ? read_usable(p, names[i], check, ctx, out, why, sizeof(why)) : 0;
-        if (bad && log)
-            fprintf(log, "warning: checkpoint %s is unusable (%s)%s\n", p, why,
-                    i > 0 ? "; trying the previous one" : "");
-        if (bad && !newest_rc) {
-            newest_rc = bad;
-            snprintf(newest_why, sizeof(newest_why), "%s", why);
+    /* A reader beside a running writer (the evaluator) may list files that the writer
+     * prunes before they are opened: such a file is gone, not damaged, and the folder
+     * is listed again (the writer saved a newer one before it pruned). */
+    for (int listing = 0;; listing++) {
+        char **names;
+        size_t n;
+        int rc = list_dir(dir, is_ckpt_name, log, &names, &n, err, errlen);
+        if (rc) return rc;
+        if (n == 0) { /* a fresh start: *out stays NULL */
+            free_names(names, n);
+            return 0;
         }
-        free(p);
+        char why[CKPT_WHY_LEN], newest_why[CKPT_WHY_LEN] = "";
+        int newest_rc = 0; /* why the newest one failed */
+        size_t gone = 0;   /* listed, then removed before it was read */
+        for (size_t i = n; i-- > 0 && rc == 0 && !*out;) {
+            char *p = path_join(dir, names[i]);
+            rc = copy_out(path_out, path_len, p, err, errlen);
+            int bad = rc == 0 ? read_usable(p, names[i], check, ctx, out, why, sizeof(why)) : 0;
+            if (bad && access(p, F_OK) != 0 && errno == ENOENT) {
+                gone++;
+                free(p);
+                continue;
+            }
+            if (bad && log)
+                fprintf(log, "warning: checkpoint %s is unusable (%s)%s\n", p, why,
+                        i > 0 ? "; trying the previous one" : "");
+            if (bad && !newest_rc) {
+                newest_rc = bad;
+                snprintf(newest_why, sizeof(newest_why), "%s", why);
+            }
+            free(p);
+        }
+        free_names(names, n);
+        if (rc || *out) return rc; /* path_out too small, or loaded */
+        if (path_out && path_len > 0) path_out[0] = '\0';
+        if (gone > 0 && listing < CKPT_RELISTS) continue;
+        if (gone == n)
+            return tn_error(err, errlen, TN_EIO,
+                            "%s: its checkpoints were removed as they were read, %d times; "
+                            "hint: is another run pruning this --job-dir?",
+                            dir, CKPT_RELISTS + 1);
+        return tn_error(err, errlen, newest_rc,
+                        "%s holds %zu checkpoint%s and none is usable (newest: %s); hint: "
+                        "remove them or use a fresh --job-dir",
+                        dir, n - gone, n - gone == 1 ? "" : "s", newest_why);
     }
-    free_names(names, n);
-    if (rc || *out) return rc; /* path_out too small, or loaded */
-    if (path_out && path_len > 0) path_out[0] = '\0';
-    return tn_error(err, errlen, newest_rc,
-                    "%s holds %zu checkpoint%s and none is usable (newest: %s); hint: "
-                    "remove them or use a fresh --job-dir",
-                    dir, n, n == 1 ? "" : "s", newest_why);
 }

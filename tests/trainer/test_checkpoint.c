@@ -768,6 +768,68 @@ static void test_load_newest_checked(void) {
     ckpt_file_free(f);
 }
 
+/* A writer beside the reader (the chief beside the evaluator) saves and prunes between
+ * the reader's listing and its reads. Played by a check: at its first call (step 30) it
+ * removes steps 10 and 20, as a prune would, and refuses 30 (a reader that found it
+ * half-written, say); the files gone are no damage, and the folder listed again gives 30. */
+struct vanish_ctx {
+    const char *dir;
+    int calls;
+    int remove_all; /* every time, the step read too, after a newer one is saved */
+};
+
+static int vanish_check(const ckpt_file *f, int64_t step, void *arg, char *why, size_t whylen) {
+    struct vanish_ctx *v = arg;
+    char p[PATH_LEN];
+    (void)f;
+    if (v->calls++ > 0 && !v->remove_all) return 0;
+    if (v->remove_all) {
+        char err[512];
+        int64_t next = step + 10;
+        ckpt_section sec = {.tag = 1, .data = &next, .size = sizeof(next)};
+        CHECK(ckpt_save(v->dir, next, &sec, 1, 5, NULL, 0, err, sizeof(err)) == 0);
+    }
+    for (int64_t s = 10; s <= step; s += 10) {
+        if (s == step && !v->remove_all) continue;
+        fmt_path(p, "%s/ckpt-%012lld.ckpt", v->dir, (long long)s);
+        unlink(p);
+    }
+    return tn_error(why, whylen, TN_EFORMAT, "not yet whole");
+}
+
+static void test_load_newest_pruned_while_read(void) {
+    char dir[PATH_LEN], got[PATH_LEN], err[512] = "";
+    fresh_dir(dir, "load_pruned");
+    save_three(dir);
+    struct vanish_ctx v = {.dir = dir};
+    ckpt_file *f = NULL;
+    FILE *log = tmpfile();
+    int rc = ckpt_load_newest_checked(dir, vanish_check, &v, &f, got, sizeof(got), log, err,
+                                      sizeof(err));
+    CHECK_MSG(rc == 0, "ckpt_load_newest_checked: %s", err);
+    CHECK_INT_EQ(step_of(f), 30);
+    CHECK_STR_CONTAINS(got, "ckpt-000000000030.ckpt");
+    CHECK_INT_EQ(v.calls, 2);
+    ckpt_file_free(f);
+    char *text = file_text(log); /* the refusal of 30 is told; the files gone are not */
+    CHECK_STR_CONTAINS(text, "ckpt-000000000030.ckpt is unusable (not yet whole)");
+    CHECK_MSG(!strstr(text, "000000000020") && !strstr(text, "000000000010"), "log: %s", text);
+    free(text);
+    fclose(log);
+
+    /* Whatever is listed is gone once read, every time: nine listings, then an error
+     * that says so. */
+    struct vanish_ctx all = {.dir = dir, .remove_all = 1};
+    f = NULL;
+    rc = ckpt_load_newest_checked(dir, vanish_check, &all, &f, got, sizeof(got), NULL, err,
+                                  sizeof(err));
+    CHECK_INT_EQ(rc, TN_EIO);
+    CHECK(f == NULL);
+    CHECK_INT_EQ(all.calls, 9);
+    CHECK_STR_CONTAINS(err, "its checkpoints were removed as they were read, 9 times; hint: is "
+                            "another run pruning this --job-dir?");
+}
+
 /* Entries named like checkpoints (or like a crash's temporary files) that are not
  * regular files are not checkpoints: a load tells them once and passes over them, and a
  * save neither reads nor deletes them. A folder called ckpt-<step>.ckpt above the newest
@@ -904,6 +966,7 @@ int main(void) {
     RUN(test_load_newest_nothing);
     RUN(test_load_newest_all_damaged);
     RUN(test_load_newest_checked);
+    RUN(test_load_newest_pruned_while_read);
     RUN(test_folder_named_like_a_checkpoint);
     RUN(test_rename_onto_folder);
     int rc = check_summary();
