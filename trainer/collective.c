@@ -171,6 +171,13 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
         struct pollfd p = {.fd = lfd, .events = POLLIN};
         int ms = (int)((deadline - nt_now()) * 1000);
         int k = ms > 0 ? poll(&p, 1, ms) : 0;
+        if (nt_stop_signal()) {
+            rc = tn_error(err, errlen, TN_EPEER,
+                          "stopped by signal %d while waiting for %s to connect to this "
+                          "replica at %s",
+                          nt_stop_signal(), r->prev_name, peers[rank].addr);
+            break;
+        }
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
             rc = tn_error(err, errlen, TN_EPEER,

@@ -22,6 +22,7 @@
 #include "kernels/cuda.h"
 #include "trainer/collective.h"
 #include "trainer/data.h"
+#include "trainer/net.h"
 #include "trainer/ps.h"
 #include "trainer/train.h"
 
@@ -207,6 +208,10 @@ static int resolve_strategy(tr_config *c, const tf_config *tf, int type, int str
 static int exit_code(int rc, const char *err) {
     fflush(stdout);
     if (rc == TR_INTERRUPTED) return 128 + (tr_stop_signal() ? tr_stop_signal() : SIGTERM);
+    if (rc < 0 && nt_stop_signal()) { /* stopped while it waited for its peers */
+        fprintf(stderr, "trainer: %s\n", err);
+        return 128 + nt_stop_signal();
+    }
     if (rc == TR_DIVERGED) {
         fprintf(stderr, "trainer: error: %s\n", err);
         return EXIT_DIVERGED;
@@ -482,6 +487,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     tr_install_signal_handlers();
+    nt_watch_stop(tr_stop_flag()); /* SIGTERM while waiting for peers: stop at once */
     if (clustered && tf.type == TF_PS) {
         rc = run_ps(&c, &tf);
         tf_config_clear(&tf);

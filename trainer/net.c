@@ -19,6 +19,12 @@
 #include "common/status.h"
 #include "common/tfconfig.h"
 
+static volatile const int *stop_flag; /* nt_watch_stop's */
+
+void nt_watch_stop(volatile const int *flag) { stop_flag = flag; }
+
+int nt_stop_signal(void) { return stop_flag ? *stop_flag : 0; }
+
 double nt_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -183,9 +189,14 @@ int nt_connect(const char *addr, const char *who, double deadline, double timeou
             last = e;
             close(fd);
         }
+        if (nt_stop_signal()) {
+            freeaddrinfo(ai);
+            return tn_error(err, errlen, TN_EPEER, "stopped by signal %d while waiting for %s at %s",
+                            nt_stop_signal(), who, addr);
+        }
         if (nt_now() >= deadline) break;
         struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+        nanosleep(&pause, NULL); /* a signal ends it early */
     }
     freeaddrinfo(ai);
     return tn_error(err, errlen, TN_EPEER,

@@ -61,4 +61,11 @@ void nt_tune(int fd);
 int nt_connect(const char *addr, const char *who, double deadline, double timeout, int *out,
                char *err, size_t errlen);
 
+/* The flag of a stop request (a signal handler sets it): while it is nonzero the waits
+ * for peers (nt_connect's retries, a ring's accept) end at once, TN_EPEER "stopped by
+ * signal N while waiting for ...". NULL (the default): they wait until their deadline. */
+void nt_watch_stop(volatile const int *flag);
+/* The signal of a stop request the waits have seen, or 0. */
+int nt_stop_signal(void);
+
 #endif

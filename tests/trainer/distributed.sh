@@ -268,6 +268,32 @@ TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeo
 check missing_peer_exit1 test $? -eq 1
 check missing_peer_named grep -q "waiting for worker 0 at localhost:${p[1]}" lonely.log
 
+# --- a stop request while replicas wait for their peers ends the wait at once ----------
+# Of a cluster of three, the chief and worker 0 only: the chief has connected to worker 0
+# and waits for worker 1 to connect to it (accept); worker 0 keeps trying to connect to
+# worker 1. SIGTERM to both: exit 143 within a second or two, not after --peer_timeout.
+read -r -a p <<<"$(ports 3)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\", \"localhost:${p[2]}\"]}"
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=60 \
+  --job-dir=waitstop >waitstop-chief.log 2>&1 & c=$!
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=60 \
+  >waitstop-worker.log 2>&1 & w=$!
+for _ in $(seq 1 100); do
+  grep -q "waiting for the others" waitstop-chief.log waitstop-worker.log 2>/dev/null &&
+    [ "$(grep -l "waiting for the others" waitstop-*.log | wc -l)" -eq 2 ] && break
+  sleep 0.1
+done
+sleep 0.5 # into their waits
+start=$(date +%s%N)
+kill -TERM $c $w
+wait $c; crc=$?
+wait $w; wrc=$?
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check wait_stop_exit143 test $crc -eq 143 -a $wrc -eq 143
+check wait_stop_at_once test $took_ms -lt 5000
+check wait_stop_chief_says grep -q "trainer: stopped by signal 15 while waiting for worker 1 (localhost:${p[2]}) to connect to this replica" waitstop-chief.log
+check wait_stop_worker_says grep -q "trainer: stopped by signal 15 while waiting for worker 1 at localhost:${p[2]}" waitstop-worker.log
+
 # --- replicas with other flags refuse to train together ------------------------------
 read -r -a p <<<"$(ports 2)"
 cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
