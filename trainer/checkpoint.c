@@ -354,8 +354,13 @@ int ckpt_write(const char *path, const ckpt_section *sections, size_t n, char *e
  * Reading and verifying
  * --------------------------------------------------------------------------------- */
 
-/* Reads the whole file at path into *buf (yours to free) and its length into *len.
- * On failure the reason (without the path) is in why. */
+static int check_header(const uint8_t *b, uint64_t avail, uint64_t len, uint32_t *count,
+                        char *why, size_t whylen);
+
+/* Reads the whole file at path into *buf (yours to free) and its length into *len,
+ * once its header fits its size (check_header on its first bytes). On failure the
+ * reason (without the path) is in why; a file too large for memory is such a failure,
+ * not an abort. */
 static int slurp(const char *path, uint8_t **buf, uint64_t *len, char *why, size_t whylen) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -365,9 +370,30 @@ static int slurp(const char *path, uint8_t **buf, uint64_t *len, char *why, size
     }
     struct stat st;
     size_t cap = 1 << 16;
-    if (fstat(fileno(fp), &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2)
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        /* The header first: a file whose header does not fit its size (one extended by
+         * accident to terabytes, say) is refused without reading it into memory. */
+        uint8_t head[1 << 12];
+        size_t got = fread(head, 1, sizeof head, fp);
+        uint32_t count;
+        int hrc = ferror(fp) ? 0 : check_header(head, got, (uint64_t)st.st_size, &count, why, whylen);
+        if (hrc < 0) {
+            fclose(fp);
+            return hrc;
+        }
+        rewind(fp);
+        if ((uint64_t)st.st_size >= SIZE_MAX / 2) {
+            fclose(fp);
+            return tn_error(why, whylen, TN_EIO, "file is too large to read into memory");
+        }
         cap = (size_t)st.st_size + 1; /* one spare byte, so the first read sees EOF */
-    uint8_t *b = tn_xmalloc(cap);
+    }
+    uint8_t *b = malloc(cap); /* a file larger than memory is one that cannot be used */
+    if (!b) {
+        fclose(fp);
+        return tn_error(why, whylen, TN_EIO,
+                        "cannot hold its %zu bytes in memory (out of memory)", cap - 1);
+    }
     size_t n = 0;
     int rc = 0;
     for (;;) {
@@ -377,7 +403,12 @@ static int slurp(const char *path, uint8_t **buf, uint64_t *len, char *why, size
                 break;
             }
             cap *= 2;
-            b = tn_xrealloc(b, cap);
+            uint8_t *nb = realloc(b, cap);
+            if (!nb) {
+                rc = tn_error(why, whylen, TN_EIO, "cannot hold it in memory (out of memory)");
+                break;
+            }
+            b = nb;
         }
         n += fread(b + n, 1, cap - n, fp);
         if (ferror(fp)) {
@@ -396,16 +427,18 @@ static int slurp(const char *path, uint8_t **buf, uint64_t *len, char *why, size
     return 0;
 }
 
-/* Checks magic, version, header CRC and size of the len bytes in b; on success
- * *count is the number of sections. */
-static int check_header(const uint8_t *b, uint64_t len, uint32_t *count, char *why,
-                        size_t whylen) {
-    uint64_t keep = len < CKPT_MAGIC_LEN ? len : CKPT_MAGIC_LEN;
+/* Checks magic, version, header CRC and size of a file of len bytes whose first avail
+ * (at most len) are in b; on success *count is the number of sections. 1 when the
+ * header is longer than avail, so that only the whole file can tell. */
+static int check_header(const uint8_t *b, uint64_t avail, uint64_t len, uint32_t *count,
+                        char *why, size_t whylen) {
+    uint64_t keep = avail < CKPT_MAGIC_LEN ? avail : CKPT_MAGIC_LEN;
     if (memcmp(b, CKPT_MAGIC, (size_t)keep) != 0)
         return tn_error(why, whylen, TN_EFORMAT, "not a checkpoint file");
     if (len < CKPT_FIXED_LEN + CKPT_CRC_LEN)
         return tn_error(why, whylen, TN_ETRUNC,
                         "file is %" PRIu64 " bytes, shorter than any checkpoint header", len);
+    if (avail < CKPT_FIXED_LEN + CKPT_CRC_LEN) return 1;
     uint32_t version = get_u32(b + 8);
     if (version != CKPT_VERSION)
         return tn_error(why, whylen, TN_EVERSION,
@@ -422,6 +455,7 @@ static int check_header(const uint8_t *b, uint64_t len, uint32_t *count, char *w
                         "header is damaged: %" PRIu32 " sections do not fit in %" PRIu64
                         " bytes", n, len);
     }
+    if (hlen > avail) return 1;
     if (get_u32(b + hlen - CKPT_CRC_LEN) != crc_of(b, hlen - CKPT_CRC_LEN))
         return tn_error(why, whylen, TN_ECORRUPT, "header checksum mismatch");
     if (total != len)
@@ -461,7 +495,7 @@ static int check_sections(ckpt_file *f, char *why, size_t whylen) {
 static int read_verified(const char *path, ckpt_file **out, char *why, size_t whylen) {
     ckpt_file *f = tn_xcalloc(1, sizeof(*f));
     int rc = slurp(path, &f->buf, &f->size, why, whylen);
-    if (rc == 0) rc = check_header(f->buf, f->size, &f->count, why, whylen);
+    if (rc == 0) rc = check_header(f->buf, f->size, f->size, &f->count, why, whylen);
     if (rc == 0) rc = check_sections(f, why, whylen);
     if (rc) {
         ckpt_file_free(f);
