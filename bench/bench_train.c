@@ -286,6 +286,15 @@ int main(int argc, char **argv) {
                          &help))
         return 2;
     if (help) return 0;
+    const char *bad = strcmp(model, "mlp") && strcmp(model, "cnn") ? "--model must be mlp or cnn"
+                      : threads < 1 || threads > 1024           ? "--threads must be 1 to 1024"
+                      : batch < 1 || batch > 65536              ? "--batch_size must be 1 to 65536"
+                      : steps < 1 || steps > 100000000          ? "--steps must be 1 to 100000000"
+                                                                : NULL;
+    if (bad) {
+        fprintf(stderr, "bench_train: error: %s\n", bad);
+        return 2;
+    }
     char err[512];
     int cnn = !strcmp(model, "cnn");
     ds_dataset ds = {0};
@@ -294,7 +303,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     mdl_config cfg = {.kind = cnn ? MDL_CNN : MDL_MLP, .activation = MDL_RELU, .in_c = 1,
-                      .in_h = ds.height, .in_w = ds.width, .classes = 10};
+                      .in_h = ds.height, .in_w = ds.width, .classes = ds.classes};
     cfg.nhidden = parse_list(hidden ? hidden : (cnn ? "128" : "256,256"), cfg.hidden, MDL_MAX_HIDDEN);
     if (cnn) cfg.nconv = parse_list(filters, cfg.filters, MDL_MAX_CONV);
     if (mdl_config_check(&cfg, err, sizeof err)) {
@@ -377,10 +386,10 @@ int main(int argc, char **argv) {
            "\"steps\": %d, \"examples_per_sec\": %.1f, \"gemm_floor_examples_per_sec\": %.1f, "
            "\"fraction_of_floor\": %.3f, \"final_loss\": %.4f, \"conv\": \"%s\", "
            "\"step_cpu_ms\": %.3f, \"floor_cpu_ms\": %.3f, \"gflop_per_step\": %.4f, "
-           "\"floor_gflops\": %.1f, \"blas\": \"%s\"}\n",
+           "\"floor_gflops\": %.1f, \"classes\": %d, \"blas\": \"%s\"}\n",
            model, threads, batch, steps, batch / step_s, batch / gemm_s, gemm_s / step_s,
            loss / batch, !cnn ? "none" : m->fused ? "fused" : "unfused", 1e3 * step_cpu, 1e3 * gemm_cpu,
-           flops / 1e9, flops / gemm_s / 1e9, openblas_get_config());
+           flops / 1e9, flops / gemm_s / 1e9, (int)cfg.classes, openblas_get_config());
     free(idx);
     opt_free(opt);
     mdl_free(m);

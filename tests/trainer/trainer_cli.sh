@@ -475,6 +475,29 @@ err=$("$TRAINER" --eval_only --model_file="$WORK/a/model.ckpt" --max_eval_exampl
 check reshaped_eval_only_exit1 test $rc -eq 1
 check reshaped_eval_only_message grep -q "takes images of 1x28x28; the data's are 1x56x14" <<<"$err"
 
+# bench_train (bench/): its flags are checked, and the classes come from the data's
+# labels (it assumed 10: a label of 12 read past the logits and gave a negative loss)
+BENCH="$(dirname "$TRAINER")/bench_train"
+for bad in "--model=rnn:--model must be mlp or cnn" "--batch_size=0:--batch_size must be 1 to 65536" \
+           "--batch_size=-5:--batch_size must be 1 to 65536" "--steps=0:--steps must be 1 to" \
+           "--threads=-1:--threads must be 1 to 1024"; do
+  err=$("$BENCH" "${bad%%:*}" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "${bad#*:}" <<<"$err" || fail "bench_train_${bad%%:*}" "exit $rc: $err"
+done
+ok bench_train_flags_checked
+mkdir -p labels13
+cp "$DATA/train-images-idx3-ubyte.gz" labels13/
+python3 - "$DATA/train-labels-idx1-ubyte.gz" labels13/train-labels-idx1-ubyte <<'PY'
+import gzip, sys
+b = bytearray(gzip.open(sys.argv[1]).read())
+for i in range(8, len(b)):
+    b[i] = (b[i] + i) % 13  # labels 0..12
+open(sys.argv[2], 'wb').write(b)
+PY
+out=$("$BENCH" --data_dir="$WORK/labels13" --steps=3 --hidden_units=16 2>&1); rc=$?
+check bench_train_13_classes_exit0 test $rc -eq 0
+check bench_train_13_classes grep -q '"classes": 13,' <<<"$out"
+
 # CSV data: label last, header, features scaled -----------------------------------
 awk 'BEGIN { srand(3); print "a,b,c,label";
   for (i = 0; i < 600; i++) { x = rand() * 255; y = rand() * 255; z = rand() * 255;
