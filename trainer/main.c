@@ -121,14 +121,26 @@ static int resolve_device(tr_config *c, int device, int precision, char *err, si
     return 0;
 }
 
-static int default_threads(void) {
+/* --threads=0's count: $OPENBLAS_NUM_THREADS, $OMP_NUM_THREADS, or the cores (at most
+ * 1024). A variable above 1024 is an error that names it, not --threads. */
+static int default_threads(int *out, char *err, size_t errlen) {
     const char *names[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(names[i]);
-        if (v && atoi(v) > 0) return atoi(v);
+        long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 1024)
+            return tn_error(err, errlen, TN_EINVAL,
+                            "$%s=%s (which --threads=0 takes) is more than 1024 threads; set "
+                            "it lower or give --threads=N",
+                            names[i], v);
+        if (n > 0) {
+            *out = (int)n;
+            return 0;
+        }
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    *out = n <= 0 ? 1 : n > 1024 ? 1024 : (int)n;
+    return 0;
 }
 
 /* Checks the strategy against the cluster (tf: NULL for a single replica) and fills
@@ -427,6 +439,7 @@ int main(int argc, char **argv) {
     if (!rc && (threads < 0 || threads > 1024)) /* one message for the flag's range */
         rc = tn_error(err, sizeof err, TN_EINVAL, "--threads must be 0 (automatic) to 1024, got %d",
                       threads);
+    if (!rc && threads == 0) rc = default_threads(&threads, err, sizeof err);
     /* A path flag given with nothing after the '=' is a mistake (a shell variable that
      * was empty), not a request for the default. */
     static const char *const paths[] = {"data_dir", "train_file", "eval_file", "job_dir",
@@ -454,7 +467,7 @@ int main(int argc, char **argv) {
     c.batch_size = batch;
     c.epochs = epochs;
     c.seed = (uint64_t)seed;
-    c.threads = threads > 0 ? threads : default_threads();
+    c.threads = threads;
     c.report_every = report_every;
     c.checkpoint_every = ckpt_every;
     c.keep_checkpoints = keep;

@@ -80,6 +80,10 @@ check negative_threads_message grep -q -- "--threads must be 0 (automatic) to 10
 err=$("$TRAINER" --threads=2000 2>&1); rc=$?
 check too_many_threads test $rc -eq 2
 check too_many_threads_message grep -q -- "--threads must be 0 (automatic) to 1024, got 2000" <<<"$err"
+# --threads=0 takes the variable: its name is in the message, not --threads (never given)
+err=$(OPENBLAS_NUM_THREADS= OMP_NUM_THREADS=5000 "$TRAINER" --epochs=1 2>&1); rc=$?
+check too_many_omp_threads test $rc -eq 2
+check too_many_omp_threads_message grep -q -- '\$OMP_NUM_THREADS=5000 (which --threads=0 takes) is more than 1024 threads' <<<"$err"
 for f in job-dir data_dir train_file eval_file model_file; do
   err=$("$TRAINER" "${SMALL[@]}" --epochs=1 "--$f=" 2>&1); rc=$?
   [ $rc -eq 2 ] && grep -q -- "is empty; give a path or leave the flag out" <<<"$err" ||
