@@ -179,20 +179,21 @@ static const char *const FALSES[] = {"false", "False", "FALSE", "no", "No", "NO"
                                      "off", "Off", "OFF", NULL};
 
 /* An integer: [-+]? then 0b[01_]+, 0x[0-9a-fA-F_]+, 0o[0-7_]+ (YAML 1.2), 0[0-7_]+
- * (octal, as YAML 1.1), 0, or [1-9][0-9_]*. Returns 1 with *out, 2 when it is one but
- * out of the int64 range, 0 when it is not one. */
+ * (octal, as YAML 1.1: "0_" is 0), 0, or [1-9][0-9_]*: a digit first, so "_1" and "-_1"
+ * are strings, as PyYAML reads them. Returns 1 with *out, 2 when it is one but out of
+ * the int64 range, 0 when it is not one. */
 static int parse_int(const char *s, size_t n, json_int_t *out) {
     size_t i = 0;
-    int neg = 0;
+    int neg = 0, octal0 = 0;
     if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-    if (i >= n) return 0;
+    if (i >= n || !isdigit((unsigned char)s[i])) return 0;
     unsigned base = 10;
     if (s[i] == '0' && i + 1 < n) {
         char k = s[i + 1];
         if (k == 'b') base = 2, i += 2;
         else if (k == 'x') base = 16, i += 2;
         else if (k == 'o') base = 8, i += 2;
-        else base = 8, i += 1;
+        else base = 8, i += 1, octal0 = 1;
     }
     uint64_t v = 0;
     int digits = 0, over = 0;
@@ -208,7 +209,7 @@ static int parse_int(const char *s, size_t n, json_int_t *out) {
         else v = v * base + d;
         digits++;
     }
-    if (!digits) return 0;
+    if (!digits && !octal0) return 0;
     if (over || v > (uint64_t)INT64_MAX + (uint64_t)neg) return 2;
     *out = neg ? (json_int_t)(0 - v) : (json_int_t)v;
     return 1;
