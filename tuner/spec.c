@@ -2260,7 +2260,10 @@ static void read_job(ctx *c, json_t *root, int for_ask_tell, tn_spec *out) {
         out->job_dir = tn_xmalloc(n);
         snprintf(out->job_dir, n, "runs/%s", out->job_id);
     }
-    if (out->max_failed_trials == 0) out->max_failed_trials = out->max_trials;
+    /* 0 is AI Platform's "decide for me"; more than maxTrials could never be reached,
+     * and a study whose every trial failed would end SUCCEEDED (spec_notes says so) */
+    if (out->max_failed_trials == 0 || out->max_failed_trials > out->max_trials)
+        out->max_failed_trials = out->max_trials;
 }
 
 /* ---- After the levels: a pythonModule's packages, and the notes ---- */
@@ -2341,6 +2344,16 @@ static char *spec_notes(json_t *root, const tn_spec *out) {
         notes = next;
     }
     json_decref(by_why);
+    json_t *given = json_object_get(json_object_get(ti, "hyperparameters"), "maxFailedTrials");
+    if (json_is_integer(given) && json_integer_value(given) > out->max_trials) {
+        char *next = tn_xasprintf("%s%strainingInput.hyperparameters.maxFailedTrials (%" JSON_INTEGER_FORMAT
+                                  ") is more than maxTrials (%d): the study fails once all %d "
+                                  "have failed",
+                                  notes ? notes : "", notes ? "\n" : "",
+                                  json_integer_value(given), out->max_trials, out->max_trials);
+        free(notes);
+        notes = next;
+    }
     /* Bayesian optimisation scores every category of a parameter in each suggestion,
      * and each score reads the candidate's one-hot: the time grows as the square of
      * the count (measured on 2 cores after 60 trials: 0.05 s with 1,000 categories,

@@ -159,6 +159,15 @@ check always_two_failed test "$(count_state always FAILED)" -eq 2
 check always_error grep -q "failed 2 times" <<<"$("$TUNER" trials always --format=csv)"
 check always_study_state test "$(study_state always)" = FAILED
 
+# maxFailedTrials above maxTrials could never be reached: every trial failed, and the
+# study ended SUCCEEDED with exit 0. It fails once all have failed, and a note says so.
+spec allfail BASIC '"restartPolicy": {"maxReplicaRestarts": 0, "maxJobRetries": 0},' 2 1 \
+  '["/bin/sh", "-c", "exit 1"]' ', "maxFailedTrials": 5'
+"$TUNER" run allfail.json --quiet >allfail.out 2>&1; rc=$?
+check all_failed_study_exit3 test $rc -eq 3
+check all_failed_study_state test "$(study_state allfail)" = FAILED
+check all_failed_note grep -q "maxFailedTrials (5) is more than maxTrials (2): the study fails once all 2 have failed" <<<"$("$TUNER" validate allfail.json 2>&1)"
+
 spec usage BASIC "" 1 1 '["/bin/sh", "-c", "echo bad flags >&2; exit 2"]'
 "$TUNER" run usage.json --quiet >/dev/null 2>&1
 check permanent_failed test "$(count_state usage FAILED)" -eq 1
