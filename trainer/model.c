@@ -69,6 +69,12 @@ int mdl_config_check(const mdl_config *cfg, char *err, size_t errlen) {
                                 "--conv_filters: the %dx%d input is pooled down to %dx%d before "
                                 "conv layer %d; use fewer conv layers",
                                 cfg->in_h, cfg->in_w, h, w, i + 1);
+            if ((int64_t)cfg->filters[i] * h * w > INT_MAX) /* an image's output, in an int */
+                return tn_error(err, errlen, TN_EINVAL,
+                                "--conv_filters: conv layer %d makes %d x %d x %d = %lld values "
+                                "an image, more than %d; use fewer filters or smaller images",
+                                i + 1, cfg->filters[i], h, w,
+                                (long long)cfg->filters[i] * h * w, INT_MAX);
             h /= 2;
             w /= 2;
         }
