@@ -95,7 +95,14 @@ static int load_existing(ht_writer *w, char *err, size_t errlen) {
         json_decref(obj);
     }
     free(line);
+    /* A read error is not the file's end: the records after it would be lost at the
+     * next rewrite, which keeps only what was read. */
+    int bad = ferror(f);
+    int e = errno;
     fclose(f);
+    if (bad)
+        return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", w->path,
+                        strerror(e));
     return 0;
 }
 
