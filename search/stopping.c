@@ -320,6 +320,16 @@ static void asha_decide(const es_config *c, int64_t grace, int64_t limit,
         return;
     }
 
+    /* A trial at its end (one that reports only there, say) is not judged: stopping it
+     * would save nothing, and would drop its result. The end is maxStep when it is
+     * given; else the completed trials' length, which a longer trial may pass. */
+    if (limit > 0 && (c->max_step > 0 ? s >= limit : s == limit)) {
+        snprintf(out->reason, sizeof out->reason,
+                 "%sstep %lld is at %s %lld: its end, nothing left to save", prefix,
+                 (long long)s, limit_name, (long long)limit);
+        return;
+    }
+
     /* Every trial of the bracket that reached the rung, t included. */
     double *loss = tn_xmalloc(n * sizeof *loss);
     size_t m = 0;

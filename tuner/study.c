@@ -472,6 +472,7 @@ typedef struct trial_run {
     int attempts_before;   /* attempts of earlier runs (a resumed trial) */
     int restarts_before;
     int early_stopped;     /* the early-stopping rule stopped it */
+    int late_reports;      /* records it wrote after that, not counted */
     char *stop_reason;     /* why */
     replica_starts *prior; /* (nprior) starts stored before this run (a resumed trial) */
     size_t nprior;
@@ -653,22 +654,25 @@ static void curve_clear(curve *c) {
  * between records of the same attempt, the later one's (records come in the order
  * they arrived, live and from st_measurement_list alike), so the rule sees one value
  * per step. */
-static void curve_add(curve *c, const char *replica, int64_t step, int attempt, double v) {
+/* Adds a point to c (kept sorted by step). Returns whether it is now the curve's
+ * newest, at its highest step (added there, or replacing the point there): only such a
+ * point moves a trial on to a rung. A restarted replica's repeat of lower steps does
+ * not, so a rung is never decided twice. */
+static int curve_add(curve *c, const char *replica, int64_t step, int attempt, double v) {
     if (!c->replica || (ex_replica_is_chief(replica) && !ex_replica_is_chief(c->replica))) {
         if (c->replica && strcmp(c->replica, replica) != 0) c->n = 0;
         free(c->replica);
         c->replica = tn_xstrdup(replica);
     } else if (strcmp(c->replica, replica) != 0) {
-        return;
+        return 0;
     }
     size_t i = c->n;
     while (i > 0 && c->pts[i - 1].step > step) i--;
     if (i > 0 && c->pts[i - 1].step == step) {
-        if (attempt >= c->attempt[i - 1]) { /* an older attempt's record changes nothing */
-            c->pts[i - 1].value = v;
-            c->attempt[i - 1] = attempt;
-        }
-        return;
+        if (attempt < c->attempt[i - 1]) return 0; /* an older attempt's record: nothing */
+        c->pts[i - 1].value = v;
+        c->attempt[i - 1] = attempt;
+        return i == c->n;
     }
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 16;
@@ -680,6 +684,7 @@ static void curve_add(curve *c, const char *replica, int64_t step, int attempt, 
     c->pts[i] = (es_point){step, v};
     c->attempt[i] = attempt;
     c->n++;
+    return i == c->n - 1;
 }
 
 /* Applies the early-stopping rule to running trial t after a new measurement. */
@@ -788,11 +793,29 @@ static int attempt_of(const trial_run *t, const char *replica, int run) {
 static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
     trial_run *t = ctx;
     loop *L = t->L;
+    char err[512];
+    if (t->early_stopped) {
+        /* Told to stop: what it reports from now on is not counted. Its objective stays
+         * the value the decision judged, and no other trial is compared with a point
+         * it reached after it was stopped. The first such record is noted. */
+        if (t->late_reports++ == 0) {
+            char detail[200];
+            snprintf(detail, sizeof detail,
+                     "records written after the stop are not counted (the first: %s, step "
+                     "%lld)",
+                     replica, (long long)rec->step);
+            st_event e = {.time = wall_clock(), .kind = "early_stopping", .detail = detail};
+            if (st_event_add(L->st, L->study->id, t->number, &e, err, sizeof err) != 0) {
+                t->lost_record = 1;
+                fail_loop(L, TN_EIO, err);
+            }
+        }
+        return;
+    }
     int attempt = attempt_of(t, replica, run);
     st_measurement m = {.step = rec->step, .replica = (char *)replica,
                         .metrics = rec->metrics_json, .timestamp = rec->timestamp,
                         .attempt = attempt};
-    char err[512];
     if (st_measurement_add(L->st, L->study->id, t->number, &m, err, sizeof err) != 0) {
         t->lost_record = 1; /* its result is incomplete: run it again on resume */
         fail_loop(L, TN_EIO, err);
@@ -803,7 +826,7 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
      * over once, in the order written), the chief's records before any other's: never
      * ordered by a timestamp the trial controls. So is every other metric's value. */
     int rank = ex_replica_is_chief(replica);
-    int more_added = 0; /* a point of another metric's curve (the dominance rule's) */
+    int more_added = 0; /* the newest point of another metric's curve (the dominance rule's) */
     for (size_t k = 1; k < L->spec->nmetrics; k++) {
         if (!htr_record_metric(rec, L->spec->metrics[k].id, &v)) continue;
         if (!t->more[k].has || rank >= t->more[k].rank) {
@@ -811,10 +834,9 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
             t->more[k].last = v;
             t->more[k].rank = rank;
         }
-        if (isfinite(v)) {
-            curve_add(metric_curve(L, t->number, k), replica, rec->step, attempt, v);
+        if (isfinite(v) &&
+            curve_add(metric_curve(L, t->number, k), replica, rec->step, attempt, v))
             more_added = 1;
-        }
     }
     int dominance = L->spec->early_stopping.policy == ES_DOMINANCE;
     if (!htr_record_metric(rec, L->spec->metric_tag, &v)) {
@@ -836,8 +858,8 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
         if (more_added && dominance) decide_early_stop(L, t);
         return;
     }
-    curve_add(curve_of(L, t->number), replica, rec->step, attempt, v);
-    decide_early_stop(L, t);
+    if (curve_add(curve_of(L, t->number), replica, rec->step, attempt, v) || (more_added && dominance))
+        decide_early_stop(L, t);
 }
 
 static void release(loop *L, trial_run *t) {

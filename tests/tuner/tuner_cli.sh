@@ -300,6 +300,58 @@ sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' median.json
 check median_one_stopped test "$(count_state median STOPPED)" -eq 1
 check median_c_stopped grep -q '^3,STOPPED' <<<"$("$TUNER" trials median --format=csv)"
 
+# --- what the early-stopping rule counts: the newest point only, nothing after a stop --
+# ASHA, grace 1, eta 2, maxStep 100: rungs at steps 1, 2, 4, 8. One trial at a time.
+# late: a runs to the end at 0.9; b is stopped at step 1 (0 against 0.9), ignores the
+# SIGTERM and writes 1.0 at steps 2 and 4: not counted, so b keeps the 0 it was judged
+# on, and c (0.95) is not stopped at step 2 by b's late 1.0 (it was: threshold 1.0).
+cat >late.sh <<'SH'
+for a; do case $a in --config=*) c=${a#--config=};; esac; done
+f=$CLOUD_ML_HP_METRIC_FILE
+put() { echo "{\"score\": \"$2\", \"global_step\": \"$1\"}" >>"$f"; sleep 0.3; }
+case $c in
+  a) put 1 0.9; put 2 0.9; put 4 0.9;;
+  b) trap '' TERM; put 1 0; sleep 1; put 2 1.0; put 4 1.0;;
+  c) put 1 0.95; put 2 0.95; put 4 0.95;;
+esac
+SH
+es_asha=', "enableTrialEarlyStopping": true, "earlyStopping": {"policy": "asha", "gracePeriod": 1, "reductionFactor": 2, "maxStep": 100}'
+spec late BASIC "" 3 1 "[\"/bin/sh\", \"$PWD/late.sh\"]" "$es_asha" \
+  '{"parameterName": "config", "type": "CATEGORICAL", "categoricalValues": ["a", "b", "c"]}'
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' late.json
+"$TUNER" run late.json --quiet --poll=0.05 --grace=3 >late.out 2>&1
+check late_reports_states test "$("$TUNER" trials late --format=csv | cut -d, -f1,2 | tr '\n' ' ')" = "number,state 1,SUCCEEDED 2,STOPPED 3,SUCCEEDED "
+check late_reports_objective_kept test "$(trial_field late objective | sed -n 2p)" = 0
+check late_reports_said python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select e.detail from events e join studies s on s.id = e.study_id where s.name = ? and e.trial = 2 and e.kind = ?", ("late", "early_stopping")).fetchall()
+if not any("records written after the stop are not counted (the first: chief:0, step 2)" in d for (d,) in rows): sys.exit(str(rows))
+' "$TUNER_DB"
+
+# relow: c reports step 8 (rung 3, judged: it continues), then step 4, as a restarted
+# replica repeats the steps below the dead run's last: that point is not the newest,
+# and rung 3 is not judged again (it was, with whatever the threshold had become).
+cat >relow.sh <<'SH'
+for a; do case $a in --config=*) c=${a#--config=};; esac; done
+f=$CLOUD_ML_HP_METRIC_FILE
+put() { echo "{\"score\": \"$2\", \"global_step\": \"$1\"}" >>"$f"; sleep 0.3; }
+case $c in
+  a|b) put 1 0.5; put 2 0.5; put 4 0.5; put 8 0.5;;
+  c) put 8 0.6; put 4 0.6;;
+esac
+SH
+spec relow BASIC "" 3 1 "[\"/bin/sh\", \"$PWD/relow.sh\"]" "$es_asha" \
+  '{"parameterName": "config", "type": "CATEGORICAL", "categoricalValues": ["a", "b", "c"]}'
+sed -i 's/"RANDOM_SEARCH"/"GRID_SEARCH"/' relow.json
+"$TUNER" run relow.json --quiet --poll=0.05 --grace=2 >relow.out 2>&1
+check lower_step_not_judged python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [d for (d,) in db.execute("select e.detail from events e join studies s on s.id = e.study_id where s.name = ? and e.trial = 3 and e.kind = ?", ("relow", "early_stopping"))]
+if len(rows) != 1 or "continue: rung 3 (step 8)" not in rows[0]: sys.exit(str(rows))
+' "$TUNER_DB"
+
 # --- a trial's measurements, by attempt: a replica that crashed after reporting ------
 # Trial 1 (config a) reports steps 5 and 6 (the last line without its newline, as the
 # Python library leaves it; timestamps 2000, 2001) and crashes; its restart overwrites
