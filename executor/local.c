@@ -314,7 +314,7 @@ static int start_attempt(ex_job *j, char *err, size_t errlen) {
     return 0;
 }
 
-static int kill_under(const char *dir, const pid_t *groups, size_t ngroups);
+static int kill_under(const char *dir, int trials, const pid_t *groups, size_t ngroups);
 static int kill_orphans(ex_executor *x, const pid_t *groups, size_t ngroups);
 
 /* The process groups of j's replicas, their last runs' included (yours to free). */
@@ -355,7 +355,7 @@ static void stopped(ex_job *j) {
     evtimer_del(lj->retry_ev);
     for (size_t i = 0; i < j->nreps; i++) evtimer_del(lj->reps[i].restart_ev);
     pid_t *groups = job_groups(j);
-    int strays = lj->orphans + kill_under(j->job_dir, groups, j->nreps);
+    int strays = lj->orphans + kill_under(j->job_dir, 0, groups, j->nreps);
     lj->orphans = 0;
     free(groups);
     if (strays > 0)
@@ -549,7 +549,7 @@ static int local_release(ex_job *j) {
             lr->pid = 0;
         }
         kill_orphans(j->x, groups, j->nreps); /* what left the groups (setsid) too */
-        kill_under(j->job_dir, groups, j->nreps);
+        kill_under(j->job_dir, 0, groups, j->nreps);
         free(groups);
     }
     local_host *h = host_of(j);
@@ -737,12 +737,28 @@ static void on_orphan_exit(void *ctx, int status) {
     (void)status;
 }
 
+/* Whether rest, what follows "DIR/" in a CLOUD_ML_HP_METRIC_FILE, is a metric file of
+ * DIR's trial (trials 0: DIR is the trial's folder), as ex_metric_path names them:
+ * "metrics/NAME", after "N/" when DIR is a study's job dir (trials 1). Nothing deeper:
+ * another study's job dir may lie inside this one's, and its trials are not ours. */
+static int is_trial_metric_file(const char *rest, int trials) {
+    if (trials) {
+        const char *d = rest;
+        while (*d >= '0' && *d <= '9') d++;
+        if (d == rest || *d != '/') return 0;
+        rest = d + 1;
+    }
+    return !strncmp(rest, "metrics/", 8) && rest[8] && !strchr(rest + 8, '/');
+}
+
 /* Kills every process (but this one) whose CLOUD_ML_HP_METRIC_FILE, which each process
- * of a trial inherits, lies under dir: what a trial left behind outside its replicas'
- * process groups (a child that called setsid, say), or what an earlier tuner's
- * replicas left running. Returns how many it killed, not counting members of the
- * ngroups process groups in groups (already killed, perhaps not yet gone). */
-static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
+ * of a trial inherits, is a metric file of dir's trial (trials 0: dir is a trial's
+ * folder) or trials (trials 1: dir is a study's job dir): what a trial left behind
+ * outside its replicas' process groups (a child that called setsid, say), or what an
+ * earlier tuner's replicas left running. Returns how many it killed, not counting
+ * members of the ngroups process groups in groups (already killed, perhaps not yet
+ * gone). */
+static int kill_under(const char *dir, int trials, const pid_t *groups, size_t ngroups) {
     char *want = tn_xasprintf("CLOUD_ML_HP_METRIC_FILE=%s/", dir);
     size_t wlen = strlen(want);
     int killed = 0;
@@ -773,7 +789,7 @@ static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
         if (got == 0) continue;
         buf[got] = '\0';
         for (char *v = buf; v < buf + got; v += strlen(v) + 1) {
-            if (strncmp(v, want, wlen) != 0) continue;
+            if (strncmp(v, want, wlen) != 0 || !is_trial_metric_file(v + wlen, trials)) continue;
             pid_t group = getpgid((pid_t)pid);
             int known = 0;
             for (size_t g = 0; g < ngroups && !known; g++) known = groups[g] == group;
@@ -791,7 +807,7 @@ static int kill_under(const char *dir, const pid_t *groups, size_t ngroups) {
  * dir (only a tuner's direct children get the parent-death signal). */
 static int local_recover(ex_executor *x, char ***handles, long **trials, size_t *n,
                          int *killed, char *err, size_t errlen) {
-    if (x->o.job_dir && x->o.job_dir[0]) *killed = kill_under(x->o.job_dir, NULL, 0);
+    if (x->o.job_dir && x->o.job_dir[0]) *killed = kill_under(x->o.job_dir, 1, NULL, 0);
     (void)handles, (void)trials, (void)n, (void)err, (void)errlen;
     return 0;
 }

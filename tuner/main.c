@@ -844,6 +844,7 @@ int cmd_ask(int argc, char **argv, const cli_env *env) {
         int exhausted;
         rc = study_ask(st, &spec, &study, &number, &params, &exhausted, err, sizeof err);
         if (rc == 0 && !exhausted) {
+            if (err[0]) fprintf(stderr, "tuner: note: trial %lld: %s\n", (long long)number, err);
             printf("{\"trial\": %lld, \"parameters\": %s}\n", (long long)number, params);
             exit_code = TUNER_EXIT_OK;
         } else if (rc == 0 && err[0]) { /* over since load_study read it */

@@ -253,7 +253,8 @@ int study_ask(st_store *st, const tn_spec *spec, const st_study *study, int64_t 
     ask_ctx a;
     int rc = ask_next(st, spec, study, ST_TRIAL_PENDING, &a, err, errlen);
     *exhausted = rc == 0 && a.exhausted;
-    if (rc == 0 && errlen > 0) snprintf(err, errlen, "%s", a.err); /* why, if it is over */
+    if (rc == 0 && errlen > 0) /* why, if it is over; else the sampler's note */
+        snprintf(err, errlen, "%s", a.exhausted ? a.err : a.note);
     if (rc == 0 && !a.exhausted) {
         *number = a.number;
         *params = a.params;

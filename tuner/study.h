@@ -55,7 +55,9 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
               int *outcome, char *err, size_t errlen);
 
 /* Creates the next trial of a study in state PENDING with the sampler's point and
- * writes its number to *number and its parameters (JSON, yours to free) to *params.
+ * writes its number to *number and its parameters (JSON, yours to free) to *params;
+ * err then holds the sampler's note for the user ("the Gaussian process could not be
+ * fitted (...): random suggestion"), or "".
  * Returns 0 with *exhausted: 1 (and nothing created) when the study has no trials left
  * to give: maxTrials reached or the grid exhausted (err ""; the study is stored
  * SUCCEEDED then, where no trial is out, PENDING or RUNNING), or the study is over

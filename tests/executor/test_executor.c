@@ -585,25 +585,33 @@ static void test_recover_kills_large_env(void) {
         execve("/bin/sleep", argv, env);
         _exit(127);
     }
-    /* and one of another folder, which stays */
-    snprintf(other, sizeof other, "CLOUD_ML_HP_METRIC_FILE=%s-other/7/metrics/chief-0.json",
-             dir);
-    char *env2[] = {other, NULL};
-    pid_t bystander = fork();
-    if (bystander == 0) {
-        setsid();
-        char *argv[] = {"sleep", "300", NULL};
-        execve("/bin/sleep", argv, env2);
-        _exit(127);
+    /* and those of other studies, which stay: another folder, and studies whose job
+     * folders lie inside this one's (one named like a trial's), whose replicas a run of
+     * this study killed */
+    static const char *const others[] = {"-other/7/metrics/chief-0.json",
+                                         "/B/1/metrics/chief-0.json",
+                                         "/12/1/metrics/chief-0.json"};
+    enum { NOTHERS = sizeof others / sizeof others[0] };
+    pid_t bystanders[NOTHERS];
+    for (int b = 0; b < NOTHERS; b++) {
+        snprintf(other, sizeof other, "CLOUD_ML_HP_METRIC_FILE=%s%s", dir, others[b]);
+        char *env2[] = {other, NULL};
+        bystanders[b] = fork();
+        if (bystanders[b] == 0) {
+            setsid();
+            char *argv[] = {"sleep", "300", NULL};
+            execve("/bin/sleep", argv, env2);
+            _exit(127);
+        }
     }
     for (int i = 0; i < NVARS; i++) free(env[i]);
-    CHECK(child > 0 && bystander > 0);
-    for (int tries = 0; tries < 500; tries++) { /* until both have exec'd: their
+    CHECK(child > 0 && bystanders[0] > 0 && bystanders[1] > 0 && bystanders[2] > 0);
+    for (int tries = 0; tries < 500; tries++) { /* until all have exec'd: their
                                                    environments are sleep's, not ours */
         char path[64], comm[32] = "";
         int both = 1;
-        pid_t pids[2] = {child, bystander};
-        for (int i = 0; i < 2 && both; i++) {
+        pid_t pids[1 + NOTHERS] = {child, bystanders[0], bystanders[1], bystanders[2]};
+        for (int i = 0; i < 1 + NOTHERS && both; i++) {
             snprintf(path, sizeof path, "/proc/%ld/comm", (long)pids[i]);
             FILE *f = fopen(path, "r");
             both = f && fgets(comm, sizeof comm, f) && !strcmp(comm, "sleep\n");
@@ -633,10 +641,13 @@ static void test_recover_kills_large_env(void) {
         CHECK_INT_EQ((long)waitpid(child, &status, 0), (long)child);
         CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
     }
-    CHECK_MSG(bystander <= 0 || alive(bystander), "a process of another folder was killed");
-    if (bystander > 0) {
-        kill(bystander, SIGKILL);
-        waitpid(bystander, NULL, 0);
+    for (int b = 0; b < NOTHERS; b++) {
+        CHECK_MSG(bystanders[b] <= 0 || alive(bystanders[b]), "a process of %s was killed",
+                  others[b]);
+        if (bystanders[b] > 0) {
+            kill(bystanders[b], SIGKILL);
+            waitpid(bystanders[b], NULL, 0);
+        }
     }
     if (x) ex_executor_free(x);
     event_base_free(base);

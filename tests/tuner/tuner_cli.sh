@@ -1155,6 +1155,18 @@ check ask_tell_last_tell_ends_study test "$(study_state asktell)" = SUCCEEDED
 err=$("$TUNER" ask asktell 2>&1); rc=$?
 check ask_tell_ended_ask_exit5 test $rc -eq 5
 check ask_tell_ended_ask_says grep -q "study asktell is SUCCEEDED: it hands out no more trials" <<<"$err"
+# the sampler's note reaches the user of ask as it does a run's: objectives of ±1e308
+# overflow the Gaussian process, which says so and suggests a random point
+cat >gpnote.json <<'JSON'
+{"jobId": "gpnote", "trainingInput": {"hyperparameters": {"goal": "MINIMIZE",
+ "hyperparameterMetricTag": "loss", "maxTrials": 5, "bayesianOptimization": {"initialTrials": 2},
+ "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.001, "maxValue": 1}]}}}
+JSON
+"$TUNER" create gpnote.json >/dev/null && "$TUNER" ask gpnote >/dev/null && "$TUNER" ask gpnote >/dev/null
+"$TUNER" tell gpnote 1 1e308 >/dev/null && "$TUNER" tell gpnote 2 -1e308 >/dev/null
+out=$("$TUNER" ask gpnote 2>ask_note.err); rc=$?
+check ask_note_exit0 test $rc -eq 0 -a -n "$out"
+check ask_note_said grep -q "tuner: note: trial 3: the Gaussian process could not be fitted (gp: the mean or spread of y overflows): random suggestion" ask_note.err
 # tells of one trial at the same moment: one is stored, the others find it finished
 sed 's/"asktell"/"tellrace"/' at.json >tellrace.json
 "$TUNER" create tellrace.json >/dev/null && "$TUNER" ask tellrace >/dev/null
