@@ -33,6 +33,7 @@
 
 #define HELLO_MAGIC "TNRING02"
 #define COLL_MAGIC 0x4c43544eu /* "TNCL" */
+#define CL_HELLO_S 5.0         /* seconds an accepted connection has to say hello */
 
 enum { OP_ALLREDUCE = 1, OP_ALLREDUCE_BF16, OP_ALLREDUCE_F64, OP_BROADCAST };
 
@@ -169,8 +170,9 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
                       nt_io_error(e));
     while (!rc && r->prev_fd < 0) {
         struct pollfd p = {.fd = lfd, .events = POLLIN};
-        int ms = (int)((deadline - nt_now()) * 1000);
+        int ms = nt_wait_slice(deadline);
         int k = ms > 0 ? poll(&p, 1, ms) : 0;
+        if (k == 0 && ms > 0 && !nt_stop_signal()) continue; /* a slice */
         if (nt_stop_signal()) {
             rc = tn_error(err, errlen, TN_EPEER,
                           "stopped by signal %d while waiting for %s to connect to this "
@@ -188,7 +190,11 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
         }
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) continue;
-        int got = nt_recv_until(fd, &h, sizeof h, deadline);
+        /* A peer sends its hello as it connects; a connection that sends nothing (a port
+         * scan, a health probe) is a stranger once CL_HELLO_S pass, not a wait that
+         * keeps the real peer out until the deadline. */
+        double hello_by = nt_now() + CL_HELLO_S;
+        int got = nt_recv_until(fd, &h, sizeof h, hello_by < deadline ? hello_by : deadline);
         int bad = got ? 1 : check_hello(&h, r, prev, config, r->prev_name, err, errlen);
         if (bad < 0) {
             close(fd);

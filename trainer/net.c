@@ -21,6 +21,8 @@
 
 static volatile const int *stop_flag; /* nt_watch_stop's */
 
+#define NT_STOP_SLICE_MS 100 /* the longest a wait for peers goes without seeing a stop */
+
 void nt_watch_stop(volatile const int *flag) { stop_flag = flag; }
 
 int nt_stop_signal(void) { return stop_flag ? *stop_flag : 0; }
@@ -52,18 +54,29 @@ int nt_send_all(int fd, const void *buf, size_t len) {
 
 int nt_recv_all(int fd, void *buf, size_t len) { return transfer(fd, buf, len, 0); }
 
+int nt_wait_slice(double deadline) {
+    double left = deadline - nt_now();
+    if (left <= 0) return 0;
+    return left * 1000 > NT_STOP_SLICE_MS ? NT_STOP_SLICE_MS : (int)(left * 1000) + 1;
+}
+
 int nt_recv_until(int fd, void *buf, size_t len, double deadline) {
     char *p = buf;
     while (len > 0) {
+        if (nt_stop_signal()) {
+            errno = EINTR;
+            return TN_EIO;
+        }
         struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int ms = (int)((deadline - nt_now()) * 1000);
-        int rc = ms > 0 ? poll(&pf, 1, ms) : 0;
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc < 0) return TN_EIO;
-        if (rc == 0) {
+        int ms = nt_wait_slice(deadline);
+        if (ms == 0) {
             errno = ETIMEDOUT;
             return TN_EIO;
         }
+        int rc = poll(&pf, 1, ms);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0) return TN_EIO;
+        if (rc == 0) continue; /* a slice: the stop flag and the deadline again */
         ssize_t k = recv(fd, p, len, MSG_DONTWAIT);
         if (k == 0) return TN_EPEER;
         if (k < 0) {
@@ -168,13 +181,14 @@ int nt_connect(const char *addr, const char *who, double deadline, double timeou
                 continue;
             }
             int e = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-            if (e == EINPROGRESS) {
+            while (e == EINPROGRESS) { /* a host that drops packets: until the deadline */
                 struct pollfd p = {.fd = fd, .events = POLLOUT};
-                int ms = (int)((deadline - nt_now()) * 1000);
-                if (poll(&p, 1, ms > 0 ? ms : 1) > 0) {
+                int ms = nt_wait_slice(deadline);
+                int k = poll(&p, 1, ms > 0 ? ms : 1);
+                if (k > 0) {
                     socklen_t len = sizeof e;
                     getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len);
-                } else {
+                } else if ((k == 0 && ms <= 1) || nt_stop_signal()) {
                     e = ETIMEDOUT;
                 }
             }

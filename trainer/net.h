@@ -42,7 +42,7 @@ int nt_send_all(int fd, const void *buf, size_t len);
 /* Receives exactly len bytes on a blocking socket (SO_RCVTIMEO likewise). */
 int nt_recv_all(int fd, void *buf, size_t len);
 /* Receives exactly len bytes before deadline (nt_now() time), whatever the socket's
- * mode. */
+ * mode. A stop request (nt_watch_stop) ends the wait: TN_EIO with errno EINTR. */
 int nt_recv_until(int fd, void *buf, size_t len, double deadline);
 /* What a failed nt_send_all / nt_recv_all / nt_recv_until returned, in words ("the
  * connection closed", "timed out", strerror's): code is what it returned, and for
@@ -67,5 +67,10 @@ int nt_connect(const char *addr, const char *who, double deadline, double timeou
 void nt_watch_stop(volatile const int *flag);
 /* The signal of a stop request the waits have seen, or 0. */
 int nt_stop_signal(void);
+/* The poll timeout (ms) of a wait for peers until deadline (nt_now() time), in slices
+ * of at most 0.1 s so that a stop request that came just before the poll is seen soon
+ * (a signal handler's flag set between a check and the poll would not end the poll);
+ * 0 when the deadline has passed. */
+int nt_wait_slice(double deadline);
 
 #endif

@@ -294,6 +294,47 @@ check wait_stop_at_once test $took_ms -lt 5000
 check wait_stop_chief_says grep -q "trainer: stopped by signal 15 while waiting for worker 1 (localhost:${p[2]}) to connect to this replica" waitstop-chief.log
 check wait_stop_worker_says grep -q "trainer: stopped by signal 15 while waiting for worker 1 at localhost:${p[2]}" waitstop-worker.log
 
+# --- a stranger's silent connection does not keep the ring from forming ---------------
+# (a port scan, a health probe): it was read until --peer_timeout, the real peer's
+# connection waiting behind it, and both replicas failed; and a SIGTERM then waited too
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+silent() { python3 -c "import socket, sys, time
+s = socket.create_connection(('localhost', int(sys.argv[1])))
+time.sleep(60)" "$1" >/dev/null 2>&1 & echo $!; }
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
+  --job-dir=stranger >stranger-chief.log 2>&1 & c=$!
+for _ in $(seq 1 100); do grep -q "waiting for the others" stranger-chief.log 2>/dev/null && break; sleep 0.1; done
+s=$(silent "${p[0]}")
+sleep 0.5
+start=$(date +%s%N)
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
+  >stranger-worker.log 2>&1; wrc=$?
+wait $c; crc=$?
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+kill "$s" 2>/dev/null; wait "$s" 2>/dev/null
+check stranger_ring_trains test $crc -eq 0 -a $wrc -eq 0
+check stranger_ring_no_timeout test $took_ms -lt 25000
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+# the chief connects to the worker (stopped: its kernel accepts), then reads the
+# stranger's hello; SIGTERM ends that read at once
+TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
+  >strangestop-worker.log 2>&1 & w=$!
+for _ in $(seq 1 100); do grep -q "waiting for the others" strangestop-worker.log 2>/dev/null && break; sleep 0.1; done
+kill -STOP $w
+TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
+  --job-dir=strangestop >strangestop-chief.log 2>&1 & c=$!
+for _ in $(seq 1 100); do grep -q "waiting for the others" strangestop-chief.log 2>/dev/null && break; sleep 0.1; done
+s=$(silent "${p[0]}")
+sleep 1
+start=$(date +%s%N)
+kill -TERM $c; wait $c; crc=$?
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+kill -KILL $w "$s" 2>/dev/null; wait $w "$s" 2>/dev/null
+check stranger_sigterm_exit143 test $crc -eq 143
+check stranger_sigterm_at_once test $took_ms -lt 3000
+
 # --- replicas with other flags refuse to train together ------------------------------
 read -r -a p <<<"$(ports 2)"
 cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
