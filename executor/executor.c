@@ -122,8 +122,16 @@ void ex__emit_at(ex_job *j, double time, const char *who, const char *kind, ex_e
 void ex__arm_timeout(ex_job *j, double elapsed) {
     if (j->cfg.timeout_seconds <= 0 || j->timer_armed || j->phase == EX_PH_DONE) return;
     j->timer_armed = 1;
-    struct timeval tv = ex__timeval(j->cfg.timeout_seconds - elapsed);
+    j->timer_origin = ex__now() - elapsed;
+    struct timeval tv = ex__timeval(j->cfg.timeout_seconds - j->timeout_used - elapsed);
     evtimer_add(j->timeout_ev, &tv);
+}
+
+void ex__pause_timeout(ex_job *j) {
+    if (!j->timer_armed) return;
+    j->timer_armed = 0;
+    j->timeout_used += ex__now() - j->timer_origin;
+    evtimer_del(j->timeout_ev);
 }
 
 void ex__poll_metrics(ex_job *j, int final) {

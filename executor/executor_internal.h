@@ -110,6 +110,8 @@ struct ex_job {
                                    a stop to run it again fails instead, any other keeps
                                    its outcome */
     int timer_armed;            /* the trial timeout is running */
+    double timer_origin;        /* ... since (ex__now() time) the run it counts began */
+    double timeout_used;        /* seconds of it earlier runs used (ex__pause_timeout) */
     int stop_outcome;           /* what finishing reports ... */
     char *stop_error;           /* ... and why (NULL: success) */
     struct event *poll_ev, *timeout_ev, *done_ev;
@@ -145,6 +147,9 @@ void ex__set_handle(ex_job *j, const char *handle, int store);
 /* Starts the trial timeout (if the job has one and it is not running yet), `elapsed`
  * seconds of it already used. For backends with timeout_from_start. */
 void ex__arm_timeout(ex_job *j, double elapsed);
+/* Stops the trial timeout between two runs of a job (a re-run that waits out its
+ * backoff in the queue), keeping the time used; the next ex__arm_timeout adds it. */
+void ex__pause_timeout(ex_job *j);
 
 /* Reads every replica's metric file and hands new records to the caller (first those
  * held since a run of the replica ended); final: also a last line without its newline

@@ -304,6 +304,9 @@ static void retry_or_fail(ex_job *j, const char *why) {
     if (j->attempts <= j->cfg.max_job_retries) {
         ex__emit(j, NULL, EX_EV_RETRYING, "%s; re-running the job (attempt %d of %d)", why,
                  j->attempts + 1, j->cfg.max_job_retries + 1);
+        /* its wait in the queue (the backoff's BeginTime) does not count: the timeout
+         * goes on when the new job runs */
+        ex__pause_timeout(j);
         char err[1024];
         if (submit(j, err, sizeof err) == 0) return;
         snprintf(msg, sizeof msg, "%s", err);

@@ -114,8 +114,9 @@ def opt(args, name, default=None):
     return default
 
 
-def run_job(jid, script, out, restart):
-    """Runs the batch script in the background, in a session of its own, as the job."""
+def run_job(jid, script, out, restart, delay=0):
+    """Runs the batch script in the background, in a session of its own, as the job
+    (after delay seconds PENDING with reason BeginTime: sbatch --begin=now+N)."""
     pid = os.fork()
     if pid != 0:
         return
@@ -126,6 +127,9 @@ def run_job(jid, script, out, restart):
     os.makedirs(path("pids"), exist_ok=True)
     write(path("pids", jid), str(os.getpid()))
     write(path("scripts", jid), "%s\n%s\n" % (script, out))
+    if delay > 0:
+        set_state(jid, "PENDING", "BeginTime")
+        time.sleep(delay)
     set_state(jid, "RUNNING", "None", "fake1")
     env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOBID=jid, SLURM_JOB_NODELIST="fake1")
     if restart > 0:  # as Slurm: set on a requeued run only, so an inherited one stays
@@ -162,7 +166,8 @@ def sbatch(args):
     os.makedirs(path("scripts"), exist_ok=True)
     if os.path.exists(path("run")):
         out = opt(args, "--output", "slurm-%j.out").replace("%j", jid).replace("%%", "%")
-        run_job(jid, script, out, 0)
+        begin = opt(args, "--begin", "")
+        run_job(jid, script, out, 0, int(begin[4:]) if begin.startswith("now+") else 0)
     if lie:
         sys.stderr.write("sbatch: error: Batch job submission failed: Socket timed out on "
                          "send/recv operation\n")

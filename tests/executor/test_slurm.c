@@ -621,6 +621,22 @@ static void test_trial_timeout(void) {
     CHECK(fake_called_with("scancel"));
 }
 
+/* A re-run waits out its backoff in the queue (sbatch --begin, reason BeginTime); the
+ * trial timeout does not count that wait. The first run fails at once, the re-run waits
+ * 3 s and then runs 0.5 s: 1 s of a 2.5 s timeout, which fired in the queue before. */
+static void test_trial_timeout_not_in_backoff(void) {
+    fake_reset(1);
+    job_case jc = {.script = "d=${1#--job-dir=}; if [ -e \"$d/ran\" ]; then sleep 0.5; exit 0; fi; "
+                             "touch \"$d/ran\"; exit 1",
+                   .retries = 1, .timeout = 2.5, .backoff = 3};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("timeoutbackoff", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "outcome %d: %s", o.outcome, o.error);
+    CHECK_INT_EQ(attempts, 2);
+    CHECK(fake_called_with("--begin=now+3"));
+    CHECK_STR_CONTAINS(o.events, "BeginTime");
+}
+
 static void test_attach_to_finished_job(void) {
     fake_reset(0);
     /* job 7 ran while no tuner watched: it is COMPLETED, its outcome on disk */
@@ -1639,6 +1655,7 @@ int main(int argc, char **argv) {
     RUN(test_stop_cancels);
     RUN(test_scancel_failing_is_retried);
     RUN(test_trial_timeout);
+    RUN(test_trial_timeout_not_in_backoff);
     RUN(test_attach_to_finished_job);
     RUN(test_attach_takes_later_run);
     RUN(test_attach_keeps_stored);
