@@ -1661,6 +1661,23 @@ static int cancel_in_txn(st_store *s, void *arg) {
     c->was = study.state;
     if (!st_study_state_final(study.state))
         rc = st_study_set_state(s, study.id, ST_STUDY_CANCELLED, NULL, c->err, c->errlen);
+    if (!rc && study.state == ST_STUDY_CREATED) {
+        /* No tuner runs it: the trials out are ask's, which no tell may finish now
+         * (a study that a tuner runs cancels its own, as it stops them). */
+        st_trial *trials = NULL;
+        size_t n = 0;
+        rc = st_trial_list(s, study.id, &trials, &n, c->err, c->errlen);
+        for (size_t i = 0; i < n && !rc; i++) {
+            st_trial *t = &trials[i];
+            if (st_trial_state_final(t->state)) continue;
+            t->state = ST_TRIAL_CANCELLED;
+            t->finished = now();
+            free(t->error);
+            t->error = tn_xstrdup("the study was cancelled");
+            rc = st_trial_update(s, t, c->err, c->errlen);
+        }
+        st_trials_free(trials, n);
+    }
     st_study_clear(&study);
     return rc;
 }

@@ -1741,7 +1741,14 @@ int study_run(st_store *st, const tn_spec *spec, const st_study *study, const st
     ex_options xo;
     job_shape(spec, o, &L.shape);
     executor_options(spec, o, &xo);
-    int rc = study_preflight(spec, o, err, errlen);
+    int rc = 0;
+    if (!spec->command && !spec->python_module && st_study_state_final(study->state))
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "study %s is %s and has no command to run: `tuner resume` cannot carry "
+                      "it on, and ask and tell take no more of its trials\n"
+                      "hint: `tuner trials %s` shows what it got; create a new study to go on",
+                      study->name, st_study_state_name(study->state), study->name);
+    if (!rc) rc = study_preflight(spec, o, err, errlen);
     if (rc) goto done;
     L.program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                               : tn_xstrdup("python3");

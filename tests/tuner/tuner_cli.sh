@@ -1167,6 +1167,15 @@ JSON
 out=$("$TUNER" ask gpnote 2>ask_note.err); rc=$?
 check ask_note_exit0 test $rc -eq 0 -a -n "$out"
 check ask_note_said grep -q "tuner: note: trial 3: the Gaussian process could not be fitted (gp: the mean or spread of y overflows): random suggestion" ask_note.err
+# a cancelled ask/tell study: its trials out are CANCELLED (they stayed PENDING, with no
+# tell to take them), and resume says it cannot carry it on (it pointed to ask and tell,
+# which refuse a cancelled study)
+sed 's/"asktell"/"atcancel"/' at.json >atcancel.json
+"$TUNER" create atcancel.json >/dev/null && "$TUNER" ask atcancel >/dev/null && "$TUNER" cancel atcancel >/dev/null
+check ask_tell_cancel_trials_out test "$(trial_field atcancel state)" = CANCELLED
+err=$("$TUNER" resume atcancel 2>&1); rc=$?
+check ask_tell_cancel_resume_exit2 test $rc -eq 2
+check ask_tell_cancel_resume_says grep -q "study atcancel is CANCELLED and has no command to run: .tuner resume. cannot carry it on, and ask and tell take no more of its trials" <<<"$err"
 # tells of one trial at the same moment: one is stored, the others find it finished
 sed 's/"asktell"/"tellrace"/' at.json >tellrace.json
 "$TUNER" create tellrace.json >/dev/null && "$TUNER" ask tellrace >/dev/null
@@ -1229,7 +1238,7 @@ check tell_finished_refused test $rc -eq 2
 check tell_finished_says grep -q "study atdone is CANCELLED: it takes no more results" <<<"$err"
 python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("update studies set state = ? where name = ?", ("SUCCEEDED", "atdone")); c.commit()' "$TUNER_DB"
 err=$("$TUNER" tell atdone 1 0.5 2>&1); rc=$?
-check tell_succeeded_refused test $rc -eq 2 -a "$(trial_field atdone state)" = PENDING
+check tell_succeeded_refused test $rc -eq 2 -a "$(trial_field atdone state)" = CANCELLED # as the cancel left it
 
 # --- conditional parameters: only the active ones reach a trial and the tables ------
 # momentum exists only under sgd, nesterov only under momentum 0.9.
