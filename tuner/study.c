@@ -791,6 +791,25 @@ static int attempt_of(const trial_run *t, const char *replica, int run) {
     return before + run > 0 ? before + run : 1;
 }
 
+/* A record that has the metric's key with a value that is no number ("high", true, an
+ * object): the trial's metric problem says so, for the message of a trial that ends
+ * with no value ("no replica reported the metric" alone hid why). */
+static void note_text_metric(trial_run *t, const char *replica, const htr_record *rec,
+                             const char *tag) {
+    json_t *obj = rec->line ? json_loads(rec->line, 0, NULL) : NULL;
+    json_t *v = json_object_get(obj, tag);
+    if (v) {
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        free(t->metric_problem);
+        t->metric_problem = tn_xasprintf("%s: '%s' was reported as %.60s%s, which is not a "
+                                         "number",
+                                         replica, tag, text ? text : "?",
+                                         text && strlen(text) > 60 ? "..." : "");
+        free(text);
+    }
+    json_decref(obj);
+}
+
 static void on_measurement(void *ctx, const char *replica, int run, const htr_record *rec) {
     trial_run *t = ctx;
     loop *L = t->L;
@@ -841,6 +860,7 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
     }
     int dominance = L->spec->early_stopping.policy == ES_DOMINANCE;
     if (!htr_record_metric(rec, L->spec->metric_tag, &v)) {
+        note_text_metric(t, replica, rec, L->spec->metric_tag);
         if (more_added && dominance) decide_early_stop(L, t);
         return;
     }

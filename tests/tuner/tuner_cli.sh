@@ -176,6 +176,10 @@ check permanent_one_attempt grep -q '"attempts": 1' <<<"$("$TUNER" trials usage 
 spec nometric BASIC "" 1 1 '["/bin/true"]'
 "$TUNER" run nometric.json --quiet >/dev/null 2>&1
 check nometric_failed grep -q "no replica reported the metric 'score'" <<<"$("$TUNER" trials nometric --format=csv)"
+# the metric reported as text: the message says so
+spec textmetric BASIC "" 1 1 '["/bin/sh", "-c", "echo \"{\\\"score\\\": \\\"high\\\"}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+"$TUNER" run textmetric.json --quiet >/dev/null 2>&1
+check text_metric_said grep -qF "no replica reported the metric 'score' (chief:0: 'score' was reported as \"high\", which is not a number)" <<<"$(trial_field textmetric error)"
 # a record longer than the 1 MiB the reader takes from a file's end: the error says so
 spec longline BASIC "" 1 1 '["python3", "-c", "import os; open(os.environ[\"CLOUD_ML_HP_METRIC_FILE\"], \"w\").write(\"{\\\"score\\\": \\\"1\\\", \\\"pad\\\": \\\"\" + \"x\" * 1500000 + \"\\\"}\\n\")"]'
 "$TUNER" run longline.json --quiet >/dev/null 2>&1
