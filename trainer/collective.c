@@ -103,6 +103,14 @@ static void *scratch(cl_ring *r, size_t bytes) {
 static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl_config *config,
                        const char *who, char *err, size_t errlen) {
     if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
+    if ((int)h->n == r->n && (int)h->rank == r->rank && want_rank != r->rank &&
+        !memcmp(h->part, config->part, sizeof h->part))
+        /* our own hello: the peer's address reached this replica's own listener, the
+         * cluster naming one host:port twice in two spellings (localhost and 127.0.0.1) */
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s is this replica itself (%s): TF_CONFIG's cluster names one "
+                        "address twice; hint: give every replica its own host:port",
+                        who, r->names[r->rank]);
     if ((int)h->n != r->n || (int)h->rank != want_rank)
         return tn_error(err, errlen, TN_EMISMATCH,
                         "%s says it is rank %u of %u, but this replica expects rank %d of "

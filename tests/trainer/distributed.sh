@@ -268,6 +268,15 @@ TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeo
 check missing_peer_exit1 test $? -eq 1
 check missing_peer_named grep -q "waiting for worker 0 at localhost:${p[1]}" lonely.log
 
+# --- one address in two spellings: the replica meets itself, and says so --------------
+# (the duplicate check compares the strings; it was "says it is rank 0 of 2, but this
+# replica expects rank 1 of 2", exit 1)
+read -r -a p <<<"$(ports 1)"
+TF_CONFIG="$(tfconfig "{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"127.0.0.1:${p[0]}\"]}" chief 0)" \
+  "$TRAINER" "${SMALL[@]}" --peer_timeout=10 --job-dir=itself >itself.log 2>&1; rc=$?
+check itself_exit2 test $rc -eq 2
+check itself_says grep -q "worker 0 (127.0.0.1:${p[0]}) is this replica itself (chief 0 (localhost:${p[0]})): TF_CONFIG's cluster names one address twice" itself.log
+
 # --- a stop request while replicas wait for their peers ends the wait at once ----------
 # Of a cluster of three, the chief and worker 0 only: the chief has connected to worker 0
 # and waits for worker 1 to connect to it (accept); worker 0 keeps trying to connect to
