@@ -737,6 +737,7 @@ int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
         char why[CKPT_WHY_LEN], newest_why[CKPT_WHY_LEN] = "";
         int newest_rc = 0; /* why the newest one failed */
         size_t gone = 0;   /* listed, then removed before it was read */
+        int newest = 1;    /* the next file read is the newest there */
         for (size_t i = n; i-- > 0 && rc == 0 && !*out;) {
             char *p = path_join(dir, names[i]);
             rc = copy_out(path_out, path_len, p, err, errlen);
@@ -746,6 +747,22 @@ int ckpt_load_newest_checked(const char *dir, ckpt_check_fn check, void *ctx,
                 free(p);
                 continue;
             }
+            if (bad == TN_EVERSION && newest) {
+                /* A trainer of another format wrote it (or its version field is
+                 * damaged): resumed around, it would be deleted at the first save (a
+                 * save prunes every step above its own). Refused, as checkpoints of
+                 * another run are: nothing is written or deleted. */
+                rc = tn_error(err, errlen, TN_EINVAL,
+                              "the newest checkpoint, %s, is of another format (%s); this "
+                              "trainer cannot resume it, and would delete it at its first "
+                              "save; hint: resume with the trainer that wrote it, or move "
+                              "the file away to resume from the ones before",
+                              p, why);
+                if (path_out && path_len > 0) path_out[0] = '\0';
+                free(p);
+                break;
+            }
+            newest = 0;
             if (bad && log)
                 fprintf(log, "warning: checkpoint %s is unusable (%s)%s\n", p, why,
                         i > 0 ? "; trying the previous one" : "");

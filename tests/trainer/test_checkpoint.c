@@ -705,18 +705,19 @@ static void test_load_newest_all_damaged(void) {
     fmt_path(p, "%s/ckpt-000000000020.ckpt", dir);
     if (truncate(p, 30) != 0) abort();
     fmt_path(p, "%s/ckpt-000000000030.ckpt", dir);
-    flip_byte(p, 9);
+    flip_byte(p, file_size(p) - 1);
     FILE *log = tmpfile();
     ckpt_file *f = NULL;
     int rc = ckpt_load_newest(dir, &f, got, sizeof(got), log, err, sizeof(err));
-    CHECK_INT_EQ(rc, TN_EVERSION); /* the newest one's reason */
+    CHECK_INT_EQ(rc, TN_ECORRUPT); /* the newest one's reason */
     CHECK(f == NULL);
     CHECK(got[0] == '\0');
     CHECK_STR_CONTAINS(err, dir);
-    CHECK_STR_CONTAINS(err, "holds 3 checkpoints and none is usable (newest: format version");
+    CHECK_STR_CONTAINS(err, "holds 3 checkpoints and none is usable (newest: section tag 1: "
+                            "checksum mismatch");
     CHECK_STR_CONTAINS(err, "hint: remove them or use a fresh --job-dir");
     char *text = file_text(log);
-    CHECK_STR_CONTAINS(text, "ckpt-000000000030.ckpt is unusable (format version");
+    CHECK_STR_CONTAINS(text, "ckpt-000000000030.ckpt is unusable (section tag 1: checksum");
     CHECK_STR_CONTAINS(text, "ckpt-000000000020.ckpt is unusable (file is 30 bytes");
     CHECK_STR_CONTAINS(text, "ckpt-000000000010.ckpt is unusable (not a checkpoint file)\n");
     int lines = 0;
@@ -724,6 +725,36 @@ static void test_load_newest_all_damaged(void) {
     CHECK_INT_EQ(lines, 3);
     free(text);
     fclose(log);
+}
+
+/* The newest checkpoint of another format version (a newer trainer wrote it): refused,
+ * not resumed around, since the first save would then delete it (a save prunes every
+ * step above its own). An older one of another version is passed over. */
+static void test_load_newest_other_version(void) {
+    char dir[PATH_LEN], p[PATH_LEN], got[PATH_LEN] = "x", err[1024] = "";
+    fresh_dir(dir, "load_version");
+    save_three(dir);
+    fmt_path(p, "%s/ckpt-000000000030.ckpt", dir);
+    flip_byte(p, 9); /* version 1 + 0x5a00 */
+    ckpt_file *f = NULL;
+    int rc = ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err));
+    CHECK_INT_EQ(rc, TN_EINVAL); /* the trainer's exit 2: running again cannot help */
+    CHECK(f == NULL);
+    CHECK(got[0] == '\0');
+    CHECK_STR_CONTAINS(err, "the newest checkpoint, ");
+    CHECK_STR_CONTAINS(err, "ckpt-000000000030.ckpt, is of another format (format version");
+    CHECK_STR_CONTAINS(err, "would delete it at its first save; hint: resume with the trainer "
+                            "that wrote it, or move the file away");
+    CHECK_INT_EQ(count_names(dir, ".ckpt"), 3); /* nothing deleted */
+    /* moved away: the ones before load; an older file of another version is passed over */
+    char q[PATH_LEN];
+    fmt_path(q, "%s/moved", g_root);
+    CHECK(rename(p, q) == 0);
+    fmt_path(p, "%s/ckpt-000000000010.ckpt", dir);
+    flip_byte(p, 9);
+    CHECK_INT_EQ(ckpt_load_newest(dir, &f, got, sizeof(got), NULL, err, sizeof(err)), 0);
+    CHECK_INT_EQ(step_of(f), 20);
+    ckpt_file_free(f);
 }
 
 /* A check that refuses steps at or above ctx's limit, the way the trainer refuses a
@@ -979,6 +1010,7 @@ int main(void) {
     RUN(test_load_newest);
     RUN(test_load_newest_nothing);
     RUN(test_load_newest_all_damaged);
+    RUN(test_load_newest_other_version);
     RUN(test_load_newest_checked);
     RUN(test_load_newest_pruned_while_read);
     RUN(test_folder_named_like_a_checkpoint);

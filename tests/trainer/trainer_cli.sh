@@ -479,6 +479,22 @@ err=$("$TRAINER" --eval_only --model_file="$WORK/a/model.ckpt" --max_eval_exampl
 check reshaped_eval_only_exit1 test $rc -eq 1
 check reshaped_eval_only_message grep -q "takes images of 1x28x28; the data's are 1x56x14" <<<"$err"
 
+# The newest checkpoint written by a trainer of another format version: refused with
+# exit 2, and kept (resumed around, the first save deleted it: a save prunes every step
+# above its own)
+"$TRAINER" "${SMALL[@]}" --epochs=2 --job-dir="$WORK/ver" >/dev/null 2>&1
+newest=$(ls "$WORK"/ver/checkpoints/ckpt-*.ckpt | tail -n 1)
+python3 - "$newest" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[8:12] = (2).to_bytes(4, 'little')  # format version 2
+open(sys.argv[1], 'wb').write(b)
+PY
+err=$("$TRAINER" "${SMALL[@]}" --epochs=3 --job-dir="$WORK/ver" 2>&1); rc=$?
+check other_version_exit2 test $rc -eq 2
+check other_version_says grep -q "is of another format (format version 2; this build reads version 1); this trainer cannot resume it" <<<"$err"
+check other_version_kept test -e "$newest"
+
 # bench_train (bench/): its flags are checked, and the classes come from the data's
 # labels (it assumed 10: a label of 12 read past the logits and gave a negative loss)
 BENCH="$(dirname "$TRAINER")/bench_train"
