@@ -957,15 +957,18 @@ static void on_finished(void *ctx, int outcome, const char *error) {
         row.state = state;
         free(row.error);
         row.error = why && state != ST_TRIAL_PENDING ? tn_xstrdup(why) : NULL;
-        row.has_objective = t->has_objective;
+        /* a run whose last word was NaN diverged: its earlier value is no result to show */
+        int diverged = state == ST_TRIAL_FAILED && t->has_last && !isfinite(t->last);
+        row.has_objective = t->has_objective && !diverged;
         row.objective = t->objective;
-        row.nvalues = t->has_objective;
+        row.nvalues = row.has_objective;
         row.values[0] = t->objective;
-        for (k = 1; k < L->spec->nmetrics && t->has_objective; k++) {
+        for (k = 1; k < L->spec->nmetrics && row.has_objective; k++) {
             if (!t->more[k].has || !isfinite(t->more[k].last)) break;
             row.values[k] = t->more[k].last;
         }
-        if (k == L->spec->nmetrics) row.nvalues = (int)k; /* else the objective alone */
+        if (row.has_objective && k == L->spec->nmetrics)
+            row.nvalues = (int)k; /* else the objective alone, or none */
         row.attempts = t->attempts_before + ex_job_attempts(t->job);
         row.restarts = t->restarts_before + ex_job_restarts(t->job);
         row.finished = state != ST_TRIAL_PENDING ? wall_clock() : 0;

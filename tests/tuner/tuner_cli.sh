@@ -891,6 +891,7 @@ check nan_only_says_what grep -q "the last value of the metric 'score' is nan (c
 spec lastnan BASIC "" 1 1 "$(metric_lines '{"score": "0.5", "global_step": "1"}' '{"score": "inf", "global_step": "2"}')"
 "$TUNER" run lastnan.json --quiet >/dev/null 2>&1
 check nan_last_failed test "$(count_state lastnan FAILED)" -eq 1
+check nan_last_no_objective test "$(trial_field lastnan objective)" = None # not its earlier 0.5
 spec farstamp BASIC "" 1 1 "$(metric_lines '{"score": "9", "timestamp": 1e308, "global_step": "1"}' '{"score": "0.25", "timestamp": 5, "global_step": "2"}')"
 "$TUNER" run farstamp.json --quiet >/dev/null 2>&1
 check timestamp_does_not_pin test "$(trial_field farstamp objective)" = 0.25
