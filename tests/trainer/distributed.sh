@@ -277,6 +277,20 @@ TF_CONFIG="$(tfconfig "{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"127.0
 check itself_exit2 test $rc -eq 2
 check itself_says grep -q "worker 0 (127.0.0.1:${p[0]}) is this replica itself (chief 0 (localhost:${p[0]})): TF_CONFIG's cluster names one address twice" itself.log
 
+# waiting LOG...: until every LOG says its replica waits for its peers (10 s at most)
+waiting() {
+  local all f
+  for _ in $(seq 1 100); do
+    all=1
+    for f; do grep -q "waiting for the others" "$f" 2>/dev/null || all=0; done
+    [ $all = 1 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# ms_since NS: milliseconds since the date +%s%N time NS
+ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
 # --- a stop request while replicas wait for their peers ends the wait at once ----------
 # Of a cluster of three, the chief and worker 0 only: the chief has connected to worker 0
 # and waits for worker 1 to connect to it (accept); worker 0 keeps trying to connect to
@@ -287,17 +301,13 @@ TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeo
   --job-dir=waitstop >waitstop-chief.log 2>&1 & c=$!
 TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=60 \
   >waitstop-worker.log 2>&1 & w=$!
-for _ in $(seq 1 100); do
-  grep -q "waiting for the others" waitstop-chief.log waitstop-worker.log 2>/dev/null &&
-    [ "$(grep -l "waiting for the others" waitstop-*.log | wc -l)" -eq 2 ] && break
-  sleep 0.1
-done
+waiting waitstop-chief.log waitstop-worker.log
 sleep 0.5 # into their waits
 start=$(date +%s%N)
 kill -TERM $c $w
 wait $c; crc=$?
 wait $w; wrc=$?
-took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+took_ms=$(ms_since "$start")
 check wait_stop_exit143 test $crc -eq 143 -a $wrc -eq 143
 check wait_stop_at_once test $took_ms -lt 5000
 check wait_stop_chief_says grep -q "trainer: stopped by signal 15 while waiting for worker 1 (localhost:${p[2]}) to connect to this replica" waitstop-chief.log
@@ -313,14 +323,14 @@ s = socket.create_connection(('localhost', int(sys.argv[1])))
 time.sleep(60)" "$1" >/dev/null 2>&1 & echo $!; }
 TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
   --job-dir=stranger >stranger-chief.log 2>&1 & c=$!
-for _ in $(seq 1 100); do grep -q "waiting for the others" stranger-chief.log 2>/dev/null && break; sleep 0.1; done
+waiting stranger-chief.log
 s=$(silent "${p[0]}")
 sleep 0.5
 start=$(date +%s%N)
 TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
   >stranger-worker.log 2>&1; wrc=$?
 wait $c; crc=$?
-took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+took_ms=$(ms_since "$start")
 kill "$s" 2>/dev/null; wait "$s" 2>/dev/null
 check stranger_ring_trains test $crc -eq 0 -a $wrc -eq 0
 check stranger_ring_no_timeout test $took_ms -lt 25000
@@ -330,16 +340,16 @@ cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"
 # stranger's hello; SIGTERM ends that read at once
 TF_CONFIG="$(tfconfig "$cluster" worker 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
   >strangestop-worker.log 2>&1 & w=$!
-for _ in $(seq 1 100); do grep -q "waiting for the others" strangestop-worker.log 2>/dev/null && break; sleep 0.1; done
+waiting strangestop-worker.log
 kill -STOP $w
 TF_CONFIG="$(tfconfig "$cluster" chief 0)" "$TRAINER" "${SMALL[@]}" --peer_timeout=30 \
   --job-dir=strangestop >strangestop-chief.log 2>&1 & c=$!
-for _ in $(seq 1 100); do grep -q "waiting for the others" strangestop-chief.log 2>/dev/null && break; sleep 0.1; done
+waiting strangestop-chief.log
 s=$(silent "${p[0]}")
 sleep 1
 start=$(date +%s%N)
 kill -TERM $c; wait $c; crc=$?
-took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+took_ms=$(ms_since "$start")
 kill -KILL $w "$s" 2>/dev/null; wait $w "$s" 2>/dev/null
 check stranger_sigterm_exit143 test $crc -eq 143
 check stranger_sigterm_at_once test $took_ms -lt 3000

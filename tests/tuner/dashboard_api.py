@@ -829,20 +829,26 @@ for c in held + again:
 
 # the event streams' cap: at most 32 streams; then a GET is 503 with Retry-After, and a HEAD,
 # which answers what a GET would, is 503 too (it was 200); one closed, one more served
+def open_stream(port, target, version=b"1.1"):
+    """A raw event-stream connection: (socket, status, what came after the headers)."""
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    c.sendall(b"GET " + target + b" HTTP/" + version + b"\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    return c, status_of(got), got.partition(b"\r\n\r\n")[2]
+
+
 time.sleep(0.5)  # the closed connections above leave the server's count
 streams = []
 for _ in range(40):  # until the cap (earlier tests may hold some of its 32)
     if streams and streams[-1][1] != 200:
         break
-    c = socket.create_connection(("127.0.0.1", sport), timeout=5)
-    c.sendall(b"GET /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = c.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    streams.append((c, status_of(head)))
+    c, st, _ = open_stream(sport, b"/api/events?study=dash")
+    streams.append((c, st))
 refused = streams.pop()
 refused[0].close()
 check("stream_cap_reached", refused[1] == 503 and 0 < len(streams) <= 32 and
@@ -858,19 +864,6 @@ resp = raw(sport, b"HEAD /api/events?study=dash HTTP/1.1\r\nHost: 127.0.0.1\r\nC
 check("stream_cap_room_again_head_200", status_of(resp) == 200, resp[:200])
 for c, _ in streams:
     c.close()
-
-
-def open_stream(port, target, version=b"1.1"):
-    """A raw event-stream connection: (socket, status, what came after the headers)."""
-    c = socket.create_connection(("127.0.0.1", port), timeout=5)
-    c.sendall(b"GET " + target + b" HTTP/" + version + b"\r\nHost: 127.0.0.1\r\n\r\n")
-    got = b""
-    while b"\r\n\r\n" not in got:
-        chunk = c.recv(4096)
-        if not chunk:
-            break
-        got += chunk
-    return c, status_of(got), got.partition(b"\r\n\r\n")[2]
 
 
 # a study's id has one spelling, whether or not a stream already follows the study
