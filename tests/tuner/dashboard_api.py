@@ -827,8 +827,6 @@ for c in held + again:
     if c:
         c.close()
 
-# the event streams' cap: at most 32 streams; then a GET is 503 with Retry-After, and a HEAD,
-# which answers what a GET would, is 503 too (it was 200); one closed, one more served
 def open_stream(port, target, version=b"1.1"):
     """A raw event-stream connection: (socket, status, what came after the headers)."""
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -842,6 +840,8 @@ def open_stream(port, target, version=b"1.1"):
     return c, status_of(got), got.partition(b"\r\n\r\n")[2]
 
 
+# the event streams' cap: at most 32 streams; then a GET is 503 with Retry-After, and a HEAD,
+# which answers what a GET would, is 503 too (it was 200); one closed, one more served
 time.sleep(0.5)  # the closed connections above leave the server's count
 streams = []
 for _ in range(40):  # until the cap (earlier tests may hold some of its 32)
