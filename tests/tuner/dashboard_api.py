@@ -827,6 +827,7 @@ for c in held + again:
     if c:
         c.close()
 
+
 def open_stream(port, target, version=b"1.1"):
     """A raw event-stream connection: (socket, status, what came after the headers)."""
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
