@@ -649,16 +649,15 @@ static void curve_clear(curve *c) {
     free(c->replica);
 }
 
-/* Adds a measurement of replica to the curve: the chief's records replace any other
- * replica's, another replica's are ignored once a replica is chosen. A repeated step
- * (a restarted replica reporting it again) keeps one value, the newest attempt's;
- * between records of the same attempt, the later one's (records come in the order
- * they arrived, live and from st_measurement_list alike), so the rule sees one value
- * per step. */
-/* Adds a point to c (kept sorted by step). Returns whether it is now the curve's
- * newest, at its highest step (added there, or replacing the point there): only such a
- * point moves a trial on to a rung. A restarted replica's repeat of lower steps does
- * not, so a rung is never decided twice. */
+/* Adds a measurement of replica to the curve (kept sorted by step): the chief's records
+ * replace any other replica's, another replica's are ignored once a replica is chosen. A
+ * repeated step (a restarted replica reporting it again) keeps one value, the newest
+ * attempt's; between records of the same attempt, the later one's (records come in the
+ * order they arrived, live and from st_measurement_list alike), so the rule sees one
+ * value per step. Returns whether the point is now the curve's newest, at its highest
+ * step (added there, or replacing the point there): only such a point moves a trial on
+ * to a rung, and a restarted replica's repeat of lower steps does not, so a rung is
+ * never decided twice. */
 static int curve_add(curve *c, const char *replica, int64_t step, int attempt, double v) {
     if (!c->replica || (ex_replica_is_chief(replica) && !ex_replica_is_chief(c->replica))) {
         if (c->replica && strcmp(c->replica, replica) != 0) c->n = 0;
@@ -879,8 +878,8 @@ static void on_measurement(void *ctx, const char *replica, int run, const htr_re
         if (more_added && dominance) decide_early_stop(L, t);
         return;
     }
-    if (curve_add(curve_of(L, t->number), replica, rec->step, attempt, v) || (more_added && dominance))
-        decide_early_stop(L, t);
+    int newest = curve_add(curve_of(L, t->number), replica, rec->step, attempt, v);
+    if (newest || (more_added && dominance)) decide_early_stop(L, t);
 }
 
 static void release(loop *L, trial_run *t) {
