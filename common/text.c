@@ -6,6 +6,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +121,45 @@ void tn_buf_clear(tn_buf *b) {
     if (!b) return;
     free(b->data);
     memset(b, 0, sizeof *b);
+}
+
+char *tn_utf8_clean(const char *s, size_t len, size_t *outlen) {
+    /* worst case: every byte becomes the 3-byte U+FFFD */
+    char *out = tn_xmalloc(3 * len + 1);
+    size_t o = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        size_t need = 0;
+        uint32_t cp = 0, lo = 0;
+        if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            need = 1, cp = c & 0x1F, lo = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2, cp = c & 0x0F, lo = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3, cp = c & 0x07, lo = 0x10000;
+        }
+        int ok = need > 0 && i + need < len;
+        for (size_t k = 1; ok && k <= need; k++) {
+            if ((u[i + k] & 0xC0) != 0x80) ok = 0;
+            else cp = (cp << 6) | (u[i + k] & 0x3F);
+        }
+        /* no overlong forms, no surrogates, nothing above U+10FFFF */
+        if (ok && cp >= lo && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
+            memcpy(out + o, s + i, need + 1);
+            o += need + 1;
+            i += need + 1;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD for this one byte */
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    if (outlen) *outlen = o;
+    return out;
 }

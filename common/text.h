@@ -1,7 +1,7 @@
 /*
  * text.h — small string helpers that both the tuner and the trainer need: edit
- * distance for "did you mean" hints, shortest round-trip formatting of numbers, and
- * the one growable text buffer.
+ * distance for "did you mean" hints, shortest round-trip formatting of numbers,
+ * UTF-8 repair, and the one growable text buffer.
  */
 #ifndef TN_TEXT_H
 #define TN_TEXT_H
@@ -38,5 +38,11 @@ const char *tn_closest(const char *word, const char *const *candidates, size_t n
  * most 17) in printf's %g style ("0.1", "1e-05", "1e+20", "nan", "inf"). Returns
  * buf. */
 char *tn_format_double(double v, char *buf, size_t len);
+
+/* A copy of s[0..len) with every byte sequence that is not valid UTF-8 (an overlong
+ * form, a surrogate, a code point above U+10FFFF, a stray or cut-off byte) replaced by
+ * U+FFFD, one per byte; yours to free (never NULL); *outlen, when not NULL, gets its
+ * length. Valid text comes back unchanged. */
+char *tn_utf8_clean(const char *s, size_t len, size_t *outlen);
 
 #endif

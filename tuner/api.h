@@ -220,9 +220,6 @@ void api_frame_refuse(api_frame *f, int status, const char *fmt, ...)
 /* Parses a decimal integer in [min, max] (no sign, no spaces, no leading '+').
  * Returns 0, or -1. */
 int api_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
-/* A copy of s[0..len) with every byte sequence that is not valid UTF-8 replaced by
- * U+FFFD; yours to free; *outlen gets its length. */
-char *api_utf8_clean(const char *s, size_t len, size_t *outlen);
 /* Reads at most `lines` last lines of the file at path, seeking from its end (never
  * more than 4 MiB is read): *out gets an array of *n cleaned strings (yours: free each
  * and the array), *truncated whether the file holds more before them. The file must be

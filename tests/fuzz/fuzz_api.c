@@ -6,7 +6,7 @@
  * Besides "no crash, no leak, no undefined behaviour" it checks api.h's promises:
  * api_route_parse gives a known route whose study, trial and replica pass the
  * validators (a traversal never reaches a handler); api_cursor_parse and api_parse_int
- * read back what they accept; api_utf8_clean is idempotent, and tn_buf_json_string
+ * read back what they accept; tn_utf8_clean is idempotent, and tn_buf_json_string
  * writes a JSON string without '<', '>' or '&' that decodes to the cleaned bytes.
  * Seeds: corpus/api (the dashboard's URLs, good and bad). docs/fuzzing.md.
  */
@@ -63,8 +63,8 @@ static void cursor_and_int(const char *text) {
 
 static void utf8_json(const uint8_t *data, size_t size) {
     size_t n = 0, n2 = 0;
-    char *clean = api_utf8_clean((const char *)data, size, &n);
-    char *twice = api_utf8_clean(clean, n, &n2);
+    char *clean = tn_utf8_clean((const char *)data, size, &n);
+    char *twice = tn_utf8_clean(clean, n, &n2);
     FUZZ_CHECK(n2 == n && memcmp(clean, twice, n) == 0);
     tn_buf b = {0};
     tn_json_write_string(&b, clean, n, TN_JSON_HTML_SAFE);

@@ -533,7 +533,7 @@ static void test_utf8_clean(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = 0;
-        char *got = api_utf8_clean(cases[i].in, cases[i].len, &len);
+        char *got = tn_utf8_clean(cases[i].in, cases[i].len, &len);
         size_t want = cases[i].len == 3 && cases[i].in[1] == '\0' ? 3 : strlen(cases[i].out);
         CHECK_MSG(len == want && !memcmp(got, cases[i].out, want), "case %zu: got %zu bytes", i,
                   len);
