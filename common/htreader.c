@@ -2,14 +2,31 @@
  * htreader.c — reader of the cloudml-hypertune metric file (see htreader.h).
  *
  * Every poll reads the file (its last HTR_MAX_READ bytes at most) and walks its
- * complete lines. The reader remembers every line it has dealt with in a hash set
- * keyed on the line's text: delivered records and bad lines alike, so a rewritten
- * file costs one lookup per old line and no JSON parsing. A record's identity is its
- * timestamp and its full text; since the text holds the timestamp, keying on the
- * text is the same rule (two records with one timestamp and different content are
- * two records). The set only grows: a record that drops out of the 100-record window
- * can come back into view while a non-atomic writer is mid-rewrite, and must not be
- * delivered again.
+ * complete lines, and delivers each record once. A record with a timestamp is
+ * identified by its timestamp and its full text (the text holds the timestamp): the
+ * same line again is the same record, wherever it turns up. A line without one is
+ * identified by its place in what its writer wrote: its text and which copy of that
+ * text it is, for a program that appends {"loss": 0.5} twice reported twice. Two kinds
+ * of writer have to be told apart without being asked:
+ *
+ * - One that appends (a program writing its own lines): every new line is new.
+ * - One that rewrites (cloudml-hypertune truncates the file and writes its last 100
+ *   records again at every report, not atomically): lines come back, and a line seen
+ *   before is not new.
+ *
+ * The reader remembers where the lines it dealt with ended in the file and the bytes
+ * just before that point. While the file still holds those bytes there at every read,
+ * whatever follows them was appended, and what lies before them is not even looked at.
+ * (A rewriter whose window is not full yet writes the same lines and one more: an
+ * append, rightly.) Once a read finds the file rewritten or truncated, its writer
+ * rewrites, and from then on (and in a read that cannot tell: the first, or one after
+ * the file grew past the part read) each line is judged by its text, for a rewrite may
+ * be read half-written and then whole: the k-th copy of a text in one read is new when
+ * fewer than k copies were dealt with before. The reader keeps a hash set of every
+ * line text it has dealt with (delivered records and bad lines alike), how many times,
+ * and whether it had a timestamp. The set only grows: a record that drops out of the
+ * 100-record window can come back into view while a non-atomic writer is mid-rewrite,
+ * and must not be delivered again.
  */
 #include "common/htreader.h"
 
@@ -35,9 +52,13 @@
  * --------------------------------------------------------------------------------- */
 
 typedef struct seen_entry {
-    uint64_t hash; /* FNV-1a of the text; 0 marks an empty slot (real hashes are |1) */
-    char *text;    /* the line, owned */
-    size_t len;    /* its length (it may hold NUL bytes) */
+    uint64_t hash;   /* FNV-1a of the text; 0 marks an empty slot (real hashes are |1) */
+    char *text;      /* the line, owned */
+    size_t len;      /* its length (it may hold NUL bytes) */
+    size_t dealt;    /* copies of this text delivered or counted bad */
+    int stamped;     /* it is a record with a timestamp: one record however often seen */
+    size_t in_read;  /* copies met so far in the read numbered read_id */
+    uint64_t read_id;
 } seen_entry;
 
 typedef struct seen_set {
@@ -55,12 +76,13 @@ static uint64_t hash_text(const char *s, size_t len) {
     return h | 1;
 }
 
-static int seen_contains(const seen_set *s, const char *text, size_t len, uint64_t h) {
-    if (!s->cap) return 0;
+/* The entry for text, or NULL. */
+static seen_entry *seen_find(const seen_set *s, const char *text, size_t len, uint64_t h) {
+    if (!s->cap) return NULL;
     for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-        const seen_entry *e = &s->slots[i];
-        if (!e->hash) return 0;
-        if (e->hash == h && e->len == len && !memcmp(e->text, text, len)) return 1;
+        seen_entry *e = &s->slots[i];
+        if (!e->hash) return NULL;
+        if (e->hash == h && e->len == len && !memcmp(e->text, text, len)) return e;
     }
 }
 
@@ -73,8 +95,11 @@ static void seen_put(seen_set *s, seen_entry e) {
     }
 }
 
-/* Adds a copy of text (which must not be in the set yet). */
-static void seen_add(seen_set *s, const char *text, size_t len, uint64_t h) {
+/* The entry for text, added (with nothing dealt with) when it is not there yet.
+ * Valid until the next call. */
+static seen_entry *seen_get(seen_set *s, const char *text, size_t len, uint64_t h) {
+    seen_entry *found = seen_find(s, text, len, h);
+    if (found) return found;
     if ((s->count + 1) * 2 > s->cap) {
         seen_set bigger = {tn_xcalloc(s->cap ? s->cap * 2 : 64, sizeof(seen_entry)),
                            s->cap ? s->cap * 2 : 64, s->count};
@@ -86,8 +111,9 @@ static void seen_add(seen_set *s, const char *text, size_t len, uint64_t h) {
     char *copy = tn_xmalloc(len + 1);
     memcpy(copy, text, len);
     copy[len] = '\0';
-    seen_put(s, (seen_entry){h, copy, len});
+    seen_put(s, (seen_entry){.hash = h, .text = copy, .len = len});
     s->count++;
+    return seen_find(s, text, len, h);
 }
 
 static void seen_clear(seen_set *s) {
@@ -100,9 +126,21 @@ static void seen_clear(seen_set *s) {
  * The reader
  * --------------------------------------------------------------------------------- */
 
+/* Bytes kept from before the end of what a read dealt with, to recognise an append. */
+#define HTR_MARK 4096
+
 struct htr_reader {
     char *path;      /* the metric file */
-    seen_set seen;   /* every line delivered or found bad */
+    seen_set seen;   /* every line text delivered or found bad, with its count */
+    uint64_t reads;  /* reads that got the file's bytes; numbers them for seen_entry */
+    /* The end of what the last read dealt with (the offset in the file just after
+     * its last line's newline) and the mark_len <= HTR_MARK bytes before it; mark_len
+     * is 0 when there is nothing to recognise (no line yet, or the last line taken
+     * had no newline). */
+    off_t done_end;
+    char mark[HTR_MARK];
+    size_t mark_len;
+    int rewrites;    /* the file was seen rewritten: judge every line by its text */
     htr_stats stats; /* counters; stats.records is also the last ordinal given */
 };
 
@@ -283,9 +321,6 @@ static void fill_record(htr_record *rec, json_t *obj, const char *line, size_t l
  * Reading
  * --------------------------------------------------------------------------------- */
 
-/* Reads the end of the file: *buf gets the bytes from the start of the first whole
- * line within the last HTR_MAX_READ bytes to the end (yours to free), *len their
- * number. A missing file gives NULL and 0. */
 /* Whether a file changed between two fstat calls (size or modification time). */
 static int changed(const struct stat *a, const struct stat *b) {
     return a->st_size != b->st_size || a->st_mtim.tv_sec != b->st_mtim.tv_sec ||
@@ -295,8 +330,8 @@ static int changed(const struct stat *a, const struct stat *b) {
 /* One attempt of read_tail: 0 with the bytes, or 0 with *buf left NULL when the file
  * changed while it was being read (the bytes may mix the old and the new content: a
  * writer that rewrites in place truncates and writes again), or a negative code. */
-static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *err,
-                          size_t errlen) {
+static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, off_t *base,
+                          char *err, size_t errlen) {
     struct stat st, after;
     if (fstat(fd, &st) != 0)
         return tn_error(err, errlen, TN_EIO, "cannot read metric file %s: %s", r->path,
@@ -340,24 +375,27 @@ static int read_tail_once(htr_reader *r, int fd, char **buf, size_t *len, char *
     b[got - skip] = '\0';
     *buf = b;
     *len = got - skip;
+    *base = start + (off_t)skip;
     return 0;
 }
 
 /* Reads the end of the file: *buf gets the bytes from the start of the first whole
  * line within the last HTR_MAX_READ bytes to the end (yours to free), *len their
- * number. A missing file gives NULL and 0, and so does a file that keeps changing
- * while it is read (its records come at a later poll; the final poll, after the
- * writer is gone, always gets them). */
-static int read_tail(htr_reader *r, char **buf, size_t *len, char *err, size_t errlen) {
+ * number, *base the offset in the file of the first. A missing file gives NULL and 0,
+ * and so does a file that keeps changing while it is read (its records come at a
+ * later poll; the final poll, after the writer is gone, always gets them). */
+static int read_tail(htr_reader *r, char **buf, size_t *len, off_t *base, char *err,
+                     size_t errlen) {
     *buf = NULL;
     *len = 0;
+    *base = 0;
     /* never blocks: a trial may have made its metric file a FIFO */
     int fd = tn_open_regular(r->path, "metric file", err, errlen);
     if (fd == TN_ENOENT) return 0;
     if (fd < 0) return fd;
     int rc = 0;
     for (int attempt = 0; attempt < 5 && !rc && !*buf; attempt++)
-        rc = read_tail_once(r, fd, buf, len, err, errlen);
+        rc = read_tail_once(r, fd, buf, len, base, err, errlen);
     close(fd);
     return rc;
 }
@@ -435,21 +473,57 @@ static char *quote_unrepresentable(const char *line, size_t len, size_t *out_len
 
 /* A JSON object from the line, or NULL. Integers too big for jansson are read as
  * doubles on a second try, and values JSON cannot hold (quote_unrepresentable) as the
- * numeric strings they mean on a third, rather than making the line bad. */
+ * numeric strings they mean on a third, rather than making the line bad; bytes that
+ * are not UTF-8 (a Latin-1 name in a text value) are read as U+FFFD. */
 static json_t *load_object(const char *line, size_t len) {
     json_t *obj = json_loadb(line, len, 0, NULL);
     if (!obj) obj = json_loadb(line, len, JSON_DECODE_INT_AS_REAL, NULL);
+    char *clean = NULL;
+    if (!obj) {
+        size_t n = 0;
+        clean = tn_utf8_clean(line, len, &n);
+        if (n == len && !memcmp(clean, line, len)) {
+            free(clean); /* it was UTF-8 already */
+            clean = NULL;
+        } else {
+            obj = json_loadb(clean, n, JSON_DECODE_INT_AS_REAL, NULL);
+            line = clean;
+            len = n;
+        }
+    }
     if (!obj) {
         size_t n = 0;
         char *quoted = quote_unrepresentable(line, len, &n);
         if (quoted) obj = json_loadb(quoted, n, JSON_DECODE_INT_AS_REAL, NULL);
         free(quoted);
     }
+    free(clean);
     if (obj && !json_is_object(obj)) {
         json_decref(obj);
         obj = NULL;
     }
     return obj;
+}
+
+/* Where the lines appended since the last read begin in buf (the file's bytes from
+ * offset base, len of them): the end of what the last read dealt with, when the bytes
+ * before it are still the ones that read saw there; else SIZE_MAX. A file that no
+ * longer holds them was rewritten (or truncated): its writer rewrites, and from then
+ * on every line is judged by its text. One that grew so far that they are out of
+ * the part read cannot be told, and this read's lines are judged by their text. */
+static size_t appended_from(htr_reader *r, const char *buf, size_t len, off_t base) {
+    if (r->rewrites || !r->mark_len || r->done_end - (off_t)r->mark_len < base)
+        return SIZE_MAX;
+    if (r->done_end > base + (off_t)len) { /* shorter than it was */
+        r->rewrites = 1;
+        return SIZE_MAX;
+    }
+    size_t end = (size_t)(r->done_end - base);
+    if (memcmp(buf + end - r->mark_len, r->mark, r->mark_len)) {
+        r->rewrites = 1;
+        return SIZE_MAX;
+    }
+    return end;
 }
 
 static int poll_impl(htr_reader *r, int final, htr_record **out, size_t *n, char *err,
@@ -458,24 +532,38 @@ static int poll_impl(htr_reader *r, int final, htr_record **out, size_t *n, char
     *n = 0;
     char *buf;
     size_t len;
-    int rc = read_tail(r, &buf, &len, err, errlen);
+    off_t base;
+    int rc = read_tail(r, &buf, &len, &base, err, errlen);
     if (rc) return rc;
+    if (!buf) { /* no file, or one that would not hold still: try at the next poll */
+        r->stats.polls++;
+        return 0;
+    }
+    r->reads++;
+    size_t from = appended_from(r, buf, len, base);
     htr_record *recs = NULL;
     size_t nrec = 0, cap = 0;
-    size_t pos = 0;
+    size_t pos = from == SIZE_MAX ? 0 : from, done = pos;
     while (pos < len) {
         char *nl = memchr(buf + pos, '\n', len - pos);
         if (!nl && !final) break; /* being written: wait for its newline */
         size_t end = nl ? (size_t)(nl - buf) : len;
         const char *line = buf + pos;
         size_t ll = end - pos;
-        pos = end + 1;
+        pos = done = nl ? end + 1 : len;
         if (ll && line[ll - 1] == '\r') ll--;
         if (blank(line, ll)) continue;
-        uint64_t h = hash_text(line, ll);
-        if (seen_contains(&r->seen, line, ll, h)) continue;
+        seen_entry *e = seen_get(&r->seen, line, ll, hash_text(line, ll));
+        if (e->dealt && e->stamped) continue; /* its timestamp and text: that record */
+        if (from == SIZE_MAX) { /* judged by its text: is this copy one more? */
+            if (e->read_id != r->reads) {
+                e->read_id = r->reads;
+                e->in_read = 0;
+            }
+            if (++e->in_read <= e->dealt) continue;
+        }
+        e->dealt++;
         json_t *obj = load_object(line, ll);
-        seen_add(&r->seen, line, ll, h);
         if (!obj) {
             r->stats.bad_lines++;
             continue;
@@ -487,10 +575,16 @@ static int poll_impl(htr_reader *r, int final, htr_record **out, size_t *n, char
         r->stats.records++;
         htr_record *rec = &recs[nrec++];
         fill_record(rec, obj, line, ll, r->stats.records);
+        e->stamped = rec->timestamp_given;
         r->stats.dropped += rec->ndropped;
         r->stats.ignored += rec->nignored;
         json_decref(obj);
     }
+    /* Remember where this read's lines ended and the bytes before, for the next. */
+    r->done_end = base + (off_t)done;
+    r->mark_len = done > HTR_MARK ? HTR_MARK : done;
+    if (r->mark_len && buf[done - 1] != '\n') r->mark_len = 0;
+    memcpy(r->mark, buf + done - r->mark_len, r->mark_len);
     free(buf);
     r->stats.polls++;
     *out = recs;

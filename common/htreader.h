@@ -7,10 +7,13 @@
  * program may also append. The executor polls the file while the replica runs; each
  * poll re-reads the file (at most its last HTR_MAX_READ bytes) and returns the
  * records not delivered before, in file order, so every record is delivered exactly
- * once however the file is rewritten. A record is identified by its timestamp (as an
- * exact double) together with its full line text. A last line without its newline is
- * being written and waits for the next poll; lines that are not JSON objects are
- * skipped and counted. The rules are written down in docs/metrics.md; contract:
+ * once however the file is rewritten. A record with a timestamp is identified by its
+ * timestamp (as an exact double) together with its full line text; one without, by
+ * its text and which copy of that text it is (two identical lines appended are two
+ * reports). A last line without its newline is being written and waits for the next
+ * poll; lines that are not JSON objects are skipped and counted, and bytes that are
+ * not UTF-8 are read as U+FFFD. The rules are written down in docs/metrics.md;
+ * contract:
  * docs/design.md, "Metrics"; docs/metrics.md.
  */
 #ifndef TN_HTREADER_H
@@ -52,8 +55,8 @@ typedef struct htr_record {
 typedef struct htr_stats {
     size_t polls;           /* htr_poll and htr_poll_final calls that succeeded */
     size_t records;         /* records delivered */
-    size_t bad_lines;       /* distinct lines that were not JSON objects, each counted
-                               once however often it is re-read */
+    size_t bad_lines;       /* lines that were not JSON objects, each counted once
+                               however often the file is re-read */
     size_t dropped;         /* non-finite metric values left out of metrics_json */
     size_t ignored;         /* non-numeric values of non-reserved keys */
     int truncated;          /* the latest read found the file larger than

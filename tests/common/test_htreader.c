@@ -645,6 +645,107 @@ static void test_same_timestamp_different_content(void) {
     htr_free(r);
 }
 
+/* Collects the values of metric `name` of every record of one poll into vals (at
+ * most cap), after *nv; returns how many the poll delivered. */
+static size_t poll_values(htr_reader *r, const char *name, double *vals, size_t *nv,
+                          size_t cap) {
+    size_t n;
+    htr_record *recs = poll_ok(r, &n);
+    for (size_t k = 0; k < n; k++) {
+        double v;
+        if (*nv < cap && htr_record_metric(&recs[k], name, &v)) vals[(*nv)++] = v;
+    }
+    htr_records_free(recs, n);
+    return n;
+}
+
+/* A program that appends its own lines without a timestamp or a step: the same line
+ * written twice is two reports, in one poll or across polls, and the last one stands
+ * (0.5, 0.3, 0.5 ends at 0.5, not 0.3). */
+static void test_appended_copies_without_timestamp(void) {
+    char path[PATH_LEN];
+    test_file(path, "copies.metrics");
+    htr_reader *r = htr_new(path);
+    double v[16];
+    size_t nv = 0;
+    put_text(path, "w", "{\"accuracy\": 0.5}\n{\"accuracy\": 0.3}\n{\"accuracy\": 0.5}\n");
+    CHECK_INT_EQ(poll_values(r, "accuracy", v, &nv, 16), 3);
+    put_text(path, "a", "{\"accuracy\": 0.3}\n");
+    CHECK_INT_EQ(poll_values(r, "accuracy", v, &nv, 16), 1);
+    CHECK_INT_EQ(poll_values(r, "accuracy", v, &nv, 16), 0); /* nothing new */
+    put_text(path, "a", "{\"accuracy\": 0.5}\n{\"accuracy\": 0.5}\n");
+    CHECK_INT_EQ(poll_values(r, "accuracy", v, &nv, 16), 2);
+    const double want[] = {0.5, 0.3, 0.5, 0.3, 0.5, 0.5};
+    CHECK_INT_EQ(nv, 6);
+    for (size_t i = 0; i < nv && i < 6; i++) CHECK_MSG(v[i] == want[i], "record %zu: %g", i, v[i]);
+    /* The step and the timestamp are the ordinals. */
+    put_text(path, "a", "{\"accuracy\": 0.5}\n");
+    size_t n;
+    htr_record *recs = poll_ok(r, &n);
+    CHECK_INT_EQ(n, 1);
+    if (n == 1) CHECK(recs[0].step == 7 && !recs[0].step_given && recs[0].timestamp == 7);
+    htr_records_free(recs, n);
+    htr_stats st;
+    htr_get_stats(r, &st);
+    CHECK_INT_EQ(st.records, 7);
+    htr_free(r);
+}
+
+/* A program that rewrites its file without timestamps, read half-written and then
+ * whole: once the file has been seen to shrink, what comes back is not new, copies
+ * included, and only the lines beyond the copies dealt with are. */
+static void test_rewrite_read_half_written(void) {
+    char path[PATH_LEN];
+    test_file(path, "halfway.metrics");
+    htr_reader *r = htr_new(path);
+    double v[16];
+    size_t nv = 0;
+    put_text(path, "w", "{\"loss\": 1}\n{\"loss\": 2}\n{\"loss\": 2}\n{\"loss\": 3}\n");
+    CHECK_INT_EQ(poll_values(r, "loss", v, &nv, 16), 4);
+    put_text(path, "w", "{\"loss\": 1}\n{\"loss\": 2}\n"); /* truncated, part written */
+    CHECK_INT_EQ(poll_values(r, "loss", v, &nv, 16), 0);
+    /* The whole again with one more: that one only. Had the reader taken what follows
+     * the half as appended, it would deliver the second 2 and the 3 again. */
+    put_text(path, "w", "{\"loss\": 1}\n{\"loss\": 2}\n{\"loss\": 2}\n{\"loss\": 3}\n"
+             "{\"loss\": 4}\n");
+    CHECK_INT_EQ(poll_values(r, "loss", v, &nv, 16), 1);
+    /* A third copy of a text is one more report. */
+    put_text(path, "w", "{\"loss\": 2}\n{\"loss\": 2}\n{\"loss\": 3}\n{\"loss\": 4}\n"
+             "{\"loss\": 2}\n");
+    CHECK_INT_EQ(poll_values(r, "loss", v, &nv, 16), 1);
+    const double want[] = {1, 2, 2, 3, 4, 2};
+    CHECK_INT_EQ(nv, 6);
+    for (size_t i = 0; i < nv && i < 6; i++) CHECK_MSG(v[i] == want[i], "record %zu: %g", i, v[i]);
+    htr_free(r);
+}
+
+/* A stray byte that is not UTF-8 in a text value does not lose the record's metrics;
+ * the value is read with U+FFFD in its place. */
+static void test_invalid_utf8_in_line(void) {
+    char path[PATH_LEN];
+    test_file(path, "latin1.metrics");
+    htr_reader *r = htr_new(path);
+    put_text(path, "w", "{\"accuracy\": 0.9, \"note\": \"caf\xe9\", \"trial\": \"t\xff\"}\n"
+             "{\"caf\xe9\": 0.25, \"timestamp\": 12.5}\n");
+    size_t n;
+    htr_record *recs = poll_ok(r, &n);
+    CHECK_INT_EQ(n, 2);
+    if (n == 2) {
+        double v;
+        CHECK(htr_record_metric(&recs[0], "accuracy", &v) && v == 0.9);
+        CHECK_INT_EQ(recs[0].nignored, 1);
+        CHECK(recs[0].trial && !strcmp(recs[0].trial, "t\xef\xbf\xbd"));
+        CHECK(htr_record_metric(&recs[1], "caf\xef\xbf\xbd", &v) && v == 0.25);
+        CHECK_MSG(!strcmp(recs[1].metrics_json, "{\"caf\xef\xbf\xbd\":0.25}"), "%s",
+                  recs[1].metrics_json);
+    }
+    htr_records_free(recs, n);
+    htr_stats st;
+    htr_get_stats(r, &st);
+    CHECK_INT_EQ(st.bad_lines, 0);
+    htr_free(r);
+}
+
 /* A file larger than HTR_MAX_READ is read from its end, starting at a whole line. */
 static void test_huge_file_reads_tail(void) {
     char path[PATH_LEN];
@@ -807,6 +908,9 @@ int main(void) {
     RUN(test_metric_values);
     RUN(test_unrepresentable_bare_values);
     RUN(test_same_timestamp_different_content);
+    RUN(test_appended_copies_without_timestamp);
+    RUN(test_rewrite_read_half_written);
+    RUN(test_invalid_utf8_in_line);
     RUN(test_huge_file_reads_tail);
     RUN(test_concurrent_inplace_rewrites);
     RUN(test_unreadable);

@@ -895,6 +895,15 @@ check nan_last_no_objective test "$(trial_field lastnan objective)" = None # not
 spec farstamp BASIC "" 1 1 "$(metric_lines '{"score": "9", "timestamp": 1e308, "global_step": "1"}' '{"score": "0.25", "timestamp": 5, "global_step": "2"}')"
 "$TUNER" run farstamp.json --quiet >/dev/null 2>&1
 check timestamp_does_not_pin test "$(trial_field farstamp objective)" = 0.25
+# a program appending lines without a timestamp that repeats a value: each line is a
+# report, and the last one (0.5) is the objective, read at once or poll by poll
+spec repeated BASIC "" 1 1 "$(metric_lines '{"score": "0.5"}' '{"score": "0.3"}' '{"score": "0.5"}')"
+"$TUNER" run repeated.json --quiet >/dev/null 2>&1
+check repeated_line_is_a_report test "$(trial_field repeated objective)" = 0.5
+spec repeatslow BASIC "" 1 1 '["/bin/sh", "-c", "for v in 0.5 0.3 0.5; do echo {\\\"score\\\": $v} >> $CLOUD_ML_HP_METRIC_FILE; sleep 1.2; done", "sh"]'
+"$TUNER" run repeatslow.json --quiet >/dev/null 2>&1
+check repeated_line_polled test "$(trial_field repeatslow objective)" = 0.5
+check repeated_line_three_values test "$("$TUNER" trials repeatslow 1 --format=json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 3
 spec garbage BASIC "" 1 1 '["/bin/sh", "-c", "echo score=1 >> $CLOUD_ML_HP_METRIC_FILE; echo {score: 2} >> $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 "$TUNER" run garbage.json --quiet >/dev/null 2>&1
 check garbage_failed test "$(count_state garbage FAILED)" -eq 1
