@@ -31,7 +31,7 @@
 #include "trainer/net.h"
 #include "trainer/shm.h"
 
-#define HELLO_MAGIC "TNRING02"
+#define HELLO_MAGIC "TNRING03"
 #define COLL_MAGIC 0x4c43544eu /* "TNCL" */
 #define CL_HELLO_S 5.0         /* seconds an accepted connection has to say hello */
 
@@ -62,8 +62,15 @@ struct cl_ring {
 typedef struct hello {
     char magic[8];
     uint32_t rank, n;
+    uint64_t job;                   /* job_identity(): whose ring this is */
     uint64_t part[CL_CONFIG_PARTS]; /* cl_config's */
 } hello;
+
+/* What a replica of another job said when it reached this one, for the messages. */
+typedef struct foreign {
+    int seen;
+    uint32_t rank, n;
+} foreign;
 
 uint64_t cl_hash(uint64_t h, const void *data, size_t bytes) {
     const unsigned char *p = data;
@@ -100,9 +107,29 @@ static void *scratch(cl_ring *r, size_t bytes) {
 
 /* ---- setting up ---- */
 
-static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl_config *config,
-                       const char *who, char *err, size_t errlen) {
+/* The ring's identity: its cluster (every address in rank order) and the caller's
+ * job (cl_config.job, the trial), so that a replica of another job that reaches this
+ * one's port (an earlier trial's, on a port given out again) is turned away rather
+ * than let into the ring or taken for a misconfigured peer. */
+static uint64_t job_identity(const cl_peer *peers, int n, uint64_t job) {
+    uint64_t h = cl_hash(CL_HASH_INIT, &job, sizeof job);
+    h = cl_hash(h, &n, sizeof n);
+    for (int q = 0; q < n; q++) h = cl_hash(h, peers[q].addr, strlen(peers[q].addr) + 1);
+    return h;
+}
+
+/* 0: h is the peer wanted; 1: not a trainer's hello (a stranger); 2: a replica of
+ * another job (*f notes it); or an error, TN_EINVAL, since nothing a replica of this
+ * job can say otherwise is mended by running it again: the peer is this replica itself
+ * (one address in two spellings), or it runs with other flags. */
+static int check_hello(const hello *h, const cl_ring *r, uint64_t job, int want_rank,
+                       const cl_config *config, const char *who, foreign *f, char *err,
+                       size_t errlen) {
     if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
+    if (h->job != job) {
+        *f = (foreign){1, h->rank, h->n};
+        return 2;
+    }
     if ((int)h->n == r->n && (int)h->rank == r->rank && want_rank != r->rank &&
         !memcmp(h->part, config->part, sizeof h->part))
         /* our own hello: the peer's address reached this replica's own listener, the
@@ -112,13 +139,13 @@ static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl
                         "address twice; hint: give every replica its own host:port",
                         who, r->names[r->rank]);
     if ((int)h->n != r->n || (int)h->rank != want_rank)
-        return tn_error(err, errlen, TN_EMISMATCH,
+        return tn_error(err, errlen, TN_EINVAL,
                         "%s says it is rank %u of %u, but this replica expects rank %d of "
                         "%d; hint: every replica must get the same TF_CONFIG cluster",
                         who, h->rank, h->n, want_rank, r->n);
     for (int i = 0; i < CL_CONFIG_PARTS; i++)
         if (h->part[i] != config->part[i])
-            return tn_error(err, errlen, TN_EMISMATCH,
+            return tn_error(err, errlen, TN_EINVAL,
                             "%s runs with a different configuration: %s differs from this "
                             "replica's; hint: %s",
                             who, config->name[i] ? config->name[i] : "an unnamed part",
@@ -126,6 +153,16 @@ static int check_hello(const hello *h, const cl_ring *r, int want_rank, const cl
                                             : "give every replica of a job the same flags "
                                               "and data");
     return 0;
+}
+
+/* Appends to err (a timeout's message) what a replica of another job said. */
+static void say_foreign(char *err, size_t errlen, const foreign *f, const char *where) {
+    size_t used = err ? strlen(err) : 0;
+    if (!f->seen || used + 1 >= errlen) return;
+    snprintf(err + used, errlen - used,
+             "; %s a replica of another job (rank %u of %u of a different TF_CONFIG cluster "
+             "or trial), turned away: one of an earlier job may still be running there",
+             where, f->rank, f->n);
 }
 
 static int open_shm(cl_ring *r, int transport, char *err, size_t errlen);
@@ -159,10 +196,12 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
     snprintf(r->prev_name, sizeof r->prev_name, "%s", r->names[prev]);
     double deadline = nt_now() + r->timeout;
     int lfd = -1;
-    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n};
+    uint64_t job = job_identity(peers, n, config->job);
+    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .job = job};
     memcpy(mine.magic, HELLO_MAGIC, 8);
     memcpy(mine.part, config->part, sizeof mine.part);
     hello h;
+    foreign from_prev = {0}, at_next = {0};
 
     /* 1. listen; 2. connect to next (the kernel completes it as soon as next listens,
      * whether or not it has reached accept, so no order between ranks deadlocks) and
@@ -194,6 +233,7 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
                           "timed out after %.0f s waiting for %s to connect to this replica "
                           "at %s; hint: every replica of TF_CONFIG's cluster must be started",
                           r->timeout, r->prev_name, peers[rank].addr);
+            say_foreign(err, errlen, &from_prev, "meanwhile there came");
             break;
         }
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -203,13 +243,16 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
          * keeps the real peer out until the deadline. */
         double hello_by = nt_now() + CL_HELLO_S;
         int got = nt_recv_until(fd, &h, sizeof h, hello_by < deadline ? hello_by : deadline);
-        int bad = got ? 1 : check_hello(&h, r, prev, config, r->prev_name, err, errlen);
+        int bad = got ? 1 : check_hello(&h, r, job, prev, config, r->prev_name, &from_prev,
+                                        err, errlen);
         if (bad < 0) {
+            nt_send_all(fd, &mine, sizeof mine); /* so that it learns why, too */
             close(fd);
             rc = bad;
             break;
         }
-        if (bad) { /* a stranger, or a peer that gave up: keep waiting */
+        if (bad == 2) nt_send_all(fd, &mine, sizeof mine); /* not its ring: say whose */
+        if (bad) { /* a stranger, a replica of another job, or a peer that gave up */
             close(fd);
             continue;
         }
@@ -220,17 +263,39 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
         }
         r->prev_fd = fd;
     }
-    if (!rc) {
+    /* 4. next's answer. One from a replica of another job, which holds next's port, is
+     * no answer: connect again until the deadline, for next may get the port yet. */
+    while (!rc) {
         int got = nt_recv_until(r->next_fd, &h, sizeof h, deadline);
-        if (got)
+        if (got && at_next.seen) { /* the deadline came while it was tried again */
+            rc = tn_error(err, errlen, TN_EPEER, "timed out after %.0f s waiting for %s at %s",
+                          r->timeout, peers[next].name, peers[next].addr);
+            say_foreign(err, errlen, &at_next, "its address was held by");
+            break;
+        }
+        if (got) {
             rc = tn_error(err, errlen, TN_EPEER, "%s did not answer while connecting (%s)",
                           r->next_name, nt_io_error(got));
-        else {
-            rc = check_hello(&h, r, next, config, r->next_name, err, errlen);
-            if (rc > 0)
-                rc = tn_error(err, errlen, TN_EPEER, "%s is not a trainer replica",
-                              r->next_name);
+            break;
         }
+        rc = check_hello(&h, r, job, next, config, r->next_name, &at_next, err, errlen);
+        if (rc == 1)
+            rc = tn_error(err, errlen, TN_EPEER, "%s is not a trainer replica",
+                          r->next_name);
+        if (rc != 2) break;
+        close(r->next_fd);
+        r->next_fd = -1;
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        rc = nt_connect(peers[next].addr, peers[next].name, deadline, r->timeout,
+                        &r->next_fd, err, errlen);
+        if (rc) {
+            say_foreign(err, errlen, &at_next, "its address was held by");
+            break;
+        }
+        if ((e = nt_send_all(r->next_fd, &mine, sizeof mine)) != 0)
+            rc = tn_error(err, errlen, TN_EPEER, "lost %s while connecting: %s",
+                          r->next_name, nt_io_error(e));
     }
     if (lfd >= 0) close(lfd); /* a restarted peer must not reach a ring that is gone */
     if (!rc) rc = open_shm(r, transport, err, errlen);

@@ -53,8 +53,10 @@ typedef struct cl_peer {
  * connections are retried), then picks the all-reduce's transport (`transport`; with
  * CL_SHM, replicas not all on one host are an error). Peers must agree on n and on
  * config_hash (see cl_open_config). On success *out is yours to close with cl_close.
- * Errors (TN_EIO, TN_EINVAL, TN_EMISMATCH, TN_EPEER) name the peer: "timed out after
- * 30 s waiting for worker 1 at localhost:41234". */
+ * Errors name the peer: TN_EPEER (a peer missing, lost or silent: "timed out after
+ * 30 s waiting for worker 1 at localhost:41234"), TN_EINVAL (a peer of this job that
+ * disagrees on n, its rank or the configuration, or this replica itself under another
+ * spelling of its address: running it again cannot help), TN_EIO. */
 int cl_open(const cl_peer *peers, int n, int rank, double timeout, uint64_t config_hash,
             int transport, cl_ring **out, char *err, size_t errlen);
 
@@ -69,6 +71,11 @@ typedef struct cl_config {
     const char *name[CL_CONFIG_PARTS]; /* static strings, or NULL for an unused part */
     const char *hint[CL_CONFIG_PARTS]; /* what to do; NULL: give every replica the same
                                           flags and data */
+    uint64_t job; /* which job the ring is, beyond its cluster (a hash of the trial), or
+                     0. A replica whose cluster (the peers' addresses in order) or job
+                     differ is of another job: it is turned away and the wait goes on
+                     (its port may be one an earlier trial's replica still holds); a
+                     timeout's message then says so. */
 } cl_config;
 
 /* cl_open with the configuration in parts (the peers compare every part). */

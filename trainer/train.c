@@ -756,6 +756,9 @@ static void ring_config(const run *r, const opt_config *oc, cl_config *out) {
                           "GPUs or every one on the CPU (--device), or use "
                           "--strategy=parameter_server, whose replicas may differ";
     out->part[CFG_PATH] = cl_hash(CL_HASH_INIT, &path, sizeof path);
+    /* the trial: the replicas of another trial on the same ports are another job */
+    const char *trial = r->c->cluster ? r->c->cluster->trial : NULL;
+    if (trial) out->job = cl_hash(CL_HASH_INIT, trial, strlen(trial) + 1);
 }
 
 /* The parameter servers' single hash of config_parts (ps.h): a ps names no part. */

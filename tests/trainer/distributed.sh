@@ -367,6 +367,26 @@ wait $c
 cr=$?
 check mismatch_both_fail test $cr -ne 0 -a $w -ne 0
 check mismatch_named grep -q "different configuration" mismatch-chief.log mismatch-worker.log
+# a usage error, not worth a restart: both say so and exit 2 (it was exit 1)
+check mismatch_exit2 test $cr -eq 2 -a $w -eq 2
+check mismatch_both_named grep -q "different configuration: the optimiser" mismatch-worker.log
+
+# --- replicas of two trials on one cluster's ports do not train together ------------
+# (with the same flags they used to: one ring of two jobs, their gradients summed)
+read -r -a p <<<"$(ports 2)"
+cluster="{\"chief\": [\"localhost:${p[0]}\"], \"worker\": [\"localhost:${p[1]}\"]}"
+trialcfg() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index\": 0, \"trial\": \"$2\"}}"; }
+TF_CONFIG="$(trialcfg chief 7)" "$TRAINER" "${SMALL[@]}" --peer_timeout=3 \
+  --job-dir=trial7 >trial7-chief.log 2>&1 &
+c=$!
+TF_CONFIG="$(trialcfg worker 8)" "$TRAINER" "${SMALL[@]}" --peer_timeout=3 \
+  --job-dir=trial8 >trial8-worker.log 2>&1
+w=$?
+wait $c
+cr=$?
+check other_trial_both_fail test $cr -eq 1 -a $w -eq 1
+check other_trial_named grep -q "a replica of another job (rank 1 of 2 of a different TF_CONFIG cluster or trial), turned away" trial7-chief.log
+check other_trial_no_training test ! -e trial7/model.ckpt -a ! -e trial8/model.ckpt
 
 # --- parameter server: chief + worker + 2 ps -------------------------------------------
 read -r -a p <<<"$(ports 4)"

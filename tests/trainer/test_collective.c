@@ -180,7 +180,8 @@ static void teardown(ring_test *t) {
 static const char *ports_taken(const ring_test *t, int upto) {
     for (int i = 0; i < upto; i++)
         if (strstr(t->job[i].err, "Address already in use") ||
-            strstr(t->job[i].err, "says it is rank"))
+            strstr(t->job[i].err, "says it is rank") ||
+            strstr(t->job[i].err, "another job"))
             return t->job[i].err;
     return NULL;
 }
@@ -384,7 +385,9 @@ static void test_config_parts_named(void) {
     const cl_config *two[2] = {&mine, &other};
     ring_test t;
     run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, configs, two);
-    CHECK(t.job[0].rc == TN_EMISMATCH && t.job[1].rc == TN_EMISMATCH);
+    /* both see it (the one that finds it first answers with its own hello), and
+     * neither is worth running again: a usage error */
+    CHECK(t.job[0].rc == TN_EINVAL && t.job[1].rc == TN_EINVAL);
     CHECK_STR_CONTAINS(t.job[0].err, "worker 0 (localhost:");
     CHECK_STR_CONTAINS(t.job[0].err, "runs with a different configuration: --precision "
                                      "differs from this replica's; hint: give every replica");
@@ -399,6 +402,114 @@ static void test_config_parts_named(void) {
     run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 2, configs, two);
     CHECK_MSG(t.job[0].rc == 0 && t.job[1].rc == 0, "'%s' / '%s'", t.job[0].err, t.job[1].err);
     teardown(&t);
+}
+
+/* A replica of another job (an earlier trial's, still running on a port given out
+ * again): rank `rank` of a 2-replica job of its own, listening on `own` and connecting
+ * to `to`, which it takes for its next peer, for `timeout` seconds. */
+typedef struct foreign_job {
+    char own[32], to[32], other[32];
+    cl_peer peers[2];
+    rank_job job;
+    pthread_t th;
+} foreign_job;
+
+static void foreign_start(foreign_job *f, int rank, const char *own, const char *to,
+                          double timeout) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->own, sizeof f->own, "%s", own);
+    snprintf(f->to, sizeof f->to, "%s", to);
+    f->peers[rank] = (cl_peer){"its own", f->own};
+    f->peers[1 - rank] = (cl_peer){"its peer", f->to};
+    f->job = (rank_job){.n = 2, .rank = rank, .peers = f->peers, .hash = 42,
+                        .timeout = timeout, .scenario = SC_ALLREDUCE, .count = 10};
+    f->job.buf = calloc(10 + MAXR + 2, sizeof(float));
+    pthread_create(&f->th, NULL, run_rank, &f->job);
+}
+
+static void foreign_finish(foreign_job *f) {
+    pthread_join(f->th, NULL);
+    free(f->job.buf);
+}
+
+/* A replica of another job with the same flags reaches rank 1's port before rank 0
+ * does: it is turned away, and the ring forms with its own rank 0 (it used to be let
+ * in: the two jobs' gradients summed, and the real rank 0 left out). */
+static void test_foreign_replica_turned_away(void) {
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        ring_test t;
+        setup(&t, 2, SC_ALLREDUCE, 1000, 10);
+        char own[32];
+        snprintf(own, sizeof own, "localhost:%d", free_port());
+        foreign_job f;
+        foreign_start(&f, 0, own, t.addr[1], 3); /* it takes rank 1 for its next */
+        pthread_create(&t.th[1], NULL, run_rank, &t.job[1]);
+        nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL); /* f knocks first */
+        pthread_create(&t.th[0], NULL, run_rank, &t.job[0]);
+        finish(&t, 2);
+        foreign_finish(&f);
+        const char *why = ports_taken(&t, 2);
+        if (why && attempt < 3) {
+            printf("note: another process took this ring's ports (%s): again\n", why);
+            teardown(&t);
+            continue;
+        }
+        for (int i = 0; i < 2; i++) CHECK_MSG(t.job[i].rc == 0, "rank %d: %s", i, t.job[i].err);
+        int bad = 0;
+        for (size_t k = 0; k < 1000; k++)
+            bad += t.job[1].buf[k] != value(0, k) + value(1, k);
+        CHECK_MSG(bad == 0, "%d wrong sums", bad);
+        CHECK_MSG(f.job.rc == TN_EPEER, "the foreign replica: rc %d: %s", f.job.rc, f.job.err);
+        teardown(&t);
+        return;
+    }
+}
+
+/* Why a ring did not form, when a replica of another job came: rank 0, whose previous
+ * peer never starts, says one came and was turned away; rank 1, whose next peer's port
+ * a replica of another job holds, says so. */
+static void foreign_at_rank0(ring_test *t, void *ctx) {
+    foreign_job *f = ctx;
+    char own[32];
+    snprintf(own, sizeof own, "localhost:%d", free_port());
+    foreign_start(f, 1, own, t->addr[0], 3);
+}
+
+static void test_foreign_replica_named(void) {
+    ring_test t;
+    foreign_job f;
+    run_ring_as(&t, 3, 2, SC_ALLREDUCE, 10, 1.5, foreign_at_rank0, &f);
+    foreign_finish(&f);
+    CHECK_INT_EQ(t.job[0].rc, TN_EPEER);
+    CHECK_STR_CONTAINS(t.job[0].err, "waiting for worker 1 (");
+    CHECK_STR_CONTAINS(t.job[0].err, "to connect to this replica");
+    CHECK_STR_CONTAINS(t.job[0].err, "meanwhile there came a replica of another job (rank 1 "
+                                     "of 2 of a different TF_CONFIG cluster or trial), "
+                                     "turned away");
+    teardown(&t);
+
+    /* rank 2's port is the foreign replica's, whose own next listens but never answers */
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        char silent[32];
+        int sfd = listen_silent(silent, sizeof silent);
+        setup(&t, 3, SC_ALLREDUCE, 10, 2);
+        foreign_start(&f, 1, t.addr[2], silent, 4);
+        nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL); /* it listens */
+        start(&t, 2);
+        finish(&t, 2);
+        foreign_finish(&f);
+        if (sfd >= 0) close(sfd);
+        if (ports_taken(&t, 2) && !strstr(t.job[1].err, "held by") && attempt < 3) {
+            teardown(&t);
+            continue;
+        }
+        CHECK_INT_EQ(t.job[1].rc, TN_EPEER);
+        CHECK_STR_CONTAINS(t.job[1].err, "waiting for worker 1 at");
+        CHECK_STR_CONTAINS(t.job[1].err, "its address was held by a replica of another job "
+                                         "(rank 1 of 2");
+        teardown(&t);
+        return;
+    }
 }
 
 static void test_out_of_step(void) {
@@ -534,6 +645,8 @@ static void run_ring_tests(int transport) {
     RUN(test_silent_peer_given_up);
     RUN(test_config_mismatch);
     RUN(test_config_parts_named);
+    RUN(test_foreign_replica_turned_away);
+    RUN(test_foreign_replica_named);
     RUN(test_out_of_step);
     RUN(test_buckets_sum_every_bucket);
     RUN(test_buckets_lost_peer);
