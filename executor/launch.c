@@ -313,15 +313,22 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
 
 /* ---- replica mode ---- */
 
-/* Stops the program's process group: SIGTERM, SIGKILL after the grace period. */
+/* The wait status of a program whose status could not be had (waitpid failed). */
+#define STATUS_LOST (-1)
+
+/* Stops the program's process group: SIGTERM, SIGKILL after the grace period. Its wait
+ * status, or STATUS_LOST. */
 static int stop_child(pid_t pid, double grace) {
-    int status = 0;
+    int status = STATUS_LOST;
     kill(-pid, SIGTERM);
     double deadline = now() + grace;
     for (;;) {
         pid_t got = waitpid(pid, &status, WNOHANG);
         if (got == pid) break;
-        if (got < 0 && errno != EINTR) break;
+        if (got < 0 && errno != EINTR) {
+            status = STATUS_LOST;
+            break;
+        }
         if (now() > deadline) {
             kill(-pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -453,12 +460,13 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             break;
         }
         event(ev, EX_EV_STARTED, EX_EXIT_UNKNOWN, "pid %ld on %s", (long)pid, host);
-        int status = 0, stopped = 0;
+        int status = 0, stopped = 0, wait_errno = 0;
         for (;;) {
             pid_t got = waitpid(pid, &status, WNOHANG);
             if (got == pid) break;
-            if (got < 0 && errno != EINTR) {
-                status = 0;
+            if (got < 0 && errno != EINTR) { /* never taken for a success */
+                wait_errno = errno;
+                status = STATUS_LOST;
                 break;
             }
             if (g_signal || decided(run_dir)) {
@@ -469,6 +477,13 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             nap(POLL_US);
         }
         kill(-pid, SIGKILL); /* what the program left in its process group goes with it */
+        if (status == STATUS_LOST) {
+            snprintf(err, sizeof err, "the exit status of pid %ld on %s is lost (waitpid: %s)",
+                     (long)pid, host, strerror(wait_errno ? wait_errno : ECHILD));
+            event(ev, EX_EV_EXITED, EX_EXIT_UNKNOWN, "%s", err);
+            if (!stopped && !g_signal && !decided(run_dir)) decide(run_dir, "failed", 1, err);
+            break;
+        }
         ex_describe_status(status, how, sizeof how);
         event(ev, EX_EV_EXITED, ex_exit_of_status(status), "%s", how);
         /* the run is over already, or Slurm is ending the job (scancel, time limit): an
@@ -661,6 +676,10 @@ int main(int argc, char **argv) {
     sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = SIG_IGN; /* a file-size limit: EFBIG from the write, not death */
     sigaction(SIGXFSZ, &sa, NULL);
+    /* SIGCHLD ignored by whoever started us (a site's wrapper, a container entrypoint)
+     * would have the kernel reap the replica and its exit status lost: take it back */
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &sa, NULL);
     job_desc d;
     if (argc == 3 && !strcmp(argv[1], "job")) {
         load_job(argv[2], &d);

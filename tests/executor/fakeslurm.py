@@ -24,6 +24,8 @@ is called by picks the command. All state is in $FAKE_SLURM_DIR:
   nodelist             when present: what squeue prints for %N (a long node list)
   scancel_fail         when present: scancel prints it to stderr, exits 1 and removes it
   sinfo                what sinfo prints (sinfo_fail: printed to stderr, exit 1)
+  srun_sigchld_ignored when present: srun starts its tasks with SIGCHLD ignored, as a
+                       site's wrapper or container entrypoint may leave it
 
 srun runs --ntasks copies of its command here with SLURM_PROCID and SLURM_LOCALID set
 and exits with the worst status. `scontrol requeue ID` kills a running job and runs it
@@ -278,7 +280,9 @@ def srun(args):
     procs = []
     for k in range(n):
         env = dict(os.environ, SLURM_PROCID=str(k), SLURM_LOCALID=str(k), SLURM_STEP_ID="0")
-        procs.append(subprocess.Popen(cmd, env=env))
+        ignore = os.path.exists(path("srun_sigchld_ignored"))
+        pre = (lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)) if ignore else None
+        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=pre))
     worst = 0
     for p in procs:
         rc = p.wait()

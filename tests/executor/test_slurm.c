@@ -392,6 +392,20 @@ static void test_permanent_error(void) {
     CHECK_STR_CONTAINS(o.error, "-0.log");
 }
 
+/* A replica started with SIGCHLD ignored (a site's wrapper, a container entrypoint)
+ * has its exit status reaped by the kernel: the launcher takes SIGCHLD back, so a
+ * program that exits 3 fails the trial (it was taken for exit 0: the trial succeeded). */
+static void test_sigchld_ignored(void) {
+    fake_reset(1);
+    fake_write("srun_sigchld_ignored", "");
+    job_case jc = {.script = "sleep 0.3; exit 3", .workers = 0, .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("sigchld", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_FAILED);
+    CHECK_STR_CONTAINS(o.error, "exit status 3");
+    fake_remove("srun_sigchld_ignored");
+}
+
 static void test_program_not_found(void) {
     fake_reset(1);
     outcome o;
@@ -1645,6 +1659,7 @@ int main(int argc, char **argv) {
     RUN(test_records_carry_their_run);
     RUN(test_gives_up_then_fails);
     RUN(test_permanent_error);
+    RUN(test_sigchld_ignored);
     RUN(test_program_not_found);
     RUN(test_cancelled_outside_is_rerun);
     RUN(test_slurm_ends_job);
