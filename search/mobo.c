@@ -26,6 +26,15 @@ void mo_weights(uint64_t seed, uint64_t index, size_t m, double *w) {
     for (size_t k = 0; k < m; k++) w[k] /= sum;
 }
 
+/* Whether trial t takes part: COMPLETE, with m objectives, all finite (one infinite
+ * value would make every other trial's share of its range 0, or NaN). */
+static int scored(const mo_trial *t, size_t m) {
+    if (t->state != SP_COMPLETE || !t->objectives) return 0;
+    for (size_t k = 0; k < m; k++)
+        if (!isfinite(t->objectives[k])) return 0;
+    return 1;
+}
+
 void mo_scalarise(const mo_history *h, const double *w, double *g) {
     double lo[MO_MAX_OBJECTIVES], hi[MO_MAX_OBJECTIVES];
     size_t m = h->m;
@@ -35,7 +44,7 @@ void mo_scalarise(const mo_history *h, const double *w, double *g) {
     }
     for (size_t i = 0; i < h->n; i++) {
         const mo_trial *t = &h->trials[i];
-        if (t->state != SP_COMPLETE || !t->objectives) continue;
+        if (!scored(t, m)) continue;
         for (size_t k = 0; k < m; k++) {
             double y = h->maximize[k] ? -t->objectives[k] : t->objectives[k];
             if (y < lo[k]) lo[k] = y;
@@ -45,11 +54,14 @@ void mo_scalarise(const mo_history *h, const double *w, double *g) {
     for (size_t i = 0; i < h->n; i++) {
         const mo_trial *t = &h->trials[i];
         g[i] = NAN;
-        if (t->state != SP_COMPLETE || !t->objectives) continue;
+        if (!scored(t, m)) continue;
         double worst = 0, sum = 0;
         for (size_t k = 0; k < m; k++) {
             double y = h->maximize[k] ? -t->objectives[k] : t->objectives[k];
-            double z = hi[k] > lo[k] ? (y - lo[k]) / (hi[k] - lo[k]) : 0;
+            /* halves: objectives of both signs near DBL_MAX (a diverged score) would
+             * overflow hi - lo to inf, and y - lo with it, to inf / inf */
+            double range = hi[k] / 2 - lo[k] / 2;
+            double z = range > 0 ? (y / 2 - lo[k] / 2) / range : 0;
             if (w[k] * z > worst) worst = w[k] * z;
             sum += w[k] * z;
         }

@@ -50,9 +50,10 @@ typedef struct mo_history {
  * (seed, index, m) give the same weights. */
 void mo_weights(uint64_t seed, uint64_t index, size_t m, double *w);
 
-/* The augmented Chebyshev scalarisation of each COMPLETE trial with objectives under
- * weights w, into g[i] (NaN for the others): objectives put on [0, 1] over those
- * trials (an objective with one value seen throughout is 0 for all). Lower is better. */
+/* The augmented Chebyshev scalarisation of each COMPLETE trial with finite objectives
+ * under weights w, into g[i] (NaN for the others): objectives put on [0, 1] over those
+ * trials (an objective with one value seen throughout is 0 for all; any finite values,
+ * up to +-DBL_MAX, without overflow). Lower is better. */
 void mo_scalarise(const mo_history *h, const double *w, double *g);
 
 /* Suggests the point of trial number `index` as bo_suggest does (same contract for

@@ -75,6 +75,25 @@ static void test_scalarise(void) {
     mo_history hu = {u, 2, 2, min2};
     mo_scalarise(&hu, w1, g);
     CHECK(g[0] == 0 && g[1] == 0);
+    /* objectives of both signs near DBL_MAX (a diverged score): the range overflowed,
+     * the worst trial got NaN (inf / inf, left out as unmeasured) and every other one
+     * 0, so that objective dropped out whatever the weights */
+    static const double big1[] = {-1e308, 3}, big2[] = {1e308, 1}, big3[] = {0, 2},
+                        big4[] = {9e307, 0};
+    mo_trial v[] = {{pt, SP_COMPLETE, big1}, {pt, SP_COMPLETE, big2}, {pt, SP_COMPLETE, big3},
+                    {pt, SP_COMPLETE, big4}};
+    mo_history hv = {v, 4, 2, min2};
+    mo_scalarise(&hv, w1, g);
+    CHECK_MSG(g[0] == 0 && fabs(g[1] - 1.05) < 1e-12 && fabs(g[2] - 0.525) < 1e-12 &&
+                  fabs(g[3] - 0.9975) < 1e-12,
+              "g = %g %g %g %g", g[0], g[1], g[2], g[3]);
+    /* a trial with an infinite objective takes no part (it would squash the others'
+     * range to nothing); the others are scored among themselves */
+    static const double inf1[] = {INFINITY, 0};
+    mo_trial x[] = {{pt, SP_COMPLETE, a}, {pt, SP_COMPLETE, b}, {pt, SP_COMPLETE, inf1}};
+    mo_history hx = {x, 3, 2, min2};
+    mo_scalarise(&hx, w, g);
+    CHECK(fabs(g[0]) < 1e-12 && fabs(g[1] - 0.55) < 1e-12 && isnan(g[2]));
 }
 
 static void test_suggest_contract(void) {
