@@ -18,7 +18,8 @@
  * and so is this process (host_new; not as PID 1, which adopts every orphan anyway): a
  * descendant whose parent dies becomes the replica's child, and this process's when the
  * replica exits, where kill_orphans finds it whatever it did to its session or
- * environment (sparing the children this process had before: note_inherited).
+ * environment (sparing the children this process had before, note_inherited, and
+ * what is in their process groups or this process's, which no replica's descendant is).
  * kill_under finds the rest by the CLOUD_ML_HP_METRIC_FILE each process of a trial
  * inherits: what an earlier tuner's replicas left running, for a resumed study.
  */
@@ -54,9 +55,13 @@ typedef struct local_host {
     struct inherited {      /* its children from before (started before it exec'd, as in
                                `monitor & exec tuner run ...`): not the replicas' */
         pid_t pid;
+        pid_t pgrp;
         unsigned long long start; /* /proc/PID/stat's starttime */
     } *inherited;
     size_t ninherited;
+    pid_t own_group;        /* this process's group: a replica and its descendants are in
+                               groups of their own (ex_spawn), so an orphan in this one,
+                               or in an inherited child's, is the inherited child's */
 } local_host;
 
 typedef struct local_replica {
@@ -174,6 +179,7 @@ static local_host *host_new(const ex_options *o) {
      * this process is a container's init, which adopts every orphan of the container */
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) {
         h->adopts = 1;
+        h->own_group = getpgrp();
         note_inherited(h);
     }
     h->cores_total = o->cores > 0 ? o->cores : online_cores();
@@ -654,8 +660,8 @@ static void add_inherited(void *ctx, pid_t pid, pid_t pgrp, unsigned long long s
                           int zombie) {
     local_host *h = ctx;
     h->inherited = tn_xrealloc(h->inherited, (h->ninherited + 1) * sizeof *h->inherited);
-    h->inherited[h->ninherited++] = (struct inherited){pid, start};
-    (void)pgrp, (void)zombie;
+    h->inherited[h->ninherited++] = (struct inherited){pid, pgrp, start};
+    (void)zombie;
 }
 
 /* This process's children now, before any replica: kill_orphans leaves them alone. */
@@ -679,8 +685,11 @@ static void orphan_seen(void *ctx, pid_t pid, pid_t pgrp, unsigned long long sta
     for (size_t i = 0; i < r->x->nwatches; i++)
         if (r->x->watches[i].pid == pid) return; /* a replica, a command, or an orphan
                                                      killed already, whose exit is awaited */
+    if (pgrp == h->own_group) return; /* an inherited child's orphan (its own group) */
     for (size_t i = 0; i < h->ninherited; i++)
-        if (h->inherited[i].pid == pid && h->inherited[i].start == start) return;
+        if ((h->inherited[i].pid == pid && h->inherited[i].start == start) ||
+            h->inherited[i].pgrp == pgrp)
+            return; /* an inherited child, or an orphan in its group */
     int in_group = 0;
     for (size_t g = 0; g < r->ngroups && !in_group; g++) in_group = r->groups[g] == pgrp;
     if (!zombie && kill(pid, SIGKILL) == 0 && !in_group) r->killed++;
@@ -690,8 +699,10 @@ static void orphan_seen(void *ctx, pid_t pid, pid_t pgrp, unsigned long long sta
 static void on_orphan_exit(void *ctx, int status);
 
 /* Kills every child of this process that is neither a watched one nor one it had
- * before (note_inherited): orphans of the replicas (host_new, ex_spawn), a daemon that
- * left its replica's process group and environment (env -i setsid ...) among them. Waits
+ * before (note_inherited) nor in the process group of this process or of one it had
+ * before (what those leave: `( helper & ) ; exec tuner run`): orphans of the replicas
+ * (host_new, ex_spawn), a daemon that left its replica's process group and environment
+ * (env -i setsid ...) among them. Waits
  * up to 200 ms for them to go, so that what they left in turn, ours as well then, is
  * found by the next round; those still there are watched, and their exits start
  * another round (on_orphan_exit) instead of holding up the loop. Returns how many it

@@ -531,6 +531,45 @@ static void test_inherited_child_kept(void) {
     }
 }
 
+/* What a child the process had before leaves behind when it exits during a job (a
+ * wrapper's `( helper & ); exec tuner run ...`) is adopted by the process too, and is
+ * not the job's either: it was killed and blamed on the trial. */
+static void test_inherited_childs_orphan_kept(void) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t mine = fork();
+    if (mine == 0) { /* in this process's group, as a non-interactive shell's job */
+        close(fds[0]);
+        pid_t helper = fork();
+        if (helper == 0) {
+            execl("/bin/sleep", "sleep", "300", (char *)NULL);
+            _exit(127);
+        }
+        dprintf(fds[1], "%ld\n", (long)helper);
+        close(fds[1]);
+        usleep(400 * 1000); /* then it leaves the helper, during the job */
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[32] = "";
+    ssize_t got = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    pid_t helper = got > 0 ? (pid_t)atol(buf) : 0;
+    CHECK(mine > 0 && helper > 0);
+    job_case jc = {.script = "d=${1#--job-dir=}; env -i setsid sleep 300 </dev/null >/dev/null "
+                             "2>&1 & sleep 1; exit 0"};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("inherited_orphan", &jc, &attempts, &restarts);
+    CHECK_INT_EQ(o.outcome, EX_SUCCEEDED);
+    CHECK_STR_CONTAINS(o.events, "killed 1 process the job left behind"); /* its daemon */
+    CHECK_MSG(helper <= 0 || alive(helper), "the helper %ld was killed", (long)helper);
+    if (helper > 0) {
+        kill(helper, SIGKILL);
+        waitpid(helper, NULL, 0);
+    }
+    if (mine > 0) waitpid(mine, NULL, 0);
+}
+
 /* A job whose replica starts a daemon that is not an orphan (its parent, a child of the
  * replica, still runs) leaves it running only until the replica exits; the chief's
  * other replicas keep theirs meanwhile: a worker's daemon lives while the worker does. */
@@ -871,6 +910,7 @@ int main(void) {
     RUN(test_env_i_setsid_child_killed);
     RUN(test_orphans_wait_for_their_replica);
     RUN(test_inherited_child_kept);
+    RUN(test_inherited_childs_orphan_kept);
     RUN(test_recover_kills_large_env);
     RUN(test_free_running_job_kills_all);
     RUN(test_restart_after_job_dir_removed);
