@@ -322,25 +322,39 @@ static int full_disk_error(const char *path, char *err, size_t errlen) {
                     path, ST_DISK_FULL);
 }
 
+/* Where SQLite keeps the store at path and its -wal, -shm and -journal files: the file a
+ * symbolic link at path leads to, in that file's folder (path itself when it does not
+ * exist yet). Yours to free. */
+static char *store_file(const char *path) {
+    char *real = realpath(path, NULL);
+    return real ? real : tn_xstrdup(path);
+}
+
 /* Whether the store at path, or its -wal or -journal file, has reached the file-size
  * limit (ulimit -f, RLIMIT_FSIZE): a write past it fails with EFBIG, which SQLite
  * reports as a plain I/O error (the errno it keeps is that of a later call). Within a
  * page or two of the limit counts: the write that crossed it stopped there. */
-static int at_file_size_limit(const char *path) {
+static int at_file_size_limit(const char *given) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
     static const char *const suffix[] = {"", "-wal", "-journal"};
-    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+    char *path = store_file(given);
+    int near = 0;
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0] && !near; i++) {
         char *p = tn_xasprintf("%s%s", path, suffix[i]);
         struct stat sb;
-        int near = stat(p, &sb) == 0 && (rlim_t)sb.st_size + 2 * 65536 >= rl.rlim_cur;
+        near = stat(p, &sb) == 0 && (rlim_t)sb.st_size + 2 * 65536 >= rl.rlim_cur;
         free(p);
-        if (near) return 1;
     }
-    return 0;
+    free(path);
+    return near;
 }
 
-static const char *why_unwritable(const char *path, char *buf, size_t len) {
+/* Why the store at given cannot be written ("" when nothing says so): its file system,
+ * its file or the folder SQLite's -wal and -shm files go in, that of the file a symbolic
+ * link leads to. */
+static const char *why_unwritable(const char *given, char *buf, size_t len) {
+    char *path = store_file(given);
     const char *slash = strrchr(path, '/');
     char *dir = slash ? tn_xasprintf("%.*s", (int)(slash == path ? 1 : slash - path), path)
                       : tn_xstrdup(".");
@@ -357,6 +371,7 @@ static const char *why_unwritable(const char *path, char *buf, size_t len) {
         snprintf(buf, len, "you cannot write its folder %s (for SQLite's -wal and -shm "
                  "files): %s", dir, strerror(errno));
     free(dir);
+    free(path);
     return buf;
 }
 
@@ -1090,9 +1105,16 @@ int st_open_read(const char *path, st_store **out, char *err, size_t errlen) {
     assert(path && out);
     *out = NULL;
     /* An empty file is not a store yet, and a reader must not make it one (st_open
-     * would write the schema into it). */
+     * would write the schema into it). It may be one being made (a first `tuner run`
+     * has just created it): give it a moment. */
     struct stat eb;
-    if (stat(path, &eb) == 0 && S_ISREG(eb.st_mode) && eb.st_size == 0)
+    int empty = 0;
+    for (int wait = 0; wait < 20; wait++) {
+        empty = stat(path, &eb) == 0 && S_ISREG(eb.st_mode) && eb.st_size == 0;
+        if (!empty) break;
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    if (empty)
         return tn_error(err, errlen, TN_EFORMAT,
                         "%s is an empty file, not a tuner store; `tuner run` or `tuner "
                         "create` makes a store there",
@@ -1104,8 +1126,10 @@ int st_open_read(const char *path, st_store **out, char *err, size_t errlen) {
     if (rc) return rc;
     st_store *s = *out;
     struct stat sb;
-    char *wal = tn_xasprintf("%s-wal", path);
-    char *shm = tn_xasprintf("%s-shm", path);
+    char *file = store_file(path);
+    char *wal = tn_xasprintf("%s-wal", file);
+    char *shm = tn_xasprintf("%s-shm", file);
+    free(file);
     if (stat(wal, &sb) == 0 && sb.st_size > 0 && stat(shm, &sb) != 0)
         s->note = tn_xasprintf("%s is read-only here (%s) and its write-ahead log %s cannot "
                                "be read without its -shm file: what was written since the "

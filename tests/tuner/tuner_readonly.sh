@@ -165,6 +165,19 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   chmod -R a+rX "$WORK/runs"
   read_only_checks noperm "$ROOT_TMP/t.db" setpriv --reuid=nobody --regid=nogroup --clear-groups
   check noperm_store_unchanged test "$(sha256sum "$ROOT_TMP/t.db" | cut -d' ' -f1)" = "$sum_before"
+  # through a symbolic link in a folder the user can write, to a store it could write
+  # in a folder it cannot: SQLite's -wal and -shm go beside the store, not the link, so
+  # that folder is the one that counts (the link's was checked: the reads failed)
+  mkdir -p "$ROOT_TMP/real" "$ROOT_TMP/link"
+  cp store/t.db "$ROOT_TMP/real/t.db" && chmod 666 "$ROOT_TMP/real/t.db"
+  chmod 755 "$ROOT_TMP/real" && chmod 777 "$ROOT_TMP/link"
+  ln -s "$ROOT_TMP/real/t.db" "$ROOT_TMP/link/t.db"
+  out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$TUNER" list --db="$ROOT_TMP/link/t.db" 2>&1); rc=$?
+  check noperm_symlink_list test $rc -eq 0
+  check noperm_symlink_reads grep -q "^done .*SUCCEEDED" <<<"$out"
+  out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$TUNER" cancel waiting --db="$ROOT_TMP/link/t.db" 2>&1)
+  check noperm_symlink_cancel_says_folder grep -q "you cannot write its folder $ROOT_TMP/real" <<<"$out"
+  check noperm_symlink_unchanged test "$(sha256sum "$ROOT_TMP/real/t.db" | cut -d' ' -f1)" = "$sum_before"
 else
   cp store/t.db np.db
   mkdir -p np && mv np.db np/t.db && chmod a-w np/t.db np
