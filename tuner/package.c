@@ -7,8 +7,16 @@
  * -m venv --system-site-packages --without-pip` when the environment is not there yet
  * (the machine's pip, seen through the system site, installs into it), then `python
  * -m pip install --no-build-isolation PATH...` with the packages' absolute paths (a
- * bare relative name would be read by pip as a project on its index). A failure is
- * told with the end of what that command wrote and a hint for the usual causes.
+ * bare relative name would be read by pip as a project on its index), and for wheels a
+ * second `pip install --no-deps --force-reinstall WHEEL...`, since pip keeps an
+ * installed wheel of the same version however it changed (a folder or an sdist is
+ * built and installed again anyway). pip builds a folder's package inside the folder
+ * (build/, *.egg-info), so two studies installing one folder at once would spoil each
+ * other's builds: each install holds an exclusive flock on every folder it installs.
+ * pip runs without the settings that would install elsewhere than the environment
+ * (PIP_USER, PIP_TARGET, PIP_PREFIX: a cluster's pip.conf often says user = true). A
+ * failure is told with the end of what that command wrote and a hint for the usual
+ * causes.
  */
 #include "tuner/package.h"
 
@@ -19,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,12 +78,43 @@ int pkg_check_uri(const char *uri, int check_files, char *err, size_t errlen) {
                     "(.whl)", uri);
 }
 
+/* This process's environment without pip's settings that install elsewhere than the
+ * study's environment, and with PIP_USER=0 over a pip.conf's user = true. The strings
+ * are environ's but the last; free the array and that one. */
+static char **pip_environment(void) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = tn_xcalloc(n + 2, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "PIP_USER=", 9) && strncmp(environ[i], "PIP_TARGET=", 11) &&
+            strncmp(environ[i], "PIP_PREFIX=", 11))
+            env[k++] = environ[i];
+    env[k] = tn_xstrdup("PIP_USER=0");
+    return env;
+}
+
 /* Runs argv with its output appended to log and waits for it; `what` names it in a
  * failure's message. Returns 0 when it exits 0. */
 static int run_logged(char *const *argv, const char *log, const char *what, char *err,
                       size_t errlen) {
-    FILE *f = fopen(log, "a"); /* the command line, for whoever reads the log */
-    if (!f) return tn_error(err, errlen, TN_EIO, "cannot open %s: %s", log, strerror(errno));
+    /* the command line, for whoever reads the log; never blocking on a FIFO there */
+    int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat sb;
+    if (fd < 0 && errno == ENXIO) /* a FIFO nobody reads */
+        return tn_error(err, errlen, TN_EIO, "cannot write %s: it is not a regular file; "
+                        "hint: remove it (the study's installs log there)", log);
+    if (fd < 0) return tn_error(err, errlen, TN_EIO, "cannot open %s: %s", log, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "cannot write %s: it is not a regular file; "
+                        "hint: remove it (the study's installs log there)", log);
+    }
+    FILE *f = fdopen(fd, "a");
+    if (!f) {
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "cannot open %s: %s", log, strerror(errno));
+    }
     fputs("$", f);
     for (size_t i = 0; argv[i]; i++) fprintf(f, " %s", argv[i]);
     fputc('\n', f);
@@ -82,7 +122,12 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
     ex_run_mark mark;
     ex_run_mark_take(log, NULL, &mark);
     pid_t pid;
-    int rc = ex_spawn(argv, environ, log, &pid, err, errlen);
+    char **env = pip_environment();
+    size_t nenv = 0;
+    while (env[nenv]) nenv++;
+    int rc = ex_spawn(argv, env, log, &pid, err, errlen);
+    free(env[nenv - 1]);
+    free(env);
     if (rc) return rc == EX_ENOEXEC ? TN_EINVAL : rc;
     int status;
     while (waitpid(pid, &status, 0) < 0)
@@ -96,7 +141,7 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
     const char *hint =
         strstr(tail, "No module named pip")
             ? "install pip for python3 (Debian: apt-get install python3-pip)"
-        : strstr(tail, "bdist_wheel") || strstr(tail, "No module named 'wheel'") ||
+        : strstr(tail, "invalid command 'bdist_wheel'") || strstr(tail, "No module named 'wheel'") ||
                 strstr(tail, "No module named 'setuptools'")
             ? "pip builds the packages with this machine's setuptools and wheel "
               "(--no-build-isolation): install them (Debian: apt-get install "
@@ -135,6 +180,19 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(venv, logpath, "making the study's Python environment "
                                        "(python3 -m venv)", err, errlen);
     }
+    /* the folders, locked for the install: pip builds in them */
+    int *locks = tn_xcalloc(n + 1, sizeof *locks);
+    for (size_t i = 0; i < n; i++) locks[i] = -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct stat sb;
+        if (stat(argv[8 + i], &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        locks[i] = open(argv[8 + i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (locks[i] < 0 || flock(locks[i], LOCK_EX | LOCK_NB) == 0) continue;
+        if (log) fprintf(log, "%s: waiting for another install of %s to end\n", spec->job_id,
+                         argv[8 + i]);
+        while (flock(locks[i], LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
     if (rc == 0) {
         if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, n,
                          n == 1 ? "" : "s", logpath);
@@ -144,6 +202,23 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         for (size_t i = 0; i < 8; i++) argv[i] = tn_xstrdup(head[i]);
         rc = run_logged(argv, logpath, "installing trainingInput.packageUris (pip install)",
                         err, errlen);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (locks[i] >= 0) close(locks[i]); /* and so unlocked */
+    free(locks);
+    if (rc == 0) { /* wheels again, forced: pip keeps one of the same version otherwise */
+        const char *again[] = {python, "-m", "pip", "install", "--no-deps", "--force-reinstall",
+                               "--no-input", "--disable-pip-version-check",
+                               "--no-warn-script-location"};
+        char **wargv = tn_xcalloc(n + 10, sizeof *wargv);
+        size_t k = 0;
+        for (; k < 9; k++) wargv[k] = (char *)again[k];
+        for (size_t i = 0; i < n; i++)
+            if (ends_with(argv[8 + i], ".whl")) wargv[k++] = argv[8 + i];
+        if (k > 9)
+            rc = run_logged(wargv, logpath, "installing the wheels of trainingInput.packageUris "
+                            "again (pip install --force-reinstall)", err, errlen);
+        free(wargv);
     }
     if (rc == 0) { /* each replica runs the environment's python3 -m MODULE */
         for (size_t i = 0; i < spec->ncommand; i++) free(spec->command[i]);

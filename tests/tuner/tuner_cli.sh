@@ -711,6 +711,49 @@ else
      --quiet >"$WORK/package_resume.out" 2>&1); rc=$?
   check package_resume_exit0 test $rc -eq 0
   check package_resume_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state pkg_later SUCCEEDED)" -eq 8
+  # two studies installing one package folder at once (pip builds inside it): each
+  # waits for the other's install, and both succeed; pip's settings that would install
+  # elsewhere (PIP_USER, as a cluster's pip.conf often has) do not take the install
+  # out of the study's environment
+  for k in 1 2; do
+    cat >"$EX/conc$k.yaml" <<YAML
+trainingInput:
+  pythonModule: rosenbrock.task
+  packageUris: [studies/python_package]
+  args: [--steps=20]
+  jobDir: runs/conc$k
+  hyperparameters:
+    goal: MINIMIZE
+    hyperparameterMetricTag: loss
+    maxTrials: 1
+    params: [{parameterName: learning_rate, type: DOUBLE, minValue: 0.0001, maxValue: 0.001}]
+YAML
+  done
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" PIP_USER=1 PYTHONUSERBASE="$WORK/userbase" \
+     "$TUNER" run conc1.yaml --db="$WORK/conc1.db" --quiet >"$WORK/conc1.out" 2>&1) &
+  c1=$!
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run conc2.yaml --db="$WORK/conc2.db" \
+     --quiet >"$WORK/conc2.out" 2>&1); rc2=$?
+  wait $c1; rc1=$?
+  check package_concurrent_both_exit0 test $rc1 -eq 0 -a $rc2 -eq 0
+  check package_concurrent_both_succeeded test "$(TUNER_DB="$WORK/conc1.db" count_state conc1 SUCCEEDED)$(TUNER_DB="$WORK/conc2.db" count_state conc2 SUCCEEDED)" = 11
+  check package_pip_user_in_venv test -n "$(ls -d "$EX"/runs/conc1/venv/lib/python3*/site-packages/rosenbrock 2>/dev/null)"
+  check package_pip_user_not_in_user_site test ! -e "$WORK/userbase"
+  # a wheel is installed again, forced, for pip keeps an installed wheel of the same
+  # version however it changed
+  (cd "$EX" && "$WORK/pybin/python3" -m pip wheel --no-deps --no-build-isolation -q \
+     -w "$EX/dist" studies/python_package >/dev/null 2>&1)
+  whl=$(ls "$EX"/dist/*.whl 2>/dev/null | head -1)
+  sed -e 's|runs/conc1|runs/whl|' -e "s|\[studies/python_package\]|[$whl]|" "$EX/conc1.yaml" >"$EX/whl.yaml"
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run whl.yaml --db="$WORK/whl.db" --quiet >/dev/null 2>&1); rc=$?
+  check package_wheel_exit0 test -n "$whl" -a $rc -eq 0
+  check package_wheel_forced grep -q "pip install --no-deps --force-reinstall .* $whl\$" "$EX/runs/whl/venv/install.log"
+  # a FIFO where the install log goes: an error, not a hang
+  mkdir -p "$EX/runs/fifo/venv" && mkfifo "$EX/runs/fifo/venv/install.log"
+  sed 's|runs/conc1|runs/fifo|' "$EX/conc1.yaml" >"$EX/fifo.yaml"
+  err=$(cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 60 "$TUNER" run fifo.yaml --db="$WORK/fifo.db" --quiet 2>&1); rc=$?
+  check package_fifo_log_exit1 test $rc -eq 1
+  check package_fifo_log_says grep -q "install.log: it is not a regular file" <<<"$err"
   # a package pip cannot build: the run fails before anything is stored, with pip's words
   mkdir -p broken_pkg
   echo 'raise SystemExit("this setup.py is broken on purpose")' >broken_pkg/setup.py
