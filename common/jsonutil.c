@@ -72,8 +72,11 @@ void tn_json_write_string(tn_buf *b, const char *s, size_t len, unsigned flags) 
             esc = "\\r";
         } else if (c == '\t') {
             esc = "\\t";
-        } else if (c < 0x20 || (html && (c == '<' || c == '>' || c == '&' || c == 0x7f))) {
+        } else if (c < 0x20 || c == 0x7f || (html && (c == '<' || c == '>' || c == '&'))) {
             snprintf(code, sizeof code, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+            esc = code;
+        } else if (n == 2 && c == 0xC2 && u[i + 1] <= 0x9F) { /* C1: U+0080 to U+009F */
+            snprintf(code, sizeof code, "\\u00%c%c", hex[u[i + 1] >> 4], hex[u[i + 1] & 15]);
             esc = code;
         } else if (html && n == 3 && c == 0xE2 && u[i + 1] == 0x80 &&
                    (u[i + 2] == 0xA8 || u[i + 2] == 0xA9)) {

@@ -17,10 +17,11 @@ const char *tn_json_kind(const json_t *v);
 /* The one JSON writer (the CLI's --format=json, the dashboard's API, its event
  * stream). Objects keep their insertion order; integers as such; reals in shortest
  * round-trip form (tn_format_double), non-finite ones as null; strings as UTF-8, with
- * '"', '\\' and control characters escaped (\n, \r, \t, else \u00XX) and every byte
- * that is not part of valid UTF-8 written as '?', so one stray byte never loses the
- * whole document. Flags: */
-#define TN_JSON_HTML_SAFE 1u /* also escape <, >, &, DEL, U+2028 and U+2029 (\u00XX,
+ * '"', '\\' and control characters escaped (\n, \r, \t, else \u00XX: C0, DEL and C1,
+ * U+0080 to U+009F, so that no string drives a terminal it is printed on) and every
+ * byte that is not part of valid UTF-8 written as '?', so one stray byte never loses
+ * the whole document. Flags: */
+#define TN_JSON_HTML_SAFE 1u /* also escape <, >, &, U+2028 and U+2029 (\u00XX,
                                 \u2028, \u2029): safe inside HTML and JavaScript */
 /* Appends v; indent < 0: compact (no spaces), else newlines and that many spaces per
  * nesting level, with ": " after keys. */

@@ -123,36 +123,44 @@ void tn_buf_clear(tn_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The length of the valid UTF-8 sequence at u (of len bytes), or 0: no overlong
+ * forms, no surrogates, nothing above U+10FFFF; *cp gets its code point. */
+static size_t utf8_valid(const unsigned char *u, size_t len, uint32_t *cp) {
+    unsigned char c = u[0];
+    size_t need = 0;
+    uint32_t v = 0, lo = 0;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        need = 1, v = c & 0x1F, lo = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2, v = c & 0x0F, lo = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3, v = c & 0x07, lo = 0x10000;
+    }
+    if (!need || need >= len) return 0;
+    for (size_t k = 1; k <= need; k++) {
+        if ((u[k] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (u[k] & 0x3F);
+    }
+    if (v < lo || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
+    return need + 1;
+}
+
 char *tn_utf8_clean(const char *s, size_t len, size_t *outlen) {
     /* worst case: every byte becomes the 3-byte U+FFFD */
     char *out = tn_xmalloc(3 * len + 1);
     size_t o = 0;
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
-        unsigned char c = u[i];
-        size_t need = 0;
-        uint32_t cp = 0, lo = 0;
-        if (c < 0x80) {
-            out[o++] = (char)c;
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            need = 1, cp = c & 0x1F, lo = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2, cp = c & 0x0F, lo = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3, cp = c & 0x07, lo = 0x10000;
-        }
-        int ok = need > 0 && i + need < len;
-        for (size_t k = 1; ok && k <= need; k++) {
-            if ((u[i + k] & 0xC0) != 0x80) ok = 0;
-            else cp = (cp << 6) | (u[i + k] & 0x3F);
-        }
-        /* no overlong forms, no surrogates, nothing above U+10FFFF */
-        if (ok && cp >= lo && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
-            memcpy(out + o, s + i, need + 1);
-            o += need + 1;
-            i += need + 1;
+        uint32_t cp;
+        size_t n = utf8_valid(u + i, len - i, &cp);
+        if (n) {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
         } else {
             memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD for this one byte */
             o += 3;
@@ -162,4 +170,32 @@ char *tn_utf8_clean(const char *s, size_t len, size_t *outlen) {
     out[o] = '\0';
     if (outlen) *outlen = o;
     return out;
+}
+
+char *tn_term_clean(const char *s) {
+    size_t len = strlen(s);
+    char *out = tn_xmalloc(len + 1);
+    size_t o = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t n = utf8_valid(u + i, len - i, &cp);
+        int control = (cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7F && cp <= 0x9F);
+        if (n && !control) {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
+        } else {
+            out[o++] = '?'; /* for the control character, or the byte that is not UTF-8 */
+            i += n ? n : 1;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+void tn_fputs_term(const char *s, FILE *f) {
+    char *clean = tn_term_clean(s);
+    fputs(clean, f);
+    free(clean);
 }

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* A growable text buffer: zero-initialise it, append, then take or clear it. data is
  * NUL-terminated once anything was appended (NULL before). */
@@ -44,5 +45,13 @@ char *tn_format_double(double v, char *buf, size_t len);
  * U+FFFD, one per byte; yours to free (never NULL); *outlen, when not NULL, gets its
  * length. Valid text comes back unchanged. */
 char *tn_utf8_clean(const char *s, size_t len, size_t *outlen);
+
+/* A copy of s fit to print on a terminal, whoever wrote it (a trial's log or metric
+ * names, a spec): control characters but newline and tab (C0, DEL, and C1, U+0080 to
+ * U+009F, which terminals may take for ESC sequences) and bytes that are not UTF-8
+ * each become '?'. Yours to free. */
+char *tn_term_clean(const char *s);
+/* fputs of tn_term_clean(s). */
+void tn_fputs_term(const char *s, FILE *f);
 
 #endif

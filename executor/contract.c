@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 extern char **environ;
 
@@ -394,14 +395,14 @@ char *ex_log_tail(const char *log_path, const ex_run_mark *m, int max_lines, siz
     }
     if (len - start > max_bytes) start = len - max_bytes;
     char *out = tn_xmalloc(len - start + 1), *o = out;
-    for (size_t i = start; i < len; i++) {
-        unsigned char ch = (unsigned char)buf[i];
-        if (ch == '\r') continue;
-        *o++ = ch < 0x20 && ch != '\n' && ch != '\t' ? '?' : (char)(ch == 0x7f ? '?' : ch);
-    }
+    for (size_t i = start; i < len; i++)
+        if (buf[i] != '\r') *o++ = buf[i] ? buf[i] : '?'; /* a progress bar's \r */
     *o = '\0';
     free(buf);
-    return out;
+    /* what a terminal would obey (ESC, C1's CSI) and bytes that are not UTF-8 */
+    char *clean = tn_term_clean(out);
+    free(out);
+    return clean;
 }
 
 int ex_failure_repeats(ex_failure *last, int status, const char *tail, int reported) {

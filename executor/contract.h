@@ -154,8 +154,10 @@ void ex_run_mark_take(const char *log_path, const char *metric_path, ex_run_mark
 int ex_run_reported(const char *metric_path, const ex_run_mark *m);
 
 /* The last lines of what the run wrote to its log since m (at most max_lines lines
- * and max_bytes bytes, from the end; control characters other than newline and tab
- * shown as '?'), without a trailing newline: yours to free, "" when it wrote none. */
+ * and max_bytes bytes, from the end; carriage returns dropped, other control
+ * characters but newline and tab, C1's included, and bytes that are not UTF-8 shown as
+ * '?': tn_term_clean), without a trailing newline: yours to free, "" when it wrote
+ * none. */
 char *ex_log_tail(const char *log_path, const ex_run_mark *m, int max_lines, size_t max_bytes);
 
 /* A replica's last failure in its trial, to tell a repeat. Zeroed: none yet. */

@@ -6,18 +6,33 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/status.h"
+#include "common/text.h"
 #include "tuner/commands.h"
+
+/* Prints fmt's text to stderr fit for a terminal (it may quote a path, a spec's string
+ * or a trial's log). */
+static void say_clean(const char *fmt, va_list ap) {
+    char *text = tn_xvasprintf(fmt, ap);
+    tn_fputs_term(text, stderr);
+    free(text);
+}
 
 int cli_fail(int code, const char *hint, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("tuner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    say_clean(fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    if (hint) {
+        fputs("hint: ", stderr);
+        tn_fputs_term(hint, stderr);
+        fputc('\n', stderr);
+    }
     return code;
 }
 
@@ -25,7 +40,7 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("tuner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    say_clean(fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nhint: run 'tuner %s%s--help'\n", cmd, *cmd ? " " : "");
     return TUNER_EXIT_USAGE;

@@ -43,12 +43,14 @@
 static void print_spec_errors(const char *path, const spec_errors *e) {
     for (size_t i = 0; i < e->n; i++) {
         const spec_error *it = &e->items[i];
-        if (it->line > 0)
-            fprintf(stderr, "%s:%d:%d: ", path, it->line, it->column);
-        else
-            fprintf(stderr, "%s: ", path);
-        if (it->path[0]) fprintf(stderr, "%s: ", it->path);
-        fprintf(stderr, "%s\n", it->message);
+        /* the message quotes the spec's strings: nothing in them may drive the terminal */
+        char *line = it->line > 0 ? tn_xasprintf("%s:%d:%d: ", path, it->line, it->column)
+                                  : tn_xasprintf("%s: ", path);
+        char *text = tn_xasprintf("%s%s%s%s\n", line, it->path, it->path[0] ? ": " : "",
+                                  it->message);
+        tn_fputs_term(text, stderr);
+        free(text);
+        free(line);
     }
     fprintf(stderr, "tuner: error: %s has %zu problem%s; nothing was run\n", path, e->n,
             e->n == 1 ? "" : "s");

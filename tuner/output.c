@@ -274,17 +274,23 @@ static size_t display_width(const char *s) {
 
 /* Control characters would break the rows apart (a newline in an error message) or
  * drive the terminal (ESC, or C1's CSI, U+009B, from a trial's metric names): C0, DEL
- * and C1 (U+0080 to U+009F, two bytes in UTF-8) each become one space, in place. */
+ * and C1 (U+0080 to U+009F, two bytes in UTF-8) each become one space, in place; a
+ * byte that is not UTF-8 (a lone 0x9B is CSI to an 8-bit terminal) becomes '?'. */
 static void flatten(char *s) {
     char *o = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) {
-            *o++ = ' ';
-        } else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
-            *o++ = ' ';
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t len;
+        long cp = utf8_decode(p, &len);
+        if (cp < 0) {
+            *o++ = '?';
             p++;
+        } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+            *o++ = ' ';
+            p += len;
         } else {
-            *o++ = (char)*p;
+            memmove(o, p, len);
+            o += len;
+            p += len;
         }
     }
     *o = '\0';

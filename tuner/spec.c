@@ -1376,6 +1376,19 @@ static void fail_reserved_metric(ctx *c, const char *name) {
          name);
 }
 
+/* Reports a metric's name with a control character (C0, DEL, or C1 in UTF-8: one that
+ * a terminal showing it would obey), which no program means as a name; 1 then. */
+static int fail_control_metric(ctx *c, const char *id) {
+    const unsigned char *p = (const unsigned char *)id;
+    while (*p && *p >= 0x20 && *p != 0x7f && !(p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F))
+        p++;
+    if (!*p) return 0;
+    fail(c, "must not contain a control character (byte 0x%02x after \"%.*s\"): it names "
+            "a key of the hypertune file",
+         *p, (int)((const char *)p - id < CLIP ? (const char *)p - id : CLIP), id);
+    return 1;
+}
+
 /* One MetricSpec, {"metricId": "loss", "goal": "MINIMIZE"}, into *m (its id copied);
  * -1 when it has a problem (reported). */
 static int read_metric(ctx *c, json_t *obj, spec_metric *m) {
@@ -1388,6 +1401,7 @@ static int read_metric(ctx *c, json_t *obj, spec_metric *m) {
     check_fields(c, obj, METRIC_FIELDS, NM);
     if ((v = enter(c, obj, "metricId"))) {
         if (read_string(c, v, 1, &id) == 0 && reserved_metric(id)) fail_reserved_metric(c, id);
+        else if (id && fail_control_metric(c, id)) id = NULL;
         pop(c);
     } else {
         missing(c, obj, "metricId", METRIC_FIELDS, NM, "the metric's name in the hypertune file");
@@ -1495,6 +1509,7 @@ static void read_hyperparameters(ctx *c, json_t *hp, tn_spec *out) {
         const char *tag;
         if (read_string(c, v, 1, &tag) == 0) {
             if (reserved_metric(tag)) fail_reserved_metric(c, tag);
+            else fail_control_metric(c, tag);
             free(out->metric_tag);
             out->metric_tag = tn_xstrdup(tag);
         }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/text.h"
 #include "executor/executor.h"
 #include "search/bo.h"
 #include "search/mobo.h"
@@ -541,9 +542,16 @@ static void log_line(loop *L, const char *fmt, ...) {
     if (L->o->progress && isatty(fileno(L->o->log))) fputs("\r\033[K", L->o->log);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(L->o->log, "%s: ", L->study->name);
-    vfprintf(L->o->log, fmt, ap);
+    tn_buf line = {0};
+    tn_buf_printf(&line, "%s: ", L->study->name);
+    char *text = tn_xvasprintf(fmt, ap);
     va_end(ap);
+    tn_buf_str(&line, text);
+    free(text);
+    /* a trial's log tail, metric names, a sampler's or Slurm's words: nothing in them
+     * may drive the terminal */
+    tn_fputs_term(line.data, L->o->log);
+    tn_buf_clear(&line);
     fputc('\n', L->o->log);
     fflush(L->o->log);
 }

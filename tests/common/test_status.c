@@ -525,6 +525,27 @@ static void check_json(const json_t *v, int indent, unsigned flags, const char *
     tn_buf_clear(&b);
 }
 
+/* What a terminal is shown: newline and tab kept, other controls (C0, DEL, C1) and
+ * bytes that are not UTF-8 each one '?', valid UTF-8 kept. */
+static void test_term_clean(void) {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain\ttext\nnext", "plain\ttext\nnext"},
+        {"esc\x1b]0;title\x07 cr\rover", "esc?]0;title? cr?over"},
+        {"del\x7f csi\xc2\x9b" "31m nbsp\xc2\xa0", "del? csi?31m nbsp\xc2\xa0"},
+        {"raw\x9b" "31m bad\xff\xfe cut\xc3", "raw?31m bad?? cut?"},
+        {"caf\xc3\xa9 \xf0\x9f\x99\x82", "caf\xc3\xa9 \xf0\x9f\x99\x82"},
+        {"overlong \xc0\xaf surrogate \xed\xa0\x80", "overlong ?? surrogate ???"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = tn_term_clean(cases[i].in);
+        CHECK_MSG(!strcmp(got, cases[i].want), "case %zu: got \"%s\"", i, got);
+        free(got);
+    }
+}
+
 static void test_json_write(void) {
     json_t *v = json_pack("{s:i, s:f, s:f, s:[s, b, n], s:{}, s:[]}", "n", 3, "x", 0.1, "w",
                           100.0, "list", "a\"b\\c\n", 1, "obj", "arr");
@@ -557,6 +578,9 @@ static void test_json_write_strings(void) {
         {"tab\there\x01\x1f", 0, "\"tab\\there\\u0001\\u001f\""},
         {"<a href='x'>&</a>", 0, "\"<a href='x'>&</a>\""},
         {"<a>&\x7f", TN_JSON_HTML_SAFE, "\"\\u003ca\\u003e\\u0026\\u007f\""},
+        /* DEL and C1 (CSI is U+009B) always: a terminal showing the JSON obeys them */
+        {"del\x7f csi\xc2\x9b" "31m nbsp\xc2\xa0", 0,
+         "\"del\\u007f csi\\u009b31m nbsp\xc2\xa0\""},
         {"\xe2\x80\xa8|\xe2\x80\xa9", TN_JSON_HTML_SAFE, "\"\\u2028|\\u2029\""},
         {"\xe2\x80\xa8", 0, "\"\xe2\x80\xa8\""},
         {"caf\xc3\xa9 \xf0\x9f\x99\x82", 0, "\"caf\xc3\xa9 \xf0\x9f\x99\x82\""}, /* kept */
@@ -608,5 +632,6 @@ int main(void) {
     RUN(test_buf);
     RUN(test_json_write);
     RUN(test_json_write_strings);
+    RUN(test_term_clean);
     return check_summary();
 }

@@ -182,6 +182,13 @@ static const bad_case BAD[] = {
      "not both: this spec has metrics and hyperparameterMetricTag", 0, 0},
     {HP("{\"hyperparameterMetricTag\": null, \"metrics\": [" MET("a", "MAXIMIZE") "]}"),
      NULL, HPM, "not both: this spec has metrics and goal", 0, 0},
+    /* a metric's name with a control character: a terminal showing it would obey it */
+    {HP("{\"hyperparameterMetricTag\": \"acc\\u001b[31m\"}"), NULL,
+     "trainingInput.hyperparameters.hyperparameterMetricTag",
+     "must not contain a control character (byte 0x1b after \"acc\")", 0, 0},
+    {MX("[" MET("ok", "MAXIMIZE") "," MET("c1\\u009b", "MINIMIZE") "]"), NULL,
+     HPM "[1].metricId", "must not contain a control character (byte 0xc2 after \"c1\")", 0, 0},
+    {MX("[" MET("del\\u007f", "MAXIMIZE") "]"), NULL, HPM "[0].metricId", "(byte 0x7f", 0, 0},
     /* JSON itself */
     {NULL, "{\n  \"jobId\": }\n", "", "unexpected token near '}'", 0, 0}, /* at 2:12: test_load */
     {NULL, "{\"jobId\": \"a\", \"jobId\": \"b\"}", "", "duplicate object key", 0, 0},

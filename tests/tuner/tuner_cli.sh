@@ -168,6 +168,19 @@ check all_failed_study_exit3 test $rc -eq 3
 check all_failed_study_state test "$(study_state allfail)" = FAILED
 check all_failed_note grep -q "maxFailedTrials (5) is more than maxTrials (2): the study fails once all 2 have failed" <<<"$("$TUNER" validate allfail.json 2>&1)"
 
+# what a trial writes reaches the terminal only fit for it: its log's ESC, BEL, C1's
+# CSI (as UTF-8 and as a raw byte) and bytes that are not UTF-8 each become '?' in the
+# failure's message, in `tuner run`'s lines and in its error
+cat >ttylog.sh <<'SH'
+printf 'title \033]0;PWNED\007 red \033[31mRED c1 \302\23331m raw \23331m bad \377\376\n'
+exit 2
+SH
+spec ttylog BASIC "" 1 1 "[\"/bin/sh\", \"$PWD/ttylog.sh\"]"
+"$TUNER" run ttylog.json >ttylog.out 2>&1
+check tty_log_failed test "$(count_state ttylog FAILED)" -eq 1
+check tty_log_quoted grep -q "title ?]0;PWNED? red ?\[31mRED c1 ?31m raw ?31m bad ??" ttylog.out
+check tty_no_control_in_run test "$(LC_ALL=C tr -d '\n\t\040-\176' <ttylog.out | wc -c)" -eq 0
+check tty_no_control_in_trials test "$("$TUNER" trials ttylog 2>&1 | LC_ALL=C tr -d '\n\t\040-\176' | wc -c)" -eq 0
 spec usage BASIC "" 1 1 '["/bin/sh", "-c", "echo bad flags >&2; exit 2"]'
 "$TUNER" run usage.json --quiet >/dev/null 2>&1
 check permanent_failed test "$(count_state usage FAILED)" -eq 1
