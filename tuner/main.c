@@ -322,12 +322,16 @@ static int machine_gpus(const run_flags *rf, const tn_spec *spec) {
 }
 
 /* Installs a pythonModule's packageUris for the study's trials (tuner/package.h).
- * Returns 0, or -1 with the error printed. */
+ * Returns 0, or the exit status with the error printed: 128 + the signal when a stop
+ * signal ended the install, else TUNER_EXIT_ERROR. */
 static int prepare_packages(tn_spec *spec, int quiet) {
     char err[8192];
-    if (pkg_prepare(spec, quiet ? NULL : stderr, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "tuner: error: %s\n", err);
-    return -1;
+    int rc = pkg_prepare(spec, quiet ? NULL : stderr, err, sizeof err);
+    if (rc == 0) return 0;
+    fputs("tuner: error: ", stderr);
+    tn_fputs_term(err, stderr);
+    fputc('\n', stderr);
+    return rc == PKG_STOPPED ? 128 + pkg_stop_signal() : TUNER_EXIT_ERROR;
 }
 
 /* Whether SIGHUP should stop the command: not when the user ran it under nohup, which
@@ -509,9 +513,10 @@ int cmd_run(int argc, char **argv, const cli_env *env) {
     if (lock < 0) goto done;
     /* Under the lock: a folder with another study's mark or trials is refused, and the
      * new study's mark goes in once it has an id. */
+    int installed = 0;
     if ((rc = own_job_dir(st, env, &spec, 0, 0, 0)) >= 0 ||
-        prepare_packages(&spec, rf.quiet) != 0) {
-        exit_code = rc >= 0 ? rc : TUNER_EXIT_ERROR;
+        (installed = prepare_packages(&spec, rf.quiet)) != 0) {
+        exit_code = rc >= 0 ? rc : installed;
         close(lock);
         goto done;
     }
@@ -634,8 +639,8 @@ int cmd_resume(int argc, char **argv, const cli_env *env) {
         } else if ((exit_code = open_dashboard(&rf, env, &dash)) < 0) {
             int lock = lock_study(&spec, "resume");
             exit_code = lock < 0 ? TUNER_EXIT_ERROR : claim_on_resume(st, env, &spec, &study);
-            if (exit_code < 0 && prepare_packages(&spec, rf.quiet) != 0)
-                exit_code = TUNER_EXIT_ERROR;
+            int installed = exit_code < 0 ? prepare_packages(&spec, rf.quiet) : 0;
+            if (installed) exit_code = installed;
             if (exit_code < 0) exit_code = run_study(st, &spec, &study, &rf, env, dash, lock);
             else if (lock >= 0) close(lock);
         }

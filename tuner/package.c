@@ -21,6 +21,7 @@
 #include "tuner/package.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -94,6 +96,53 @@ static char **pip_environment(void) {
     return env;
 }
 
+static volatile sig_atomic_t g_stop_signal; /* a stop asked for during an install */
+
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+int pkg_stop_signal(void) { return g_stop_signal; }
+
+/* Waits for the install command pid (a process group of its own: the terminal's Ctrl-C
+ * does not reach it) into *status. SIGINT, SIGTERM or SIGHUP meanwhile stops its whole
+ * group, the build it runs with it (setup.py, a compiler), SIGTERM first and SIGKILL
+ * after 5 s, and returns that signal; 0 when it ended by itself; -1 (errno) when it
+ * cannot be waited for. The signals' dispositions are put back before it returns
+ * (SIGHUP's left ignored under nohup). */
+static int wait_install(pid_t pid, int *status) {
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    g_stop_signal = 0;
+    for (int i = 0; i < 3; i++) {
+        sigaction(stops[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) sigaction(stops[i], &sa, NULL);
+    }
+    int sig = 0;
+    double killed_at = -1, waited = 0;
+    for (;;) {
+        pid_t got = waitpid(pid, status, WNOHANG);
+        if (got == pid) break;
+        if (got < 0 && errno != EINTR) {
+            sig = -1;
+            break;
+        }
+        if (g_stop_signal && !sig) {
+            sig = g_stop_signal;
+            kill(-pid, SIGTERM);
+            killed_at = waited;
+        }
+        if (sig > 0 && waited - killed_at > 5) kill(-pid, SIGKILL);
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        waited += 0.02;
+    }
+    if (sig > 0) kill(-pid, SIGKILL); /* what is left in its group */
+    int saved = errno;
+    for (int i = 0; i < 3; i++) sigaction(stops[i], &old[i], NULL);
+    errno = saved;
+    return sig;
+}
+
 /* Runs argv with its output appended to log and waits for it; `what` names it in a
  * failure's message. Returns 0 when it exits 0. */
 static int run_logged(char *const *argv, const char *log, const char *what, char *err,
@@ -129,9 +178,12 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
     free(env[nenv - 1]);
     free(env);
     if (rc) return rc == EX_ENOEXEC ? TN_EINVAL : rc;
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return tn_error(err, errlen, TN_EIO, "waitpid: %s", strerror(errno));
+    int status, sig = wait_install(pid, &status);
+    if (sig > 0)
+        return tn_error(err, errlen, PKG_STOPPED,
+                        "stopped by signal %d (%s) while %s; its processes were stopped too, "
+                        "and nothing was stored", sig, strsignal(sig), what);
+    if (sig < 0) return tn_error(err, errlen, TN_EIO, "waitpid: %s", strerror(errno));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     char how[96];
     ex_describe_status(status, how, sizeof how);

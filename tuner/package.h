@@ -28,13 +28,21 @@
  * uri and says what to give instead. */
 int pkg_check_uri(const char *uri, int check_files, char *err, size_t errlen);
 
+/* pkg_prepare's code when SIGINT, SIGTERM or SIGHUP stopped the install. */
+#define PKG_STOPPED (-200)
+
 /* Readies a spec with pythonModule and a non-empty packageUris to run: installs the
  * packages (paths relative to the current folder) into JOB_DIR/venv and sets
  * spec->command to that environment's python3, "-m", the module (spec->python_module
  * is then NULL), so that every replica runs it. Any other spec is left as it is.
  * Says what it does on log (NULL: quiet). Returns 0, or TN_EIO (TN_EINVAL when a
  * package is no longer there) with a message that names the log, ends with the last
- * lines pip wrote and a hint. */
+ * lines pip wrote and a hint, or PKG_STOPPED when a stop signal came meanwhile (pip
+ * and its build are stopped, their whole process group; pkg_stop_signal() says
+ * which). */
 int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen);
+
+/* The signal that stopped the last install (PKG_STOPPED), or 0. */
+int pkg_stop_signal(void);
 
 #endif

@@ -761,6 +761,27 @@ YAML
   (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run whl.yaml --db="$WORK/whl.db" --quiet >/dev/null 2>&1); rc=$?
   check package_wheel_exit0 test -n "$whl" -a $rc -eq 0
   check package_wheel_forced grep -q "pip install --no-deps --force-reinstall .* $whl\$" "$EX/runs/whl/venv/install.log"
+  # a stop signal while pip builds a package: pip's whole process group is stopped,
+  # the build it runs too (it used to be left running, the tuner gone), and the run
+  # exits 128 + the signal, nothing stored
+  mkdir -p hang_pkg
+  printf 'import os, time\nopen(os.environ["HANG_PIDFILE"], "w").write(str(os.getpid()))\ntime.sleep(300)\n' >hang_pkg/setup.py
+  sed -e 's|runs/conc1|runs/hang|' -e "s|\[studies/python_package\]|[$WORK/hang_pkg]|" "$EX/conc1.yaml" >"$EX/hang.yaml"
+  rm -f hang.pid
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" HANG_PIDFILE="$WORK/hang.pid" exec "$TUNER" run hang.yaml \
+     --db="$WORK/hang.db" --quiet >"$WORK/hang.out" 2>&1) &
+  tp=$!
+  for _ in $(seq 1 300); do [ -s hang.pid ] && break; sleep 0.1; done
+  build_pid=$(cat hang.pid 2>/dev/null)
+  kill -TERM $tp
+  wait $tp; rc=$?
+  check package_stopped_exit143 test -n "$build_pid" -a $rc -eq 143
+  check package_stopped_says grep -q "stopped by signal 15 (Terminated) while installing trainingInput.packageUris (pip install); its processes were stopped too, and nothing was stored" hang.out
+  gone() { [ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+  for _ in $(seq 1 30); do gone "$build_pid" && break; sleep 0.1; done
+  check package_stopped_build_gone gone "$build_pid"
+  [ -n "$build_pid" ] && kill -9 "$build_pid" 2>/dev/null
+  check package_stopped_not_stored test "$("$TUNER" list --db="$WORK/hang.db" --format=csv 2>/dev/null | grep -c '^hang,')" -eq 0
   # a FIFO where the install log goes: an error, not a hang
   mkdir -p "$EX/runs/fifo/venv" && mkfifo "$EX/runs/fifo/venv/install.log"
   sed 's|runs/conc1|runs/fifo|' "$EX/conc1.yaml" >"$EX/fifo.yaml"
