@@ -1477,16 +1477,23 @@ int study_preflight(const tn_spec *spec, const study_opts *o, char *err, size_t 
     char *program = spec->command ? study_resolve_program(spec->command[0], o->self_dir)
                                   : tn_xstrdup("python3");
     int rc = 0;
-    char why[512];
+    char why[512] = "";
     const char *path = NULL; /* the replicas' PATH: the spec's env may set it */
     for (char **e = spec->env[TF_CHIEF]; e && *e && !path; e++)
         if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
-    if (ex_program_problem(program, path, why, sizeof why) != 0)
+    int bad = ex_program_problem(program, path, why, sizeof why) != 0;
+    if (bad && spec->command)
         rc = tn_error(err, errlen, TN_EINVAL,
                       "cannot run '%s': %s\nhint: fix "
                       "trainingInput.command (a bare name is looked up beside tuner, then on "
                       "PATH); `tuner resume` runs the command the study was created with, so "
                       "for a stored study put the program back there",
+                      program, why);
+    else if (bad) /* pythonModule: python3 -m MODULE */
+        rc = tn_error(err, errlen, TN_EINVAL,
+                      "cannot run '%s' for trainingInput.pythonModule: %s\nhint: install "
+                      "Python 3 (Debian: apt-get install python3 python3-venv python3-pip) or "
+                      "put python3 on PATH (or the spec's env PATH)",
                       program, why);
     free(program);
     if (rc) return rc;

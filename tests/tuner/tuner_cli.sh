@@ -688,6 +688,18 @@ YAML
 err=$("$TUNER" validate gs.yaml 2>&1); rc=$?
 check package_gs_exit2 test $rc -eq 2
 check package_gs_says grep -q '^gs.yaml:4:7: trainingInput.packageUris\[0\]: "gs://my-bucket/trainer-0.1.tar.gz" cannot be reached from here' <<<"$err"
+# no python3 on PATH: the message says to install it, not to fix a command it has not
+cat >nopy.yaml <<'YAML'
+trainingInput:
+  pythonModule: trainer.task
+  hyperparameters:
+    params: [{parameterName: x, type: DOUBLE, minValue: 0, maxValue: 1}]
+YAML
+mkdir -p nopybin
+err=$(PATH="$WORK/nopybin" "$TUNER" run nopy.yaml --db="$WORK/nopy.db" 2>&1); rc=$?
+check nopython_exit2 test $rc -eq 2
+check nopython_says grep -q "cannot run 'python3' for trainingInput.pythonModule: not found" <<<"$err"
+check nopython_hint grep -q "^hint: install Python 3" <<<"$err"
 # Installing needs a python3 with pip, setuptools and wheel (Debian's python3-pip);
 # the first such on PATH (or Debian's) runs the study, as the trials' python3.
 py=""
