@@ -842,7 +842,7 @@ check real_chief_model test -s runs/real/1/model.ckpt
 # --- SIGKILL the tuner at several points, then resume: nothing lost or doubled ------
 # Each kill lands mid-study, when at least `after` trials have succeeded (the store
 # says so), and is checked to have: some trials done, not all.
-sleeper='["/bin/sh", "-c", "sleep 0.5; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
+sleeper='["/bin/sh", "-c", "sleep 1; echo \"{\\\"score\\\": \\\"2\\\", \\\"timestamp\\\": $(date +%s.%N)}\" > $CLOUD_ML_HP_METRIC_FILE", "sh"]'
 for after in 1 4 8; do
   name="kill_after_$after"
   spec "$name" BASIC "" 12 2 "$sleeper"
