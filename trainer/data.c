@@ -14,6 +14,7 @@
  */
 #include "trainer/data.h"
 
+#include "common/fileio.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define IDX_IMAGES_MAGIC 0x00000803u
@@ -50,13 +52,22 @@ void ds_clear(ds_dataset *ds) {
  * IDX
  * --------------------------------------------------------------------------------- */
 
-/* Opens path for reading with zlib (plain or gzip). */
-static int idx_open(const char *path, gzFile *out, char *err, size_t errlen) {
+/* Opens path for reading with zlib (plain or gzip): a regular file only, opened
+ * without blocking first (a FIFO in its place would hang the open until someone
+ * writes to it); *size gets its size in bytes. */
+static int idx_open(const char *path, gzFile *out, uint64_t *size, char *err,
+                    size_t errlen) {
+    char why[PATH_MAX + 128];
+    int fd = tn_open_regular(path, "data file", why, sizeof why);
+    if (fd == TN_ENOENT) return tn_error(err, errlen, TN_ENOENT, "%s: not found", path);
+    if (fd < 0) return tn_error(err, errlen, TN_EIO, "%s; " DS_HINT, why);
+    struct stat st;
+    *size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
     errno = 0;
-    gzFile gz = gzopen(path, "rb");
+    gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
         int e = errno ? errno : ENOMEM;
-        if (e == ENOENT) return tn_error(err, errlen, TN_ENOENT, "%s: not found", path);
+        close(fd);
         return tn_error(err, errlen, TN_EIO, "%s: cannot open: %s", path, strerror(e));
     }
     gzbuffer(gz, 128u << 10); /* before the first read; a failure only costs speed */
@@ -70,8 +81,10 @@ static int gz_fail(gzFile gz, const char *path, char *err, size_t errlen) {
     const char *msg = gzerror(gz, &zerr);
     if (zerr == Z_ERRNO)
         return tn_error(err, errlen, TN_EIO, "%s: read failed: %s", path, strerror(errno));
+    /* zlib's message begins with the path it was opened by (gzdopen: "<fd:N>") */
+    const char *colon = msg && !strncmp(msg, "<fd:", 4) ? strstr(msg, ": ") : NULL;
     return tn_error(err, errlen, TN_ECORRUPT, "%s: corrupt gzip data: %s", path,
-                    msg ? msg : "unknown zlib error");
+                    colon ? colon + 2 : msg ? msg : "unknown zlib error");
 }
 
 /* Reads up to len bytes into buf; *got is how many arrived (fewer only at the end of
@@ -232,7 +245,8 @@ int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
     gzFile gi = NULL, gl = NULL;
     unsigned char *lab = NULL;
     uint32_t idim[3] = {0}, ldim[1] = {0};
-    int rc = idx_open(images_path, &gi, err, errlen);
+    uint64_t isize = 0, lsize = 0;
+    int rc = idx_open(images_path, &gi, &isize, err, errlen);
     if (rc < 0) goto done;
     rc = idx_header(gi, images_path, IDX_IMAGES_MAGIC, 3, "image", idim, err, errlen);
     if (rc < 0) goto done;
@@ -250,7 +264,7 @@ int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
         goto done;
     }
 
-    rc = idx_open(labels_path, &gl, err, errlen);
+    rc = idx_open(labels_path, &gl, &lsize, err, errlen);
     if (rc < 0) goto done;
     rc = idx_header(gl, labels_path, IDX_LABELS_MAGIC, 1, "label", ldim, err, errlen);
     if (rc < 0) goto done;
@@ -263,9 +277,22 @@ int ds_load_idx(const char *images_path, const char *labels_path, int64_t limit,
 
     uint64_t keep = limit > 0 && (uint64_t)limit < n ? (uint64_t)limit : n;
     uint64_t d = (uint64_t)h * w, need = keep * d;
-    if (need > SIZE_MAX / sizeof(float)) {
-        rc = tn_error(err, errlen, TN_EFORMAT, "%s: %llu images of %ux%u do not fit in memory",
-                      images_path, (unsigned long long)keep, h, w);
+    /* The pixels are kept as floats: a header that claims more than the machine's
+     * memory holds (a gzip file of a few MB can inflate to many GB) is refused before
+     * anything is read, rather than read until memory runs out. A plain file too short
+     * for its header's count is told truncated as it is read (what is read is what it
+     * holds). */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+    int short_plain = gzdirect(gi) && isize < 16 + need;
+    if (need > SIZE_MAX / sizeof(float) ||
+        (memory > 0 && !short_plain && (double)need * sizeof(float) > memory)) {
+        rc = tn_error(err, errlen, TN_EFORMAT,
+                      "%s: header says %llu images of %ux%u, %.1f GiB as the floats training "
+                      "keeps, more than this machine's memory (%.1f GiB): the header is wrong, "
+                      "or load fewer (--max_train_examples, --max_eval_examples)",
+                      images_path, (unsigned long long)keep, h, w,
+                      (double)need * sizeof(float) / 1073741824.0, memory / 1073741824.0);
         goto done;
     }
     size_t got = 0;
@@ -336,10 +363,18 @@ static int find_idx_file(const char *dir, const char *name, char **out, char *er
         *out = p;
         return 0;
     }
+    int e = errno;
     strcat(p, ".gz");
     if (stat(p, &st) == 0) {
         *out = p;
         return 0;
+    }
+    if (e != ENOENT || errno != ENOENT) { /* not missing: the folder cannot be searched */
+        int why = e != ENOENT ? e : errno;
+        int rc = tn_error(err, errlen, TN_EIO, "cannot look for %s in %s: %s", name, dir,
+                          strerror(why));
+        free(p);
+        return rc;
     }
     p[strlen(p) - 3] = '\0';
     int rc = tn_error(err, errlen, TN_ENOENT, "%s (or %s.gz) not found; " DS_HINT, p, name);
