@@ -570,10 +570,15 @@ int ds_load_csv(const char *path, int label_column, float scale, int64_t limit,
         return tn_error(err, errlen, TN_EINVAL, "%s: scale %g is not a finite number",
                         path, (double)scale);
 
-    FILE *f = fopen(path, "r");
+    char why[PATH_MAX + 128];
+    int fd = tn_open_regular(path, "data file", why, sizeof why); /* never a FIFO's wait */
+    if (fd == TN_ENOENT) return tn_error(err, errlen, TN_ENOENT, "%s: not found", path);
+    if (fd < 0) return tn_error(err, errlen, TN_EIO, "%s", why);
+    FILE *f = fdopen(fd, "r");
     if (!f) {
-        if (errno == ENOENT) return tn_error(err, errlen, TN_ENOENT, "%s: not found", path);
-        return tn_error(err, errlen, TN_EIO, "%s: cannot open: %s", path, strerror(errno));
+        int e = errno;
+        close(fd);
+        return tn_error(err, errlen, TN_EIO, "%s: cannot open: %s", path, strerror(e));
     }
 
     csv_reader c = {.path = path, .label_column = label_column, .scale = scale};

@@ -724,6 +724,8 @@ static void test_csv_errors(void) {
     CHECK(mkdir(folder, 0700) == 0);
     const char *good = tmp_path("good.csv");
     write_text(good, "1,2\n");
+    const char *fifo = tmp_path("fifo.csv");
+    CHECK(mkfifo(fifo, 0600) == 0);
     const struct {
         const char *path;
         float scale;
@@ -731,7 +733,8 @@ static void test_csv_errors(void) {
         const char *want;
     } other[] = {
         {missing, 1, TN_ENOENT, "not found"},
-        {folder, 1, TN_EIO, "read failed"},
+        {folder, 1, TN_EIO, "is a folder, not a regular file"},
+        {fifo, 1, TN_EIO, "is a FIFO, not a regular file"}, /* it used to wait for a writer */
         {good, NAN, TN_EINVAL, "scale"},
     };
     for (size_t c = 0; c < sizeof(other) / sizeof(other[0]); c++) {
