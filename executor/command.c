@@ -77,6 +77,24 @@ static int describes_a_job(const char *e) {
     return 0;
 }
 
+/* Whether e is one of sbatch's input variables that take the job out of the tuner's
+ * hands, as the options of the same meaning the spec's extraArgs refuses: held
+ * (SBATCH_HOLD), an array of copies (SBATCH_ARRAY_INX), another cluster, which the
+ * tuner's squeue and scancel never see (SBATCH_CLUSTERS), a sbatch that waits for the
+ * job's end (SBATCH_WAIT), a job without the environment the contract passes on
+ * (SBATCH_EXPORT), its standard error or input elsewhere (SBATCH_ERROR, SBATCH_INPUT). */
+static int takes_job_away(const char *e) {
+    static const char *const names[] = {"SBATCH_HOLD", "SBATCH_ARRAY_INX", "SBATCH_CLUSTERS",
+                                        "SBATCH_WAIT", "SBATCH_EXPORT", "SBATCH_ERROR",
+                                        "SBATCH_INPUT"};
+    const char *eq = strchr(e, '=');
+    if (!eq || strncmp(e, "SBATCH_", 7) != 0) return 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == (size_t)(eq - e) && !strncmp(e, names[i], (size_t)(eq - e)))
+            return 1;
+    return 0;
+}
+
 /* The environment for Slurm's commands: the tuner's own, less what describes the tuner's
  * own job when the tuner runs inside one (SLURM_JOB_ID set: an sbatch script, salloc,
  * srun). sbatch passes the environment on to the trial's job (--export=ALL), and Slurm
@@ -84,16 +102,20 @@ static int describes_a_job(const char *e) {
  * an inherited SLURM_RESTART_COUNT makes the launcher write to the files of a run that
  * is not the job's and the tuner count a requeue that never was; SLURM_MEM_PER_NODE, a
  * CPU binding or SLURM_EXPORT_ENV would reach the trial's srun steps as their options.
- * Slurm's settings (SLURM_CONF, SLURM_TIME_FORMAT, SBATCH_*, ...) stay. NULL when
- * nothing is removed; else an array of environ's strings, yours to free (not them). */
+ * Nor do sbatch's variables that would take the job out of the tuner's hands
+ * (takes_job_away). Slurm's other settings (SLURM_CONF, SLURM_TIME_FORMAT, SBATCH_*, ...)
+ * stay. NULL when nothing is removed; else an array of environ's strings, yours to free
+ * (not them). */
 static char **commands_env(void) {
-    if (!getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID")) return NULL;
-    size_t n = 0;
-    while (environ[n]) n++;
+    int in_job = getenv("SLURM_JOB_ID") || getenv("SLURM_JOBID");
+    size_t n = 0, away = 0;
+    while (environ[n]) away += takes_job_away(environ[n++]);
+    if (!in_job && !away) return NULL;
     char **env = tn_xcalloc(n + 1, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (!describes_a_job(environ[i])) env[k++] = environ[i];
+        if (!(in_job && describes_a_job(environ[i])) && !takes_job_away(environ[i]))
+            env[k++] = environ[i];
     env[k] = NULL;
     return env;
 }

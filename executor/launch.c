@@ -588,7 +588,8 @@ static int run_job(const job_desc *d, const char *self) {
         if (d->gpus[t] > 0) args[n++] = owned[nowned++] = tn_xasprintf("--gpus-per-task=%d", d->gpus[t]);
         if (d->memory_mb[t] > 0)
             args[n++] = owned[nowned++] =
-                tn_xasprintf("--mem-per-cpu=%dM", (d->memory_mb[t] + cores - 1) / cores);
+                tn_xasprintf("--mem-per-cpu=%dM", /* rounded up, without overflow */
+                             d->memory_mb[t] / cores + (d->memory_mb[t] % cores != 0));
         if (d->het_group[t] >= 0) args[n++] = owned[nowned++] = tn_xasprintf("--het-group=%d", d->het_group[t]);
         args[n++] = "--exact";
         args[n++] = "--kill-on-bad-exit=0";

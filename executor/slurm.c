@@ -934,7 +934,8 @@ static char **sbatch_argv(const ex_job *j, const int group[TF_NTYPES], int ncomp
         argv[n++] = tn_xasprintf("--ntasks=%d", tasks);
         argv[n++] = tn_xasprintf("--cpus-per-task=%d", cores);
         if (c->memory_mb[t0] > 0)
-            argv[n++] = tn_xasprintf("--mem-per-cpu=%dM", (c->memory_mb[t0] + cores - 1) / cores);
+            argv[n++] = tn_xasprintf("--mem-per-cpu=%dM", /* rounded up, without overflow */
+                                     c->memory_mb[t0] / cores + (c->memory_mb[t0] % cores != 0));
         if (c->gpus[t0] > 0) argv[n++] = tn_xasprintf("--gpus-per-task=%d", c->gpus[t0]);
         if (o->partition) argv[n++] = tn_xasprintf("--partition=%s", o->partition);
         if (o->account) argv[n++] = tn_xasprintf("--account=%s", o->account);

@@ -2097,6 +2097,52 @@ static int names_option(const char *a, size_t name_len, const char *opt, int *ex
     return same;
 }
 
+/* sbatch's short options that take a value (getopt's "a:"): in a bundle such as
+ * "-vJname" the rest of the element after one of them is its value. */
+#define SBATCH_SHORT_WITH_VALUE "aAbBcCdDeFGiJLmMnNopqStwx"
+
+/* Checks one short option, "-X", of an extraArgs element a against what the tuner owns
+ * and what breaks the job (bundled says it is not the element's first); 1 when it was
+ * refused (reported). */
+static int refuse_short(ctx *c, const char *a, char x, int bundled) {
+    char opt[3] = {'-', x, '\0'}, in[CLIP + 16] = "";
+    if (bundled) snprintf(in, sizeof in, " (in \"%.*s\")", CLIP, a);
+    for (size_t o = 0; o < NELEM(SBATCH_OWNED); o++) {
+        if (strcmp(SBATCH_OWNED[o].opt, opt)) continue;
+        if (SBATCH_OWNED[o].instead)
+            fail(c, "%s%s is set by %s; give it there", opt, in, SBATCH_OWNED[o].instead);
+        else
+            fail(c, "%s%s is set by the tuner itself", opt, in);
+        return 1;
+    }
+    for (size_t o = 0; o < NELEM(SBATCH_BREAKS); o++) {
+        if (strcmp(SBATCH_BREAKS[o].opt, opt)) continue;
+        fail(c, "%s%s %s", opt, in, SBATCH_BREAKS[o].why);
+        return 1;
+    }
+    return 0;
+}
+
+/* An extraArgs element of short options, "-X" or a bundle as sbatch's getopt reads it
+ * ("-sH" is -s and -H; "-vJname" is -v and -J name): every option in it is checked, and
+ * one that takes a value must have it attached (alone, it would take the next element,
+ * the batch script's path, for its value). */
+static void check_short_bundle(ctx *c, const char *a) {
+    if (!a[1]) {
+        fail(c, "\"-\" alone is no option: sbatch would read the batch script from its input");
+        return;
+    }
+    for (const char *p = a + 1; *p; p++) {
+        if (refuse_short(c, a, *p, p > a + 1)) return;
+        if (strchr(SBATCH_SHORT_WITH_VALUE, *p)) {
+            if (!p[1])
+                fail(c, "-%c takes a value: attach it (\"-%c%s\"), or sbatch takes the "
+                        "batch script's path for it", *p, *p, *p == 'C' ? "a100" : "VALUE");
+            return; /* the rest is its value */
+        }
+    }
+}
+
 static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
     json_t *v;
     spec_executor *e = &out->executor;
@@ -2144,6 +2190,16 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                     fail(c, "expected an sbatch option with its value attached, such as "
                             "\"--constraint=a100\" or \"-Ca100\", got \"%.*s\"",
                          CLIP, a);
+                }
+                if (a[0] == '-' && a[1] != '-') { /* short options, maybe bundled */
+                    check_short_bundle(c, a);
+                    pop(c);
+                    continue;
+                }
+                if (!strcmp(a, "--")) {
+                    fail(c, "\"--\" would end sbatch's options before the tuner's own");
+                    pop(c);
+                    continue;
                 }
                 int refused = 0;
                 for (size_t o = 0; o < NELEM(SBATCH_OWNED) && a[0] == '-'; o++) {

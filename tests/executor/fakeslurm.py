@@ -109,6 +109,20 @@ def set_state(jid, state, reason="None", nodes=None):
     write(path("jobs", jid), "%s|%s|%s|%s" % (state, reason, nodes or old[2], old[3]))
 
 
+def expand(pattern, jid):
+    """A --output pattern as Slurm reads it, left to right: %% is %, %j the job id (the
+    other letters are left as they are; the tuner writes none)."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "%" and i + 1 < len(pattern) and pattern[i + 1] in "%j":
+            out.append("%" if pattern[i + 1] == "%" else jid)
+            i += 2
+        else:
+            out.append(pattern[i])
+            i += 1
+    return "".join(out)
+
+
 def opt(args, name, default=None):
     for a in args:
         if a.startswith(name + "="):
@@ -136,7 +150,12 @@ def run_job(jid, script, out, restart, delay=0):
     env = dict(os.environ, SLURM_JOB_ID=jid, SLURM_JOBID=jid, SLURM_JOB_NODELIST="fake1")
     if restart > 0:  # as Slurm: set on a requeued run only, so an inherited one stays
         env["SLURM_RESTART_COUNT"] = str(restart)
-    with open(out, "a") as o, open(os.devnull) as n:
+    try:
+        o = open(out, "a")
+    except OSError:  # as Slurm: a job whose output cannot be opened fails
+        set_state(jid, "FAILED")
+        os._exit(0)
+    with o, open(os.devnull) as n:
         rc = subprocess.call([script], stdin=n, stdout=o, stderr=o, env=env)
     cur = job_state(jid)
     if cur and cur[0] == "RUNNING" and read(path("pids", jid)).strip() == str(os.getpid()):
@@ -167,7 +186,7 @@ def sbatch(args):
     script = args[-1]
     os.makedirs(path("scripts"), exist_ok=True)
     if os.path.exists(path("run")):
-        out = opt(args, "--output", "slurm-%j.out").replace("%j", jid).replace("%%", "%")
+        out = expand(opt(args, "--output", "slurm-%j.out"), jid)
         begin = opt(args, "--begin", "")
         run_job(jid, script, out, 0, int(begin[4:]) if begin.startswith("now+") else 0)
     if lie:

@@ -134,6 +134,7 @@ typedef struct job_case {
     const char *script;      /* /bin/sh -c SCRIPT; $1 is --job-dir=DIR */
     int workers, ps;
     int chief_cores, worker_cores, worker_gpus;
+    int chief_memory_mb;     /* 0: not said */
     int restarts, retries;
     double timeout;
     const char *attach;      /* attach to this handle instead of starting */
@@ -177,6 +178,7 @@ static outcome run_job(const char *name, const job_case *jc, int *attempts, int 
                          .cores = {jc->chief_cores ? jc->chief_cores : 1,
                                    jc->worker_cores ? jc->worker_cores : 1, 1, 1},
                          .gpus = {0, jc->worker_gpus, 0, 0},
+                         .memory_mb = {jc->chief_memory_mb, 0, 0, 0},
                          .max_replica_restarts = jc->restarts, .max_job_retries = jc->retries,
                          .timeout_seconds = jc->timeout, .grace_seconds = 1,
                          .poll_seconds = jc->poll > 0 ? jc->poll : 0.1,
@@ -301,6 +303,22 @@ static void test_heterogeneous_components(void) {
                            "--ntasks=2 --cpus-per-task=1 --gpus-per-task=2"));
     CHECK(fake_called_with("--het-group=1"));
     CHECK(fake_called_with("srun --ntasks=2 --nodes=1-2 --cpus-per-task=1 --gpus-per-task=2"));
+}
+
+/* Memory per replica goes to sbatch and srun per core, rounded up; near INT_MAX MiB
+ * (2 TiB) the rounding overflowed to a negative --mem-per-cpu. */
+static void test_memory_per_cpu(void) {
+    fake_reset(1);
+    job_case jc = {.script = SERVE, .chief_cores = 2, .chief_memory_mb = 2147483647};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("mem", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK(fake_called_with("--ntasks=1 --cpus-per-task=2 --mem-per-cpu=1073741824M"));
+    CHECK(fake_called_with("srun --ntasks=1 --nodes=1-1 --cpus-per-task=2 "
+                           "--mem-per-cpu=1073741824M"));
+    jc.chief_memory_mb = 1001; /* rounded up: 501 per core */
+    o = run_job("mem2", &jc, &attempts, &restarts);
+    CHECK(fake_called_with("--mem-per-cpu=501M"));
 }
 
 /* CUDA_VISIBLE_DEVICES as the contract says: Slurm's for a replica given GPUs (the
@@ -1246,6 +1264,45 @@ static void test_tuner_inside_a_job(void) {
     CHECK_MSG(!strcmp(buf, "|||||/kept/slurm.conf\n"), "the replica saw '%s'", buf);
 }
 
+/* A job folder with what the batch script and sbatch's --output patterns must carry
+ * through: a space, quotes, $(...), %j and %% (which Slurm expands, left to right). */
+static void test_odd_job_dir(void) {
+    fake_reset(1);
+    job_case jc = {.script = "echo \"{\\\"acc\\\": 0.5}\" > \"$CLOUD_ML_HP_METRIC_FILE\"; exit 0",
+                   .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("odd a'b\"$(x)%j%%#", &jc, &attempts, &restarts);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
+}
+
+/* sbatch's variables that would take the job out of the tuner's hands (held, an array,
+ * another cluster, no environment, ...) do not reach sbatch; its other settings do. */
+static void test_sbatch_variables_left_out(void) {
+    fake_reset(1);
+    const char *vars[][2] = {{"SBATCH_HOLD", "1"}, {"SBATCH_ARRAY_INX", "1-3"},
+                             {"SBATCH_CLUSTERS", "other"}, {"SBATCH_EXPORT", "NONE"},
+                             {"SBATCH_PARTITION", "kept"}};
+    size_t nvars = sizeof vars / sizeof *vars;
+    for (size_t i = 0; i < nvars; i++) setenv(vars[i][0], vars[i][1], 1);
+    job_case jc = {.script = "echo \"$SBATCH_HOLD|$SBATCH_ARRAY_INX|$SBATCH_CLUSTERS|"
+                             "$SBATCH_EXPORT|$SBATCH_PARTITION\" > \"${1#--job-dir=}/env\"; "
+                             "exit 0",
+                   .restarts = 0, .retries = 0};
+    int attempts = 0, restarts = 0;
+    outcome o = run_job("sbatch_vars", &jc, &attempts, &restarts);
+    for (size_t i = 0; i < nvars; i++) unsetenv(vars[i][0]);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    char path[1400], buf[128] = "";
+    snprintf(path, sizeof path, "%s/sbatch_vars/env", g_root);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+    }
+    CHECK_MSG(!strcmp(buf, "||||kept\n"), "the replica saw '%s'", buf);
+}
+
 static void test_recover_and_cancel_strays(void) {
     fake_reset(0);
     CHECK(system("true") == 0);
@@ -1654,6 +1711,7 @@ int main(int argc, char **argv) {
     RUN(test_happy_path);
     RUN(test_squeue_rate);
     RUN(test_heterogeneous_components);
+    RUN(test_memory_per_cpu);
     RUN(test_cuda_visible_devices);
     RUN(test_restart_in_place);
     RUN(test_records_carry_their_run);
@@ -1687,6 +1745,8 @@ int main(int argc, char **argv) {
     RUN(test_commands_own_process_group);
     RUN(test_command_timeout_kills_its_group);
     RUN(test_tuner_inside_a_job);
+    RUN(test_sbatch_variables_left_out);
+    RUN(test_odd_job_dir);
     RUN(test_recover_and_cancel_strays);
     RUN(test_recover_user_without_name);
     RUN(test_free_live_job_cancels_it);

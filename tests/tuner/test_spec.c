@@ -636,6 +636,27 @@ static const bad_case BAD[] = {
      "executor.extraArgs[0]", "--wait makes sbatch wait for the job to end", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--test-only\"]}}", NULL,
      "executor.extraArgs[0]", "--test-only only asks Slurm when the job would start", 0, 0},
+    /* short options bundled as sbatch's getopt reads them: each is checked (they went
+     * through: -sH held the job, -vJother renamed it past the tuner's lookups) */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-sH\"]}}", NULL,
+     "executor.extraArgs[0]", "-H (in \"-sH\") submits the job held", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-vJother\"]}}", NULL,
+     "executor.extraArgs[0]", "-J (in \"-vJother\") is set by the tuner itself", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-va1-3\"]}}", NULL,
+     "executor.extraArgs[0]", "-a (in \"-va1-3\") is set by the tuner itself", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-QW\"]}}", NULL,
+     "executor.extraArgs[0]", "-W (in \"-QW\") makes sbatch wait", 0, 0},
+    /* after an option that takes a value, the rest is its value: "-CHx" is -C "Hx", no
+     * error (the one error is the next element's) */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-CHx\", \"-H\"]}}", NULL,
+     "executor.extraArgs[1]", "-H submits the job held", 0, 0},
+    /* a short option without its value, "-", "--": each would take or end what follows */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-C\"]}}", NULL,
+     "executor.extraArgs[0]", "-C takes a value: attach it (\"-Ca100\")", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"-\"]}}", NULL,
+     "executor.extraArgs[0]", "\"-\" alone is no option", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--\"]}}", NULL,
+     "executor.extraArgs[0]", "\"--\" would end sbatch's options", 0, 0},
     {TI("{\"resources\": {\"worker\": {\"memory\": \"0x10\"}}}"), NULL,
      "trainingInput.resources.worker.memory", "expected an amount of memory", 0, 0},
     {TI("{\"resources\": {\"worker\": {\"memory\": \"4Gx\"}}}"), NULL,
