@@ -189,6 +189,29 @@ static void cluster_describe(const uint64_t w[CLUSTER_WORDS], char *buf, size_t 
 /* ---- the run ---- */
 
 
+/* The classes are the labels 0 to the largest seen: one stray label (255 among 0 to 9)
+ * makes a model of 256 outputs, most never trained. When more than half the classes
+ * have no training example, says so (a small --max_train_examples missing a class or
+ * two is not worth a word). */
+static void warn_sparse_classes(const run *r) {
+    int32_t classes = r->train.classes > r->eval.classes ? r->train.classes : r->eval.classes;
+    if (classes <= 2 || !r->train.y) return;
+    unsigned char *seen = tn_xcalloc((size_t)classes, 1);
+    int32_t present = 0;
+    for (int64_t i = 0; i < r->train.n; i++) {
+        int32_t y = r->train.y[i];
+        if (y < 0 || y >= classes) continue;
+        present += !seen[y];
+        seen[y] = 1;
+    }
+    free(seen);
+    if (2 * present >= classes) return;
+    fprintf(stderr,
+            "trainer: warning: the labels run from 0 to %d, so the model has %d classes, but "
+            "only %d of them have a training example: a stray label in the data?\n",
+            classes - 1, classes, present);
+}
+
 static int load_data(run *r, char *err, size_t errlen) {
     const tr_config *c = r->c;
     int rc;
@@ -224,6 +247,7 @@ static int load_data(run *r, char *err, size_t errlen) {
     if (r->train.n > INT32_MAX)
         return tn_error(err, errlen, TN_EINVAL, "too many training examples (%lld)",
                         (long long)r->train.n);
+    warn_sparse_classes(r);
     return 0;
 }
 

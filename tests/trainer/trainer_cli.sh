@@ -536,6 +536,15 @@ check csv_bad_exit1 test $rc -eq 1
 check csv_bad_message grep -q "bad.csv.*line 2" <<<"$err"
 err=$("$TRAINER" --train_file=train.csv 2>&1); rc=$?
 check csv_needs_eval grep -q "go together" <<<"$err"
+# one stray label (a 40 among 0 and 1) makes 41 classes, most never trained: said
+{ cat train.csv; echo "1,2,3,40"; } >stray.csv
+err=$("$TRAINER" --train_file=stray.csv --eval_file=eval.csv --label_column=-1 --epochs=1 \
+      --hidden_units=8 --threads=1 2>&1 >/dev/null); rc=$?
+check csv_stray_label_runs test $rc -eq 0
+check csv_stray_label_warned grep -q "warning: the labels run from 0 to 40, so the model has 41 classes, but only 3 of them have a training example" <<<"$err"
+err=$("$TRAINER" --train_file=train.csv --eval_file=eval.csv --label_column=-1 --epochs=1 \
+      --hidden_units=8 --threads=1 2>&1 >/dev/null)
+check csv_no_stray_no_warning test -z "$(grep warning <<<"$err")"
 err=$("$TRAINER" --model=cnn --train_file=train.csv --eval_file=eval.csv --label_column=-1 2>&1)
 check csv_cnn_needs_images grep -q "needs images" <<<"$err"
 # 200x200 images: a batch of 60000 would be 2.4e9 columns in a conv layer's products
