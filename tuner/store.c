@@ -17,12 +17,14 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -896,6 +898,38 @@ static int exec_sql(st_store *s, const char *sql, const char *op, char *err, siz
  * to ST_SCHEMA_VERSION, in one IMMEDIATE transaction (with the new schema_version), so
  * a crash leaves the file at its old version, complete. Another process may have done
  * either since we looked, so the version is read again inside. */
+/* Before an older schema is migrated: a study the store says is RUNNING, whose job
+ * folder's lock (JOB_DIR/.tuner.lock, tuner/jobdir.h) another process holds, is being
+ * run by a tuner older than this one (a tuner of this version would have migrated the
+ * store first), which would fail at its next write to the new schema. Refused then,
+ * with the study named; 0 otherwise. */
+static int check_no_older_run(st_store *s, int64_t version, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    const char *sql = "SELECT name, json_extract(spec, '$.trainingInput.jobDir') FROM studies "
+                      "WHERE state = 'RUNNING'";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return 0; /* no JSON1 */
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *dir = (const char *)sqlite3_column_text(st, 1);
+        if (!name || !dir || !dir[0]) continue;
+        char *lock = tn_xasprintf("%s/.tuner.lock", dir);
+        int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        int held = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        if (fd >= 0) close(fd);
+        free(lock);
+        if (held)
+            rc = tn_error(err, errlen, TN_EVERSION,
+                          "%s is at schema version %lld, and study %s is being run by an older "
+                          "tuner (its job folder %s is locked): upgrading the store to "
+                          "version %d now would fail that run's next write; hint: run this "
+                          "again once that run has ended, or use the tuner that runs it",
+                          s->path, (long long)version, name, dir, ST_SCHEMA_VERSION);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int create_schema(st_store *s, char *err, size_t errlen) {
     const char *op = "creating the schema";
     int rc = tx_begin(s, op, err, errlen);
@@ -904,6 +938,8 @@ static int create_schema(st_store *s, char *err, size_t errlen) {
     rc = read_version(s, &version, err, errlen);
     if (rc == 0 && version == 0) rc = exec_sql(s, schema_sql, op, err, errlen);
     if (rc == 0 && version != 0) rc = check_version(s, version, err, errlen);
+    if (rc == 0 && version != 0 && version < ST_SCHEMA_VERSION)
+        rc = check_no_older_run(s, version, err, errlen);
     if (rc == 0 && version != 0 && version < ST_SCHEMA_VERSION) {
         char mop[96];
         for (int64_t v = version; v < ST_SCHEMA_VERSION && rc == 0; v++) {

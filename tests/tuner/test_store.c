@@ -19,12 +19,14 @@
 #include "tests/tuner/oldstore.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1051,6 +1053,43 @@ static void test_store_id(void) {
     free(d);
 }
 
+/* An older store with a study that an older tuner is running (its job folder locked):
+ * not migrated under it (its next write would fail against the new schema), and the
+ * message names the study; once the run has ended (the lock let go), migrated. */
+static void test_no_migration_under_older_run(void) {
+    char path[600], dir[600], lockp[700], err[1024] = "";
+    tmp_path(path, sizeof path, "v3run.db");
+    tmp_path(dir, sizeof dir, "v3run_job");
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(lockp, sizeof lockp, "%s/.tuner.lock", dir);
+    int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    CHECK(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0); /* the older tuner's */
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, schema_v3, NULL, NULL, NULL) == SQLITE_OK);
+    char *row = sqlite3_mprintf("INSERT INTO studies VALUES (1, 'busy', json_object("
+                                "'trainingInput', json_object('jobDir', %Q)), 'RUNNING', 5, "
+                                "1.0, 2.0, NULL);", dir);
+    CHECK(sqlite3_exec(db, row, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_free(row);
+    sqlite3_close(db);
+    st_store *s = NULL;
+    CHECK_INT_EQ(st_open(path, &s, err, sizeof err), TN_EVERSION);
+    CHECK_STR_CONTAINS(err, "study busy is being run by an older tuner");
+    CHECK_STR_CONTAINS(err, dir);
+    char buf[64];
+    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "3"), "schema_version %s", buf);
+    CHECK_INT_EQ(st_open_read(path, &s, err, sizeof err), TN_EVERSION);
+    close(lock); /* the run ends */
+    CHECK_MSG(st_open(path, &s, err, sizeof err) == 0, "%s", err);
+    st_close(s);
+    raw_text(path, "SELECT value FROM meta WHERE key = 'schema_version'", buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "7"), "schema_version %s", buf);
+    remove(lockp);
+    rmdir(dir);
+}
+
 static void test_migration_from_v3(void) {
     int found;
     char path[600], fresh[600], err[512] = "";
@@ -1464,6 +1503,7 @@ int main(void) {
     RUN(test_reopen_keeps_everything);
     RUN(test_store_id);
     RUN(test_migration_from_v3);
+    RUN(test_no_migration_under_older_run);
     RUN(test_trial_values);
     RUN(test_concurrent_trial_numbers);
     RUN(test_concurrent_first_open);
