@@ -57,6 +57,14 @@ int pkg_check_uri(const char *uri, int check_files, char *err, size_t errlen) {
                         "\"%.200s\" cannot be reached from here: give the path of the package "
                         "on this machine (a folder with setup.py or pyproject.toml, an sdist "
                         ".tar.gz or a wheel), after copying it here (gsutil cp)", uri);
+    /* pip reads its arguments as requirements: a path with ';' has an environment
+     * marker after it, one with '[' extras */
+    const char *odd = strpbrk(uri, ";[]");
+    if (odd)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "\"%.200s\" has '%c' in it, which pip would read as requirement "
+                        "syntax (';' starts an environment marker, '[' extras), not as part "
+                        "of a path: rename or move the package", uri, *odd);
     if (!check_files) return 0;
     struct stat sb;
     if (stat(uri, &sb) != 0)

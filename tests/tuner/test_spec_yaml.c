@@ -720,6 +720,20 @@ static void test_packages(void) {
     if (errs.n != 6) print_errors(&errs);
     spec_errors_clear(&errs);
 
+    /* a path pip would read as requirement syntax: a marker after ';', extras in '[]' */
+    spec_errors perrs;
+    tn_spec ps;
+    CHECK_INT_EQ(spec_parse("{\"jobId\": \"m\", \"trainingInput\": {\"pythonModule\": \"t.task\","
+                            " \"packageUris\": [\"/pkgs/m; python_version < '0'\", "
+                            "\"/pkgs/n[gpu]\"], \"hyperparameters\": {\"params\": "
+                            "[{\"parameterName\": \"x\", \"type\": \"DOUBLE\", \"minValue\": 0, "
+                            "\"maxValue\": 1}]}}}", "stored", 0, &ps, &perrs),
+                 TN_EINVAL);
+    CHECK(find_error(&perrs, "trainingInput.packageUris[0]", "has ';' in it, which pip would "
+                     "read as requirement syntax") >= 0);
+    CHECK(find_error(&perrs, "trainingInput.packageUris[1]", "has '[' in it") >= 0);
+    spec_errors_clear(&perrs);
+
     /* Parsing stored text checks no files (a study resumed elsewhere), but still refuses
      * a URL. */
     tn_spec j;
