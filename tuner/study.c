@@ -1695,7 +1695,9 @@ static int finish_study(loop *L, int *outcome, char *err, size_t errlen) {
     char why[4096] = "";
     int rc = 0;
     if (L->fatal) {
-        state = ST_STUDY_FAILED;
+        /* the store or the disk failed the run (I/O), not the study: it is left STOPPED,
+         * for `tuner resume` once that is mended; a study that cannot run is FAILED */
+        state = L->error_rc == TN_EIO || L->error_rc == 0 ? ST_STUDY_STOPPED : ST_STUDY_FAILED;
         snprintf(why, sizeof why, "%s", L->error);
         rc = tn_error(err, errlen, L->error_rc ? L->error_rc : TN_EIO, "%s", L->error);
     } else if (L->cancel_requested) {

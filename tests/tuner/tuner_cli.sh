@@ -864,6 +864,31 @@ for after in 1 4 8; do
   check "${name}_all_succeeded" test "$(count_state "$name" SUCCEEDED)" -eq 12
 done
 
+# The store locked by another process for longer than the tuner waits (10 s): the run
+# stops saying so, and the study is STOPPED (it was FAILED: the store failed the run,
+# not the study); resume finishes it. The lock is held in a store of its own.
+spec locked BASIC "" 8 2 "$sleeper"
+TUNER_DB="$WORK/locked.db" "$TUNER" run locked.json --seed=2 --quiet >locked.out 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [ "$(TUNER_DB="$WORK/locked.db" count_state locked SUCCEEDED 2>/dev/null)" -ge 1 ] 2>/dev/null && break
+  sleep 0.02
+done
+python3 - "$WORK/locked.db" <<'PY'
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+db.execute("BEGIN IMMEDIATE")
+time.sleep(13)
+db.execute("ROLLBACK")
+PY
+wait $pid; rc=$?
+check locked_run_exit1 test $rc -eq 1
+check locked_run_says grep -q "database is locked (another process kept the store locked for more than 10 s" locked.out
+check locked_study_stopped test "$(TUNER_DB="$WORK/locked.db" study_state locked)" = STOPPED
+TUNER_DB="$WORK/locked.db" "$TUNER" resume locked --quiet >/dev/null 2>&1; rc=$?
+check locked_resume_exit0 test $rc -eq 0
+check locked_resume_all_succeeded test "$(TUNER_DB="$WORK/locked.db" count_state locked SUCCEEDED)" -eq 8
+
 # A trainer trial killed mid-run resumes from its checkpoint.
 spec ckpt BASIC "" 1 1 "[\"trainer\", \"--max_train_examples=6000\", \"--max_eval_examples=300\",
   \"--epochs=3\", \"--batch_size=50\", \"--checkpoint_every=20\", \"--threads=1\"]" "" \
