@@ -62,7 +62,8 @@ struct cl_ring {
 typedef struct hello {
     char magic[8];
     uint32_t rank, n;
-    uint64_t job;                   /* job_identity(): whose ring this is */
+    uint64_t job;                   /* cl_config.job: whose ring this is */
+    uint64_t cluster;               /* cluster_hash(): the ring's addresses */
     uint64_t part[CL_CONFIG_PARTS]; /* cl_config's */
 } hello;
 
@@ -107,29 +108,33 @@ static void *scratch(cl_ring *r, size_t bytes) {
 
 /* ---- setting up ---- */
 
-/* The ring's identity: its cluster (every address in rank order) and the caller's
- * job (cl_config.job, the trial), so that a replica of another job that reaches this
- * one's port (an earlier trial's, on a port given out again) is turned away rather
- * than let into the ring or taken for a misconfigured peer. */
-static uint64_t job_identity(const cl_peer *peers, int n, uint64_t job) {
-    uint64_t h = cl_hash(CL_HASH_INIT, &job, sizeof job);
-    h = cl_hash(h, &n, sizeof n);
+/* The ring's cluster: every address in rank order. Replicas of one job (cl_config.job)
+ * with other clusters were given different TF_CONFIGs: an error, named at once. */
+static uint64_t cluster_hash(const cl_peer *peers, int n) {
+    uint64_t h = cl_hash(CL_HASH_INIT, &n, sizeof n);
     for (int q = 0; q < n; q++) h = cl_hash(h, peers[q].addr, strlen(peers[q].addr) + 1);
     return h;
 }
 
 /* 0: h is the peer wanted; 1: not a trainer's hello (a stranger); 2: a replica of
- * another job (*f notes it); or an error, TN_EINVAL, since nothing a replica of this
- * job can say otherwise is mended by running it again: the peer is this replica itself
+ * another job (another trial: an earlier one's on a port given out again; *f notes it);
+ * or an error, TN_EINVAL, since nothing a replica of this job can say otherwise is
+ * mended by running it again: it was given another cluster, it is this replica itself
  * (one address in two spellings), or it runs with other flags. */
-static int check_hello(const hello *h, const cl_ring *r, uint64_t job, int want_rank,
+static int check_hello(const hello *h, const cl_ring *r, uint64_t cluster, int want_rank,
                        const cl_config *config, const char *who, foreign *f, char *err,
                        size_t errlen) {
     if (memcmp(h->magic, HELLO_MAGIC, 8) != 0) return 1; /* not one of ours */
-    if (h->job != job) {
+    if (h->job != config->job) {
         *f = (foreign){1, h->rank, h->n};
         return 2;
     }
+    if (h->cluster != cluster)
+        return tn_error(err, errlen, TN_EINVAL,
+                        "%s was given another TF_CONFIG cluster (it says it is rank %u of %u, "
+                        "its addresses differ from this replica's); hint: every replica must "
+                        "get the same TF_CONFIG cluster",
+                        who, h->rank, h->n);
     if ((int)h->n == r->n && (int)h->rank == r->rank && want_rank != r->rank &&
         !memcmp(h->part, config->part, sizeof h->part))
         /* our own hello: the peer's address reached this replica's own listener, the
@@ -160,8 +165,8 @@ static void say_foreign(char *err, size_t errlen, const foreign *f, const char *
     size_t used = err ? strlen(err) : 0;
     if (!f->seen || used + 1 >= errlen) return;
     snprintf(err + used, errlen - used,
-             "; %s a replica of another job (rank %u of %u of a different TF_CONFIG cluster "
-             "or trial), turned away: one of an earlier job may still be running there",
+             "; %s a replica of another job (rank %u of %u of another trial), turned "
+             "away: one of an earlier job may still be running there",
              where, f->rank, f->n);
 }
 
@@ -196,8 +201,9 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
     snprintf(r->prev_name, sizeof r->prev_name, "%s", r->names[prev]);
     double deadline = nt_now() + r->timeout;
     int lfd = -1;
-    uint64_t job = job_identity(peers, n, config->job);
-    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .job = job};
+    uint64_t cluster = cluster_hash(peers, n);
+    hello mine = {.rank = (uint32_t)rank, .n = (uint32_t)n, .job = config->job,
+                  .cluster = cluster};
     memcpy(mine.magic, HELLO_MAGIC, 8);
     memcpy(mine.part, config->part, sizeof mine.part);
     hello h;
@@ -243,7 +249,7 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
          * keeps the real peer out until the deadline. */
         double hello_by = nt_now() + CL_HELLO_S;
         int got = nt_recv_until(fd, &h, sizeof h, hello_by < deadline ? hello_by : deadline);
-        int bad = got ? 1 : check_hello(&h, r, job, prev, config, r->prev_name, &from_prev,
+        int bad = got ? 1 : check_hello(&h, r, cluster, prev, config, r->prev_name, &from_prev,
                                         err, errlen);
         if (bad < 0) {
             nt_send_all(fd, &mine, sizeof mine); /* so that it learns why, too */
@@ -278,7 +284,7 @@ int cl_open_config(const cl_peer *peers, int n, int rank, double timeout,
                           r->next_name, nt_io_error(got));
             break;
         }
-        rc = check_hello(&h, r, job, next, config, r->next_name, &at_next, err, errlen);
+        rc = check_hello(&h, r, cluster, next, config, r->next_name, &at_next, err, errlen);
         if (rc == 1)
             rc = tn_error(err, errlen, TN_EPEER, "%s is not a trainer replica",
                           r->next_name);

@@ -71,11 +71,11 @@ typedef struct cl_config {
     const char *name[CL_CONFIG_PARTS]; /* static strings, or NULL for an unused part */
     const char *hint[CL_CONFIG_PARTS]; /* what to do; NULL: give every replica the same
                                           flags and data */
-    uint64_t job; /* which job the ring is, beyond its cluster (a hash of the trial), or
-                     0. A replica whose cluster (the peers' addresses in order) or job
-                     differ is of another job: it is turned away and the wait goes on
-                     (its port may be one an earlier trial's replica still holds); a
-                     timeout's message then says so. */
+    uint64_t job; /* which job the ring is (a hash of TF_CONFIG's trial and job), or 0.
+                     A replica of another job is turned away and the wait goes on (its
+                     port may be one an earlier trial's replica still holds; a timeout's
+                     message then says so); one of this job given another cluster (the
+                     peers' addresses in order) is an error (TN_EINVAL). */
 } cl_config;
 
 /* cl_open with the configuration in parts (the peers compare every part). */

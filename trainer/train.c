@@ -780,9 +780,13 @@ static void ring_config(const run *r, const opt_config *oc, cl_config *out) {
                           "GPUs or every one on the CPU (--device), or use "
                           "--strategy=parameter_server, whose replicas may differ";
     out->part[CFG_PATH] = cl_hash(CL_HASH_INIT, &path, sizeof path);
-    /* the trial: the replicas of another trial on the same ports are another job */
-    const char *trial = r->c->cluster ? r->c->cluster->trial : NULL;
-    if (trial) out->job = cl_hash(CL_HASH_INIT, trial, strlen(trial) + 1);
+    /* the job: TF_CONFIG's trial and job (the study's), so that the replicas of another
+     * trial, of this study or another, on the same ports are another job */
+    const tf_config *tf = r->c->cluster;
+    if (tf && tf->trial) out->job = cl_hash(CL_HASH_INIT, tf->trial, strlen(tf->trial) + 1);
+    char *job = tf && tf->job ? json_dumps(tf->job, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (job) out->job = cl_hash(out->job ? out->job : CL_HASH_INIT, job, strlen(job));
+    free(job);
 }
 
 /* The parameter servers' single hash of config_parts (ps.h): a ps names no part. */

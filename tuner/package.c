@@ -215,10 +215,24 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
     return rc;
 }
 
+/* A package folder to lock for the install. */
+typedef struct folder {
+    dev_t dev;
+    ino_t ino;
+    const char *path;
+    int fd; /* its lock, or -1 */
+} folder;
+
+static int folder_order(const void *a, const void *b) {
+    const folder *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
 int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
     json_t *uris = json_object_get(spec->training_input, "packageUris");
     if (!spec->python_module || !json_is_array(uris) || json_array_size(uris) == 0) return 0;
-    size_t n = json_array_size(uris);
+    size_t n = json_array_size(uris), npk = 0; /* listed, and distinct */
     char *dir = tn_xasprintf("%s/venv", spec->job_dir);
     char *python = tn_xasprintf("%s/bin/python3", dir);
     char *logpath = tn_xasprintf("%s/install.log", dir);
@@ -230,8 +244,17 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         if (!u || !realpath(u, abs))
             rc = tn_error(err, errlen, TN_EINVAL, "trainingInput.packageUris[%zu]: \"%.200s\": "
                           "%s", i, u ? u : "", u ? strerror(errno) : "not a string");
-        else
-            argv[8 + i] = tn_xstrdup(abs);
+        else if (strpbrk(abs, ";[]")) /* the path pip gets: the current folder's too */
+            rc = tn_error(err, errlen, TN_EINVAL, "trainingInput.packageUris[%zu]: \"%.200s\" "
+                          "is %s, which has '%c' in it: pip would read it as requirement "
+                          "syntax (';' starts an environment marker, '[' extras); move the "
+                          "package or run the tuner from a folder without it",
+                          i, u, abs, *strpbrk(abs, ";[]"));
+        else {
+            int again = 0; /* listed before (another spelling, a link): given pip once */
+            for (size_t k = 0; k < npk && !again; k++) again = !strcmp(argv[8 + k], abs);
+            if (!again) argv[8 + npk++] = tn_xstrdup(abs);
+        }
     }
     if (rc == 0 && access(python, X_OK) != 0) {
         if (log) fprintf(log, "%s: making the Python environment %s\n", spec->job_id, dir);
@@ -240,22 +263,32 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(venv, logpath, "making the study's Python environment "
                                        "(python3 -m venv)", err, errlen);
     }
-    /* the folders, locked for the install: pip builds in them */
-    int *locks = tn_xcalloc(n + 1, sizeof *locks);
-    for (size_t i = 0; i < n; i++) locks[i] = -1;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    /* the folders, locked for the install (pip builds in them): each once, however often
+     * it is listed (a second flock of it would wait on the first for ever), and in one
+     * order, by device and inode, so that two studies listing the same folders in other
+     * orders cannot each hold one and wait for the other */
+    folder *folders = tn_xcalloc(n + 1, sizeof *folders);
+    size_t nfolders = 0;
+    for (size_t i = 0; i < npk && rc == 0; i++) {
         struct stat sb;
         if (stat(argv[8 + i], &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
-        locks[i] = open(argv[8 + i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (locks[i] < 0 || flock(locks[i], LOCK_EX | LOCK_NB) == 0) continue;
+        int seen = 0;
+        for (size_t k = 0; k < nfolders && !seen; k++)
+            seen = folders[k].dev == sb.st_dev && folders[k].ino == sb.st_ino;
+        if (!seen) folders[nfolders++] = (folder){sb.st_dev, sb.st_ino, argv[8 + i], -1};
+    }
+    qsort(folders, nfolders, sizeof *folders, folder_order);
+    for (size_t k = 0; k < nfolders && rc == 0; k++) {
+        int fd = folders[k].fd = open(folders[k].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0) continue;
         if (log) fprintf(log, "%s: waiting for another install of %s to end\n", spec->job_id,
-                         argv[8 + i]);
-        while (flock(locks[i], LOCK_EX) != 0 && errno == EINTR) {
+                         folders[k].path);
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
         }
     }
     if (rc == 0) {
-        if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, n,
-                         n == 1 ? "" : "s", logpath);
+        if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, npk,
+                         npk == 1 ? "" : "s", logpath);
         const char *head[] = {python, "-m", "pip", "install", "--no-build-isolation",
                               "--no-input", "--disable-pip-version-check",
                               "--no-warn-script-location"};
@@ -263,9 +296,9 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(argv, logpath, "installing trainingInput.packageUris (pip install)",
                         err, errlen);
     }
-    for (size_t i = 0; i < n; i++)
-        if (locks[i] >= 0) close(locks[i]); /* and so unlocked */
-    free(locks);
+    for (size_t k = 0; k < nfolders; k++)
+        if (folders[k].fd >= 0) close(folders[k].fd); /* and so unlocked */
+    free(folders);
     if (rc == 0) { /* wheels again, forced: pip keeps one of the same version otherwise */
         const char *again[] = {python, "-m", "pip", "install", "--no-deps", "--force-reinstall",
                                "--no-input", "--disable-pip-version-check",
@@ -273,7 +306,7 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         char **wargv = tn_xcalloc(n + 10, sizeof *wargv);
         size_t k = 0;
         for (; k < 9; k++) wargv[k] = (char *)again[k];
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < npk; i++)
             if (ends_with(argv[8 + i], ".whl")) wargv[k++] = argv[8 + i];
         if (k > 9)
             rc = run_logged(wargv, logpath, "installing the wheels of trainingInput.packageUris "

@@ -385,7 +385,7 @@ w=$?
 wait $c
 cr=$?
 check other_trial_both_fail test $cr -eq 1 -a $w -eq 1
-check other_trial_named grep -q "a replica of another job (rank 1 of 2 of a different TF_CONFIG cluster or trial), turned away" trial7-chief.log
+check other_trial_named grep -q "a replica of another job (rank 1 of 2 of another trial), turned away" trial7-chief.log
 check other_trial_no_training test ! -e trial7/model.ckpt -a ! -e trial8/model.ckpt
 
 # --- parameter server: chief + worker + 2 ps -------------------------------------------

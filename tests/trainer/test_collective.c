@@ -416,12 +416,14 @@ typedef struct foreign_job {
 
 static void foreign_start(foreign_job *f, int rank, const char *own, const char *to,
                           double timeout) {
+    /* the flags' hash of cl_open's rings (42), another trial's job */
+    static const cl_config other = {.part = {42}, .name = {"its flags or data"}, .job = 7};
     memset(f, 0, sizeof *f);
     snprintf(f->own, sizeof f->own, "%s", own);
     snprintf(f->to, sizeof f->to, "%s", to);
     f->peers[rank] = (cl_peer){"its own", f->own};
     f->peers[1 - rank] = (cl_peer){"its peer", f->to};
-    f->job = (rank_job){.n = 2, .rank = rank, .peers = f->peers, .hash = 42,
+    f->job = (rank_job){.n = 2, .rank = rank, .peers = f->peers, .config = &other,
                         .timeout = timeout, .scenario = SC_ALLREDUCE, .count = 10};
     f->job.buf = calloc(10 + MAXR + 2, sizeof(float));
     pthread_create(&f->th, NULL, run_rank, &f->job);
@@ -465,6 +467,34 @@ static void test_foreign_replica_turned_away(void) {
     }
 }
 
+/* A replica of the same job given another cluster (here one address in another
+ * spelling, which still reaches the same port): an error at once that says so, not a
+ * stranger waited out until the timeout. */
+static void other_cluster(ring_test *t, void *ctx) {
+    static char alias[32], *colon;
+    static cl_peer peers[2];
+    (void)ctx;
+    colon = strrchr(t->addr[0], ':');
+    snprintf(alias, sizeof alias, "127.0.0.1%s", colon ? colon : ":0");
+    peers[0] = (cl_peer){t->name[0], alias};
+    peers[1] = t->peers[1];
+    t->job[1].peers = peers;
+}
+
+static void test_other_cluster_named(void) {
+    ring_test t;
+    run_ring_as(&t, 2, 2, SC_ALLREDUCE, 10, 20, other_cluster, NULL);
+    int named = 0;
+    for (int i = 0; i < 2; i++) {
+        CHECK_MSG(t.job[i].rc != 0, "rank %d formed a ring", i);
+        CHECK_MSG(t.job[i].failed_after < 10, "rank %d took %.1f s", i, t.job[i].failed_after);
+        named |= t.job[i].rc == TN_EINVAL && strstr(t.job[i].err, "was given another TF_CONFIG "
+                                                                   "cluster") != NULL;
+    }
+    CHECK_MSG(named, "'%s' / '%s'", t.job[0].err, t.job[1].err);
+    teardown(&t);
+}
+
 /* Why a ring did not form, when a replica of another job came: rank 0, whose previous
  * peer never starts, says one came and was turned away; rank 1, whose next peer's port
  * a replica of another job holds, says so. */
@@ -485,8 +515,7 @@ static void test_foreign_replica_named(void) {
     CHECK_STR_CONTAINS(t.job[0].err, "waiting for worker 1 (");
     CHECK_STR_CONTAINS(t.job[0].err, "to connect to this replica");
     CHECK_STR_CONTAINS(t.job[0].err, "meanwhile there came a replica of another job (rank 1 "
-                                     "of 2 of a different TF_CONFIG cluster or trial), "
-                                     "turned away");
+                                     "of 2 of another trial), turned away");
     teardown(&t);
 
     /* rank 2's port is the foreign replica's, whose own next listens but never answers */
@@ -648,6 +677,7 @@ static void run_ring_tests(int transport) {
     RUN(test_config_parts_named);
     RUN(test_foreign_replica_turned_away);
     RUN(test_foreign_replica_named);
+    RUN(test_other_cluster_named);
     RUN(test_out_of_step);
     RUN(test_buckets_sum_every_bucket);
     RUN(test_buckets_lost_peer);

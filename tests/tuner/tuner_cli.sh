@@ -794,6 +794,18 @@ YAML
   check package_stopped_build_gone gone "$build_pid"
   [ -n "$build_pid" ] && kill -9 "$build_pid" 2>/dev/null
   check package_stopped_not_stored test "$("$TUNER" list --db="$WORK/hang.db" --format=csv 2>/dev/null | grep -c '^hang,')" -eq 0
+  # one folder listed twice (two spellings): installed once (a second lock of it waited
+  # on the first for ever); run from a folder whose path has brackets: refused, since
+  # pip would read them as extras
+  sed -e 's|runs/conc1|runs/twice|' -e 's|\[studies/python_package\]|[studies/python_package, ./studies/python_package/]|' \
+    "$EX/conc1.yaml" >"$EX/twice.yaml"
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 120 "$TUNER" run twice.yaml --db="$WORK/twice.db" --quiet >"$WORK/twice.out" 2>&1); rc=$?
+  check package_listed_twice_exit0 test $rc -eq 0
+  check package_listed_twice_once test "$(grep '^\$ .* pip install --no-build-isolation' "$EX/runs/twice/venv/install.log" | grep -o 'studies/python_package' | wc -l)" -eq 1
+  mkdir -p "$WORK/br[1]" && cp "$EX/conc1.yaml" "$WORK/br[1]/b.yaml" && cp -R "$EX/studies" "$WORK/br[1]/"
+  err=$(cd "$WORK/br[1]" && PATH="$WORK/pybin:$PATH" "$TUNER" run b.yaml --db="$WORK/br.db" --quiet 2>&1); rc=$?
+  check package_bracket_folder_refused test $rc -ne 0
+  check package_bracket_folder_says grep -q "which has '\[' in it: pip would read it as requirement syntax" <<<"$err"
   # a FIFO where the install log goes: an error, not a hang
   mkdir -p "$EX/runs/fifo/venv" && mkfifo "$EX/runs/fifo/venv/install.log"
   sed 's|runs/conc1|runs/fifo|' "$EX/conc1.yaml" >"$EX/fifo.yaml"
