@@ -289,6 +289,9 @@ kill_at_rerun lateend
 lateend_job=$(cat slowbin/queued)
 for _ in $(seq 1 300); do [ -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome" ] && break; sleep 0.1; done
 check lateend_rerun_ran test -e "$WORK/runs/lateend/1/slurm/$lateend_job-0/outcome"
+# ... and Slurm lists it no more (COMPLETING a moment after its last write): else the
+# resume finds it live by its name and attaches to it as to a live job
+wait_queue_empty
 check lateend_id_not_stored test "$(trial_field lateend executor_job)" != "slurm:$lateend_job"
 "$TUNER" resume lateend >lateend.out 2>&1; rc=$?
 check lateend_resume_exit0 test $rc -eq 0
