@@ -1237,30 +1237,45 @@ static void test_command_timeout_kills_its_group(void) {
  * SLURM_RESTART_COUNT, which Slurm sets on a requeued run only, made the launcher write
  * to the files of run 1 and the tuner count a requeue, failing every trial with
  * maxJobRetries 0. Slurm's settings (SLURM_CONF) stay. */
-static void test_tuner_inside_a_job(void) {
-    fake_reset(1);
-    const char *vars[][2] = {{"SLURM_JOB_ID", "15"}, {"SLURM_JOBID", "15"},
-                             {"SLURM_RESTART_COUNT", "1"}, {"SLURM_ARRAY_TASK_ID", "4"},
-                             {"SLURM_STEP_RESV_PORTS", "1-2"}, {"SLURM_MEM_PER_NODE", "100"},
-                             {"SLURM_NTASKS_HET_GROUP_0", "3"}, {"SLURM_CONF", "/kept/slurm.conf"}};
-    size_t nvars = sizeof vars / sizeof *vars;
+/* Runs job `name` (its script writes one line to its folder's file "env") with the
+ * nvars variables vars set in this process's environment meanwhile; that line into
+ * line (len bytes; "" when there is none), the attempts into *attempts. */
+static outcome run_with_vars(const char *name, const char *const (*vars)[2], size_t nvars,
+                             const char *script, int *attempts, char *line, size_t len) {
     for (size_t i = 0; i < nvars; i++) setenv(vars[i][0], vars[i][1], 1);
-    job_case jc = {.script = "echo \"$SLURM_RESTART_COUNT|$SLURM_ARRAY_TASK_ID|$SLURM_STEP_RESV_PORTS|"
-                             "$SLURM_MEM_PER_NODE|$SLURM_NTASKS_HET_GROUP_0|$SLURM_CONF\" > "
-                             "\"${1#--job-dir=}/env\"; exit 0",
-                   .restarts = 0, .retries = 0};
-    int attempts = 0, restarts = 0;
-    outcome o = run_job("inside_a_job", &jc, &attempts, &restarts);
+    job_case jc = {.script = script, .restarts = 0, .retries = 0};
+    int restarts = 0;
+    *attempts = 0;
+    outcome o = run_job(name, &jc, attempts, &restarts);
     for (size_t i = 0; i < nvars; i++) unsetenv(vars[i][0]);
-    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
-    CHECK_INT_EQ(attempts, 1);
-    char path[1400], buf[128] = "";
-    snprintf(path, sizeof path, "%s/inside_a_job/env", g_root);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s/env", g_root, name);
+    line[0] = '\0';
     FILE *f = fopen(path, "r");
     if (f) {
-        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        if (!fgets(line, (int)len, f)) line[0] = '\0';
         fclose(f);
     }
+    return o;
+}
+
+static void test_tuner_inside_a_job(void) {
+    fake_reset(1);
+    static const char *const vars[][2] = {
+        {"SLURM_JOB_ID", "15"}, {"SLURM_JOBID", "15"}, {"SLURM_RESTART_COUNT", "1"},
+        {"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_STEP_RESV_PORTS", "1-2"},
+        {"SLURM_MEM_PER_NODE", "100"}, {"SLURM_NTASKS_HET_GROUP_0", "3"},
+        {"SLURM_CONF", "/kept/slurm.conf"}};
+    int attempts;
+    char buf[128];
+    outcome o = run_with_vars("inside_a_job", vars, sizeof vars / sizeof *vars,
+                              "echo \"$SLURM_RESTART_COUNT|$SLURM_ARRAY_TASK_ID|"
+                              "$SLURM_STEP_RESV_PORTS|$SLURM_MEM_PER_NODE|"
+                              "$SLURM_NTASKS_HET_GROUP_0|$SLURM_CONF\" > \"${1#--job-dir=}/env\"; "
+                              "exit 0",
+                              &attempts, buf, sizeof buf);
+    CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
+    CHECK_INT_EQ(attempts, 1);
     CHECK_MSG(!strcmp(buf, "|||||/kept/slurm.conf\n"), "the replica saw '%s'", buf);
 }
 
@@ -1280,26 +1295,18 @@ static void test_odd_job_dir(void) {
  * another cluster, no environment, ...) do not reach sbatch; its other settings do. */
 static void test_sbatch_variables_left_out(void) {
     fake_reset(1);
-    const char *vars[][2] = {{"SBATCH_HOLD", "1"}, {"SBATCH_ARRAY_INX", "1-3"},
-                             {"SBATCH_CLUSTERS", "other"}, {"SBATCH_EXPORT", "NONE"},
-                             {"SBATCH_PARTITION", "kept"}};
-    size_t nvars = sizeof vars / sizeof *vars;
-    for (size_t i = 0; i < nvars; i++) setenv(vars[i][0], vars[i][1], 1);
-    job_case jc = {.script = "echo \"$SBATCH_HOLD|$SBATCH_ARRAY_INX|$SBATCH_CLUSTERS|"
-                             "$SBATCH_EXPORT|$SBATCH_PARTITION\" > \"${1#--job-dir=}/env\"; "
-                             "exit 0",
-                   .restarts = 0, .retries = 0};
-    int attempts = 0, restarts = 0;
-    outcome o = run_job("sbatch_vars", &jc, &attempts, &restarts);
-    for (size_t i = 0; i < nvars; i++) unsetenv(vars[i][0]);
+    static const char *const vars[][2] = {{"SBATCH_HOLD", "1"}, {"SBATCH_ARRAY_INX", "1-3"},
+                                          {"SBATCH_CLUSTERS", "other"},
+                                          {"SBATCH_EXPORT", "NONE"},
+                                          {"SBATCH_PARTITION", "kept"}};
+    int attempts;
+    char buf[128];
+    outcome o = run_with_vars("sbatch_vars", vars, sizeof vars / sizeof *vars,
+                              "echo \"$SBATCH_HOLD|$SBATCH_ARRAY_INX|$SBATCH_CLUSTERS|"
+                              "$SBATCH_EXPORT|$SBATCH_PARTITION\" > \"${1#--job-dir=}/env\"; "
+                              "exit 0",
+                              &attempts, buf, sizeof buf);
     CHECK_MSG(o.outcome == EX_SUCCEEDED, "%s; %s", o.error, o.events);
-    char path[1400], buf[128] = "";
-    snprintf(path, sizeof path, "%s/sbatch_vars/env", g_root);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
-        fclose(f);
-    }
     CHECK_MSG(!strcmp(buf, "||||kept\n"), "the replica saw '%s'", buf);
 }
 
