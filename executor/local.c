@@ -685,13 +685,17 @@ static void orphan_seen(void *ctx, pid_t pid, pid_t pgrp, unsigned long long sta
     for (size_t i = 0; i < r->x->nwatches; i++)
         if (r->x->watches[i].pid == pid) return; /* a replica, a command, or an orphan
                                                      killed already, whose exit is awaited */
-    if (pgrp == h->own_group) return; /* an inherited child's orphan (its own group) */
     for (size_t i = 0; i < h->ninherited; i++)
-        if ((h->inherited[i].pid == pid && h->inherited[i].start == start) ||
-            h->inherited[i].pgrp == pgrp)
-            return; /* an inherited child, or an orphan in its group */
+        if (h->inherited[i].pid == pid && h->inherited[i].start == start) return;
+    /* in a replica's group first: an inherited child's group id, long gone, may have
+     * been given to a replica since */
     int in_group = 0;
     for (size_t g = 0; g < r->ngroups && !in_group; g++) in_group = r->groups[g] == pgrp;
+    if (!in_group) {
+        if (pgrp == h->own_group) return; /* an inherited child's orphan (its own group) */
+        for (size_t i = 0; i < h->ninherited; i++)
+            if (h->inherited[i].pgrp == pgrp) return; /* an orphan in an inherited group */
+    }
     if (!zombie && kill(pid, SIGKILL) == 0 && !in_group) r->killed++;
     r->found[r->nfound++] = pid;
 }

@@ -281,7 +281,9 @@ static void flatten(char *s) {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t len;
         long cp = utf8_decode(p, &len);
-        if (cp < 0) {
+        /* overlong forms too ("\xC1\x9B" would pass its 0x9B), surrogates, beyond U+10FFFF */
+        long least = len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0;
+        if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
             *o++ = '?';
             p++;
         } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {

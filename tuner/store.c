@@ -914,6 +914,8 @@ static int check_no_older_run(st_store *s, int64_t version, char *err, size_t er
         const char *dir = (const char *)sqlite3_column_text(st, 1);
         if (!name || !dir || !dir[0]) continue;
         char *lock = tn_xasprintf("%s/.tuner.lock", dir);
+        /* (the probe holds the lock shared for an instant: a run starting just then is
+         * refused as by an ask, and says so; flock has no test that takes nothing) */
         int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         int held = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
         if (fd >= 0) close(fd);

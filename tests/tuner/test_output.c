@@ -128,14 +128,15 @@ static void test_table_titles_c1_and_wide_characters(void) {
     out_str(t, "e\xcc\x81"); /* e and a combining acute: 1 column */
     out_str(t, "3");
     out_row(t);
-    out_str(t, "raw\x9b" "1m\xff"); /* bytes not UTF-8: 0x9B is CSI on an 8-bit terminal */
+    out_str(t, "raw\x9b" "1m\xff\xc1\x9b"); /* not UTF-8: 0x9B is CSI on an 8-bit terminal,
+                                              also in an overlong '[' */
     out_str(t, "4");
     char *s = render(t, CLI_TABLE, NULL, 0);
     CHECK_TEXT(s, "W ORD [2J  X\n"
                   "c1 31m     1\n"
                   "\xe6\xbc\xa2\xe5\xad\x97       2\n"
                   "e\xcc\x81          3\n"
-                  "raw?1m?    4\n");
+                  "raw?1m???  4\n");
     free(s);
     s = render(t, CLI_TABLE, NULL, 1); /* as a record: the label too */
     CHECK_TEXT(s, "W ORD [2J:  c1 31m\n"
