@@ -1546,6 +1546,35 @@ int ex__slurm_init(ex_executor *x, char *err, size_t errlen) {
 }
 
 /* Largest "gpu" count of a gres string ("gpu:4", "gpu:a100:2(S:0-1),shard:8"). */
+/* Whether name is one of the comma-separated names of list. */
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, name, n)) return 1;
+        p += k + (p[k] == ',');
+    }
+    return 0;
+}
+
+/* The first name of the comma-separated list that is not among known ("a, b, c"), or
+ * NULL when all are (an empty name counts as unknown). */
+static const char *first_unknown(const char *list, const char *known) {
+    for (const char *p = list;;) {
+        size_t k = strcspn(p, ",");
+        int there = 0;
+        for (const char *q = known; *q && k && !there;) {
+            size_t m = strcspn(q, ",");
+            there = m == k && !strncmp(q, p, k);
+            q += m;
+            while (*q == ',' || *q == ' ') q++;
+        }
+        if (!there) return p;
+        if (!p[k]) return NULL;
+        p += k + 1;
+    }
+}
+
 static int gres_gpus(const char *gres) {
     int best = 0;
     for (const char *p = strstr(gres, "gpu:"); p; p = strstr(p + 1, "gpu:")) {
@@ -1595,10 +1624,10 @@ int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, si
         if (!strstr(known, f[0]) && strlen(known) + strlen(f[0]) + 3 < sizeof known)
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
                      known[0] ? ", " : "", f[0]);
-        int match = o->slurm.partition ? !strcmp(f[0], o->slurm.partition) : is_default;
+        int match = o->slurm.partition ? in_list(o->slurm.partition, f[0]) : is_default;
         if (!match) continue;
         found = 1;
-        snprintf(part, sizeof part, "%s", f[0]);
+        snprintf(part, sizeof part, "%s", o->slurm.partition ? o->slurm.partition : f[0]);
         int c = atoi(f[1]), m = atoi(f[2]), g = gres_gpus(f[3]);
         nodes += atoi(f[4]);
         if (c > max_cores) max_cores = c;
@@ -1607,11 +1636,16 @@ int ex__slurm_check(const ex_options *o, const ex_job_config *cfg, char *err, si
     }
     free(out);
     free(errtext);
-    if (!found && o->slurm.partition)
+    /* a list ("gpu,cpu": Slurm starts the job in whichever can run it first): each must
+     * be there; the job must fit the largest node of any */
+    const char *missing = o->slurm.partition ? first_unknown(o->slurm.partition, known) : NULL;
+    if (missing || (!found && o->slurm.partition))
         return tn_error(err, errlen, TN_EINVAL,
-                        "executor.partition: Slurm has no partition '%s' (it has: %s)\nhint: "
-                        "pick one of them, or leave the field out for the default",
-                        o->slurm.partition, known[0] ? known : "none");
+                        "executor.partition: Slurm has no partition '%.*s' (it has: %s)\n"
+                        "hint: pick one of them (or a comma-separated list of them), or leave "
+                        "the field out for the default",
+                        missing ? (int)strcspn(missing, ",") : (int)strlen(o->slurm.partition),
+                        missing ? missing : o->slurm.partition, known[0] ? known : "none");
     if (!found)
         return tn_error(err, errlen, TN_EINVAL,
                         "the Slurm cluster has no default partition (it has: %s)\nhint: set "

@@ -1503,6 +1503,17 @@ static void test_check_against_sinfo(void) {
                             "partition debug has 4");
     o.slurm.partition = "big";
     CHECK_MSG(ex_check(&o, &cfg, err, sizeof err) == 0, "%s", err);
+    /* a list, as sbatch takes it (the job starts in whichever can run it first): each
+     * must be there, and the job fit the largest node of any (it was refused whole) */
+    o.slurm.partition = "debug,big";
+    CHECK_MSG(ex_check(&o, &cfg, err, sizeof err) == 0, "%s", err);
+    o.slurm.partition = "debug,bog";
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "Slurm has no partition 'bog' (it has: debug, big)");
+    o.slurm.partition = "debug,";
+    CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
+    CHECK_STR_CONTAINS(err, "Slurm has no partition '' (it has: debug, big)");
+    o.slurm.partition = "big";
     cfg.gpus[TF_CHIEF] = 8;
     CHECK(ex_check(&o, &cfg, err, sizeof err) == TN_EINVAL);
     CHECK_STR_CONTAINS(err, "a chief replica asks for 8 GPUs, but the largest node");
