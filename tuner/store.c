@@ -1726,21 +1726,28 @@ static int cancel_in_txn(st_store *s, void *arg) {
     if (!rc && study.state == ST_STUDY_CREATED) {
         /* No tuner runs it: the trials out are ask's, which no tell may finish now
          * (a study that a tuner runs cancels its own, as it stops them). */
-        st_trial *trials = NULL;
-        size_t n = 0;
-        rc = st_trial_list(s, study.id, &trials, &n, c->err, c->errlen);
-        for (size_t i = 0; i < n && !rc; i++) {
-            st_trial *t = &trials[i];
-            if (st_trial_state_final(t->state)) continue;
-            t->state = ST_TRIAL_CANCELLED;
-            t->finished = now();
-            free(t->error);
-            t->error = tn_xstrdup("the study was cancelled");
-            rc = st_trial_update(s, t, c->err, c->errlen);
-        }
-        st_trials_free(trials, n);
+        rc = st_trials_cancel_unfinished(s, study.id, "the study was cancelled", c->err,
+                                         c->errlen);
     }
     st_study_clear(&study);
+    return rc;
+}
+
+int st_trials_cancel_unfinished(st_store *s, int64_t study_id, const char *why, char *err,
+                                size_t errlen) {
+    st_trial *trials = NULL;
+    size_t n = 0;
+    int rc = st_trial_list(s, study_id, &trials, &n, err, errlen);
+    for (size_t i = 0; i < n && !rc; i++) {
+        st_trial *t = &trials[i];
+        if (st_trial_state_final(t->state)) continue;
+        t->state = ST_TRIAL_CANCELLED;
+        t->finished = now();
+        free(t->error);
+        t->error = tn_xstrdup(why);
+        rc = st_trial_update(s, t, err, errlen);
+    }
+    st_trials_free(trials, n);
     return rc;
 }
 

@@ -171,6 +171,13 @@ int st_trial_get(st_store *s, int64_t study_id, int64_t number, st_trial *out, i
 /* All trials of a study in number order. */
 int st_trial_list(st_store *s, int64_t study_id, st_trial **out, size_t *n, char *err,
                   size_t errlen);
+
+/* Sets every trial of the study that is not in a final state (PENDING, RUNNING) to
+ * CANCELLED, finished now, with error why (a study cancelled or failed while asks had
+ * trials out). Call it inside a transaction (st_transaction). 0, or a negative code
+ * with err. */
+int st_trials_cancel_unfinished(st_store *s, int64_t study_id, const char *why, char *err,
+                                size_t errlen);
 /* Writes a trial's mutable fields (state, objective and values, times, attempts,
  * restarts, error, executor_job) as given in t (matched by study_id and number).
  * TN_EINVAL when has_objective and nvalues >= 2 with values[0] != objective or a value

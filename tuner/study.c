@@ -302,19 +302,8 @@ static int asktell_end(st_store *st, const tn_spec *spec, const st_study *study,
     int64_t out = counts[ST_TRIAL_PENDING] + counts[ST_TRIAL_RUNNING];
     int64_t failed = counts[ST_TRIAL_FAILED];
     if (last > 0 && spec->max_failed_trials > 0 && failed >= spec->max_failed_trials) {
-        st_trial *trials = NULL;
-        size_t n = 0;
-        rc = out ? st_trial_list(st, study->id, &trials, &n, err, errlen) : 0;
-        for (size_t i = 0; i < n && !rc; i++) {
-            st_trial *t = &trials[i];
-            if (st_trial_state_final(t->state)) continue;
-            t->state = ST_TRIAL_CANCELLED;
-            t->finished = wall_clock();
-            free(t->error);
-            t->error = tn_xstrdup("the study failed");
-            rc = st_trial_update(st, t, err, errlen);
-        }
-        st_trials_free(trials, n);
+        rc = out ? st_trials_cancel_unfinished(st, study->id, "the study failed", err, errlen)
+                 : 0;
         if (rc) return rc;
         char why[256];
         snprintf(why, sizeof why,
