@@ -21,6 +21,8 @@
  * against the machine's FMA peak (bench_fma_peak). --unfused runs the CNN's conv
  * blocks as separate calls (im2col, one GEMM over the batch, bias, activation,
  * pooling: the CUDA backend's way, and the CPU's before it had conv blocks), to compare.
+ * "gemm" says who made the products: "avx512", the CPU backend's own kernel, or
+ * "openblas" (kn_cpu_gemm's rule; TN_CPU_GEMM=openblas|avx512 picks one).
  *
  *   bench_train [--model=mlp|cnn] [--threads=N] [--batch_size=N] [--steps=N]
  *               [--hidden_units=256,256] [--conv_filters=32,64] [--data_dir=DIR]
@@ -336,6 +338,7 @@ int main(int argc, char **argv) {
     int32_t *idx = tn_xmalloc((size_t)batch * sizeof(int32_t));
 
     /* (a) full steps over random batches, after a warm-up */
+    uint64_t own0 = kn_cpu_gemm_own_products();
     double loss = 0;
     double t0 = 0, c0 = 0;
     int warmup = steps / 10 + 5;
@@ -386,10 +389,11 @@ int main(int argc, char **argv) {
            "\"steps\": %d, \"examples_per_sec\": %.1f, \"gemm_floor_examples_per_sec\": %.1f, "
            "\"fraction_of_floor\": %.3f, \"final_loss\": %.4f, \"conv\": \"%s\", "
            "\"step_cpu_ms\": %.3f, \"floor_cpu_ms\": %.3f, \"gflop_per_step\": %.4f, "
-           "\"floor_gflops\": %.1f, \"classes\": %d, \"blas\": \"%s\"}\n",
+           "\"floor_gflops\": %.1f, \"classes\": %d, \"blas\": \"%s\", \"gemm\": \"%s\"}\n",
            model, threads, batch, steps, batch / step_s, batch / gemm_s, gemm_s / step_s,
            loss / batch, !cnn ? "none" : m->fused ? "fused" : "unfused", 1e3 * step_cpu, 1e3 * gemm_cpu,
-           flops / 1e9, flops / gemm_s / 1e9, (int)cfg.classes, openblas_get_config());
+           flops / 1e9, flops / gemm_s / 1e9, (int)cfg.classes, openblas_get_config(),
+           kn_cpu_gemm_own_products() > own0 ? "avx512" : "openblas");
     free(idx);
     opt_free(opt);
     mdl_free(m);

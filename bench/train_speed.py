@@ -14,6 +14,9 @@ OpenBLAS's own choice), thread count (1, 2) and model (the 784-256-256-10 MLP an
   - cnn, im2col: bench_train --winograd=0 --direct=0, the conv blocks without Winograd
            or the direct convolution (im2col and one GEMM for every product, as before
            issue 14's Winograd), so the run also measures what those changed;
+  - OpenBLAS products: the same with TN_CPU_GEMM=openblas, so that where the CPU
+           backend's own AVX-512 kernel makes the products (an AVX-512 CPU with
+           OpenBLAS's AVX2 kernels) the run also measures the step at PyTorch's BLAS;
   - cnn, separate calls: bench_train --unfused, the CNN with each conv block made of
            separate calls (im2col of the whole batch, one GEMM, bias, activation,
            pooling: the CPU's way before its conv blocks, and the CUDA backend's), so
@@ -52,7 +55,7 @@ NOTES = """
 skipped (the conv blocks make only their products, the direct convolution's
 multiply-adds included: `kn_cpu_gemm_only`) and no
 optimiser update, so the products are the step's own, with the same shapes, order,
-buffers and threads; a step cannot be faster than this with the same BLAS. *ours /
+buffers and threads; a step cannot be faster than this with the same products. *ours /
 floor* is the share of the step spent in those products: the rest is the batch
 gather, the element-wise kernels, im2col/col2im or the Winograd transforms, pooling
 and the optimiser update. The floor of *cnn, im2col* and of *cnn, separate calls* is
@@ -75,6 +78,16 @@ How to read it:
   convolutions (oneDNN picks its own kernels for the CPU whatever OpenBLAS is set to).
 - *OpenBLAS auto* leaves `OPENBLAS_CORETYPE` unset, so OpenBLAS picks the kernels for
   the CPU it finds; *Haswell* pins the AVX2 kernels.
+- *Products by*: who made the step's matrix products. Where the CPU has AVX-512 and
+  the OpenBLAS kernels in use do not (*Haswell* rows on an AVX-512 CPU, or an OpenBLAS
+  that does not know the CPU), the CPU backend makes them with its own AVX-512 kernel
+  (`kernels/cpu_gemm.c`: packed panels, 8 x 32 tiles of the result in registers), at
+  about twice OpenBLAS's AVX2 speed; elsewhere OpenBLAS does (`kn_cpu_gemm`'s rule,
+  `TN_CPU_GEMM=openblas|avx512` to force one). PyTorch's `nn.Linear` keeps OpenBLAS's
+  kernels, so in those rows the two steps' products differ too. The rows *..., OpenBLAS
+  products* are the same binary with `TN_CPU_GEMM=openblas`: the step against PyTorch
+  at the same BLAS. Where OpenBLAS has AVX-512 kernels of its own, the two rows make
+  the same products.
 - Why the MLP step beats PyTorch at the same BLAS: no autograd graph or allocation per
   step (every buffer is allocated once), the bias is folded into the GEMM's `beta`,
   the first layer's input gradient is never computed, and the optimiser is one fused
@@ -115,17 +128,17 @@ PEAK_NOTES = """
 backend as they are made: `kn_cpu_gemm_flops`); Winograd's products are fewer than
 im2col's, so the CNN rows differ. *products*: that work over the GEMM floor's time.
 *FMA peak*: `bench/bench_fma_peak`, independent fused multiply-adds in registers on as
-many threads, with the vectors that setting's OpenBLAS kernels use (AVX2 for Haswell's;
-AVX-512 where OpenBLAS's own choice takes its SkylakeX, Cooperlake or Sapphire Rapids
-kernels). No product can beat it, so *products / peak* is how much faster the floor
+many threads, with the vectors that row's products use (AVX2 for OpenBLAS's Haswell
+kernels; AVX-512 for the own kernel, and where OpenBLAS's own choice takes its
+SkylakeX, Cooperlake or Sapphire Rapids kernels). No product can beat it, so *products / peak* is how much faster the floor
 could get at all, and *ours / peak* the whole step's rate against it. *1.3x PyTorch
 needs*: the share of the peak a step must reach to run 1.3x PyTorch's examples a
 second, for the MLP only, whose products PyTorch makes too (the same shapes; PyTorch's
 convolutions make other products than ours). Where that is near or above *products /
 peak*, no code outside the products can get the step there. (The CNN's first layer,
 7% of its work, is our own direct convolution, which takes AVX-512 where the CPU has it
-even with OpenBLAS pinned to Haswell: its pinned rows set a little AVX-512 work against
-the AVX2 peak. The Winograd transforms' AVX-512 forms make no products, so they change
+even with OpenBLAS pinned to Haswell: its rows with OpenBLAS's Haswell products set a
+little AVX-512 work against the AVX2 peak. The Winograd transforms' AVX-512 forms make no products, so they change
 the step's rate, not the floor's.)
 """
 
@@ -218,15 +231,19 @@ def main():
         for threads in (1, 2):
             for model in ("mlp", "cnn"):
                 env = {"OPENBLAS_CORETYPE": coretype}
-                variants = ([[]] if model == "mlp" else
-                            [[], ["--winograd=0", "--direct=0"], ["--unfused"]])
+                # (label, flags, environment) of each row of this model and setting
+                gemm_openblas = {"TN_CPU_GEMM": "openblas"}
+                variants = ([(model, [], {}), (model + ", OpenBLAS products", [], gemm_openblas)]
+                            + ([] if model == "mlp" else
+                               [("cnn, im2col", ["--winograd=0", "--direct=0"], {}),
+                                ("cnn, separate calls", ["--unfused"], {})]))
                 ours = [None] * len(variants)
                 floor = [0.0] * len(variants)
                 torch, torch_best_env = None, ""
                 for _ in range(a.repeats):
-                    for v, extra in enumerate(variants):
+                    for v, (_, extra, extra_env) in enumerate(variants):
                         r = run_json([bench, "--model=%s" % model, "--threads=%d" % threads,
-                                      "--steps=%d" % steps[model]] + extra, env)
+                                      "--steps=%d" % steps[model]] + extra, dict(env, **extra_env))
                         blas = r.get("blas", blas)
                         if ours[v] is None or r["examples_per_sec"] > ours[v]["examples_per_sec"]:
                             ours[v] = r
@@ -241,11 +258,13 @@ def main():
                             torch = t
                             torch_best_env = "OMP_WAIT_POLICY=PASSIVE" if pol else "default"
                 for v in range(len(variants)):
-                    isa = "AVX-512" if avx512_kernels(ours[v].get("blas", "")) else "AVX2"
+                    isa = ("AVX-512" if ours[v].get("gemm") == "avx512"
+                           or avx512_kernels(ours[v].get("blas", "")) else "AVX2")
                     row = {
                         "openblas": "Haswell (AVX2)" if coretype else "auto",
                         "threads": threads,
-                        "model": model if v == 0 else ("cnn, im2col", "cnn, separate calls")[v - 1],
+                        "model": variants[v][0],
+                        "gemm": "own AVX-512" if ours[v].get("gemm") == "avx512" else "OpenBLAS",
                         "ours": ours[v]["examples_per_sec"], "floor": floor[v],
                         "torch": torch["examples_per_sec"], "torch_env": torch_best_env,
                         "batch": ours[v]["batch_size"], "gflop": ours[v]["gflop_per_step"],
@@ -256,12 +275,12 @@ def main():
                     print(json.dumps(row), file=sys.stderr, flush=True)
     load_after = loadavg()
     lines = [
-        "| OpenBLAS | threads | model | ours (ex/s) | PyTorch (ex/s) | ours / PyTorch | GEMM floor (ex/s) | ours / floor | PyTorch setting |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| OpenBLAS | threads | model | products by | ours (ex/s) | PyTorch (ex/s) | ours / PyTorch | GEMM floor (ex/s) | ours / floor | PyTorch setting |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append("| %s | %d | %s | %.0f | %.0f | %.2fx | %.0f | %.0f%% | %s |" % (
-            r["openblas"], r["threads"], r["model"], r["ours"], r["torch"],
+        lines.append("| %s | %d | %s | %s | %.0f | %.0f | %.2fx | %.0f | %.0f%% | %s |" % (
+            r["openblas"], r["threads"], r["model"], r["gemm"], r["ours"], r["torch"],
             r["ours"] / r["torch"], r["floor"], 100.0 * r["ours"] / r["floor"], r["torch_env"]))
     table = "\n".join(lines)
     print(table)

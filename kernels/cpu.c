@@ -1,6 +1,7 @@
 /*
- * cpu.c — the CPU backend of kernels.h: OpenBLAS's cblas_sgemm for every matrix
- * product, plain C loops for the rest. The loops are written so that GCC vectorises
+ * cpu.c — the CPU backend of kernels.h: OpenBLAS's cblas_sgemm for the matrix products,
+ * or the backend's own AVX-512 kernel where the CPU has AVX-512 and OpenBLAS's kernels
+ * in use do not (cpu_gemm.c; kn_cpu_gemm), plain C loops for the rest. The loops are written so that GCC vectorises
  * them at -O2/-O3 (no aliasing between outputs and inputs except where the
  * interface allows it, unit strides, no calls in the inner loop except libm's).
  * Notation and contracts: kernels.h.
@@ -48,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/status.h"
 #include "kernels/cpu_internal.h"
@@ -85,8 +87,100 @@ static void cpu_set_threads(int threads) {
     kw_set_threads(threads);
 }
 
+/* kn_cpu_gemm_flops and kn_cpu_gemm_own_products: counters per thread, each thread's on
+ * a cache line of its own, so that the threads' products do not pass one line between
+ * the cores on every call; threads past the first CPU_FLOP_SLOTS share the last. */
+#define CPU_FLOP_SLOTS 64
+static struct {
+    _Alignas(64) _Atomic uint64_t flops;
+    _Atomic uint64_t own; /* products made by kc_gemm_avx512 */
+} cpu_counts[CPU_FLOP_SLOTS];
+static _Atomic int cpu_flop_slots;           /* slots handed out */
+static _Thread_local int cpu_flop_slot = -1; /* this thread's */
+
+static void count_product(uint64_t flops, uint64_t own) {
+    if (cpu_flop_slot < 0) {
+        int s = atomic_fetch_add(&cpu_flop_slots, 1);
+        cpu_flop_slot = s < CPU_FLOP_SLOTS ? s : CPU_FLOP_SLOTS - 1;
+    }
+    if (flops)
+        atomic_fetch_add_explicit(&cpu_counts[cpu_flop_slot].flops, flops, memory_order_relaxed);
+    if (own) atomic_fetch_add_explicit(&cpu_counts[cpu_flop_slot].own, own, memory_order_relaxed);
+}
+
+uint64_t kn_cpu_gemm_flops(void) {
+    uint64_t sum = 0;
+    for (int i = 0; i < CPU_FLOP_SLOTS; i++) sum += atomic_load(&cpu_counts[i].flops);
+    return sum;
+}
+
+uint64_t kn_cpu_gemm_own_products(void) {
+    uint64_t sum = 0;
+    for (int i = 0; i < CPU_FLOP_SLOTS; i++) sum += atomic_load(&cpu_counts[i].own);
+    return sum;
+}
+
+void kc_count_flops(uint64_t flops) { count_product(flops, 0); }
+
+/* ---- who makes the products: OpenBLAS, or cpu_gemm.c's AVX-512 kernel ---- */
+
+static _Atomic int cpu_gemm_mode = -1;    /* kn_cpu_gemm; -1: not yet read from TN_CPU_GEMM */
+static _Atomic int cpu_gemm_rule = -1; /* once worked out: 0 TN_CPU_NO_AVX512=1, 1 OpenBLAS
+                                          has AVX-512 kernels, 2 it has not */
+
+void kn_cpu_gemm(int mode) { atomic_store(&cpu_gemm_mode, mode); }
+
+/* Whether OpenBLAS's kernels in use are AVX-512 ones: the cores it names for them
+ * (SkylakeX, Cooperlake, SapphireRapids; others, Haswell and Zen included, are AVX2 or
+ * older). A name it gains later for AVX-512 kernels reads as AVX2 here: the own kernel
+ * then runs, about as fast as those (docs/benchmarks/train-speed.md). */
+static int openblas_has_avx512(void) {
+    const char *core = openblas_get_corename();
+    static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    if (!core) return 0;
+    for (size_t i = 0; i < sizeof avx512_cores / sizeof avx512_cores[0]; i++)
+        if (strcasecmp(core, avx512_cores[i]) == 0) return 1;
+    return 0;
+}
+
+/* TN_CPU_GEMM's mode: unset or "auto" KN_GEMM_RULE, "openblas", "avx512"; anything else
+ * is said once on stderr and read as unset. */
+static int gemm_mode_from_env(void) {
+    const char *v = getenv("TN_CPU_GEMM");
+    if (!v || !*v || strcmp(v, "auto") == 0) return KN_GEMM_RULE;
+    if (strcmp(v, "openblas") == 0) return KN_GEMM_OPENBLAS;
+    if (strcmp(v, "avx512") == 0) return KN_GEMM_OWN;
+    fprintf(stderr,
+            "warning: TN_CPU_GEMM=%s is not auto, openblas or avx512; taking auto\n", v);
+    return KN_GEMM_RULE;
+}
+
+/* Whether this product is made by kc_gemm_avx512 (kn_cpu_gemm's rule). */
+static int cpu_gemm_own(void) {
+    int mode = atomic_load(&cpu_gemm_mode);
+    if (mode < 0) {
+        int env = gemm_mode_from_env(), unset = -1;
+        /* a kn_cpu_gemm call meanwhile wins */
+        atomic_compare_exchange_strong(&cpu_gemm_mode, &unset, env);
+        mode = atomic_load(&cpu_gemm_mode);
+    }
+    if (mode == KN_GEMM_OPENBLAS || !kc_gemm_avx512_cpu()) return 0;
+    int rule = atomic_load(&cpu_gemm_rule);
+    if (rule < 0) {
+        const char *no512 = getenv("TN_CPU_NO_AVX512");
+        rule = no512 && strcmp(no512, "1") == 0 ? 0 : openblas_has_avx512() ? 1 : 2;
+        atomic_store(&cpu_gemm_rule, rule);
+    }
+    return rule == 2 || (rule == 1 && mode == KN_GEMM_OWN);
+}
+
 static void cpu_gemm_1(int ta, int tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    if (cpu_gemm_own()) {
+        count_product(0, 1);
+        kc_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -124,30 +218,6 @@ static void gemm_part(void *ctx, int t) {
         cpu_gemm_1(g->ta, g->tb, g->m, hi - lo, g->k, g->alpha, g->a, g->lda,
                    g->tb ? g->b + (size_t)lo * g->ldb : g->b + lo, g->ldb, g->beta, g->c + lo,
                    g->ldc);
-}
-
-/* kn_cpu_gemm_flops: a counter per thread, each on its own cache line, so that the
- * threads' products do not pass one line between the cores on every call; threads past
- * the first CPU_FLOP_SLOTS share the last. */
-#define CPU_FLOP_SLOTS 64
-static struct {
-    _Alignas(64) _Atomic uint64_t n;
-} cpu_flops[CPU_FLOP_SLOTS];
-static _Atomic int cpu_flop_slots;           /* slots handed out */
-static _Thread_local int cpu_flop_slot = -1; /* this thread's */
-
-uint64_t kn_cpu_gemm_flops(void) {
-    uint64_t sum = 0;
-    for (int i = 0; i < CPU_FLOP_SLOTS; i++) sum += atomic_load(&cpu_flops[i].n);
-    return sum;
-}
-
-void kc_count_flops(uint64_t flops) {
-    if (cpu_flop_slot < 0) {
-        int s = atomic_fetch_add(&cpu_flop_slots, 1);
-        cpu_flop_slot = s < CPU_FLOP_SLOTS ? s : CPU_FLOP_SLOTS - 1;
-    }
-    atomic_fetch_add_explicit(&cpu_flops[cpu_flop_slot].n, flops, memory_order_relaxed);
 }
 
 /* On several threads, a product big enough is split along the longer side of c. */

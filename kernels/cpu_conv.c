@@ -141,8 +141,7 @@ typedef struct cc_buf {
     size_t cap; /* floats */
 } cc_buf;
 
-static pthread_key_t cc_keys[3]; /* 0: a chunk's col and z; 1: a call's partial sums;
-                                    2: a call's Winograd filters */
+static pthread_key_t cc_keys[KC_SCRATCH_KINDS]; /* enum kc_scratch */
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
 static void cc_buf_free(void *p) {
@@ -152,15 +151,14 @@ static void cc_buf_free(void *p) {
 }
 
 static void cc_make_keys(void) {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < KC_SCRATCH_KINDS; i++)
         if (pthread_key_create(&cc_keys[i], cc_buf_free) != 0) {
             fprintf(stderr, "fatal: kernels/cpu_conv.c: pthread_key_create failed\n");
             abort();
         }
 }
 
-/* This thread's scratch number `which`, of at least n floats (zeroed when grown). */
-static float *cc_scratch(int which, size_t n) {
+float *kc_scratch(int which, size_t n) {
     pthread_once(&cc_once, cc_make_keys);
     cc_buf *b = pthread_getspecific(cc_keys[which]);
     if (!b) {
@@ -2131,7 +2129,7 @@ static size_t cc_z_floats(const cc_block *k) {
  * padded plane of x's transform, and later in a chunk cc_wino_adj's rows). */
 static float *cc_chunk_scratch(const cc_block *k) {
     size_t pad = k->wino ? cc_wino_pad_size(k->th, k->tw) : 0;
-    return cc_scratch(0, cc_area(k) + cc_z_floats(k) + CC_PAD + pad);
+    return kc_scratch(KC_SCRATCH_CHUNK, cc_area(k) + cc_z_floats(k) + CC_PAD + pad);
 }
 
 /* Prefetches the n floats at p into the cache, to be read (write 0) or written (1). */
@@ -2321,7 +2319,7 @@ static void cc_forward_group(void *ctx, int g) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (k->direct) {
         size_t n = cc_direct_pad_floats(k->c, k->ph, k->pw);
-        float *pads = cc_scratch(0, n + 16);
+        float *pads = kc_scratch(KC_SCRATCH_CHUNK, n + 16);
         int wide = cc_avx512();
         for (int i = lo; i < hi; i++)
             if (wide)
@@ -2355,7 +2353,7 @@ static void cc_backward_group(void *ctx, int g) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (k->direct_dw) {
         size_t n = cc_direct_pad_floats(k->c, k->ph, k->pw) + 16, na = (size_t)k->f * k->ck * 16;
-        float *pads = cc_scratch(0, n + na + (size_t)k->f * 16), *acc = pads + n;
+        float *pads = kc_scratch(KC_SCRATCH_CHUNK, n + na + (size_t)k->f * 16), *acc = pads + n;
         float *dbacc = acc + na;
         memset(acc, 0, (na + (size_t)k->f * 16) * sizeof *acc);
         for (int i = lo; i < hi; i++) cc_direct_dw_image_avx512(k, i, pads, acc, dbacc);
@@ -2493,7 +2491,7 @@ void kc_conv_block_forward(kc_gemm_fn *gemm, int wino, float *y, uint8_t *choice
                   .bias = bias, .y = y, .zmax_out = zmax, .choice_out = choice};
     cc_plan(&k);
     if (k.wino) { /* the filters transformed once, into this thread's scratch, read by all */
-        float *U = cc_scratch(2, (size_t)16 * f * c);
+        float *U = kc_scratch(KC_SCRATCH_FILTERS, (size_t)16 * f * c);
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 0);
         k.U = U;
     }
@@ -2571,9 +2569,9 @@ void kc_conv_block_backward(kc_gemm_fn *gemm, int wino, float *dW, float *db, fl
     }
     cc_plan(&k);
     /* the groups' partial sums, then (Winograd) the sum of their dU */
-    k.partial = cc_scratch(1, (size_t)k.groups * (k.npart + f) + (k.wino ? k.npart : 0));
+    k.partial = kc_scratch(KC_SCRATCH_PARTIAL, (size_t)k.groups * (k.npart + f) + (k.wino ? k.npart : 0));
     if (k.wino && dx) { /* dx's filters, transposed, once */
-        float *U = cc_scratch(2, (size_t)16 * f * c);
+        float *U = kc_scratch(KC_SCRATCH_FILTERS, (size_t)16 * f * c);
         if (!k.gemm_only) cc_wino_filters(U, W, f, c, 1);
         k.U = U;
     }

@@ -344,6 +344,24 @@ void kn_cpu_gemm_only(int on);
  * the machine's peak (bench/bench_train.c). */
 uint64_t kn_cpu_gemm_flops(void);
 
+/* Who makes kn_cpu's and kn_cpu_device's matrix products (the dense layers' and the
+ * conv blocks'): KN_GEMM_RULE (the default) the backend's own AVX-512 kernel
+ * (kernels/cpu_gemm.c) where the CPU has AVX-512 F and the OpenBLAS kernels in use have
+ * none (OPENBLAS_CORETYPE=Haswell, or an OpenBLAS that does not know the CPU: twice
+ * their speed there), OpenBLAS's cblas_sgemm elsewhere; KN_GEMM_OPENBLAS OpenBLAS
+ * always; KN_GEMM_OWN the own kernel wherever the CPU has AVX-512 F (for tests and
+ * benchmarks). The first product reads the default from TN_CPU_GEMM (auto, openblas or
+ * avx512); TN_CPU_NO_AVX512=1 keeps every product on OpenBLAS. The own kernel's results
+ * differ from OpenBLAS's by rounding only and, like them, do not depend on how the
+ * threads split a product. Call it between steps. */
+enum { KN_GEMM_OPENBLAS = 0, KN_GEMM_RULE = 1, KN_GEMM_OWN = 2 };
+void kn_cpu_gemm(int mode);
+
+/* The products (single-threaded calls, a split product's parts counted each) that the
+ * own AVX-512 kernel has made since the process started (kn_cpu_gemm): for tests and
+ * benchmarks that must know which way the products went. */
+uint64_t kn_cpu_gemm_own_products(void);
+
 /* Which conv blocks of kn_cpu take Winograd F(2x2,3x3) for their products (the conv
  * output, dx and dW: kernels/cpu_conv.c; kn_cpu_device never does): KN_WINO_RULE
  * (the default) those with at least 16 input channels, where it measures faster

@@ -2,7 +2,11 @@
  * test_kernels.c — tests for the backends of kernels.h: every function of the table
  * against a naive reference written here with double loops.
  *
- *   test_kernels [--backend=cpu|cpu-device|cuda]
+ *   test_kernels [--backend=cpu|cpu-device|cuda] [--gemm=openblas|avx512]
+ *
+ * --gemm picks who makes the CPU tables' matrix products (kn_cpu_gemm; by default its
+ * rule): OpenBLAS, or the backend's own AVX-512 kernel (exit 77 where the CPU lacks
+ * AVX-512 F), so that every test runs on either.
  *
  * The tests reach the backend only through its table (alloc, upload, call, download),
  * so the same file runs against the CPU backend (kernels/cpu.c, the default), the CPU
@@ -31,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <cblas.h>
 
 static const kn_backend *K; /* the backend under test */
 static int g_cuda;          /* K is the CUDA backend */
@@ -242,6 +248,166 @@ static void test_gemm(void) {
                 for (size_t p = 0; p < sizeof gemm_pad_cases / sizeof gemm_pad_cases[0]; p++)
                     gemm_case(t >> 1, t & 1, gemm_shapes[s], gemm_scalar_cases[c],
                               gemm_pad_cases[p]);
+}
+
+/* Products whose sizes cross the own AVX-512 kernel's blocks (kernels/cpu_gemm.c: k in
+ * blocks of up to 256, n of up to 512, m of up to 128, tiles of 8 x 32, narrow tiles of
+ * up to 16 columns): several blocks each way, the MLP's shapes (784-256-256-10, batch
+ * 128, as trainer/model.c calls them), tiles with one row or column of their own. The
+ * same checks as test_gemm; OpenBLAS takes them too. */
+static void test_gemm_blocks(void) {
+    static const struct {
+        int ta, tb;
+        gemm_shape s;
+    } cases[] = {
+        {0, 1, {128, 256, 784}}, {1, 0, {256, 784, 128}}, {0, 0, {128, 784, 256}},
+        {0, 1, {128, 10, 256}},  {1, 0, {10, 256, 128}},  {0, 0, {128, 256, 10}},
+        {1, 1, {137, 529, 513}}, {0, 1, {129, 33, 257}},  {1, 0, {9, 17, 600}},
+        {0, 0, {1, 545, 3}},     {1, 1, {300, 1, 41}},    {0, 1, {17, 15, 8}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gemm_case(cases[i].ta, cases[i].tb, cases[i].s, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
+        gemm_case(cases[i].ta, cases[i].tb, cases[i].s, (gemm_scalars){-0.5f, 1.5f},
+                  (gemm_pads){3, 1, 5});
+    }
+}
+
+/* cblas_sgemm's special cases: beta 0 does not read c (NaN there is overwritten), k 0
+ * makes c beta c (zeros where beta is 0, NaN or not), and alpha 0 reads neither a nor b
+ * (NaN there does not reach c). */
+static void test_gemm_special(void) {
+    if (g_cuda) return; /* cuBLAS's contract is the same; these are the CPU paths' */
+    int m = 19, n = 37, k = 45;
+    float *a = host_floats((size_t)m * k), *b = host_floats((size_t)k * n);
+    float *c = host_floats((size_t)m * n);
+    double *want = host_doubles((size_t)m * n);
+    rand_fill(a, (size_t)m * k, -1, 1);
+    rand_fill(b, (size_t)k * n, -1, 1);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int p = 0; p < k; p++) acc += (double)a[i * k + p] * b[p * n + j];
+            want[i * n + j] = 2.0 * acc;
+        }
+    for (size_t i = 0; i < (size_t)m * n; i++) c[i] = NAN;
+    float *da = dev_dup(a, (size_t)m * k), *db = dev_dup(b, (size_t)k * n);
+    float *dc = dev_dup(c, (size_t)m * n);
+    K->gemm(0, 0, m, n, k, 2.0f, da, k, db, n, 0.0f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    CHECK_ALL_NEAR("gemm beta 0 over NaN", c, want, (size_t)m * n, 1e-4, 1e-5);
+
+    for (size_t i = 0; i < (size_t)m * n; i++) c[i] = (float)i, want[i] = 0.5 * (double)i;
+    K->upload(dc, c, (size_t)m * n * sizeof(float));
+    K->gemm(0, 0, m, n, 0, 1.0f, da, k, db, n, 0.5f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    CHECK_ALL_NEAR("gemm k 0, beta 0.5", c, want, (size_t)m * n, 0, 0);
+
+    for (size_t i = 0; i < (size_t)m * n; i++) c[i] = NAN, want[i] = 0;
+    K->upload(dc, c, (size_t)m * n * sizeof(float));
+    K->gemm(0, 0, m, n, 0, 1.0f, da, k, db, n, 0.0f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    CHECK_ALL_NEAR("gemm k 0, beta 0 over NaN", c, want, (size_t)m * n, 0, 0);
+
+    for (size_t i = 0; i < (size_t)m * k; i++) a[i] = NAN;
+    for (size_t i = 0; i < (size_t)m * n; i++) c[i] = 1.0f + (float)i, want[i] = 3.0 + 3.0 * i;
+    K->upload(da, a, (size_t)m * k * sizeof(float));
+    K->upload(dc, c, (size_t)m * n * sizeof(float));
+    K->gemm(0, 0, m, n, k, 0.0f, da, k, db, n, 3.0f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    CHECK_ALL_NEAR("gemm alpha 0, a NaN", c, want, (size_t)m * n, 0, 0);
+    K->free(da);
+    K->free(db);
+    K->free(dc);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+}
+
+/* A product split between threads (cpu.c: by rows or by columns, on 2 and 3 threads)
+ * gives the bits of the whole product, which the own kernel promises
+ * (kernels/cpu_gemm.c) and the trainer's determinism across a job's replicas leans on;
+ * checked where the own kernel makes the products (OpenBLAS's edge kernels may sum
+ * otherwise, which docs/trainer.md allows for). */
+static void test_gemm_split_bits(void) {
+    if (g_cuda) return;
+    uint64_t own0 = kn_cpu_gemm_own_products();
+    static const struct {
+        int ta, tb;
+        gemm_shape s;
+    } cases[] = {{0, 1, {128, 256, 784}}, {1, 0, {256, 784, 128}}, {0, 0, {150, 70, 300}},
+                 {1, 1, {61, 333, 200}}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int ta = cases[i].ta, tb = cases[i].tb, m = cases[i].s.m, n = cases[i].s.n,
+            k = cases[i].s.k;
+        size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+        float *a = host_floats(na), *b = host_floats(nb), *c1 = host_floats(nc),
+              *c2 = host_floats(nc);
+        rand_fill(a, na, -1, 1);
+        rand_fill(b, nb, -1, 1);
+        rand_fill(c1, nc, -1, 1);
+        float *da = dev_dup(a, na), *db = dev_dup(b, nb), *dc = dev_dup(c1, nc);
+        K->set_threads(1);
+        K->gemm(ta, tb, m, n, k, 0.75f, da, ta ? m : k, db, tb ? k : n, 0.5f, dc, n);
+        dev_get(c2, dc, nc);
+        for (int threads = 2; threads <= 3; threads++) {
+            float *again = host_floats(nc);
+            K->upload(dc, c1, nc * sizeof(float));
+            K->set_threads(threads);
+            K->gemm(ta, tb, m, n, k, 0.75f, da, ta ? m : k, db, tb ? k : n, 0.5f, dc, n);
+            dev_get(again, dc, nc);
+            if (kn_cpu_gemm_own_products() > own0)
+                CHECK_MSG(memcmp(again, c2, nc * sizeof(float)) == 0,
+                          "gemm ta=%d tb=%d %dx%dx%d: %d threads' bits differ from one's", ta,
+                          tb, m, n, k, threads);
+            free(again);
+        }
+        K->set_threads(1);
+        K->free(da);
+        K->free(db);
+        K->free(dc);
+        free(a);
+        free(b);
+        free(c1);
+        free(c2);
+    }
+}
+
+/* kn_cpu_gemm's modes: KN_GEMM_OPENBLAS makes no product by the own kernel, KN_GEMM_OWN
+ * every one where the CPU has AVX-512 F (and TN_CPU_NO_AVX512=1 none), and the rule the
+ * own kernel exactly where OpenBLAS's kernels in use are not AVX-512 ones. The mode the
+ * run was started with (--gemm) is put back. */
+static int g_gemm_mode = KN_GEMM_RULE; /* --gemm */
+
+static int own_gemm_possible(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *no512 = getenv("TN_CPU_NO_AVX512");
+    return __builtin_cpu_supports("avx512f") && !(no512 && strcmp(no512, "1") == 0);
+#else
+    return 0;
+#endif
+}
+
+static void test_gemm_modes(void) {
+    if (g_cuda) return;
+    const char *core = openblas_get_corename();
+    int openblas512 = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake") ||
+                               !strcasecmp(core, "sapphirerapids"));
+    static const struct {
+        int mode;
+        const char *name;
+    } modes[] = {{KN_GEMM_OPENBLAS, "openblas"}, {KN_GEMM_OWN, "avx512"}, {KN_GEMM_RULE, "rule"}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        kn_cpu_gemm(modes[i].mode);
+        uint64_t own0 = kn_cpu_gemm_own_products();
+        gemm_case(0, 1, (gemm_shape){33, 17, 65}, (gemm_scalars){1, 0}, (gemm_pads){0, 0, 0});
+        int own = kn_cpu_gemm_own_products() > own0;
+        int want = own_gemm_possible() &&
+                   (modes[i].mode == KN_GEMM_OWN || (modes[i].mode == KN_GEMM_RULE && !openblas512));
+        CHECK_MSG(own == want, "kn_cpu_gemm(%s) with OpenBLAS's %s kernels: the own kernel %s",
+                  modes[i].name, core ? core : "(unnamed)", own ? "ran" : "did not run");
+    }
+    kn_cpu_gemm(g_gemm_mode);
 }
 
 /* The result does not depend on the thread count (beyond rounding). */
@@ -2710,9 +2876,27 @@ static void test_graph_outlives_scratch(void) {
  * (a driver too old for the build, a broken installation: that must not pass as a
  * skip). */
 static int pick_backend(int argc, char **argv) {
-    const char *name = "cpu";
-    for (int i = 1; i < argc; i++)
+    const char *name = "cpu", *gemm = NULL;
+    for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--backend=", 10)) name = argv[i] + 10;
+        if (!strncmp(argv[i], "--gemm=", 7)) gemm = argv[i] + 7;
+    }
+    if (gemm) { /* the CPU tables' products (kn_cpu_gemm): every test runs on them */
+        if (!strcmp(gemm, "openblas")) {
+            g_gemm_mode = KN_GEMM_OPENBLAS;
+        } else if (!strcmp(gemm, "avx512")) {
+            if (!own_gemm_possible()) {
+                printf("skipped: the CPU has no AVX-512 F (or TN_CPU_NO_AVX512=1): no own "
+                       "AVX-512 products to test\n");
+                return 77;
+            }
+            g_gemm_mode = KN_GEMM_OWN;
+        } else {
+            fprintf(stderr, "test_kernels: unknown --gemm=%s (openblas or avx512)\n", gemm);
+            return 2;
+        }
+        kn_cpu_gemm(g_gemm_mode);
+    }
     if (!strcmp(name, "cpu")) {
         K = kn_cpu();
     } else if (!strcmp(name, "cpu-device")) {
@@ -2748,6 +2932,10 @@ int main(int argc, char **argv) {
     RUN(test_upload_download_copy);
     RUN(test_gemm);
     RUN(test_gemm_threads);
+    RUN(test_gemm_blocks);
+    RUN(test_gemm_special);
+    RUN(test_gemm_split_bits);
+    RUN(test_gemm_modes);
     RUN(test_broadcast_rows);
     RUN(test_sum_rows);
     RUN(test_sum_channels);
