@@ -124,7 +124,9 @@ void kc_count_flops(uint64_t flops) { count_product(flops, 0); }
 
 /* ---- who makes the products: OpenBLAS, or cpu_gemm.c's AVX-512 kernel ---- */
 
-static _Atomic int cpu_gemm_mode = -1;    /* kn_cpu_gemm; -1: not yet read from TN_CPU_GEMM */
+static _Atomic int cpu_gemm_mode = KN_GEMM_ENV; /* kn_cpu_gemm; KN_GEMM_ENV: TN_CPU_GEMM's,
+                                                    read at the next product */
+static _Atomic int cpu_gemm_warned;              /* a bad TN_CPU_GEMM was said */
 static _Atomic int cpu_gemm_rule = -1; /* once worked out: 0 TN_CPU_NO_AVX512=1, 1 OpenBLAS
                                           has AVX-512 kernels, 2 it has not */
 
@@ -150,16 +152,18 @@ static int gemm_mode_from_env(void) {
     if (!v || !*v || strcmp(v, "auto") == 0) return KN_GEMM_RULE;
     if (strcmp(v, "openblas") == 0) return KN_GEMM_OPENBLAS;
     if (strcmp(v, "avx512") == 0) return KN_GEMM_OWN;
-    fprintf(stderr,
-            "warning: TN_CPU_GEMM=%s is not auto, openblas or avx512; taking auto\n", v);
+    if (!atomic_exchange(&cpu_gemm_warned, 1))
+        fprintf(stderr,
+                "warning: TN_CPU_GEMM=%s is not auto, openblas or avx512; taking auto\n", v);
     return KN_GEMM_RULE;
 }
 
-/* Whether this product is made by kc_gemm_avx512 (kn_cpu_gemm's rule). */
+/* Whether this product is made by kc_gemm_avx512 (kn_cpu_gemm's rule). Decided once a
+ * product, before it is split, so that its parts have one maker. */
 static int cpu_gemm_own(void) {
     int mode = atomic_load(&cpu_gemm_mode);
-    if (mode < 0) {
-        int env = gemm_mode_from_env(), unset = -1;
+    if (mode == KN_GEMM_ENV) {
+        int env = gemm_mode_from_env(), unset = KN_GEMM_ENV;
         /* a kn_cpu_gemm call meanwhile wins */
         atomic_compare_exchange_strong(&cpu_gemm_mode, &unset, env);
         mode = atomic_load(&cpu_gemm_mode);
@@ -167,16 +171,18 @@ static int cpu_gemm_own(void) {
     if (mode == KN_GEMM_OPENBLAS || !kc_gemm_avx512_cpu()) return 0;
     int rule = atomic_load(&cpu_gemm_rule);
     if (rule < 0) {
-        const char *no512 = getenv("TN_CPU_NO_AVX512");
-        rule = no512 && strcmp(no512, "1") == 0 ? 0 : openblas_has_avx512() ? 1 : 2;
+        const char *no512 = getenv("TN_CPU_NO_AVX512"); /* read as cpu_conv.c reads it */
+        rule = no512 && *no512 == '1' ? 0 : openblas_has_avx512() ? 1 : 2;
         atomic_store(&cpu_gemm_rule, rule);
     }
     return rule == 2 || (rule == 1 && mode == KN_GEMM_OWN);
 }
 
-static void cpu_gemm_1(int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                       int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-    if (cpu_gemm_own()) {
+/* One product on the calling thread, by the own kernel (own) or OpenBLAS. */
+static void cpu_gemm_1(int own, int ta, int tb, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                       int ldc) {
+    if (own) {
         count_product(0, 1);
         kc_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
@@ -189,7 +195,7 @@ static void cpu_gemm_1(int ta, int tb, int m, int n, int k, float alpha, const f
  * columns [lo, hi) of c, whole sums over k each, so no element's sum depends on the
  * split. */
 typedef struct gemm_split {
-    int ta, tb, m, n, k, lda, ldb, ldc, parts, by_rows;
+    int own, ta, tb, m, n, k, lda, ldb, ldc, parts, by_rows;
     float alpha, beta;
     const float *a, *b;
     float *c;
@@ -211,11 +217,11 @@ static void gemm_part(void *ctx, int t) {
     int hi = split_at(g->by_rows ? g->m : g->n, g->parts, t + 1);
     if (hi <= lo) return;
     if (g->by_rows)
-        cpu_gemm_1(g->ta, g->tb, hi - lo, g->n, g->k, g->alpha,
+        cpu_gemm_1(g->own, g->ta, g->tb, hi - lo, g->n, g->k, g->alpha,
                    g->ta ? g->a + lo : g->a + (size_t)lo * g->lda, g->lda, g->b, g->ldb, g->beta,
                    g->c + (size_t)lo * g->ldc, g->ldc);
     else
-        cpu_gemm_1(g->ta, g->tb, g->m, hi - lo, g->k, g->alpha, g->a, g->lda,
+        cpu_gemm_1(g->own, g->ta, g->tb, g->m, hi - lo, g->k, g->alpha, g->a, g->lda,
                    g->tb ? g->b + (size_t)lo * g->ldb : g->b + lo, g->ldb, g->beta, g->c + lo,
                    g->ldc);
 }
@@ -224,14 +230,15 @@ static void gemm_part(void *ctx, int t) {
 static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc) {
     kc_count_flops(2 * (uint64_t)m * (uint64_t)n * (uint64_t)k);
-    int threads = kw_threads();
+    int threads = kw_threads(), own = cpu_gemm_own();
     if (threads > 1 && !kw_inside() && 2.0 * m * n * k >= CPU_SPLIT_FLOPS &&
         (m > n ? m : n) >= 2 * CPU_SPLIT_ALIGN) {
-        gemm_split g = {ta, tb, m, n, k, lda, ldb, ldc, threads, m > n, alpha, beta, a, b, c};
+        gemm_split g = {own, ta, tb, m, n, k, lda, ldb, ldc, threads, m > n,
+                        alpha, beta, a, b, c};
         kw_run(threads, gemm_part, &g);
         return;
     }
-    cpu_gemm_1(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    cpu_gemm_1(own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void cpu_broadcast_rows(float *y, const float *bias, int rows, int cols) {

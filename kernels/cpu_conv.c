@@ -175,7 +175,7 @@ float *kc_scratch(int which, size_t n) {
     }
     return b->p;
 oom:
-    fprintf(stderr, "fatal: out of memory allocating %zu bytes of conv scratch\n",
+    fprintf(stderr, "fatal: out of memory allocating %zu bytes of CPU kernel scratch\n",
             n * sizeof(float));
     abort();
 }

@@ -3,10 +3,10 @@
  * CPUs that have AVX-512 F while the OpenBLAS kernels in use do not: OpenBLAS pinned to
  * its Haswell kernels (OPENBLAS_CORETYPE=Haswell), or an OpenBLAS that does not know the
  * CPU and falls back to them. On such a CPU OpenBLAS's products run at under half the
- * machine's peak; the MLP's run at 84% of it here, 1.9x as fast
+ * machine's peak; the MLP's run at 84% of it here on one thread, 1.9x as fast
  * (docs/benchmarks/train-speed.md).
- * Where OpenBLAS has AVX-512 kernels of its own, they are as fast, and kn_cpu keeps
- * them (the rule of kc_gemm_own). Contract: cblas_sgemm's, row-major.
+ * Where OpenBLAS has AVX-512 kernels of its own, they are about as fast, and kn_cpu
+ * keeps them (the rule of cpu.c's cpu_gemm_own, kn_cpu_gemm). Contract: cblas_sgemm's, row-major.
  *
  * Notation: c (m, n) = alpha op(a) (m, k) op(b) (k, n) + beta c, op a transpose where ta
  * or tb. The method is the Goto/BLIS one: k is cut into blocks of at most KC, n into
@@ -19,7 +19,7 @@
  *
  * Numbers: each element of c is its k products summed in order of k by fused
  * multiply-adds, one block of k at a time, then alpha times that block's sum added to
- * c (beta c for the first block; c is not read where beta is 0). Where an element sits
+ * c (to beta c for the first block, to 0 where beta is 0: c is not read then). Where an element sits
  * in its tile, and how the caller splits c between threads, changes nothing; so a
  * product split between threads (cpu.c) gives the bits of the whole one.
  */
@@ -174,6 +174,8 @@ AVX512 static inline void tile(int wide, int kc, const float *restrict ap,
                 x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, row + 16 * v), x);
             else if (beta != 0.0f)
                 x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, row + 16 * v), x);
+            else /* as OpenBLAS's 0 + alpha sum: -0 becomes +0 */
+                x = _mm512_add_ps(x, _mm512_setzero_ps());
             _mm512_mask_storeu_ps(row + 16 * v, m, x);
         }
     }

@@ -351,10 +351,11 @@ uint64_t kn_cpu_gemm_flops(void);
  * their speed there), OpenBLAS's cblas_sgemm elsewhere; KN_GEMM_OPENBLAS OpenBLAS
  * always; KN_GEMM_OWN the own kernel wherever the CPU has AVX-512 F (for tests and
  * benchmarks). The first product reads the default from TN_CPU_GEMM (auto, openblas or
- * avx512); TN_CPU_NO_AVX512=1 keeps every product on OpenBLAS. The own kernel's results
- * differ from OpenBLAS's by rounding only and, like them, do not depend on how the
- * threads split a product. Call it between steps. */
-enum { KN_GEMM_OPENBLAS = 0, KN_GEMM_RULE = 1, KN_GEMM_OWN = 2 };
+ * avx512; KN_GEMM_ENV goes back to it); TN_CPU_NO_AVX512=1 keeps every product on
+ * OpenBLAS. The own kernel's results differ from OpenBLAS's by rounding only, and do
+ * not depend on how the threads split a product (OpenBLAS's may, in the last bits).
+ * Call it between steps. */
+enum { KN_GEMM_ENV = -1, KN_GEMM_OPENBLAS = 0, KN_GEMM_RULE = 1, KN_GEMM_OWN = 2 };
 void kn_cpu_gemm(int mode);
 
 /* The products (single-threaded calls, a split product's parts counted each) that the

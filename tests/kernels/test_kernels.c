@@ -315,6 +315,17 @@ static void test_gemm_special(void) {
     K->gemm(0, 0, m, n, k, 0.0f, da, k, db, n, 3.0f, dc, n);
     dev_get(c, dc, (size_t)m * n);
     CHECK_ALL_NEAR("gemm alpha 0, a NaN", c, want, (size_t)m * n, 0, 0);
+
+    /* a zero sum times a negative alpha over beta 0 is +0, as cblas's 0 + alpha sum */
+    for (size_t i = 0; i < (size_t)m * k; i++) a[i] = 0.0f;
+    for (size_t i = 0; i < (size_t)m * n; i++) c[i] = NAN;
+    K->upload(da, a, (size_t)m * k * sizeof(float));
+    K->upload(dc, c, (size_t)m * n * sizeof(float));
+    K->gemm(0, 0, m, n, k, -1.0f, da, k, db, n, 0.0f, dc, n);
+    dev_get(c, dc, (size_t)m * n);
+    size_t negzero = 0;
+    for (size_t i = 0; i < (size_t)m * n; i++) negzero += c[i] != 0.0f || signbit(c[i]);
+    CHECK_MSG(negzero == 0, "gemm of zeros, alpha -1, beta 0: %zu elements not +0", negzero);
     K->free(da);
     K->free(db);
     K->free(dc);
@@ -376,8 +387,8 @@ static void test_gemm_split_bits(void) {
 /* kn_cpu_gemm's modes: KN_GEMM_OPENBLAS makes no product by the own kernel, KN_GEMM_OWN
  * every one where the CPU has AVX-512 F (and TN_CPU_NO_AVX512=1 none), and the rule the
  * own kernel exactly where OpenBLAS's kernels in use are not AVX-512 ones. The mode the
- * run was started with (--gemm) is put back. */
-static int g_gemm_mode = KN_GEMM_RULE; /* --gemm */
+ * run was started with (--gemm, or TN_CPU_GEMM's) is put back. */
+static int g_gemm_mode = KN_GEMM_ENV; /* --gemm's, or TN_CPU_GEMM's */
 
 static int own_gemm_possible(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
