@@ -2101,6 +2101,55 @@ static int names_option(const char *a, size_t name_len, const char *opt, int *ex
  * "-vJname" the rest of the element after one of them is its value. */
 #define SBATCH_SHORT_WITH_VALUE "aAbBcCdDeFGiJLmMnNopqStwx"
 
+/* sbatch's long options that must have a value (getopt_long's required_argument; Slurm
+ * 22.05, Debian 12's, and the later ones' additions): given without "=VALUE", each takes
+ * the next element, the batch script's path. The options the tuner sets itself are
+ * refused before (SBATCH_OWNED). */
+static const char *const SBATCH_LONG_WITH_VALUE[] = {
+    "--account", "--acctg-freq", "--array", "--batch", "--bb", "--bbf", "--begin",
+    "--burst-buffer", "--chdir", "--cluster-constraint", "--clusters", "--comment",
+    "--constraint", "--container", "--container-id", "--core-spec", "--cores-per-socket",
+    "--cpu-freq", "--cpus-per-gpu", "--cpus-per-task", "--deadline", "--delay-boot",
+    "--dependency", "--distribution", "--error", "--exclude", "--export-file", "--extra",
+    "--extra-node-info", "--gid", "--gpu-bind", "--gpu-freq", "--gpus", "--gpus-per-node",
+    "--gpus-per-socket", "--gpus-per-task", "--gres", "--gres-flags", "--hint", "--input",
+    "--job-name", "--kill-on-invalid-dep", "--licenses", "--mail-type", "--mail-user",
+    "--mcs-label", "--mem", "--mem-bind", "--mem-per-cpu", "--mem-per-gpu", "--mincpus",
+    "--network", "--nodefile", "--nodelist", "--nodes", "--ntasks", "--ntasks-per-core",
+    "--ntasks-per-gpu", "--ntasks-per-node", "--ntasks-per-socket", "--open-mode",
+    "--output", "--partition", "--power", "--prefer", "--priority", "--profile", "--qos",
+    "--reservation", "--signal", "--sockets-per-node", "--switches", "--thread-spec",
+    "--threads-per-core", "--time", "--time-min", "--tmp", "--tres-per-task", "--uid",
+    "--wait-all-nodes", "--wckey"};
+
+/* sbatch's long options that take no value or an optional one ("--exclusive[=user]"):
+ * with these an abbreviation is no longer one option's ("--ex" is --exclude or
+ * --exclusive, which sbatch refuses as ambiguous). */
+static const char *const SBATCH_LONG_NO_VALUE[] = {
+    "--contiguous", "--exclusive", "--export", "--get-user-env", "--help", "--hold",
+    "--ignore-pbs", "--nice", "--no-kill", "--no-requeue", "--overcommit",
+    "--oversubscribe", "--parsable", "--propagate", "--quiet", "--reboot", "--requeue",
+    "--spread-job", "--test-only", "--usage", "--use-min-nodes", "--verbose", "--version",
+    "--wait", "--wrap"};
+
+/* For a long option a given without a value ("--comment", or an abbreviation such as
+ * "--comm"): the option that takes a value it stands for, NULL where it names none, or
+ * one that needs no value too. */
+static const char *long_needs_value(const char *a) {
+    size_t len = strlen(a);
+    const char *only = NULL;
+    int exact;
+    for (size_t o = 0; o < NELEM(SBATCH_LONG_NO_VALUE); o++)
+        if (names_option(a, len, SBATCH_LONG_NO_VALUE[o], &exact)) return NULL;
+    for (size_t o = 0; o < NELEM(SBATCH_LONG_WITH_VALUE); o++) {
+        if (!names_option(a, len, SBATCH_LONG_WITH_VALUE[o], &exact)) continue;
+        if (exact) return SBATCH_LONG_WITH_VALUE[o];
+        if (only) return NULL; /* ambiguous: sbatch says so itself */
+        only = SBATCH_LONG_WITH_VALUE[o];
+    }
+    return only;
+}
+
 /* Checks one short option, "-X", of an extraArgs element a against what the tuner owns
  * and what breaks the job (bundled says it is not the element's first); 1 when it was
  * refused (reported). */
@@ -2221,6 +2270,7 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                     const char *opt = SBATCH_BREAKS[o].opt;
                     int exact;
                     if (!names_option(a, name_len, opt, &exact)) continue;
+                    refused = 1;
                     if (exact)
                         fail(c, "%s %s", opt, SBATCH_BREAKS[o].why);
                     else
@@ -2228,6 +2278,15 @@ static void read_executor(ctx *c, json_t *ex, tn_spec *out) {
                              SBATCH_BREAKS[o].why);
                     break;
                 }
+                const char *takes = a[0] == '-' && !refused && !a[name_len] ? long_needs_value(a)
+                                                                          : NULL;
+                if (takes && !strcmp(takes, a))
+                    fail(c, "%s takes a value: attach it (\"%s=VALUE\"), or sbatch takes the "
+                            "batch script's path for it", a, a);
+                else if (takes)
+                    fail(c, "%s would stand for %s, which takes a value: attach it "
+                            "(\"%s=VALUE\"), or sbatch takes the batch script's path for it",
+                         a, takes, takes);
                 pop(c);
             }
         }

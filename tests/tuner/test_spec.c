@@ -599,7 +599,17 @@ static const bad_case BAD[] = {
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"exclusive\"]}}", NULL,
      "executor.extraArgs[0]", "expected an sbatch option", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--constraint\", \"a100\"]}}",
-     NULL, "executor.extraArgs[1]", "with its value attached", 0, 0},
+     NULL, "executor.extraArgs[1]", "with its value attached", 2, 0},
+    /* a long option that takes a value, given without one, would take the batch
+     * script's path for it (sbatch then reads the script from its input) */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--comment\"]}}", NULL,
+     "executor.extraArgs[0]", "--comment takes a value: attach it (\"--comment=VALUE\"), or "
+     "sbatch takes the batch script's path for it", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", \"--comm\"]}}",
+     NULL, "executor.extraArgs[1]", "--comm would stand for --comment, which takes a value: "
+     "attach it (\"--comment=VALUE\")", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--constraint\", \"a100\"]}}",
+     NULL, "executor.extraArgs[0]", "--constraint takes a value", 2, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
      "\"--partition=gpu\"]}}", NULL, "executor.extraArgs[1]",
      "--partition is set by executor.partition; give it there", 0, 0},
@@ -1375,9 +1385,11 @@ static void test_executor_gpus_memory(void) {
     }
     text = patched("{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
                    "\"--time-min=10\", \"--nodes=2\", \"--gres=gpu:a100:1\", \"-Ca100\", "
-                   "\"--cluster-constraint=x\", \"--wait-all-nodes=1\", \"--hint=compute_bound\"]}}");
-    if (parse_ok(text, 0, &s) == 0) { /* options of their own, not prefixes of ours */
-        CHECK_INT_EQ(s.executor.nextra, 8);
+                   "\"--cluster-constraint=x\", \"--wait-all-nodes=1\", \"--hint=compute_bound\", "
+                   "\"--requeue\", \"--nice\", \"--contiguous\", \"--spread-job\"]}}");
+    /* options of their own, not prefixes of ours; the last four take no value */
+    if (parse_ok(text, 0, &s) == 0) {
+        CHECK_INT_EQ(s.executor.nextra, 12);
         spec_clear(&s);
     }
     free(text);
