@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/status.h"
@@ -174,6 +175,42 @@ int ex_contract_var(const char *name, const char **what) {
         return 1;
     }
     return 0;
+}
+
+
+static double monotonic_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int ex_stop_group(pid_t pid, double grace) {
+    int status = EX_STATUS_LOST;
+    kill(-pid, SIGTERM);
+    double deadline = monotonic_seconds() + grace;
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid) break;
+        if (got < 0 && errno != EINTR) {
+            status = EX_STATUS_LOST;
+            break;
+        }
+        if (monotonic_seconds() > deadline) {
+            int saved;
+            kill(-pid, SIGKILL);
+            while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+            }
+            saved = errno;
+            if (got != pid) status = EX_STATUS_LOST;
+            errno = saved;
+            break;
+        }
+        nanosleep(&(struct timespec){0, 25 * 1000 * 1000}, NULL);
+    }
+    int saved = errno;
+    kill(-pid, SIGKILL); /* whatever the program left behind in its group */
+    errno = saved;
+    return status;
 }
 
 /* Whether entry ("NAME=VALUE") sets the variable name (of length len). */

@@ -94,6 +94,13 @@ void ex_strv_free(char **v);
 int ex_spawn(char *const *argv, char *const *env, const char *log_path, pid_t *pid, char *err,
              size_t errlen);
 
+/* Stops the process group of pid, a child started by ex_spawn (its group's leader):
+ * SIGTERM to the group, SIGKILL to it after grace seconds if pid has not exited by
+ * then, and SIGKILL once more to whatever pid left behind in its group. Returns pid's
+ * wait status, reaped, or EX_STATUS_LOST when waitpid failed (errno says why). */
+#define EX_STATUS_LOST (-1)
+int ex_stop_group(pid_t pid, double grace);
+
 /* The kinds of event the executor tells (ex_event), as stored; a Slurm replica's launcher
  * writes the replica's (docs/executor.md, "Events"). A replica's: */
 #define EX_EV_STARTED "started"     /* a run of it began (detail: pid, host) */

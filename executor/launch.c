@@ -314,32 +314,7 @@ static int rendezvous(const job_desc *d, const char *run_dir, tf_config *c, int 
 /* ---- replica mode ---- */
 
 /* The wait status of a program whose status could not be had (waitpid failed). */
-#define STATUS_LOST (-1)
-
-/* Stops the program's process group: SIGTERM, SIGKILL after the grace period. Its wait
- * status, or STATUS_LOST. */
-static int stop_child(pid_t pid, double grace) {
-    int status = STATUS_LOST;
-    kill(-pid, SIGTERM);
-    double deadline = now() + grace;
-    for (;;) {
-        pid_t got = waitpid(pid, &status, WNOHANG);
-        if (got == pid) break;
-        if (got < 0 && errno != EINTR) {
-            status = STATUS_LOST;
-            break;
-        }
-        if (now() > deadline) {
-            kill(-pid, SIGKILL);
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
-            break;
-        }
-        nap(POLL_US / 4);
-    }
-    kill(-pid, SIGKILL); /* whatever the program left behind in its group */
-    return status;
-}
+#define STATUS_LOST EX_STATUS_LOST
 
 /* A replica's last failure, as one JSON object in path: {"status": N, "reported": B,
  * "tail": "..."}. A missing or unreadable file is no failure yet. */
@@ -470,7 +445,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
                 break;
             }
             if (g_signal || decided(run_dir)) {
-                status = stop_child(pid, d->grace);
+                status = ex_stop_group(pid, d->grace);
                 stopped = 1;
                 break;
             }

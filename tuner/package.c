@@ -112,10 +112,10 @@ int pkg_stop_signal(void) { return g_stop_signal; }
 
 /* Waits for the install command pid (a process group of its own: the terminal's Ctrl-C
  * does not reach it) into *status. SIGINT, SIGTERM or SIGHUP meanwhile stops its whole
- * group, the build it runs with it (setup.py, a compiler), SIGTERM first and SIGKILL
- * after 5 s, and returns that signal; 0 when it ended by itself; -1 (errno) when it
- * cannot be waited for. The signals' dispositions are put back before it returns
- * (SIGHUP's left ignored under nohup). */
+ * group, the build it runs with it (setup.py, a compiler: ex_stop_group, SIGKILL after
+ * 5 s), and returns that signal; 0 when it ended by itself; -1 (errno) when it cannot
+ * be waited for. The signals' dispositions are put back before it returns (SIGHUP's
+ * left ignored under nohup). */
 static int wait_install(pid_t pid, int *status) {
     static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa, old[3];
@@ -127,7 +127,6 @@ static int wait_install(pid_t pid, int *status) {
         if (old[i].sa_handler != SIG_IGN) sigaction(stops[i], &sa, NULL);
     }
     int sig = 0;
-    double killed_at = -1, waited = 0;
     for (;;) {
         pid_t got = waitpid(pid, status, WNOHANG);
         if (got == pid) break;
@@ -135,16 +134,13 @@ static int wait_install(pid_t pid, int *status) {
             sig = -1;
             break;
         }
-        if (g_stop_signal && !sig) {
+        if (g_stop_signal) {
             sig = g_stop_signal;
-            kill(-pid, SIGTERM);
-            killed_at = waited;
+            *status = ex_stop_group(pid, 5.0);
+            break;
         }
-        if (sig > 0 && waited - killed_at > 5) kill(-pid, SIGKILL);
         nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-        waited += 0.02;
     }
-    if (sig > 0) kill(-pid, SIGKILL); /* what is left in its group */
     int saved = errno;
     for (int i = 0; i < 3; i++) sigaction(stops[i], &old[i], NULL);
     errno = saved;
