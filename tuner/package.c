@@ -2,26 +2,21 @@
  * package.c — a pythonModule's packages installed as AI Platform installs them (see
  * package.h; docs/spec.md, "pythonModule and packageUris").
  *
- * Commands, each started by the executor's ex_spawn (the tuner itself never forks)
- * with its output appended to JOB_DIR/venv/install.log and waited for: `python3 -m venv
- * --system-site-packages --without-pip` when the environment is not there yet (the
- * machine's pip, seen through the system site, installs into it); for package folders,
- * the environment's python copying each into JOB_DIR/venv/src (COPY_SCRIPT), as gcloud
- * copies a --package-path before it builds it; then `python -m pip install
- * --no-build-isolation PATH...` with the packages' absolute paths (a bare relative name
- * would be read by pip as a project on its index), the copies for the folders, and for
- * wheels a second `pip install --no-deps --force-reinstall WHEEL...`, since pip keeps
- * an installed wheel of the same version however it changed (a folder or an sdist is
- * built and installed again anyway). pip builds a folder's package inside it (build/,
- * *.egg-info), and setuptools packs whatever its build/lib holds: built in the user's
- * folder, a module deleted since an earlier build was installed still, the folder had
- * to be writable, and two studies building one folder at once spoiled each other's
- * builds. The copy leaves out what such builds wrote there (its build/, dist/ and
- * *.egg-info at the top, __pycache__ anywhere) and version control's and virtual
- * environments' folders at its top; symbolic links are copied as links. pip runs
- * without the settings that would install elsewhere than the environment (PIP_USER,
- * PIP_TARGET, PIP_PREFIX: a cluster's pip.conf often says user = true). A failure is
- * told with the end of what that command wrote and a hint for the usual causes.
+ * Two commands, each started by the executor's ex_spawn (the tuner itself never
+ * forks) with its output appended to JOB_DIR/venv/install.log and waited for: `python3
+ * -m venv --system-site-packages --without-pip` when the environment is not there yet
+ * (the machine's pip, seen through the system site, installs into it), then `python
+ * -m pip install --no-build-isolation PATH...` with the packages' absolute paths (a
+ * bare relative name would be read by pip as a project on its index), and for wheels a
+ * second `pip install --no-deps --force-reinstall WHEEL...`, since pip keeps an
+ * installed wheel of the same version however it changed (a folder or an sdist is
+ * built and installed again anyway). pip builds a folder's package inside the folder
+ * (build/, *.egg-info), so two studies installing one folder at once would spoil each
+ * other's builds: each install holds an exclusive flock on every folder it installs.
+ * pip runs without the settings that would install elsewhere than the environment
+ * (PIP_USER, PIP_TARGET, PIP_PREFIX: a cluster's pip.conf often says user = true). A
+ * failure is told with the end of what that command wrote and a hint for the usual
+ * causes.
  */
 #include "tuner/package.h"
 
@@ -33,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -215,24 +211,18 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
     return rc;
 }
 
-/* Copies package folders for their builds: python3 -c COPY_SCRIPT ROOT SRC1 DST1 SRC2
- * DST2 ... removes ROOT (the copies of an earlier install) and copies each SRC to DST
- * (inside ROOT), without what builds and tools leave in a package folder. */
-static const char COPY_SCRIPT[] =
-    "import shutil, sys; "
-    "T = {'build', 'dist', '.git', '.hg', '.svn', '.tox', '.nox', '.venv', 'venv', "
-    "'.mypy_cache', '.pytest_cache', '.eggs'}; "
-    "shutil.rmtree(sys.argv[1], ignore_errors=True); "
-    "[shutil.copytree(s, d, symlinks=True, ignore=lambda p, ns, s=s: [n for n in ns if "
-    "n == '__pycache__' or (p == s and (n in T or n.endswith('.egg-info')))]) "
-    "for s, d in zip(sys.argv[2::2], sys.argv[3::2])]";
+/* A package folder to lock for the install. */
+typedef struct folder {
+    dev_t dev;
+    ino_t ino;
+    const char *path;
+    int fd; /* its lock, or -1 */
+} folder;
 
-/* The name of package folder path's copy: "N-BASENAME", N its place among the folders
- * (two folders may have one basename). */
-static char *copy_name(const char *srcroot, size_t n, const char *path) {
-    const char *base = strrchr(path, '/');
-    base = base && base[1] ? base + 1 : path;
-    return tn_xasprintf("%s/%zu-%s", srcroot, n, base);
+static int folder_order(const void *a, const void *b) {
+    const folder *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
 int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
@@ -269,31 +259,29 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(venv, logpath, "making the study's Python environment "
                                        "(python3 -m venv)", err, errlen);
     }
-    /* the folders, copied for their builds (pip builds in a folder it installs) */
-    char *srcroot = tn_xasprintf("%s/src", dir);
-    char **copy = tn_xcalloc(2 * npk + 5, sizeof *copy);
-    size_t ncopy = 0;
+    /* the folders, locked for the install (pip builds in them): each once, however often
+     * it is listed (a second flock of it would wait on the first for ever), and in one
+     * order, by device and inode, so that two studies listing the same folders in other
+     * orders cannot each hold one and wait for the other */
+    folder *folders = tn_xcalloc(n + 1, sizeof *folders);
+    size_t nfolders = 0;
     for (size_t i = 0; i < npk && rc == 0; i++) {
         struct stat sb;
         if (stat(argv[8 + i], &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
-        char *dst = copy_name(srcroot, ncopy / 2 + 1, argv[8 + i]);
-        copy[4 + ncopy++] = argv[8 + i];
-        copy[4 + ncopy++] = dst;
-        argv[8 + i] = tn_xstrdup(dst); /* what pip installs */
+        int seen = 0;
+        for (size_t k = 0; k < nfolders && !seen; k++)
+            seen = folders[k].dev == sb.st_dev && folders[k].ino == sb.st_ino;
+        if (!seen) folders[nfolders++] = (folder){sb.st_dev, sb.st_ino, argv[8 + i], -1};
     }
-    if (rc == 0 && ncopy) {
-        copy[0] = python;
-        copy[1] = "-c";
-        copy[2] = (char *)COPY_SCRIPT;
-        copy[3] = srcroot;
-        if (log) fprintf(log, "%s: copying %zu package folder%s to build in %s\n", spec->job_id,
-                         ncopy / 2, ncopy == 2 ? "" : "s", srcroot);
-        rc = run_logged(copy, logpath, "copying the package folders of "
-                                       "trainingInput.packageUris to build them", err, errlen);
+    qsort(folders, nfolders, sizeof *folders, folder_order);
+    for (size_t k = 0; k < nfolders && rc == 0; k++) {
+        int fd = folders[k].fd = open(folders[k].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0) continue;
+        if (log) fprintf(log, "%s: waiting for another install of %s to end\n", spec->job_id,
+                         folders[k].path);
+        while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
     }
-    for (size_t i = 0; i < ncopy; i++) free(copy[4 + i]);
-    free(copy);
-    free(srcroot);
     if (rc == 0) {
         if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, npk,
                          npk == 1 ? "" : "s", logpath);
@@ -304,6 +292,9 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(argv, logpath, "installing trainingInput.packageUris (pip install)",
                         err, errlen);
     }
+    for (size_t k = 0; k < nfolders; k++)
+        if (folders[k].fd >= 0) close(folders[k].fd); /* and so unlocked */
+    free(folders);
     if (rc == 0) { /* wheels again, forced: pip keeps one of the same version otherwise */
         const char *again[] = {python, "-m", "pip", "install", "--no-deps", "--force-reinstall",
                                "--no-input", "--disable-pip-version-check",

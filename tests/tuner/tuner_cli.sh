@@ -713,18 +713,11 @@ if [ -z "$py" ]; then
   echo "skip package_run: no python3 with pip, setuptools and wheel (Debian: python3-pip)"
 else
   mkdir -p pybin && ln -sf "$py" pybin/python3
-  # the example as it is, in a copy of its folder (the study's jobDir is relative):
-  # from there as from the project's folder. Its package folder has what an earlier
-  # build in it left (setuptools' build/lib, with a module deleted since): the install
-  # builds a copy without it, so the deleted module is not installed (it was), and
-  # writes nothing into the folder (it wrote build/ and *.egg-info there)
+  # the example as it is, in a copy of its folder (pip builds in the package's folder,
+  # and the study's jobDir is relative): from there as from the project's folder
   EX="$(pwd -P)/pkgex"
   mkdir -p "$EX/studies" &&
     cp -R "$ROOT/studies/python_package" "$ROOT/studies/python_package.yaml" "$EX/studies/"
-  rm -rf "$EX/studies/python_package/build" "$EX"/studies/python_package/*.egg-info
-  mkdir -p "$EX/studies/python_package/build/lib/rosenbrock"
-  echo 'print("deleted since")' >"$EX/studies/python_package/build/lib/rosenbrock/stale_mod.py"
-  before_pkg=$(cd "$EX/studies/python_package" && find . | sort)
   (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run studies/python_package.yaml \
      --db="$WORK/examples.db" --seed=1 --quiet >"$WORK/package.out" 2>&1); rc=$?
   check package_run_exit0 test $rc -eq 0
@@ -732,13 +725,8 @@ else
   check package_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state python_package SUCCEEDED)" -eq 8
   check package_in_study_venv test -x "$EX/runs/python_package/venv/bin/python3"
   check package_module_ran grep -q "^trial 1: learning_rate=" "$EX/runs/python_package/1/logs/chief-0.log"
-  check package_from_venv grep -q "^\$ $EX/runs/python_package/venv/bin/python3 -m pip install .* $EX/runs/python_package/venv/src/1-python_package\$" \
+  check package_from_venv grep -q "^\$ $EX/runs/python_package/venv/bin/python3 -m pip install .* $EX/studies/python_package\$" \
     "$EX/runs/python_package/venv/install.log"
-  check package_copied grep -q "^\$ $EX/runs/python_package/venv/bin/python3 -c .* $EX/runs/python_package/venv/src $EX/studies/python_package $EX/runs/python_package/venv/src/1-python_package\$" \
-    "$EX/runs/python_package/venv/install.log"
-  check package_stale_build_not_installed test -z "$(ls "$EX"/runs/python_package/venv/lib/python3*/site-packages/rosenbrock/stale_mod.py 2>/dev/null)" \
-    -a -n "$(ls "$EX"/runs/python_package/venv/lib/python3*/site-packages/rosenbrock/__init__.py 2>/dev/null)"
-  check package_folder_untouched test "$(cd "$EX/studies/python_package" && find . | sort)" = "$before_pkg"
   rm -rf "$EX/runs/python_package"
   # created here, resumed from elsewhere: the stored paths are absolute, and resume
   # installs the package before the trials run
@@ -748,8 +736,8 @@ else
      --quiet >"$WORK/package_resume.out" 2>&1); rc=$?
   check package_resume_exit0 test $rc -eq 0
   check package_resume_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state pkg_later SUCCEEDED)" -eq 8
-  # two studies installing one package folder at once: each builds its own copy, and
-  # both succeed (built in the folder, they spoiled each other's builds); pip's settings that would install
+  # two studies installing one package folder at once (pip builds inside it): each
+  # waits for the other's install, and both succeed; pip's settings that would install
   # elsewhere (PIP_USER, as a cluster's pip.conf often has) do not take the install
   # out of the study's environment
   for k in 1 2; do
@@ -806,14 +794,14 @@ YAML
   check package_stopped_build_gone gone "$build_pid"
   [ -n "$build_pid" ] && kill -9 "$build_pid" 2>/dev/null
   check package_stopped_not_stored test "$("$TUNER" list --db="$WORK/hang.db" --format=csv 2>/dev/null | grep -c '^hang,')" -eq 0
-  # one folder listed twice (two spellings): copied and installed once; run from a
-  # folder whose path has brackets: refused, since
+  # one folder listed twice (two spellings): installed once (a second lock of it waited
+  # on the first for ever); run from a folder whose path has brackets: refused, since
   # pip would read them as extras
   sed -e 's|runs/conc1|runs/twice|' -e 's|\[studies/python_package\]|[studies/python_package, ./studies/python_package/]|' \
     "$EX/conc1.yaml" >"$EX/twice.yaml"
   (cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 120 "$TUNER" run twice.yaml --db="$WORK/twice.db" --quiet >"$WORK/twice.out" 2>&1); rc=$?
   check package_listed_twice_exit0 test $rc -eq 0
-  check package_listed_twice_once test "$(grep '^\$ .* pip install --no-build-isolation' "$EX/runs/twice/venv/install.log" | grep -o 'venv/src/[0-9]*-python_package' | wc -l)" -eq 1
+  check package_listed_twice_once test "$(grep '^\$ .* pip install --no-build-isolation' "$EX/runs/twice/venv/install.log" | grep -o 'studies/python_package' | wc -l)" -eq 1
   mkdir -p "$WORK/br[1]" && cp "$EX/conc1.yaml" "$WORK/br[1]/b.yaml" && cp -R "$EX/studies" "$WORK/br[1]/"
   err=$(cd "$WORK/br[1]" && PATH="$WORK/pybin:$PATH" "$TUNER" run b.yaml --db="$WORK/br.db" --quiet 2>&1); rc=$?
   check package_bracket_folder_refused test $rc -ne 0
