@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -114,4 +116,35 @@ int tn_make_dirs(const char *path, char *err, size_t errlen) {
     free(dir);
     errno = e;
     return rc;
+}
+
+/* tn_remove_tree's first failure (nftw's callback has no context of its own). */
+static _Thread_local int rm_errno;
+static _Thread_local char rm_path[512];
+
+static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb, (void)ftw;
+    int rc = type == FTW_DP ? rmdir(path) : unlink(path);
+    if (rc != 0 && errno != ENOENT) {
+        rm_errno = errno;
+        snprintf(rm_path, sizeof rm_path, "%s", path);
+        return 1; /* stops the walk */
+    }
+    return 0;
+}
+
+int tn_remove_tree(const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? 0
+                               : tn_error(err, errlen, TN_EIO, "cannot remove %s: %s", path,
+                                          strerror(errno));
+    rm_errno = 0;
+    rm_path[0] = '\0';
+    /* depth first, so that a folder is empty when its turn comes */
+    int rc = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (rc == 0) return 0;
+    int e = rm_errno ? rm_errno : errno;
+    return tn_error(err, errlen, TN_EIO, "cannot remove %s: %s", rm_path[0] ? rm_path : path,
+                    strerror(e));
 }

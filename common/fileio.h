@@ -7,7 +7,7 @@
  * things the usual way blocks (a FIFO without a writer) or never ends (a device). These
  * open without blocking, accept regular files only (with a message naming the file and
  * what it is), and read at most a given size. Used by the metric-file reader, the spec
- * loader and `tuner logs`; see docs/reliability.md.
+ * loader and `tuner logs`; see docs/reliability.md. Also rm -rf (tn_remove_tree).
  */
 #ifndef TN_FILEIO_H
 #define TN_FILEIO_H
@@ -34,5 +34,12 @@ int tn_read_file(const char *path, const char *what, size_t max, char **out, siz
  * Permission denied", "...: a file is in the way"), errno left at mkdir's, or
  * TN_EINVAL for an empty path. */
 int tn_make_dirs(const char *path, char *err, size_t errlen);
+
+/* rm -rf, for folders the project itself makes (a package's build folder): removes path
+ * and, if it is a folder, everything in it, without following symbolic links (a link
+ * is removed, not what it points to) or going into another file system mounted below
+ * it. No path is fine. Returns 0, or TN_EIO with a message naming what could not be
+ * removed and why. */
+int tn_remove_tree(const char *path, char *err, size_t errlen);
 
 #endif

@@ -2,24 +2,29 @@
  * package.c — a pythonModule's packages installed as AI Platform installs them (see
  * package.h; docs/spec.md, "pythonModule and packageUris").
  *
- * Two commands, each started by the executor's ex_spawn (the tuner itself never
- * forks) with its output appended to JOB_DIR/venv/install.log and waited for: `python3
- * -m venv --system-site-packages --without-pip` when the environment is not there yet
- * (the machine's pip, seen through the system site, installs into it), then `python
- * -m pip install --no-build-isolation PATH...` with the packages' absolute paths (a
- * bare relative name would be read by pip as a project on its index), and for wheels a
- * second `pip install --no-deps --force-reinstall WHEEL...`, since pip keeps an
- * installed wheel of the same version however it changed (a folder or an sdist is
- * built and installed again anyway). pip builds a folder's package inside the folder
- * (build/, *.egg-info), so two studies installing one folder at once would spoil each
- * other's builds: each install holds an exclusive flock on every folder it installs.
- * pip runs without the settings that would install elsewhere than the environment
- * (PIP_USER, PIP_TARGET, PIP_PREFIX: a cluster's pip.conf often says user = true). A
- * failure is told with the end of what that command wrote and a hint for the usual
- * causes.
+ * Commands, each started by the executor's ex_spawn (the tuner itself never forks)
+ * with its output appended to JOB_DIR/venv/install.log and waited for: `python3 -m venv
+ * --system-site-packages --without-pip` when the environment is not there yet (the
+ * machine's pip, seen through the system site, installs into it); for each package
+ * folder, `python -m pip wheel --no-deps` into a build folder of the study's own, with
+ * setuptools' build/ and *.egg-info sent there too (build_wheel: pip builds in the
+ * folder it is given, and setuptools packs whatever its build/lib holds, so a module
+ * deleted since an earlier build was installed still, and the folder had to be
+ * writable); then one `python -m pip install --no-build-isolation PATH...` of the
+ * packages' absolute paths (a bare relative name would be read by pip as a project on
+ * its index), the folders' wheels in their place, so that pip resolves their
+ * requirements together; and for wheels a second `pip install --no-deps
+ * --force-reinstall WHEEL...`, since pip keeps an installed wheel of the same version
+ * however it changed. An older setuptools still builds in the folder, so a build holds
+ * an exclusive flock on every folder it builds: two studies building one folder at
+ * once take turns. pip runs without the settings that would install elsewhere than the
+ * environment (PIP_USER, PIP_TARGET, PIP_PREFIX: a cluster's pip.conf often says user
+ * = true). A failure is told with the end of what that command wrote and a hint for
+ * the usual causes.
  */
 #include "tuner/package.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -89,18 +94,20 @@ int pkg_check_uri(const char *uri, int check_files, char *err, size_t errlen) {
 }
 
 /* This process's environment without pip's settings that install elsewhere than the
- * study's environment, and with PIP_USER=0 over a pip.conf's user = true. The strings
- * are environ's but the last; free the array and that one. */
-static char **pip_environment(void) {
-    size_t n = 0;
+ * study's environment, and with PIP_USER=0 over a pip.conf's user = true; plus extra
+ * ("NAME=value", NULL for none) over any NAME there. The strings are environ's, a
+ * literal and extra; free the array only. */
+static char **pip_environment(const char *extra) {
+    size_t n = 0, name = extra ? strcspn(extra, "=") + 1 : 0;
     while (environ[n]) n++;
-    char **env = tn_xcalloc(n + 2, sizeof *env);
+    char **env = tn_xcalloc(n + 3, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "PIP_USER=", 9) && strncmp(environ[i], "PIP_TARGET=", 11) &&
-            strncmp(environ[i], "PIP_PREFIX=", 11))
+            strncmp(environ[i], "PIP_PREFIX=", 11) && !(extra && !strncmp(environ[i], extra, name)))
             env[k++] = environ[i];
-    env[k] = tn_xstrdup("PIP_USER=0");
+    env[k++] = (char *)"PIP_USER=0";
+    if (extra) env[k++] = (char *)extra;
     return env;
 }
 
@@ -149,8 +156,8 @@ static int wait_install(pid_t pid, int *status) {
 
 /* Runs argv with its output appended to log and waits for it; `what` names it in a
  * failure's message. Returns 0 when it exits 0. */
-static int run_logged(char *const *argv, const char *log, const char *what, char *err,
-                      size_t errlen) {
+static int run_logged(char *const *argv, const char *extra_env, const char *log, const char *what,
+                      char *err, size_t errlen) {
     /* the command line, for whoever reads the log; never blocking on a FIFO there */
     int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
     struct stat sb;
@@ -169,17 +176,15 @@ static int run_logged(char *const *argv, const char *log, const char *what, char
         return tn_error(err, errlen, TN_EIO, "cannot open %s: %s", log, strerror(errno));
     }
     fputs("$", f);
+    if (extra_env) fprintf(f, " %s", extra_env);
     for (size_t i = 0; argv[i]; i++) fprintf(f, " %s", argv[i]);
     fputc('\n', f);
     fclose(f);
     ex_run_mark mark;
     ex_run_mark_take(log, NULL, &mark);
     pid_t pid;
-    char **env = pip_environment();
-    size_t nenv = 0;
-    while (env[nenv]) nenv++;
+    char **env = pip_environment(extra_env);
     int rc = ex_spawn(argv, env, log, &pid, err, errlen);
-    free(env[nenv - 1]);
     free(env);
     if (rc) return rc == EX_ENOEXEC ? TN_EINVAL : rc;
     int status, sig = wait_install(pid, &status);
@@ -225,6 +230,85 @@ static int folder_order(const void *a, const void *b) {
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
+/* The configuration setuptools reads from DIST_EXTRA_CONFIG over its own (not over the
+ * package's setup.cfg): its build/ and *.egg-info go to base instead of the package
+ * folder. Values are read by ConfigParser, where '%' must be doubled. */
+static int write_build_config(const char *path, const char *base, char *err, size_t errlen) {
+    FILE *f = fopen(path, "w");
+    if (!f) return tn_error(err, errlen, TN_EIO, "cannot write %s: %s", path, strerror(errno));
+    const char *sections[] = {"[build]\nbuild_base = ", "[egg_info]\negg_base = "};
+    for (size_t s = 0; s < 2; s++) {
+        fputs(sections[s], f);
+        for (const char *p = base; *p; p++) fputs(*p == '%' ? "%%" : (char[]){*p, '\0'}, f);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0) return tn_error(err, errlen, TN_EIO, "cannot write %s: %s", path,
+                                        strerror(errno));
+    return 0;
+}
+
+/* Builds the package folder pkg_dir into a wheel with `python -m pip wheel --no-deps`,
+ * in JOB_DIR/venv/build/N (venv the study's environment's folder, N the folder's place
+ * among them): that folder emptied first, setuptools' build/ and *.egg-info in its
+ * setuptools/ (DIST_EXTRA_CONFIG) and the wheel in its wheel/, so that nothing of an
+ * earlier build is packed (setuptools packs whatever its build/lib holds: a module
+ * deleted since would be installed still) and the package folder is only read. A
+ * setuptools that does not read DIST_EXTRA_CONFIG (older than 2022's; Debian 12's 66
+ * does) builds in the folder, as pip always did: the folder's lock covers that. The
+ * wheel's path is *wheel's (yours to free). Returns 0, or what run_logged returns, or
+ * TN_EIO / TN_EINVAL with a message. */
+static int build_wheel(const char *python, const char *pkg_dir, const char *venv, size_t n,
+                       const char *logpath, const char *job_id, FILE *log, char **wheel,
+                       char *err, size_t errlen) {
+    char *base = tn_xasprintf("%s/build/%zu", venv, n);
+    char *setuptools = tn_xasprintf("%s/setuptools", base);
+    char *wheels = tn_xasprintf("%s/wheel", base);
+    char *config = tn_xasprintf("%s/setuptools.cfg", base);
+    char *env = tn_xasprintf("DIST_EXTRA_CONFIG=%s", config);
+    int rc = tn_remove_tree(base, err, errlen);
+    if (rc == 0) rc = tn_make_dirs(setuptools, err, errlen);
+    if (rc == 0) rc = write_build_config(config, setuptools, err, errlen);
+    if (rc == 0) {
+        if (job_id && log) fprintf(log, "%s: building %s (pip wheel)\n", job_id, pkg_dir);
+        char *what = tn_xasprintf("building the package folder %s (pip wheel)", pkg_dir);
+        char *argv[] = {(char *)python, "-m", "pip", "wheel", "--no-deps",
+                        "--no-build-isolation", "--no-input", "--disable-pip-version-check",
+                        "-w", wheels, (char *)pkg_dir, NULL};
+        rc = run_logged(argv, env, logpath, what, err, errlen);
+        free(what);
+    }
+    DIR *d = rc == 0 ? opendir(wheels) : NULL;
+    if (rc == 0 && !d)
+        rc = tn_error(err, errlen, TN_EIO, "pip wheel made no folder %s for %s: %s", wheels,
+                      pkg_dir, strerror(errno));
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!ends_with(e->d_name, ".whl")) continue;
+        if (*wheel) { /* one project, one wheel */
+            rc = tn_error(err, errlen, TN_EIO, "pip wheel made more than one wheel of %s in %s",
+                          pkg_dir, wheels);
+            break;
+        }
+        *wheel = tn_xasprintf("%s/%s", wheels, e->d_name);
+    }
+    if (d) closedir(d);
+    if (rc == 0 && !*wheel)
+        rc = tn_error(err, errlen, TN_EIO, "pip wheel made no wheel of %s in %s", pkg_dir, wheels);
+    else if (rc == 0 && strpbrk(*wheel, ";[]"))
+        rc = tn_error(err, errlen, TN_EINVAL, "the wheel of %s is %s, which has '%c' in it: pip "
+                      "would read it as requirement syntax; give the study a jobDir without it",
+                      pkg_dir, *wheel, *strpbrk(*wheel, ";[]"));
+    if (rc) {
+        free(*wheel);
+        *wheel = NULL;
+    }
+    free(base);
+    free(setuptools);
+    free(wheels);
+    free(config);
+    free(env);
+    return rc;
+}
+
 int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
     json_t *uris = json_object_get(spec->training_input, "packageUris");
     if (!spec->python_module || !json_is_array(uris) || json_array_size(uris) == 0) return 0;
@@ -256,7 +340,7 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         if (log) fprintf(log, "%s: making the Python environment %s\n", spec->job_id, dir);
         char *venv[] = {"python3", "-m", "venv", "--system-site-packages", "--without-pip",
                         dir, NULL};
-        rc = run_logged(venv, logpath, "making the study's Python environment "
+        rc = run_logged(venv, NULL, logpath, "making the study's Python environment "
                                        "(python3 -m venv)", err, errlen);
     }
     /* the folders, locked for the install (pip builds in them): each once, however often
@@ -282,6 +366,22 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
         }
     }
+    /* each folder made a wheel of its own, by setuptools outside the folder: the wheel
+     * is what the install below gets */
+    for (size_t i = 0, built = 0; i < npk && rc == 0; i++) {
+        struct stat sb;
+        if (stat(argv[8 + i], &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        char *wheel = NULL;
+        rc = build_wheel(python, argv[8 + i], dir, ++built, logpath, log ? spec->job_id : NULL,
+                         log, &wheel, err, errlen);
+        if (rc == 0) {
+            free(argv[8 + i]);
+            argv[8 + i] = wheel;
+        }
+    }
+    for (size_t k = 0; k < nfolders; k++)
+        if (folders[k].fd >= 0) close(folders[k].fd); /* and so unlocked */
+    free(folders);
     if (rc == 0) {
         if (log) fprintf(log, "%s: installing %zu package%s with pip (%s)\n", spec->job_id, npk,
                          npk == 1 ? "" : "s", logpath);
@@ -289,12 +389,9 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
                               "--no-input", "--disable-pip-version-check",
                               "--no-warn-script-location"};
         for (size_t i = 0; i < 8; i++) argv[i] = tn_xstrdup(head[i]);
-        rc = run_logged(argv, logpath, "installing trainingInput.packageUris (pip install)",
+        rc = run_logged(argv, NULL, logpath, "installing trainingInput.packageUris (pip install)",
                         err, errlen);
     }
-    for (size_t k = 0; k < nfolders; k++)
-        if (folders[k].fd >= 0) close(folders[k].fd); /* and so unlocked */
-    free(folders);
     if (rc == 0) { /* wheels again, forced: pip keeps one of the same version otherwise */
         const char *again[] = {python, "-m", "pip", "install", "--no-deps", "--force-reinstall",
                                "--no-input", "--disable-pip-version-check",
@@ -305,7 +402,7 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         for (size_t i = 0; i < npk; i++)
             if (ends_with(argv[8 + i], ".whl")) wargv[k++] = argv[8 + i];
         if (k > 9)
-            rc = run_logged(wargv, logpath, "installing the wheels of trainingInput.packageUris "
+            rc = run_logged(wargv, NULL, logpath, "installing the wheels of trainingInput.packageUris "
                             "again (pip install --force-reinstall)", err, errlen);
         free(wargv);
     }

@@ -8,7 +8,8 @@
  * with `python3 -m venv --system-site-packages`: what this machine has installed
  * (TensorFlow, PyTorch, cloudml-hypertune) counts and is not fetched again, and pip
  * builds the packages with the machine's setuptools and wheel (--no-build-isolation),
- * fetching from its index only what they require that the machine lacks. `tuner run`
+ * fetching from its index only what they require that the machine lacks; a package
+ * folder is built into a wheel outside it, so that it is only read. `tuner run`
  * and `tuner resume` install them each time, so a changed package is picked up; pip's
  * output is in JOB_DIR/venv/install.log. AI Platform's gs:// URIs cannot be reached
  * from here: they are refused with a hint. docs/spec.md, "pythonModule and packageUris".

@@ -2101,36 +2101,36 @@ static int names_option(const char *a, size_t name_len, const char *opt, int *ex
  * "-vJname" the rest of the element after one of them is its value. */
 #define SBATCH_SHORT_WITH_VALUE "aAbBcCdDeFGiJLmMnNopqStwx"
 
-/* sbatch's long options that must have a value (getopt_long's required_argument; Slurm
- * 22.05, Debian 12's, and the later ones' additions): given without "=VALUE", each takes
+/* sbatch's long options that must have a value (getopt_long's required_argument in
+ * Slurm 22.05, Debian 12's: src/common/slurm_opt.c): given without "=VALUE", each takes
  * the next element, the batch script's path. The options the tuner sets itself are
- * refused before (SBATCH_OWNED). */
+ * refused before (SBATCH_OWNED). Only 22.05's names: a later version's would make an
+ * abbreviation look ambiguous that 22.05 reads as one of these (--conta, --ext). */
 static const char *const SBATCH_LONG_WITH_VALUE[] = {
-    "--account", "--acctg-freq", "--array", "--batch", "--bb", "--bbf", "--begin",
-    "--burst-buffer", "--chdir", "--cluster-constraint", "--clusters", "--comment",
-    "--constraint", "--container", "--container-id", "--core-spec", "--cores-per-socket",
-    "--cpu-freq", "--cpus-per-gpu", "--cpus-per-task", "--deadline", "--delay-boot",
-    "--dependency", "--distribution", "--error", "--exclude", "--export-file", "--extra",
-    "--extra-node-info", "--gid", "--gpu-bind", "--gpu-freq", "--gpus", "--gpus-per-node",
-    "--gpus-per-socket", "--gpus-per-task", "--gres", "--gres-flags", "--hint", "--input",
-    "--job-name", "--kill-on-invalid-dep", "--licenses", "--mail-type", "--mail-user",
-    "--mcs-label", "--mem", "--mem-bind", "--mem-per-cpu", "--mem-per-gpu", "--mincpus",
-    "--network", "--nodefile", "--nodelist", "--nodes", "--ntasks", "--ntasks-per-core",
-    "--ntasks-per-gpu", "--ntasks-per-node", "--ntasks-per-socket", "--open-mode",
-    "--output", "--partition", "--power", "--prefer", "--priority", "--profile", "--qos",
-    "--reservation", "--signal", "--sockets-per-node", "--switches", "--thread-spec",
-    "--threads-per-core", "--time", "--time-min", "--tmp", "--tres-per-task", "--uid",
-    "--wait-all-nodes", "--wckey"};
+    "--account", "--acctg-freq", "--array", "--batch", "--bb", "--bbf", "--begin", "--chdir",
+    "--cluster-constraint", "--clusters", "--comment", "--constraint", "--container",
+    "--context", "--core-spec", "--cores-per-socket", "--cpu-freq", "--cpus-per-gpu",
+    "--cpus-per-task", "--deadline", "--delay-boot", "--dependency", "--distribution",
+    "--error", "--exclude", "--export", "--export-file", "--extra-node-info", "--gid",
+    "--gpu-bind", "--gpu-freq", "--gpus", "--gpus-per-node", "--gpus-per-socket",
+    "--gpus-per-task", "--gres", "--gres-flags", "--hint", "--input", "--job-name",
+    "--kill-on-invalid-dep", "--licenses", "--mail-type", "--mail-user", "--mcs-label",
+    "--mem", "--mem-bind", "--mem-per-cpu", "--mem-per-gpu", "--mincpus", "--network",
+    "--nodefile", "--nodelist", "--nodes", "--ntasks", "--ntasks-per-core",
+    "--ntasks-per-gpu", "--ntasks-per-node", "--ntasks-per-socket", "--ntasks-per-tres",
+    "--open-mode", "--output", "--partition", "--power", "--prefer", "--priority",
+    "--profile", "--qos", "--reservation", "--signal", "--sockets-per-node", "--switches",
+    "--tasks-per-node", "--thread-spec", "--threads-per-core", "--time", "--time-min",
+    "--tmp", "--uid", "--wait-all-nodes", "--wckey", "--wrap"};
 
 /* sbatch's long options that take no value or an optional one ("--exclusive[=user]"):
  * with these an abbreviation is no longer one option's ("--ex" is --exclude or
  * --exclusive, which sbatch refuses as ambiguous). */
 static const char *const SBATCH_LONG_NO_VALUE[] = {
-    "--contiguous", "--exclusive", "--export", "--get-user-env", "--help", "--hold",
-    "--ignore-pbs", "--nice", "--no-kill", "--no-requeue", "--overcommit",
-    "--oversubscribe", "--parsable", "--propagate", "--quiet", "--reboot", "--requeue",
-    "--spread-job", "--test-only", "--usage", "--use-min-nodes", "--verbose", "--version",
-    "--wait", "--wrap"};
+    "--contiguous", "--exclusive", "--get-user-env", "--help", "--hold", "--ignore-pbs",
+    "--nice", "--no-kill", "--no-requeue", "--overcommit", "--oversubscribe", "--parsable",
+    "--propagate", "--quiet", "--reboot", "--requeue", "--spread-job", "--test-only",
+    "--usage", "--use-min-nodes", "--verbose", "--version", "--wait"};
 
 /* For a long option a given without a value ("--comment", or an abbreviation such as
  * "--comm"): the option that takes a value it stands for, NULL where it names none, or

@@ -369,6 +369,48 @@ static void test_make_dirs_errors(void) {
     rm_rf(root);
 }
 
+/* tn_remove_tree: a tree of folders, files and links goes, the links' targets outside
+ * it stay; a lone file goes; nothing there is fine; what cannot go is named (a folder
+ * under a file: ENOTDIR, which holds for root too). */
+static void test_remove_tree(void) {
+    char root[PATH_LEN], path[PATH_LEN], keep[PATH_LEN], link[PATH_LEN], err[PATH_LEN + 256] = "";
+    if (scratch_dir(root, "remove_tree") != 0) {
+        CHECK(0);
+        return;
+    }
+    fmt_path(keep, "%s/keep", root);
+    fmt_path(path, "%s/keep/inside.txt", root);
+    CHECK_INT_EQ(tn_make_dirs(keep, err, sizeof err), 0);
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+    fmt_path(path, "%s/tree/a/b", root);
+    CHECK_INT_EQ(tn_make_dirs(path, err, sizeof err), 0);
+    fmt_path(path, "%s/tree/a/b/file", root);
+    f = fopen(path, "w");
+    if (f) fclose(f);
+    fmt_path(link, "%s/tree/a/to_keep", root);
+    CHECK(symlink(keep, link) == 0);
+    fmt_path(link, "%s/tree/dangling", root);
+    CHECK(symlink("/no/such/target", link) == 0);
+    fmt_path(path, "%s/tree", root);
+    CHECK_INT_EQ(tn_remove_tree(path, err, sizeof err), 0);
+    struct stat st;
+    CHECK(lstat(path, &st) != 0 && errno == ENOENT);
+    fmt_path(path, "%s/keep/inside.txt", root);
+    CHECK_MSG(stat(path, &st) == 0, "a link's target outside the tree was removed");
+    CHECK_INT_EQ(tn_remove_tree(path, err, sizeof err), 0); /* a file */
+    CHECK(lstat(path, &st) != 0);
+    CHECK_INT_EQ(tn_remove_tree(path, err, sizeof err), 0); /* gone already */
+    fmt_path(path, "%s/keep/plain", root);
+    f = fopen(path, "w");
+    if (f) fclose(f);
+    fmt_path(path, "%s/keep/plain/below", root);
+    CHECK_INT_EQ(tn_remove_tree(path, err, sizeof err), TN_EIO);
+    CHECK_STR_CONTAINS(err, "cannot remove");
+    CHECK_STR_CONTAINS(err, strerror(ENOTDIR));
+    rm_rf(root);
+}
+
 /* ---------------------------------------------------------------------------------
  * text.h
  * --------------------------------------------------------------------------------- */
@@ -625,6 +667,7 @@ int main(void) {
     RUN(test_random_bytes_under_signals);
     RUN(test_make_dirs_deep_and_again);
     RUN(test_make_dirs_errors);
+    RUN(test_remove_tree);
     RUN(test_edit_distance_table);
     RUN(test_closest);
     RUN(test_format_double_cases);

@@ -610,6 +610,12 @@ static const bad_case BAD[] = {
      "attach it (\"--comment=VALUE\")", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--constraint\", \"a100\"]}}",
      NULL, "executor.extraArgs[0]", "--constraint takes a value", 2, 0},
+    /* --export's value is required (it is no flag), and --conta is --container in
+     * Slurm 22.05 (a later --container-id must not make it look ambiguous) */
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--export\"]}}", NULL,
+     "executor.extraArgs[0]", "--export takes a value", 0, 0},
+    {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--conta\"]}}", NULL,
+     "executor.extraArgs[0]", "--conta would stand for --container, which takes a value", 0, 0},
     {"{\"executor\": {\"type\": \"slurm\", \"extraArgs\": [\"--exclusive\", "
      "\"--partition=gpu\"]}}", NULL, "executor.extraArgs[1]",
      "--partition is set by executor.partition; give it there", 0, 0},

@@ -713,11 +713,19 @@ if [ -z "$py" ]; then
   echo "skip package_run: no python3 with pip, setuptools and wheel (Debian: python3-pip)"
 else
   mkdir -p pybin && ln -sf "$py" pybin/python3
-  # the example as it is, in a copy of its folder (pip builds in the package's folder,
-  # and the study's jobDir is relative): from there as from the project's folder
+  # the example as it is, in a copy of its folder (the study's jobDir is relative):
+  # from there as from the project's folder. Its package folder has what an earlier
+  # build in it left (setuptools' build/lib, with a module deleted since): the folder
+  # is built into a wheel outside it, so the deleted module is not installed (it was:
+  # setuptools packs what build/lib holds), and nothing is written into the folder (pip
+  # wrote build/ and *.egg-info there)
   EX="$(pwd -P)/pkgex"
   mkdir -p "$EX/studies" &&
     cp -R "$ROOT/studies/python_package" "$ROOT/studies/python_package.yaml" "$EX/studies/"
+  rm -rf "$EX/studies/python_package/build" "$EX"/studies/python_package/*.egg-info
+  mkdir -p "$EX/studies/python_package/build/lib/rosenbrock"
+  echo 'print("deleted since")' >"$EX/studies/python_package/build/lib/rosenbrock/stale_mod.py"
+  before_pkg=$(cd "$EX/studies/python_package" && find . | sort)
   (cd "$EX" && PATH="$WORK/pybin:$PATH" "$TUNER" run studies/python_package.yaml \
      --db="$WORK/examples.db" --seed=1 --quiet >"$WORK/package.out" 2>&1); rc=$?
   check package_run_exit0 test $rc -eq 0
@@ -725,8 +733,14 @@ else
   check package_all_succeeded test "$(TUNER_DB="$WORK/examples.db" count_state python_package SUCCEEDED)" -eq 8
   check package_in_study_venv test -x "$EX/runs/python_package/venv/bin/python3"
   check package_module_ran grep -q "^trial 1: learning_rate=" "$EX/runs/python_package/1/logs/chief-0.log"
-  check package_from_venv grep -q "^\$ $EX/runs/python_package/venv/bin/python3 -m pip install .* $EX/studies/python_package\$" \
-    "$EX/runs/python_package/venv/install.log"
+  V="$EX/runs/python_package/venv"
+  check package_wheel_built grep -q "^\$ DIST_EXTRA_CONFIG=$V/build/1/setuptools.cfg $V/bin/python3 -m pip wheel --no-deps .* -w $V/build/1/wheel $EX/studies/python_package\$" \
+    "$V/install.log"
+  check package_from_venv grep -q "^\$ $V/bin/python3 -m pip install .* $V/build/1/wheel/rosenbrock_trainer-[^ /]*\.whl\$" \
+    "$V/install.log"
+  check package_stale_build_not_installed test -z "$(ls "$V"/lib/python3*/site-packages/rosenbrock/stale_mod.py 2>/dev/null)" \
+    -a -n "$(ls "$V"/lib/python3*/site-packages/rosenbrock/__init__.py 2>/dev/null)"
+  check package_folder_untouched test "$(cd "$EX/studies/python_package" && find . | sort)" = "$before_pkg"
   rm -rf "$EX/runs/python_package"
   # created here, resumed from elsewhere: the stored paths are absolute, and resume
   # installs the package before the trials run
@@ -788,20 +802,20 @@ YAML
   kill -TERM $tp
   wait $tp; rc=$?
   check package_stopped_exit143 test -n "$build_pid" -a $rc -eq 143
-  check package_stopped_says grep -q "stopped by signal 15 (Terminated) while installing trainingInput.packageUris (pip install); its processes were stopped too, and nothing was stored" hang.out
+  check package_stopped_says grep -q "stopped by signal 15 (Terminated) while building the package folder .*/hang_pkg (pip wheel); its processes were stopped too, and nothing was stored" hang.out
   gone() { [ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
   for _ in $(seq 1 30); do gone "$build_pid" && break; sleep 0.1; done
   check package_stopped_build_gone gone "$build_pid"
   [ -n "$build_pid" ] && kill -9 "$build_pid" 2>/dev/null
   check package_stopped_not_stored test "$("$TUNER" list --db="$WORK/hang.db" --format=csv 2>/dev/null | grep -c '^hang,')" -eq 0
-  # one folder listed twice (two spellings): installed once (a second lock of it waited
-  # on the first for ever); run from a folder whose path has brackets: refused, since
+  # one folder listed twice (two spellings): built and installed once (a second lock of
+  # it waited on the first for ever); run from a folder whose path has brackets: refused, since
   # pip would read them as extras
   sed -e 's|runs/conc1|runs/twice|' -e 's|\[studies/python_package\]|[studies/python_package, ./studies/python_package/]|' \
     "$EX/conc1.yaml" >"$EX/twice.yaml"
   (cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 120 "$TUNER" run twice.yaml --db="$WORK/twice.db" --quiet >"$WORK/twice.out" 2>&1); rc=$?
   check package_listed_twice_exit0 test $rc -eq 0
-  check package_listed_twice_once test "$(grep '^\$ .* pip install --no-build-isolation' "$EX/runs/twice/venv/install.log" | grep -o 'studies/python_package' | wc -l)" -eq 1
+  check package_listed_twice_once test "$(grep -c '^\$ .* pip wheel .*studies/python_package' "$EX/runs/twice/venv/install.log")" -eq 1
   mkdir -p "$WORK/br[1]" && cp "$EX/conc1.yaml" "$WORK/br[1]/b.yaml" && cp -R "$EX/studies" "$WORK/br[1]/"
   err=$(cd "$WORK/br[1]" && PATH="$WORK/pybin:$PATH" "$TUNER" run b.yaml --db="$WORK/br.db" --quiet 2>&1); rc=$?
   check package_bracket_folder_refused test $rc -ne 0
@@ -824,7 +838,7 @@ trainingInput:
 YAML
   err=$(PATH="$WORK/pybin:$PATH" "$TUNER" run broken.yaml --quiet 2>&1); rc=$?
   check package_broken_exit1 test $rc -eq 1
-  check package_broken_says grep -q "installing trainingInput.packageUris (pip install) failed (exit status 1); its log (.*/runs/broken/venv/install.log) ends:" <<<"$err"
+  check package_broken_says grep -q "building the package folder .*/broken_pkg (pip wheel) failed (exit status 1); its log (.*/runs/broken/venv/install.log) ends:" <<<"$err"
   check package_broken_tail grep -q "this setup.py is broken on purpose" <<<"$err"
   check package_broken_hint grep -q "^hint: " <<<"$err"
   "$TUNER" show broken >/dev/null 2>&1; rc=$?
