@@ -446,6 +446,7 @@ static int run_replica(const job_desc *d, const char *run_dir, const char *type_
             }
             if (g_signal || decided(run_dir)) {
                 status = ex_stop_group(pid, d->grace);
+                if (status == STATUS_LOST) wait_errno = errno; /* ex_stop_group's waitpid */
                 stopped = 1;
                 break;
             }
