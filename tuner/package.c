@@ -112,10 +112,11 @@ static char **pip_environment(const char *extra) {
 }
 
 static volatile sig_atomic_t g_stop_signal; /* a stop asked for during an install */
+static int g_stopped_by;                     /* the signal that stopped the last one */
 
 static void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-int pkg_stop_signal(void) { return g_stop_signal; }
+int pkg_stop_signal(void) { return g_stopped_by; }
 
 /* Waits for the install command pid (a process group of its own: the terminal's Ctrl-C
  * does not reach it) into *status. SIGINT, SIGTERM or SIGHUP meanwhile stops its whole
@@ -129,6 +130,7 @@ static int wait_install(pid_t pid, int *status) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     g_stop_signal = 0;
+    g_stopped_by = 0;
     for (int i = 0; i < 3; i++) {
         sigaction(stops[i], NULL, &old[i]);
         if (old[i].sa_handler != SIG_IGN) sigaction(stops[i], &sa, NULL);
@@ -141,8 +143,8 @@ static int wait_install(pid_t pid, int *status) {
             sig = -1;
             break;
         }
-        if (g_stop_signal) {
-            sig = g_stop_signal;
+        if (g_stop_signal) { /* the first: a second meanwhile changes nothing */
+            sig = g_stopped_by = g_stop_signal;
             *status = ex_stop_group(pid, 5.0);
             break;
         }
