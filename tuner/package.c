@@ -241,7 +241,10 @@ static int write_build_config(const char *path, const char *base, char *err, siz
     const char *sections[] = {"[build]\nbuild_base = ", "[egg_info]\negg_base = "};
     for (size_t s = 0; s < 2; s++) {
         fputs(sections[s], f);
-        for (const char *p = base; *p; p++) fputs(*p == '%' ? "%%" : (char[]){*p, '\0'}, f);
+        for (const char *p = base; *p; p++) {
+            if (*p == '%') fputc('%', f);
+            fputc(*p, f);
+        }
         fputc('\n', f);
     }
     if (fclose(f) != 0) return tn_error(err, errlen, TN_EIO, "cannot write %s: %s", path,

@@ -820,6 +820,17 @@ YAML
   err=$(cd "$WORK/br[1]" && PATH="$WORK/pybin:$PATH" "$TUNER" run b.yaml --db="$WORK/br.db" --quiet 2>&1); rc=$?
   check package_bracket_folder_refused test $rc -ne 0
   check package_bracket_folder_says grep -q "which has '\[' in it: pip would read it as requirement syntax" <<<"$err"
+  # a jobDir with ';' in it: the folder's wheel would be there, and pip would read the
+  # ';' as an environment marker; the error says to change the jobDir; and a '%' in it
+  # is no trouble for setuptools' configuration (ConfigParser reads '%%' as '%')
+  sed -e 's|runs/conc1|runs/semi;colon|' "$EX/conc1.yaml" >"$EX/semi.yaml"
+  err=$(cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 120 "$TUNER" run semi.yaml --db="$WORK/semi.db" --quiet 2>&1); rc=$?
+  check package_semicolon_jobdir_exit test $rc -ne 0
+  check package_semicolon_jobdir_says grep -q "which has ';' in it: pip would read it as requirement syntax; give the study a jobDir without it" <<<"$err"
+  sed -e 's|runs/conc1|runs/per%cent|' "$EX/conc1.yaml" >"$EX/percent.yaml"
+  (cd "$EX" && PATH="$WORK/pybin:$PATH" timeout 120 "$TUNER" run percent.yaml --db="$WORK/percent.db" --quiet >/dev/null 2>&1); rc=$?
+  check package_percent_jobdir_exit0 test $rc -eq 0
+  check package_percent_jobdir_built_there test -n "$(ls "$EX"/runs/per%cent/venv/build/1/setuptools/*.egg-info 2>/dev/null)"
   # a FIFO where the install log goes: an error, not a hang
   mkdir -p "$EX/runs/fifo/venv" && mkfifo "$EX/runs/fifo/venv/install.log"
   sed 's|runs/conc1|runs/fifo|' "$EX/conc1.yaml" >"$EX/fifo.yaml"
