@@ -120,11 +120,12 @@ int tn_make_dirs(const char *path, char *err, size_t errlen) {
 
 /* tn_remove_tree's first failure (nftw's callback has no context of its own). */
 static _Thread_local int rm_errno;
-static _Thread_local char rm_path[512];
+static _Thread_local char rm_path[4096];
 
 static int remove_one(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
     (void)sb, (void)ftw;
-    int rc = type == FTW_DP ? rmdir(path) : unlink(path);
+    /* a folder it could not read (FTW_DNR) may be empty still: rmdir says */
+    int rc = type == FTW_DP || type == FTW_DNR ? rmdir(path) : unlink(path);
     if (rc != 0 && errno != ENOENT) {
         rm_errno = errno;
         snprintf(rm_path, sizeof rm_path, "%s", path);

@@ -138,7 +138,10 @@ static int wait_install(pid_t pid, int *status) {
     int sig = 0;
     for (;;) {
         pid_t got = waitpid(pid, status, WNOHANG);
-        if (got == pid) break;
+        if (got == pid) { /* a stop that came as it ended still stops what would follow */
+            if (g_stop_signal) sig = g_stopped_by = g_stop_signal;
+            break;
+        }
         if (got < 0 && errno != EINTR) {
             sig = -1;
             break;
@@ -232,9 +235,9 @@ static int folder_order(const void *a, const void *b) {
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* The configuration setuptools reads from DIST_EXTRA_CONFIG over its own (not over the
- * package's setup.cfg): its build/ and *.egg-info go to base instead of the package
- * folder. Values are read by ConfigParser, where '%' must be doubled. */
+/* The configuration setuptools reads from DIST_EXTRA_CONFIG, after the package's
+ * setup.cfg (so over what that says): its build/ and *.egg-info go to base instead of
+ * the package folder. Values are read by ConfigParser, where '%' must be doubled. */
 static int write_build_config(const char *path, const char *base, char *err, size_t errlen) {
     FILE *f = fopen(path, "w");
     if (!f) return tn_error(err, errlen, TN_EIO, "cannot write %s: %s", path, strerror(errno));
@@ -258,8 +261,9 @@ static int write_build_config(const char *path, const char *base, char *err, siz
  * setuptools/ (DIST_EXTRA_CONFIG) and the wheel in its wheel/, so that nothing of an
  * earlier build is packed (setuptools packs whatever its build/lib holds: a module
  * deleted since would be installed still) and the package folder is only read. A
- * setuptools that does not read DIST_EXTRA_CONFIG (older than 2022's; Debian 12's 66
- * does) builds in the folder, as pip always did: the folder's lock covers that. The
+ * setuptools older than 65.4 (September 2022; Debian 12's 66 is newer), which does not
+ * read DIST_EXTRA_CONFIG, builds in the folder, as pip always did: the folders' locks
+ * cover that. The
  * wheel's path is *wheel's (yours to free). Returns 0, or what run_logged returns, or
  * TN_EIO / TN_EINVAL with a message. */
 static int build_wheel(const char *python, const char *pkg_dir, const char *venv, size_t n,
@@ -298,10 +302,6 @@ static int build_wheel(const char *python, const char *pkg_dir, const char *venv
     if (d) closedir(d);
     if (rc == 0 && !*wheel)
         rc = tn_error(err, errlen, TN_EIO, "pip wheel made no wheel of %s in %s", pkg_dir, wheels);
-    else if (rc == 0 && strpbrk(*wheel, ";[]"))
-        rc = tn_error(err, errlen, TN_EINVAL, "the wheel of %s is %s, which has '%c' in it: pip "
-                      "would read it as requirement syntax; give the study a jobDir without it",
-                      pkg_dir, *wheel, *strpbrk(*wheel, ";[]"));
     if (rc) {
         free(*wheel);
         *wheel = NULL;
@@ -341,6 +341,14 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
             if (!again) argv[8 + npk++] = tn_xstrdup(abs);
         }
     }
+    for (size_t i = 0; i < npk && rc == 0; i++) { /* a folder's wheel goes under dir */
+        struct stat sb;
+        if (stat(argv[8 + i], &sb) == 0 && S_ISDIR(sb.st_mode) && strpbrk(dir, ";[]"))
+            rc = tn_error(err, errlen, TN_EINVAL, "the package folder %s is built into a wheel "
+                          "under %s, which has '%c' in it: pip would read it as requirement "
+                          "syntax; give the study a jobDir without it", argv[8 + i], dir,
+                          *strpbrk(dir, ";[]"));
+    }
     if (rc == 0 && access(python, X_OK) != 0) {
         if (log) fprintf(log, "%s: making the Python environment %s\n", spec->job_id, dir);
         char *venv[] = {"python3", "-m", "venv", "--system-site-packages", "--without-pip",
@@ -348,10 +356,11 @@ int pkg_prepare(tn_spec *spec, FILE *log, char *err, size_t errlen) {
         rc = run_logged(venv, NULL, logpath, "making the study's Python environment "
                                        "(python3 -m venv)", err, errlen);
     }
-    /* the folders, locked for the install (pip builds in them): each once, however often
-     * it is listed (a second flock of it would wait on the first for ever), and in one
-     * order, by device and inode, so that two studies listing the same folders in other
-     * orders cannot each hold one and wait for the other */
+    /* the folders, locked for their builds (a setuptools older than 65.4 builds in
+     * them): each once, however often it is listed (a second flock of it would wait on
+     * the first for ever), and in one order, by device and inode, so that two studies
+     * listing the same folders in other orders cannot each hold one and wait for the
+     * other */
     folder *folders = tn_xcalloc(n + 1, sizeof *folders);
     size_t nfolders = 0;
     for (size_t i = 0; i < npk && rc == 0; i++) {
